@@ -1,0 +1,23 @@
+import type { ToolCall } from "./messages.js";
+import type { AnyAgentTool } from "./tool.js";
+
+export interface ToolCallDecision {
+  decision: "approve" | "deny";
+  reason?: string | null;
+}
+
+export interface BeforeToolCallRequest {
+  toolCall: ToolCall;
+  tool: AnyAgentTool;
+  /** The validated input. */
+  input: unknown;
+  signal: AbortSignal;
+}
+
+/**
+ * Asked before every valid tool call, after argument validation and before any
+ * side effect. It may wait (for a person); it throws only when something broke.
+ */
+export type BeforeToolCall = (request: BeforeToolCallRequest) => Promise<ToolCallDecision>;
+
+export const approveAll: BeforeToolCall = async () => ({ decision: "approve" });

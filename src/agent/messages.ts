@@ -1,0 +1,53 @@
+import { z } from "zod";
+
+/** A tool call the model proposed; `input` is the raw JSON argument text it sent. */
+export const ToolCallSchema = z.object({
+  id: z.string().min(1),
+  name: z.string(),
+  input: z.string(),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+/** What a tool result message records besides its content. */
+export const ToolResultMetadataSchema = z.object({
+  errorCode: z.string().nullable(),
+  retryable: z.boolean(),
+  durationMs: z.number().nonnegative(),
+  outputChars: z.number().int().nonnegative(),
+  truncated: z.boolean(),
+});
+export type ToolResultMetadata = z.infer<typeof ToolResultMetadataSchema>;
+
+/**
+ * A message as the loop produces it. The store adds `sessionId`, `runId`, `seq`
+ * and `createdAt` when it commits one.
+ */
+export const AgentMessageSchema = z.discriminatedUnion("role", [
+  z.object({ id: z.string(), role: z.literal("user"), content: z.string() }),
+  z.object({
+    id: z.string(),
+    role: z.literal("assistant"),
+    content: z.string(),
+    toolCalls: z.array(ToolCallSchema).optional(),
+  }),
+  z.object({
+    id: z.string(),
+    role: z.literal("tool"),
+    content: z.string(),
+    toolCallId: z.string(),
+    isError: z.boolean(),
+    metadata: ToolResultMetadataSchema,
+  }),
+]);
+export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+export type UserMessage = Extract<AgentMessage, { role: "user" }>;
+export type AssistantMessage = Extract<AgentMessage, { role: "assistant" }>;
+export type ToolMessage = Extract<AgentMessage, { role: "tool" }>;
+
+/** A committed message, as stored and as served over HTTP. */
+export type StoredMessage = AgentMessage & {
+  sessionId: string;
+  runId: string;
+  seq: number;
+  createdAt: string;
+};

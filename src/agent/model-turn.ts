@@ -1,0 +1,84 @@
+import { z } from "zod";
+import { selectContext } from "./context-window.js";
+import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
+import type { AssistantMessage } from "./messages.js";
+import type { ToolSpec } from "./model.js";
+import { addUsage } from "./stats.js";
+import { estimateTokens, type StepTrace } from "./step-trace.js";
+
+export type ModelTurn =
+  | { stop: PhaseStop; trace: StepTrace | null }
+  | { stop: null; assistant: AssistantMessage; trace: StepTrace };
+
+/** The tools as offered to the model, their schemas derived from zod. */
+export function toolSpecs(tools: LoopContext["tools"]): ToolSpec[] {
+  return [...tools.values()].map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: z.toJSONSchema(tool.inputSchema, { io: "input" }) as Record<string, unknown>,
+  }));
+}
+
+/**
+ * One model request. Text and tool calls accumulate locally and become an
+ * assistant message only when the stream ended cleanly (law 3).
+ */
+export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSpec[]): Promise<ModelTurn> {
+  const window = selectContext(ctx.history, ctx.contextMaxChars);
+  if (!window.ok)
+    return {
+      stop: { stopReason: "error", error: { code: "CONTEXT_TOO_SMALL", message: window.message } },
+      trace: null,
+    };
+
+  ctx.emit({ type: "turn.started", turn });
+  ctx.stats.modelCalls++;
+  const result = await ctx.model.complete({
+    model: ctx.modelName,
+    system: ctx.system,
+    messages: window.messages,
+    tools: specs,
+    signal: ctx.signal,
+    onTextDelta: (text) => ctx.emit({ type: "text.delta", text }),
+  });
+  addUsage(ctx.stats, result.usage);
+  const trace: StepTrace = {
+    turn,
+    context: {
+      messageCount: window.messages.length,
+      estimatedTokens: estimateTokens(window.chars + (ctx.system?.length ?? 0)),
+      trimmedCount: window.trimmedCount,
+    },
+    model: {
+      latencyMs: result.timing.latencyMs,
+      firstTokenMs: result.timing.firstTokenMs,
+      finishReason: result.ok ? result.finishReason : null,
+      usage: result.usage ?? null,
+      error: result.ok ? null : result.message,
+    },
+    tools: [],
+  };
+
+  if (!result.ok) {
+    if (result.code === "MODEL_ABORTED" || ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };
+    return { stop: { stopReason: "error", error: { code: result.code, message: result.message } }, trace };
+  }
+  // Checkpoint (b): the stream ended, but the run was cancelled: the turn is dropped.
+  if (ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };
+  if (result.text === "" && result.toolCalls.length === 0) {
+    const message = "the model returned neither text nor tool calls";
+    trace.model.error = message;
+    return { stop: { stopReason: "error", error: { code: "EMPTY_RESPONSE", message } }, trace };
+  }
+
+  const assistant: AssistantMessage = {
+    id: ctx.newId(),
+    role: "assistant",
+    content: result.text,
+    ...(result.toolCalls.length ? { toolCalls: result.toolCalls } : {}),
+  };
+  const stop = await commitMessage(ctx, assistant);
+  if (stop) return { stop, trace };
+  ctx.stats.turns++;
+  return { stop: null, assistant, trace };
+}

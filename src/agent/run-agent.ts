@@ -1,0 +1,112 @@
+import { randomUUID } from "node:crypto";
+import type { BeforeToolCall } from "./approval.js";
+import type { LoopEvent } from "./events.js";
+import { assertValidHistory, pendingToolCalls } from "./history.js";
+import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
+import type { AgentMessage } from "./messages.js";
+import type { ModelClient } from "./model.js";
+import { runModelTurn, toolSpecs } from "./model-turn.js";
+import type { RunError } from "./run-view.js";
+import { emptyStats, type RunStats } from "./stats.js";
+import type { StepTrace } from "./step-trace.js";
+import type { AnyAgentTool } from "./tool.js";
+import { runToolCalls } from "./tool-phase.js";
+
+export interface RunAgentParams {
+  model: ModelClient;
+  modelName?: string;
+  system?: string;
+  tools: readonly AnyAgentTool[];
+  /** The committed history before this run (or before this resumption). */
+  history: readonly AgentMessage[];
+  /** The user message that starts the run; omitted when resuming a run. */
+  input?: string;
+  beforeToolCall: BeforeToolCall;
+  commit: (message: AgentMessage) => Promise<void>;
+  emit: (event: LoopEvent) => void;
+  onStep?: (step: StepTrace) => void;
+  signal: AbortSignal;
+  /** The most model requests this run may make. */
+  maxTurns: number;
+  contextMaxChars?: number;
+  /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
+  priorStats?: RunStats;
+  newId?: () => string;
+}
+
+export interface AgentRunResult {
+  stopReason: "complete" | "max_turns" | "aborted" | "error";
+  error: RunError | null;
+  /** The messages this call committed, in order. */
+  messages: AgentMessage[];
+  stats: RunStats;
+}
+
+/**
+ * The agent loop: ask the model, execute the tools it proposes, feed the results
+ * back, until the model makes no tool call, the turn budget is spent, the signal
+ * fires, or something fails. It knows nothing of HTTP or SQL; all I/O is injected.
+ * It throws only for an invalid history (law 4); every other failure is a value.
+ */
+export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> {
+  assertValidHistory(params.history, { allowPendingTail: params.input === undefined });
+  const started = performance.now();
+  const stats: RunStats = params.priorStats ? { ...params.priorStats } : emptyStats();
+  const priorDuration = stats.durationMs;
+  const ctx: LoopContext = {
+    model: params.model,
+    modelName: params.modelName,
+    system: params.system,
+    tools: new Map(params.tools.map((tool) => [tool.name, tool])),
+    beforeToolCall: params.beforeToolCall,
+    commit: params.commit,
+    emit: params.emit,
+    onStep: params.onStep ?? (() => {}),
+    signal: params.signal,
+    contextMaxChars: params.contextMaxChars,
+    newId: params.newId ?? randomUUID,
+    history: [...params.history],
+    stats,
+  };
+  const firstNew = ctx.history.length;
+  const finish = (stop: PhaseStop | { stopReason: "complete" | "max_turns" }): AgentRunResult => {
+    stats.durationMs = priorDuration + Math.round(performance.now() - started);
+    return {
+      stopReason: stop.stopReason,
+      error: stop.stopReason === "error" ? stop.error : null,
+      messages: ctx.history.slice(firstNew),
+      stats,
+    };
+  };
+
+  if (params.input !== undefined) {
+    // Checkpoint (a): cancelled before the run began: nothing is recorded.
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
+    const stop = await commitMessage(ctx, { id: ctx.newId(), role: "user", content: params.input });
+    if (stop) return finish(stop);
+  } else {
+    // Resuming: calls of the last assistant message that still lack results run first.
+    const pending = pendingToolCalls(ctx.history);
+    if (pending.length) {
+      const stop = await runToolCalls(ctx, pending, []);
+      if (stop) return finish(stop);
+    }
+  }
+
+  const specs = toolSpecs(ctx.tools);
+  while (true) {
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
+    if (stats.modelCalls >= params.maxTurns) return finish({ stopReason: "max_turns" });
+    const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
+    if (turn.stop) {
+      if (turn.trace) ctx.onStep(turn.trace);
+      return finish(turn.stop);
+    }
+    const calls = turn.assistant.toolCalls ?? [];
+    const stop = calls.length ? await runToolCalls(ctx, calls, turn.trace.tools) : null;
+    ctx.onStep(turn.trace);
+    if (stop) return finish(stop);
+    // Law 2: the run completes because the model made no tool call.
+    if (calls.length === 0) return finish({ stopReason: "complete" });
+  }
+}

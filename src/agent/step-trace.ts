@@ -1,0 +1,29 @@
+import type { ModelUsage } from "./model.js";
+
+/** One tool call's outcome in a step trace. */
+export interface ToolTrace {
+  toolCallId: string;
+  tool: string;
+  status: "ok" | "error";
+  errorCode: string | null;
+  durationMs: number;
+  outputChars: number;
+  truncated: boolean;
+}
+
+/** What one turn of the loop did: what it sent, how the model answered, what the tools did. */
+export interface StepTrace {
+  turn: number;
+  context: { messageCount: number; estimatedTokens: number; trimmedCount: number };
+  model: {
+    latencyMs: number;
+    firstTokenMs: number | null;
+    finishReason: string | null;
+    usage: ModelUsage | null;
+    error: string | null;
+  };
+  tools: ToolTrace[];
+}
+
+/** A rough token estimate (4 characters a token), enough to watch context growth. */
+export const estimateTokens = (chars: number): number => Math.ceil(chars / 4);

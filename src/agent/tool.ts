@@ -1,0 +1,40 @@
+import type { z } from "zod";
+
+/**
+ * What a tool returns. Failure is a value: the model sees it and may repair.
+ * `truncated` says the output was cut to a cap (and the output says so in words).
+ */
+export type ToolOutcome =
+  | { ok: true; output: string; truncated?: boolean }
+  | { ok: false; errorCode: string; message: string; retryable: boolean; truncated?: boolean };
+
+export interface ToolExecutionContext {
+  toolCallId: string;
+  /** Fires when the run is cancelled; a tool stops its work and reports what happened. */
+  signal: AbortSignal;
+}
+
+/**
+ * A tool as the loop sees it: its input is validated against `inputSchema` before
+ * `execute` is called. `execute` may throw only for broken invariants.
+ */
+export interface AgentTool<Input = unknown> {
+  name: string;
+  description: string;
+  inputSchema: z.ZodType<Input>;
+  /** Read-only tools are allowed without asking by default. */
+  readOnly: boolean;
+  execute(input: Input, context: ToolExecutionContext): Promise<ToolOutcome>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous tool list needs an erased input type
+export type AnyAgentTool = AgentTool<any>;
+
+export const toolOk = (output: string, truncated = false): ToolOutcome => ({ ok: true, output, truncated });
+
+export const toolError = (errorCode: string, message: string, retryable = false): ToolOutcome => ({
+  ok: false,
+  errorCode,
+  message,
+  retryable,
+});
