@@ -1,5 +1,5 @@
 import type { ToolCallDecision } from "./approval.js";
-import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { commitMessage, type LoopContext, PersistenceError, type PhaseStop } from "./loop-context.js";
 import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
@@ -87,7 +87,13 @@ export async function runToolCalls(
       continue;
     }
 
-    ctx.emit({ type: "tool.started", toolCallId: call.id, tool: call.name });
+    try {
+      ctx.emit({ type: "tool.started", toolCallId: call.id, tool: call.name });
+    } catch (err) {
+      // The start could not be recorded: the tool does not run, and nothing more can be saved.
+      const failure = new PersistenceError(err);
+      return { stopReason: "error", error: { code: failure.code, message: failure.message } };
+    }
     ctx.stats.toolCalls++;
     const started = performance.now();
     let outcome: ToolOutcome;

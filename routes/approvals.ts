@@ -1,0 +1,21 @@
+import type { App, AppContext } from "../src/app-context.js";
+import { ApprovalParams, DecisionBody, RunParams } from "../src/http/schemas.js";
+
+export default function approvalRoutes(app: App, ctx: AppContext) {
+  app.get("/runs/:id/approvals", { schema: { params: RunParams } }, async (request) =>
+    ctx.runs.pendingApprovals(request.params.id, request.owner),
+  );
+
+  app.post(
+    "/runs/:id/approvals/:toolCallId",
+    { schema: { params: ApprovalParams, body: DecisionBody } },
+    async (request) =>
+      ctx.runs.decide({
+        runId: request.params.id,
+        owner: request.owner,
+        toolCallId: request.params.toolCallId,
+        decision: request.body.decision,
+        reason: request.body.reason,
+      }),
+  );
+}

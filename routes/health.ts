@@ -1,0 +1,11 @@
+import type { App, AppContext } from "../src/app-context.js";
+import { checkReadiness } from "../src/http/readiness.js";
+
+export default function healthRoutes(app: App, ctx: AppContext) {
+  app.get("/healthz", async () => ({ status: "ok" }));
+
+  app.get("/readyz", async (_request, reply) => {
+    const readiness = checkReadiness(ctx);
+    return reply.status(readiness.ready ? 200 : 503).send(readiness);
+  });
+}

@@ -1,0 +1,42 @@
+import type { App, AppContext } from "../src/app-context.js";
+import { PageQuery, RunParams, SessionParams, StartRunBody, StartRunQuery } from "../src/http/schemas.js";
+import { streamRunEvents } from "../src/http/sse.js";
+
+export default function runRoutes(app: App, ctx: AppContext) {
+  app.post(
+    "/sessions/:id/runs",
+    { sse: { kind: "dual" }, schema: { params: SessionParams, body: StartRunBody, querystring: StartRunQuery } },
+    async (request, reply) => {
+      const key = request.headers["idempotency-key"];
+      const { run, created } = ctx.runs.start({
+        sessionId: request.params.id,
+        owner: request.owner,
+        ...request.body,
+        idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
+      });
+      if (reply.sse) return streamRunEvents(ctx, reply, { runId: run.id, after: 0 });
+      if (request.query.wait) return ctx.runs.waitForFinish(run.id);
+      return reply.status(created ? 201 : 200).send(run);
+    },
+  );
+
+  app.get("/sessions/:id/runs", { schema: { params: SessionParams, querystring: PageQuery } }, async (request) =>
+    ctx.runs.listForSession(request.params.id, request.owner, {
+      limit: request.query.limit,
+      cursor: request.query.cursor ?? null,
+    }),
+  );
+
+  app.get("/runs/:id", { schema: { params: RunParams } }, async (request) =>
+    ctx.runs.get(request.params.id, request.owner),
+  );
+
+  app.delete("/runs/:id", { schema: { params: RunParams } }, async (request, reply) => {
+    const { run, accepted } = ctx.runs.cancel(request.params.id, request.owner);
+    return reply.status(accepted ? 202 : 200).send(run);
+  });
+
+  app.get("/runs/:id/steps", { schema: { params: RunParams } }, async (request) =>
+    ctx.runs.steps(request.params.id, request.owner),
+  );
+}

@@ -1,0 +1,28 @@
+import type { App, AppContext } from "../src/app-context.js";
+import { CreateSessionBody, PageQuery, SessionParams } from "../src/http/schemas.js";
+
+export default function sessionRoutes(app: App, ctx: AppContext) {
+  app.post("/sessions", { schema: { body: CreateSessionBody } }, async (request, reply) =>
+    reply.status(201).send(await ctx.sessions.create(request.body, request.owner)),
+  );
+
+  app.get("/sessions", { schema: { querystring: PageQuery } }, async (request) =>
+    ctx.sessions.list(request.owner, { limit: request.query.limit, cursor: request.query.cursor ?? null }),
+  );
+
+  app.get("/sessions/:id", { schema: { params: SessionParams } }, async (request) =>
+    ctx.sessions.get(request.params.id, request.owner),
+  );
+
+  app.delete("/sessions/:id", { schema: { params: SessionParams } }, async (request, reply) => {
+    await ctx.sessions.delete(request.params.id, request.owner);
+    return reply.status(204).send();
+  });
+
+  app.get("/sessions/:id/messages", { schema: { params: SessionParams, querystring: PageQuery } }, async (request) =>
+    ctx.sessions.messages(request.params.id, request.owner, {
+      limit: request.query.limit,
+      cursor: request.query.cursor ?? null,
+    }),
+  );
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// `npm start`: builds dist/ when it is missing or older than the sources, then runs
+// the server in this process's place (signals reach it directly).
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const entry = join(root, "dist/src/server.js");
+
+function newestMtime(dir) {
+  let newest = 0;
+  if (!existsSync(dir)) return newest;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+const sources = Math.max(
+  newestMtime(join(root, "src")),
+  newestMtime(join(root, "routes")),
+  newestMtime(join(root, "migrations")),
+);
+const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
+if (built < sources) {
+  const tsc = join(root, "node_modules/typescript/bin/tsc");
+  if (!existsSync(tsc)) {
+    console.error(
+      "dist/ is missing or stale and TypeScript is not installed: run `npm ci` (with dev dependencies) first",
+    );
+    process.exit(1);
+  }
+  console.error("building dist/ ...");
+  const result = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.json")], { stdio: "inherit" });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+await import(entry);

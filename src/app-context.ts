@@ -1,0 +1,50 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { Config } from "./config.js";
+import type { ApiKeys } from "./http/auth.js";
+import type { EventHub } from "./runs/event-hub.js";
+import type { RunManager } from "./runs/run-manager.js";
+import type { RunService } from "./runs/run-service.js";
+import type { SessionService } from "./sessions/session-service.js";
+import type { Store } from "./store/store.js";
+
+/** A tool as `GET /tools` lists it. */
+export interface ToolCatalogEntry {
+  name: string;
+  description: string;
+  readOnly: boolean;
+  defaultApproval: "allow" | "ask" | "deny";
+  inputSchema: Record<string, unknown>;
+}
+
+/** Everything the routes call into. */
+export interface AppContext {
+  config: Config;
+  store: Store;
+  hub: EventHub;
+  manager: RunManager;
+  runs: RunService;
+  sessions: SessionService;
+  apiKeys: ApiKeys;
+  tools: ToolCatalogEntry[];
+  /** Why the model cannot be asked, or null when it is configured. */
+  modelProblem: string | null;
+  /** Heartbeat interval of SSE streams. */
+  sseHeartbeatMs: number;
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The API key's owner id, or null when the server runs without keys. */
+    owner: string | null;
+  }
+}

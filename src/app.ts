@@ -1,0 +1,83 @@
+import cors from "@fastify/cors";
+import { fastifySSE } from "@fastify/sse";
+import Fastify, { type FastifyBaseLogger } from "fastify";
+import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import type { Logger } from "pino";
+import approvalRoutes from "../routes/approvals.js";
+import eventRoutes from "../routes/events.js";
+import healthRoutes from "../routes/health.js";
+import openapiRoutes from "../routes/openapi.js";
+import runRoutes from "../routes/runs.js";
+import sessionRoutes from "../routes/sessions.js";
+import toolRoutes from "../routes/tools.js";
+import type { App, AppContext } from "./app-context.js";
+import { AppError } from "./errors.js";
+import { errorHandler } from "./http/error-handler.js";
+import { newId } from "./ids.js";
+
+const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
+
+/** Builds the HTTP app (it does not listen): plugins, auth, error handling, routes. */
+export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: ctx.config.BODY_LIMIT_BYTES,
+    genReqId: () => newId("req"),
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` } }),
+  );
+  app.decorateRequest("owner", null);
+
+  if (ctx.config.CORS_ORIGINS.length) {
+    await app.register(cors, {
+      origin: ctx.config.CORS_ORIGINS.includes("*") ? true : ctx.config.CORS_ORIGINS,
+      methods: ["GET", "POST", "DELETE", "OPTIONS"],
+      allowedHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key"],
+      exposedHeaders: ["retry-after", "location"],
+      maxAge: 600,
+    });
+  }
+  // Event data is stored as JSON text and sent as it is.
+  await app.register(fastifySSE, {
+    heartbeatInterval: ctx.sseHeartbeatMs,
+    serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)),
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    if (!ctx.apiKeys.enabled || OPEN_ROUTES.has(request.url.split("?")[0] ?? "") || request.method === "OPTIONS")
+      return;
+    const owner = ctx.apiKeys.authenticate(request.headers.authorization);
+    if (owner === null) {
+      reply.header("www-authenticate", 'Bearer realm="agent-server"');
+      throw new AppError("UNAUTHORIZED", "a valid bearer API key is required (Authorization: Bearer <key>)", 401);
+    }
+    request.owner = owner;
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+
+  for (const routes of [
+    healthRoutes,
+    openapiRoutes,
+    toolRoutes,
+    sessionRoutes,
+    runRoutes,
+    eventRoutes,
+    approvalRoutes,
+  ]) {
+    routes(app, ctx);
+  }
+  return app;
+}

@@ -1,0 +1,77 @@
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { ModelClient } from "./agent/model.js";
+import type { AppContext, ToolCatalogEntry } from "./app-context.js";
+import type { Config } from "./config.js";
+import { ApiKeys } from "./http/auth.js";
+import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
+import { EventHub } from "./runs/event-hub.js";
+import { recoverRuns } from "./runs/recovery.js";
+import { RunManager } from "./runs/run-manager.js";
+import { RunService } from "./runs/run-service.js";
+import { SessionService } from "./sessions/session-service.js";
+import { openDatabase } from "./store/database.js";
+import { createStore } from "./store/store.js";
+import { bindWorkspaceTools, defaultApprovalPolicy, workspaceTools } from "./tools/index.js";
+
+export interface ComposeOptions {
+  /** Replaces the model client built from the configuration (tests, benchmarks). */
+  model?: ModelClient;
+  sseHeartbeatMs?: number;
+}
+
+/** Wires the parts together from the configuration: database, model, runs, sessions. Recovers left runs. */
+export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
+  const db = openDatabase({ path: config.DATABASE_PATH });
+  const store = createStore(db);
+  const hub = new EventHub();
+  const model =
+    options.model ??
+    modelClientFromConfig(config.model, {
+      maxRetries: config.MODEL_MAX_RETRIES,
+      requestTimeoutMs: config.MODEL_REQUEST_TIMEOUT_MS,
+      idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+    });
+  let sessions: SessionService | undefined;
+  const manager = new RunManager({
+    store,
+    hub,
+    model,
+    defaultModel: config.model.model,
+    toolsFor: (session) =>
+      bindWorkspaceTools({
+        workspace: (sessions as SessionService).workspacePath(session),
+        names: session.tools ?? undefined,
+      }),
+    maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,
+    approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
+    logger,
+  });
+  sessions = new SessionService({
+    store,
+    manager,
+    workspaceRoot: config.WORKSPACE_ROOT,
+    toolNames: workspaceTools.map((t) => t.name),
+  });
+  const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
+  const tools: ToolCatalogEntry[] = workspaceTools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    readOnly: tool.readOnly,
+    defaultApproval: defaultApprovalPolicy(tool.name),
+    inputSchema: z.toJSONSchema(tool.inputSchema, { io: "input" }) as Record<string, unknown>,
+  }));
+  recoverRuns({ store, hub, manager, mode: config.ON_RESTART, logger });
+  return {
+    config,
+    store,
+    hub,
+    manager,
+    sessions,
+    runs,
+    apiKeys: new ApiKeys(config.AGENT_API_KEYS),
+    tools,
+    modelProblem: options.model ? null : modelNotConfiguredReason(config.model),
+    sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,
+  };
+}

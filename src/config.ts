@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { type ModelConfig, parseModelEnv } from "./model/config.js";
+
+const intSetting = (fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) =>
+  z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : undefined),
+    z.number().int().min(min).max(max).default(fallback),
+  );
+
+const stringSetting = (fallback: string) =>
+  z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.string().default(fallback),
+  );
+
+const listSetting = z.preprocess(
+  (raw) =>
+    typeof raw === "string"
+      ? raw
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : [],
+  z.array(z.string()),
+);
+
+/** The server's environment; every variable is named in its error. */
+const EnvSchema = z.object({
+  PORT: intSetting(3000, { min: 0, max: 65535 }),
+  HOST: stringSetting("127.0.0.1"),
+  DATABASE_PATH: stringSetting("./data/agent.db"),
+  WORKSPACE_ROOT: stringSetting("./workspaces"),
+  AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
+  LOG_LEVEL: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ),
+  MAX_CONCURRENT_RUNS: intSetting(64, { min: 1, max: 100_000 }),
+  APPROVAL_TIMEOUT_MS: intSetting(900_000, { min: 1 }),
+  BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
+  CORS_ORIGINS: listSetting,
+  ON_RESTART: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.enum(["resume", "abort"]).default("resume"),
+  ),
+  DEFAULT_MAX_TURNS: intSetting(20, { min: 1, max: 1000 }),
+  MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),
+  MODEL_REQUEST_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
+  MODEL_IDLE_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
+  SHUTDOWN_GRACE_MS: intSetting(8_000, { min: 0, max: 60_000 }),
+});
+
+export type Config = Omit<z.infer<typeof EnvSchema>, "AGENT_API_KEYS"> & {
+  AGENT_API_KEYS: string[];
+  model: ModelConfig;
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Reads and validates the configuration; throws ConfigError naming each bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
+  }
+  const model = parseModelEnv(env);
+  if (!model.ok) problems.push(...model.errors);
+  if (!parsed.success || !model.ok) throw new ConfigError(problems);
+  return { ...parsed.data, model: model.value };
+}

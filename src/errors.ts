@@ -1,0 +1,39 @@
+/**
+ * Errors with a stable `code` that the HTTP layer maps to a status, in one place.
+ * Anything else that is thrown is an internal error: logged, answered 500 without details.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}
+
+export const notFound = (what: string, id: string): AppError =>
+  new AppError("NOT_FOUND", `${what} ${id} not found`, 404, { [what]: id });
+
+export const sessionBusy = (sessionId: string, runId: string): AppError =>
+  new AppError("SESSION_BUSY", `session ${sessionId} already has an active run: ${runId}`, 409, { runId });
+
+export const tooManyRuns = (limit: number, retryAfterSeconds: number): AppError =>
+  new AppError(
+    "TOO_MANY_RUNS",
+    `the server is running its maximum of ${limit} concurrent runs; retry later`,
+    429,
+    { limit },
+    { "retry-after": String(retryAfterSeconds) },
+  );
+
+export const conflict = (code: string, message: string, details?: unknown): AppError =>
+  new AppError(code, message, 409, details);
+
+export const badRequest = (code: string, message: string, details?: unknown): AppError =>
+  new AppError(code, message, 400, details);
+
+export const unavailable = (code: string, message: string): AppError => new AppError(code, message, 503);

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { ApprovalPolicySchema } from "../runs/approval-policy.js";
+
+const id = z.string().min(1).max(64);
+
+export const SessionParams = z.strictObject({ id });
+export const RunParams = z.strictObject({ id });
+export const ApprovalParams = z.strictObject({ id, toolCallId: z.string().min(1).max(256) });
+
+export const PageQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).max(64).optional(),
+});
+
+export const CreateSessionBody = z
+  .strictObject({
+    system: z.string().max(200_000).optional(),
+    model: z.string().min(1).max(200).optional(),
+    tools: z.array(z.string().min(1).max(64)).max(64).optional(),
+    approval: ApprovalPolicySchema.optional(),
+    workspace: z.string().min(1).max(128).optional(),
+    metadata: z.record(z.string().max(256), z.unknown()).optional(),
+  })
+  .nullish()
+  .transform((body) => body ?? {});
+
+export const StartRunBody = z.strictObject({
+  input: z.string().min(1, "input must not be empty"),
+  maxTurns: z.number().int().min(1).max(1000).optional(),
+  contextMaxChars: z.number().int().min(1).optional(),
+  approval: ApprovalPolicySchema.optional(),
+});
+
+export const StartRunQuery = z.strictObject({
+  wait: z
+    .enum(["true", "false", "1", "0"])
+    .optional()
+    .transform((v) => v === "true" || v === "1"),
+});
+
+export const EventsQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).optional(),
+});
+
+export const DecisionBody = z.strictObject({
+  decision: z.enum(["approve", "deny"]),
+  reason: z.string().max(10_000).optional(),
+});

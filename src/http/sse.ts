@@ -1,0 +1,34 @@
+import type { FastifyReply } from "fastify";
+import type { AppContext } from "../app-context.js";
+import { badRequest } from "../errors.js";
+import { runEventStream } from "../runs/event-stream.js";
+
+/**
+ * Where a replay starts: `Last-Event-ID` wins over `?after=`; neither means from
+ * the first event. Anything but a non-negative integer is refused.
+ */
+export function resumePoint(lastEventId: string | string[] | undefined, after: number | undefined): number {
+  if (lastEventId === undefined) return after ?? 0;
+  const value = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
+  if (value === undefined || !/^\d{1,15}$/.test(value.trim())) {
+    throw badRequest("INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event this stream sent (an integer)");
+  }
+  return Number(value.trim());
+}
+
+/**
+ * Streams a run's events over the reply (already negotiated as SSE) until
+ * `run.finished` or until the client goes away. A client leaving never cancels the run.
+ */
+export async function streamRunEvents(
+  ctx: Pick<AppContext, "store" | "hub">,
+  reply: FastifyReply,
+  { runId, after }: { runId: string; after: number },
+): Promise<void> {
+  const sse = reply.sse;
+  if (!sse) throw new Error("streamRunEvents needs an SSE reply");
+  const closed = new AbortController();
+  sse.onClose(() => closed.abort());
+  reply.raw.on("close", () => closed.abort());
+  await sse.send(runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal }));
+}

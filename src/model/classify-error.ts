@@ -1,0 +1,134 @@
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from "openai";
+import type { ModelErrorCode } from "../agent/model.js";
+import { displayURL, redactDetail } from "./redact.js";
+
+export interface ModelFailure {
+  code: ModelErrorCode;
+  message: string;
+}
+
+/** What the classifier needs to name the likely cause; `apiKey` is only used to redact it. */
+export interface FailureContext {
+  baseURL: string;
+  model: string;
+  apiKey: string | undefined;
+  maxRetries: number;
+  requestTimeoutMs: number;
+  /** "request": before the stream started (the SDK may have retried); "stream": while reading chunks. */
+  phase: "request" | "stream";
+}
+
+/**
+ * Maps anything the SDK (or fetch underneath it) threw to a stable code and a message a
+ * person can act on. Messages name the variable to check and never contain the API key.
+ * Aborts are not classified here: the caller decides user abort vs idle timeout first.
+ */
+export function classifyError(error: unknown, ctx: FailureContext): ModelFailure {
+  const where = displayURL(ctx.baseURL);
+  const attempts = `${ctx.maxRetries + 1} attempt${ctx.maxRetries === 0 ? "" : "s"}`;
+
+  if (error instanceof APIUserAbortError) return { code: "MODEL_ABORTED", message: "the model request was aborted" };
+  if (error instanceof APIConnectionTimeoutError) {
+    return {
+      code: "MODEL_TIMEOUT",
+      message: `the model upstream at ${where} sent no response within ${ctx.requestTimeoutMs} ms (${attempts})`,
+    };
+  }
+  if (error instanceof APIConnectionError) {
+    return {
+      code: "MODEL_UPSTREAM",
+      message: `could not connect to the model upstream at ${where} (${attempts}): ${redactDetail(causeText(error), ctx.apiKey)}; check OPENAI_BASE_URL`,
+    };
+  }
+  if (error instanceof APIError) {
+    const detail = apiErrorDetail(error, ctx.apiKey);
+    const suffix = detail ? `: ${detail}` : "";
+    const status = error.status;
+    if (status === undefined) {
+      // An `{"error": ...}` object sent as a stream chunk.
+      return { code: "MODEL_UPSTREAM", message: `the model upstream reported an error mid-stream${suffix}` };
+    }
+    if (status === 401 || status === 403) {
+      return {
+        code: "MODEL_AUTH",
+        message: `the upstream rejected the API key (OPENAI_API_KEY) with HTTP ${status}${suffix}`,
+      };
+    }
+    if (status === 404) {
+      return {
+        code: "MODEL_NOT_FOUND",
+        message: `model ${ctx.model} or base URL ${where} not found: check OPENAI_MODEL and OPENAI_BASE_URL${suffix}`,
+      };
+    }
+    if (status === 429) {
+      return {
+        code: "MODEL_RATE_LIMITED",
+        message: `the upstream rate-limited the request (HTTP 429) and retrying did not help (maxRetries ${ctx.maxRetries})${suffix}`,
+      };
+    }
+    if (status === 408) {
+      return { code: "MODEL_TIMEOUT", message: `the upstream timed out the request (HTTP 408)${suffix}` };
+    }
+    if (status >= 500) {
+      return {
+        code: "MODEL_UPSTREAM",
+        message: `the model upstream at ${where} failed with HTTP ${status} and retrying did not help (maxRetries ${ctx.maxRetries})${suffix}`,
+      };
+    }
+    return { code: "MODEL_UPSTREAM", message: `the model upstream refused the request with HTTP ${status}${suffix}` };
+  }
+  if (error instanceof SyntaxError) {
+    return {
+      code: "MODEL_BAD_RESPONSE",
+      message: `the model upstream sent a stream chunk that is not valid JSON: ${redactDetail(error.message, ctx.apiKey)}`,
+    };
+  }
+  if (error instanceof OpenAIError) {
+    return {
+      code: "MODEL_BAD_RESPONSE",
+      message: `the model upstream sent an unusable response: ${redactDetail(error.message, ctx.apiKey)}`,
+    };
+  }
+  if (ctx.phase === "stream") {
+    // undici: TypeError("terminated") caused by SocketError("other side closed") and the like.
+    return {
+      code: "MODEL_UPSTREAM",
+      message: `the connection to the model upstream at ${where} broke mid-stream: ${redactDetail(causeText(error), ctx.apiKey)}`,
+    };
+  }
+  return {
+    code: "MODEL_UPSTREAM",
+    message: `the model request to ${where} failed: ${redactDetail(causeText(error), ctx.apiKey)}`,
+  };
+}
+
+/** The upstream's own explanation: the JSON body's `error.message`, or the raw body text. */
+function apiErrorDetail(error: APIError, apiKey: string | undefined): string {
+  const body: unknown = error.error;
+  let text: string | undefined;
+  if (typeof body === "object" && body !== null && "message" in body && typeof body.message === "string") {
+    text = body.message;
+  } else if (typeof body === "string") {
+    text = body;
+  } else {
+    // makeMessage prefixes the status; "(no body)" carries no information.
+    text = error.message.replace(/^\d{3} /, "");
+    if (/status code \(no body\)$|^\(no status code or body\)$/.test(text)) text = undefined;
+  }
+  return text ? redactDetail(text, apiKey) : "";
+}
+
+/** The chain of causes as "outer: inner (CODE)", the innermost being the informative one. */
+function causeText(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    const text =
+      typeof code === "string" && !current.message.includes(code) ? `${current.message} (${code})` : current.message;
+    if (text && !parts.includes(text)) parts.push(text);
+    current = current.cause;
+  }
+  if (parts.length === 0) return String(error);
+  return parts.join(": ");
+}

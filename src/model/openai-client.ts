@@ -1,0 +1,257 @@
+import OpenAI from "openai";
+import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agent/model.js";
+import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
+import { checkFinishReason } from "./finish-reason.js";
+import { displayURL } from "./redact.js";
+import { guardRequest, type RequestGuard } from "./request-guard.js";
+import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
+import { StreamAssembler } from "./stream-assembler.js";
+import { toChatRequest } from "./wire-request.js";
+
+export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+/** Per attempt: how long to wait for the response headers. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Once streaming: the longest gap between two chunks. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+export const DEFAULT_MAX_RETRIES = 2;
+/** The longest wait between attempts an upstream's `retry-after` may ask for. */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
+
+export type { ModelFetch };
+
+export interface OpenAIModelClientOptions {
+  /** The API root (the SDK appends `/chat/completions`); default {@link DEFAULT_BASE_URL}. */
+  baseURL?: string | undefined;
+  /** Sent as `Authorization: Bearer`; without one no Authorization header is sent (local servers). */
+  apiKey?: string | undefined;
+  /** The model asked when a request names none. */
+  model: string;
+  /** Retries of 408/409/429/5xx and connection failures/timeouts before the stream starts (SDK backoff, honouring `retry-after(-ms)`). */
+  maxRetries?: number | undefined;
+  /** Per attempt: time allowed until the response headers arrive. */
+  requestTimeoutMs?: number | undefined;
+  /** Once the response started: the longest allowed silence between chunks before the turn fails with MODEL_TIMEOUT. */
+  idleTimeoutMs?: number | undefined;
+  /** Caps the wait an upstream's `retry-after(-ms)` header may impose between attempts (the SDK has no cap). */
+  maxRetryDelayMs?: number | undefined;
+  /** The fetch the SDK uses (default: global fetch). */
+  fetch?: ModelFetch | undefined;
+}
+
+/**
+ * A {@link ModelClient} over an OpenAI-compatible Chat Completions endpoint, streaming.
+ *
+ * Contract: `complete()` resolves with a {@link ModelResult} for every upstream outcome
+ * (HTTP errors, timeouts, broken streams, aborts, odd finish reasons); it only rejects
+ * if `onTextDelta` throws. Retries happen only before the first byte of the stream
+ * (by the SDK); once chunks flow, any failure fails the turn and nothing is retried, so
+ * no text is ever delivered twice. Abort is honoured at once in every phase, including
+ * the SDK's retry backoff.
+ */
+export function createOpenAIModelClient(options: OpenAIModelClientOptions): ModelClient {
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxRetryDelayMs = options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS;
+  const baseURL = options.baseURL ?? DEFAULT_BASE_URL;
+  assertSettings({ model: options.model, maxRetries, requestTimeoutMs, idleTimeoutMs, maxRetryDelayMs, baseURL });
+
+  const client = new OpenAI({
+    baseURL,
+    // The SDK insists on a key; without one we send none (`Authorization: null` omits the header).
+    apiKey: options.apiKey || "unused",
+    ...(options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    // Explicit, so ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID do not leak into requests.
+    organization: null,
+    project: null,
+    maxRetries,
+    timeout: requestTimeoutMs,
+    // Failures are reported as values; the SDK's console logging (which may print raw chunks) stays off.
+    logLevel: "off",
+    fetch: capRetryDelay(options.fetch ?? ((input, init) => globalThis.fetch(input, init)), maxRetryDelayMs),
+  });
+
+  return {
+    complete: (request) =>
+      completeOnce({
+        client,
+        request,
+        idleTimeoutMs,
+        failureContext: (phase, model) => ({
+          baseURL,
+          model,
+          apiKey: options.apiKey,
+          maxRetries,
+          requestTimeoutMs,
+          phase,
+        }),
+        model: request.model || options.model,
+      }),
+  };
+}
+
+interface CompleteArgs {
+  client: OpenAI;
+  request: ModelRequest;
+  model: string;
+  idleTimeoutMs: number;
+  failureContext: (phase: FailureContext["phase"], model: string) => FailureContext;
+}
+
+async function completeOnce({
+  client,
+  request,
+  model,
+  idleTimeoutMs,
+  failureContext,
+}: CompleteArgs): Promise<ModelResult> {
+  const startedAt = performance.now();
+  const now = () => performance.now();
+  const onTextDelta = request.onTextDelta;
+  const assembler = new StreamAssembler({
+    startedAt,
+    now,
+    onTextDelta: onTextDelta
+      ? (text) => {
+          try {
+            onTextDelta(text);
+          } catch (error) {
+            throw new CallbackError("onTextDelta threw", { cause: error });
+          }
+        }
+      : undefined,
+  });
+  const guard = guardRequest({ signal: request.signal, idleTimeoutMs });
+
+  const fail = (failure: ModelFailure): ModelResult => {
+    const usage = assembler.usageSoFar();
+    return {
+      ok: false,
+      ...failure,
+      ...(usage ? { usage } : {}),
+      timing: { latencyMs: Math.round(now() - startedAt), firstTokenMs: roundOrNull(assembler.firstTokenSoFar()) },
+    };
+  };
+  const stoppedFailure = (): ModelFailure | null => {
+    if (request.signal.aborted) return { code: "MODEL_ABORTED", message: "the model request was aborted" };
+    if (guard.cause() === "idle") {
+      return {
+        code: "MODEL_TIMEOUT",
+        message: `the model stream from ${displayURL(failureContext("stream", model).baseURL)} stalled: no chunk for ${idleTimeoutMs} ms`,
+      };
+    }
+    return null;
+  };
+
+  try {
+    if (request.signal.aborted) return fail({ code: "MODEL_ABORTED", message: "the model request was aborted" });
+
+    const opened = await openStream({ client, body: toChatRequest(request, model), guard });
+    if (!opened.ok) return fail(stoppedFailure() ?? classifyError(opened.error, failureContext("request", model)));
+
+    const contentType = opened.contentType;
+    try {
+      guard.touch();
+      for await (const chunk of opened.stream) {
+        guard.touch();
+        const accepted = assembler.accept(chunk);
+        if (!accepted.ok) return fail({ code: "MODEL_BAD_RESPONSE", message: accepted.message });
+      }
+    } catch (error) {
+      if (error instanceof CallbackError) throw error.cause;
+      return fail(stoppedFailure() ?? classifyError(error, failureContext("stream", model)));
+    }
+    // The SDK ends the iteration silently when its signal aborts: find out why it ended.
+    const stopped = stoppedFailure();
+    if (stopped) return fail(stopped);
+
+    const finished = assembler.finish();
+    if (!finished.ok) return fail({ code: "MODEL_BAD_RESPONSE", message: finished.message });
+    const turn = finished.value;
+    if (turn.chunkCount === 0) {
+      return fail({
+        code: "MODEL_BAD_RESPONSE",
+        message: `the upstream answered without any stream chunks (content-type ${contentType ?? "none"}): check that OPENAI_BASE_URL points to an OpenAI-compatible API root`,
+      });
+    }
+    const finishFailure = checkFinishReason(turn.finishReason);
+    if (finishFailure) return fail(finishFailure);
+    const usage: ModelUsage = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
+    return {
+      ok: true,
+      text: turn.text,
+      toolCalls: turn.toolCalls,
+      finishReason: turn.finishReason ?? "stop",
+      usage,
+      timing: { latencyMs: Math.round(now() - startedAt), firstTokenMs: roundOrNull(turn.firstTokenMs) },
+    };
+  } finally {
+    guard.dispose();
+  }
+}
+
+type Opened =
+  | { ok: true; stream: AsyncIterable<ChatCompletionChunk>; contentType: string | null }
+  | { ok: false; error: unknown };
+
+/**
+ * Sends the request and waits for the response headers (the SDK retries in here). Races
+ * the guard so an abort is honoured even while the SDK sleeps between retries, which it
+ * does without watching the signal; the abandoned attempt then rejects in the background.
+ */
+async function openStream({
+  client,
+  body,
+  guard,
+}: {
+  client: OpenAI;
+  body: ReturnType<typeof toChatRequest>;
+  guard: RequestGuard;
+}): Promise<Opened> {
+  const pending = client.chat.completions.create(body, { signal: guard.signal }).withResponse();
+  pending.catch(() => {});
+  const outcome = await Promise.race([
+    pending.then(
+      ({ data, response }): Opened => ({ ok: true, stream: data, contentType: response.headers.get("content-type") }),
+      (error: unknown): Opened => ({ ok: false, error }),
+    ),
+    guard.stopped.then((): Opened => ({ ok: false, error: new Error("aborted") })),
+  ]);
+  return outcome;
+}
+
+/** Wraps an exception thrown by the caller's `onTextDelta`, so it is rethrown rather than classified. */
+class CallbackError extends Error {}
+
+function roundOrNull(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms);
+}
+
+function assertSettings(s: {
+  model: string;
+  maxRetries: number;
+  requestTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxRetryDelayMs: number;
+  baseURL: string;
+}): void {
+  if (!s.model) throw new TypeError("createOpenAIModelClient: model must be a non-empty string");
+  if (!Number.isInteger(s.maxRetries) || s.maxRetries < 0) {
+    throw new TypeError("createOpenAIModelClient: maxRetries must be a non-negative integer");
+  }
+  for (const [name, value] of [
+    ["requestTimeoutMs", s.requestTimeoutMs],
+    ["idleTimeoutMs", s.idleTimeoutMs],
+    ["maxRetryDelayMs", s.maxRetryDelayMs],
+  ] as const) {
+    if (!Number.isInteger(value) || value <= 0) {
+      throw new TypeError(`createOpenAIModelClient: ${name} must be a positive integer`);
+    }
+  }
+  try {
+    new URL(s.baseURL);
+  } catch {
+    throw new TypeError("createOpenAIModelClient: baseURL must be an absolute URL");
+  }
+}

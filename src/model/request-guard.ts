@@ -1,0 +1,57 @@
+/** Why a guarded request was stopped: the caller's signal, or no chunk for `idleTimeoutMs`. */
+export type StopCause = "user" | "idle";
+
+export interface RequestGuard {
+  /** Aborts when the caller's signal aborts or the idle timer fires; give this to the SDK. */
+  readonly signal: AbortSignal;
+  /** Resolves (never rejects) once `signal` has aborted, whatever the cause. */
+  readonly stopped: Promise<StopCause>;
+  /** The first cause that aborted `signal`, or null while it is live. */
+  cause(): StopCause | null;
+  /** (Re)arms the idle timer: call once the stream starts and on every chunk. */
+  touch(): void;
+  /** Clears the timer and unlinks from the caller's signal. Call exactly once, in `finally`. */
+  dispose(): void;
+}
+
+/**
+ * An AbortController linked to the caller's signal plus an idle timer. The link is a
+ * listener removed on dispose, so one long-lived run signal serving many requests does
+ * not accumulate listeners. A user abort wins over an idle timeout that fires later.
+ */
+export function guardRequest({ signal, idleTimeoutMs }: { signal: AbortSignal; idleTimeoutMs: number }): RequestGuard {
+  const controller = new AbortController();
+  let stopCause: StopCause | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  let resolveStopped: (cause: StopCause) => void = () => {};
+  const stopped = new Promise<StopCause>((resolve) => {
+    resolveStopped = resolve;
+  });
+
+  const stop = (cause: StopCause) => {
+    if (stopCause !== null) return;
+    stopCause = cause;
+    if (timer) clearTimeout(timer);
+    controller.abort();
+    resolveStopped(cause);
+  };
+  const onUserAbort = () => stop("user");
+
+  if (signal.aborted) stop("user");
+  else signal.addEventListener("abort", onUserAbort, { once: true });
+
+  return {
+    signal: controller.signal,
+    stopped,
+    cause: () => stopCause,
+    touch() {
+      if (stopCause !== null) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => stop("idle"), idleTimeoutMs);
+    },
+    dispose() {
+      if (timer) clearTimeout(timer);
+      signal.removeEventListener("abort", onUserAbort);
+    },
+  };
+}

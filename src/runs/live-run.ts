@@ -1,0 +1,35 @@
+import type { RunStatus, RunView } from "../agent/run-view.js";
+import type { RunRecord } from "../store/runs.js";
+import type { SessionRecord } from "../store/sessions.js";
+import { PendingApprovals } from "./pending-approvals.js";
+import type { RunRecorder } from "./run-recorder.js";
+
+/** What this process holds for a run it is executing. */
+export class LiveRun {
+  readonly controller = new AbortController();
+  readonly approvals = new PendingApprovals();
+  status: Exclude<RunStatus, "finished"> = "running";
+  /** Set by DELETE or shutdown: the run ends `aborted` whatever the loop was doing. */
+  cancelRequested = false;
+  done: Promise<RunView> = Promise.resolve() as unknown as Promise<RunView>;
+
+  constructor(
+    readonly record: RunRecord,
+    readonly session: SessionRecord,
+    readonly recorder: RunRecorder,
+  ) {}
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get sessionId(): string {
+    return this.record.sessionId;
+  }
+
+  cancel(reason: string): void {
+    this.cancelRequested = true;
+    this.approvals.clear();
+    this.controller.abort(new Error(reason));
+  }
+}

@@ -1,0 +1,301 @@
+import type { Logger } from "pino";
+import type { ToolCallDecision } from "../agent/approval.js";
+import type { LoopEvent } from "../agent/events.js";
+import type { AgentMessage } from "../agent/messages.js";
+import type { ModelClient } from "../agent/model.js";
+import { type AgentRunResult, runAgent } from "../agent/run-agent.js";
+import type { RunView } from "../agent/run-view.js";
+import { emptyStats, type RunStats } from "../agent/stats.js";
+import type { AnyAgentTool } from "../agent/tool.js";
+import { conflict, notFound, sessionBusy, tooManyRuns, unavailable } from "../errors.js";
+import { newId } from "../ids.js";
+import { toAgentMessage } from "../store/messages.js";
+import { type RunRecord, runView } from "../store/runs.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { Store } from "../store/store.js";
+import type { ToolCallRecord } from "../store/tool-calls.js";
+import { type ApprovalGateDeps, approvalGate, resolveApproval } from "./approval-gate.js";
+import type { ApprovalPolicy } from "./approval-policy.js";
+import type { EventHub } from "./event-hub.js";
+import { LiveRun } from "./live-run.js";
+import { RunRecorder } from "./run-recorder.js";
+
+export interface RunManagerDeps {
+  store: Store;
+  hub: EventHub;
+  model: ModelClient;
+  defaultModel?: string;
+  /** The tools a session's runs may use, bound to its workspace. */
+  toolsFor: (session: SessionRecord) => AnyAgentTool[];
+  maxConcurrentRuns: number;
+  approvalTimeoutMs: number;
+  logger: Logger;
+}
+
+export interface StartRunInput {
+  session: SessionRecord;
+  input: string;
+  maxTurns: number;
+  contextMaxChars?: number;
+  approval?: ApprovalPolicy;
+  idempotencyKey?: string;
+}
+
+/** How often a run whose end could not be written tries again. */
+const FINISH_RETRY_MS = 1000;
+
+/**
+ * Owns the runs this process executes: starts the loop for each, glues it to the
+ * store (commits), the event hub (watchers) and pending approvals, cancels, and
+ * writes each run's end. One active run per session.
+ */
+export class RunManager {
+  readonly #live = new Map<string, LiveRun>();
+  readonly #bySession = new Map<string, LiveRun>();
+  readonly #approvalDeps: ApprovalGateDeps;
+  #accepting = true;
+
+  constructor(private readonly deps: RunManagerDeps) {
+    this.#approvalDeps = {
+      store: deps.store,
+      approvalTimeoutMs: deps.approvalTimeoutMs,
+      setStatus: (run, status) => this.#setStatus(run, status),
+    };
+  }
+
+  get liveCount(): number {
+    return this.#live.size;
+  }
+
+  activeRunId(sessionId: string): string | null {
+    return this.#bySession.get(sessionId)?.id ?? this.deps.store.runs.active(sessionId)?.id ?? null;
+  }
+
+  /** Starts a run, or returns the run an earlier request with the same idempotency key started. */
+  start(params: StartRunInput): { run: RunView; created: boolean } {
+    const { store } = this.deps;
+    const { session } = params;
+    if (params.idempotencyKey) {
+      const existing = store.runs.byIdempotencyKey(session.id, params.idempotencyKey);
+      if (existing) {
+        if (existing.input !== params.input) {
+          throw conflict("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a run with a different input", {
+            runId: existing.id,
+          });
+        }
+        return { run: runView(existing), created: false };
+      }
+    }
+    if (!this.#accepting) throw unavailable("SHUTTING_DOWN", "the server is shutting down; retry on another instance");
+    const active = this.activeRunId(session.id);
+    if (active) throw sessionBusy(session.id, active);
+    if (this.#live.size >= this.deps.maxConcurrentRuns) throw tooManyRuns(this.deps.maxConcurrentRuns, 1);
+
+    const record: RunRecord = {
+      id: newId("run"),
+      sessionId: session.id,
+      status: "running",
+      stopReason: null,
+      error: null,
+      input: params.input,
+      maxTurns: params.maxTurns,
+      contextMaxChars: params.contextMaxChars ?? null,
+      stats: emptyStats(),
+      createdAt: new Date().toISOString(),
+      finishedAt: null,
+      approval: params.approval ?? null,
+      idempotencyKey: params.idempotencyKey ?? null,
+    };
+    const recorder = new RunRecorder(store, this.deps.hub, record.id, session.id);
+    recorder.write(() => {
+      store.runs.insert(record);
+      return [{ type: "run.started" }];
+    });
+    this.#launch(new LiveRun(record, session, recorder), { input: params.input });
+    return { run: runView(record), created: true };
+  }
+
+  /** Continues a run the previous process left unfinished (see recovery). */
+  resume(record: RunRecord, session: SessionRecord, priorStats: RunStats, restartInput: boolean): void {
+    const recorder = new RunRecorder(this.deps.store, this.deps.hub, record.id, session.id);
+    this.#launch(new LiveRun(record, session, recorder), {
+      input: restartInput ? record.input : undefined,
+      priorStats,
+    });
+  }
+
+  get(runId: string): RunView | null {
+    const record = this.deps.store.runs.get(runId);
+    return record ? runView(record) : null;
+  }
+
+  /** Resolves with the run once it has finished (at once if it already has). */
+  async waitForFinish(runId: string): Promise<RunView> {
+    const live = this.#live.get(runId);
+    if (live) return live.done;
+    const view = this.get(runId);
+    if (!view) throw notFound("run", runId);
+    return view;
+  }
+
+  /** Fires the run's AbortSignal. `accepted` is false for a run that had already finished. */
+  cancel(runId: string): { run: RunView; accepted: boolean } {
+    const view = this.get(runId);
+    if (!view) throw notFound("run", runId);
+    if (view.status === "finished") return { run: view, accepted: false };
+    const live = this.#live.get(runId);
+    if (live && !live.cancelRequested) {
+      live.cancel("cancelled by request");
+      this.#setStatus(live, "cancelling");
+    }
+    return { run: this.get(runId) ?? view, accepted: true };
+  }
+
+  /** Answers a pending approval. The same decision again is answered again; a different one conflicts. */
+  decide(params: {
+    runId: string;
+    toolCallId: string;
+    decision: ToolCallDecision["decision"];
+    reason?: string | null;
+  }): ToolCallRecord {
+    const { store } = this.deps;
+    const { runId, toolCallId, decision } = params;
+    const view = this.get(runId);
+    if (!view) throw notFound("run", runId);
+    const call = store.toolCalls.get(runId, toolCallId);
+    if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);
+    if (call.decision) {
+      if (call.decision === decision) return call;
+      throw conflict("APPROVAL_CONFLICT", `tool call ${toolCallId} was already decided: ${call.decision}`, {
+        decision: call.decision,
+      });
+    }
+    if (view.status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
+    const live = this.#live.get(runId);
+    if (!live?.approvals.has(toolCallId)) {
+      throw conflict(
+        "APPROVAL_NOT_PENDING",
+        `tool call ${toolCallId} is not waiting for a decision (run is ${view.status})`,
+      );
+    }
+    resolveApproval(this.#approvalDeps, live, toolCallId, decision, params.reason ?? null);
+    return store.toolCalls.get(runId, toolCallId) as ToolCallRecord;
+  }
+
+  /** Stops accepting runs, cancels the live ones and waits up to `graceMs` for them to end. */
+  async shutdown({ graceMs }: { graceMs: number }): Promise<void> {
+    this.#accepting = false;
+    const done = [...this.#live.values()].map((live) => {
+      if (!live.cancelRequested) live.cancel("the server is shutting down");
+      return live.done;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(done),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  #launch(live: LiveRun, params: { input?: string; priorStats?: RunStats }): void {
+    this.#live.set(live.id, live);
+    this.#bySession.set(live.sessionId, live);
+    live.done = this.#execute(live, params).finally(() => {
+      live.recorder.dispose();
+      this.#live.delete(live.id);
+      if (this.#bySession.get(live.sessionId) === live) this.#bySession.delete(live.sessionId);
+    });
+  }
+
+  async #execute(live: LiveRun, params: { input?: string; priorStats?: RunStats }): Promise<RunView> {
+    const { store, logger } = this.deps;
+    const log = logger.child({ runId: live.id, sessionId: live.sessionId });
+    let result: Pick<AgentRunResult, "stopReason" | "error" | "stats">;
+    try {
+      result = await runAgent({
+        model: this.deps.model,
+        modelName: live.session.model ?? this.deps.defaultModel,
+        system: live.session.system ?? undefined,
+        tools: this.deps.toolsFor(live.session),
+        history: store.messages.history(live.sessionId).map(toAgentMessage),
+        input: params.input,
+        beforeToolCall: approvalGate(this.#approvalDeps, live),
+        commit: async (message) => this.#commit(live, message),
+        emit: (event) => this.#emit(live, event),
+        onStep: (step) => store.steps.save(live.id, step),
+        signal: live.controller.signal,
+        maxTurns: live.record.maxTurns,
+        contextMaxChars: live.record.contextMaxChars ?? undefined,
+        priorStats: params.priorStats,
+      });
+    } catch (err) {
+      log.error({ err }, "run failed");
+      const code = (err as { code?: unknown }).code;
+      result = {
+        stopReason: "error",
+        error: { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message },
+        stats: params.priorStats ?? emptyStats(),
+      };
+    }
+    if (result.stopReason === "error") log.warn({ error: result.error }, "run ended with an error");
+    return this.#finish(live, result);
+  }
+
+  #commit(live: LiveRun, message: AgentMessage): void {
+    const { toolCalls } = this.deps.store;
+    live.recorder.commitMessage(message, (stored) => {
+      if (stored.role === "assistant" && stored.toolCalls?.length) {
+        toolCalls.propose(live.id, stored.toolCalls, stored.createdAt);
+      } else if (stored.role === "tool") {
+        toolCalls.finish(live.id, stored.toolCallId, stored.id, stored.createdAt);
+      }
+    });
+  }
+
+  #emit(live: LiveRun, event: LoopEvent): void {
+    if (event.type !== "tool.started") {
+      live.recorder.buffer(event);
+      return;
+    }
+    // Durable before the tool runs: after a crash the ledger says it had started.
+    live.recorder.write(() => {
+      this.deps.store.toolCalls.start(live.id, event.toolCallId, new Date().toISOString());
+      return [event];
+    });
+  }
+
+  #setStatus(live: LiveRun, status: LiveRun["status"]): void {
+    if (live.status === "cancelling" && status !== "cancelling") return;
+    live.status = status;
+    try {
+      this.deps.store.runs.setStatus(live.id, status);
+    } catch (err) {
+      this.deps.logger.warn({ err, runId: live.id }, "could not record the run's status");
+    }
+  }
+
+  /** Writes the run's end and its `run.finished` event together; retries while writes fail. */
+  async #finish(live: LiveRun, result: Pick<AgentRunResult, "stopReason" | "error" | "stats">): Promise<RunView> {
+    const { store } = this.deps;
+    const stopReason = live.cancelRequested ? "aborted" : result.stopReason;
+    const error = stopReason === "error" ? result.error : null;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        let view: RunView | null = null;
+        live.recorder.write(() => {
+          store.runs.finish(live.id, { stopReason, error, stats: result.stats, finishedAt: new Date().toISOString() });
+          view = this.get(live.id);
+          return [{ type: "run.finished", run: view as RunView }];
+        });
+        return view as unknown as RunView;
+      } catch (err) {
+        if (attempt === 0)
+          this.deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
+        if (!this.#accepting && attempt > 2) throw err;
+        await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS));
+      }
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import type { RunView } from "../agent/run-view.js";
+import { notFound } from "../errors.js";
+import type { SessionService } from "../sessions/session-service.js";
+import { runView } from "../store/runs.js";
+import type { Store } from "../store/store.js";
+import type { ToolCallRecord } from "../store/tool-calls.js";
+import type { ApprovalPolicy } from "./approval-policy.js";
+import type { RunManager } from "./run-manager.js";
+
+export interface StartRunRequest {
+  sessionId: string;
+  owner: string | null;
+  input: string;
+  maxTurns?: number;
+  contextMaxChars?: number;
+  approval?: ApprovalPolicy;
+  idempotencyKey?: string;
+}
+
+/** A pending or decided approval as clients see it. */
+export interface ApprovalView {
+  toolCallId: string;
+  tool: string;
+  input: unknown;
+  reason: string | null;
+  status: "pending" | "approved" | "denied";
+  decisionReason: string | null;
+  decidedAt: string | null;
+}
+
+function approvalView(call: ToolCallRecord): ApprovalView {
+  let input: unknown = call.input;
+  try {
+    input = JSON.parse(call.input);
+  } catch {
+    // The model's raw text is shown as it was.
+  }
+  return {
+    toolCallId: call.id,
+    tool: call.name,
+    input,
+    reason: call.approvalReason,
+    status: call.decision === "approve" ? "approved" : call.decision === "deny" ? "denied" : "pending",
+    decisionReason: call.decisionReason,
+    decidedAt: call.decidedAt,
+  };
+}
+
+/** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
+export class RunService {
+  constructor(
+    private readonly deps: { store: Store; manager: RunManager; sessions: SessionService; defaultMaxTurns: number },
+  ) {}
+
+  start(request: StartRunRequest): { run: RunView; created: boolean } {
+    const session = this.deps.sessions.record(request.sessionId, request.owner);
+    return this.deps.manager.start({
+      session,
+      input: request.input,
+      maxTurns: request.maxTurns ?? this.deps.defaultMaxTurns,
+      contextMaxChars: request.contextMaxChars,
+      approval: request.approval,
+      idempotencyKey: request.idempotencyKey,
+    });
+  }
+
+  /** The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed). */
+  get(runId: string, owner: string | null): RunView {
+    const record = this.deps.store.runs.get(runId);
+    if (!record || !this.deps.store.sessions.get(record.sessionId, owner)) throw notFound("run", runId);
+    return runView(record);
+  }
+
+  listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
+    this.deps.sessions.record(sessionId, owner);
+    const result = this.deps.store.runs.list({ sessionId, ...page });
+    return { items: result.items.map(runView), nextCursor: result.nextCursor };
+  }
+
+  cancel(runId: string, owner: string | null) {
+    this.get(runId, owner);
+    return this.deps.manager.cancel(runId);
+  }
+
+  /** Resolves when the run has finished, with its final assistant text. */
+  async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
+    const run = await this.deps.manager.waitForFinish(runId);
+    return { run, text: this.deps.store.messages.lastAssistantText(runId) };
+  }
+
+  steps(runId: string, owner: string | null) {
+    this.get(runId, owner);
+    return { items: this.deps.store.steps.ofRun(runId), nextCursor: null };
+  }
+
+  pendingApprovals(runId: string, owner: string | null) {
+    this.get(runId, owner);
+    return { items: this.deps.store.toolCalls.inState(runId, "awaiting_approval").map(approvalView), nextCursor: null };
+  }
+
+  decide(params: {
+    runId: string;
+    owner: string | null;
+    toolCallId: string;
+    decision: "approve" | "deny";
+    reason?: string;
+  }) {
+    this.get(params.runId, params.owner);
+    return approvalView(this.deps.manager.decide(params));
+  }
+}

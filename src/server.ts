@@ -1,0 +1,55 @@
+import { buildApp } from "./app.js";
+import { composeContext } from "./compose.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./logger.js";
+
+/**
+ * The process entry: validated configuration, database, recovery of runs left by
+ * a previous process, then listen. SIGTERM/SIGINT (possibly twice) shut down
+ * gracefully: stop accepting, cancel and settle live runs, close streams and the
+ * database, exit within SHUTDOWN_GRACE_MS plus a little.
+ */
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger({ level: config.LOG_LEVEL });
+  const ctx = composeContext(config, logger);
+  const app = await buildApp(ctx, logger);
+
+  let stopping: Promise<void> | null = null;
+  const shutdown = (signal: string) => {
+    if (stopping) return stopping;
+    logger.info({ signal }, "shutting down");
+    const hardStop = setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, config.SHUTDOWN_GRACE_MS + 2000);
+    hardStop.unref();
+    stopping = (async () => {
+      await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS });
+      await app.close();
+      ctx.store.db.close();
+      logger.info("stopped");
+      process.exit(0);
+    })();
+    return stopping;
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+
+  if (ctx.modelProblem) logger.warn({ problem: ctx.modelProblem }, "no model configured: runs will fail until it is");
+  await app.listen({ port: config.PORT, host: config.HOST });
+}
+
+main().catch((err) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

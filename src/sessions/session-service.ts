@@ -1,0 +1,107 @@
+import { join, relative, resolve } from "node:path";
+import { badRequest, notFound } from "../errors.js";
+import { newId } from "../ids.js";
+import type { ApprovalPolicy } from "../runs/approval-policy.js";
+import type { RunManager } from "../runs/run-manager.js";
+import type { SessionRecord } from "../store/sessions.js";
+import type { Store } from "../store/store.js";
+import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
+import { type SessionView, sessionView } from "./session-view.js";
+
+export interface CreateSessionInput {
+  system?: string;
+  model?: string;
+  tools?: string[];
+  approval?: ApprovalPolicy;
+  workspace?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Sessions: their records, their workspaces, and who may see them (`owner`). */
+export class SessionService {
+  constructor(
+    private readonly deps: { store: Store; manager: RunManager; workspaceRoot: string; toolNames: readonly string[] },
+  ) {}
+
+  async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
+    const unknown = (input.tools ?? []).filter((name) => !this.deps.toolNames.includes(name));
+    if (unknown.length) {
+      throw badRequest("UNKNOWN_TOOL", `unknown tools: ${unknown.join(", ")}`, { available: this.deps.toolNames });
+    }
+    if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
+      throw badRequest(
+        "INVALID_WORKSPACE",
+        "workspace must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+      );
+    }
+    const id = newId("ses");
+    const workspace = await createSessionWorkspace({
+      root: this.deps.workspaceRoot,
+      sessionId: id,
+      shared: input.workspace,
+    });
+    const record: SessionRecord = {
+      id,
+      owner,
+      system: input.system ?? null,
+      model: input.model ?? null,
+      tools: input.tools ?? null,
+      approval: input.approval ?? null,
+      workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
+      workspaceShared: workspace.shared,
+      metadata: input.metadata ?? null,
+      createdAt: new Date().toISOString(),
+    };
+    this.deps.store.sessions.insert(record);
+    return sessionView(record, null);
+  }
+
+  /** The session if it exists and `owner` may see it; else NOT_FOUND. */
+  record(id: string, owner: string | null): SessionRecord {
+    const record = this.deps.store.sessions.get(id, owner);
+    if (!record) throw notFound("session", id);
+    return record;
+  }
+
+  get(id: string, owner: string | null): SessionView {
+    return sessionView(this.record(id, owner), this.deps.manager.activeRunId(id));
+  }
+
+  list(owner: string | null, page: { limit: number; cursor: string | null }) {
+    const result = this.deps.store.sessions.list({ owner, ...page });
+    return {
+      items: result.items.map((r) => sessionView(r, this.deps.manager.activeRunId(r.id))),
+      nextCursor: result.nextCursor,
+    };
+  }
+
+  /** The committed history, in order; the cursor is the seq of the last message of the previous page. */
+  messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
+    this.record(id, owner);
+    const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
+      throw badRequest("INVALID_CURSOR", "cursor is not one this API gave");
+    return this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
+  }
+
+  /** The absolute workspace directory of a session. */
+  workspacePath(record: SessionRecord): string {
+    return join(resolve(this.deps.workspaceRoot), record.workspace);
+  }
+
+  /** Aborts the active run (waiting for its end), then deletes the session, its runs and its own workspace. */
+  async delete(id: string, owner: string | null): Promise<void> {
+    const record = this.record(id, owner);
+    const active = this.deps.manager.activeRunId(id);
+    if (active) {
+      this.deps.manager.cancel(active);
+      await this.deps.manager.waitForFinish(active);
+    }
+    this.deps.store.sessions.delete(id);
+    await removeSessionWorkspace({
+      root: this.deps.workspaceRoot,
+      path: this.workspacePath(record),
+      shared: record.workspaceShared,
+    });
+  }
+}

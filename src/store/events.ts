@@ -1,0 +1,34 @@
+import type { RunEvent } from "../agent/events.js";
+import type { Db } from "./database.js";
+
+/** A stored event: its seq, its type and its JSON exactly as it was sent. */
+export interface StoredEvent {
+  seq: number;
+  type: string;
+  data: string;
+}
+
+export function eventStore(db: Db) {
+  const insert = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, ?)");
+  const after = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq");
+  const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = ?");
+
+  return {
+    /** Inserts events; call inside a transaction. Returns their serialized form. */
+    insert(events: readonly RunEvent[]): StoredEvent[] {
+      return events.map((event) => {
+        const data = JSON.stringify(event);
+        insert.run(event.runId, event.seq, event.type, data);
+        return { seq: event.seq, type: event.type, data };
+      });
+    },
+    after(runId: string, seq: number): StoredEvent[] {
+      return after.all(runId, seq) as StoredEvent[];
+    },
+    lastSeq(runId: string): number {
+      return (last.get(runId) as { seq: number | null }).seq ?? 0;
+    },
+  };
+}
+
+export type EventStore = ReturnType<typeof eventStore>;

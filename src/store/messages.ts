@@ -1,0 +1,101 @@
+import { type AgentMessage, AgentMessageSchema, type StoredMessage } from "../agent/messages.js";
+import type { Db } from "./database.js";
+import { CorruptRowError, toJson } from "./json.js";
+import type { ListPage } from "./sessions.js";
+
+interface MessageRow {
+  id: string;
+  session_id: string;
+  run_id: string;
+  seq: number;
+  role: string;
+  content: string;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  is_error: number | null;
+  metadata: string | null;
+  created_at: string;
+}
+
+function fromRow(row: MessageRow): StoredMessage {
+  let raw: Record<string, unknown>;
+  try {
+    raw = { id: row.id, role: row.role, content: row.content };
+    if (row.tool_calls !== null) raw.toolCalls = JSON.parse(row.tool_calls);
+    if (row.tool_call_id !== null) raw.toolCallId = row.tool_call_id;
+    if (row.is_error !== null) raw.isError = row.is_error === 1;
+    if (row.metadata !== null) raw.metadata = JSON.parse(row.metadata);
+  } catch {
+    throw new CorruptRowError(`message ${row.id}: stored JSON does not parse`);
+  }
+  const parsed = AgentMessageSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new CorruptRowError(`message ${row.id} does not match its schema: ${parsed.error.message}`);
+  return { ...parsed.data, sessionId: row.session_id, runId: row.run_id, seq: row.seq, createdAt: row.created_at };
+}
+
+export function messageStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO messages (id, session_id, run_id, seq, role, content, tool_calls, tool_call_id, is_error, metadata, created_at)
+     VALUES (@id, @session_id, @run_id, @seq, @role, @content, @tool_calls, @tool_call_id, @is_error, @metadata, @created_at)`,
+  );
+  const all = db.prepare("SELECT * FROM messages WHERE session_id = ? ORDER BY seq");
+  const page = db.prepare(
+    "SELECT * FROM messages WHERE session_id = @session AND seq > @after ORDER BY seq LIMIT @limit",
+  );
+  const ofRun = db.prepare("SELECT * FROM messages WHERE run_id = ? ORDER BY seq");
+  const lastAssistantText = db.prepare(
+    "SELECT content FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
+  );
+
+  return {
+    /** Inserts one message; call inside the commit's transaction. */
+    insert(message: StoredMessage): void {
+      insert.run({
+        id: message.id,
+        session_id: message.sessionId,
+        run_id: message.runId,
+        seq: message.seq,
+        role: message.role,
+        content: message.content,
+        tool_calls: message.role === "assistant" ? toJson(message.toolCalls) : null,
+        tool_call_id: message.role === "tool" ? message.toolCallId : null,
+        is_error: message.role === "tool" ? (message.isError ? 1 : 0) : null,
+        metadata: message.role === "tool" ? toJson(message.metadata) : null,
+        created_at: message.createdAt,
+      });
+    },
+    /** The whole committed history of a session, in order. */
+    history(sessionId: string): StoredMessage[] {
+      return (all.all(sessionId) as MessageRow[]).map(fromRow);
+    },
+    /** A page of the history: messages after `afterSeq`, in order. */
+    page({
+      sessionId,
+      afterSeq,
+      limit,
+    }: {
+      sessionId: string;
+      afterSeq: number;
+      limit: number;
+    }): ListPage<StoredMessage> {
+      const rows = page.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as MessageRow[];
+      const items = rows.slice(0, limit).map(fromRow);
+      return { items, nextCursor: rows.length > limit ? String(items[items.length - 1]?.seq) : null };
+    },
+    ofRun(runId: string): StoredMessage[] {
+      return (ofRun.all(runId) as MessageRow[]).map(fromRow);
+    },
+    lastAssistantText(runId: string): string | null {
+      return (lastAssistantText.get(runId) as { content: string } | undefined)?.content ?? null;
+    },
+  };
+}
+
+/** Drops the stored-only fields: what the loop works with. */
+export function toAgentMessage(message: StoredMessage): AgentMessage {
+  const { sessionId: _s, runId: _r, seq: _q, createdAt: _c, ...rest } = message;
+  return rest as AgentMessage;
+}
+
+export type MessageStore = ReturnType<typeof messageStore>;

@@ -1,0 +1,117 @@
+import { z } from "zod";
+import { type ApprovalPolicy, ApprovalPolicySchema } from "../runs/approval-policy.js";
+import type { Db } from "./database.js";
+import { parseOptionalJsonColumn, toJson } from "./json.js";
+
+export interface SessionRecord {
+  id: string;
+  owner: string | null;
+  system: string | null;
+  model: string | null;
+  tools: string[] | null;
+  approval: ApprovalPolicy | null;
+  /** The workspace directory's name under WORKSPACE_ROOT. */
+  workspace: string;
+  workspaceShared: boolean;
+  metadata: Record<string, unknown> | null;
+  createdAt: string;
+}
+
+interface SessionRow {
+  id: string;
+  owner: string | null;
+  system: string | null;
+  model: string | null;
+  tools: string | null;
+  approval: string | null;
+  workspace: string;
+  workspace_shared: number;
+  metadata: string | null;
+  created_at: string;
+}
+
+const ToolNamesSchema = z.array(z.string());
+const MetadataSchema = z.record(z.string(), z.unknown());
+
+function fromRow(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    owner: row.owner,
+    system: row.system,
+    model: row.model,
+    tools: parseOptionalJsonColumn(ToolNamesSchema, row.tools, `session ${row.id} tools`),
+    approval: parseOptionalJsonColumn(ApprovalPolicySchema, row.approval, `session ${row.id} approval`),
+    workspace: row.workspace,
+    workspaceShared: row.workspace_shared === 1,
+    metadata: parseOptionalJsonColumn(MetadataSchema, row.metadata, `session ${row.id} metadata`),
+    createdAt: row.created_at,
+  };
+}
+
+export interface ListPage<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export function sessionStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, metadata, created_at)
+     VALUES (@id, @owner, @system, @model, @tools, @approval, @workspace, @workspace_shared, @metadata, @created_at)`,
+  );
+  const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
+  const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
+  const page = db.prepare(
+    "SELECT * FROM sessions WHERE owner IS @owner AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
+  );
+  const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
+  const nextSeq = db.prepare(
+    "UPDATE sessions SET next_message_seq = next_message_seq + 1 WHERE id = ? RETURNING next_message_seq - 1 AS seq",
+  );
+
+  return {
+    insert(session: SessionRecord): void {
+      insert.run({
+        id: session.id,
+        owner: session.owner,
+        system: session.system,
+        model: session.model,
+        tools: toJson(session.tools),
+        approval: toJson(session.approval),
+        workspace: session.workspace,
+        workspace_shared: session.workspaceShared ? 1 : 0,
+        metadata: toJson(session.metadata),
+        created_at: session.createdAt,
+      });
+    },
+    /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
+    get(id: string, owner?: string | null): SessionRecord | null {
+      const row = (owner === undefined ? byId.get(id) : byIdOwned.get(id, owner)) as SessionRow | undefined;
+      return row ? fromRow(row) : null;
+    },
+    /** Newest first; the cursor is the last id of the previous page. */
+    list({
+      owner,
+      limit,
+      cursor,
+    }: {
+      owner: string | null;
+      limit: number;
+      cursor: string | null;
+    }): ListPage<SessionRecord> {
+      const rows = page.all({ owner, cursor, limit: limit + 1 }) as SessionRow[];
+      const items = rows.slice(0, limit).map(fromRow);
+      return { items, nextCursor: rows.length > limit ? (items[items.length - 1]?.id ?? null) : null };
+    },
+    delete(id: string): boolean {
+      return remove.run(id).changes > 0;
+    },
+    /** Reserves the next message seq of a session; call inside the commit's transaction. */
+    nextMessageSeq(id: string): number {
+      const row = nextSeq.get(id) as { seq: number } | undefined;
+      if (!row) throw new Error(`session ${id} does not exist`);
+      return row.seq;
+    },
+  };
+}
+
+export type SessionStore = ReturnType<typeof sessionStore>;

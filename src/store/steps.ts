@@ -1,0 +1,46 @@
+import { z } from "zod";
+import type { StepTrace } from "../agent/step-trace.js";
+import type { Db } from "./database.js";
+import { parseJsonColumn } from "./json.js";
+
+const UsageSchema = z.object({ inputTokens: z.number(), outputTokens: z.number() });
+const StepTraceSchema = z.object({
+  turn: z.number(),
+  context: z.object({ messageCount: z.number(), estimatedTokens: z.number(), trimmedCount: z.number() }),
+  model: z.object({
+    latencyMs: z.number(),
+    firstTokenMs: z.number().nullable(),
+    finishReason: z.string().nullable(),
+    usage: UsageSchema.nullable(),
+    error: z.string().nullable(),
+  }),
+  tools: z.array(
+    z.object({
+      toolCallId: z.string(),
+      tool: z.string(),
+      status: z.enum(["ok", "error"]),
+      errorCode: z.string().nullable(),
+      durationMs: z.number(),
+      outputChars: z.number(),
+      truncated: z.boolean(),
+    }),
+  ),
+});
+
+export function stepStore(db: Db) {
+  const upsert = db.prepare("INSERT OR REPLACE INTO run_steps (run_id, turn, data) VALUES (?, ?, ?)");
+  const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = ? ORDER BY turn");
+  return {
+    /** Records a step; a turn asked again after a restart replaces the lost attempt. */
+    save(runId: string, step: StepTrace): void {
+      upsert.run(runId, step.turn, JSON.stringify(step));
+    },
+    ofRun(runId: string): StepTrace[] {
+      return (ofRun.all(runId) as { data: string }[]).map((r) =>
+        parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
+      );
+    },
+  };
+}
+
+export type StepStore = ReturnType<typeof stepStore>;

@@ -1,0 +1,26 @@
+import type { Db } from "./database.js";
+import { eventStore } from "./events.js";
+import { messageStore } from "./messages.js";
+import { runStore } from "./runs.js";
+import { sessionStore } from "./sessions.js";
+import { stepStore } from "./steps.js";
+import { toolCallStore } from "./tool-calls.js";
+
+/** Every table's statements over one connection, and its transaction helper. */
+export function createStore(db: Db) {
+  return {
+    db,
+    sessions: sessionStore(db),
+    runs: runStore(db),
+    messages: messageStore(db),
+    events: eventStore(db),
+    toolCalls: toolCallStore(db),
+    steps: stepStore(db),
+    /** Runs `fn` in one transaction: all of it is written, or none. Never pass an async function. */
+    transaction<T>(fn: () => T): T {
+      return db.transaction(fn)();
+    },
+  };
+}
+
+export type Store = ReturnType<typeof createStore>;

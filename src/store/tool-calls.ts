@@ -1,0 +1,106 @@
+import type { ToolCall } from "../agent/messages.js";
+import type { Db } from "./database.js";
+
+export type ToolCallState = "proposed" | "awaiting_approval" | "approved" | "denied" | "started" | "finished";
+
+/** One row of the tool-call ledger: what happened to a proposed call. */
+export interface ToolCallRecord {
+  runId: string;
+  id: string;
+  name: string;
+  input: string;
+  state: ToolCallState;
+  decision: "approve" | "deny" | null;
+  decisionReason: string | null;
+  approvalReason: string | null;
+  proposedAt: string;
+  decidedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  resultMessageId: string | null;
+}
+
+interface ToolCallRow {
+  run_id: string;
+  id: string;
+  name: string;
+  input: string;
+  state: ToolCallState;
+  decision: "approve" | "deny" | null;
+  decision_reason: string | null;
+  approval_reason: string | null;
+  proposed_at: string;
+  decided_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  result_message_id: string | null;
+}
+
+const fromRow = (row: ToolCallRow): ToolCallRecord => ({
+  runId: row.run_id,
+  id: row.id,
+  name: row.name,
+  input: row.input,
+  state: row.state,
+  decision: row.decision,
+  decisionReason: row.decision_reason,
+  approvalReason: row.approval_reason,
+  proposedAt: row.proposed_at,
+  decidedAt: row.decided_at,
+  startedAt: row.started_at,
+  finishedAt: row.finished_at,
+  resultMessageId: row.result_message_id,
+});
+
+/** Ledger writes; each is meant to run inside the transaction of the event it goes with. */
+export function toolCallStore(db: Db) {
+  const propose = db.prepare(
+    "INSERT INTO tool_calls (run_id, id, name, input, state, proposed_at) VALUES (?, ?, ?, ?, 'proposed', ?)",
+  );
+  const awaitApproval = db.prepare(
+    "UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ? WHERE run_id = ? AND id = ?",
+  );
+  const decide = db.prepare(
+    `UPDATE tool_calls SET state = CASE WHEN @decision = 'approve' THEN 'approved' ELSE 'denied' END,
+       decision = @decision, decision_reason = @reason, decided_at = @at
+     WHERE run_id = @run AND id = @id AND state IN ('proposed', 'awaiting_approval')`,
+  );
+  const start = db.prepare("UPDATE tool_calls SET state = 'started', started_at = ? WHERE run_id = ? AND id = ?");
+  const finish = db.prepare(
+    "UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ? WHERE run_id = ? AND id = ?",
+  );
+  const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
+  const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY rowid");
+  const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state = ? ORDER BY rowid");
+
+  return {
+    propose(runId: string, calls: readonly ToolCall[], at: string): void {
+      for (const call of calls) propose.run(runId, call.id, call.name, call.input, at);
+    },
+    awaitApproval(runId: string, id: string, reason: string): void {
+      awaitApproval.run(reason, runId, id);
+    },
+    /** Records a decision; false when the call was already decided or is past deciding. */
+    decide(runId: string, id: string, decision: "approve" | "deny", reason: string | null, at: string): boolean {
+      return decide.run({ run: runId, id, decision, reason, at }).changes > 0;
+    },
+    start(runId: string, id: string, at: string): void {
+      start.run(at, runId, id);
+    },
+    finish(runId: string, id: string, resultMessageId: string, at: string): void {
+      finish.run(at, resultMessageId, runId, id);
+    },
+    get(runId: string, id: string): ToolCallRecord | null {
+      const row = one.get(runId, id) as ToolCallRow | undefined;
+      return row ? fromRow(row) : null;
+    },
+    ofRun(runId: string): ToolCallRecord[] {
+      return (ofRun.all(runId) as ToolCallRow[]).map(fromRow);
+    },
+    inState(runId: string, state: ToolCallState): ToolCallRecord[] {
+      return (inState.all(runId, state) as ToolCallRow[]).map(fromRow);
+    },
+  };
+}
+
+export type ToolCallStore = ReturnType<typeof toolCallStore>;

@@ -1,0 +1,89 @@
+import { join } from "node:path";
+import { buildApp } from "../../src/app.js";
+import type { App, AppContext } from "../../src/app-context.js";
+import { composeContext } from "../../src/compose.js";
+import { loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { tempDir } from "./temp-dir.js";
+
+export interface TestServer {
+  url: string;
+  app: App;
+  ctx: AppContext;
+  upstream: FakeUpstream;
+  dir: string;
+  /** JSON request helper: returns status, headers and parsed body. */
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
+  /** Stops the server (runs are cancelled first); keeps the temp dir when `keepDir`. */
+  close(options?: { keepDir?: boolean }): Promise<void>;
+}
+
+/**
+ * A real server on a real socket, with a temp SQLite file and workspace root, its
+ * model the fake upstream over HTTP. `env` overrides configuration variables;
+ * `dir` reuses a data directory (to restart over the same database).
+ */
+export async function startTestServer({
+  env = {},
+  dir: reuseDir,
+  upstream: givenUpstream,
+  sseHeartbeatMs,
+}: {
+  env?: Record<string, string>;
+  dir?: string;
+  upstream?: FakeUpstream;
+  sseHeartbeatMs?: number;
+} = {}): Promise<TestServer> {
+  const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
+  const upstream = givenUpstream ?? (await startFakeUpstream());
+  const config = loadConfig({
+    DATABASE_PATH: join(temp.path, "agent.db"),
+    WORKSPACE_ROOT: join(temp.path, "workspaces"),
+    OPENAI_BASE_URL: upstream.baseURL,
+    OPENAI_API_KEY: "sk-test-key",
+    OPENAI_MODEL: "fake-model",
+    LOG_LEVEL: "silent",
+    MODEL_MAX_RETRIES: "0",
+    ...env,
+  });
+  const logger = createLogger({ level: config.LOG_LEVEL });
+  const ctx = composeContext(config, logger, { sseHeartbeatMs });
+  const app = await buildApp(ctx, logger);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  return {
+    url,
+    app,
+    ctx,
+    upstream,
+    dir: temp.path,
+    async request(method, path, { body, headers = {} } = {}) {
+      const res = await fetch(url + path, {
+        method,
+        headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        // Not JSON: returned as text.
+      }
+      return { status: res.status, headers: res.headers, body: parsed };
+    },
+    async close({ keepDir = false } = {}) {
+      await ctx.manager.shutdown({ graceMs: 2000 });
+      await app.close();
+      ctx.store.db.close();
+      if (!givenUpstream) await upstream.close();
+      if (!keepDir) temp.cleanup();
+    },
+  };
+}

@@ -1,0 +1,231 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import { createOpenAIModelClient } from "../../src/model/openai-client.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { clientFor, lookupTool, request, TEST_API_KEY, userMessage } from "./support.js";
+
+let upstream: FakeUpstream;
+beforeEach(async () => {
+  upstream = await startFakeUpstream();
+});
+afterEach(async () => {
+  upstream.assertComplete();
+  await upstream.close();
+});
+
+describe("OpenAI model client: a clean stream", () => {
+  it("streams text, passing each delta to onTextDelta in order, and returns the whole text", async () => {
+    upstream.enqueue({ text: ["Hel", "lo, ", "world"] });
+    const deltas: string[] = [];
+    const result = await clientFor(upstream).complete(request({ onTextDelta: (t) => deltas.push(t) }));
+
+    expect(deltas).toEqual(["Hel", "lo, ", "world"]);
+    expect(result).toMatchObject({ ok: true, text: "Hello, world", toolCalls: [], finishReason: "stop" });
+  });
+
+  it("assembles two parallel tool calls from fragments spread over interleaved chunks", async () => {
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_a", name: "lookup", arguments: ['{"ke', 'y":', '"a"}'] },
+        { id: "call_b", name: "read_file", arguments: ['{"path"', ':"x.txt"}'] },
+      ],
+    });
+    const result = await clientFor(upstream).complete(request({ tools: [lookupTool] }));
+
+    expect(result).toMatchObject({
+      ok: true,
+      text: "",
+      finishReason: "tool_calls",
+      toolCalls: [
+        { id: "call_a", name: "lookup", input: '{"key":"a"}' },
+        { id: "call_b", name: "read_file", input: '{"path":"x.txt"}' },
+      ],
+    });
+  });
+
+  it("returns text and tool calls of the same turn together", async () => {
+    upstream.enqueue({ text: ["Let me look."], toolCalls: [{ id: "call_1", name: "lookup", arguments: "{}" }] });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({
+      ok: true,
+      text: "Let me look.",
+      toolCalls: [{ id: "call_1", name: "lookup", input: "{}" }],
+    });
+  });
+
+  it("reports usage from the final usage chunk", async () => {
+    upstream.enqueue({ text: "ok", usage: { prompt_tokens: 123, completion_tokens: 45 } });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({ ok: true, usage: { inputTokens: 123, outputTokens: 45 } });
+  });
+
+  it("reports zero usage when the upstream sends no usage chunk", async () => {
+    upstream.enqueue({ text: "ok", usage: null });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({ ok: true, usage: { inputTokens: 0, outputTokens: 0 } });
+  });
+
+  it("measures latency and first-token time (null when nothing streamed)", async () => {
+    upstream.enqueue({ text: "ok" });
+    const result = await clientFor(upstream).complete(request());
+    expect(result.timing.latencyMs).toBeGreaterThanOrEqual(0);
+    expect(result.timing.firstTokenMs).not.toBeNull();
+    expect(result.timing.firstTokenMs!).toBeLessThanOrEqual(result.timing.latencyMs);
+
+    upstream.enqueue({ text: [], usage: null });
+    const empty = await clientFor(upstream).complete(request());
+    expect(empty).toMatchObject({ ok: true, text: "", toolCalls: [], timing: { firstTokenMs: null } });
+  });
+});
+
+describe("OpenAI model client: what it sends", () => {
+  it("sends the system prompt first, tool calls with content null, tool results with their ids, the tools and include_usage", async () => {
+    upstream.enqueue({ text: "done" });
+    const history: AgentMessage[] = [
+      userMessage("look up a and b"),
+      {
+        id: "a1",
+        role: "assistant",
+        content: "",
+        toolCalls: [
+          { id: "call_a", name: "lookup", input: '{"key":"a"}' },
+          { id: "call_b", name: "lookup", input: '{"key":"b"}' },
+        ],
+      },
+      {
+        id: "t1",
+        role: "tool",
+        toolCallId: "call_a",
+        content: "A",
+        isError: false,
+        metadata: { errorCode: null, retryable: false, durationMs: 1, outputChars: 1, truncated: false },
+      },
+      {
+        id: "t2",
+        role: "tool",
+        toolCallId: "call_b",
+        content: "unknown key",
+        isError: true,
+        metadata: { errorCode: "NOT_FOUND", retryable: false, durationMs: 1, outputChars: 11, truncated: false },
+      },
+      { id: "a2", role: "assistant", content: "Partly found." },
+      userMessage("thanks"),
+    ];
+    const result = await clientFor(upstream).complete(
+      request({ system: "You are terse.", messages: history, tools: [lookupTool] }),
+    );
+    expect(result.ok).toBe(true);
+
+    expect(upstream.requests).toHaveLength(1);
+    const { body, headers } = upstream.requests[0]!;
+    expect(body.model).toBe("test-model");
+    expect(body.stream).toBe(true);
+    expect(body.stream_options).toEqual({ include_usage: true });
+    expect(body.messages).toEqual([
+      { role: "system", content: "You are terse." },
+      { role: "user", content: "look up a and b" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "call_a", type: "function", function: { name: "lookup", arguments: '{"key":"a"}' } },
+          { id: "call_b", type: "function", function: { name: "lookup", arguments: '{"key":"b"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "call_a", content: "A" },
+      { role: "tool", tool_call_id: "call_b", content: "unknown key" },
+      { role: "assistant", content: "Partly found." },
+      { role: "user", content: "thanks" },
+    ]);
+    expect(body.tools).toEqual([
+      {
+        type: "function",
+        function: { name: "lookup", description: "Look a key up", parameters: lookupTool.parameters },
+      },
+    ]);
+    expect(headers.authorization).toBe(`Bearer ${TEST_API_KEY}`);
+  });
+
+  it("keeps the text of an assistant message that has both text and tool calls", async () => {
+    upstream.enqueue({ text: "ok" });
+    await clientFor(upstream).complete(
+      request({
+        messages: [
+          userMessage("go"),
+          { id: "a", role: "assistant", content: "Looking.", toolCalls: [{ id: "c", name: "lookup", input: "{}" }] },
+        ],
+      }),
+    );
+    expect(upstream.requests[0]!.body.messages[1]).toMatchObject({ role: "assistant", content: "Looking." });
+  });
+
+  it("omits tools when there are none and the system message when there is no system prompt", async () => {
+    upstream.enqueue({ text: "ok" });
+    await clientFor(upstream).complete(request());
+    const { body } = upstream.requests[0]!;
+    expect(body).not.toHaveProperty("tools");
+    expect(body.messages).toEqual([{ role: "user", content: "hi" }]);
+  });
+
+  it("asks the request's model when it names one, the configured model otherwise", async () => {
+    upstream.enqueue({ text: "a" }, { text: "b" });
+    const client = clientFor(upstream);
+    await client.complete(request({ model: "other-model" }));
+    await client.complete(request());
+    expect(upstream.requests.map((r) => r.body.model)).toEqual(["other-model", "test-model"]);
+  });
+
+  it("sends no Authorization header when no API key is configured (local servers)", async () => {
+    upstream.enqueue({ text: "ok" });
+    const client = createOpenAIModelClient({ baseURL: upstream.baseURL, model: "local", maxRetries: 0 });
+    const result = await client.complete(request());
+    expect(result.ok).toBe(true);
+    expect(upstream.requests[0]!.headers.authorization).toBeUndefined();
+  });
+});
+
+describe("OpenAI model client: finish reasons", () => {
+  it.each([
+    ["stop", undefined],
+    ["tool_calls", undefined],
+  ])("accepts finish_reason %s", async (finishReason) => {
+    upstream.enqueue({ text: "x", finishReason });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({ ok: true, finishReason });
+  });
+
+  it("fails finish_reason length with MODEL_LENGTH", async () => {
+    upstream.enqueue({ text: "truncated…", finishReason: "length" });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({
+      ok: false,
+      code: "MODEL_LENGTH",
+      message: "model output reached the token limit",
+      usage: { inputTokens: 10, outputTokens: 5 },
+    });
+  });
+
+  it("fails finish_reason content_filter with MODEL_CONTENT_FILTER", async () => {
+    upstream.enqueue({ text: "x", finishReason: "content_filter" });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({ ok: false, code: "MODEL_CONTENT_FILTER" });
+    expect(result.ok || result.message).toMatch(/content filter/);
+  });
+
+  it.each(["function_call", "weird_reason"])("fails finish_reason %s with MODEL_UNSUPPORTED_FINISH", async (reason) => {
+    upstream.enqueue({ text: "x", finishReason: reason });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({
+      ok: false,
+      code: "MODEL_UNSUPPORTED_FINISH",
+      message: `unsupported finish_reason: ${reason}`,
+    });
+  });
+
+  it("fails a stream that ended without a finish_reason with MODEL_UNSUPPORTED_FINISH", async () => {
+    upstream.enqueue({ text: "x", finishReason: null });
+    const result = await clientFor(upstream).complete(request());
+    expect(result).toMatchObject({ ok: false, code: "MODEL_UNSUPPORTED_FINISH" });
+    expect(result.ok || result.message).toMatch(/ended without a finish_reason/);
+  });
+});
