@@ -8,6 +8,7 @@ import type { RunView } from "../agent/run-view.js";
 import { emptyStats, type RunStats } from "../agent/stats.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import { conflict, notFound, sessionBusy, tooManyRuns, unavailable } from "../errors.js";
+import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import { toAgentMessage } from "../store/messages.js";
 import { type RunRecord, runView } from "../store/runs.js";
@@ -252,6 +253,8 @@ export class RunManager {
         toolCalls.finish(live.id, stored.toolCallId, stored.id, stored.createdAt);
       }
     });
+    if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
+    if (message.role === "tool") failpoint("after-tool-result-commit");
   }
 
   #emit(live: LiveRun, event: LoopEvent): void {

@@ -1,0 +1,210 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { openSse, type SseEvent, type SseStream } from "../helpers/sse-client.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let upstream: FakeUpstream;
+let dir: ReturnType<typeof tempDir>;
+const children: ChildServer[] = [];
+const never = new Promise<void>(() => {});
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
+    await child.exited;
+  }
+  dir?.cleanup();
+});
+
+async function start(env: Record<string, string> = {}): Promise<ChildServer> {
+  const child = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
+  children.push(child);
+  return child;
+}
+
+async function kill(child: ChildServer): Promise<void> {
+  child.process.kill("SIGKILL");
+  expect(await child.exited).toBe("SIGKILL");
+}
+
+/** Starts a session and a run, with a watcher on its events. */
+async function startRun(server: ChildServer, session: Record<string, unknown> = {}) {
+  const created = await api(server.url, "POST", "/sessions", session);
+  expect(created.status).toBe(201);
+  const run = await api(server.url, "POST", `/sessions/${created.body.id}/runs`, { input: "do the thing" });
+  expect(run.status).toBe(201);
+  const watcher = await openSse(`${server.url}/runs/${run.body.id}/events`);
+  return { sessionId: created.body.id as string, runId: run.body.id as string, watcher };
+}
+
+const workspaceFile = (sessionId: string, name: string) => join(dir.path, "workspaces", sessionId, name);
+const lines = (path: string) => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0);
+
+/**
+ * After the restart: follows the run from the last event the first watcher saw to
+ * its end, and checks what a crash may never do.
+ */
+async function settleAndCheck(
+  server: ChildServer,
+  run: { sessionId: string; runId: string; watcher: SseStream },
+  expectedStop: "complete" | "aborted",
+) {
+  const before = run.watcher.events;
+  run.watcher.close();
+  const lastSeen = before.at(-1)?.id ?? "0";
+  const after = await openSse(`${server.url}/runs/${run.runId}/events`, { headers: { "last-event-id": lastSeen } });
+  const continuation = await after.ended;
+  expect(continuation.at(-1)?.event).toBe("run.finished");
+  expect(continuation.at(-1)?.json.run.stopReason).toBe(expectedStop);
+  // The continuation starts right after what was seen: no gap, no duplicate.
+  expect(Number(continuation[0]?.id)).toBe(Number(lastSeen) + 1);
+  const all = await (await openSse(`${server.url}/runs/${run.runId}/events`)).ended;
+  expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
+
+  const history = (await api(server.url, "GET", `/sessions/${run.sessionId}/messages?limit=200`)).body
+    .items as (AgentMessage & {
+    seq: number;
+  })[];
+  // Every message a client saw in a `message` event is in the history.
+  const seen = [...before, ...continuation].filter((e: SseEvent) => e.event === "message").map((e) => e.json.message);
+  for (const message of seen) expect(history).toContainEqual(message);
+  // Every tool call has exactly one result.
+  expect(() => assertValidHistory(history)).not.toThrow();
+  const run2 = await api(server.url, "GET", `/runs/${run.runId}`);
+  expect(run2.body.status).toBe("finished");
+  return history;
+}
+
+describe("kill -9 at each point, then restart", () => {
+  it("mid model stream: nothing partial is stored and the resumed run asks again and completes", async () => {
+    dir = tempDir();
+    const a = await start();
+    upstream.enqueue({ text: ["partial ", "thoughts"], gate: never });
+    const run = await startRun(a);
+    await run.watcher.waitFor((e) => e.event === "text.delta");
+    await kill(a);
+
+    upstream.enqueue({ text: "the final answer" });
+    const b = await start();
+    const history = await settleAndCheck(b, run, "complete");
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(history[1]?.content).toBe("the final answer");
+    expect(JSON.stringify(history)).not.toContain("partial");
+  });
+
+  it("awaiting approval: the request is pending again after the restart and a decision continues the run", async () => {
+    dir = tempDir();
+    const a = await start();
+    upstream.enqueue({ toolCalls: [{ id: "call_a", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
+    const run = await startRun(a);
+    await run.watcher.waitFor((e) => e.event === "approval.requested");
+    await kill(a);
+
+    upstream.enqueue({ text: "done" });
+    const b = await start();
+    const pending = await api(b.url, "GET", `/runs/${run.runId}/approvals`);
+    expect(pending.body.items.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_a"]);
+    const decision = await api(b.url, "POST", `/runs/${run.runId}/approvals/call_a`, { decision: "approve" });
+    expect(decision.status).toBe(200);
+    const history = await settleAndCheck(b, run, "complete");
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
+    expect(history.find((m) => m.role === "tool")?.isError).toBe(false);
+  });
+
+  it("mid tool: the started tool gets an INTERRUPTED result and is never run again", async () => {
+    dir = tempDir();
+    const a = await start();
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_t", name: "shell", arguments: '{"command":"echo x >> count.txt; echo $$ > pid.txt; sleep 30"}' },
+      ],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    await run.watcher.waitFor((e) => e.event === "tool.started");
+    const pidFile = workspaceFile(run.sessionId, "pid.txt");
+    while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "")
+      await new Promise((r) => setTimeout(r, 20));
+    await kill(a);
+    // The orphaned shell is not ours to keep: end its process group.
+    process.kill(-Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+
+    upstream.enqueue({ text: "noted" });
+    const b = await start();
+    const history = await settleAndCheck(b, run, "complete");
+    const result = history.find((m) => m.role === "tool");
+    expect(result).toMatchObject({ isError: true, toolCallId: "call_t" });
+    expect((result as { metadata: { errorCode: string } }).metadata.errorCode).toBe("INTERRUPTED");
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
+  });
+
+  it("between the assistant commit and the first tool: the resumed run executes the call once", async () => {
+    dir = tempDir();
+    const a = await start({ AGENT_FAILPOINTS: "after-assistant-commit" });
+    upstream.enqueue({ toolCalls: [{ id: "call_b", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    expect(await a.exited).toBe("SIGKILL");
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
+
+    upstream.enqueue({ text: "done" });
+    const b = await start();
+    const history = await settleAndCheck(b, run, "complete");
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
+  });
+
+  it("right after a tool result commit: the finished tool is not run again, the next one runs once", async () => {
+    dir = tempDir();
+    const a = await start({ AGENT_FAILPOINTS: "after-tool-result-commit" });
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_1", name: "shell", arguments: '{"command":"echo x >> one.txt"}' },
+        { id: "call_2", name: "shell", arguments: '{"command":"echo y >> two.txt"}' },
+      ],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    expect(await a.exited).toBe("SIGKILL");
+    expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
+    expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(0);
+
+    upstream.enqueue({ text: "both done" });
+    const b = await start();
+    await settleAndCheck(b, run, "complete");
+    expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
+    expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(1);
+  });
+
+  it("ON_RESTART=abort closes every open call and ends the run aborted", async () => {
+    dir = tempDir();
+    const a = await start();
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_x", name: "shell", arguments: '{"command":"echo x >> count.txt"}' },
+        { id: "call_y", name: "list_files", arguments: "{}" },
+      ],
+    });
+    const run = await startRun(a);
+    await run.watcher.waitFor((e) => e.event === "approval.requested");
+    await kill(a);
+
+    const b = await start({ ON_RESTART: "abort" });
+    const history = await settleAndCheck(b, run, "aborted");
+    const results = history.filter((m) => m.role === "tool") as Extract<AgentMessage, { role: "tool" }>[];
+    expect(results.map((m) => [m.toolCallId, m.metadata.errorCode])).toEqual([
+      ["call_x", "ABORTED"],
+      ["call_y", "ABORTED"],
+    ]);
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
+    expect((await api(b.url, "GET", `/runs/${run.runId}/approvals`)).body.items).toEqual([]);
+  });
+});

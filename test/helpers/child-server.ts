@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface ChildServer {
+  url: string;
+  pid: number;
+  process: ChildProcess;
+  /** Everything the process wrote to stderr and stdout. */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+/**
+ * Starts the built server (`node dist/src/server.js`, as in production) over the
+ * data directory `dir`, and resolves once `/healthz` answers.
+ */
+export async function startChildServer({
+  dir,
+  upstreamURL,
+  env = {},
+}: {
+  dir: string;
+  upstreamURL: string;
+  env?: Record<string, string>;
+}): Promise<ChildServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: dir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_PATH: join(dir, "agent.db"),
+      WORKSPACE_ROOT: join(dir, "workspaces"),
+      OPENAI_BASE_URL: upstreamURL,
+      OPENAI_API_KEY: "sk-test-key",
+      OPENAI_MODEL: "fake-model",
+      MODEL_MAX_RETRIES: "0",
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += d;
+  });
+  child.stderr?.on("data", (d) => {
+    output += d;
+  });
+  const exited = new Promise<number | string>((resolve) =>
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`server exited before it was ready:\n${output}`);
+    }
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`server did not become healthy:\n${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url, pid: child.pid as number, process: child, output: () => output, exited };
+}
+
+export async function api(url: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(url + path, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
