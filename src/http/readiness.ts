@@ -15,6 +15,10 @@ export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem">):
   } catch (err) {
     database = { ok: false, message: `the database does not take writes: ${(err as Error).message}` };
   }
+  const failure = ctx.store.health.failure;
+  if (database.ok && failure) {
+    database = { ok: false, message: `the last write failed and none has succeeded since: ${failure.message}` };
+  }
   const model = ctx.modelProblem === null ? { ok: true } : { ok: false, message: ctx.modelProblem };
   return { ready: database.ok && model.ok, checks: { database, model } };
 }

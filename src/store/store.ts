@@ -4,11 +4,14 @@ import { messageStore } from "./messages.js";
 import { runStore } from "./runs.js";
 import { sessionStore } from "./sessions.js";
 import { stepStore } from "./steps.js";
+import { StorageHealth } from "./storage-health.js";
 import { toolCallStore } from "./tool-calls.js";
 
 /** Every table's statements over one connection, and its transaction helper. */
 export function createStore(db: Db) {
+  const health = new StorageHealth();
   return {
+    health,
     db,
     sessions: sessionStore(db),
     runs: runStore(db),
@@ -18,7 +21,19 @@ export function createStore(db: Db) {
     steps: stepStore(db),
     /** Runs `fn` in one transaction: all of it is written, or none. Never pass an async function. */
     transaction<T>(fn: () => T): T {
-      return db.transaction(fn)();
+      try {
+        const result = db.transaction(fn)();
+        health.recordSuccess();
+        return result;
+      } catch (err) {
+        if (
+          typeof (err as { code?: unknown }).code === "string" &&
+          (err as { code: string }).code.startsWith("SQLITE_")
+        ) {
+          health.recordFailure(err);
+        }
+        throw err;
+      }
     },
   };
 }

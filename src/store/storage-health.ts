@@ -1,0 +1,20 @@
+/**
+ * Whether the database has been taking writes: the last write failure is
+ * remembered until a later write succeeds. Readiness reports it.
+ */
+export class StorageHealth {
+  #failure: { at: number; message: string } | null = null;
+
+  recordSuccess(): void {
+    this.#failure = null;
+  }
+
+  recordFailure(err: unknown): void {
+    this.#failure = { at: Date.now(), message: err instanceof Error ? err.message : String(err) };
+  }
+
+  /** The last write failure not yet followed by a successful write, if any. */
+  get failure(): { at: number; message: string } | null {
+    return this.#failure;
+  }
+}
