@@ -5,7 +5,7 @@ import { resumePoint, streamRunEvents } from "../src/http/sse.js";
 export default function eventRoutes(app: App, ctx: AppContext) {
   app.get(
     "/runs/:id/events",
-    { sse: { kind: "only" }, schema: { params: RunParams, querystring: EventsQuery } },
+    { sse: { kind: "manual" }, schema: { params: RunParams, querystring: EventsQuery } },
     async (request, reply) => {
       ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);

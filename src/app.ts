@@ -1,6 +1,6 @@
 import cors from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
-import Fastify, { type FastifyBaseLogger } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from "fastify";
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import approvalRoutes from "../routes/approvals.js";
@@ -23,7 +23,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
-    disableRequestLogging: true,
+    // One log line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as FastifyReply).code(400).send({ error: { code: "BAD_REQUEST", message: error.message } });
+    },
     return503OnClosing: true,
     forceCloseConnections: true,
   }).withTypeProvider<ZodTypeProvider>();

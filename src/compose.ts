@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { z } from "zod";
 import type { ModelClient } from "./agent/model.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
 import type { Config } from "./config.js";
@@ -12,7 +11,7 @@ import { RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
 import { openDatabase } from "./store/database.js";
 import { createStore } from "./store/store.js";
-import { bindWorkspaceTools, defaultApprovalPolicy, workspaceTools } from "./tools/index.js";
+import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES } from "./tools/index.js";
 
 export interface ComposeOptions {
   /** Replaces the model client built from the configuration (tests, benchmarks). */
@@ -51,16 +50,10 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     store,
     manager,
     workspaceRoot: config.WORKSPACE_ROOT,
-    toolNames: workspaceTools.map((t) => t.name),
+    toolNames: WORKSPACE_TOOL_NAMES,
   });
   const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
-  const tools: ToolCatalogEntry[] = workspaceTools.map((tool) => ({
-    name: tool.name,
-    description: tool.description,
-    readOnly: tool.readOnly,
-    defaultApproval: defaultApprovalPolicy(tool.name),
-    inputSchema: z.toJSONSchema(tool.inputSchema, { io: "input" }) as Record<string, unknown>,
-  }));
+  const tools: ToolCatalogEntry[] = describeWorkspaceTools();
   recoverRuns({ store, hub, manager, mode: config.ON_RESTART, logger });
   return {
     config,

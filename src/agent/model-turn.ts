@@ -71,6 +71,13 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     return { stop: { stopReason: "error", error: { code: "EMPTY_RESPONSE", message } }, trace };
   }
 
+  const badId = firstBadToolCallId(result.toolCalls.map((c) => c.id));
+  if (badId !== null) {
+    const message = `the model sent a tool call with ${badId === "" ? "an empty id" : `a repeated id (${badId})`}`;
+    trace.model.error = message;
+    return { stop: { stopReason: "error", error: { code: "MODEL_BAD_RESPONSE", message } }, trace };
+  }
+
   const assistant: AssistantMessage = {
     id: ctx.newId(),
     role: "assistant",
@@ -81,4 +88,14 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   if (stop) return { stop, trace };
   ctx.stats.turns++;
   return { stop: null, assistant, trace };
+}
+
+/** An id that is empty or repeated within one reply (law 4 could not hold), or null. */
+function firstBadToolCallId(ids: readonly string[]): string | null {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (id === "" || seen.has(id)) return id;
+    seen.add(id);
+  }
+  return null;
 }

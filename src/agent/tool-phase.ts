@@ -75,6 +75,8 @@ export async function runToolCalls(
         ctx.signal,
       );
     } catch (err) {
+      // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
+      if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
       return failAt(index, `approval failed for tool call ${call.id}: ${describeError(err)}`);
     }
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
@@ -100,6 +102,13 @@ export async function runToolCalls(
     try {
       outcome = await resolved.tool.execute(resolved.input, { toolCallId: call.id, signal: ctx.signal });
     } catch (err) {
+      if (ctx.signal.aborted) {
+        // It started, so its outcome is recorded (generically); the run still ends aborted.
+        const stop =
+          (await record(call, executionFailedOutcome(), performance.now() - started)) ??
+          (await closeFrom(index + 1, abortedOutcome));
+        return stop ?? { stopReason: "aborted" };
+      }
       return failAt(index, `tool ${call.name} failed: ${describeError(err)}`);
     }
     const stop = await record(call, outcome, performance.now() - started);

@@ -1,0 +1,109 @@
+import { readFile, stat } from "node:fs/promises";
+import { z } from "zod";
+import { toolError, toolOk } from "../agent/tool.js";
+import { writeFileAtomic } from "./atomic-write.js";
+import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
+import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { formatBytes, looksBinary } from "./text.js";
+import { resolveInWorkspace } from "./workspace.js";
+
+/** edit_file works on files up to this size (before and after the edit). */
+export const EDIT_MAX_FILE_BYTES = 5 * 1024 * 1024;
+
+export const editFileInput = z.strictObject({
+  path: z.string().min(1).describe("File to edit, relative to the workspace root. It must exist."),
+  oldText: z
+    .string()
+    .min(1)
+    .describe(
+      "Exact text to replace, character for character (whitespace and indentation included; no line numbers). " +
+        "Include enough surrounding lines to make it unique in the file.",
+    ),
+  newText: z.string().describe("Text to put in place of oldText. Empty to delete it."),
+  replaceAll: z
+    .boolean()
+    .optional()
+    .describe("Replace every occurrence of oldText instead of requiring exactly one. Defaults to false."),
+});
+
+export type EditFileInput = z.infer<typeof editFileInput>;
+
+/** Start offsets of the non-overlapping occurrences of `needle` in `haystack`. */
+function occurrences(haystack: string, needle: string): number[] {
+  const found: number[] = [];
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length)) found.push(at);
+  return found;
+}
+
+const lineAt = (text: string, offset: number): number => text.slice(0, offset).split("\n").length;
+
+export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
+  name: "edit_file",
+  description:
+    "Replace an exact piece of text in an existing workspace file. oldText must occur exactly once (or set " +
+    "replaceAll); when it occurs zero or several times nothing is changed and the error says how many times it " +
+    "was found. Copy oldText from read_file output without the line-number prefix. The write is atomic. " +
+    `Files up to ${formatBytes(EDIT_MAX_FILE_BYTES)}.`,
+  inputSchema: editFileInput,
+  readOnly: false,
+  async execute({ path, oldText, newText, replaceAll = false }, { workspace }) {
+    const resolved = await resolveInWorkspace(workspace, path);
+    if (!resolved.ok) return resolved.outcome;
+    try {
+      const info = await stat(resolved.path);
+      if (!info.isFile()) return notAFileOutcome(path, info.isDirectory());
+      if (info.size > EDIT_MAX_FILE_BYTES) {
+        return toolError(
+          ToolErrorCode.fileTooLarge,
+          `"${path}" is ${formatBytes(info.size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit of edit_file`,
+          false,
+        );
+      }
+      const bytes = await readFile(resolved.path);
+      const text = bytes.toString("utf8");
+      // A file that does not survive a UTF-8 round trip would be corrupted by rewriting it as text.
+      if (looksBinary(bytes) || !Buffer.from(text, "utf8").equals(bytes)) {
+        return toolError(
+          ToolErrorCode.binaryFile,
+          `"${path}" is binary or not valid UTF-8; edit_file edits text`,
+          false,
+        );
+      }
+      const found = occurrences(text, oldText);
+      const first = found[0];
+      if (first === undefined) {
+        return toolError(
+          ToolErrorCode.noMatch,
+          `oldText was not found in "${path}" (0 matches); it must match exactly, including whitespace and indentation. Read the file again and copy the text.`,
+          true,
+        );
+      }
+      if (found.length > 1 && !replaceAll) {
+        return toolError(
+          ToolErrorCode.ambiguousMatch,
+          `oldText occurs ${found.length} times in "${path}"; nothing was changed. Include more surrounding text to make it unique, or set replaceAll to replace all ${found.length}.`,
+          true,
+        );
+      }
+      const updated = replaceAll
+        ? text.split(oldText).join(newText)
+        : text.slice(0, first) + newText + text.slice(first + oldText.length);
+      const size = Buffer.byteLength(updated);
+      if (size > EDIT_MAX_FILE_BYTES) {
+        return toolError(
+          ToolErrorCode.fileTooLarge,
+          `the edit would make "${path}" ${formatBytes(size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit`,
+          true,
+        );
+      }
+      if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
+      await writeFileAtomic({ path: resolved.path, data: updated, mode: info.mode & 0o7777 });
+      const count = found.length === 1 ? "1 occurrence" : `${found.length} occurrences`;
+      const where = found.length === 1 ? `at line ${lineAt(text, first)}` : `first at line ${lineAt(text, first)}`;
+      return toolOk(`replaced ${count} in "${path}" (${where}); the file is now ${size} bytes`);
+    } catch (err) {
+      return fsErrorOutcome(err, path);
+    }
+  },
+};

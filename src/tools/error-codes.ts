@@ -1,0 +1,37 @@
+/**
+ * Stable error codes of the workspace tools' error results. They are part of the
+ * contract with the model and with clients reading tool-result metadata: never
+ * rename one, only add.
+ */
+export const ToolErrorCode = {
+  /** The path resolves (through `..`, an absolute path or a symlink) outside the workspace. */
+  pathOutsideWorkspace: "PATH_OUTSIDE_WORKSPACE",
+  /** The path is malformed (e.g. contains a NUL byte). */
+  invalidPath: "INVALID_PATH",
+  /** Resolving the path met a symbolic-link loop. */
+  symlinkLoop: "SYMLINK_LOOP",
+  /** The session's workspace directory itself is missing or unreadable. */
+  workspaceUnavailable: "WORKSPACE_UNAVAILABLE",
+  notFound: "NOT_FOUND",
+  notAFile: "NOT_A_FILE",
+  notADirectory: "NOT_A_DIRECTORY",
+  binaryFile: "BINARY_FILE",
+  invalidLineRange: "INVALID_LINE_RANGE",
+  fileTooLarge: "FILE_TOO_LARGE",
+  /** edit_file: `oldText` does not occur in the file. */
+  noMatch: "NO_MATCH",
+  /** edit_file: `oldText` occurs several times and `replaceAll` was not set. */
+  ambiguousMatch: "AMBIGUOUS_MATCH",
+  /** search_files: the pattern is not a valid JavaScript regular expression (or the glob is malformed). */
+  invalidPattern: "INVALID_PATTERN",
+  searchTimeout: "SEARCH_TIMEOUT",
+  searchAborted: "SEARCH_ABORTED",
+  /** shell: the command exited non-zero, was killed by a signal, or could not start. */
+  shellFailed: "SHELL_FAILED",
+  shellTimeout: "SHELL_TIMEOUT",
+  shellAborted: "SHELL_ABORTED",
+  /** An unexpected file-system error (permissions, I/O); the message names the system code. */
+  ioError: "IO_ERROR",
+} as const;
+
+export type ToolErrorCode = (typeof ToolErrorCode)[keyof typeof ToolErrorCode];

@@ -1,0 +1,45 @@
+import { type ToolOutcome, toolError } from "../agent/tool.js";
+import { ToolErrorCode } from "./error-codes.js";
+
+/** The `code` of a Node system error (`ENOENT`, …), or undefined for anything else. */
+export function errnoCode(err: unknown): string | undefined {
+  if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string") return err.code;
+  return undefined;
+}
+
+/**
+ * Maps a file-system error met while working on `displayPath` (the path as the model
+ * gave it) to an error result. Unknown errors become IO_ERROR naming only the system
+ * code: the exception text may contain absolute server paths.
+ */
+export function fsErrorOutcome(err: unknown, displayPath: string): ToolOutcome {
+  const code = errnoCode(err);
+  switch (code) {
+    case "ENOENT":
+      return toolError(ToolErrorCode.notFound, `"${displayPath}" does not exist`, true);
+    case "ENOTDIR":
+      return toolError(ToolErrorCode.notADirectory, `a component of "${displayPath}" is not a directory`, true);
+    case "EISDIR":
+      return notAFileOutcome(displayPath, true);
+    case "ELOOP":
+      return toolError(ToolErrorCode.symlinkLoop, `"${displayPath}" leads into a symbolic-link loop`, false);
+    case "ENAMETOOLONG":
+      return toolError(ToolErrorCode.invalidPath, `"${displayPath}" is too long a path`, true);
+    case "EACCES":
+    case "EPERM":
+      return toolError(ToolErrorCode.ioError, `permission denied on "${displayPath}"`, false);
+    default:
+      return toolError(ToolErrorCode.ioError, `file-system error on "${displayPath}" (${code ?? "unknown"})`, false);
+  }
+}
+
+/** The result for a path that exists but is not a regular file. */
+export function notAFileOutcome(displayPath: string, isDirectory: boolean): ToolOutcome {
+  return toolError(
+    ToolErrorCode.notAFile,
+    isDirectory
+      ? `"${displayPath}" is a directory, not a file; use list_files`
+      : `"${displayPath}" is not a regular file`,
+    true,
+  );
+}

@@ -1,0 +1,85 @@
+export interface LineWindowOptions {
+  /** First line to keep, 1-based. */
+  startLine: number;
+  /** Last line to keep, inclusive; Infinity for "to the end". */
+  endLine: number;
+  /** Stop (as truncated) rather than keep more than this many lines… */
+  maxLines: number;
+  /** …or more than this many UTF-8 bytes of formatted output. */
+  maxBytes: number;
+  /** Longer lines are kept cut to this many characters, with a marker. */
+  maxLineChars: number;
+}
+
+/**
+ * Collects a window of numbered lines from text fed in arbitrary chunks, holding in memory
+ * only the kept lines (each at most `maxLineChars`), whatever the size of the input or of
+ * any single line. `push` returns false once no more input is needed.
+ */
+export class LineWindow {
+  /** The kept lines, formatted `<number>\t<text>`. */
+  readonly lines: string[] = [];
+  /** Why collection stopped early: the window's end was reached, or a cap was hit. */
+  stoppedBy: "range" | "cap" | null = null;
+  /** How many kept lines were cut to `maxLineChars`. */
+  cutLines = 0;
+  firstKept = 0;
+  lastKept = 0;
+  private lineNo = 1;
+  private partial = "";
+  private partialLength = 0;
+  private bytes = 0;
+
+  constructor(private readonly options: LineWindowOptions) {}
+
+  push(text: string): boolean {
+    if (this.stoppedBy) return false;
+    let from = 0;
+    for (;;) {
+      const newline = text.indexOf("\n", from);
+      this.append(text, from, newline === -1 ? text.length : newline);
+      if (newline === -1) return true;
+      this.finishLine();
+      if (this.stoppedBy) return false;
+      from = newline + 1;
+    }
+  }
+
+  /** Call at end of input; returns the total number of lines (meaningful only if nothing stopped early). */
+  end(): number {
+    if (!this.stoppedBy && this.partialLength > 0) this.finishLine();
+    return this.lineNo - 1;
+  }
+
+  private inWindow(): boolean {
+    return this.lineNo >= this.options.startLine && this.lineNo <= this.options.endLine;
+  }
+
+  private append(text: string, from: number, to: number): void {
+    this.partialLength += to - from;
+    const room = this.options.maxLineChars - this.partial.length;
+    if (room > 0 && this.inWindow()) this.partial += text.slice(from, Math.min(to, from + room));
+  }
+
+  private finishLine(): void {
+    if (this.inWindow()) {
+      const extra = this.partialLength - this.partial.length;
+      const text = extra > 0 ? `${this.partial}… [line cut: ${extra} more chars]` : this.partial;
+      const formatted = `${String(this.lineNo).padStart(6)}\t${text}`;
+      const size = Buffer.byteLength(formatted) + 1;
+      if (this.lines.length >= this.options.maxLines || this.bytes + size > this.options.maxBytes) {
+        this.stoppedBy = "cap";
+        return;
+      }
+      this.lines.push(formatted);
+      this.bytes += size;
+      if (extra > 0) this.cutLines++;
+      if (this.firstKept === 0) this.firstKept = this.lineNo;
+      this.lastKept = this.lineNo;
+      if (this.lineNo >= this.options.endLine) this.stoppedBy = "range";
+    }
+    this.lineNo++;
+    this.partial = "";
+    this.partialLength = 0;
+  }
+}

@@ -1,0 +1,72 @@
+import { stat } from "node:fs/promises";
+import { z } from "zod";
+import { toolError, toolOk } from "../agent/tool.js";
+import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
+import { fsErrorOutcome } from "./fs-errors.js";
+import { type WalkEntry, walk } from "./walk.js";
+import { resolveInWorkspace } from "./workspace.js";
+
+/** At most this many entries are listed; the rest is reported as truncated. */
+export const LIST_MAX_ENTRIES = 500;
+export const LIST_DEFAULT_DEPTH = 2;
+export const LIST_MAX_DEPTH = 10;
+
+export const listFilesInput = z.strictObject({
+  path: z
+    .string()
+    .optional()
+    .describe('Directory to list, relative to the workspace root. Defaults to "." (the workspace root).'),
+  depth: z
+    .number()
+    .int()
+    .min(1)
+    .max(LIST_MAX_DEPTH)
+    .optional()
+    .describe(
+      `How many directory levels to descend: 1 lists only the directory itself. Defaults to ${LIST_DEFAULT_DEPTH}.`,
+    ),
+});
+
+export type ListFilesInput = z.infer<typeof listFilesInput>;
+
+const SUFFIX: Record<WalkEntry["kind"], string> = { directory: "/", symlink: "@", file: "", other: "" };
+
+export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
+  name: "list_files",
+  description:
+    "List the files and directories under a workspace directory, recursively up to a depth. " +
+    "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
+    'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
+    `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries; a note says when the list was cut.`,
+  inputSchema: listFilesInput,
+  readOnly: true,
+  async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace }) {
+    const resolved = await resolveInWorkspace(workspace, path);
+    if (!resolved.ok) return resolved.outcome;
+    try {
+      if (!(await stat(resolved.path)).isDirectory()) {
+        return toolError(ToolErrorCode.notADirectory, `"${path}" is a file, not a directory; use read_file`, true);
+      }
+    } catch (err) {
+      return fsErrorOutcome(err, path);
+    }
+
+    const lines: string[] = [];
+    let truncated = false;
+    for await (const entry of walk({ root: resolved.root, start: resolved.path, maxDepth: depth })) {
+      if (lines.length === LIST_MAX_ENTRIES) {
+        truncated = true;
+        break;
+      }
+      lines.push(entry.relative + SUFFIX[entry.kind]);
+    }
+    if (lines.length === 0) return toolOk(`(no files or directories in "${path}")`);
+    if (truncated) {
+      lines.push(
+        `[truncated: showing the first ${LIST_MAX_ENTRIES} entries; list a subdirectory or use a smaller depth to see the rest]`,
+      );
+    }
+    return toolOk(lines.join("\n"), truncated);
+  },
+};

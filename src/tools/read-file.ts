@@ -1,0 +1,124 @@
+import { open, stat } from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
+import { z } from "zod";
+import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
+import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { LineWindow } from "./line-window.js";
+import { formatBytes, looksBinary } from "./text.js";
+import { resolveInWorkspace } from "./workspace.js";
+
+/** Output caps: at most this many lines, this many bytes of output, this many characters per line. */
+export const READ_MAX_LINES = 2000;
+export const READ_MAX_BYTES = 100_000;
+export const READ_MAX_LINE_CHARS = 2000;
+const CHUNK_BYTES = 64 * 1024;
+
+export const readFileInput = z.strictObject({
+  path: z.string().min(1).describe("File to read, relative to the workspace root."),
+  startLine: z.number().int().min(1).optional().describe("First line to show, 1-based. Defaults to 1."),
+  endLine: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("Last line to show, inclusive. Defaults to the end of the file (within the output caps)."),
+});
+
+export type ReadFileInput = z.infer<typeof readFileInput>;
+
+export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
+  name: "read_file",
+  description:
+    "Read a text file from the workspace. Each line is shown as `<line number>\\t<text>` (the number and tab " +
+    "are not part of the file). Use startLine/endLine to read part of a large file. Output is capped at " +
+    `${READ_MAX_LINES} lines and ${READ_MAX_BYTES} bytes, lines longer than ${READ_MAX_LINE_CHARS} characters are ` +
+    "cut; a note at the end says when and where to continue. Binary files are refused.",
+  inputSchema: readFileInput,
+  readOnly: true,
+  async execute({ path, startLine = 1, endLine }, { workspace }) {
+    if (endLine !== undefined && endLine < startLine) {
+      return toolError(
+        ToolErrorCode.invalidLineRange,
+        `endLine (${endLine}) is before startLine (${startLine}); give endLine >= startLine`,
+        true,
+      );
+    }
+    const resolved = await resolveInWorkspace(workspace, path);
+    if (!resolved.ok) return resolved.outcome;
+    try {
+      return await readWindow({ file: resolved.path, display: path, startLine, endLine: endLine ?? Infinity });
+    } catch (err) {
+      return fsErrorOutcome(err, path);
+    }
+  },
+};
+
+/** Streams the file until the requested window (or a cap) is complete: never holds the whole file. */
+async function readWindow({
+  file,
+  display,
+  startLine,
+  endLine,
+}: {
+  file: string;
+  display: string;
+  startLine: number;
+  endLine: number;
+}): Promise<ToolOutcome> {
+  // stat before open: opening a FIFO would block until some writer appears.
+  const info = await stat(file);
+  if (!info.isFile()) return notAFileOutcome(display, info.isDirectory());
+  const handle = await open(file, "r");
+  try {
+    const window = new LineWindow({
+      startLine,
+      endLine,
+      maxLines: READ_MAX_LINES,
+      maxBytes: READ_MAX_BYTES,
+      maxLineChars: READ_MAX_LINE_CHARS,
+    });
+    const decoder = new StringDecoder("utf8");
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    let first = true;
+    let more = true;
+    while (more) {
+      const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+      if (bytesRead === 0) break;
+      const bytes = buffer.subarray(0, bytesRead);
+      if (first && looksBinary(bytes)) {
+        return toolError(ToolErrorCode.binaryFile, `"${display}" is a binary file (${formatBytes(info.size)})`, false);
+      }
+      first = false;
+      more = window.push(decoder.write(bytes));
+    }
+    if (more) window.push(decoder.end());
+    const totalLines = window.end();
+
+    if (window.lines.length === 0) {
+      if (totalLines === 0 && startLine === 1) return toolOk(`(empty file: ${display})`);
+      return toolError(
+        ToolErrorCode.invalidLineRange,
+        `startLine ${startLine} is past the end of "${display}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}`,
+        true,
+      );
+    }
+    const notes: string[] = [];
+    if (window.stoppedBy === "cap") {
+      notes.push(
+        `[truncated: showing lines ${window.firstKept}-${window.lastKept}; the file (${formatBytes(info.size)}) has more. ` +
+          `Output is capped at ${READ_MAX_LINES} lines / ${READ_MAX_BYTES} bytes; continue with startLine=${window.lastKept + 1}]`,
+      );
+    }
+    if (window.cutLines > 0) {
+      notes.push(
+        `[truncated: ${window.cutLines} line${window.cutLines === 1 ? " was" : "s were"} cut at ${READ_MAX_LINE_CHARS} characters]`,
+      );
+    }
+    const truncated = notes.length > 0;
+    return toolOk([...window.lines, ...notes].join("\n"), truncated);
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,168 @@
+import { stat } from "node:fs/promises";
+import { z } from "zod";
+import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
+import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { globMatcher } from "./glob.js";
+import { runSearchWorker } from "./search-worker.js";
+import type { SearchWorkerData } from "./search-worker-source.js";
+import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
+import { walk } from "./walk.js";
+import { resolveInWorkspace, workspaceRelative } from "./workspace.js";
+
+/** Caps: matches reported, characters shown per matching line, size of a file searched, files considered. */
+export const SEARCH_MAX_MATCHES = 200;
+export const SEARCH_MAX_LINE_CHARS = 300;
+export const SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024;
+export const SEARCH_MAX_FILES = 20_000;
+/** The whole search (walk and match) is stopped after this long. */
+export const SEARCH_TIME_LIMIT_MS = 10_000;
+const WALK_MAX_DEPTH = 64;
+
+export const searchFilesInput = z.strictObject({
+  pattern: z
+    .string()
+    .min(1)
+    .max(1000)
+    .describe(
+      "JavaScript regular expression (no slashes, no flags), matched against each line, e.g. 'function \\w+\\('.",
+    ),
+  path: z
+    .string()
+    .optional()
+    .describe('Directory (or single file) to search, relative to the workspace root. Defaults to ".".'),
+  glob: z
+    .string()
+    .min(1)
+    .max(500)
+    .optional()
+    .describe(
+      "Only search files matching this glob. Without '/' it matches file names ('*.ts', '*.{js,mjs}'); " +
+        "with '/' the path relative to the workspace root ('src/**/*.test.ts').",
+    ),
+});
+
+export type SearchFilesInput = z.infer<typeof searchFilesInput>;
+
+export interface SearchFilesOptions {
+  /** Overrides SEARCH_TIME_LIMIT_MS (tests use a short limit). */
+  timeLimitMs?: number;
+}
+
+/** Builds the search_files tool; `searchFilesTool` is the one with the default limits. */
+export function createSearchFilesTool({
+  timeLimitMs = SEARCH_TIME_LIMIT_MS,
+}: SearchFilesOptions = {}): WorkspaceToolDefinition<SearchFilesInput> {
+  return {
+    name: "search_files",
+    description:
+      "Search the workspace's text files for lines matching a JavaScript regular expression (case-sensitive; " +
+      "use e.g. [Ff]oo for either case). Each match is " +
+      "reported as `file:line: text` (file relative to the workspace root, line 1-based). Binary files, files over " +
+      `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped; at most ${SEARCH_MAX_MATCHES} ` +
+      `matches are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
+      "avoid nested quantifiers like (a+)+.",
+    inputSchema: searchFilesInput,
+    readOnly: true,
+    execute: (input, ctx) => searchFiles({ ...input, workspace: ctx.workspace, signal: ctx.signal, timeLimitMs }),
+  };
+}
+
+export const searchFilesTool = createSearchFilesTool();
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+async function searchFiles({
+  pattern,
+  path = ".",
+  glob,
+  workspace,
+  signal,
+  timeLimitMs,
+}: SearchFilesInput & { workspace: string; signal: AbortSignal; timeLimitMs: number }): Promise<ToolOutcome> {
+  const deadline = Date.now() + timeLimitMs;
+  try {
+    new RegExp(pattern);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : "invalid";
+    return toolError(
+      ToolErrorCode.invalidPattern,
+      `pattern is not a valid JavaScript regular expression: ${reason}`,
+      true,
+    );
+  }
+  const matchesGlob = glob === undefined ? () => true : globMatcher(glob);
+  if (!matchesGlob)
+    return toolError(ToolErrorCode.invalidPattern, `glob "${glob}" is malformed (unclosed [ or {)`, true);
+
+  const resolved = await resolveInWorkspace(workspace, path);
+  if (!resolved.ok) return resolved.outcome;
+  const files: SearchWorkerData["files"] = [];
+  let tooManyFiles = false;
+  try {
+    const info = await stat(resolved.path);
+    if (info.isFile()) {
+      files.push({ path: resolved.path, relative: workspaceRelative(resolved.root, resolved.path) });
+    } else if (!info.isDirectory()) {
+      return notAFileOutcome(path, false);
+    } else {
+      for await (const entry of walk({ root: resolved.root, start: resolved.path, maxDepth: WALK_MAX_DEPTH })) {
+        if (signal.aborted) return abortedOutcome();
+        if (Date.now() > deadline) return timeoutOutcome(timeLimitMs);
+        if (entry.kind !== "file" || !matchesGlob(entry.relative)) continue;
+        if (files.length === SEARCH_MAX_FILES) {
+          tooManyFiles = true;
+          break;
+        }
+        files.push({ path: entry.path, relative: entry.relative });
+      }
+    }
+  } catch (err) {
+    return fsErrorOutcome(err, path);
+  }
+
+  const run = await runSearchWorker({
+    data: {
+      pattern,
+      files,
+      maxMatches: SEARCH_MAX_MATCHES,
+      maxLineChars: SEARCH_MAX_LINE_CHARS,
+      maxFileBytes: SEARCH_MAX_FILE_BYTES,
+      sniffBytes: BINARY_SNIFF_BYTES,
+    },
+    timeLimitMs: Math.max(0, deadline - Date.now()),
+    signal,
+  });
+  if (run.kind === "aborted") return abortedOutcome();
+  if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
+
+  const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary } = run.result;
+  const notes: string[] = [];
+  if (tooManyMatches) {
+    notes.push(`[truncated: stopped after ${SEARCH_MAX_MATCHES} matches; narrow the pattern, path or glob]`);
+  }
+  if (tooManyFiles) {
+    notes.push(`[truncated: only the first ${SEARCH_MAX_FILES} files were searched; narrow the path or glob]`);
+  }
+  if (skippedLarge > 0) {
+    notes.push(
+      `[truncated: skipped ${plural(skippedLarge, "file")} larger than ${formatBytes(SEARCH_MAX_FILE_BYTES)}; read them with read_file]`,
+    );
+  }
+  if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
+  const truncated = tooManyMatches || tooManyFiles || skippedLarge > 0;
+  const body = matches.length > 0 ? matches : [`no matches in ${plural(searched, "file")} searched`];
+  return toolOk([...body, ...notes].join("\n"), truncated);
+}
+
+const abortedOutcome = (): ToolOutcome =>
+  toolError(ToolErrorCode.searchAborted, "the search was stopped because the run was cancelled", false);
+
+const timeoutOutcome = (timeLimitMs: number): ToolOutcome =>
+  toolError(
+    ToolErrorCode.searchTimeout,
+    `the search was stopped after ${timeLimitMs} ms: the pattern may backtrack catastrophically (nested quantifiers ` +
+      "such as (a+)+), or the search is too broad; simplify the pattern or narrow the path or glob",
+    true,
+  );

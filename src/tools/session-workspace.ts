@@ -1,0 +1,95 @@
+import { lstat, mkdir, realpath, rm } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { isInside } from "./paths.js";
+
+/**
+ * Shared workspaces live in their own directory under the root, so a shared name can never
+ * coincide with (and so hand out, or delete) another session's private workspace. The
+ * leading underscore makes it an invalid session id.
+ */
+export const SHARED_WORKSPACES_DIR = "_shared";
+
+/** A single safe path segment: starts with a letter or digit (so never `.` or `..`), no slashes. */
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Whether `name` may be used as a shared workspace name (and as a session directory name). */
+export function isValidWorkspaceName(name: string): boolean {
+  return SEGMENT.test(name);
+}
+
+export class InvalidWorkspaceNameError extends Error {
+  constructor(kind: "session id" | "shared workspace name", name: string) {
+    super(
+      `invalid ${kind} ${JSON.stringify(name)}: use 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    );
+    this.name = "InvalidWorkspaceNameError";
+  }
+}
+
+export interface SessionWorkspace {
+  /** Absolute path of the workspace directory. */
+  path: string;
+  /** A shared workspace outlives its sessions: `removeSessionWorkspace` never deletes it. */
+  shared: boolean;
+}
+
+/**
+ * Creates (or reuses, when it already exists) a session's workspace: `<root>/<sessionId>`, or
+ * `<root>/_shared/<shared>` when a shared name is given. Throws InvalidWorkspaceNameError for
+ * an unsafe session id or shared name (validate user input first with isValidWorkspaceName),
+ * and throws if the directory turns out to resolve outside the root (e.g. a planted symlink).
+ */
+export async function createSessionWorkspace({
+  root,
+  sessionId,
+  shared,
+}: {
+  root: string;
+  sessionId: string;
+  shared?: string;
+}): Promise<SessionWorkspace> {
+  if (!isValidWorkspaceName(sessionId)) throw new InvalidWorkspaceNameError("session id", sessionId);
+  if (shared !== undefined && !isValidWorkspaceName(shared)) {
+    throw new InvalidWorkspaceNameError("shared workspace name", shared);
+  }
+  const rootAbs = resolve(root);
+  const path = shared === undefined ? join(rootAbs, sessionId) : join(rootAbs, SHARED_WORKSPACES_DIR, shared);
+  await mkdir(path, { recursive: true });
+  const [realRoot, realPath] = await Promise.all([realpath(rootAbs), realpath(path)]);
+  if (!isInside(realRoot, realPath) || realRoot === realPath) {
+    throw new Error(`workspace directory ${path} resolves outside the workspace root`);
+  }
+  return { path, shared: shared !== undefined };
+}
+
+/**
+ * Deletes a session's own workspace with everything in it (symlinks inside are removed,
+ * never followed). A shared workspace is left alone (returns false). Throws, deleting
+ * nothing, when `path` is not a session directory directly under `root`: that is a bug in
+ * the caller, and deleting anything else could destroy data.
+ */
+export async function removeSessionWorkspace({
+  root,
+  path,
+  shared,
+}: {
+  root: string;
+  path: string;
+  shared: boolean;
+}): Promise<boolean> {
+  if (shared) return false;
+  const rootAbs = resolve(root);
+  const target = resolve(path);
+  const name = basename(target);
+  if (dirname(target) !== rootAbs || !isValidWorkspaceName(name)) {
+    throw new Error(`refusing to remove ${path}: not a session workspace directly under ${root}`);
+  }
+  try {
+    await lstat(target);
+  } catch {
+    return false;
+  }
+  // rm does not follow a symlink at `target` or inside it: only the links themselves go.
+  await rm(target, { recursive: true, force: true });
+  return true;
+}

@@ -1,0 +1,104 @@
+import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
+import { errnoCode } from "./fs-errors.js";
+import { HeadTailBuffer } from "./head-tail-buffer.js";
+import { killProcessGroup } from "./process-group.js";
+import { shellEnvironment } from "./shell-env.js";
+
+export interface ShellRunOptions {
+  command: string;
+  cwd: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Between SIGTERM and SIGKILL when the group is stopped. */
+  killGraceMs: number;
+  /** After the shell exits, how long to wait for background processes to release its output pipes. */
+  drainMs: number;
+  headBytes: number;
+  tailBytes: number;
+}
+
+export interface ShellRun {
+  /** stdout and stderr interleaved as they arrived, cut to head + tail. */
+  output: string;
+  omittedBytes: number;
+  exitCode: number | null;
+  exitSignal: NodeJS.Signals | null;
+  /** Set when the host stopped the command; `forced` says SIGKILL was needed. */
+  stopped: { by: "timeout" | "abort"; forced: boolean } | null;
+  /** The shell exited while background processes still held its output open. */
+  outputLeftOpen: boolean;
+  /** The shell could not be started (system error code). */
+  spawnError: string | null;
+}
+
+const closed = (stream: Readable): Promise<void> =>
+  new Promise((resolve) => (stream.closed ? resolve() : stream.once("close", () => resolve())));
+
+/**
+ * Runs `/bin/sh -c command` in its own process group with stdin closed and an allow-listed
+ * environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL after the
+ * grace period) and this resolves only after the group is gone. Never rejects for anything
+ * the command does.
+ */
+export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
+  const output = new HeadTailBuffer(options.headBytes, options.tailBytes);
+  const child = spawn("/bin/sh", ["-c", options.command], {
+    cwd: options.cwd,
+    env: shellEnvironment(),
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const { stdout, stderr } = child;
+  stdout.on("data", (chunk: Buffer) => output.push(chunk));
+  stderr.on("data", (chunk: Buffer) => output.push(chunk));
+  const streamsClosed = Promise.all([closed(stdout), closed(stderr)]);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: unknown }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", (error) => resolve({ error }));
+  });
+
+  const state: { stopped: { by: "timeout" | "abort"; killing: Promise<"terminated" | "killed"> } | null } = {
+    stopped: null,
+  };
+  const stop = (by: "timeout" | "abort"): void => {
+    if (state.stopped || child.pid === undefined) return;
+    state.stopped = { by, killing: killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs }) };
+  };
+  const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
+  const onAbort = (): void => stop("abort");
+  options.signal.addEventListener("abort", onAbort, { once: true });
+  if (options.signal.aborted) stop("abort");
+
+  const exit = await exited;
+  clearTimeout(timer);
+  options.signal.removeEventListener("abort", onAbort);
+  let forced = false;
+  const { stopped } = state;
+  if (stopped) forced = (await stopped.killing) === "killed";
+
+  // The shell is gone; its pipes close when every process holding them is gone too.
+  let drainTimer: NodeJS.Timeout | undefined;
+  const drained = await Promise.race([
+    streamsClosed.then(() => true),
+    new Promise<false>((resolve) => {
+      drainTimer = setTimeout(() => resolve(false), options.drainMs);
+    }),
+  ]);
+  clearTimeout(drainTimer);
+  if (!drained) {
+    stdout.destroy();
+    stderr.destroy();
+  }
+
+  const spawnError = "error" in exit ? (errnoCode(exit.error) ?? "unknown error") : null;
+  return {
+    output: output.text(),
+    omittedBytes: output.omittedBytes,
+    exitCode: "code" in exit ? exit.code : null,
+    exitSignal: "signal" in exit ? exit.signal : null,
+    stopped: stopped ? { by: stopped.by, forced } : null,
+    outputLeftOpen: !drained,
+    spawnError,
+  };
+}

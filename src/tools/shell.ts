@@ -1,0 +1,118 @@
+import { z } from "zod";
+import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
+import { runShellCommand, type ShellRun } from "./shell-process.js";
+import { formatBytes } from "./text.js";
+import { resolveInWorkspace } from "./workspace.js";
+
+export const SHELL_DEFAULT_TIMEOUT_MS = 30_000;
+export const SHELL_MAX_TIMEOUT_MS = 10 * 60_000;
+/** Between SIGTERM and SIGKILL when a command's process group is stopped. */
+export const SHELL_KILL_GRACE_MS = 2000;
+/** After the shell exits, how long background processes may keep its output open before we stop reading. */
+export const SHELL_DRAIN_MS = 500;
+/** Output kept: the first and the last bytes; the middle of longer output is cut. */
+export const SHELL_OUTPUT_HEAD_BYTES = 8 * 1024;
+export const SHELL_OUTPUT_TAIL_BYTES = 24 * 1024;
+
+export const shellInput = z.strictObject({
+  command: z.string().min(1).describe("Shell command line, run with /bin/sh -c in the workspace root directory."),
+  timeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(SHELL_MAX_TIMEOUT_MS)
+    .optional()
+    .describe(
+      `Time limit in milliseconds; the command and everything it started are killed when it passes. ` +
+        `Defaults to ${SHELL_DEFAULT_TIMEOUT_MS}, at most ${SHELL_MAX_TIMEOUT_MS}.`,
+    ),
+});
+
+export type ShellInput = z.infer<typeof shellInput>;
+
+export interface ShellToolOptions {
+  /** Overrides SHELL_KILL_GRACE_MS (tests use a short grace period). */
+  killGraceMs?: number;
+}
+
+/** Builds the shell tool; `shellTool` is the one with the default settings. */
+export function createShellTool({
+  killGraceMs = SHELL_KILL_GRACE_MS,
+}: ShellToolOptions = {}): WorkspaceToolDefinition<ShellInput> {
+  return {
+    name: "shell",
+    description:
+      "Run a command with /bin/sh -c in the workspace root directory, stdin closed, and return its combined " +
+      "stdout and stderr followed by the exit code. A non-zero exit is reported as an error with the output. " +
+      `The default time limit is ${SHELL_DEFAULT_TIMEOUT_MS / 1000} s (timeoutMs, at most ` +
+      `${SHELL_MAX_TIMEOUT_MS / 60_000} min); on timeout the command and all its child processes are killed. ` +
+      `Output over ${formatBytes(SHELL_OUTPUT_HEAD_BYTES + SHELL_OUTPUT_TAIL_BYTES)} keeps its first ` +
+      `${formatBytes(SHELL_OUTPUT_HEAD_BYTES)} and last ${formatBytes(SHELL_OUTPUT_TAIL_BYTES)}. Commands do not ` +
+      "share state between calls (each is a fresh shell); the environment holds only basic variables (PATH, HOME, " +
+      "LANG, …). Not interactive: pass flags such as -y instead of waiting for input.",
+    inputSchema: shellInput,
+    readOnly: false,
+    async execute({ command, timeoutMs = SHELL_DEFAULT_TIMEOUT_MS }, { workspace, signal }) {
+      if (signal.aborted) return abortedOutcome("", false);
+      if (command.includes("\0")) {
+        return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
+      }
+      const root = await resolveInWorkspace(workspace, ".");
+      if (!root.ok) return root.outcome;
+      const run = await runShellCommand({
+        command,
+        cwd: root.path,
+        timeoutMs,
+        signal,
+        killGraceMs,
+        drainMs: SHELL_DRAIN_MS,
+        headBytes: SHELL_OUTPUT_HEAD_BYTES,
+        tailBytes: SHELL_OUTPUT_TAIL_BYTES,
+      });
+      return outcomeOf(run, { timeoutMs, killGraceMs });
+    },
+  };
+}
+
+export const shellTool = createShellTool();
+
+function outcomeOf(run: ShellRun, { timeoutMs, killGraceMs }: { timeoutMs: number; killGraceMs: number }): ToolOutcome {
+  const truncated = run.omittedBytes > 0;
+  if (run.spawnError) {
+    return toolError(ToolErrorCode.shellFailed, `could not start /bin/sh (${run.spawnError})`, false);
+  }
+  const body = run.output === "" ? "(no output)" : run.output.replace(/\n$/, "");
+  if (run.stopped) {
+    const how = run.stopped.forced
+      ? `killed (SIGKILL, still running ${killGraceMs} ms after SIGTERM)`
+      : "terminated (SIGTERM)";
+    if (run.stopped.by === "abort") return abortedOutcome(`${body}\n`, truncated, how);
+    return withTruncation(
+      toolError(
+        ToolErrorCode.shellTimeout,
+        `${body}\n[timed out after ${timeoutMs} ms: the command and its child processes were ${how}. ` +
+          "Use a larger timeoutMs or run something quicker]",
+        true,
+      ),
+      truncated,
+    );
+  }
+  const notes = run.outputLeftOpen
+    ? "\n[the shell exited but background processes it started still hold its output open; they keep running and their later output is not shown]"
+    : "";
+  if (run.exitCode === 0) return toolOk(`${body}\n[exit code 0]${notes}`, truncated);
+  const status = run.exitSignal ? `killed by signal ${run.exitSignal}` : `exit code ${run.exitCode}`;
+  return withTruncation(toolError(ToolErrorCode.shellFailed, `${body}\n[${status}]${notes}`, true), truncated);
+}
+
+function abortedOutcome(output: string, truncated: boolean, how?: string): ToolOutcome {
+  const what = how
+    ? `[cancelled: the run was cancelled; the command and its child processes were ${how}]`
+    : "[cancelled before the command started]";
+  return withTruncation(toolError(ToolErrorCode.shellAborted, `${output}${what}`, false), truncated);
+}
+
+const withTruncation = (outcome: ToolOutcome, truncated: boolean): ToolOutcome =>
+  truncated ? { ...outcome, truncated } : outcome;

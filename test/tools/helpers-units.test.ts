@@ -1,0 +1,82 @@
+import { describe, expect, it } from "vitest";
+import { globMatcher, globToRegExp } from "../../src/tools/glob.js";
+import { HeadTailBuffer } from "../../src/tools/head-tail-buffer.js";
+import { LineWindow } from "../../src/tools/line-window.js";
+import { shellEnvironment } from "../../src/tools/shell-env.js";
+
+describe("globMatcher", () => {
+  it.each([
+    ["*.ts", "src/a.ts", true],
+    ["*.ts", "src/a.tsx", false],
+    ["*.{js,mjs}", "lib/x.mjs", true],
+    ["src/**/*.ts", "src/a.ts", true],
+    ["src/**/*.ts", "src/deep/er/a.ts", true],
+    ["src/**/*.ts", "other/src/a.ts", false],
+    ["src/*.ts", "src/deep/a.ts", false],
+    ["./src/*.ts", "src/a.ts", true],
+    ["file?.txt", "file1.txt", true],
+    ["[!a]*.md", "b.md", true],
+    ["[!a]*.md", "a.md", false],
+    ["docs/**", "docs/x/y.md", true],
+    ["a.b", "axb", false],
+  ])("%s on %s is %s", (glob, path, expected) => {
+    expect(globMatcher(glob)?.(path)).toBe(expected);
+  });
+
+  it("returns null for a malformed glob", () => {
+    expect(globToRegExp("*.{ts")).toBeNull();
+    expect(globToRegExp("[abc")).toBeNull();
+  });
+});
+
+describe("HeadTailBuffer", () => {
+  it("keeps everything under the caps", () => {
+    const buffer = new HeadTailBuffer(4, 4);
+    buffer.push(Buffer.from("abc"));
+    buffer.push(Buffer.from("defg"));
+    expect([buffer.text(), buffer.omittedBytes]).toEqual(["abcdefg", 0]);
+  });
+
+  it("keeps the head and the tail of a long stream, counting the cut middle", () => {
+    const buffer = new HeadTailBuffer(3, 4);
+    for (const chunk of ["abcdef", "ghij", "k", "lmnopq"]) buffer.push(Buffer.from(chunk));
+    expect(buffer.omittedBytes).toBe(17 - 7);
+    expect(buffer.text()).toMatch(/^abc\n\[\.\.\. output cut: 10 bytes omitted .*\]\nnopq$/);
+  });
+});
+
+describe("LineWindow", () => {
+  const window = (startLine: number, endLine: number, chunks: string[]) => {
+    const w = new LineWindow({ startLine, endLine, maxLines: 100, maxBytes: 10_000, maxLineChars: 5 });
+    for (const chunk of chunks) if (!w.push(chunk)) break;
+    return { lines: w.lines, total: w.end(), stoppedBy: w.stoppedBy };
+  };
+
+  it("splits lines across chunk boundaries and counts a final line without newline", () => {
+    expect(window(1, Infinity, ["o", "ne\ntw", "o\nthr", "ee"])).toEqual({
+      lines: ["     1\tone", "     2\ttwo", "     3\tthree"],
+      total: 3,
+      stoppedBy: null,
+    });
+  });
+
+  it("keeps only the window and stops at its end", () => {
+    expect(window(2, 2, ["a\nb\nc\n"])).toMatchObject({ lines: ["     2\tb"], stoppedBy: "range" });
+  });
+
+  it("cuts long lines, counting their dropped characters across chunks", () => {
+    expect(window(1, Infinity, ["abcdefgh", "ij\n"]).lines).toEqual(["     1\tabcde… [line cut: 5 more chars]"]);
+  });
+});
+
+describe("shellEnvironment", () => {
+  it("keeps only allow-listed variables and LC_*", () => {
+    expect(
+      shellEnvironment({ PATH: "/bin", HOME: "/h", LC_CTYPE: "C", OPENAI_API_KEY: "sk", AGENT_API_KEYS: "k", X: "y" }),
+    ).toEqual({ PATH: "/bin", HOME: "/h", LC_CTYPE: "C" });
+  });
+
+  it("provides a standard PATH when the server has none", () => {
+    expect(shellEnvironment({}).PATH).toMatch(/\/usr\/bin/);
+  });
+});

@@ -1,0 +1,110 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ToolErrorCode } from "../../src/tools/error-codes.js";
+import {
+  bindWorkspaceTools,
+  defaultApprovalPolicy,
+  describeWorkspaceTools,
+  WORKSPACE_TOOL_NAMES,
+  workspaceTools,
+} from "../../src/tools/index.js";
+import { expectOk, makeSandbox, writeTree } from "./helpers.js";
+
+describe("the workspace tool registry", () => {
+  it("holds the six tools", () => {
+    expect(WORKSPACE_TOOL_NAMES).toEqual([
+      "list_files",
+      "read_file",
+      "search_files",
+      "write_file",
+      "edit_file",
+      "shell",
+    ]);
+  });
+
+  it("allows read-only tools by default and asks for the others; an unknown name asks", () => {
+    expect(Object.fromEntries(WORKSPACE_TOOL_NAMES.map((name) => [name, defaultApprovalPolicy(name)]))).toEqual({
+      list_files: "allow",
+      read_file: "allow",
+      search_files: "allow",
+      write_file: "ask",
+      edit_file: "ask",
+      shell: "ask",
+    });
+    expect(defaultApprovalPolicy("rm_rf")).toBe("ask");
+  });
+
+  it.each(workspaceTools.map((tool) => [tool.name, tool] as const))(
+    "%s has a clean JSON Schema of its input, every field described",
+    (_, tool) => {
+      const schema = z.toJSONSchema(tool.inputSchema, { io: "input" });
+      expect(schema).toMatchObject({ type: "object", additionalProperties: false });
+      const properties = schema.properties as Record<string, { description?: string }>;
+      expect(Object.keys(properties).length).toBeGreaterThan(0);
+      for (const [name, property] of Object.entries(properties)) {
+        expect(property.description, `${tool.name}.${name}`).toMatch(/\w{3,}/);
+      }
+      expect(JSON.stringify(schema)).not.toMatch(/"\$ref"|"\$defs"/);
+      expect(() => new Ajv2020({ strict: true }).compile(schema)).not.toThrow();
+      expect(tool.description.length).toBeGreaterThan(80);
+    },
+  );
+
+  it("describes the tools for GET /tools with their schemas and default approval", () => {
+    const described = describeWorkspaceTools();
+    expect(described.map((tool) => [tool.name, tool.defaultApproval])).toEqual([
+      ["list_files", "allow"],
+      ["read_file", "allow"],
+      ["search_files", "allow"],
+      ["write_file", "ask"],
+      ["edit_file", "ask"],
+      ["shell", "ask"],
+    ]);
+    expect(described[1]?.inputSchema).toMatchObject({ required: ["path"] });
+  });
+
+  it("binds the tools to a workspace as AgentTools", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "hello.txt": "hi\n" });
+    const tools = bindWorkspaceTools({ workspace });
+    expect(tools.map((tool) => [tool.name, tool.readOnly])).toEqual([
+      ["list_files", true],
+      ["read_file", true],
+      ["search_files", true],
+      ["write_file", false],
+      ["edit_file", false],
+      ["shell", false],
+    ]);
+    const read = tools.find((tool) => tool.name === "read_file")!;
+    const outcome = await read.execute(read.inputSchema.parse({ path: "hello.txt" }), {
+      toolCallId: "c1",
+      signal: new AbortController().signal,
+    });
+    expect(expectOk(outcome)).toBe("     1\thi");
+  });
+
+  it("binds only the named subset, in registry order, and throws on an unknown name", async () => {
+    const { workspace } = await makeSandbox();
+    expect(bindWorkspaceTools({ workspace, names: ["shell", "read_file"] }).map((tool) => tool.name)).toEqual([
+      "read_file",
+      "shell",
+    ]);
+    expect(bindWorkspaceTools({ workspace, names: [] })).toEqual([]);
+    expect(() => bindWorkspaceTools({ workspace, names: ["read_file", "format_disk"] })).toThrow(/format_disk/);
+  });
+
+  it("has distinct, stable error codes", () => {
+    const codes = Object.values(ToolErrorCode);
+    expect(new Set(codes).size).toBe(codes.length);
+    expect(ToolErrorCode).toMatchObject({
+      pathOutsideWorkspace: "PATH_OUTSIDE_WORKSPACE",
+      notFound: "NOT_FOUND",
+      binaryFile: "BINARY_FILE",
+      searchTimeout: "SEARCH_TIMEOUT",
+      shellFailed: "SHELL_FAILED",
+      shellTimeout: "SHELL_TIMEOUT",
+      shellAborted: "SHELL_ABORTED",
+    });
+  });
+});

@@ -1,0 +1,156 @@
+import { existsSync } from "node:fs";
+import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ToolErrorCode } from "../../src/tools/error-codes.js";
+import { resolveInWorkspace } from "../../src/tools/workspace.js";
+import { makeSandbox, writeTree } from "./helpers.js";
+
+async function refusal(workspace: string, path: string) {
+  const result = await resolveInWorkspace(workspace, path);
+  if (result.ok) throw new Error(`expected "${path}" to be refused, it resolved to ${result.path}`);
+  return result.outcome;
+}
+
+describe("resolveInWorkspace", () => {
+  it("resolves relative paths, '.' and inner '..' to real paths inside the workspace", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "src/a.ts": "a" });
+    expect(await resolveInWorkspace(workspace, "src/a.ts")).toEqual({
+      ok: true,
+      path: join(workspace, "src/a.ts"),
+      root: workspace,
+    });
+    expect(await resolveInWorkspace(workspace, ".")).toMatchObject({ ok: true, path: workspace });
+    expect(await resolveInWorkspace(workspace, "")).toMatchObject({ ok: true, path: workspace });
+    expect(await resolveInWorkspace(workspace, "src/../src/./a.ts")).toMatchObject({
+      path: join(workspace, "src/a.ts"),
+    });
+  });
+
+  it("accepts an absolute path that lies inside the workspace", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "a.txt": "a" });
+    expect(await resolveInWorkspace(workspace, join(workspace, "a.txt"))).toMatchObject({
+      ok: true,
+      path: join(workspace, "a.txt"),
+    });
+  });
+
+  it("resolves a path that does not exist yet through its nearest existing parent", async () => {
+    const { workspace } = await makeSandbox();
+    expect(await resolveInWorkspace(workspace, "new/dir/file.txt")).toMatchObject({
+      ok: true,
+      path: join(workspace, "new/dir/file.txt"),
+    });
+  });
+
+  it("follows a symlink that stays inside the workspace to its real target", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "real/a.txt": "a" });
+    await symlink(join(workspace, "real"), join(workspace, "alias"));
+    expect(await resolveInWorkspace(workspace, "alias/a.txt")).toMatchObject({
+      ok: true,
+      path: join(workspace, "real/a.txt"),
+    });
+  });
+
+  it("works when the workspace root itself is reached through a symlink", async () => {
+    const { base, workspace } = await makeSandbox();
+    await writeTree(workspace, { "a.txt": "a" });
+    await symlink(workspace, join(base, "ws-link"));
+    expect(await resolveInWorkspace(join(base, "ws-link"), "a.txt")).toMatchObject({
+      ok: true,
+      path: join(workspace, "a.txt"),
+      root: workspace,
+    });
+  });
+
+  it.each([
+    ["a parent escape", "../.."],
+    ["a sibling through ..", "../outside/x.txt"],
+    ["an absolute path outside", "/etc/passwd"],
+    ["a deep .. chain", "a/b/../../../../etc/passwd"],
+  ])("refuses %s with PATH_OUTSIDE_WORKSPACE", async (_, path) => {
+    const { workspace } = await makeSandbox();
+    const outcome = await refusal(workspace, path);
+    expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.pathOutsideWorkspace, retryable: true });
+  });
+
+  it("refuses a symlink to /etc, and files through it", async () => {
+    const { workspace } = await makeSandbox();
+    await symlink("/etc", join(workspace, "etc-link"));
+    expect((await refusal(workspace, "etc-link")).ok).toBe(false);
+    const outcome = await refusal(workspace, "etc-link/passwd");
+    expect(outcome).toMatchObject({ errorCode: ToolErrorCode.pathOutsideWorkspace });
+    // The refusal does not reveal where the link led.
+    expect(outcome.ok ? "" : outcome.message).not.toContain("/etc");
+  });
+
+  it("refuses a symlink to the workspace's parent directory", async () => {
+    const { workspace } = await makeSandbox();
+    await symlink("..", join(workspace, "up"));
+    expect(await refusal(workspace, "up/outside")).toMatchObject({ errorCode: ToolErrorCode.pathOutsideWorkspace });
+  });
+
+  it("reports a symlink loop as SYMLINK_LOOP", async () => {
+    const { workspace } = await makeSandbox();
+    await symlink("loop-b", join(workspace, "loop-a"));
+    await symlink("loop-a", join(workspace, "loop-b"));
+    expect(await refusal(workspace, "loop-a")).toMatchObject({ errorCode: ToolErrorCode.symlinkLoop });
+    expect(await refusal(workspace, "loop-a/new.txt")).toMatchObject({ errorCode: ToolErrorCode.symlinkLoop });
+  });
+
+  it("refuses a new file under a symlinked directory that points outside", async () => {
+    const { workspace, outside } = await makeSandbox();
+    await symlink(outside, join(workspace, "out"));
+    expect(await refusal(workspace, "out/new/file.txt")).toMatchObject({
+      errorCode: ToolErrorCode.pathOutsideWorkspace,
+    });
+  });
+
+  it("refuses a dangling symlink whose (missing) target is outside", async () => {
+    const { workspace, outside } = await makeSandbox();
+    await symlink(join(outside, "not-yet.txt"), join(workspace, "dangling"));
+    await symlink(join(outside, "missing-dir"), join(workspace, "dangling-dir"));
+    expect(await refusal(workspace, "dangling")).toMatchObject({ errorCode: ToolErrorCode.pathOutsideWorkspace });
+    expect(await refusal(workspace, "dangling-dir/x.txt")).toMatchObject({
+      errorCode: ToolErrorCode.pathOutsideWorkspace,
+    });
+  });
+
+  it("follows a dangling symlink whose target is inside to where the file would be created", async () => {
+    const { workspace } = await makeSandbox();
+    await symlink("later.txt", join(workspace, "alias.txt"));
+    expect(await resolveInWorkspace(workspace, "alias.txt")).toMatchObject({
+      ok: true,
+      path: join(workspace, "later.txt"),
+    });
+  });
+
+  it("refuses a path with a NUL byte (INVALID_PATH), a file used as a directory (NOT_A_DIRECTORY)", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "file.txt": "x" });
+    expect(await refusal(workspace, "a\0b")).toMatchObject({ errorCode: ToolErrorCode.invalidPath });
+    expect(await refusal(workspace, "file.txt/child")).toMatchObject({ errorCode: ToolErrorCode.notADirectory });
+  });
+
+  it("reports a missing workspace directory as WORKSPACE_UNAVAILABLE", async () => {
+    const { base } = await makeSandbox();
+    expect(await refusal(join(base, "gone"), "a.txt")).toMatchObject({
+      errorCode: ToolErrorCode.workspaceUnavailable,
+    });
+  });
+
+  it("creates and changes nothing while resolving", async () => {
+    const { workspace, outside } = await makeSandbox();
+    await mkdir(join(workspace, "d"));
+    await writeFile(join(workspace, "d/f"), "x");
+    await symlink(outside, join(workspace, "out"));
+    await resolveInWorkspace(workspace, "new/dir/file.txt");
+    await resolveInWorkspace(workspace, "out/new/file.txt");
+    expect((await readdir(workspace)).sort()).toEqual(["d", "out"]);
+    expect(await readdir(outside)).toEqual([]);
+    expect(existsSync(join(workspace, "new"))).toBe(false);
+  });
+});
