@@ -67,7 +67,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   });
   app.addHook("onResponse", async (request, reply) => {
     request.log.info(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        ...routeIds(request.routeOptions.url, request.params),
+      },
       "request",
     );
   });
@@ -84,4 +90,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     routes(app, ctx);
   }
   return app;
+}
+
+/** The session or run id a request named, for the log line. */
+function routeIds(route: string | undefined, params: unknown): { sessionId?: string; runId?: string } {
+  const id = (params as { id?: unknown } | undefined)?.id;
+  if (typeof id !== "string" || !route) return {};
+  return route.startsWith("/sessions/") ? { sessionId: id } : route.startsWith("/runs/") ? { runId: id } : {};
 }

@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { api, startChildServer } from "../helpers/child-server.js";
+import { openSse } from "../helpers/sse-client.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let upstream: FakeUpstream;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+it("SIGTERM (twice) settles live runs as aborted, ends their streams with run.finished and exits 0 within 10 s", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    upstream.enqueue({ toolCalls: [{ id: "call_q", name: "shell", arguments: '{"command":"echo hi"}' }] });
+    const session = (await api(server.url, "POST", "/sessions", {})).body;
+    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
+    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+    await watcher.waitFor((e) => e.event === "approval.requested");
+
+    const started = Date.now();
+    server.process.kill("SIGTERM");
+    server.process.kill("SIGTERM");
+    const events = await watcher.ended;
+    expect(events.at(-1)?.event).toBe("run.finished");
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+    expect(await server.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const view = await api(again.url, "GET", `/runs/${run.id}`);
+    expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
+    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
+    expect(() => assertValidHistory(history)).not.toThrow();
+    again.process.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  } finally {
+    dir.cleanup();
+  }
+});
