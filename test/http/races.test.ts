@@ -1,0 +1,120 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
+import { openSse } from "../helpers/sse-client.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+let server: TestServer;
+beforeEach(async () => {
+  server = await startTestServer();
+});
+afterEach(async () => {
+  await server.close();
+});
+
+/** A run whose first call (a shell command writing a file) waits for approval. */
+async function runAwaitingApproval() {
+  server.upstream.enqueue({
+    toolCalls: [
+      { id: "call_1", name: "shell", arguments: '{"command":"echo x > ran.txt"}' },
+      { id: "call_2", name: "list_files", arguments: "{}" },
+    ],
+  });
+  const session = (await server.request("POST", "/sessions", { body: {} })).body;
+  const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } })).body;
+  const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+  await watcher.waitFor((e) => e.event === "approval.requested");
+  return { session, run, watcher };
+}
+
+describe("races, driven in a fixed order", () => {
+  it("approve then DELETE in the same tick: the approval is recorded but no tool starts, the run ends aborted", async () => {
+    const { session, run, watcher } = await runAwaitingApproval();
+    server.ctx.manager.decide({ runId: run.id, toolCallId: "call_1", decision: "approve" });
+    server.ctx.manager.cancel(run.id);
+    const events = await watcher.ended;
+    expect(events.map((e) => e.event)).toContain("approval.resolved");
+    expect(events.map((e) => e.event)).not.toContain("tool.started");
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+    const history = (await server.request("GET", `/sessions/${session.id}/messages`)).body.items;
+    expect(() => assertValidHistory(history)).not.toThrow();
+    expect(
+      history
+        .filter((m: { role: string }) => m.role === "tool")
+        .map((m: { metadata: { errorCode: string } }) => m.metadata.errorCode),
+    ).toEqual(["ABORTED", "ABORTED"]);
+  });
+
+  it("DELETE then approve: the approval is refused with 409 and nothing runs", async () => {
+    const { run, watcher } = await runAwaitingApproval();
+    server.ctx.manager.cancel(run.id);
+    const late = await server.request("POST", `/runs/${run.id}/approvals/call_1`, { body: { decision: "approve" } });
+    expect(late.status).toBe(409);
+    const events = await watcher.ended;
+    expect(events.map((e) => e.event)).not.toContain("tool.started");
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+  });
+
+  it("two watchers of one run receive identical, gapless streams", async () => {
+    let release!: () => void;
+    server.upstream.enqueue({ text: ["one ", "two ", "three"], gate: new Promise<void>((r) => (release = r)) });
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "x" } })).body;
+    const a = await openSse(`${server.url}/runs/${run.id}/events`);
+    const b = await openSse(`${server.url}/runs/${run.id}/events`);
+    await Promise.all([a.waitFor((e) => e.event === "run.started"), b.waitFor((e) => e.event === "run.started")]);
+    release();
+    const [ea, eb] = await Promise.all([a.ended, b.ended]);
+    expect(ea.map((e) => e.id)).toEqual(eb.map((e) => e.id));
+    expect(ea.map((e) => Number(e.id))).toEqual(ea.map((_, i) => i + 1));
+    expect(ea.map((e) => e.event)).toContain("text.delta");
+    expect(ea.at(-1)?.event).toBe("run.finished");
+  });
+
+  it("an unanswered approval is denied at the timeout (fail closed) and the model sees the denial", async () => {
+    await server.close();
+    server = await startTestServer({ env: { APPROVAL_TIMEOUT_MS: "100" } });
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_t", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
+      { text: "ok, not written" },
+    );
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const res = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "go" } });
+    expect(res.body.run.stopReason).toBe("complete");
+    const sent = server.upstream.requests[1]?.body.messages.at(-1);
+    expect(sent).toMatchObject({ role: "tool", tool_call_id: "call_t" });
+    expect(sent.content).toMatch(/denied: no decision within the approval timeout/);
+  });
+});
+
+describe("tool refusals through the loop", () => {
+  it("each refusal is a tool result the model sees, and the run goes on", async () => {
+    server.upstream.enqueue(
+      {
+        toolCalls: [
+          { id: "c1", name: "read_file", arguments: '{"path":"../../etc/passwd"}' },
+          { id: "c2", name: "read_file", arguments: '{"path":"/etc/passwd"}' },
+          { id: "c3", name: "read_file", arguments: '{"path":"missing.txt"}' },
+          { id: "c4", name: "read_file", arguments: '{"nope":1}' },
+          { id: "c5", name: "teleport", arguments: "{}" },
+        ],
+      },
+      { text: "I could not read those" },
+    );
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const res = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "read" } });
+    expect(res.body.run.stopReason).toBe("complete");
+    const history = (await server.request("GET", `/sessions/${session.id}/messages`)).body.items;
+    const codes = history
+      .filter((m: { role: string }) => m.role === "tool")
+      .map((m: { metadata: { errorCode: string } }) => m.metadata.errorCode);
+    expect(codes).toEqual([
+      "PATH_OUTSIDE_WORKSPACE",
+      "PATH_OUTSIDE_WORKSPACE",
+      "NOT_FOUND",
+      "INVALID_ARGUMENTS",
+      "UNKNOWN_TOOL",
+    ]);
+    expect(JSON.stringify(history)).not.toContain("root:");
+    expect(history.at(-1).content).toBe("I could not read those");
+  });
+});

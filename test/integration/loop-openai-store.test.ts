@@ -1,0 +1,137 @@
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { z } from "zod";
+import { approveAll } from "../../src/agent/approval.js";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import { runAgent } from "../../src/agent/run-agent.js";
+import { emptyStats } from "../../src/agent/stats.js";
+import type { AgentTool } from "../../src/agent/tool.js";
+import { createOpenAIModelClient } from "../../src/model/index.js";
+import { EventHub } from "../../src/runs/event-hub.js";
+import { RunRecorder } from "../../src/runs/run-recorder.js";
+import { type Db, openDatabase } from "../../src/store/database.js";
+import { toAgentMessage } from "../../src/store/messages.js";
+import { createStore, type Store } from "../../src/store/store.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let dir: ReturnType<typeof tempDir>;
+let dbPath: string;
+let db: Db;
+let store: Store;
+let upstream: FakeUpstream;
+
+beforeEach(async () => {
+  dir = tempDir();
+  dbPath = join(dir.path, "agent.db");
+  db = openDatabase({ path: dbPath });
+  store = createStore(db);
+  upstream = await startFakeUpstream();
+});
+afterEach(async () => {
+  await upstream.close();
+  if (db.open) db.close();
+  dir.cleanup();
+});
+
+const weather: AgentTool<{ city: string }> = {
+  name: "weather",
+  description: "The weather in a city",
+  inputSchema: z.object({ city: z.string() }),
+  readOnly: true,
+  execute: async ({ city }) => ({ ok: true, output: `sunny in ${city}` }),
+};
+
+it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-call run is committed and read back intact", async () => {
+  store.sessions.insert({
+    id: "ses_1",
+    owner: null,
+    system: "be brief",
+    model: null,
+    tools: null,
+    approval: null,
+    workspace: "ses_1",
+    workspaceShared: false,
+    metadata: null,
+    createdAt: new Date().toISOString(),
+  });
+  store.runs.insert({
+    id: "run_1",
+    sessionId: "ses_1",
+    status: "running",
+    stopReason: null,
+    error: null,
+    input: "weather?",
+    maxTurns: 5,
+    contextMaxChars: null,
+    stats: emptyStats(),
+    createdAt: new Date().toISOString(),
+    finishedAt: null,
+    approval: null,
+    idempotencyKey: null,
+  });
+  upstream.enqueue(
+    {
+      text: "Checking both.",
+      toolCalls: [
+        { id: "call_p", name: "weather", arguments: ['{"ci', 'ty":"Paris"}'] },
+        { id: "call_o", name: "weather", arguments: ['{"city"', ':"Oslo"}'] },
+      ],
+    },
+    { text: ["Paris and Oslo ", "are sunny."] },
+  );
+  const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
+  const result = await runAgent({
+    model: createOpenAIModelClient({
+      baseURL: upstream.baseURL,
+      apiKey: "sk-test",
+      model: "fake-model",
+      maxRetries: 0,
+    }),
+    system: "be brief",
+    tools: [weather],
+    history: [],
+    input: "weather?",
+    beforeToolCall: approveAll,
+    commit: async (message) => {
+      recorder.commitMessage(message);
+    },
+    emit: (event) => recorder.buffer(event),
+    signal: new AbortController().signal,
+    maxTurns: 5,
+  });
+  recorder.dispose();
+  expect(result.stopReason).toBe("complete");
+  expect(result.stats).toMatchObject({ modelCalls: 2, toolCalls: 2, turns: 2, inputTokens: 20, outputTokens: 10 });
+
+  db.close();
+  db = openDatabase({ path: dbPath });
+  store = createStore(db);
+  const history = store.messages.history("ses_1").map(toAgentMessage);
+  expect(history).toEqual(result.messages);
+  expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+  const assistant = history[1] as Extract<AgentMessage, { role: "assistant" }>;
+  expect(assistant.content).toBe("Checking both.");
+  expect(assistant.toolCalls).toEqual([
+    { id: "call_p", name: "weather", input: '{"city":"Paris"}' },
+    { id: "call_o", name: "weather", input: '{"city":"Oslo"}' },
+  ]);
+  expect(history.slice(2, 4).map((m) => [m.role === "tool" && m.toolCallId, m.content])).toEqual([
+    ["call_p", "sunny in Paris"],
+    ["call_o", "sunny in Oslo"],
+  ]);
+  expect(history[4]?.content).toBe("Paris and Oslo are sunny.");
+
+  // What went back to the model: the system prompt, the assistant's calls, one tool message per call.
+  const second = upstream.requests[1]?.body;
+  expect(second.messages[0]).toEqual({ role: "system", content: "be brief" });
+  expect(second.messages[2].tool_calls.map((c: { id: string }) => c.id)).toEqual(["call_p", "call_o"]);
+  expect(second.messages.slice(3).map((m: { role: string; tool_call_id: string }) => [m.role, m.tool_call_id])).toEqual(
+    [
+      ["tool", "call_p"],
+      ["tool", "call_o"],
+    ],
+  );
+  expect(second.tools[0].function.parameters.properties.city.type).toBe("string");
+  upstream.assertComplete();
+});

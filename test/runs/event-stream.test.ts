@@ -1,0 +1,119 @@
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
+import { EventHub } from "../../src/runs/event-hub.js";
+import { runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
+import { RunRecorder } from "../../src/runs/run-recorder.js";
+import { type Db, openDatabase } from "../../src/store/database.js";
+import { createStore, type Store } from "../../src/store/store.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let dir: ReturnType<typeof tempDir>;
+let db: Db;
+let store: Store;
+let hub: EventHub;
+let recorder: RunRecorder;
+
+beforeEach(() => {
+  dir = tempDir();
+  db = openDatabase({ path: join(dir.path, "a.db") });
+  store = createStore(db);
+  hub = new EventHub();
+  store.sessions.insert({
+    id: "ses_1",
+    owner: null,
+    system: null,
+    model: null,
+    tools: null,
+    approval: null,
+    workspace: "ses_1",
+    workspaceShared: false,
+    metadata: null,
+    createdAt: new Date().toISOString(),
+  });
+  recorder = new RunRecorder(store, hub, "run_1", "ses_1");
+  recorder.write(() => {
+    store.runs.insert({
+      id: "run_1",
+      sessionId: "ses_1",
+      status: "running",
+      stopReason: null,
+      error: null,
+      input: "x",
+      maxTurns: 1,
+      contextMaxChars: null,
+      stats: emptyStats(),
+      createdAt: new Date().toISOString(),
+      finishedAt: null,
+      approval: null,
+      idempotencyKey: null,
+    });
+    return [{ type: "run.started" }];
+  });
+});
+afterEach(() => {
+  recorder.dispose();
+  db.close();
+  dir.cleanup();
+});
+
+const finish = () =>
+  recorder.write(() => {
+    store.runs.finish("run_1", { stopReason: "complete", error: null, stats: emptyStats(), finishedAt: "now" });
+    return [{ type: "run.finished", run: { id: "run_1" } as never }];
+  });
+
+it("the replay seam: backlog then live, each event once and in order, even when live repeats the backlog", async () => {
+  recorder.write(() => [{ type: "turn.started", turn: 1 }]);
+  recorder.write(() => [{ type: "text.delta", text: "a" }]);
+  const closed = new AbortController();
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 0, closed: closed.signal });
+  const frames: SseFrame[] = [];
+  // The first pull subscribes and reads the backlog in the same synchronous step.
+  const first = await stream.next();
+  frames.push(first.value as SseFrame);
+  // Events written while the backlog is being sent arrive live; a repeat of a stored one is dropped.
+  recorder.write(() => [{ type: "text.delta", text: "b" }]);
+  hub.publish("run_1", store.events.after("run_1", 1));
+  finish();
+  for await (const frame of stream) frames.push(frame);
+  expect(frames.map((f) => Number(f.id))).toEqual([1, 2, 3, 4, 5]);
+  expect(frames.map((f) => f.event)).toEqual([
+    "run.started",
+    "turn.started",
+    "text.delta",
+    "text.delta",
+    "run.finished",
+  ]);
+});
+
+it("a stream of a finished run replays from `after` and ends; one past the end ends at once", async () => {
+  finish();
+  const collect = async (after: number) => {
+    const out: string[] = [];
+    for await (const f of runEventStream({ store, hub, runId: "run_1", after, closed: new AbortController().signal }))
+      out.push(f.id);
+    return out;
+  };
+  expect(await collect(0)).toEqual(["1", "2"]);
+  expect(await collect(1)).toEqual(["2"]);
+  expect(await collect(2)).toEqual([]);
+});
+
+it("two watchers see the same events, and a closed watcher stops without affecting the other", async () => {
+  const a = runEventStream({ store, hub, runId: "run_1", after: 0, closed: new AbortController().signal });
+  const closeB = new AbortController();
+  const b = runEventStream({ store, hub, runId: "run_1", after: 0, closed: closeB.signal });
+  expect((await a.next()).value?.id).toBe("1");
+  expect((await b.next()).value?.id).toBe("1");
+  const pendingB = b.next();
+  closeB.abort();
+  expect((await pendingB).done).toBe(true);
+  expect(hub.watcherCount("run_1")).toBe(1);
+  recorder.write(() => [{ type: "turn.started", turn: 1 }]);
+  finish();
+  const rest: string[] = [];
+  for await (const f of a) rest.push(f.id);
+  expect(rest).toEqual(["2", "3"]);
+  expect(hub.watcherCount("run_1")).toBe(0);
+});
