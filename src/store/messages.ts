@@ -1,7 +1,7 @@
 import { type AgentMessage, AgentMessageSchema, type StoredMessage } from "../agent/messages.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, toJson } from "./json.js";
-import type { ListPage } from "./sessions.js";
+import { type ListPage, toPage } from "./page.js";
 
 interface MessageRow {
   id: string;
@@ -80,8 +80,7 @@ export function messageStore(db: Db) {
       limit: number;
     }): ListPage<StoredMessage> {
       const rows = page.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as MessageRow[];
-      const items = rows.slice(0, limit).map(fromRow);
-      return { items, nextCursor: rows.length > limit ? String(items[items.length - 1]?.seq) : null };
+      return toPage(rows, { limit, map: fromRow, cursorOf: (m) => String(m.seq) });
     },
     ofRun(runId: string): StoredMessage[] {
       return (ofRun.all(runId) as MessageRow[]).map(fromRow);

@@ -5,7 +5,7 @@ import type { StopReason } from "../agent/stop-reason.js";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../runs/approval-policy.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
-import type { ListPage } from "./sessions.js";
+import { type ListPage, toPage } from "./page.js";
 
 export interface RunRecord extends RunView {
   approval: ApprovalPolicy | null;
@@ -125,8 +125,7 @@ export function runStore(db: Db) {
       cursor: string | null;
     }): ListPage<RunRecord> {
       const rows = page.all({ session: sessionId, cursor, limit: limit + 1 }) as RunRow[];
-      const items = rows.slice(0, limit).map(fromRow);
-      return { items, nextCursor: rows.length > limit ? (items[items.length - 1]?.id ?? null) : null };
+      return toPage(rows, { limit, map: fromRow, cursorOf: (r) => r.id });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run(status, id);

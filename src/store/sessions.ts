@@ -2,6 +2,7 @@ import { z } from "zod";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../runs/approval-policy.js";
 import type { Db } from "./database.js";
 import { parseOptionalJsonColumn, toJson } from "./json.js";
+import { type ListPage, toPage } from "./page.js";
 
 export interface SessionRecord {
   id: string;
@@ -46,11 +47,6 @@ function fromRow(row: SessionRow): SessionRecord {
     metadata: parseOptionalJsonColumn(MetadataSchema, row.metadata, `session ${row.id} metadata`),
     createdAt: row.created_at,
   };
-}
-
-export interface ListPage<T> {
-  items: T[];
-  nextCursor: string | null;
 }
 
 export function sessionStore(db: Db) {
@@ -99,8 +95,7 @@ export function sessionStore(db: Db) {
       cursor: string | null;
     }): ListPage<SessionRecord> {
       const rows = page.all({ owner, cursor, limit: limit + 1 }) as SessionRow[];
-      const items = rows.slice(0, limit).map(fromRow);
-      return { items, nextCursor: rows.length > limit ? (items[items.length - 1]?.id ?? null) : null };
+      return toPage(rows, { limit, map: fromRow, cursorOf: (s) => s.id });
     },
     delete(id: string): boolean {
       return remove.run(id).changes > 0;

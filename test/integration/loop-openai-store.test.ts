@@ -13,6 +13,7 @@ import { type Db, openDatabase } from "../../src/store/database.js";
 import { toAgentMessage } from "../../src/store/messages.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 let dir: ReturnType<typeof tempDir>;
@@ -43,33 +44,8 @@ const weather: AgentTool<{ city: string }> = {
 };
 
 it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-call run is committed and read back intact", async () => {
-  store.sessions.insert({
-    id: "ses_1",
-    owner: null,
-    system: "be brief",
-    model: null,
-    tools: null,
-    approval: null,
-    workspace: "ses_1",
-    workspaceShared: false,
-    metadata: null,
-    createdAt: new Date().toISOString(),
-  });
-  store.runs.insert({
-    id: "run_1",
-    sessionId: "ses_1",
-    status: "running",
-    stopReason: null,
-    error: null,
-    input: "weather?",
-    maxTurns: 5,
-    contextMaxChars: null,
-    stats: emptyStats(),
-    createdAt: new Date().toISOString(),
-    finishedAt: null,
-    approval: null,
-    idempotencyKey: null,
-  });
+  seedSession(store, { id: "ses_1", system: "be brief" });
+  store.runs.insert(runRecord({ id: "run_1", sessionId: "ses_1", input: "weather?" }));
   upstream.enqueue(
     {
       text: "Checking both.",

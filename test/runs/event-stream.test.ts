@@ -6,6 +6,7 @@ import { runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
 import { RunRecorder } from "../../src/runs/run-recorder.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
 import { createStore, type Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 let dir: ReturnType<typeof tempDir>;
@@ -19,35 +20,10 @@ beforeEach(() => {
   db = openDatabase({ path: join(dir.path, "a.db") });
   store = createStore(db);
   hub = new EventHub();
-  store.sessions.insert({
-    id: "ses_1",
-    owner: null,
-    system: null,
-    model: null,
-    tools: null,
-    approval: null,
-    workspace: "ses_1",
-    workspaceShared: false,
-    metadata: null,
-    createdAt: new Date().toISOString(),
-  });
+  seedSession(store, { id: "ses_1" });
   recorder = new RunRecorder(store, hub, "run_1", "ses_1");
   recorder.write(() => {
-    store.runs.insert({
-      id: "run_1",
-      sessionId: "ses_1",
-      status: "running",
-      stopReason: null,
-      error: null,
-      input: "x",
-      maxTurns: 1,
-      contextMaxChars: null,
-      stats: emptyStats(),
-      createdAt: new Date().toISOString(),
-      finishedAt: null,
-      approval: null,
-      idempotencyKey: null,
-    });
+    store.runs.insert(runRecord({ id: "run_1", sessionId: "ses_1" }));
     return [{ type: "run.started" }];
   });
 });

@@ -1,13 +1,13 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
-import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunRecorder } from "../../src/runs/run-recorder.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
 import { toAgentMessage } from "../../src/store/messages.js";
 import { runMigrations } from "../../src/store/migrations.js";
 import { createStore, type Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 let dir: ReturnType<typeof tempDir>;
@@ -16,33 +16,8 @@ let db: Db;
 let store: Store;
 
 function seedRun(s: Store, sessionId = "ses_1", runId = "run_1") {
-  s.sessions.insert({
-    id: sessionId,
-    owner: null,
-    system: null,
-    model: null,
-    tools: null,
-    approval: null,
-    workspace: sessionId,
-    workspaceShared: false,
-    metadata: { team: "a" },
-    createdAt: new Date().toISOString(),
-  });
-  s.runs.insert({
-    id: runId,
-    sessionId,
-    status: "running",
-    stopReason: null,
-    error: null,
-    input: "hi",
-    maxTurns: 5,
-    contextMaxChars: null,
-    stats: emptyStats(),
-    createdAt: new Date().toISOString(),
-    finishedAt: null,
-    approval: null,
-    idempotencyKey: null,
-  });
+  seedSession(s, { id: sessionId, metadata: { team: "a" } });
+  s.runs.insert(runRecord({ id: runId, sessionId }));
 }
 
 const conversation: AgentMessage[] = [

@@ -1,0 +1,40 @@
+import { emptyStats } from "../../src/agent/stats.js";
+import type { RunRecord } from "../../src/store/runs.js";
+import type { SessionRecord } from "../../src/store/sessions.js";
+import type { Store } from "../../src/store/store.js";
+
+/** Inserts a session row with defaults; `overrides` set any field. */
+export function seedSession(store: Store, overrides: Partial<SessionRecord> & { id: string }): SessionRecord {
+  const session: SessionRecord = {
+    owner: null,
+    system: null,
+    model: null,
+    tools: null,
+    approval: null,
+    workspace: overrides.id,
+    workspaceShared: false,
+    metadata: null,
+    createdAt: new Date().toISOString(),
+    ...overrides,
+  };
+  store.sessions.insert(session);
+  return session;
+}
+
+/** A running run record with defaults, not yet inserted. */
+export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionId: string }): RunRecord {
+  return {
+    status: "running",
+    stopReason: null,
+    error: null,
+    input: "hi",
+    maxTurns: 5,
+    contextMaxChars: null,
+    stats: emptyStats(),
+    createdAt: new Date().toISOString(),
+    finishedAt: null,
+    approval: null,
+    idempotencyKey: null,
+    ...overrides,
+  };
+}
