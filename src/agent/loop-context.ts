@@ -17,6 +17,7 @@ export interface LoopContext {
   /** Persists one message; awaited; a throw ends the run with `error`. */
   commit: (message: AgentMessage) => Promise<void>;
   emit: (event: LoopEvent) => void;
+  /** After each turn, with its trace. */
   onStep: (step: StepTrace) => void;
   signal: AbortSignal;
   contextMaxChars?: number;

@@ -15,8 +15,19 @@ export function toolSpecs(tools: LoopContext["tools"]): ToolSpec[] {
   return [...tools.values()].map((tool) => ({
     name: tool.name,
     description: tool.description,
-    parameters: z.toJSONSchema(tool.inputSchema, { io: "input" }) as Record<string, unknown>,
+    parameters: jsonSchemaOf(tool.inputSchema),
   }));
+}
+
+/** JSON Schemas are derived once per zod schema: tools are bound anew for every run. */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    json = z.toJSONSchema(schema, { io: "input" }) as Record<string, unknown>;
+    jsonSchemas.set(schema, json);
+  }
+  return json;
 }
 
 /**

@@ -24,7 +24,8 @@ export interface RunAgentParams {
   beforeToolCall: BeforeToolCall;
   commit: (message: AgentMessage) => Promise<void>;
   emit: (event: LoopEvent) => void;
-  onStep?: (step: StepTrace) => void;
+  /** After each turn: its trace and the run's stats so far (a copy). */
+  onStep?: (step: StepTrace, stats: RunStats) => void;
   signal: AbortSignal;
   /** The most model requests this run may make. */
   maxTurns: number;
@@ -61,7 +62,10 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     beforeToolCall: params.beforeToolCall,
     commit: params.commit,
     emit: params.emit,
-    onStep: params.onStep ?? (() => {}),
+    onStep: (step) => {
+      stats.durationMs = priorDuration + Math.round(performance.now() - started);
+      params.onStep?.(step, { ...stats });
+    },
     signal: params.signal,
     contextMaxChars: params.contextMaxChars,
     newId: params.newId ?? randomUUID,

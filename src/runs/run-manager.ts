@@ -6,6 +6,7 @@ import type { ModelClient } from "../agent/model.js";
 import { type AgentRunResult, runAgent } from "../agent/run-agent.js";
 import type { RunView } from "../agent/run-view.js";
 import { emptyStats, type RunStats } from "../agent/stats.js";
+import type { StepTrace } from "../agent/step-trace.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import { conflict, notFound, sessionBusy, tooManyRuns, unavailable } from "../errors.js";
 import { failpoint } from "../failpoints.js";
@@ -225,7 +226,7 @@ export class RunManager {
         beforeToolCall: approvalGate(this.#approvalDeps, live),
         commit: async (message) => this.#commit(live, message),
         emit: (event) => this.#emit(live, event),
-        onStep: (step) => store.steps.save(live.id, step),
+        onStep: (step, stats) => this.#saveStep(live, step, stats),
         signal: live.controller.signal,
         maxTurns: live.record.maxTurns,
         contextMaxChars: live.record.contextMaxChars ?? undefined,
@@ -267,6 +268,18 @@ export class RunManager {
       this.deps.store.toolCalls.start(live.id, event.toolCallId, new Date().toISOString());
       return [event];
     });
+  }
+
+  /** The step trace and the stats so far, together; a failure here is logged, not fatal. */
+  #saveStep(live: LiveRun, step: StepTrace, stats: RunStats): void {
+    try {
+      this.deps.store.transaction(() => {
+        this.deps.store.steps.save(live.id, step);
+        this.deps.store.runs.setStats(live.id, stats);
+      });
+    } catch (err) {
+      this.deps.logger.warn({ err, runId: live.id }, "could not record the step trace");
+    }
   }
 
   #setStatus(live: LiveRun, status: LiveRun["status"]): void {
