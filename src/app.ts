@@ -28,10 +28,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     frameworkErrors: (error, _request, reply) => {
       void (reply as FastifyReply).code(400).send({ error: { code: "BAD_REQUEST", message: error.message } });
     },
-    return503OnClosing: true,
     forceCloseConnections: true,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  // Bodies are JSON; anything else is 415, not a string that fails validation.
+  app.removeContentTypeParser("text/plain");
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
     reply
@@ -45,7 +46,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       origin: ctx.config.CORS_ORIGINS.includes("*") ? true : ctx.config.CORS_ORIGINS,
       methods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowedHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key"],
-      exposedHeaders: ["retry-after", "location"],
+      exposedHeaders: ["retry-after"],
       maxAge: 600,
     });
   }

@@ -52,7 +52,12 @@ export class SessionService {
       metadata: input.metadata ?? null,
       createdAt: new Date().toISOString(),
     };
-    this.deps.store.sessions.insert(record);
+    try {
+      this.deps.store.sessions.insert(record);
+    } catch (err) {
+      await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
+      throw err;
+    }
     return sessionView(record, null);
   }
 

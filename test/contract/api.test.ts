@@ -1,0 +1,716 @@
+/**
+ * Contract suite: drives a real server through every route and every status openapi.yaml
+ * documents, validating each response (and each SSE event) against the spec. The last
+ * test asserts that the whole spec was exercised, so a documented but untested status,
+ * or a new route, fails here.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  documentedEventTypes,
+  documentedOperations,
+  specPath,
+  validatedEventTypes,
+  validatedResponses,
+  validateSchema,
+} from "../helpers/openapi-validator.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { call, stream, validatedStream } from "./support.js";
+
+const KEY_A = "contract-key-aaaaaaaaaaaa";
+const KEY_B = "contract-key-bbbbbbbbbbbb";
+const LONG_ID = "x".repeat(65);
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** Dummy values for every path template parameter (enough for answers decided before the handler). */
+const DUMMY = { id: "ses_or_run_unknown", toolCallId: "call_unknown" };
+
+let server: TestServer;
+
+async function createSession(body?: unknown): Promise<string> {
+  const res = await call(server, "POST", "/sessions", body === undefined ? {} : { body });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+/** Releases a scripted model reply that is held open. */
+function gate(): { promise: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return { promise, release };
+}
+
+describe("contract: sessions, runs, events, approvals, tools", () => {
+  beforeAll(async () => {
+    server = await startTestServer({ env: { BODY_LIMIT_BYTES: "2048" } });
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it("creates, gets, lists (paginated) sessions; unknown ids are 404", async () => {
+    const plain = await call(server, "POST", "/sessions");
+    expect(plain.status).toBe(201);
+    expect(plain.body).toMatchObject({ activeRunId: null, workspaceShared: false, approval: null });
+
+    const full = await call(server, "POST", "/sessions", {
+      body: {
+        system: "be brief",
+        model: "fake-model",
+        tools: ["list_files", "write_file"],
+        approval: { default: "ask", tools: { list_files: "allow" } },
+        workspace: "contract-shared",
+        metadata: { team: "contract", n: 1 },
+      },
+    });
+    expect(full.status).toBe(201);
+    expect(full.body).toMatchObject({
+      workspace: "contract-shared",
+      workspaceShared: true,
+      tools: ["list_files", "write_file"],
+    });
+
+    const fromNull = await call(server, "POST", "/sessions", { body: null });
+    expect(fromNull.status).toBe(201);
+
+    const one = await call(server, "GET", "/sessions/{id}", { params: { id: full.body.id } });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(full.body);
+
+    const first = await call(server, "GET", "/sessions", { query: "limit=2" });
+    expect(first.status).toBe(200);
+    expect(first.body.items).toHaveLength(2);
+    expect(first.body.items[0].id).toBe(fromNull.body.id); // newest first
+    expect(typeof first.body.nextCursor).toBe("string");
+    const second = await call(server, "GET", "/sessions", { query: `limit=2&cursor=${first.body.nextCursor}` });
+    expect(second.body.items.map((s: { id: string }) => s.id)).toContain(plain.body.id);
+
+    const missing = await call(server, "GET", "/sessions/{id}", { params: { id: "ses_missing" } });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toEqual({
+      code: "NOT_FOUND",
+      message: "session ses_missing not found",
+      details: { session: "ses_missing" },
+    });
+    for (const template of ["/sessions/{id}/messages", "/sessions/{id}/runs"]) {
+      expect((await call(server, "GET", template, { params: { id: "ses_missing" } })).status).toBe(404);
+    }
+    expect((await call(server, "DELETE", "/sessions/{id}", { params: { id: "ses_missing" } })).status).toBe(404);
+    const noSession = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: "ses_missing" },
+      body: { input: "hi" },
+    });
+    expect(noSession.status).toBe(404);
+  });
+
+  it("answers invalid requests 400 with a precise error code", async () => {
+    const invalid = await call(server, "POST", "/sessions", { body: { nope: 1 } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe("VALIDATION_FAILED");
+    expect(invalid.body.error.details).toEqual([{ in: "body", path: "(root)", message: expect.any(String) }]);
+
+    const unknownTool = await call(server, "POST", "/sessions", { body: { tools: ["teleport"] } });
+    expect(unknownTool.body.error.code).toBe("UNKNOWN_TOOL");
+    expect(unknownTool.body.error.details.available).toContain("shell");
+    const workspace = await call(server, "POST", "/sessions", { body: { workspace: ".hidden" } });
+    expect(workspace.body.error.code).toBe("INVALID_WORKSPACE");
+    const badLimit = await call(server, "GET", "/sessions", { query: "limit=0" });
+    expect(badLimit.body.error.details[0]).toMatchObject({ in: "querystring", path: "limit" });
+
+    const session = await createSession();
+    const cursor = await call(server, "GET", "/sessions/{id}/messages", {
+      params: { id: session },
+      query: "cursor=abc",
+    });
+    expect(cursor.body.error.code).toBe("INVALID_CURSOR");
+    const emptyInput = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "" },
+    });
+    expect(emptyInput.body.error).toMatchObject({
+      code: "VALIDATION_FAILED",
+      message: "body input: input must not be empty",
+    });
+    const badWait = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=yes",
+      body: { input: "x" },
+    });
+    expect(badWait.body.error.details[0]).toMatchObject({ in: "querystring", path: "wait" });
+
+    // Every route with a path parameter refuses an id over 64 characters.
+    for (const op of documentedOperations().filter((o) => o.path.includes("{id}"))) {
+      const res = await call(server, op.method, op.path, {
+        params: { ...DUMMY, id: LONG_ID },
+        ...(op.method === "POST" ? { body: {} } : {}),
+      });
+      expect(res.status, `${op.method} ${op.path}`).toBe(400);
+      expect(res.body.error.code).toBe("VALIDATION_FAILED");
+    }
+  });
+
+  it("routes with a body answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
+    const bodyRoutes = documentedOperations().filter((o) => o.method === "POST");
+    expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
+      "/runs/{id}/approvals/{toolCallId}",
+      "/sessions",
+      "/sessions/{id}/runs",
+    ]);
+    for (const op of bodyRoutes) {
+      const where = `${op.method} ${op.path}`;
+      const broken = await call(server, "POST", op.path, {
+        params: DUMMY,
+        rawBody: '{"input": ',
+        contentType: "application/json",
+      });
+      expect(broken.status, where).toBe(400);
+      expect(broken.body.error.code).toBe("INVALID_JSON");
+      const large = await call(server, "POST", op.path, {
+        params: DUMMY,
+        body: { input: "y".repeat(4096), decision: "approve" },
+      });
+      expect(large.status, where).toBe(413);
+      expect(large.body.error.code).toBe("BODY_TOO_LARGE");
+      const xml = await call(server, "POST", op.path, {
+        params: DUMMY,
+        rawBody: "<input/>",
+        contentType: "application/xml",
+      });
+      expect(xml.status, where).toBe(415);
+      expect(xml.body.error.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+    }
+  });
+
+  it("an unknown route or method is a 404 in the error envelope", async () => {
+    for (const [method, path] of [
+      ["GET", "/nope"],
+      ["PUT", "/sessions"],
+      ["POST", "/runs/run_x"],
+    ] as const) {
+      const res = await fetch(`${server.url}${path}`, { method });
+      expect(res.status).toBe(404);
+      const body = await res.json();
+      validateSchema("NotFoundError", body);
+      expect(body.error.message).toBe(`no route ${method} ${path}`);
+    }
+  });
+
+  it("?wait=true answers {run, text}; run, runs, messages, steps, approvals and events read back", async () => {
+    server.upstream.enqueue({ text: ["hello ", "there"] });
+    const session = await createSession();
+    const waited = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=true",
+      body: { input: "hi", maxTurns: 3, contextMaxChars: 10_000 },
+    });
+    expect(waited.status).toBe(200);
+    expect(waited.body.text).toBe("hello there");
+    expect(waited.body.run).toMatchObject({ status: "finished", stopReason: "complete", error: null, maxTurns: 3 });
+    const runId = waited.body.run.id as string;
+
+    const run = await call(server, "GET", "/runs/{id}", { params: { id: runId } });
+    expect(run.body).toEqual(waited.body.run);
+    const runs = await call(server, "GET", "/sessions/{id}/runs", { params: { id: session } });
+    expect(runs.body).toEqual({ items: [waited.body.run], nextCursor: null });
+
+    const page1 = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session }, query: "limit=1" });
+    expect(page1.body.items.map((m: { role: string }) => m.role)).toEqual(["user"]);
+    expect(page1.body.nextCursor).toBe("1");
+    const page2 = await call(server, "GET", "/sessions/{id}/messages", {
+      params: { id: session },
+      query: `cursor=${page1.body.nextCursor}`,
+    });
+    expect(page2.body).toMatchObject({
+      items: [{ role: "assistant", content: "hello there", seq: 2 }],
+      nextCursor: null,
+    });
+
+    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: runId } });
+    expect(steps.body.items).toHaveLength(1);
+    expect(steps.body.items[0].model).toMatchObject({
+      finishReason: "stop",
+      usage: { inputTokens: 10, outputTokens: 5 },
+    });
+    const approvals = await call(server, "GET", "/runs/{id}/approvals", { params: { id: runId } });
+    expect(approvals.body).toEqual({ items: [], nextCursor: null });
+
+    // Replays: from the start, after Last-Event-ID, after ?after=.
+    const all = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId } }),
+    );
+    expect(all[0]?.event).toBe("run.started");
+    expect(all.at(-1)?.event).toBe("run.finished");
+    expect(all.map((e) => e.event)).toEqual(expect.arrayContaining(["turn.started", "text.delta", "message"]));
+    const tail = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, headers: { "last-event-id": "2" } }),
+    );
+    expect(tail.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+    const viaQuery = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, query: "after=3" }),
+    );
+    expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+
+    // Cancelling a finished run is a 200 no-op.
+    const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: runId } });
+    expect(cancel.status).toBe(200);
+    expect(cancel.body).toEqual(waited.body.run);
+  });
+
+  it("Accept: text/event-stream streams the run in the POST response (read-only tool, then text)", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_ls", name: "list_files", arguments: ["{", "}"] }] },
+      { text: ["nothing ", "here"] },
+    );
+    const session = await createSession();
+    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "look" },
+    });
+    expect(sse.status).toBe(200);
+    expect(sse.headers["content-type"]).toMatch(/^text\/event-stream/);
+    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+    expect(events.map((e) => e.event)).toEqual(
+      expect.arrayContaining(["run.started", "turn.started", "tool.started", "message", "text.delta", "run.finished"]),
+    );
+    const roles = events.filter((e) => e.event === "message").map((e) => e.json.message.role);
+    expect(roles).toEqual(["user", "assistant", "tool", "assistant"]);
+    const toolMessage = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
+    expect(toolMessage).toMatchObject({ toolCallId: "call_ls", isError: false, metadata: { errorCode: null } });
+    const finished = events.at(-1)?.json;
+    expect(finished.run).toMatchObject({
+      status: "finished",
+      stopReason: "complete",
+      stats: { toolCalls: 1, turns: 2 },
+    });
+
+    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.runId } });
+    expect(steps.body.items[0].tools).toEqual([expect.objectContaining({ toolCallId: "call_ls", status: "ok" })]);
+  });
+
+  it("Idempotency-Key replays the first run (200); a different input with the same key is 409", async () => {
+    const run = gate();
+    server.upstream.enqueue({ text: "once", gate: run.promise });
+    const session = await createSession();
+    const headers = { "idempotency-key": "contract-key-1" };
+    const first = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "x" },
+      headers,
+    });
+    expect(first.status).toBe(201);
+    expect(first.body.status).toBe("running");
+    const again = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "x" },
+      headers,
+    });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe(first.body.id);
+    const reused = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "other" },
+      headers,
+    });
+    expect(reused.status).toBe(409);
+    expect(reused.body.error).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", details: { runId: first.body.id } });
+    const busy = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "two" } });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId: first.body.id } });
+    const view = await call(server, "GET", "/sessions/{id}", { params: { id: session } });
+    expect(view.body.activeRunId).toBe(first.body.id);
+    run.release();
+    await server.ctx.manager.waitForFinish(first.body.id);
+    expect((await call(server, "GET", "/runs/{id}", { params: { id: first.body.id } })).body.stopReason).toBe(
+      "complete",
+    );
+  });
+
+  it("approve: approval.requested, pending list, decision 200 (twice), conflicting decision 409", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
+      { text: "written" },
+    );
+    const session = await createSession();
+    const run = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "write" },
+    });
+    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+    const requested = await sse.waitFor((e) => e.event === "approval.requested");
+    expect(requested.json).toMatchObject({ toolCallId: "call_w", tool: "write_file", input: { path: "a.txt" } });
+    const status = await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } });
+    expect(status.body.status).toBe("awaiting_approval");
+    const pending = await call(server, "GET", "/runs/{id}/approvals", { params: { id: run.body.id } });
+    expect(pending.body.items).toEqual([
+      expect.objectContaining({ toolCallId: "call_w", tool: "write_file", status: "pending", decidedAt: null }),
+    ]);
+
+    const decide = (decision: string) =>
+      call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: run.body.id, toolCallId: "call_w" },
+        body: { decision, reason: "looks fine" },
+      });
+    const approved = await decide("approve");
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({ status: "approved", decisionReason: "looks fine" });
+    expect((await decide("approve")).status).toBe(200);
+    const conflicting = await decide("deny");
+    expect(conflicting.status).toBe(409);
+    expect(conflicting.body.error).toMatchObject({ code: "APPROVAL_CONFLICT", details: { decision: "approve" } });
+
+    const events = await validatedStream("GET", "/runs/{id}/events", sse);
+    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(["approval.resolved", "tool.started"]));
+    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+    const unknown = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+      params: { id: run.body.id, toolCallId: "nope" },
+      body: { decision: "approve" },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.details).toEqual({ approval: "nope" });
+  });
+
+  it("deny: the denial is a tool result the model sees, and the run completes", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_d", name: "write_file", arguments: '{"path":"b.txt","content":"no"}' }] },
+      { text: "understood" },
+    );
+    const session = await createSession();
+    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "write b" },
+    });
+    const requested = await sse.waitFor((e) => e.event === "approval.requested");
+    const denied = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+      params: { id: requested.json.runId, toolCallId: "call_d" },
+      body: { decision: "deny" },
+    });
+    expect(denied.status).toBe(200);
+    expect(denied.body).toMatchObject({ status: "denied", decisionReason: null });
+    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+    expect(events.find((e) => e.event === "approval.resolved")?.json).toMatchObject({ decision: "deny", reason: null });
+    expect(events.map((e) => e.event)).not.toContain("tool.started");
+    const result = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
+    expect(result).toMatchObject({ toolCallId: "call_d", isError: true });
+    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+  });
+
+  it("cancel: DELETE answers 202 cancelling, run.finished aborted follows, then 200 and 409 RUN_FINISHED", async () => {
+    server.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"touch ran"}' }] });
+    const session = await createSession();
+    const run = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "go" } });
+    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+    await sse.waitFor((e) => e.event === "approval.requested");
+    const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } });
+    expect(cancel.status).toBe(202);
+    expect(cancel.body.status).toBe("cancelling");
+    const events = await validatedStream("GET", "/runs/{id}/events", sse);
+    expect(events.at(-1)?.json.run).toMatchObject({ status: "finished", stopReason: "aborted" });
+    expect((await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(200);
+    const late = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+      params: { id: run.body.id, toolCallId: "call_s" },
+      body: { decision: "approve" },
+    });
+    expect(late.status).toBe(409);
+    expect(late.body.error.code).toBe("RUN_FINISHED");
+  });
+
+  it("a failing model ends the run with stop reason error and an actionable error", async () => {
+    server.upstream.enqueue({
+      status: 500,
+      errorBody: { error: { message: "upstream exploded", type: "server_error", code: null, param: null } },
+    });
+    const session = await createSession();
+    const res = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=1",
+      body: { input: "x" },
+    });
+    expect(res.body.run).toMatchObject({
+      status: "finished",
+      stopReason: "error",
+      error: { code: expect.any(String) },
+    });
+    expect(res.body.text).toBeNull();
+    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: res.body.run.id } });
+    expect(steps.body.items[0].model.error).toEqual(expect.any(String));
+  });
+
+  it("events: 404 unknown run, 400 bad Last-Event-ID or after; any Accept gets the stream", async () => {
+    const unknown = await call(server, "GET", "/runs/{id}/events", {
+      params: { id: "run_missing" },
+      headers: { accept: "text/event-stream" },
+    });
+    expect(unknown.status).toBe(404);
+    for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals"]) {
+      expect((await call(server, "GET", id, { params: { id: "run_missing" } })).status).toBe(404);
+    }
+    expect((await call(server, "DELETE", "/runs/{id}", { params: { id: "run_missing" } })).status).toBe(404);
+    const approve = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+      params: { id: "run_missing", toolCallId: "call_1" },
+      body: { decision: "approve" },
+    });
+    expect(approve.body.error.details).toEqual({ run: "run_missing" });
+
+    server.upstream.enqueue({ text: "done" });
+    const session = await createSession();
+    const run = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=true",
+      body: { input: "x" },
+    });
+    const params = { id: run.body.run.id as string };
+    const badHeader = await call(server, "GET", "/runs/{id}/events", {
+      params,
+      headers: { accept: "text/event-stream", "last-event-id": "abc" },
+    });
+    expect(badHeader.status).toBe(400);
+    expect(badHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
+    const badAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=-1" });
+    expect(badAfter.body.error.code).toBe("VALIDATION_FAILED");
+    // The route negotiates nothing: whatever the Accept header, the answer is the stream.
+    const anyAccept = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", { params, headers: { accept: "application/json" } }),
+    );
+    expect(anyAccept.at(-1)?.event).toBe("run.finished");
+  });
+
+  it("DELETE a session with an active run aborts the run, then deletes both (204)", async () => {
+    server.upstream.enqueue({
+      toolCalls: [{ id: "call_e", name: "edit_file", arguments: '{"path":"a","oldText":"a","newText":"b"}' }],
+    });
+    const session = await createSession();
+    const run = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "edit" } });
+    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+    await sse.waitFor((e) => e.event === "approval.requested");
+    const deleted = await call(server, "DELETE", "/sessions/{id}", { params: { id: session } });
+    expect(deleted.status).toBe(204);
+    expect(deleted.body).toBeNull();
+    const events = await validatedStream("GET", "/runs/{id}/events", sse);
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+    expect((await call(server, "GET", "/sessions/{id}", { params: { id: session } })).status).toBe(404);
+    expect((await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(404);
+  });
+
+  it("GET /tools lists every tool with its JSON Schema and default approval", async () => {
+    const tools = await call(server, "GET", "/tools");
+    expect(tools.status).toBe(200);
+    expect(tools.body.nextCursor).toBeNull();
+    const byName = Object.fromEntries(tools.body.items.map((t: { name: string }) => [t.name, t]));
+    expect(Object.keys(byName).sort()).toEqual([
+      "edit_file",
+      "list_files",
+      "read_file",
+      "search_files",
+      "shell",
+      "write_file",
+    ]);
+    expect(byName.read_file).toMatchObject({
+      readOnly: true,
+      defaultApproval: "allow",
+      inputSchema: { type: "object" },
+    });
+    expect(byName.shell).toMatchObject({ readOnly: false, defaultApproval: "ask" });
+  });
+
+  it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
+    expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
+    const ready = await call(server, "GET", "/readyz");
+    expect(ready.body).toEqual({ ready: true, checks: { database: { ok: true }, model: { ok: true } } });
+    const yaml = await call(server, "GET", "/openapi.yaml");
+    expect(yaml.status).toBe(200);
+    expect(yaml.contentType).toMatch(/^application\/yaml/);
+    expect(yaml.body).toBe(readFileSync(specPath, "utf8"));
+  });
+
+  it("503 STORAGE_UNAVAILABLE on writes while the database refuses them; /readyz says why", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_q", name: "write_file", arguments: '{"path":"q.txt","content":"q"}' }] },
+      { text: "ok" },
+    );
+    const busySession = await createSession();
+    const idleSession = await createSession();
+    const run = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: busySession },
+      body: { input: "q" },
+    });
+    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+    await sse.waitFor((e) => e.event === "approval.requested");
+
+    server.ctx.store.db.pragma("query_only = ON");
+    try {
+      const writes = [
+        await call(server, "POST", "/sessions"),
+        await call(server, "POST", "/sessions/{id}/runs", { params: { id: idleSession }, body: { input: "x" } }),
+        await call(server, "DELETE", "/sessions/{id}", { params: { id: idleSession } }),
+        await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+          params: { id: run.body.id, toolCallId: "call_q" },
+          body: { decision: "approve" },
+        }),
+      ];
+      for (const res of writes) {
+        expect(res.status).toBe(503);
+        expect(res.body.error.code).toBe("STORAGE_UNAVAILABLE");
+      }
+      const ready = await call(server, "GET", "/readyz");
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatchObject({
+        ready: false,
+        checks: { database: { ok: false, message: expect.any(String) } },
+      });
+    } finally {
+      server.ctx.store.db.pragma("query_only = OFF");
+    }
+    // Nothing was half-done: the session still exists, the approval can still be given.
+    expect((await call(server, "GET", "/sessions/{id}", { params: { id: idleSession } })).status).toBe(200);
+    const approved = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+      params: { id: run.body.id, toolCallId: "call_q" },
+      body: { decision: "approve" },
+    });
+    expect(approved.status).toBe(200);
+    expect((await validatedStream("GET", "/runs/{id}/events", sse)).at(-1)?.json.run.stopReason).toBe("complete");
+  });
+});
+
+describe("contract: authentication (AGENT_API_KEYS)", () => {
+  let auth: TestServer;
+  beforeAll(async () => {
+    auth = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}` } });
+  });
+  afterAll(async () => {
+    await auth.close();
+  });
+
+  it("every protected route answers 401 with WWW-Authenticate without a valid key", async () => {
+    const protectedOps = documentedOperations().filter((o) => !o.open);
+    expect(protectedOps.length).toBeGreaterThan(10);
+    for (const op of protectedOps) {
+      for (const headers of [{}, bearer("not-a-valid-key-at-all")]) {
+        const res = await call(auth, op.method, op.path, { params: DUMMY, headers });
+        expect(res.status, `${op.method} ${op.path}`).toBe(401);
+        expect(res.headers.get("www-authenticate")).toBe('Bearer realm="agent-server"');
+        expect(res.body.error.code).toBe("UNAUTHORIZED");
+      }
+    }
+  });
+
+  it("health routes are open; a key sees only its own sessions", async () => {
+    expect((await call(auth, "GET", "/healthz")).status).toBe(200);
+    expect((await call(auth, "GET", "/readyz")).status).toBe(200);
+    const mine = await call(auth, "POST", "/sessions", { headers: bearer(KEY_A) });
+    expect(mine.status).toBe(201);
+    const listA = await call(auth, "GET", "/sessions", { headers: bearer(KEY_A) });
+    expect(listA.body.items.map((s: { id: string }) => s.id)).toEqual([mine.body.id]);
+    const listB = await call(auth, "GET", "/sessions", { headers: bearer(KEY_B) });
+    expect(listB.body).toEqual({ items: [], nextCursor: null });
+    const other = await call(auth, "GET", "/sessions/{id}", { params: { id: mine.body.id }, headers: bearer(KEY_B) });
+    expect(other.status).toBe(404);
+    expect((await call(auth, "GET", "/openapi.yaml", { headers: bearer(KEY_A) })).status).toBe(200);
+  });
+
+  it("an unexpected failure on any protected route is 500 INTERNAL with a request id", async () => {
+    const spy = vi.spyOn(auth.ctx.apiKeys, "authenticate").mockImplementation(() => {
+      throw new Error("injected failure");
+    });
+    try {
+      for (const op of documentedOperations().filter((o) => !o.open)) {
+        const res = await call(auth, op.method, op.path, { params: DUMMY, headers: bearer(KEY_A) });
+        expect(res.status, `${op.method} ${op.path}`).toBe(500);
+        expect(res.body.error).toEqual({
+          code: "INTERNAL",
+          message: "internal server error",
+          details: { requestId: expect.stringMatching(/^req_/) },
+        });
+      }
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe("contract: limits and readiness", () => {
+  it("429 TOO_MANY_RUNS with Retry-After at MAX_CONCURRENT_RUNS, 503 SHUTTING_DOWN when stopping", async () => {
+    const limited = await startTestServer({ env: { MAX_CONCURRENT_RUNS: "1" } });
+    try {
+      const hold = gate();
+      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      const a = await call(limited, "POST", "/sessions");
+      const b = await call(limited, "POST", "/sessions");
+      const first = await call(limited, "POST", "/sessions/{id}/runs", {
+        params: { id: a.body.id },
+        body: { input: "1" },
+      });
+      expect(first.status).toBe(201);
+      const refused = await call(limited, "POST", "/sessions/{id}/runs", {
+        params: { id: b.body.id },
+        body: { input: "2" },
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.body.error).toMatchObject({ code: "TOO_MANY_RUNS", details: { limit: 1 } });
+      hold.release();
+      await limited.ctx.manager.waitForFinish(first.body.id);
+
+      await limited.ctx.manager.shutdown({ graceMs: 0 });
+      const stopping = await call(limited, "POST", "/sessions/{id}/runs", {
+        params: { id: b.body.id },
+        body: { input: "3" },
+      });
+      expect(stopping.status).toBe(503);
+      expect(stopping.body.error.code).toBe("SHUTTING_DOWN");
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("/readyz is 503 naming the variable when no model is configured; runs fail with an actionable error", async () => {
+    const unconfigured = await startTestServer({ env: { OPENAI_MODEL: "" } });
+    try {
+      const ready = await call(unconfigured, "GET", "/readyz");
+      expect(ready.status).toBe(503);
+      expect(ready.body).toEqual({
+        ready: false,
+        checks: { database: { ok: true }, model: { ok: false, message: expect.stringContaining("OPENAI_MODEL") } },
+      });
+      const session = await call(unconfigured, "POST", "/sessions");
+      const run = await call(unconfigured, "POST", "/sessions/{id}/runs", {
+        params: { id: session.body.id },
+        query: "wait=true",
+        body: { input: "x" },
+      });
+      expect(run.body.run.error).toEqual({
+        code: "MODEL_NOT_CONFIGURED",
+        message: expect.stringContaining("OPENAI_MODEL"),
+      });
+    } finally {
+      await unconfigured.close();
+    }
+  });
+});
+
+// Runs last (tests in a file run in order): it reads what the tests above validated, so it
+// is meaningful only when the whole file runs, not under a `-t` filter.
+describe("contract: coverage", () => {
+  it("every documented operation and status was produced and validated", () => {
+    const documented = documentedOperations().flatMap((op) => op.statuses.map((s) => `${op.method} ${op.path} ${s}`));
+    const missing = documented.filter((key) => !validatedResponses().has(key));
+    expect(missing, "documented responses no test produced").toEqual([]);
+    // And every documented path has at least one validated response.
+    for (const op of documentedOperations()) {
+      expect([...validatedResponses()].some((key) => key.startsWith(`${op.method} ${op.path} `))).toBe(true);
+    }
+  });
+
+  it("every documented event type was received and validated", () => {
+    expect([...validatedEventTypes()].sort()).toEqual(documentedEventTypes().sort());
+  });
+});
