@@ -47,7 +47,7 @@ const EnvSchema = z.object({
   MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),
   MODEL_REQUEST_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
   MODEL_IDLE_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
-  SHUTDOWN_GRACE_MS: intSetting(8_000, { min: 0, max: 60_000 }),
+  SHUTDOWN_GRACE_MS: intSetting(5_000, { min: 0, max: 60_000 }),
 });
 
 export type Config = Omit<z.infer<typeof EnvSchema>, "AGENT_API_KEYS"> & {

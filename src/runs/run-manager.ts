@@ -231,6 +231,7 @@ export class RunManager {
         maxTurns: live.record.maxTurns,
         contextMaxChars: live.record.contextMaxChars ?? undefined,
         priorStats: params.priorStats,
+        newId: () => newId("msg"),
       });
     } catch (err) {
       log.error({ err }, "run failed");

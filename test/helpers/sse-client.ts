@@ -5,6 +5,7 @@ export interface SseEvent {
   event: string;
   data: string;
   /** `data` parsed as JSON. */
+  // biome-ignore lint/suspicious/noExplicitAny: event payloads are inspected freely by tests.
   json: any;
 }
 

@@ -18,6 +18,7 @@ export interface TestServer {
     method: string,
     path: string,
     options?: { body?: unknown; headers?: Record<string, string> },
+    // biome-ignore lint/suspicious/noExplicitAny: response bodies are inspected freely by tests.
   ): Promise<{ status: number; headers: Headers; body: any }>;
   /** Stops the server (runs are cancelled first); keeps the temp dir when `keepDir`. */
   close(options?: { keepDir?: boolean }): Promise<void>;
