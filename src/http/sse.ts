@@ -16,6 +16,8 @@ export function resumePoint(lastEventId: string | string[] | undefined, after: n
   return Number(value.trim());
 }
 
+const CLIENT_GONE = new Error("the client went away");
+
 /**
  * Streams a run's events over the reply (already negotiated as SSE) until
  * `run.finished` or until the client goes away. A client leaving never cancels the run.
@@ -28,7 +30,10 @@ export async function streamRunEvents(
   const sse = reply.sse;
   if (!sse) throw new Error("streamRunEvents needs an SSE reply");
   const closed = new AbortController();
-  sse.onClose(() => closed.abort());
-  reply.raw.on("close", () => closed.abort());
+  const close = () => closed.abort(CLIENT_GONE);
+  sse.onClose(close);
+  reply.raw.on("close", close);
+  // Headers go out at once: a client knows it is connected even before the next event.
+  sse.sendHeaders();
   await sse.send(runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal }));
 }

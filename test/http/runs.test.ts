@@ -158,6 +158,12 @@ describe("runs over HTTP", () => {
     expect(tail.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
     const viaQuery = await (await openSse(`${server.url}/runs/${res.body.run.id}/events?after=3`)).ended;
     expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+    // Resuming after the last event of a finished run: a 200 stream that ends at once, empty.
+    const past = await openSse(`${server.url}/runs/${res.body.run.id}/events`, {
+      headers: { "last-event-id": all.at(-1)?.id ?? "" },
+    });
+    expect(past.status).toBe(200);
+    expect(await past.ended).toEqual([]);
   });
 
   it("a client that disconnects does not cancel the run", async () => {

@@ -1,0 +1,382 @@
+// `npm run bench:loop`: the agent loop's own overhead per turn, against the bare cost
+// of one SQLite commit on the same database file. A benchmark, not a test: it prints
+// figures and asserts nothing about time.
+//
+// What runs: the production glue, unchanged. A real RunManager (src/runs/run-manager.ts)
+// drives runAgent with the real RunRecorder, EventHub, approval gate, ledger writes and
+// step traces, over a temp SQLite file opened by openDatabase (WAL, synchronous=NORMAL,
+// migrations). Only the model is fake: an in-process ModelClient that answers at once
+// (first request of a run: one call of the no-op read-only tool; then the text "done").
+//
+// What a "turn" is: the wall time from the run's first model request to its second.
+// That interval holds exactly one model request returning, the assistant message with
+// its call committed (message + `message` event + ledger `proposed`), argument
+// validation, the approval gate (ledger read + policy), `tool.started` written, the
+// tool executed, its result committed (message + event + ledger `finished`), the step
+// trace saved, and the next request's context built.
+//
+// Why many 1-turn runs (each in a fresh session) rather than one long run: every sample
+// then does the same work, while in one long run the history grows and each turn copies
+// and measures a longer context (O(history)), which would mix history size into the
+// per-turn figure. BENCH_TOOL_TURNS=K makes each run do K tool turns before "done"
+// (all K intervals are sampled), to look at the steady state of longer runs.
+//
+// Env: BENCH_RUNS (default 3000), BENCH_WARMUP_RUNS (500), BENCH_COMMITS_PER_RUN (2,
+// bare commits measured interleaved with the runs), BENCH_TOOL_TURNS (1),
+// BENCH_PHASES=1 (also time the store calls inside a turn by wrapping them).
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { z } from "zod";
+import type { ModelClient, ModelRequest, ModelResult } from "../src/agent/model.js";
+import { type AgentTool, toolOk } from "../src/agent/tool.js";
+import { newId } from "../src/ids.js";
+import { EventHub } from "../src/runs/event-hub.js";
+import { RunManager } from "../src/runs/run-manager.js";
+import type { Db } from "../src/store/database.js";
+import { openDatabase } from "../src/store/database.js";
+import type { SessionRecord } from "../src/store/sessions.js";
+import { createStore, type Store } from "../src/store/store.js";
+
+const envInt = (name: string, fallback: number): number => {
+  const raw = process.env[name];
+  const value = raw === undefined || raw.trim() === "" ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
+  return value;
+};
+const RUNS = envInt("BENCH_RUNS", 3000);
+const WARMUP_RUNS = envInt("BENCH_WARMUP_RUNS", 500);
+const COMMITS_PER_RUN = Math.max(1, envInt("BENCH_COMMITS_PER_RUN", 2));
+const TOOL_TURNS = Math.max(1, envInt("BENCH_TOOL_TURNS", 1));
+const PHASES = process.env.BENCH_PHASES === "1";
+
+const TOOL_NAME = "noop";
+
+/** CPU time of this process so far (all its threads: main, GC helpers), µs. */
+const cpuNowUs = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** A read-only tool that does nothing: allowed by the default policy, never asks. */
+const noopTool: AgentTool<Record<string, never>> = {
+  name: TOOL_NAME,
+  description: "Does nothing and returns ok.",
+  inputSchema: z.object({}).strict() as unknown as z.ZodType<Record<string, never>>,
+  readOnly: true,
+  execute: async () => toolOk("ok"),
+};
+
+// ---------- optional phase timing (BENCH_PHASES=1): wraps store calls, times each inside turns ----------
+/** The current turn's time per label, and each label's per-turn totals so far. */
+const phaseTurn = new Map<string, number>();
+const phaseSamples = new Map<string, number[]>();
+let phaseTurns = 0;
+/** True from a model request that proposed a call until the next request: inside a turn. */
+let inTurn = false;
+
+/**
+ * Answers at once. A run's requests are told apart by the history: fewer than
+ * TOOL_TURNS tool results after the last user message -> one tool call, else "done".
+ * Records the time between consecutive requests of a run: one turn each.
+ */
+class InstantModel implements ModelClient {
+  readonly turnMs: number[] = [];
+  readonly turnCpuMs: number[] = [];
+  recording = false;
+  #lastRequestAt = 0;
+  #lastCpuUs = 0;
+  #calls = 0;
+
+  async complete(request: ModelRequest): Promise<ModelResult> {
+    const now = performance.now();
+    const cpuUs = cpuNowUs();
+    const messages = request.messages;
+    let lastUser = -1;
+    for (let i = 0; i < messages.length; i++) if (messages[i]?.role === "user") lastUser = i;
+    let results = 0;
+    for (let i = lastUser + 1; i < messages.length; i++) if (messages[i]?.role === "tool") results++;
+    if (results > 0 && this.recording) {
+      this.turnMs.push(now - this.#lastRequestAt);
+      this.turnCpuMs.push((cpuUs - this.#lastCpuUs) / 1000);
+      if (PHASES) closeTurnTally();
+    }
+    this.#lastRequestAt = now;
+    this.#lastCpuUs = cpuUs;
+    inTurn = false;
+    const timing = { latencyMs: 0, firstTokenMs: 0 };
+    if (results < TOOL_TURNS) {
+      inTurn = this.recording;
+      return {
+        ok: true,
+        text: "",
+        toolCalls: [{ id: `call_${++this.#calls}`, name: TOOL_NAME, input: "{}" }],
+        finishReason: "tool_calls",
+        usage: { inputTokens: 10, outputTokens: 5 },
+        timing,
+      };
+    }
+    request.onTextDelta?.("done");
+    return {
+      ok: true,
+      text: "done",
+      toolCalls: [],
+      finishReason: "stop",
+      usage: { inputTokens: 10, outputTokens: 3 },
+      timing,
+    };
+  }
+}
+
+// ---------- statistics ----------
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number);
+interface Summary {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+}
+function summarize(ms: readonly number[]): Summary {
+  const us = ms.map((x) => x * 1000).sort((a, b) => a - b);
+  return {
+    n: us.length,
+    p50: percentile(us, 50),
+    p90: percentile(us, 90),
+    p99: percentile(us, 99),
+    mean: us.reduce((a, b) => a + b, 0) / (us.length || 1),
+  };
+}
+const fmt = (us: number): string => (us >= 100 ? us.toFixed(0) : us.toFixed(1)).padStart(7);
+const line = (label: string, s: Summary): string =>
+  `  ${label.padEnd(34)} p50 ${fmt(s.p50)} µs   p90 ${fmt(s.p90)} µs   p99 ${fmt(s.p99)} µs   mean ${fmt(s.mean)} µs   (n=${s.n})`;
+
+/** Adds `ms` to `label` of the current turn's tally. */
+const tally = (label: string, ms: number) => phaseTurn.set(label, (phaseTurn.get(label) ?? 0) + ms);
+
+/** Moves the finished turn's tally into the per-turn samples (labels absent this turn count 0). */
+function closeTurnTally(): void {
+  for (const label of new Set([...phaseTurn.keys(), ...phaseSamples.keys()])) {
+    let samples = phaseSamples.get(label);
+    if (!samples) {
+      samples = new Array(phaseTurns).fill(0);
+      phaseSamples.set(label, samples);
+    }
+    samples.push(phaseTurn.get(label) ?? 0);
+  }
+  phaseTurns++;
+  phaseTurn.clear();
+}
+
+/** Wraps the store's calls (and better-sqlite3's transaction builder) to time them inside turns. */
+function instrument(store: Store, db: Db): void {
+  // A call inside a transaction is listed indented under it; outside, on its own.
+  const wrap = (owner: object, key: string, name: string) => {
+    const target = owner as Record<string, (...args: unknown[]) => unknown>;
+    const fn = target[key] as (...args: unknown[]) => unknown;
+    target[key] = function (this: unknown, ...args: unknown[]) {
+      if (!inTurn) return fn.apply(this, args);
+      const label = db.inTransaction ? `  ${name}` : `${name} (outside a transaction)`;
+      const t = performance.now();
+      try {
+        return fn.apply(this, args);
+      } finally {
+        tally(label, performance.now() - t);
+      }
+    };
+  };
+  // store.transaction(fn) = db.transaction(fn)(): time building the wrapper, the
+  // transaction as a whole, and fn inside it; BEGIN + COMMIT = whole - fn.
+  const build = db.transaction.bind(db) as (fn: (...args: unknown[]) => unknown) => (...args: unknown[]) => unknown;
+  (db as unknown as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
+    if (!inTurn) return build(fn);
+    const t0 = performance.now();
+    const tx = build((...args: unknown[]) => {
+      const f0 = performance.now();
+      try {
+        return fn(...args);
+      } finally {
+        tally("tx: the writes inside (fn)", performance.now() - f0);
+      }
+    });
+    tally("tx: db.transaction(fn) wrapper built", performance.now() - t0);
+    tally("tx: count", 1);
+    return (...args: unknown[]) => {
+      const t1 = performance.now();
+      try {
+        return tx(...args);
+      } finally {
+        tally("tx: run (BEGIN + fn + COMMIT)", performance.now() - t1);
+      }
+    };
+  };
+  wrap(store.events, "insert", "events.insert (stringify + INSERT)");
+  wrap(store.messages, "insert", "messages.insert");
+  wrap(store.sessions, "nextMessageSeq", "sessions.nextMessageSeq");
+  wrap(store.toolCalls, "propose", "toolCalls.propose");
+  wrap(store.toolCalls, "start", "toolCalls.start");
+  wrap(store.toolCalls, "finish", "toolCalls.finish");
+  wrap(store.toolCalls, "get", "toolCalls.get (approval gate)");
+  wrap(store.steps, "save", "steps.save");
+  wrap(store.runs, "setStats", "runs.setStats");
+}
+
+// ---------- setup ----------
+const dir = mkdtempSync(join(process.env.BENCH_DB_DIR || os.tmpdir(), "bench-loop-"));
+const dbPath = join(dir, "agent.db");
+const db = openDatabase({ path: dbPath });
+const store = createStore(db);
+const model = new InstantModel();
+const manager = new RunManager({
+  store,
+  hub: new EventHub(),
+  model,
+  defaultModel: "fake-model",
+  toolsFor: () => [noopTool],
+  maxConcurrentRuns: 64,
+  approvalTimeoutMs: 900_000,
+  logger: pino({ level: "silent" }),
+});
+
+db.exec("CREATE TABLE IF NOT EXISTS bench_scratch (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, data TEXT NOT NULL)");
+const scratchInsert = db.prepare("INSERT INTO bench_scratch (run_id, data) VALUES (?, ?)");
+const scratchPayload = JSON.stringify({ type: "message", text: "x".repeat(120) });
+const bareCommit = db.transaction((runId: string) => scratchInsert.run(runId, scratchPayload));
+if (PHASES) instrument(store, db);
+
+const commitMs: number[] = [];
+const commitCpuMs: number[] = [];
+/** The same 1-row write through the project's store.transaction helper (builds a db.transaction per call). */
+const helperCommitMs: number[] = [];
+const runMs: number[] = [];
+
+function newSession(): SessionRecord {
+  const session: SessionRecord = {
+    id: newId("ses"),
+    owner: null,
+    system: null,
+    model: null,
+    tools: null,
+    approval: null,
+    workspace: "bench",
+    workspaceShared: true,
+    metadata: null,
+    createdAt: new Date().toISOString(),
+  };
+  store.sessions.insert(session);
+  return session;
+}
+
+async function oneRun(record: boolean): Promise<void> {
+  const session = newSession();
+  const t0 = performance.now();
+  const { run } = manager.start({ session, input: "hi", maxTurns: TOOL_TURNS + 1 });
+  const finished = await manager.waitForFinish(run.id);
+  const t1 = performance.now();
+  if (finished.stopReason !== "complete") {
+    throw new Error(`run ${run.id} ended ${finished.stopReason}: ${JSON.stringify(finished.error)}`);
+  }
+  if (record) runMs.push(t1 - t0);
+  for (let i = 0; i < COMMITS_PER_RUN; i++) {
+    const u0 = cpuNowUs();
+    const c0 = performance.now();
+    bareCommit(run.id);
+    const c1 = performance.now();
+    const u1 = cpuNowUs();
+    const h0 = performance.now();
+    store.transaction(() => scratchInsert.run(run.id, scratchPayload));
+    const h1 = performance.now();
+    if (record) {
+      commitMs.push(c1 - c0);
+      commitCpuMs.push((u1 - u0) / 1000);
+      helperCommitMs.push(h1 - h0);
+    }
+  }
+}
+
+// ---------- run ----------
+const cpu = os.cpus()[0]?.model?.trim() ?? "unknown cpu";
+console.log("bench:loop: agent loop overhead per turn vs one bare SQLite commit");
+console.log(`  machine: ${cpu} x${os.cpus().length}, node ${process.version}, ${os.platform()} ${os.arch()}`);
+console.log(`  database: ${dbPath} (openDatabase: WAL, synchronous=NORMAL, foreign_keys=ON)`);
+console.log(
+  `  path: real RunManager + RunRecorder + EventHub + approval gate, in-process instant model, tool "${TOOL_NAME}" (read-only, returns "ok")`,
+);
+console.log(
+  `  runs: ${WARMUP_RUNS} warm-up + ${RUNS} measured, sequential, ${TOOL_TURNS} tool turn(s) each, fresh session each; ${COMMITS_PER_RUN} bare commits after each run (+ as many through store.transaction)`,
+);
+
+const load0 = os.loadavg()[0] ?? 0;
+for (let i = 0; i < WARMUP_RUNS; i++) await oneRun(false);
+model.recording = true;
+const cpu0 = process.cpuUsage();
+const wall0 = performance.now();
+for (let i = 0; i < RUNS; i++) await oneRun(true);
+const wall = performance.now() - wall0;
+const cpuUsed = process.cpuUsage(cpu0);
+model.recording = false;
+
+const turn = summarize(model.turnMs);
+const commit = summarize(commitMs);
+const turnCpu = summarize(model.turnCpuMs);
+const commitCpu = summarize(commitCpuMs);
+const wholeRun = summarize(runMs);
+const load1 = os.loadavg()[0] ?? 0;
+console.log("");
+console.log("  wall time:");
+console.log(line("turn (1 model req + 1 tool call)", turn));
+console.log(line("bare commit (1-row transaction)", commit));
+console.log(line("same, via store.transaction()", summarize(helperCommitMs)));
+console.log(line("whole run (start -> run.finished)", wholeRun));
+console.log("  CPU time of this process (getrusage, all threads) over the same intervals:");
+console.log(line("turn", turnCpu));
+console.log(line("bare commit", commitCpu));
+console.log("");
+const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
+console.log(
+  `  ratio turn/commit (target <= 10x): wall p50 ${ratio(turn.p50, commit.p50)}, wall p99 ${ratio(turn.p99, commit.p99)}; ` +
+    `CPU p50 ${ratio(turnCpu.p50, commitCpu.p50)}, CPU mean ${ratio(turnCpu.mean, commitCpu.mean)}`,
+);
+console.log(
+  `  target ${turn.p50 / commit.p50 <= 10 ? "MET" : "MISSED"} at p50 (wall). ` +
+    "A turn makes 4 commits of its own (assistant message, tool.started, tool result, step trace).",
+);
+console.log(
+  `  process: ${(RUNS / (wall / 1000)).toFixed(0)} runs/s sequential, CPU ${((cpuUsed.user + cpuUsed.system) / 1000 / RUNS).toFixed(3)} ms/run (incl. ${COMMITS_PER_RUN} bare commits); ` +
+    `load average at start ${load0.toFixed(2)}, at end ${load1.toFixed(2)} on ${os.cpus().length} CPUs` +
+    (Math.max(load0, load1) > os.cpus().length * 0.75 ? " (BUSY MACHINE: wall tails include waiting for a CPU)" : ""),
+);
+
+if (PHASES) {
+  console.log("");
+  console.log(`  inside turns, per turn (sum of that call's time within one turn; ${phaseTurns} turns):`);
+  const rows = [...phaseSamples.entries()].map(([label, ms]) => ({ label, s: summarize(ms) }));
+  const order = (label: string) => (label.startsWith("tx:") ? 0 : label.startsWith("  ") ? 1 : 2);
+  rows.sort((a, b) => order(a.label) - order(b.label) || b.s.mean - a.s.mean);
+  for (const { label, s } of rows) {
+    if (label === "tx: count") continue;
+    console.log(`    ${label.padEnd(54)} p50 ${fmt(s.p50)} µs   mean ${fmt(s.mean)} µs`);
+  }
+  const p50 = (label: string) => (phaseSamples.has(label) ? summarize(phaseSamples.get(label) ?? []).p50 : 0);
+  const txRun = p50("tx: run (BEGIN + fn + COMMIT)");
+  const txFn = p50("tx: the writes inside (fn)");
+  const outside = [...phaseSamples.keys()].filter((label) => label.endsWith("(outside a transaction)"));
+  const known = txRun + p50("tx: db.transaction(fn) wrapper built") + outside.reduce((sum, l) => sum + p50(l), 0);
+  const txPerTurn = phaseSamples.get("tx: count")?.length
+    ? summarize(phaseSamples.get("tx: count") ?? []).p50 / 1000
+    : 0;
+  console.log(
+    `    ${`=> BEGIN + COMMIT of the turn's ${txPerTurn} transactions`.padEnd(54)} p50 ${fmt(txRun - txFn)} µs (tx run p50 - fn p50)`,
+  );
+  console.log(
+    `    ${"=> rest: loop, zod, JSON, ids, timers".padEnd(54)} p50 ${fmt(turn.p50 - known)} µs (turn p50 - the store p50s)`,
+  );
+  console.log("  (wrapping adds a little to every figure; the headline numbers come from an unwrapped run)");
+}
+
+db.close();
+rmSync(dir, { recursive: true, force: true });
