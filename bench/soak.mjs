@@ -116,6 +116,8 @@ const stats = {
   runErrors: 0,
   approvals: 0,
   watcherConnections: 0,
+  watchersConnecting: 0,
+  watchersReading: 0,
   watcherEvents: 0,
   watcherFinished: 0,
   gaps: 0,
@@ -183,10 +185,12 @@ async function watcher() {
     const stayMs = 50 + Math.random() * 1500;
     stats.watcherConnections++;
     try {
+      stats.watchersConnecting++;
       const res = await request("GET", `/runs/${runId}/events`, {
         agent: watcherAgent,
         headers: { accept: "text/event-stream", "last-event-id": String(after) },
-      });
+      }).finally(() => stats.watchersConnecting--);
+      stats.watchersReading++;
       const timer = setTimeout(() => res.destroy(), stayMs);
       let last = after;
       await readEvents(res, (frame) => {
@@ -199,6 +203,7 @@ async function watcher() {
         last = seq;
         if (frame.event === "run.finished") stats.watcherFinished++;
       }).catch(() => {});
+      stats.watchersReading--;
       clearTimeout(timer);
     } catch (err) {
       if (!stopping) fail(`watcher: ${err.message}`);
@@ -247,12 +252,15 @@ try {
     ...Array.from({ length: RUNS }, () => runWorker(started)),
     ...Array.from({ length: WATCHERS }, () => watcher()),
   ];
-  const progress = setInterval(() => {
-    const t = Math.round((Date.now() - t0) / 1000);
-    console.log(
-      `  t=${t}s runs ${stats.runsComplete} complete, ${stats.runErrors} errors; approvals ${stats.approvals}; watcher connections ${stats.watcherConnections}; gaps ${stats.gaps}; rss ${rssMb(server.pid).toFixed(1)} MB`,
-    );
-  }, 10_000);
+  const progress = setInterval(
+    () => {
+      const t = Math.round((Date.now() - t0) / 1000);
+      console.log(
+        `  t=${t}s runs ${stats.runsComplete} complete, ${stats.runErrors} errors; approvals ${stats.approvals}; watcher connections ${stats.watcherConnections} (${stats.watchersConnecting} connecting, ${stats.watchersReading} reading); gaps ${stats.gaps}; rss ${rssMb(server.pid).toFixed(1)} MB`,
+      );
+    },
+    Number(process.env.SOAK_PROGRESS_MS ?? 10_000),
+  );
   await new Promise((r) => setTimeout(r, SECONDS * 1000));
   stopping = true;
   const drainStart = Date.now();

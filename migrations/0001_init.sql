@@ -10,7 +10,6 @@ CREATE TABLE sessions (
   workspace TEXT NOT NULL,
   workspace_shared INTEGER NOT NULL DEFAULT 0,
   metadata TEXT,          -- JSON object
-  next_message_seq INTEGER NOT NULL DEFAULT 1,
   created_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX sessions_owner ON sessions (owner, id);
@@ -35,9 +34,10 @@ CREATE INDEX runs_session ON runs (session_id, id);
 CREATE INDEX runs_live ON runs (status) WHERE status <> 'finished';
 CREATE UNIQUE INDEX runs_idempotency ON runs (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- The committed history of a session, in order.
+-- The committed history of a session, in order. Two b-trees only (the rows and
+-- (session_id, seq)): every commit writes here, so each index costs on the hot path.
 CREATE TABLE messages (
-  id TEXT PRIMARY KEY,
+  id TEXT NOT NULL,
   session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
   run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
   seq INTEGER NOT NULL,
@@ -50,7 +50,6 @@ CREATE TABLE messages (
   created_at TEXT NOT NULL,
   UNIQUE (session_id, seq)
 ) STRICT;
-CREATE INDEX messages_run ON messages (run_id, seq);
 
 -- Every event of a run, gapless per run.
 CREATE TABLE run_events (
@@ -65,6 +64,7 @@ CREATE TABLE run_events (
 CREATE TABLE tool_calls (
   run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
   id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL, -- the call's place in the run, in the model's order
   name TEXT NOT NULL,
   input TEXT NOT NULL,    -- the raw argument text the model sent
   state TEXT NOT NULL CHECK (state IN ('proposed', 'awaiting_approval', 'approved', 'denied', 'started', 'finished')),
@@ -77,7 +77,7 @@ CREATE TABLE tool_calls (
   finished_at TEXT,
   result_message_id TEXT,
   PRIMARY KEY (run_id, id)
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 -- The per-step trace of a run.
 CREATE TABLE run_steps (

@@ -1,9 +1,13 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+const POOL_SIZE = 4096;
+const pool = Buffer.alloc(POOL_SIZE);
+let poolOffset = POOL_SIZE;
 let lastTime = 0;
 let counter = 0;
 
+/** `length` base-32 digits of `value`, most significant first. */
 function encode(value: number, length: number): string {
   let out = "";
   let rest = value;
@@ -14,8 +18,19 @@ function encode(value: number, length: number): string {
   return out;
 }
 
+/** Ten random base-32 digits, from a pool refilled 4 KiB at a time. */
+function randomDigits(): string {
+  if (poolOffset + 10 > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  let out = "";
+  for (let i = 0; i < 10; i++) out += ALPHABET[(pool[poolOffset++] as number) & 31];
+  return out;
+}
+
 /**
- * A new id like `ses_01jbz3k8c9m2x4q7r5t6v8w9yz`: the prefix, then a millisecond time
+ * A new id like `ses_01jbz3k8c90000x4q7r5t6v8`: the prefix, then a millisecond time
  * and a counter (so ids sort in creation order within this process), then randomness.
  */
 export function newId(prefix: string): string {
@@ -26,6 +41,5 @@ export function newId(prefix: string): string {
   } else {
     counter++;
   }
-  const random = randomBytes(8).readBigUInt64BE() % 32n ** 10n;
-  return `${prefix}_${encode(lastTime, 10)}${encode(counter, 4)}${random.toString(32).padStart(10, "0")}`;
+  return `${prefix}_${encode(lastTime, 10)}${encode(counter, 4)}${randomDigits()}`;
 }

@@ -46,7 +46,8 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 
   if (ctx.modelProblem) logger.warn({ problem: ctx.modelProblem }, "no model configured: runs will fail until it is");
-  await app.listen({ port: config.PORT, host: config.HOST });
+  // A deep accept queue: many watchers may reconnect at once.
+  await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
 }
 
 main().catch((err) => {

@@ -38,7 +38,7 @@ export function resolveApproval(
  */
 export function approvalGate(deps: ApprovalGateDeps, run: LiveRun): BeforeToolCall {
   return async ({ toolCall, tool, input }) => {
-    const ledger = deps.store.toolCalls.get(run.id, toolCall.id);
+    const ledger = run.resumed ? deps.store.toolCalls.get(run.id, toolCall.id) : null;
     if (ledger?.decision) return { decision: ledger.decision, reason: ledger.decisionReason };
 
     const mode = evaluateApproval({

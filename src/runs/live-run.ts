@@ -1,4 +1,5 @@
 import type { RunStatus, RunView } from "../agent/run-view.js";
+import type { RunStats } from "../agent/stats.js";
 import type { RunRecord } from "../store/runs.js";
 import type { SessionRecord } from "../store/sessions.js";
 import { PendingApprovals } from "./pending-approvals.js";
@@ -11,6 +12,10 @@ export class LiveRun {
   status: Exclude<RunStatus, "finished"> = "running";
   /** Set by DELETE or shutdown: the run ends `aborted` whatever the loop was doing. */
   cancelRequested = false;
+  /** The stats after the last finished turn, while the run is live. */
+  stats: RunStats | null = null;
+  /** Continued after a restart: its ledger may already hold decisions. */
+  resumed = false;
   done: Promise<RunView> = Promise.resolve() as unknown as Promise<RunView>;
 
   constructor(

@@ -21,7 +21,7 @@ export interface RecoveryReport {
 /** This run's counters so far, rebuilt from what was committed (for `maxTurns` on resume). */
 function statsSoFar(store: Store, run: RunRecord): RunStats {
   const steps = store.steps.ofRun(run.id);
-  const assistants = store.messages.ofRun(run.id).filter((m) => m.role === "assistant").length;
+  const assistants = store.messages.ofRun(run.sessionId, run.id).filter((m) => m.role === "assistant").length;
   const started = store.toolCalls.ofRun(run.id).filter((c) => c.startedAt !== null).length;
   return {
     modelCalls: Math.max(steps.length, assistants),
@@ -83,7 +83,7 @@ export function recoverRuns({
       report.aborted.push(run.id);
       continue;
     }
-    const restartInput = store.messages.ofRun(run.id).length === 0;
+    const restartInput = store.messages.ofRun(run.sessionId, run.id).length === 0;
     manager.resume(run, session, statsSoFar(store, run), restartInput);
     report.resumed.push(run.id);
   }

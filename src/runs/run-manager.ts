@@ -120,15 +120,20 @@ export class RunManager {
   /** Continues a run the previous process left unfinished (see recovery). */
   resume(record: RunRecord, session: SessionRecord, priorStats: RunStats, restartInput: boolean): void {
     const recorder = new RunRecorder(this.deps.store, this.deps.hub, record.id, session.id);
-    this.#launch(new LiveRun(record, session, recorder), {
+    const live = new LiveRun(record, session, recorder);
+    live.resumed = true;
+    this.#launch(live, {
       input: restartInput ? record.input : undefined,
       priorStats,
     });
   }
 
+  /** A run as stored; a live run's stats are its latest, kept in memory. */
   get(runId: string): RunView | null {
     const record = this.deps.store.runs.get(runId);
-    return record ? runView(record) : null;
+    if (!record) return null;
+    const live = this.#live.get(runId);
+    return runView(live?.stats && record.status !== "finished" ? { ...record, stats: live.stats } : record);
   }
 
   /** Resolves with the run once it has finished (at once if it already has). */
@@ -271,16 +276,10 @@ export class RunManager {
     });
   }
 
-  /** The step trace and the stats so far, together; a failure here is logged, not fatal. */
+  /** The step trace goes out with the run's next write; the stats so far stay in memory. */
   #saveStep(live: LiveRun, step: StepTrace, stats: RunStats): void {
-    try {
-      this.deps.store.transaction(() => {
-        this.deps.store.steps.save(live.id, step);
-        this.deps.store.runs.setStats(live.id, stats);
-      });
-    } catch (err) {
-      this.deps.logger.warn({ err, runId: live.id }, "could not record the step trace");
-    }
+    live.stats = stats;
+    live.recorder.defer(() => this.deps.store.steps.save(live.id, step));
   }
 
   #setStatus(live: LiveRun, status: LiveRun["status"]): void {

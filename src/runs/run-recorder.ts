@@ -15,6 +15,8 @@ const MAX_BUFFERED = 10_000;
  */
 export class RunRecorder {
   #nextSeq: number;
+  #nextMessageSeq: number;
+  #deferred: (() => void)[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
   #lastError: unknown = null;
@@ -26,11 +28,21 @@ export class RunRecorder {
     readonly sessionId: string,
   ) {
     this.#nextSeq = store.events.lastSeq(runId) + 1;
+    // One recorder writes a session's messages at a time (one active run per session).
+    this.#nextMessageSeq = store.messages.lastSeq(sessionId) + 1;
   }
 
   /** The error of the last failed background flush, if writes are failing. */
   get lastError(): unknown {
     return this.#lastError;
+  }
+
+  /**
+   * Queues a database change that may wait for the next write (a step trace): it is
+   * made in that write's transaction, saving a commit of its own.
+   */
+  defer(change: () => void): void {
+    this.#deferred.push(change);
   }
 
   /** Queues an event that may wait a few milliseconds (text deltas, turn starts). */
@@ -59,8 +71,10 @@ export class RunRecorder {
       this.#timer = null;
     }
     const buffered = this.#buffered;
+    const deferred = this.#deferred;
     let seq = this.#nextSeq;
     const { events, stored } = this.store.transaction(() => {
+      for (const change of deferred) change();
       const now = new Date().toISOString();
       const events: RunEvent[] = [
         ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
@@ -70,26 +84,32 @@ export class RunRecorder {
     });
     this.#nextSeq = seq;
     this.#buffered = [];
+    this.#deferred = [];
     this.hub.publish(this.runId, stored);
     return events;
   }
 
   /** Writes a message and its `message` event in one transaction, with `alsoWrite` (ledger rows). */
   commitMessage(message: AgentMessage, alsoWrite?: (stored: StoredMessage) => void): StoredMessage {
-    let stored: StoredMessage | undefined;
+    const stored: StoredMessage = {
+      ...message,
+      sessionId: this.sessionId,
+      runId: this.runId,
+      seq: this.#nextMessageSeq,
+      createdAt: new Date().toISOString(),
+    };
     this.write(() => {
-      const seq = this.store.sessions.nextMessageSeq(this.sessionId);
-      stored = { ...message, sessionId: this.sessionId, runId: this.runId, seq, createdAt: new Date().toISOString() };
       this.store.messages.insert(stored);
       alsoWrite?.(stored);
       return [{ type: "message", message: stored }];
     });
-    return stored as StoredMessage;
+    this.#nextMessageSeq++;
+    return stored;
   }
 
-  /** Writes whatever is buffered now. */
+  /** Writes whatever is buffered or deferred now. */
   flush(): void {
-    if (this.#buffered.length) this.write(() => []);
+    if (this.#buffered.length || this.#deferred.length) this.write(() => []);
   }
 
   dispose(): void {

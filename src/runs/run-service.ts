@@ -66,9 +66,9 @@ export class RunService {
 
   /** The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed). */
   get(runId: string, owner: string | null): RunView {
-    const record = this.deps.store.runs.get(runId);
-    if (!record || !this.deps.store.sessions.get(record.sessionId, owner)) throw notFound("run", runId);
-    return runView(record);
+    const run = this.deps.manager.get(runId);
+    if (!run || !this.deps.store.sessions.get(run.sessionId, owner)) throw notFound("run", runId);
+    return run;
   }
 
   listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
@@ -85,7 +85,7 @@ export class RunService {
   /** Resolves when the run has finished, with its final assistant text. */
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
-    return { run, text: this.deps.store.messages.lastAssistantText(runId) };
+    return { run, text: this.deps.store.messages.lastAssistantText(run.sessionId, runId) };
   }
 
   steps(runId: string, owner: string | null) {

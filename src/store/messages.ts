@@ -43,9 +43,10 @@ export function messageStore(db: Db) {
   const page = db.prepare(
     "SELECT * FROM messages WHERE session_id = @session AND seq > @after ORDER BY seq LIMIT @limit",
   );
-  const ofRun = db.prepare("SELECT * FROM messages WHERE run_id = ? ORDER BY seq");
+  const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq");
+  const lastSeq = db.prepare("SELECT max(seq) AS seq FROM messages WHERE session_id = ?");
   const lastAssistantText = db.prepare(
-    "SELECT content FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
+    "SELECT content FROM messages WHERE session_id = ? AND run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
 
   return {
@@ -82,11 +83,15 @@ export function messageStore(db: Db) {
       const rows = page.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as MessageRow[];
       return toPage(rows, { limit, map: fromRow, cursorOf: (m) => String(m.seq) });
     },
-    ofRun(runId: string): StoredMessage[] {
-      return (ofRun.all(runId) as MessageRow[]).map(fromRow);
+    ofRun(sessionId: string, runId: string): StoredMessage[] {
+      return (ofRun.all(sessionId, runId) as MessageRow[]).map(fromRow);
     },
-    lastAssistantText(runId: string): string | null {
-      return (lastAssistantText.get(runId) as { content: string } | undefined)?.content ?? null;
+    lastAssistantText(sessionId: string, runId: string): string | null {
+      return (lastAssistantText.get(sessionId, runId) as { content: string } | undefined)?.content ?? null;
+    },
+    /** The seq of the session's last message, 0 when it has none. */
+    lastSeq(sessionId: string): number {
+      return (lastSeq.get(sessionId) as { seq: number | null }).seq ?? 0;
     },
   };
 }

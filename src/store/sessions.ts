@@ -60,9 +60,6 @@ export function sessionStore(db: Db) {
     "SELECT * FROM sessions WHERE owner IS @owner AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
-  const nextSeq = db.prepare(
-    "UPDATE sessions SET next_message_seq = next_message_seq + 1 WHERE id = ? RETURNING next_message_seq - 1 AS seq",
-  );
 
   return {
     insert(session: SessionRecord): void {
@@ -99,12 +96,6 @@ export function sessionStore(db: Db) {
     },
     delete(id: string): boolean {
       return remove.run(id).changes > 0;
-    },
-    /** Reserves the next message seq of a session; call inside the commit's transaction. */
-    nextMessageSeq(id: string): number {
-      const row = nextSeq.get(id) as { seq: number } | undefined;
-      if (!row) throw new Error(`session ${id} does not exist`);
-      return row.seq;
     },
   };
 }

@@ -10,6 +10,8 @@ import { toolCallStore } from "./tool-calls.js";
 /** Every table's statements over one connection, and its transaction helper. */
 export function createStore(db: Db) {
   const health = new StorageHealth();
+  // One transaction wrapper, reused: building it costs as much as a small commit.
+  const inTransaction = db.transaction((fn: () => unknown) => fn());
   return {
     health,
     db,
@@ -22,7 +24,7 @@ export function createStore(db: Db) {
     /** Runs `fn` in one transaction: all of it is written, or none. Never pass an async function. */
     transaction<T>(fn: () => T): T {
       try {
-        const result = db.transaction(fn)();
+        const result = inTransaction(fn) as T;
         health.recordSuccess();
         return result;
       } catch (err) {

@@ -54,12 +54,14 @@ const fromRow = (row: ToolCallRow): ToolCallRecord => ({
 
 /** Ledger writes; each is meant to run inside the transaction of the event it goes with. */
 export function toolCallStore(db: Db) {
+  // A model may reuse an id in a later turn of the same run: the newer call takes the row.
   const propose = db.prepare(
-    // A model may reuse an id in a later turn of the same run: the newer call takes the row.
-    `INSERT INTO tool_calls (run_id, id, name, input, state, proposed_at) VALUES (?, ?, ?, ?, 'proposed', ?)
-     ON CONFLICT (run_id, id) DO UPDATE SET name = excluded.name, input = excluded.input, state = 'proposed',
-       decision = NULL, decision_reason = NULL, approval_reason = NULL, proposed_at = excluded.proposed_at,
-       decided_at = NULL, started_at = NULL, finished_at = NULL, result_message_id = NULL`,
+    `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
+     VALUES (@run, @id, (SELECT count(*) FROM tool_calls WHERE run_id = @run), @name, @input, 'proposed', @at)
+     ON CONFLICT (run_id, id) DO UPDATE SET ordinal = excluded.ordinal, name = excluded.name, input = excluded.input,
+       state = 'proposed', decision = NULL, decision_reason = NULL, approval_reason = NULL,
+       proposed_at = excluded.proposed_at, decided_at = NULL, started_at = NULL, finished_at = NULL,
+       result_message_id = NULL`,
   );
   const awaitApproval = db.prepare(
     "UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ? WHERE run_id = ? AND id = ?",
@@ -74,12 +76,12 @@ export function toolCallStore(db: Db) {
     "UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ? WHERE run_id = ? AND id = ?",
   );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
-  const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY rowid");
-  const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state = ? ORDER BY rowid");
+  const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY ordinal");
+  const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state = ? ORDER BY ordinal");
 
   return {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {
-      for (const call of calls) propose.run(runId, call.id, call.name, call.input, at);
+      for (const call of calls) propose.run({ run: runId, id: call.id, name: call.name, input: call.input, at });
     },
     awaitApproval(runId: string, id: string, reason: string): void {
       awaitApproval.run(reason, runId, id);
