@@ -35,5 +35,28 @@ export async function streamRunEvents(
   reply.raw.on("close", close);
   // Headers go out at once: a client knows it is connected even before the next event.
   sse.sendHeaders();
-  await sse.send(runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal }));
+  reply.raw.flushHeaders();
+  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal });
+  await sse.send(corkedBatches(frames, reply.raw));
+}
+
+/**
+ * Events that arrive together (one commit writes several) leave in one socket write:
+ * the response is corked at the first frame and uncorked once this turn of the event
+ * loop is done. Ending the response flushes anything still corked.
+ */
+async function* corkedBatches<T>(frames: AsyncIterable<T>, raw: FastifyReply["raw"]): AsyncGenerator<T> {
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    raw.uncork();
+  };
+  for await (const frame of frames) {
+    if (!corked) {
+      corked = true;
+      raw.cork();
+      setImmediate(uncork);
+    }
+    yield frame;
+  }
 }

@@ -7,6 +7,7 @@ import { displayURL } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
 import { StreamAssembler } from "./stream-assembler.js";
+import { upstreamFetch } from "./upstream-fetch.js";
 import { toChatRequest } from "./wire-request.js";
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -69,7 +70,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
     timeout: requestTimeoutMs,
     // Failures are reported as values; the SDK's console logging (which may print raw chunks) stays off.
     logLevel: "off",
-    fetch: capRetryDelay(options.fetch ?? ((input, init) => globalThis.fetch(input, init)), maxRetryDelayMs),
+    fetch: capRetryDelay(options.fetch ?? upstreamFetch, maxRetryDelayMs),
   });
 
   return {

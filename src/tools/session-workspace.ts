@@ -33,6 +33,19 @@ export interface SessionWorkspace {
   shared: boolean;
 }
 
+const realRoots = new Map<string, string>();
+
+/** The root's real path, created when missing; resolved once per root and process. */
+async function rootRealPath(rootAbs: string): Promise<string> {
+  let real = realRoots.get(rootAbs);
+  if (real === undefined) {
+    await mkdir(rootAbs, { recursive: true });
+    real = await realpath(rootAbs);
+    realRoots.set(rootAbs, real);
+  }
+  return real;
+}
+
 /**
  * Creates (or reuses, when it already exists) a session's workspace: `<root>/<sessionId>`, or
  * `<root>/_shared/<shared>` when a shared name is given. Throws InvalidWorkspaceNameError for
@@ -53,9 +66,29 @@ export async function createSessionWorkspace({
     throw new InvalidWorkspaceNameError("shared workspace name", shared);
   }
   const rootAbs = resolve(root);
-  const path = shared === undefined ? join(rootAbs, sessionId) : join(rootAbs, SHARED_WORKSPACES_DIR, shared);
+  if (shared === undefined) {
+    // A new directory made by a non-recursive mkdir directly in the root's real path is
+    // inside the root by construction (mkdir does not follow a link in its last step).
+    const realRoot = await rootRealPath(rootAbs);
+    const created = await mkdir(join(realRoot, sessionId)).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+        return false;
+      },
+    );
+    const path = join(rootAbs, sessionId);
+    // An existing entry (a reused or planted one) and a root reached through a link are checked.
+    if (!created || realRoot !== rootAbs) {
+      const realPath = await realpath(path);
+      if (!isInside(realRoot, realPath))
+        throw new Error(`workspace directory ${path} resolves outside the workspace root`);
+    }
+    return { path, shared: false };
+  }
+  const path = join(rootAbs, SHARED_WORKSPACES_DIR, shared);
   await mkdir(path, { recursive: true });
-  const [realRoot, realPath] = await Promise.all([realpath(rootAbs), realpath(path)]);
+  const [realRoot, realPath] = await Promise.all([rootRealPath(rootAbs), realpath(path)]);
   if (!isInside(realRoot, realPath) || realRoot === realPath) {
     throw new Error(`workspace directory ${path} resolves outside the workspace root`);
   }
