@@ -38,13 +38,16 @@ async function kill(child: ChildServer): Promise<void> {
   expect(await child.exited).toBe("SIGKILL");
 }
 
-/** Starts a session and a run, with a watcher on its events. */
-async function startRun(server: ChildServer, session: Record<string, unknown> = {}) {
+/**
+ * Starts a session and a run, with a watcher on its events unless the server is about
+ * to kill itself at a failpoint (a watcher could then race the crash).
+ */
+async function startRun(server: ChildServer, session: Record<string, unknown> = {}, { watch = true } = {}) {
   const created = await api(server.url, "POST", "/sessions", session);
   expect(created.status).toBe(201);
   const run = await api(server.url, "POST", `/sessions/${created.body.id}/runs`, { input: "do the thing" });
   expect(run.status).toBe(201);
-  const watcher = await openSse(`${server.url}/runs/${run.body.id}/events`);
+  const watcher = watch ? await openSse(`${server.url}/runs/${run.body.id}/events`) : null;
   return { sessionId: created.body.id as string, runId: run.body.id as string, watcher };
 }
 
@@ -57,11 +60,11 @@ const lines = (path: string) => (existsSync(path) ? readFileSync(path, "utf8").s
  */
 async function settleAndCheck(
   server: ChildServer,
-  run: { sessionId: string; runId: string; watcher: SseStream },
+  run: { sessionId: string; runId: string; watcher: SseStream | null },
   expectedStop: "complete" | "aborted",
 ) {
-  const before = run.watcher.events;
-  run.watcher.close();
+  const before = run.watcher?.events ?? [];
+  run.watcher?.close();
   const lastSeen = before.at(-1)?.id ?? "0";
   const after = await openSse(`${server.url}/runs/${run.runId}/events`, { headers: { "last-event-id": lastSeen } });
   const continuation = await after.ended;
@@ -92,7 +95,7 @@ describe("kill -9 at each point, then restart", () => {
     const a = await start();
     upstream.enqueue({ text: ["partial ", "thoughts"], gate: never });
     const run = await startRun(a);
-    await run.watcher.waitFor((e) => e.event === "text.delta");
+    await run.watcher?.waitFor((e) => e.event === "text.delta");
     await kill(a);
 
     upstream.enqueue({ text: "the final answer" });
@@ -108,7 +111,7 @@ describe("kill -9 at each point, then restart", () => {
     const a = await start();
     upstream.enqueue({ toolCalls: [{ id: "call_a", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
     const run = await startRun(a);
-    await run.watcher.waitFor((e) => e.event === "approval.requested");
+    await run.watcher?.waitFor((e) => e.event === "approval.requested");
     await kill(a);
 
     upstream.enqueue({ text: "done" });
@@ -131,7 +134,7 @@ describe("kill -9 at each point, then restart", () => {
       ],
     });
     const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
-    await run.watcher.waitFor((e) => e.event === "tool.started");
+    await run.watcher?.waitFor((e) => e.event === "tool.started");
     const pidFile = workspaceFile(run.sessionId, "pid.txt");
     while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "")
       await new Promise((r) => setTimeout(r, 20));
@@ -152,7 +155,7 @@ describe("kill -9 at each point, then restart", () => {
     dir = tempDir();
     const a = await start({ AGENT_FAILPOINTS: "after-assistant-commit" });
     upstream.enqueue({ toolCalls: [{ id: "call_b", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
-    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } }, { watch: false });
     expect(await a.exited).toBe("SIGKILL");
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
 
@@ -172,7 +175,7 @@ describe("kill -9 at each point, then restart", () => {
         { id: "call_2", name: "shell", arguments: '{"command":"echo y >> two.txt"}' },
       ],
     });
-    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } }, { watch: false });
     expect(await a.exited).toBe("SIGKILL");
     expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
     expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(0);
@@ -194,7 +197,7 @@ describe("kill -9 at each point, then restart", () => {
       ],
     });
     const run = await startRun(a);
-    await run.watcher.waitFor((e) => e.event === "approval.requested");
+    await run.watcher?.waitFor((e) => e.event === "approval.requested");
     await kill(a);
 
     const b = await start({ ON_RESTART: "abort" });
