@@ -56,13 +56,14 @@ export function globToRegExp(glob: string): RegExp | null {
 }
 
 /**
- * A predicate for workspace-relative paths: a glob without `/` is matched against the file
- * name alone (`*.ts` matches at any depth), a glob with `/` against the whole relative path.
+ * What a search keeps: the glob's anchored RegExp source, and whether it is matched against
+ * the file name alone (a glob without `/`: `*.ts` matches at any depth) or the whole
+ * relative path. Null when the glob is malformed. The RegExp may backtrack badly (`*a*a*a*b`
+ * on a long name), so it runs where a time limit can stop it: in the search worker.
  */
-export function globMatcher(glob: string): ((relativePath: string) => boolean) | null {
+export function globFilter(glob: string): { source: string; nameOnly: boolean } | null {
   const trimmed = glob.startsWith("./") ? glob.slice(2) : glob;
   const regex = globToRegExp(trimmed);
   if (!regex) return null;
-  if (trimmed.includes("/")) return (rel) => regex.test(rel);
-  return (rel) => regex.test(rel.slice(rel.lastIndexOf("/") + 1));
+  return { source: regex.source, nameOnly: !trimmed.includes("/") };
 }

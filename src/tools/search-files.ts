@@ -4,7 +4,7 @@ import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
-import { globMatcher } from "./glob.js";
+import { globFilter } from "./glob.js";
 import { runSearchWorker } from "./search-worker.js";
 import type { SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
@@ -16,6 +16,8 @@ export const SEARCH_MAX_MATCHES = 200;
 export const SEARCH_MAX_LINE_CHARS = 300;
 export const SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024;
 export const SEARCH_MAX_FILES = 20_000;
+/** Files the walk hands to the search worker at most, before the glob filters them. */
+export const SEARCH_MAX_WALKED_FILES = 100_000;
 /** The whole search (walk and match) is stopped after this long. */
 export const SEARCH_TIME_LIMIT_MS = 10_000;
 const WALK_MAX_DEPTH = 64;
@@ -92,9 +94,10 @@ async function searchFiles({
       true,
     );
   }
-  const matchesGlob = glob === undefined ? () => true : globMatcher(glob);
-  if (!matchesGlob)
+  const globRule = glob === undefined ? null : globFilter(glob);
+  if (glob !== undefined && !globRule) {
     return toolError(ToolErrorCode.invalidPattern, `glob "${glob}" is malformed (unclosed [ or {)`, true);
+  }
 
   const resolved = await resolveInWorkspace(workspace, path);
   if (!resolved.ok) return resolved.outcome;
@@ -110,8 +113,8 @@ async function searchFiles({
       for await (const entry of walk({ root: resolved.root, start: resolved.path, maxDepth: WALK_MAX_DEPTH })) {
         if (signal.aborted) return abortedOutcome();
         if (Date.now() > deadline) return timeoutOutcome(timeLimitMs);
-        if (entry.kind !== "file" || !matchesGlob(entry.relative)) continue;
-        if (files.length === SEARCH_MAX_FILES) {
+        if (entry.kind !== "file") continue;
+        if (files.length === SEARCH_MAX_WALKED_FILES) {
           tooManyFiles = true;
           break;
         }
@@ -125,6 +128,8 @@ async function searchFiles({
   const run = await runSearchWorker({
     data: {
       pattern,
+      glob: globRule,
+      maxFiles: SEARCH_MAX_FILES,
       files,
       maxMatches: SEARCH_MAX_MATCHES,
       maxLineChars: SEARCH_MAX_LINE_CHARS,
@@ -138,6 +143,7 @@ async function searchFiles({
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
 
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary } = run.result;
+  tooManyFiles ||= run.result.tooManyFiles;
   const notes: string[] = [];
   if (tooManyMatches) {
     notes.push(`[truncated: stopped after ${SEARCH_MAX_MATCHES} matches; narrow the pattern, path or glob]`);

@@ -4,6 +4,10 @@
  */
 export interface SearchWorkerData {
   pattern: string;
+  /** Files are kept when this anchored RegExp source matches (see `globFilter`); null keeps all. */
+  glob: { source: string; nameOnly: boolean } | null;
+  /** At most this many files (after the glob) are searched; more sets `tooManyFiles`. */
+  maxFiles: number;
   files: { path: string; relative: string }[];
   maxMatches: number;
   maxLineChars: number;
@@ -17,6 +21,8 @@ export interface SearchWorkerResult {
   /** More matches existed than `maxMatches`. */
   truncated: boolean;
   searched: number;
+  /** More files matched the glob than `maxFiles`. */
+  tooManyFiles: boolean;
   skippedLarge: number;
   skippedBinary: number;
 }
@@ -25,15 +31,17 @@ export interface SearchWorkerResult {
  * The worker's program, run with `new Worker(SEARCH_WORKER_SOURCE, { eval: true })`. It is
  * plain CommonJS JavaScript kept in a string so that it runs the same from compiled output
  * and from TypeScript sources (tests), with no loader or build step. It runs the user's
- * regular expression, which may backtrack for ever: the parent enforces the time limit by
- * terminating the worker, which interrupts even a regex in progress.
+ * regular expression and the glob's (which may both backtrack for ever): the parent
+ * enforces the time limit by terminating the worker, which interrupts even a regex in progress.
  */
 export const SEARCH_WORKER_SOURCE = String.raw`
 "use strict";
 const { parentPort, workerData } = require("node:worker_threads");
 const fs = require("node:fs");
-const { pattern, files, maxMatches, maxLineChars, maxFileBytes, sniffBytes } = workerData;
+const { pattern, glob, maxFiles, files, maxMatches, maxLineChars, maxFileBytes, sniffBytes } = workerData;
 const regex = new RegExp(pattern);
+const globRegex = glob === null ? null : new RegExp(glob.source);
+const keep = (rel) => globRegex === null || globRegex.test(glob.nameOnly ? rel.slice(rel.lastIndexOf("/") + 1) : rel);
 
 /** The line, or a window of it around the match when it is longer than maxLineChars. */
 function excerpt(line, index) {
@@ -43,8 +51,12 @@ function excerpt(line, index) {
   return (start > 0 ? "…" : "") + line.slice(start, end) + (end < line.length ? "… [line cut: " + line.length + " chars]" : "");
 }
 
-const result = { matches: [], truncated: false, searched: 0, skippedLarge: 0, skippedBinary: 0 };
+const result = { matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0 };
+let kept = 0;
 search: for (const file of files) {
+  if (!keep(file.relative)) continue;
+  if (kept === maxFiles) { result.tooManyFiles = true; break; }
+  kept++;
   let buffer;
   try {
     const stat = fs.statSync(file.path);

@@ -1,4 +1,5 @@
-import { open } from "node:fs/promises";
+import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
@@ -144,5 +145,30 @@ describe("search_files", () => {
     setTimeout(() => controller.abort(), 100);
     expectError(await pending, ToolErrorCode.searchAborted);
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
+
+describe("search_files glob", () => {
+  it("a catastrophically backtracking glob cannot hang the server: it ends in SEARCH_TIMEOUT", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "glob-redos-"));
+    try {
+      await writeFile(join(dir, `${"a".repeat(60)}.txt`), "hello\n");
+      const tool = createSearchFilesTool({ timeLimitMs: 300 });
+      const started = Date.now();
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 20);
+      const outcome = await tool.execute(
+        { pattern: "hello", glob: `${"*a".repeat(14)}*b` },
+        { workspace: dir, signal: new AbortController().signal, toolCallId: "t" },
+      );
+      clearInterval(ticker);
+      expect(outcome.ok).toBe(false);
+      expect(outcome.ok === false && outcome.errorCode).toBe("SEARCH_TIMEOUT");
+      expect(Date.now() - started).toBeLessThan(5000);
+      // The event loop kept running while the glob backtracked.
+      expect(ticks).toBeGreaterThan(3);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
