@@ -4,7 +4,7 @@
  * can crash the real server at an exact instant. Unset (always, in production), a
  * failpoint is one Set lookup.
  */
-export type FailpointName = "after-assistant-commit" | "after-tool-result-commit";
+export type FailpointName = "after-assistant-commit" | "after-tool-result-commit" | "after-cancel-request";
 
 const armed = new Set(
   (process.env.AGENT_FAILPOINTS ?? "")

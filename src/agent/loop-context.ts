@@ -24,6 +24,8 @@ export interface LoopContext {
   newId: () => string;
   /** The whole history, growing as messages are committed. */
   history: AgentMessage[];
+  /** Tool-call ids this run has already used: an id names one call of a run, for approvals. */
+  usedToolCallIds: Set<string>;
   stats: RunStats;
 }
 

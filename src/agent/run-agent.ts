@@ -30,6 +30,8 @@ export interface RunAgentParams {
   /** The most model requests this run may make. */
   maxTurns: number;
   contextMaxChars?: number;
+  /** Tool-call ids earlier turns of this run used (when resuming); a reply reusing one is refused. */
+  usedToolCallIds?: Iterable<string>;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
   newId?: () => string;
@@ -70,6 +72,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     contextMaxChars: params.contextMaxChars,
     newId: params.newId ?? randomUUID,
     history: [...params.history],
+    usedToolCallIds: new Set(params.usedToolCallIds),
     stats,
   };
   const firstNew = ctx.history.length;

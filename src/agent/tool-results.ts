@@ -10,6 +10,7 @@ export const ToolResultCode = {
   notExecuted: "NOT_EXECUTED",
   executionFailed: "TOOL_EXECUTION_FAILED",
   interrupted: "INTERRUPTED",
+  resultLost: "RESULT_LOST",
 } as const;
 
 export interface ToolResultInput {
@@ -74,3 +75,6 @@ export const interruptedOutcome = (): ToolOutcome =>
     "interrupted: the server stopped while this tool was running; its effects are unknown",
     false,
   );
+
+export const resultLostOutcome = (): ToolOutcome =>
+  failure(ToolResultCode.resultLost, "the tool ran, but its result could not be saved; its effects are unknown", false);

@@ -1,11 +1,9 @@
 import type { Logger } from "pino";
-import { pendingToolCalls } from "../agent/history.js";
 import type { RunStats } from "../agent/stats.js";
-import { abortedOutcome, interruptedOutcome, toolResultMessage } from "../agent/tool-results.js";
-import { newId } from "../ids.js";
-import { toAgentMessage } from "../store/messages.js";
+import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { RunRecord } from "../store/runs.js";
 import type { Store } from "../store/store.js";
+import { closeOpenCalls } from "./close-open-calls.js";
 import type { EventHub } from "./event-hub.js";
 import type { RunManager } from "./run-manager.js";
 import { RunRecorder } from "./run-recorder.js";
@@ -56,20 +54,18 @@ export function recoverRuns({
   const report: RecoveryReport = { resumed: [], aborted: [], interruptedToolCalls: 0 };
   for (const run of store.runs.live()) {
     const recorder = new RunRecorder(store, hub, run.id, run.sessionId);
-    const commitResult = (toolCallId: string, outcome: ReturnType<typeof abortedOutcome>) =>
-      recorder.commitMessage(toolResultMessage({ id: newId("msg"), toolCallId, outcome }), (stored) =>
-        store.toolCalls.finish(run.id, toolCallId, stored.id, stored.createdAt),
-      );
-
-    for (const call of store.toolCalls.inState(run.id, "started")) {
-      commitResult(call.id, interruptedOutcome());
-      report.interruptedToolCalls++;
-    }
-
     const session = store.sessions.get(run.sessionId);
-    if (mode === "abort" || !session) {
-      const history = store.messages.history(run.sessionId).map(toAgentMessage);
-      for (const call of pendingToolCalls(history)) commitResult(call.id, abortedOutcome());
+    // A run a client had cancelled is never continued.
+    const abort = mode === "abort" || !session || run.status === "cancelling";
+    // A call whose tool had started has no knowable outcome; when resuming, the other
+    // open calls are left to the loop (awaiting approval again, or not yet started).
+    report.interruptedToolCalls += closeOpenCalls({
+      store,
+      recorder,
+      outcomeFor: (call) => (call.state === "started" ? interruptedOutcome() : abortedOutcome()),
+      only: (call) => abort || call.state === "started",
+    });
+    if (abort) {
       recorder.write(() => {
         store.runs.finish(run.id, {
           stopReason: "aborted",

@@ -8,6 +8,7 @@ import type { RunView } from "../agent/run-view.js";
 import { emptyStats, type RunStats } from "../agent/stats.js";
 import type { StepTrace } from "../agent/step-trace.js";
 import type { AnyAgentTool } from "../agent/tool.js";
+import { abortedOutcome, notExecutedOutcome, resultLostOutcome } from "../agent/tool-results.js";
 import { conflict, notFound, sessionBusy, tooManyRuns, unavailable } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
@@ -18,6 +19,7 @@ import type { Store } from "../store/store.js";
 import type { ToolCallRecord } from "../store/tool-calls.js";
 import { type ApprovalGateDeps, approvalGate, resolveApproval } from "./approval-gate.js";
 import type { ApprovalPolicy } from "./approval-policy.js";
+import { closeOpenCalls } from "./close-open-calls.js";
 import type { EventHub } from "./event-hub.js";
 import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./run-recorder.js";
@@ -152,8 +154,9 @@ export class RunManager {
     if (view.status === "finished") return { run: view, accepted: false };
     const live = this.#live.get(runId);
     if (live && !live.cancelRequested) {
-      live.cancel("cancelled by request");
       this.#setStatus(live, "cancelling");
+      failpoint("after-cancel-request");
+      live.cancel("cancelled by request");
     }
     return { run: this.get(runId) ?? view, accepted: true };
   }
@@ -236,6 +239,7 @@ export class RunManager {
         maxTurns: live.record.maxTurns,
         contextMaxChars: live.record.contextMaxChars ?? undefined,
         priorStats: params.priorStats,
+        usedToolCallIds: live.resumed ? store.toolCalls.ofRun(live.id).map((c) => c.id) : [],
         newId: () => newId("msg"),
       });
     } catch (err) {
@@ -292,13 +296,27 @@ export class RunManager {
     }
   }
 
-  /** Writes the run's end and its `run.finished` event together; retries while writes fail. */
+  /**
+   * Writes the run's end: first a result for every call still open (a write that failed
+   * mid-turn leaves some), then the run's state and its `run.finished` event together.
+   * Retries while writes fail; a DELETE that arrives meanwhile still ends it `aborted`.
+   */
   async #finish(live: LiveRun, result: Pick<AgentRunResult, "stopReason" | "error" | "stats">): Promise<RunView> {
     const { store } = this.deps;
-    const stopReason = live.cancelRequested ? "aborted" : result.stopReason;
-    const error = stopReason === "error" ? result.error : null;
     for (let attempt = 0; ; attempt++) {
+      const stopReason = live.cancelRequested ? "aborted" : result.stopReason;
+      const error = stopReason === "error" ? result.error : null;
       try {
+        closeOpenCalls({
+          store,
+          recorder: live.recorder,
+          outcomeFor: (call) =>
+            call.state === "started"
+              ? resultLostOutcome()
+              : stopReason === "aborted"
+                ? abortedOutcome()
+                : notExecutedOutcome(),
+        });
         let view: RunView | null = null;
         live.recorder.write(() => {
           store.runs.finish(live.id, { stopReason, error, stats: result.stats, finishedAt: new Date().toISOString() });

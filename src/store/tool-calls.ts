@@ -54,14 +54,9 @@ const fromRow = (row: ToolCallRow): ToolCallRecord => ({
 
 /** Ledger writes; each is meant to run inside the transaction of the event it goes with. */
 export function toolCallStore(db: Db) {
-  // A model may reuse an id in a later turn of the same run: the newer call takes the row.
   const propose = db.prepare(
     `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
-     VALUES (@run, @id, (SELECT count(*) FROM tool_calls WHERE run_id = @run), @name, @input, 'proposed', @at)
-     ON CONFLICT (run_id, id) DO UPDATE SET ordinal = excluded.ordinal, name = excluded.name, input = excluded.input,
-       state = 'proposed', decision = NULL, decision_reason = NULL, approval_reason = NULL,
-       proposed_at = excluded.proposed_at, decided_at = NULL, started_at = NULL, finished_at = NULL,
-       result_message_id = NULL`,
+     VALUES (@run, @id, (SELECT count(*) FROM tool_calls WHERE run_id = @run), @name, @input, 'proposed', @at)`,
   );
   const awaitApproval = db.prepare(
     "UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ? WHERE run_id = ? AND id = ?",

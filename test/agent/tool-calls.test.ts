@@ -319,4 +319,22 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
     expectEveryCallAnsweredOnce(h.fullHistory);
     expect(result.messages).toEqual(h.committed);
   });
+
+  it("law 4: a reply reusing a tool call id from an earlier turn of the run is refused, nothing of it committed", async () => {
+    const ok = testTool({ name: "ok" });
+    const h = new Harness({
+      tools: [ok],
+      steps: [
+        { toolCalls: [toolCall("call_0", "ok", { text: "harmless" })] },
+        { toolCalls: [toolCall("call_0", "ok", { text: "different" })] },
+      ],
+    });
+    const result = await h.run();
+    expect(result.stopReason).toBe("error");
+    expect(result.error?.code).toBe("MODEL_BAD_RESPONSE");
+    expect(result.error?.message).toContain("call_0");
+    expect(ok.executions).toHaveLength(1);
+    expect(h.committed.filter((m) => m.role === "assistant")).toHaveLength(1);
+    expectEveryCallAnsweredOnce(h.fullHistory);
+  });
 });

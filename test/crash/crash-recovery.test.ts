@@ -210,4 +210,20 @@ describe("kill -9 at each point, then restart", () => {
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
     expect((await api(b.url, "GET", `/runs/${run.runId}/approvals`)).body.items).toEqual([]);
   });
+
+  it("a run cancelled just before the crash is not continued after the restart: it ends aborted", async () => {
+    dir = tempDir();
+    const a = await start({ AGENT_FAILPOINTS: "after-cancel-request" });
+    upstream.enqueue({ toolCalls: [{ id: "call_c", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
+    const run = await startRun(a);
+    await run.watcher?.waitFor((e) => e.event === "approval.requested");
+    await fetch(`${a.url}/runs/${run.runId}`, { method: "DELETE" }).catch(() => {});
+    expect(await a.exited).toBe("SIGKILL");
+
+    const b = await start();
+    const history = await settleAndCheck(b, run, "aborted");
+    expect(history.find((m) => m.role === "tool")).toMatchObject({ toolCallId: "call_c", isError: true });
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
+    upstream.assertComplete();
+  });
 });

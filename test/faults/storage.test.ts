@@ -1,4 +1,7 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;
@@ -53,4 +56,40 @@ it("a database that fills up mid-run ends the run with an actionable error, read
   const events = server.ctx.store.events.after(run.id, 0);
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   expect(events.at(-1)?.type).toBe("run.finished");
+});
+
+it("a tool result that cannot be written still leaves every call answered, and the session usable", async () => {
+  const session = (await server.request("POST", "/sessions", { body: { approval: { tools: { read_file: "ask" } } } }))
+    .body;
+  const record = server.ctx.sessions.record(session.id, null);
+  writeFileSync(join(server.ctx.sessions.workspacePath(record), "big.txt"), "z".repeat(90_000));
+  server.upstream.enqueue({
+    toolCalls: [
+      { id: "call_r", name: "read_file", arguments: '{"path":"big.txt"}' },
+      { id: "call_l", name: "list_files", arguments: "{}" },
+    ],
+  });
+  const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "read it" } })).body;
+  await until(
+    async () => (await server.request("GET", `/runs/${run.id}/approvals`)).body.items.length === 1,
+    "approval",
+  );
+  const db = server.ctx.store.db;
+  db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
+  const decided = await server.request("POST", `/runs/${run.id}/approvals/call_r`, { body: { decision: "approve" } });
+  expect(decided.status).toBe(200);
+  const finished = await server.ctx.manager.waitForFinish(run.id);
+  db.pragma("max_page_count = 1073741823");
+  expect(finished.stopReason).toBe("error");
+  expect(finished.error?.code).toBe("PERSISTENCE_FAILED");
+  const history = (await server.request("GET", `/sessions/${session.id}/messages`)).body.items;
+  expect(() => assertValidHistory(history)).not.toThrow();
+  expect(
+    history
+      .filter((m: { role: string }) => m.role === "tool")
+      .map((m: { metadata: { errorCode: string } }) => m.metadata.errorCode),
+  ).toEqual(["RESULT_LOST", "NOT_EXECUTED"]);
+  server.upstream.enqueue({ text: "still here" });
+  const next = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "again" } });
+  expect(next.body.run.stopReason).toBe("complete");
 });
