@@ -222,7 +222,6 @@ function instrument(store: Store, db: Db): void {
   wrap(store.toolCalls, "finish", "toolCalls.finish");
   wrap(store.toolCalls, "get", "toolCalls.get (approval gate)");
   wrap(store.steps, "save", "steps.save");
-  wrap(store.runs, "setStats", "runs.setStats");
 }
 
 // ---------- setup ----------

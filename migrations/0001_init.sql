@@ -92,3 +92,9 @@ CREATE TABLE server_heartbeat (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   at TEXT NOT NULL
 ) STRICT;
+
+-- The readiness check also inserts (and rolls back) a few pages here, proving the
+-- database can still grow.
+CREATE TABLE server_probe (
+  data BLOB NOT NULL
+) STRICT;

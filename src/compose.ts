@@ -51,6 +51,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     manager,
     workspaceRoot: config.WORKSPACE_ROOT,
     toolNames: WORKSPACE_TOOL_NAMES,
+    logger,
   });
   const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
   const tools: ToolCatalogEntry[] = describeWorkspaceTools();

@@ -18,7 +18,7 @@ export const CreateSessionBody = z
     model: z.string().min(1).max(200).optional(),
     tools: z.array(z.string().min(1).max(64)).max(64).optional(),
     approval: ApprovalPolicySchema.optional(),
-    workspace: z.string().min(1).max(128).optional(),
+    workspace: z.string().min(1).max(100).optional(),
     metadata: z.record(z.string().max(256), z.unknown()).optional(),
   })
   .nullish()

@@ -67,6 +67,7 @@ export function approvalGate(deps: ApprovalGateDeps, run: LiveRun): BeforeToolCa
         } catch {
           // The decision could not be recorded; the call is still denied (fail closed).
           run.approvals.settle(toolCall.id, { decision: "deny", reason });
+          if (run.approvals.size === 0 && run.status === "awaiting_approval") deps.setStatus(run, "running");
         }
       },
     });

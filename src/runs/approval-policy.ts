@@ -10,6 +10,11 @@ export const ApprovalPolicySchema = z.strictObject({
 });
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicySchema>;
 
+/** Without any override: read-only tools are allowed, the others ask. */
+export function defaultApprovalMode(readOnly: boolean): "allow" | "ask" {
+  return readOnly ? "allow" : "ask";
+}
+
 export interface EvaluateApprovalInput {
   tool: string;
   readOnly: boolean;
@@ -24,6 +29,6 @@ export interface EvaluateApprovalInput {
  */
 export function evaluateApproval({ tool, readOnly, session, run }: EvaluateApprovalInput): ApprovalMode {
   return (
-    run?.tools?.[tool] ?? session?.tools?.[tool] ?? run?.default ?? session?.default ?? (readOnly ? "allow" : "ask")
+    run?.tools?.[tool] ?? session?.tools?.[tool] ?? run?.default ?? session?.default ?? defaultApprovalMode(readOnly)
   );
 }

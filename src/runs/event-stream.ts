@@ -8,6 +8,9 @@ export interface SseFrame {
   data: string;
 }
 
+/** Stored events read per query while replaying. */
+const BACKLOG_PAGE = 500;
+
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
 
 /**
@@ -39,10 +42,18 @@ export async function* runEventStream({
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    const backlog = store.events.after(runId, after);
+    // The backlog is read a page at a time; live events wait in the queue meanwhile.
+    let backlog = store.events.after(runId, after, BACKLOG_PAGE);
+    let backlogDone = backlog.length < BACKLOG_PAGE;
     const finishedBefore = store.runs.get(runId)?.status === "finished";
     let next = 0;
     while (!closed.aborted) {
+      if (next === backlog.length && !backlogDone) {
+        backlog = store.events.after(runId, last, BACKLOG_PAGE);
+        backlogDone = backlog.length < BACKLOG_PAGE;
+        next = 0;
+        continue;
+      }
       const event = next < backlog.length ? backlog[next++] : queue.shift();
       if (event) {
         if (event.seq <= last) continue;

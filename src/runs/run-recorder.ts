@@ -5,8 +5,10 @@ import type { EventHub } from "./event-hub.js";
 
 /** How long streamed text may wait before it is written and published. */
 const BUFFER_DELAY_MS = 10;
-/** Buffered events kept while writes fail; beyond it the oldest text deltas are dropped. */
-const MAX_BUFFERED = 10_000;
+/** A buffer this long is written at once rather than after the delay. */
+const FLUSH_AT = 256;
+/** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
+const MAX_BUFFERED_WHILE_FAILING = 10_000;
 
 /**
  * Writes one run's events: gapless seqs, each event in the database before any
@@ -19,7 +21,8 @@ export class RunRecorder {
   #deferred: (() => void)[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
-  #lastError: unknown = null;
+  /** The last write failed: buffered events are kept (up to a cap) until one succeeds. */
+  #failing = false;
 
   constructor(
     private readonly store: Store,
@@ -32,11 +35,6 @@ export class RunRecorder {
     this.#nextMessageSeq = store.messages.lastSeq(sessionId) + 1;
   }
 
-  /** The error of the last failed background flush, if writes are failing. */
-  get lastError(): unknown {
-    return this.#lastError;
-  }
-
   /**
    * Queues a database change that may wait for the next write (a step trace): it is
    * made in that write's transaction, saving a commit of its own.
@@ -45,19 +43,30 @@ export class RunRecorder {
     this.#deferred.push(change);
   }
 
-  /** Queues an event that may wait a few milliseconds (text deltas, turn starts). */
+  /**
+   * Queues an event that may wait a few milliseconds (text deltas, turn starts). A failed
+   * background write keeps the events for the next write (which reports the failure);
+   * while writes keep failing the oldest text deltas beyond a cap are dropped.
+   */
   buffer(body: RunEventBody): void {
-    if (this.#buffered.length >= MAX_BUFFERED) this.#buffered.shift();
+    if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
+      const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
+      this.#buffered.splice(oldestDelta < 0 ? 0 : oldestDelta, 1);
+    }
     this.#buffered.push({ body, at: new Date().toISOString() });
-    this.#timer ??= setTimeout(() => {
-      this.#timer = null;
-      try {
-        this.write(() => []);
-        this.#lastError = null;
-      } catch (err) {
-        this.#lastError = err;
-      }
-    }, BUFFER_DELAY_MS);
+    if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
+      this.#flushInBackground();
+      return;
+    }
+    this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+  }
+
+  #flushInBackground(): void {
+    try {
+      this.write(() => []);
+    } catch {
+      // Kept buffered; the next write (a commit) fails with the cause, or succeeds with them.
+    }
   }
 
   /**
@@ -73,15 +82,23 @@ export class RunRecorder {
     const buffered = this.#buffered;
     const deferred = this.#deferred;
     let seq = this.#nextSeq;
-    const { events, stored } = this.store.transaction(() => {
-      for (const change of deferred) change();
-      const now = new Date().toISOString();
-      const events: RunEvent[] = [
-        ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
-        ...change().map((body) => ({ ...body, runId: this.runId, seq: seq++, at: now }) as RunEvent),
-      ];
-      return { events, stored: this.store.events.insert(events) };
-    });
+    let written: { events: RunEvent[]; stored: ReturnType<Store["events"]["insert"]> };
+    try {
+      written = this.store.transaction(() => {
+        for (const change of deferred) change();
+        const now = new Date().toISOString();
+        const events: RunEvent[] = [
+          ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
+          ...change().map((body) => ({ ...body, runId: this.runId, seq: seq++, at: now }) as RunEvent),
+        ];
+        return { events, stored: this.store.events.insert(events) };
+      });
+      this.#failing = false;
+    } catch (err) {
+      this.#failing = String((err as { code?: unknown }).code).startsWith("SQLITE_");
+      throw err;
+    }
+    const { events, stored } = written;
     this.#nextSeq = seq;
     this.#buffered = [];
     this.#deferred = [];
@@ -105,11 +122,6 @@ export class RunRecorder {
     });
     this.#nextMessageSeq++;
     return stored;
-  }
-
-  /** Writes whatever is buffered or deferred now. */
-  flush(): void {
-    if (this.#buffered.length || this.#deferred.length) this.write(() => []);
   }
 
   dispose(): void {

@@ -1,4 +1,5 @@
 import { join, relative, resolve } from "node:path";
+import type { Logger } from "pino";
 import { badRequest, notFound } from "../errors.js";
 import { newId } from "../ids.js";
 import type { ApprovalPolicy } from "../runs/approval-policy.js";
@@ -6,7 +7,7 @@ import type { RunManager } from "../runs/run-manager.js";
 import type { SessionRecord } from "../store/sessions.js";
 import type { Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
-import { type SessionView, sessionView } from "./session-view.js";
+import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 
 export interface CreateSessionInput {
   system?: string;
@@ -20,7 +21,13 @@ export interface CreateSessionInput {
 /** Sessions: their records, their workspaces, and who may see them (`owner`). */
 export class SessionService {
   constructor(
-    private readonly deps: { store: Store; manager: RunManager; workspaceRoot: string; toolNames: readonly string[] },
+    private readonly deps: {
+      store: Store;
+      manager: RunManager;
+      workspaceRoot: string;
+      toolNames: readonly string[];
+      logger: Logger;
+    },
   ) {}
 
   async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
@@ -35,11 +42,9 @@ export class SessionService {
       );
     }
     const id = newId("ses");
-    const workspace = await createSessionWorkspace({
-      root: this.deps.workspaceRoot,
-      sessionId: id,
-      shared: input.workspace,
-    });
+    // With API keys, a shared workspace is shared among one key's sessions, never across keys.
+    const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
+    const workspace = await createSessionWorkspace({ root: this.deps.workspaceRoot, sessionId: id, shared });
     const record: SessionRecord = {
       id,
       owner,
@@ -103,10 +108,15 @@ export class SessionService {
       await this.deps.manager.waitForFinish(active);
     }
     this.deps.store.sessions.delete(id);
-    await removeSessionWorkspace({
-      root: this.deps.workspaceRoot,
-      path: this.workspacePath(record),
-      shared: record.workspaceShared,
-    });
+    try {
+      await removeSessionWorkspace({
+        root: this.deps.workspaceRoot,
+        path: this.workspacePath(record),
+        shared: record.workspaceShared,
+      });
+    } catch (err) {
+      // The session is gone; a directory a tool made undeletable is left for the operator.
+      this.deps.logger.warn({ err, sessionId: id }, "could not remove the session's workspace");
+    }
   }
 }

@@ -4,8 +4,18 @@ import type { SessionRecord } from "../store/sessions.js";
 export type SessionView = Omit<SessionRecord, "owner"> & { activeRunId: string | null };
 
 export function sessionView(record: SessionRecord, activeRunId: string | null): SessionView {
-  const { owner: _owner, workspace, ...rest } = record;
-  // A shared workspace is stored as `_shared/<name>`; clients know it by its name.
-  const name = record.workspaceShared ? workspace.slice(workspace.indexOf("/") + 1) : workspace;
+  const { owner, workspace, ...rest } = record;
+  // A shared workspace is stored as `_shared/<owner prefix><name>`; clients know it by its name.
+  const name = record.workspaceShared
+    ? workspace.slice(workspace.indexOf("/") + 1 + sharedPrefix(owner).length)
+    : workspace;
   return { ...rest, workspace: name, activeRunId };
+}
+
+/**
+ * With API keys, shared workspace directories carry a prefix of the owner's id, so a
+ * name is shared among one key's sessions and never across keys.
+ */
+export function sharedPrefix(owner: string | null): string {
+  return owner ? `${owner.slice(0, 16)}-` : "";
 }

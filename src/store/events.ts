@@ -10,7 +10,7 @@ export interface StoredEvent {
 
 export function eventStore(db: Db) {
   const insert = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, ?)");
-  const after = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq");
+  const after = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?");
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = ?");
 
   return {
@@ -22,8 +22,9 @@ export function eventStore(db: Db) {
         return { seq: event.seq, type: event.type, data };
       });
     },
-    after(runId: string, seq: number): StoredEvent[] {
-      return after.all(runId, seq) as StoredEvent[];
+    /** Events after `seq`, in order, at most `limit` of them. */
+    after(runId: string, seq: number, limit = Number.MAX_SAFE_INTEGER): StoredEvent[] {
+      return after.all(runId, seq, limit) as StoredEvent[];
     },
     lastSeq(runId: string): number {
       return (last.get(runId) as { seq: number | null }).seq ?? 0;

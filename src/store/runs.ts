@@ -77,7 +77,6 @@ export function runStore(db: Db) {
     "SELECT * FROM runs WHERE session_id = @session AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
   const setStatus = db.prepare("UPDATE runs SET status = ? WHERE id = ? AND status <> 'finished'");
-  const setStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ?");
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, error = @error, stats = @stats,
        finished_at = @finished_at WHERE id = @id AND status <> 'finished'`,
@@ -129,9 +128,6 @@ export function runStore(db: Db) {
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run(status, id);
-    },
-    setStats(id: string, stats: RunStats): void {
-      setStats.run(JSON.stringify(stats), id);
     },
     /** Marks the run finished; false when it already was. */
     finish(

@@ -46,10 +46,6 @@ export class HeadTailBuffer {
     return this.total - this.headLength - this.tailLength;
   }
 
-  get totalBytes(): number {
-    return this.total;
-  }
-
   /** The kept text; when bytes were dropped, a marker in the middle says how many. */
   text(): string {
     const head = Buffer.concat(this.head);

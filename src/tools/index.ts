@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AnyAgentTool } from "../agent/tool.js";
+import { defaultApprovalMode } from "../runs/approval-policy.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { editFileTool } from "./edit-file.js";
 import { listFilesTool } from "./list-files.js";
@@ -31,15 +32,15 @@ export const workspaceTools: WorkspaceToolDefinition[] = [
 
 export const WORKSPACE_TOOL_NAMES: readonly string[] = workspaceTools.map((tool) => tool.name);
 
-export type ApprovalPolicy = "allow" | "ask";
+export type DefaultApproval = "allow" | "ask";
 
 /**
  * The approval a tool needs when neither session nor run says otherwise: read-only tools
  * run without asking, the others (write_file, edit_file, shell) ask. An unknown name asks
  * (fail closed).
  */
-export function defaultApprovalPolicy(name: string): ApprovalPolicy {
-  return workspaceTools.find((tool) => tool.name === name)?.readOnly ? "allow" : "ask";
+export function defaultApprovalPolicy(name: string): DefaultApproval {
+  return defaultApprovalMode(workspaceTools.find((tool) => tool.name === name)?.readOnly ?? false);
 }
 
 /**
@@ -78,7 +79,7 @@ export interface WorkspaceToolDescription {
   /** JSON Schema (draft 2020-12) of the input the model sends. */
   inputSchema: Record<string, unknown>;
   readOnly: boolean;
-  defaultApproval: ApprovalPolicy;
+  defaultApproval: DefaultApproval;
 }
 
 /** The tools as `GET /tools` shows them: JSON Schemas of their inputs and default approval. */

@@ -6,12 +6,6 @@ export function looksBinary(head: Uint8Array): boolean {
   return head.subarray(0, BINARY_SNIFF_BYTES).includes(0);
 }
 
-/** `line` cut to `maxChars` characters, with a marker saying how much was dropped. */
-export function cutLine(line: string, maxChars: number): string {
-  if (line.length <= maxChars) return line;
-  return `${line.slice(0, maxChars)}… [${line.length - maxChars} more chars]`;
-}
-
 /** A byte count for people: "512 B", "2.0 KiB", "50.0 MiB". */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;

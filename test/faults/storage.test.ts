@@ -37,7 +37,9 @@ it("a database that fills up mid-run ends the run with an actionable error, read
   db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
   release();
 
-  await until(async () => (await server.request("GET", "/readyz")).status === 503, "readyz to turn 503");
+  // The run's own commit fails first (nothing else writes meanwhile), then readiness reports it.
+  await until(async () => server.ctx.store.health.failure !== null, "the run's write to fail");
+  expect((await server.request("GET", "/readyz")).status).toBe(503);
   const ready = await server.request("GET", "/readyz");
   expect(ready.body.checks.database.ok).toBe(false);
   expect(ready.body.checks.database.message).toMatch(/disk is full/);

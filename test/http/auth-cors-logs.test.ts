@@ -115,3 +115,20 @@ describe("logs", () => {
     expect(lines.join("\n")).not.toContain("wrong-key-0123456789");
   });
 });
+
+describe("shared workspaces with API keys", () => {
+  it("a shared workspace name is shared among one key's sessions, never across keys", async () => {
+    server = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}` } });
+    const create = (key: string) =>
+      server!.request("POST", "/sessions", { body: { workspace: "team" }, headers: as(key) }).then((r) => r.body);
+    const [a1, a2, b1] = [await create(KEY_A), await create(KEY_A), await create(KEY_B)];
+    expect(a1.workspace).toBe("team");
+    expect(b1.workspace).toBe("team");
+    const path = (s: { id: string }, key: string) =>
+      server!.ctx.sessions.workspacePath(
+        server!.ctx.sessions.record(s.id, server!.ctx.apiKeys.authenticate(`Bearer ${key}`)),
+      );
+    expect(path(a1, KEY_A)).toBe(path(a2, KEY_A));
+    expect(path(b1, KEY_B)).not.toBe(path(a1, KEY_A));
+  });
+});

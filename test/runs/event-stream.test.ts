@@ -93,3 +93,14 @@ it("two watchers see the same events, and a closed watcher stops without affecti
   expect(rest).toEqual(["2", "3"]);
   expect(hub.watcherCount("run_1")).toBe(0);
 });
+
+it("a long backlog is replayed page by page, gapless, with live events that arrive during the replay", async () => {
+  for (let i = 0; i < 1200; i++) recorder.write(() => [{ type: "text.delta", text: `t${i}` }]);
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 0, closed: new AbortController().signal });
+  const ids: number[] = [];
+  for (let i = 0; i < 700; i++) ids.push(Number((await stream.next()).value?.id));
+  recorder.write(() => [{ type: "text.delta", text: "live" }]);
+  finish();
+  for await (const frame of stream) ids.push(Number(frame.id));
+  expect(ids).toEqual(Array.from({ length: 1203 }, (_, i) => i + 1));
+});
