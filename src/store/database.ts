@@ -12,22 +12,35 @@ export interface OpenDatabaseOptions {
 }
 
 /**
- * Opens (creating if needed) the SQLite file with WAL, foreign keys and a busy
- * timeout, and applies pending migrations before returning.
+ * Opens (creating if needed) the SQLite file with WAL, foreign keys, a busy timeout and
+ * an exclusive lock held by this process, and applies pending migrations before returning.
+ * Throws, naming the file, when another process holds it.
  */
 export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
-  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
-  // Commits write their pages to the WAL without fsync (synchronous=NORMAL: a crash of the
-  // process loses nothing, a power loss at most the last commits). Checkpoints are what
-  // fsync; fewer, larger ones write each hot page once instead of once per 1000 pages.
-  db.pragma("wal_autocheckpoint = 10000");
-  db.pragma("cache_size = -65536");
-  db.pragma("temp_store = MEMORY");
+  const db = new Database(path, { timeout: busyTimeoutMs });
+  try {
+    // One server process owns the file: the lock is taken now and held until close, so a
+    // second server on the same DATABASE_PATH fails at start instead of resuming runs this
+    // one is executing. (It also spares WAL its shared-memory index.)
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    // Commits write their pages to the WAL without fsync (synchronous=NORMAL: a crash of the
+    // process loses nothing, a power loss at most the last commits). Checkpoints are what
+    // fsync; fewer, larger ones write each hot page once instead of once per 1000 pages.
+    db.pragma("wal_autocheckpoint = 10000");
+    db.pragma("cache_size = -65536");
+    db.pragma("temp_store = MEMORY");
+    db.exec("BEGIN IMMEDIATE; COMMIT");
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new Error(`the database ${path} is in use by another process (is another server running on it?)`);
+    }
+    throw err;
+  }
   runMigrations(db);
   return db;
 }

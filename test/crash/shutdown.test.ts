@@ -43,3 +43,18 @@ it("SIGTERM (twice) settles live runs as aborted, ends their streams with run.fi
     dir.cleanup();
   }
 });
+
+it("a second server on the same database refuses to start instead of taking over live runs", async () => {
+  const dir = tempDir();
+  try {
+    const first = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    await expect(startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL })).rejects.toThrow(
+      /in use by another process/,
+    );
+    expect((await api(first.url, "GET", "/healthz")).status).toBe(200);
+    first.process.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+  } finally {
+    dir.cleanup();
+  }
+});
