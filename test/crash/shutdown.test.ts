@@ -58,3 +58,22 @@ it("a second server on the same database refuses to start instead of taking over
     dir.cleanup();
   }
 });
+
+it("bad configuration stops the server at start with exit code 2 and a message naming the variable", async () => {
+  const dir = tempDir();
+  try {
+    const failure = startChildServer({
+      dir: dir.path,
+      upstreamURL: "http://127.0.0.1:9/v1/chat/completions",
+    });
+    await expect(failure).rejects.toThrow(/OPENAI_BASE_URL[^\n]*chat\/completions/);
+    const bad = startChildServer({
+      dir: dir.path,
+      upstreamURL: upstream.baseURL,
+      env: { MAX_CONCURRENT_RUNS: "lots" },
+    });
+    await expect(bad).rejects.toThrow(/MAX_CONCURRENT_RUNS/);
+  } finally {
+    dir.cleanup();
+  }
+});

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -176,5 +177,26 @@ describe("runs over HTTP", () => {
     release();
     const run = await server.ctx.manager.waitForFinish(started.json.runId);
     expect(run.stopReason).toBe("complete");
+  });
+});
+
+describe("sessions and their workspaces", () => {
+  it("deleting a session deletes its runs, its messages and its own workspace, never a shared one", async () => {
+    server.upstream.enqueue({ text: "hi" }, { text: "hi" });
+    const own = (await server.request("POST", "/sessions", { body: {} })).body;
+    const shared = (await server.request("POST", "/sessions", { body: { workspace: "team" } })).body;
+    const ownPath = server.ctx.sessions.workspacePath(server.ctx.sessions.record(own.id, null));
+    const sharedPath = server.ctx.sessions.workspacePath(server.ctx.sessions.record(shared.id, null));
+    const run = await server.request("POST", `/sessions/${own.id}/runs?wait=true`, { body: { input: "x" } });
+    await server.request("POST", `/sessions/${shared.id}/runs?wait=true`, { body: { input: "x" } });
+    expect(existsSync(ownPath)).toBe(true);
+
+    expect((await server.request("DELETE", `/sessions/${own.id}`)).status).toBe(204);
+    expect((await server.request("DELETE", `/sessions/${shared.id}`)).status).toBe(204);
+    expect(existsSync(ownPath)).toBe(false);
+    expect(existsSync(sharedPath)).toBe(true);
+    expect((await server.request("GET", `/sessions/${own.id}`)).status).toBe(404);
+    expect((await server.request("GET", `/runs/${run.body.run.id}`)).status).toBe(404);
+    expect(server.ctx.store.messages.history(own.id)).toEqual([]);
   });
 });
