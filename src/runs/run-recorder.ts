@@ -51,7 +51,7 @@ export class RunRecorder {
   buffer(body: RunEventBody): void {
     if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
       const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
-      this.#buffered.splice(oldestDelta < 0 ? 0 : oldestDelta, 1);
+      this.#buffered.splice(Math.max(oldestDelta, 0), 1);
     }
     this.#buffered.push({ body, at: new Date().toISOString() });
     if (this.#buffered.length >= FLUSH_AT && !this.#failing) {

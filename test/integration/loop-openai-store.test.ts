@@ -4,7 +4,6 @@ import { z } from "zod";
 import { approveAll } from "../../src/agent/approval.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { runAgent } from "../../src/agent/run-agent.js";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { AgentTool } from "../../src/agent/tool.js";
 import { createOpenAIModelClient } from "../../src/model/index.js";
 import { EventHub } from "../../src/runs/event-hub.js";
