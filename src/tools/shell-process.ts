@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { errnoCode } from "./fs-errors.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
-import { killProcessGroup } from "./process-group.js";
+import { killProcessGroup, processGroupAlive } from "./process-group.js";
 import { shellEnvironment } from "./shell-env.js";
 
 export interface ShellRunOptions {
@@ -28,6 +28,8 @@ export interface ShellRun {
   stopped: { by: "timeout" | "abort"; forced: boolean } | null;
   /** The shell exited while background processes still held its output open. */
   outputLeftOpen: boolean;
+  /** Processes the command left running in its group were stopped after it exited. */
+  backgroundStopped: boolean;
   /** The shell could not be started (system error code). */
   spawnError: string | null;
 }
@@ -38,7 +40,8 @@ const closed = (stream: Readable): Promise<void> =>
 /**
  * Runs `/bin/sh -c command` in its own process group with stdin closed and an allow-listed
  * environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL after the
- * grace period) and this resolves only after the group is gone. Never rejects for anything
+ * grace period), and so is what the command left running in the background once it
+ * exited; this resolves only after the group is gone. Never rejects for anything
  * the command does.
  */
 export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
@@ -90,6 +93,13 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     stdout.destroy();
     stderr.destroy();
   }
+  // A command's processes end with it: nothing it started in the background outlives the
+  // call (a run, a cancel or a deleted session could no longer reach it).
+  let backgroundStopped = false;
+  if (!stopped && child.pid !== undefined && (await processGroupAlive(child.pid))) {
+    await killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs });
+    backgroundStopped = true;
+  }
 
   const spawnError = "error" in exit ? (errnoCode(exit.error) ?? "unknown error") : null;
   return {
@@ -99,6 +109,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     exitSignal: "signal" in exit ? exit.signal : null,
     stopped: stopped ? { by: stopped.by, forced } : null,
     outputLeftOpen: !drained,
+    backgroundStopped,
     spawnError,
   };
 }

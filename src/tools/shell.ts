@@ -99,8 +99,8 @@ function outcomeOf(run: ShellRun, { timeoutMs, killGraceMs }: { timeoutMs: numbe
       truncated,
     );
   }
-  const notes = run.outputLeftOpen
-    ? "\n[the shell exited but background processes it started still hold its output open; they keep running and their later output is not shown]"
+  const notes = run.backgroundStopped
+    ? "\n[the command left processes running in the background; they were stopped when it exited (a command's processes end with it)]"
     : "";
   if (run.exitCode === 0) return toolOk(`${body}\n[exit code 0]${notes}`, truncated);
   const status = run.exitSignal ? `killed by signal ${run.exitSignal}` : `exit code ${run.exitCode}`;

@@ -134,13 +134,19 @@ describe("shell", () => {
     expect(outcome).toMatchObject({ truncated: true });
   });
 
-  it("returns when the shell exits even if a background process keeps its output open", async () => {
+  it("returns when the shell exits, and stops what it left running in the background", async () => {
     const { workspace } = await makeSandbox();
     const started = Date.now();
-    const outcome = await runTool(shellTool, workspace, { command: "sleep 30 & echo $! > bg.pid; echo started" });
-    strays.push(Number(await waitForFile(join(workspace, "bg.pid"))));
-    expect(expectOk(outcome)).toMatch(/^started\n\[exit code 0\]\n\[the shell exited but background processes/);
-    expect(Date.now() - started).toBeLessThan(3000);
+    const outcome = await runTool(shellTool, workspace, {
+      command: "sleep 30 & echo $! > bg.pid; (sleep 30 > /dev/null 2>&1 &); echo started",
+    });
+    const bg = Number(await waitForFile(join(workspace, "bg.pid")));
+    strays.push(bg);
+    expect(expectOk(outcome)).toMatch(
+      /^started\n\[exit code 0\]\n\[the command left processes running in the background; they were stopped/,
+    );
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await isRunning(bg)).toBe(false);
   });
 
   it("reports a command killed by a signal as SHELL_FAILED", async () => {
