@@ -26,6 +26,7 @@ const stopChildren = () => {
 };
 process.on("exit", stopChildren);
 process.on("SIGINT", () => process.exit(130));
+process.on("SIGTERM", () => process.exit(143));
 
 function startChild(args, env) {
   const child = spawn(process.execPath, args, {
