@@ -5,6 +5,8 @@
 // SOAK_WATCHERS (1000) SSE watchers that connect to random runs at random resume points
 // and disconnect at random. It checks every stream for gaps and duplicates, that every
 // run ends `complete`, that no run is left unfinished, and samples the server's RSS.
+// SOAK_MODEL_LATENCY_MS delays each model reply (0: as fast as possible, which saturates
+// the server; then Node accepts one new connection per event-loop turn and new watchers queue).
 // Prints its figures; exits 1 when a check failed.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -18,7 +20,9 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const RUNS = Number(process.env.SOAK_RUNS ?? 200);
 const WATCHERS = Number(process.env.SOAK_WATCHERS ?? 1000);
-const WARMUP_SECONDS = Math.min(10, Math.max(1, Math.floor(SECONDS / 6)));
+const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.min(10, Math.max(1, Math.floor(SECONDS / 6))));
+/** Delay before each model reply's first chunk; 0 (as fast as possible) saturates the server. */
+const MODEL_LATENCY_MS = Number(process.env.SOAK_MODEL_LATENCY_MS ?? 0);
 
 const children = [];
 const stopChildren = () => {
@@ -217,6 +221,7 @@ const tmp = mkdtempSync(join(os.tmpdir(), "agent-soak-"));
 try {
   const upstream = startChild([join(root, "bench/fake-upstream.mjs")], {
     PORT: "0",
+    FAKE_LATENCY_MS: String(MODEL_LATENCY_MS),
     FAKE_TOOL_NAME: "write_file",
     FAKE_TOOL_ARGS: '{"path":"out.txt","content":"soak"}',
   });
@@ -243,7 +248,9 @@ try {
     }
   }
 
-  console.log(`soak: ${RUNS} concurrent runs with approvals, ${WATCHERS} reconnecting watchers, ${SECONDS} s`);
+  console.log(
+    `soak: ${RUNS} concurrent runs with approvals, ${WATCHERS} reconnecting watchers, ${SECONDS} s, model latency ${MODEL_LATENCY_MS} ms`,
+  );
   console.log(`machine: ${os.cpus()[0]?.model} x${os.cpus().length}, node ${process.version}`);
   const rss = [];
   const sampler = setInterval(() => rss.push({ t: (Date.now() - t0) / 1000, mb: rssMb(server.pid) }), 1000);
