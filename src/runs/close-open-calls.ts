@@ -23,7 +23,7 @@ export function closeOpenCalls({
   /** Which open calls to close (default: all). */
   only?: (call: ToolCallRecord) => boolean;
 }): number {
-  const open = store.toolCalls.ofRun(recorder.runId).filter((call) => call.state !== "finished" && only(call));
+  const open = store.toolCalls.open(recorder.runId).filter(only);
   for (const call of open) {
     const message = toolResultMessage({ id: newId("msg"), toolCallId: call.id, outcome: outcomeFor(call) });
     recorder.commitMessage(message, (stored) =>

@@ -73,6 +73,7 @@ export function toolCallStore(db: Db) {
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
   const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY ordinal");
   const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state = ? ORDER BY ordinal");
+  const open = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state <> 'finished' ORDER BY ordinal");
 
   return {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {
@@ -97,6 +98,10 @@ export function toolCallStore(db: Db) {
     },
     ofRun(runId: string): ToolCallRecord[] {
       return (ofRun.all(runId) as ToolCallRow[]).map(fromRow);
+    },
+    /** The run's calls without a result yet, in order. */
+    open(runId: string): ToolCallRecord[] {
+      return (open.all(runId) as ToolCallRow[]).map(fromRow);
     },
     inState(runId: string, state: ToolCallState): ToolCallRecord[] {
       return (inState.all(runId, state) as ToolCallRow[]).map(fromRow);
