@@ -16,7 +16,8 @@ export class LiveRun {
   stats: RunStats | null = null;
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
-  done: Promise<RunView> = Promise.resolve() as unknown as Promise<RunView>;
+  /** Settles with the finished run; set when the run is launched. */
+  done!: Promise<RunView>;
 
   constructor(
     readonly record: RunRecord,

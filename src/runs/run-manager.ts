@@ -317,13 +317,17 @@ export class RunManager {
                 ? abortedOutcome()
                 : notExecutedOutcome(),
         });
+        const finishedAt = new Date().toISOString();
         let view: RunView | null = null;
         live.recorder.write(() => {
-          store.runs.finish(live.id, { stopReason, error, stats: result.stats, finishedAt: new Date().toISOString() });
+          store.runs.finish(live.id, { stopReason, error, stats: result.stats, finishedAt });
           view = this.get(live.id);
-          return [{ type: "run.finished", run: view as RunView }];
+          return view ? [{ type: "run.finished", run: view }] : [];
         });
-        return view as unknown as RunView;
+        // The row is gone only if its session was deleted underneath; report the end anyway.
+        return (
+          view ?? { ...runView(live.record), status: "finished", stopReason, error, stats: result.stats, finishedAt }
+        );
       } catch (err) {
         if (attempt === 0)
           this.deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
