@@ -118,3 +118,23 @@ describe("tool refusals through the loop", () => {
     expect(history.at(-1).content).toBe("I could not read those");
   });
 });
+
+describe("idle streams", () => {
+  it("an idle event stream gets comment heartbeats and is marked unbuffered for proxies", async () => {
+    await server.close();
+    server = await startTestServer({ sseHeartbeatMs: 50 });
+    let release!: () => void;
+    server.upstream.enqueue({ text: "late", gate: new Promise<void>((r) => (release = r)) });
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "x" } })).body;
+    const stream = await openSse(`${server.url}/runs/${run.id}/events`);
+    expect(stream.headers["x-accel-buffering"]).toBe("no");
+    expect(stream.headers["cache-control"]).toMatch(/no-cache/);
+    const deadline = Date.now() + 5000;
+    while (stream.comments.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(stream.comments.length).toBeGreaterThanOrEqual(2);
+    release();
+    const events = await stream.ended;
+    expect(events.at(-1)?.event).toBe("run.finished");
+  });
+});
