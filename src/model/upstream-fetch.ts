@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { Agent, request } from "undici";
 import type { ModelFetch } from "./retry-delay-cap.js";
 
@@ -37,8 +37,48 @@ export const upstreamFetch: ModelFetch = async (input, init) => {
     response.body.resume();
     return new Response(null, { status: response.statusCode, headers: responseHeaders });
   }
-  return new Response(Readable.toWeb(response.body) as ReadableStream<Uint8Array>, {
+  return new Response(webStreamOf(response.body), {
     status: response.statusCode,
     headers: responseHeaders,
   });
 };
+
+/**
+ * A web stream over a Node body, with backpressure. Unlike Node 20's `Readable.toWeb`, a
+ * chunk that arrives after the reader cancelled (the SDK cancels bodies it gives up on) is
+ * dropped instead of throwing an uncaught "Controller is already closed".
+ */
+function webStreamOf(body: Readable): ReadableStream<Uint8Array> {
+  let settled = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      body.on("data", (chunk: Buffer) => {
+        if (settled) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 1) <= 0) body.pause();
+      });
+      body.once("end", () => {
+        if (settled) return;
+        settled = true;
+        controller.close();
+      });
+      body.once("error", (err) => {
+        if (settled) return;
+        settled = true;
+        controller.error(err);
+      });
+      body.once("close", () => {
+        if (settled) return;
+        settled = true;
+        controller.error(new Error("the model's response ended before it was complete"));
+      });
+    },
+    pull() {
+      body.resume();
+    },
+    cancel() {
+      settled = true;
+      body.destroy();
+    },
+  });
+}

@@ -37,8 +37,14 @@ it("a database that fills up mid-run ends the run with an actionable error, read
   db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
   release();
 
-  // The run's own commit fails first (nothing else writes meanwhile), then readiness reports it.
-  await until(async () => server.ctx.store.health.failure !== null, "the run's write to fail");
+  // Writes fail (buffered text first, then the assistant commit); once the loop has ended,
+  // the run's end is retried every second, which records the failure anew.
+  await until(async () => server.ctx.store.health.failure !== null, "a write to fail");
+  const first = server.ctx.store.health.failure?.at;
+  await until(
+    async () => (server.ctx.store.health.failure?.at ?? 0) > (first ?? 0),
+    "the end of the run to be retried",
+  );
   expect((await server.request("GET", "/readyz")).status).toBe(503);
   const ready = await server.request("GET", "/readyz");
   expect(ready.body.checks.database.ok).toBe(false);
