@@ -33,9 +33,13 @@ export async function streamRunEvents(
   const close = () => closed.abort(CLIENT_GONE);
   sse.onClose(close);
   reply.raw.on("close", close);
-  // Headers go out at once: a client knows it is connected even before the next event.
+  // Headers go out at once, with the first frames when there are some (they are written
+  // when this turn of the event loop ends), else alone: a client knows it is connected even
+  // before the next event.
   sse.sendHeaders();
-  reply.raw.flushHeaders();
+  setTimeout(() => {
+    if (!reply.raw.headersSent && !reply.raw.destroyed) reply.raw.flushHeaders();
+  }, 0);
   const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal });
   await sse.send(corkedBatches(frames, reply.raw));
 }
