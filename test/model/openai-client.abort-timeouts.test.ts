@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { clientFor, deferred, request } from "./support.js";
+import { clientFor, deferred, messageOf, request } from "./support.js";
 
 let upstream: FakeUpstream;
 beforeEach(async () => {
@@ -11,10 +11,6 @@ afterEach(async () => {
   upstream.assertComplete();
   await upstream.close();
 });
-
-function messageOf(result: { ok: boolean; message?: string }): string {
-  return result.ok ? "(ok)" : (result.message ?? "");
-}
 
 describe("OpenAI model client: abort", () => {
   it("abort mid-stream returns MODEL_ABORTED (the SDK ends the stream silently; the client notices)", async () => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { clientFor, request, TEST_API_KEY } from "./support.js";
+import { clientFor, messageOf, request, TEST_API_KEY } from "./support.js";
 
 let upstream: FakeUpstream;
 beforeEach(async () => {
@@ -13,11 +13,6 @@ afterEach(async () => {
   upstream.assertComplete();
   await upstream.close();
 });
-
-/** The failure message of a result, or a marker when it unexpectedly succeeded. */
-function messageOf(result: { ok: boolean; message?: string }): string {
-  return result.ok ? "(ok)" : (result.message ?? "");
-}
 
 describe("OpenAI model client: upstream errors name the likely cause", () => {
   it("401 is MODEL_AUTH naming OPENAI_API_KEY, not retried, and never echoes the key", async () => {

@@ -44,3 +44,8 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   });
   return { promise, resolve };
 }
+
+/** The failure message of a result, or a marker when it unexpectedly succeeded. */
+export function messageOf(result: { ok: boolean; message?: string }): string {
+  return result.ok ? "(ok)" : (result.message ?? "");
+}
