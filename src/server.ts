@@ -42,6 +42,8 @@ async function main(): Promise<void> {
     })();
     return stopping;
   };
+  // A promise nobody handled is a bug to log, not a reason to drop every live run.
+  process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled promise rejection"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
 

@@ -217,6 +217,8 @@ export class RunManager {
       this.#live.delete(live.id);
       if (this.#bySession.get(live.sessionId) === live) this.#bySession.delete(live.sessionId);
     });
+    // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.
+    live.done.catch((err) => this.deps.logger.error({ err, runId: live.id }, "the run could not be finished"));
   }
 
   async #execute(live: LiveRun, params: { input?: string; priorStats?: RunStats }): Promise<RunView> {
