@@ -12,6 +12,9 @@ export function createStore(db: Db) {
   const health = new StorageHealth();
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
+  const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
+  const growth = db.prepare("INSERT INTO server_probe (data) VALUES (zeroblob(16384))");
+  const ROLLBACK = Symbol("rollback");
   return {
     health,
     db,
@@ -21,6 +24,24 @@ export function createStore(db: Db) {
     events: eventStore(db),
     toolCalls: toolCallStore(db),
     steps: stepStore(db),
+    /**
+     * Proves the database takes writes: rewrites the heartbeat row and, in a savepoint
+     * rolled back at once, allocates new pages (a full disk or database fails here). It
+     * is a transaction like any other: a success clears a recorded failure. Throws on failure.
+     */
+    probeWrites(): void {
+      this.transaction(() => {
+        heartbeat.run(new Date().toISOString());
+        try {
+          db.transaction(() => {
+            growth.run();
+            throw ROLLBACK;
+          })();
+        } catch (err) {
+          if (err !== ROLLBACK) throw err;
+        }
+      });
+    },
     /** Runs `fn` in one transaction: all of it is written, or none. Never pass an async function. */
     transaction<T>(fn: () => T): T {
       try {

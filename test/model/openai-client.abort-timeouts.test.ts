@@ -1,16 +1,8 @@
 import { getEventListeners } from "node:events";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { clientFor, deferred, messageOf, request } from "./support.js";
+import { describe, expect, it } from "vitest";
+import { clientFor, deferred, messageOf, request, upstream, useFakeUpstream } from "./support.js";
 
-let upstream: FakeUpstream;
-beforeEach(async () => {
-  upstream = await startFakeUpstream();
-});
-afterEach(async () => {
-  upstream.assertComplete();
-  await upstream.close();
-});
+useFakeUpstream();
 
 describe("OpenAI model client: abort", () => {
   it("abort mid-stream returns MODEL_ABORTED (the SDK ends the stream silently; the client notices)", async () => {

@@ -1,18 +1,10 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { clientFor, messageOf, request, TEST_API_KEY } from "./support.js";
+import { clientFor, messageOf, request, TEST_API_KEY, upstream, useFakeUpstream } from "./support.js";
 
-let upstream: FakeUpstream;
-beforeEach(async () => {
-  upstream = await startFakeUpstream();
-});
-afterEach(async () => {
-  upstream.assertComplete();
-  await upstream.close();
-});
+useFakeUpstream();
 
 describe("OpenAI model client: upstream errors name the likely cause", () => {
   it("401 is MODEL_AUTH naming OPENAI_API_KEY, not retried, and never echoes the key", async () => {

@@ -1,17 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { clientFor, lookupTool, request, TEST_API_KEY, userMessage } from "./support.js";
+import { clientFor, lookupTool, request, TEST_API_KEY, upstream, useFakeUpstream, userMessage } from "./support.js";
 
-let upstream: FakeUpstream;
-beforeEach(async () => {
-  upstream = await startFakeUpstream();
-});
-afterEach(async () => {
-  upstream.assertComplete();
-  await upstream.close();
-});
+useFakeUpstream();
 
 describe("OpenAI model client: a clean stream", () => {
   it("streams text, passing each delta to onTextDelta in order, and returns the whole text", async () => {

@@ -1,7 +1,8 @@
+import { afterEach, beforeEach } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import type { ModelClient, ModelRequest, ToolSpec } from "../../src/agent/model.js";
 import { createOpenAIModelClient, type OpenAIModelClientOptions } from "../../src/model/openai-client.js";
-import type { FakeUpstream } from "../fakes/openai-upstream.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 
 export const TEST_API_KEY = "sk-test-secret-key-0123456789";
 
@@ -48,4 +49,18 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
 /** The failure message of a result, or a marker when it unexpectedly succeeded. */
 export function messageOf(result: { ok: boolean; message?: string }): string {
   return result.ok ? "(ok)" : (result.message ?? "");
+}
+
+/** The current test's fake upstream (a live binding: set anew before each test). */
+export let upstream: FakeUpstream;
+
+/** Gives every test of the file a fresh fake upstream, checked for unused replies and closed after it. */
+export function useFakeUpstream(): void {
+  beforeEach(async () => {
+    upstream = await startFakeUpstream();
+  });
+  afterEach(async () => {
+    upstream.assertComplete();
+    await upstream.close();
+  });
 }
