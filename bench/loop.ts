@@ -11,9 +11,11 @@
 // What a "turn" is: the wall time from the run's first model request to its second.
 // That interval holds exactly one model request returning, the assistant message with
 // its call committed (message + `message` event + ledger `proposed`), argument
-// validation, the approval gate (ledger read + policy), `tool.started` written, the
-// tool executed, its result committed (message + event + ledger `finished`), the step
-// trace saved, and the next request's context built.
+// validation, the approval gate (ledger read + policy), the tool executed, its result
+// committed (message + event + ledger `finished`, with the `tool.started` event and
+// ledger mark of this read-only tool and the previous step trace in the same
+// transaction), and the next request's context built. The commits made inside turns are
+// counted and printed.
 //
 // Why many 1-turn runs (each in a fresh session) rather than one long run: every sample
 // then does the same work, while in one long run the history grows and each turn copies
@@ -84,6 +86,8 @@ let inTurn = false;
 class InstantModel implements ModelClient {
   readonly turnMs: number[] = [];
   readonly turnCpuMs: number[] = [];
+  readonly turnCommits: number[] = [];
+  #lastCommits = 0;
   recording = false;
   #lastRequestAt = 0;
   #lastCpuUs = 0;
@@ -100,10 +104,12 @@ class InstantModel implements ModelClient {
     if (results > 0 && this.recording) {
       this.turnMs.push(now - this.#lastRequestAt);
       this.turnCpuMs.push((cpuUs - this.#lastCpuUs) / 1000);
+      this.turnCommits.push(commitCount - this.#lastCommits);
       if (PHASES) closeTurnTally();
     }
     this.#lastRequestAt = now;
     this.#lastCpuUs = cpuUs;
+    this.#lastCommits = commitCount;
     inTurn = false;
     const timing = { latencyMs: 0, firstTokenMs: 0 };
     if (results < TOOL_TURNS) {
@@ -229,6 +235,15 @@ const dir = mkdtempSync(join(process.env.BENCH_DB_DIR || os.tmpdir(), "bench-loo
 const dbPath = join(dir, "agent.db");
 const db = openDatabase({ path: dbPath });
 const store = createStore(db);
+/** Transactions made through the store so far (the bare commits below bypass it). */
+let commitCount = 0;
+{
+  const transaction = store.transaction.bind(store);
+  store.transaction = ((fn: () => unknown) => {
+    commitCount++;
+    return transaction(fn);
+  }) as Store["transaction"];
+}
 const model = new InstantModel();
 const manager = new RunManager({
   store,
@@ -342,7 +357,7 @@ console.log(
 );
 console.log(
   `  target ${turn.p50 / commit.p50 <= 10 ? "MET" : "MISSED"} at p50 (wall). ` +
-    "A turn makes 4 commits of its own (assistant message, tool.started, tool result, step trace).",
+    `Commits per turn: ${(model.turnCommits.reduce((a, b) => a + b, 0) / Math.max(1, model.turnCommits.length)).toFixed(2)} on average.`,
 );
 console.log(
   `  process: ${(RUNS / (wall / 1000)).toFixed(0)} runs/s sequential, CPU ${((cpuUsed.user + cpuUsed.system) / 1000 / RUNS).toFixed(3)} ms/run (incl. ${COMMITS_PER_RUN} bare commits); ` +

@@ -5,80 +5,121 @@ import type { ModelFetch } from "./retry-delay-cap.js";
 /** One keep-alive connection pool for every model request. */
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
 
-/** Statuses whose responses carry no body (a Response with one cannot be built). */
+/** Statuses whose responses carry no body. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
  * The fetch the SDK uses by default: a thin `fetch` over undici's `request` and one
  * connection pool. It does what the SDK needs (method, headers, a string body, abort,
- * status, headers and a streamed body back) at about two thirds of the CPU of a full
- * `fetch`, which matters: a run makes a model request per turn. Redirects are not
- * followed (an OpenAI-compatible API does not redirect).
+ * status, headers and a streamed body back) and no more, which matters: a run makes a
+ * model request per turn. Redirects are not followed (an OpenAI-compatible API does not
+ * redirect).
  */
 export const upstreamFetch: ModelFetch = async (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  const headers: Record<string, string> = {};
-  new Headers(init?.headers).forEach((value, name) => {
-    headers[name] = value;
-  });
   const response = await request(url, {
     method: (init?.method ?? "GET") as "GET",
-    headers,
+    headers: plainHeaders(init?.headers),
     body: (init?.body ?? undefined) as string | undefined,
     signal: init?.signal ?? undefined,
     dispatcher,
   });
-  const responseHeaders = new Headers();
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value === undefined) continue;
-    for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one);
-  }
-  if (NULL_BODY.has(response.statusCode)) {
-    response.body.resume();
-    return new Response(null, { status: response.statusCode, headers: responseHeaders });
-  }
-  return new Response(webStreamOf(response.body), {
+  const noBody = NULL_BODY.has(response.statusCode);
+  if (noBody) response.body.resume();
+  return new UpstreamResponse({
     status: response.statusCode,
-    headers: responseHeaders,
-  });
+    url,
+    headers: new ResponseHeaders(response.headers),
+    body: noBody ? null : response.body,
+  }) as unknown as Response;
 };
 
+function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (headers === undefined) return out;
+  const add = (value: string, name: string) => {
+    out[name.toLowerCase()] = value;
+  };
+  if (headers instanceof Headers) headers.forEach(add);
+  else new Headers(headers).forEach(add);
+  return out;
+}
+
 /**
- * A web stream over a Node body, with backpressure. Unlike Node 20's `Readable.toWeb`, a
- * chunk that arrives after the reader cancelled (the SDK cancels bodies it gives up on) is
- * dropped instead of throwing an uncaught "Controller is already closed".
+ * The part of a fetch `Response` the SDK reads (`ok`, `status`, `url`, `headers`, `body`,
+ * `text()`, `json()`). The body is undici's Node stream, which the SDK iterates directly
+ * (it accepts any async iterable of bytes), so no web stream or `Response` is built per
+ * request. The SDK cancels a body it gives up on through its async iterator's `return()`,
+ * which destroys the stream.
  */
-function webStreamOf(body: Readable): ReadableStream<Uint8Array> {
-  let settled = false;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      body.on("data", (chunk: Buffer) => {
-        if (settled) return;
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((controller.desiredSize ?? 1) <= 0) body.pause();
-      });
-      body.once("end", () => {
-        if (settled) return;
-        settled = true;
-        controller.close();
-      });
-      body.once("error", (err) => {
-        if (settled) return;
-        settled = true;
-        controller.error(err);
-      });
-      body.once("close", () => {
-        if (settled) return;
-        settled = true;
-        controller.error(new Error("the model's response ended before it was complete"));
-      });
-    },
-    pull() {
-      body.resume();
-    },
-    cancel() {
-      settled = true;
-      body.destroy();
-    },
-  });
+class UpstreamResponse {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly statusText = "";
+  readonly redirected = false;
+  readonly url: string;
+  readonly headers: Headers;
+  readonly body: (Readable & { text(): Promise<string>; json(): Promise<unknown> }) | null;
+
+  constructor(init: {
+    status: number;
+    url: string;
+    headers: ResponseHeaders;
+    body: UpstreamResponse["body"];
+  }) {
+    this.status = init.status;
+    this.ok = init.status >= 200 && init.status < 300;
+    this.url = init.url;
+    this.headers = init.headers as unknown as Headers;
+    this.body = init.body;
+  }
+
+  text(): Promise<string> {
+    return this.body ? this.body.text() : Promise.resolve("");
+  }
+
+  json(): Promise<unknown> {
+    return this.body ? this.body.json() : Promise.reject(new SyntaxError("the response has no body"));
+  }
+}
+
+/** Read-only response headers with the `Headers` methods the SDK and our error mapping use. */
+class ResponseHeaders {
+  readonly #values = new Map<string, string>();
+
+  constructor(raw: Record<string, string | string[] | undefined>) {
+    for (const name in raw) {
+      const value = raw[name];
+      if (value === undefined) continue;
+      this.#values.set(name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value);
+    }
+  }
+
+  get(name: string): string | null {
+    return this.#values.get(name.toLowerCase()) ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.#values.has(name.toLowerCase());
+  }
+
+  forEach(fn: (value: string, name: string, parent: this) => void): void {
+    for (const [name, value] of this.#values) fn(value, name, this);
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.#values.entries();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#values.keys();
+  }
+
+  values(): IterableIterator<string> {
+    return this.#values.values();
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.#values.entries();
+  }
 }

@@ -1,4 +1,5 @@
-import { open, stat } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
@@ -68,7 +69,7 @@ async function readWindow({
   endLine: number;
 }): Promise<ToolOutcome> {
   // stat before open: opening a FIFO would block until some writer appears.
-  const info = await stat(file);
+  const info = statSync(file);
   if (!info.isFile()) return notAFileOutcome(display, info.isDirectory());
   const handle = await open(file, "r");
   try {

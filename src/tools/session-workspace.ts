@@ -1,4 +1,5 @@
-import { lstat, mkdir, realpath, rm } from "node:fs/promises";
+import { realpathSync } from "node:fs";
+import { lstat, mkdir, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { isInside } from "./paths.js";
 
@@ -40,7 +41,7 @@ async function rootRealPath(rootAbs: string): Promise<string> {
   let real = realRoots.get(rootAbs);
   if (real === undefined) {
     await mkdir(rootAbs, { recursive: true });
-    real = await realpath(rootAbs);
+    real = realpathSync.native(rootAbs);
     realRoots.set(rootAbs, real);
   }
   return real;
@@ -80,7 +81,7 @@ export async function createSessionWorkspace({
     const path = join(rootAbs, sessionId);
     // An existing entry (a reused or planted one) and a root reached through a link are checked.
     if (!created || realRoot !== rootAbs) {
-      const realPath = await realpath(path);
+      const realPath = realpathSync.native(path);
       if (!isInside(realRoot, realPath))
         throw new Error(`workspace directory ${path} resolves outside the workspace root`);
     }
@@ -88,7 +89,8 @@ export async function createSessionWorkspace({
   }
   const path = join(rootAbs, SHARED_WORKSPACES_DIR, shared);
   await mkdir(path, { recursive: true });
-  const [realRoot, realPath] = await Promise.all([rootRealPath(rootAbs), realpath(path)]);
+  const realRoot = await rootRealPath(rootAbs);
+  const realPath = realpathSync.native(path);
   if (!isInside(realRoot, realPath) || realRoot === realPath) {
     throw new Error(`workspace directory ${path} resolves outside the workspace root`);
   }
