@@ -7,6 +7,12 @@
 // run ends `complete`, that no run is left unfinished, and samples the server's RSS.
 // SOAK_MODEL_LATENCY_MS delays each model reply (0: as fast as possible, which saturates
 // the server; then Node accepts one new connection per event-loop turn and new watchers queue).
+// The watchers are a closed loop: each reconnects as soon as its stream ends, and a stream
+// of a finished run ends right after its replay, so they queue at accept() whenever the
+// server is busy; "connecting" in the progress lines counts watchers waiting for a response.
+// SOAK_WARMUP_SECONDS (a third of the soak): the RSS samples before it are not judged. The
+// first seconds are a ramp (1,000 watchers connecting at once, 200 runs starting, the V8
+// heap and SQLite's page cache growing to their working size).
 // Prints its figures; exits 1 when a check failed.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -20,7 +26,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const RUNS = Number(process.env.SOAK_RUNS ?? 200);
 const WATCHERS = Number(process.env.SOAK_WATCHERS ?? 1000);
-const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.min(10, Math.max(1, Math.floor(SECONDS / 6))));
+const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.max(1, Math.round(SECONDS / 3)));
 /** Delay before each model reply's first chunk; 0 (as fast as possible) saturates the server. */
 const MODEL_LATENCY_MS = Number(process.env.SOAK_MODEL_LATENCY_MS ?? 0);
 
@@ -311,6 +317,13 @@ try {
   console.log(
     `  server RSS after ${WARMUP_SECONDS} s warm-up: first ${first.toFixed(1)} MB, last ${lastRss.toFixed(1)} MB, peak ${peak.toFixed(1)} MB, slope ${slope.toFixed(2)} MB/min`,
   );
+  const windows = [];
+  for (let from = WARMUP_SECONDS; from < SECONDS; from += 10) {
+    const inWindow = warm.filter((s) => s.t >= from && s.t < from + 10).map((s) => s.mb);
+    if (inWindow.length)
+      windows.push(`${from}-${from + 10}s ${Math.min(...inWindow).toFixed(0)}-${Math.max(...inWindow).toFixed(0)}`);
+  }
+  console.log(`  server RSS per 10 s window after the warm-up (min-max MB): ${windows.join(", ")}`);
   console.log(`  readyz at the end: ${JSON.stringify(live)}`);
   console.log(`  elapsed ${elapsed.toFixed(1)} s`);
   if (stats.failures.length) console.log(`  first failures:\n    ${stats.failures.join("\n    ")}`);
