@@ -5,6 +5,7 @@ import type { AssistantMessage } from "./messages.js";
 import type { ToolSpec } from "./model.js";
 import { addUsage } from "./stats.js";
 import { estimateTokens, type StepTrace } from "./step-trace.js";
+import { withUniqueIds } from "./unique-tool-call-ids.js";
 
 export type ModelTurn =
   | { stop: PhaseStop; trace: StepTrace | null }
@@ -82,39 +83,16 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     return { stop: { stopReason: "error", error: { code: "EMPTY_RESPONSE", message } }, trace };
   }
 
-  const badId = firstBadToolCallId(
-    result.toolCalls.map((c) => c.id),
-    ctx.usedToolCallIds,
-  );
-  if (badId !== null) {
-    const message = `the model sent a tool call with ${badId === "" ? "an empty id" : `an id already used in this run (${badId})`}`;
-    trace.model.error = message;
-    return { stop: { stopReason: "error", error: { code: "MODEL_BAD_RESPONSE", message } }, trace };
-  }
-
+  const toolCalls = withUniqueIds(result.toolCalls, ctx.usedToolCallIds);
   const assistant: AssistantMessage = {
     id: ctx.newId(),
     role: "assistant",
     content: result.text,
-    ...(result.toolCalls.length ? { toolCalls: result.toolCalls } : {}),
+    ...(toolCalls.length ? { toolCalls } : {}),
   };
   const stop = await commitMessage(ctx, assistant);
   if (stop) return { stop, trace };
-  for (const call of result.toolCalls) ctx.usedToolCallIds.add(call.id);
+  for (const call of toolCalls) ctx.usedToolCallIds.add(call.id);
   ctx.stats.turns++;
   return { stop: null, assistant, trace };
-}
-
-/**
- * An id that is empty, repeated within the reply, or used earlier in the run, or null.
- * Law 4 needs one result per id, and an approval names its call by id: a reused id
- * could make a retried decision approve a different call.
- */
-function firstBadToolCallId(ids: readonly string[], used: ReadonlySet<string>): string | null {
-  const seen = new Set<string>(used);
-  for (const id of ids) {
-    if (id === "" || seen.has(id)) return id;
-    seen.add(id);
-  }
-  return null;
 }

@@ -304,8 +304,8 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
     h.model.assertComplete();
   });
 
-  it("law 4: a model reply that repeats a tool call id never leaves a history the loop itself would reject", async () => {
-    const ok = testTool({ name: "ok" });
+  it("law 4: a reply repeating a tool call id gets the repeat renamed; both calls run and are answered", async () => {
+    const ok = testTool({ name: "ok", execute: async (input) => toolOk(`ran ${input.text}`) });
     const h = new Harness({
       tools: [ok],
       steps: [
@@ -314,27 +314,46 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
       ],
     });
     const result = await h.run();
-    // However the loop treats such a reply (reject it, or answer it), what it commits must
-    // still load: every call exactly one result (assertValidHistory runs on the next run).
+    expect(result.stopReason).toBe("complete");
+    const assistant = h.committed.find((m) => m.role === "assistant");
+    expect(assistant?.role === "assistant" && assistant.toolCalls?.map((c) => c.id)).toEqual(["dup", "dup-2"]);
+    expect(ok.executions).toEqual([
+      { toolCallId: "dup", input: { text: "1" } },
+      { toolCallId: "dup-2", input: { text: "2" } },
+    ]);
+    expect(h.resultOf("dup").content).toBe("ran 1");
+    expect(h.resultOf("dup-2").content).toBe("ran 2");
+    // The model is sent its calls under the ids their results answer.
+    const sent = h.model.requests[1]?.messages ?? [];
+    expect(sent.filter((m) => m.role === "tool").map((m) => m.role === "tool" && m.toolCallId)).toEqual([
+      "dup",
+      "dup-2",
+    ]);
     expectEveryCallAnsweredOnce(h.fullHistory);
-    expect(result.messages).toEqual(h.committed);
+    expectConsistent(h, result);
+    h.model.assertComplete();
   });
 
-  it("law 4: a reply reusing a tool call id from an earlier turn of the run is refused, nothing of it committed", async () => {
-    const ok = testTool({ name: "ok" });
+  it("law 4: a call reusing an id from an earlier turn of the run, or with an empty id, runs under a fresh id", async () => {
+    const ok = testTool({ name: "ok", execute: async (input) => toolOk(`ran ${input.text}`) });
     const h = new Harness({
       tools: [ok],
       steps: [
-        { toolCalls: [toolCall("call_0", "ok", { text: "harmless" })] },
-        { toolCalls: [toolCall("call_0", "ok", { text: "different" })] },
+        { toolCalls: [toolCall("call_0", "ok", { text: "first" })] },
+        { toolCalls: [toolCall("call_0", "ok", { text: "second" }), toolCall("", "ok", { text: "third" })] },
+        { text: "done" },
       ],
     });
     const result = await h.run();
-    expect(result.stopReason).toBe("error");
-    expect(result.error?.code).toBe("MODEL_BAD_RESPONSE");
-    expect(result.error?.message).toContain("call_0");
-    expect(ok.executions).toHaveLength(1);
-    expect(h.committed.filter((m) => m.role === "assistant")).toHaveLength(1);
+    expect(result.stopReason).toBe("complete");
+    const ids = h.committed.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []).map((c) => c.id) : []));
+    expect(ids).toEqual(["call_0", "call_0-2", "call-2"]);
+    expect(ok.executions).toHaveLength(3);
+    expect(h.resultOf("call_0").content).toBe("ran first");
+    expect(h.resultOf("call_0-2").content).toBe("ran second");
+    expect(h.resultOf("call-2").content).toBe("ran third");
     expectEveryCallAnsweredOnce(h.fullHistory);
+    expectConsistent(h, result);
+    h.model.assertComplete();
   });
 });
