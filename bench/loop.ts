@@ -11,11 +11,11 @@
 // What a "turn" is: the wall time from the run's first model request to its second.
 // That interval holds exactly one model request returning, the assistant message with
 // its call committed (message + `message` event + ledger `proposed`), argument
-// validation, the approval gate (ledger read + policy), the tool executed, its result
-// committed (message + event + ledger `finished`, with the `tool.started` event and
-// ledger mark of this read-only tool and the previous step trace in the same
-// transaction), and the next request's context built. The commits made inside turns are
-// counted and printed.
+// validation, the approval gate (ledger read + policy), `tool.started` written with its
+// ledger mark, the tool executed, its result committed (message + event + ledger
+// `finished`, with the previous step trace in the same transaction), and the next
+// request's context built. The transactions made through the store inside turns (every
+// write of the run's progress goes through it) are counted and printed.
 //
 // Why many 1-turn runs (each in a fresh session) rather than one long run: every sample
 // then does the same work, while in one long run the history grows and each turn copies

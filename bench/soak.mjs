@@ -10,7 +10,7 @@
 // The watchers are a closed loop: each reconnects as soon as its stream ends, and a stream
 // of a finished run ends right after its replay, so they queue at accept() whenever the
 // server is busy; "connecting" in the progress lines counts watchers waiting for a response.
-// SOAK_WARMUP_SECONDS (a third of the soak): the RSS samples before it are not judged. The
+// SOAK_WARMUP_SECONDS (a third of the soak, at most 20 s): the RSS samples before it are not judged. The
 // first seconds are a ramp (1,000 watchers connecting at once, 200 runs starting, the V8
 // heap and SQLite's page cache growing to their working size).
 // Prints its figures; exits 1 when a check failed.
@@ -26,7 +26,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const RUNS = Number(process.env.SOAK_RUNS ?? 200);
 const WATCHERS = Number(process.env.SOAK_WATCHERS ?? 1000);
-const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.max(1, Math.round(SECONDS / 3)));
+const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.min(20, Math.max(1, Math.round(SECONDS / 3))));
 /** Delay before each model reply's first chunk; 0 (as fast as possible) saturates the server. */
 const MODEL_LATENCY_MS = Number(process.env.SOAK_MODEL_LATENCY_MS ?? 0);
 

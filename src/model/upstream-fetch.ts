@@ -30,9 +30,35 @@ export const upstreamFetch: ModelFetch = async (input, init) => {
     status: response.statusCode,
     url,
     headers: new ResponseHeaders(response.headers),
-    body: noBody ? null : response.body,
+    body: noBody ? null : destroyedOnReturn(response.body),
   }) as unknown as Response;
 };
+
+/**
+ * The body, with an async iterator whose `return()` always destroys it. The SDK gives up
+ * on a body (an error response it retries) by calling `return()` on a fresh iterator;
+ * Node's own iterator skips its cleanup when it was never started, which would leave the
+ * body unread and its connection out of the pool.
+ */
+function destroyedOnReturn<T extends Readable>(body: T): T {
+  const iterate = body[Symbol.asyncIterator].bind(body);
+  body[Symbol.asyncIterator] = () => {
+    const inner = iterate();
+    const iterator: AsyncIterableIterator<unknown> = {
+      next: () => inner.next(),
+      return: async (value?: unknown) => {
+        // Destroying an unfinished body makes undici emit an abort error: nobody waits for it.
+        body.on("error", () => {});
+        body.destroy();
+        return (await inner.return?.(value)) ?? { done: true, value };
+      },
+      throw: (err?: unknown) => inner.throw?.(err) ?? Promise.reject(err),
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
+  };
+  return body;
+}
 
 function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -50,7 +76,7 @@ function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
  * `text()`, `json()`). The body is undici's Node stream, which the SDK iterates directly
  * (it accepts any async iterable of bytes), so no web stream or `Response` is built per
  * request. The SDK cancels a body it gives up on through its async iterator's `return()`,
- * which destroys the stream.
+ * which destroys the stream (see `destroyedOnReturn`).
  */
 class UpstreamResponse {
   readonly status: number;

@@ -16,10 +16,6 @@ export class LiveRun {
   stats: RunStats | null = null;
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
-  /** Names of the run's tools that change nothing (their start need not be durable first). */
-  readOnlyTools: ReadonlySet<string> = new Set();
-  /** Calls whose tool this process started (a read-only tool's start may not be stored yet). */
-  readonly startedCalls = new Set<string>();
   /** Settles with the finished run; set when the run is launched. */
   done!: Promise<RunView>;
 

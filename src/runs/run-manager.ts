@@ -225,14 +225,12 @@ export class RunManager {
     const { store, logger } = this.deps;
     const log = logger.child({ runId: live.id, sessionId: live.sessionId });
     let result: Pick<AgentRunResult, "stopReason" | "error" | "stats">;
-    const tools = this.deps.toolsFor(live.session);
-    live.readOnlyTools = new Set(tools.filter((tool) => tool.readOnly).map((tool) => tool.name));
     try {
       result = await runAgent({
         model: this.deps.model,
         modelName: live.session.model ?? this.deps.defaultModel,
         system: live.session.system ?? undefined,
-        tools,
+        tools: this.deps.toolsFor(live.session),
         history: store.messages.history(live.sessionId).map(toAgentMessage),
         input: params.input,
         beforeToolCall: approvalGate(this.#approvalDeps, live),
@@ -277,20 +275,9 @@ export class RunManager {
       live.recorder.buffer(event);
       return;
     }
-    live.startedCalls.add(event.toolCallId);
-    const startedAt = new Date().toISOString();
-    const markStarted = () => this.deps.store.toolCalls.start(live.id, event.toolCallId, startedAt);
-    if (live.readOnlyTools.has(event.tool)) {
-      // A read-only tool changes nothing, so running it again after a crash is harmless:
-      // its start goes out with the next write (its result, or within a few ms), saving a commit.
-      live.recorder.defer(markStarted);
-      live.recorder.buffer(event);
-      return;
-    }
-    // Durable before a tool with effects runs: after a crash the ledger says it had
-    // started, and recovery records its outcome as unknown instead of running it again.
+    // Durable before the tool runs: after a crash the ledger says it had started.
     live.recorder.write(() => {
-      markStarted();
+      this.deps.store.toolCalls.start(live.id, event.toolCallId, new Date().toISOString());
       return [event];
     });
   }
@@ -326,7 +313,7 @@ export class RunManager {
           store,
           recorder: live.recorder,
           outcomeFor: (call) =>
-            call.state === "started" || live.startedCalls.has(call.id)
+            call.state === "started"
               ? resultLostOutcome()
               : stopReason === "aborted"
                 ? abortedOutcome()

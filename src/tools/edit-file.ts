@@ -1,5 +1,4 @@
-import { statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import { writeFileAtomic } from "./atomic-write.js";
@@ -52,7 +51,7 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
     const resolved = await resolveInWorkspace(workspace, path);
     if (!resolved.ok) return resolved.outcome;
     try {
-      const info = statSync(resolved.path);
+      const info = await stat(resolved.path);
       if (!info.isFile()) return notAFileOutcome(path, info.isDirectory());
       if (info.size > EDIT_MAX_FILE_BYTES) {
         return toolError(

@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
@@ -45,7 +45,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     const resolved = await resolveInWorkspace(workspace, path);
     if (!resolved.ok) return resolved.outcome;
     try {
-      if (!statSync(resolved.path).isDirectory()) {
+      if (!(await stat(resolved.path)).isDirectory()) {
         return toolError(ToolErrorCode.notADirectory, `"${path}" is a file, not a directory; use read_file`, true);
       }
     } catch (err) {

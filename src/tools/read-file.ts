@@ -1,5 +1,4 @@
-import { statSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
@@ -69,7 +68,7 @@ async function readWindow({
   endLine: number;
 }): Promise<ToolOutcome> {
   // stat before open: opening a FIFO would block until some writer appears.
-  const info = statSync(file);
+  const info = await stat(file);
   if (!info.isFile()) return notAFileOutcome(display, info.isDirectory());
   const handle = await open(file, "r");
   try {

@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
@@ -104,7 +104,7 @@ async function searchFiles({
   const files: SearchWorkerData["files"] = [];
   let tooManyFiles = false;
   try {
-    const info = statSync(resolved.path);
+    const info = await stat(resolved.path);
     if (info.isFile()) {
       files.push({ path: resolved.path, relative: workspaceRelative(resolved.root, resolved.path) });
     } else if (!info.isDirectory()) {

@@ -1,5 +1,4 @@
-import { realpathSync } from "node:fs";
-import { lstat, mkdir, rm } from "node:fs/promises";
+import { lstat, mkdir, realpath, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { isInside } from "./paths.js";
 
@@ -41,7 +40,7 @@ async function rootRealPath(rootAbs: string): Promise<string> {
   let real = realRoots.get(rootAbs);
   if (real === undefined) {
     await mkdir(rootAbs, { recursive: true });
-    real = realpathSync.native(rootAbs);
+    real = await realpath(rootAbs);
     realRoots.set(rootAbs, real);
   }
   return real;
@@ -81,7 +80,7 @@ export async function createSessionWorkspace({
     const path = join(rootAbs, sessionId);
     // An existing entry (a reused or planted one) and a root reached through a link are checked.
     if (!created || realRoot !== rootAbs) {
-      const realPath = realpathSync.native(path);
+      const realPath = await realpath(path);
       if (!isInside(realRoot, realPath))
         throw new Error(`workspace directory ${path} resolves outside the workspace root`);
     }
@@ -89,8 +88,7 @@ export async function createSessionWorkspace({
   }
   const path = join(rootAbs, SHARED_WORKSPACES_DIR, shared);
   await mkdir(path, { recursive: true });
-  const realRoot = await rootRealPath(rootAbs);
-  const realPath = realpathSync.native(path);
+  const [realRoot, realPath] = await Promise.all([rootRealPath(rootAbs), realpath(path)]);
   if (!isInside(realRoot, realPath) || realRoot === realPath) {
     throw new Error(`workspace directory ${path} resolves outside the workspace root`);
   }

@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { lstat, readlink, realpath } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { ToolErrorCode } from "./error-codes.js";
@@ -30,16 +30,10 @@ class SymlinkLoop extends Error {}
  * nearest existing ancestor joined with the missing rest. A dangling symlink is followed
  * by hand (so a new file "under" it is located where the kernel would create it).
  * Reads only (realpath/lstat/readlink); creates nothing.
- *
- * Synchronous on purpose, like the tools' other metadata reads (stat): each is a
- * syscall the kernel answers from its caches in microseconds, while a trip through
- * libuv's thread pool costs the event loop far more (a thread wake-up each way). Calls
- * that change the disk or whose cost grows with the data (mkdir, writes, directory
- * listings, file contents) stay asynchronous.
  */
-function realpathAllowingMissing(p: string, hops: number): string {
+async function realpathAllowingMissing(p: string, hops: number): Promise<string> {
   try {
-    return realpathSync.native(p);
+    return await realpath(p);
   } catch (err) {
     if (errnoCode(err) !== "ENOENT") throw err;
   }
@@ -47,16 +41,17 @@ function realpathAllowingMissing(p: string, hops: number): string {
   if (parent === p) return p;
   let linkTarget: string | null = null;
   try {
-    if (lstatSync(p).isSymbolicLink()) linkTarget = readlinkSync(p);
+    const stat = await lstat(p);
+    if (stat.isSymbolicLink()) linkTarget = await readlink(p);
   } catch (err) {
     if (errnoCode(err) !== "ENOENT") throw err;
   }
   if (linkTarget !== null) {
     if (hops >= MAX_SYMLINK_HOPS) throw new SymlinkLoop();
     // The link exists, so its parent does: resolve the target against the parent's real path.
-    return realpathAllowingMissing(resolve(realpathSync.native(parent), linkTarget), hops + 1);
+    return realpathAllowingMissing(resolve(await realpath(parent), linkTarget), hops + 1);
   }
-  return join(realpathAllowingMissing(parent, hops), basename(p));
+  return join(await realpathAllowingMissing(parent, hops), basename(p));
 }
 
 /**
@@ -72,7 +67,7 @@ export async function resolveInWorkspace(workspaceRoot: string, relPath: string)
   }
   let root: string;
   try {
-    root = realpathSync.native(workspaceRoot);
+    root = await realpath(workspaceRoot);
   } catch {
     return {
       ok: false,
@@ -82,7 +77,7 @@ export async function resolveInWorkspace(workspaceRoot: string, relPath: string)
   const lexical = isAbsolute(relPath) ? resolve(relPath) : resolve(root, relPath);
   let real: string;
   try {
-    real = realpathAllowingMissing(lexical, 0);
+    real = await realpathAllowingMissing(lexical, 0);
   } catch (err) {
     if (err instanceof SymlinkLoop) return { ok: false, outcome: fsErrorOutcome({ code: "ELOOP" }, display) };
     return { ok: false, outcome: fsErrorOutcome(err, display) };

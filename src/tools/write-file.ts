@@ -1,5 +1,4 @@
-import { statSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
@@ -45,7 +44,7 @@ export const writeFileTool: WorkspaceToolDefinition<WriteFileInput> = {
     try {
       let previous: { size: number; mode: number } | null = null;
       try {
-        const info = statSync(resolved.path);
+        const info = await stat(resolved.path);
         if (!info.isFile()) return notAFileOutcome(path, info.isDirectory());
         previous = { size: info.size, mode: info.mode & 0o7777 };
       } catch (err) {

@@ -2,6 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
+import { upstreamFetch } from "../../src/model/upstream-fetch.js";
 import { clientFor, messageOf, request, TEST_API_KEY, upstream, useFakeUpstream } from "./support.js";
 
 useFakeUpstream();
@@ -137,6 +138,52 @@ describe("OpenAI model client: upstream errors name the likely cause", () => {
     }
   });
 
+  it("retried error responses with large bodies do not hold their connections open", async () => {
+    let open = 0;
+    let maxOpen = 0;
+    let attempts = 0;
+    const server = await rawServer((_req, res) => {
+      attempts++;
+      res.writeHead(500, { "content-type": "application/json" });
+      // Far more than a socket buffer: unless the client destroys the body, the connection stays busy.
+      res.end(JSON.stringify({ error: { message: "x".repeat(2_000_000) } }));
+    });
+    server.raw.on("connection", (socket) => {
+      maxOpen = Math.max(maxOpen, ++open);
+      socket.once("close", () => open--);
+    });
+    try {
+      const client = createOpenAIModelClient({
+        baseURL: server.baseURL,
+        apiKey: TEST_API_KEY,
+        model: "m",
+        maxRetries: 2,
+      });
+      const result = await client.complete(request());
+      expect(result).toMatchObject({ ok: false, code: "MODEL_UPSTREAM" });
+      expect(attempts).toBe(3);
+      expect(maxOpen).toBeLessThanOrEqual(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("the model fetch destroys a body whose iterator is returned before it was read (how the SDK cancels)", async () => {
+    const server = await rawServer((_req, res) => {
+      res.writeHead(500, { "content-type": "text/plain" });
+      res.end("y".repeat(2_000_000));
+    });
+    try {
+      const response = await upstreamFetch(`${server.baseURL}/chat/completions`, { method: "POST", body: "{}" });
+      const body = response.body as unknown as NodeJS.ReadableStream & { destroyed: boolean };
+      expect(body.destroyed).toBe(false);
+      await body[Symbol.asyncIterator]().return?.();
+      expect(body.destroyed).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a 200 that is not an event stream is MODEL_BAD_RESPONSE pointing at OPENAI_BASE_URL", async () => {
     const server = await rawServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/html" });
@@ -164,12 +211,15 @@ async function closedPortURL(): Promise<string> {
 }
 
 /** A one-off server for wire shapes the fake does not script. */
-async function rawServer(handler: http.RequestListener): Promise<{ baseURL: string; close: () => Promise<void> }> {
+async function rawServer(
+  handler: http.RequestListener,
+): Promise<{ baseURL: string; raw: http.Server; close: () => Promise<void> }> {
   const server = http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
+    raw: server,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -91,7 +91,7 @@ function setup() {
 }
 
 describe("tool start durability", () => {
-  it("a tool with effects is recorded as started before it runs; a read-only tool's start goes out with its result", async () => {
+  it("every tool, read-only or not, is recorded as started in a write of its own before it runs", async () => {
     const { store, seen, model, manager, session, current, batches } = setup();
     const { run } = manager.start({ session, input: "go", maxTurns: 4 });
     current.runId = run.id;
@@ -99,11 +99,11 @@ describe("tool start durability", () => {
     expect(finished.stopReason).toBe("complete");
     model.assertComplete();
 
-    // What each tool saw in the ledger while it ran.
+    // What each tool saw in the ledger while it ran: its own start, already stored.
+    expect(seen.get("call_read")).toBe("started");
     expect(seen.get("call_write")).toBe("started");
-    expect(seen.get("call_read")).not.toBe("started");
 
-    // Afterwards both calls are finished, with a start time, each with exactly one result.
+    // Afterwards both calls are finished, each with exactly one result.
     for (const id of ["call_read", "call_write"]) {
       const call = store.toolCalls.get(run.id, id);
       expect(call?.state).toBe("finished");
@@ -111,19 +111,37 @@ describe("tool start durability", () => {
       expect(call?.resultMessageId).not.toBeNull();
     }
 
-    // Both tools' tool.started events are stored, each before its result message; the
-    // read-only one in the same write as its result, the other in a write of its own.
+    // Each tool.started event went out in an earlier write than its result.
     const events = store.events.after(run.id, 0).map((e) => JSON.parse(e.data));
     const startedAt = (id: string) => events.findIndex((e) => e.type === "tool.started" && e.toolCallId === id);
     const resultAt = (id: string) =>
       events.findIndex((e) => e.type === "message" && e.message.role === "tool" && e.message.toolCallId === id);
+    const batchOf = (index: number) => batches.findIndex((batch) => batch.includes(events[index].seq));
     for (const id of ["call_read", "call_write"]) {
       expect(startedAt(id)).toBeGreaterThan(-1);
-      expect(startedAt(id)).toBeLessThan(resultAt(id));
+      expect(batchOf(startedAt(id))).toBeLessThan(batchOf(resultAt(id)));
     }
-    const batchOf = (index: number) => batches.findIndex((batch) => batch.includes(events[index].seq));
-    expect(batchOf(startedAt("call_read"))).toBe(batchOf(resultAt("call_read")));
-    expect(batchOf(startedAt("call_write"))).toBeLessThan(batchOf(resultAt("call_write")));
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  });
+
+  it("a start that cannot be written runs no tool, and the call is closed as not executed", async () => {
+    const { store, seen, manager, session, current } = setup();
+    const start = store.toolCalls.start.bind(store.toolCalls);
+    store.toolCalls.start = (...args) => {
+      if (args[1] === "call_read") throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR" });
+      return start(...args);
+    };
+    const { run } = manager.start({ session, input: "go", maxTurns: 4 });
+    current.runId = run.id;
+    const finished = await manager.waitForFinish(run.id);
+    expect(finished.stopReason).toBe("error");
+    expect(seen.size).toBe(0);
+    const results = store.messages
+      .ofRun(session.id, run.id)
+      .flatMap((m) => (m.role === "tool" ? [[m.toolCallId, m.metadata.errorCode]] : []));
+    expect(results).toEqual([
+      ["call_read", "NOT_EXECUTED"],
+      ["call_write", "NOT_EXECUTED"],
+    ]);
   });
 });
