@@ -43,6 +43,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
         names: session.tools ?? undefined,
       }),
     maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,
+    maxRunsPerKey: config.MAX_RUNS_PER_KEY,
     approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
     logger,
   });

@@ -36,6 +36,8 @@ const EnvSchema = z.object({
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   ),
   MAX_CONCURRENT_RUNS: intSetting(64, { min: 1, max: 100_000 }),
+  /** Live runs one API key may have at once; 0 = only MAX_CONCURRENT_RUNS applies. */
+  MAX_RUNS_PER_KEY: intSetting(0, { min: 0, max: 100_000 }),
   APPROVAL_TIMEOUT_MS: intSetting(900_000, { min: 1 }),
   BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
   CORS_ORIGINS: listSetting,

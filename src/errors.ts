@@ -21,12 +21,15 @@ export const notFound = (what: string, id: string): AppError =>
 export const sessionBusy = (sessionId: string, runId: string): AppError =>
   new AppError("SESSION_BUSY", `session ${sessionId} already has an active run: ${runId}`, 409, { runId });
 
-export const tooManyRuns = (limit: number, retryAfterSeconds: number): AppError =>
+/** 429: the server's limit (MAX_CONCURRENT_RUNS) or the caller's key's (MAX_RUNS_PER_KEY) is reached. */
+export const tooManyRuns = (limit: number, retryAfterSeconds: number, scope: "server" | "key" = "server"): AppError =>
   new AppError(
     "TOO_MANY_RUNS",
-    `the server is running its maximum of ${limit} concurrent runs; retry later`,
+    scope === "server"
+      ? `the server is running its maximum of ${limit} concurrent runs; retry later`
+      : `this API key already has its maximum of ${limit} runs in progress; retry when one has finished`,
     429,
-    { limit },
+    { limit, scope },
     { "retry-after": String(retryAfterSeconds) },
   );
 

@@ -32,6 +32,8 @@ export interface RunManagerDeps {
   /** The tools a session's runs may use, bound to its workspace. */
   toolsFor: (session: SessionRecord) => AnyAgentTool[];
   maxConcurrentRuns: number;
+  /** Live runs one owner (API key) may have at once; 0 or absent: no such limit. */
+  maxRunsPerKey?: number;
   approvalTimeoutMs: number;
   logger: Logger;
 }
@@ -56,6 +58,8 @@ const FINISH_RETRY_MS = 1000;
 export class RunManager {
   readonly #live = new Map<string, LiveRun>();
   readonly #bySession = new Map<string, LiveRun>();
+  /** Live runs per owner (API key hash); runs without an owner are not counted. */
+  readonly #byOwner = new Map<string, number>();
   readonly #approvalDeps: ApprovalGateDeps;
   #accepting = true;
 
@@ -94,6 +98,10 @@ export class RunManager {
     const active = this.activeRunId(session.id);
     if (active) throw sessionBusy(session.id, active);
     if (this.#live.size >= this.deps.maxConcurrentRuns) throw tooManyRuns(this.deps.maxConcurrentRuns, 1);
+    const perKey = this.deps.maxRunsPerKey ?? 0;
+    if (perKey > 0 && session.owner !== null && (this.#byOwner.get(session.owner) ?? 0) >= perKey) {
+      throw tooManyRuns(perKey, 1, "key");
+    }
 
     const record: RunRecord = {
       id: newId("run"),
@@ -212,9 +220,16 @@ export class RunManager {
   #launch(live: LiveRun, params: { input?: string; priorStats?: RunStats }): void {
     this.#live.set(live.id, live);
     this.#bySession.set(live.sessionId, live);
+    const owner = live.session.owner;
+    if (owner !== null) this.#byOwner.set(owner, (this.#byOwner.get(owner) ?? 0) + 1);
     live.done = this.#execute(live, params).finally(() => {
       live.recorder.dispose();
       this.#live.delete(live.id);
+      if (owner !== null) {
+        const left = (this.#byOwner.get(owner) ?? 1) - 1;
+        if (left > 0) this.#byOwner.set(owner, left);
+        else this.#byOwner.delete(owner);
+      }
       if (this.#bySession.get(live.sessionId) === live) this.#bySession.delete(live.sessionId);
     });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.

@@ -617,6 +617,37 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     expect((await call(auth, "GET", "/openapi.yaml", { headers: bearer(KEY_A) })).status).toBe(200);
   });
 
+  it("MAX_RUNS_PER_KEY: a key at its limit gets 429 TOO_MANY_RUNS (scope key); another key still starts runs", async () => {
+    const limited = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, MAX_RUNS_PER_KEY: "1" } });
+    try {
+      const hold = gate();
+      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      const session = async (key: string) => (await call(limited, "POST", "/sessions", { headers: bearer(key) })).body;
+      const [a1, a2, b1] = [await session(KEY_A), await session(KEY_A), await session(KEY_B)];
+      const start = (id: string, key: string) =>
+        call(limited, "POST", "/sessions/{id}/runs", { params: { id }, body: { input: "go" }, headers: bearer(key) });
+      const first = await start(a1.id, KEY_A);
+      expect(first.status).toBe(201);
+      const refused = await start(a2.id, KEY_A);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.body.error).toMatchObject({ code: "TOO_MANY_RUNS", details: { limit: 1, scope: "key" } });
+      limited.upstream.enqueue({ text: "b is fine" });
+      const other = await start(b1.id, KEY_B);
+      expect(other.status).toBe(201);
+      hold.release();
+      await limited.ctx.manager.waitForFinish(first.body.id);
+      await limited.ctx.manager.waitForFinish(other.body.id);
+      // The slot is free again once the key's run has finished.
+      limited.upstream.enqueue({ text: "now" });
+      const again = await start(a2.id, KEY_A);
+      expect(again.status).toBe(201);
+      await limited.ctx.manager.waitForFinish(again.body.id);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("an unexpected failure on any protected route is 500 INTERNAL with a request id", async () => {
     const spy = vi.spyOn(auth.ctx.apiKeys, "authenticate").mockImplementation(() => {
       throw new Error("injected failure");
@@ -656,7 +687,7 @@ describe("contract: limits and readiness", () => {
       });
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toBe("1");
-      expect(refused.body.error).toMatchObject({ code: "TOO_MANY_RUNS", details: { limit: 1 } });
+      expect(refused.body.error).toMatchObject({ code: "TOO_MANY_RUNS", details: { limit: 1, scope: "server" } });
       hold.release();
       await limited.ctx.manager.waitForFinish(first.body.id);
 
