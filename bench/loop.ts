@@ -23,6 +23,12 @@
 // per-turn figure. BENCH_TOOL_TURNS=K makes each run do K tool turns before "done"
 // (all K intervals are sampled), to look at the steady state of longer runs.
 //
+// A second measurement, "the loop alone", runs runAgent itself with the same instant model
+// and tool, and a `commit` that writes each message and its `message` event in one
+// transaction: the issue's own description of a turn ("it commits two messages and their
+// events"), without the production glue (ledger, recorder, approval gate, step traces,
+// the durable tool start). Comparing the two shows what the glue costs.
+//
 // Env: BENCH_RUNS (default 3000), BENCH_WARMUP_RUNS (500), BENCH_COMMITS_PER_RUN (2,
 // bare commits measured interleaved with the runs), BENCH_TOOL_TURNS (1),
 // BENCH_PHASES=1 (also time the store calls inside a turn by wrapping them).
@@ -31,7 +37,11 @@ import os from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { z } from "zod";
+import { approveAll } from "../src/agent/approval.js";
+import type { StoredMessage } from "../src/agent/messages.js";
 import type { ModelClient, ModelRequest, ModelResult } from "../src/agent/model.js";
+import { runAgent } from "../src/agent/run-agent.js";
+import { emptyStats } from "../src/agent/stats.js";
 import { type AgentTool, toolOk } from "../src/agent/tool.js";
 import { newId } from "../src/ids.js";
 import { EventHub } from "../src/runs/event-hub.js";
@@ -312,6 +322,50 @@ async function oneRun(record: boolean): Promise<void> {
   }
 }
 
+/** One run of runAgent alone: each message committed with its event in one transaction. */
+async function loopAloneRun(loopModel: InstantModel): Promise<void> {
+  const session = newSession();
+  const runId = newId("run");
+  const createdAt = new Date().toISOString();
+  store.runs.insert({
+    id: runId,
+    sessionId: session.id,
+    status: "running",
+    stopReason: null,
+    error: null,
+    input: "hi",
+    maxTurns: TOOL_TURNS + 1,
+    contextMaxChars: null,
+    stats: emptyStats(),
+    createdAt,
+    finishedAt: null,
+    approval: null,
+    idempotencyKey: null,
+  });
+  let messageSeq = 0;
+  let eventSeq = 0;
+  const result = await runAgent({
+    model: loopModel,
+    tools: [noopTool],
+    history: [],
+    input: "hi",
+    beforeToolCall: approveAll,
+    commit: async (message) => {
+      store.transaction(() => {
+        const at = new Date().toISOString();
+        const stored: StoredMessage = { ...message, sessionId: session.id, runId, seq: ++messageSeq, createdAt: at };
+        store.messages.insert(stored);
+        store.events.insert([{ type: "message", message: stored, runId, seq: ++eventSeq, at }]);
+      });
+    },
+    emit: () => {},
+    signal: new AbortController().signal,
+    maxTurns: TOOL_TURNS + 1,
+    newId: () => newId("msg"),
+  });
+  if (result.stopReason !== "complete") throw new Error(`loop-alone run ended ${result.stopReason}`);
+}
+
 // ---------- run ----------
 const cpu = os.cpus()[0]?.model?.trim() ?? "unknown cpu";
 console.log("bench:loop: agent loop overhead per turn vs one bare SQLite commit");
@@ -333,6 +387,12 @@ for (let i = 0; i < RUNS; i++) await oneRun(true);
 const wall = performance.now() - wall0;
 const cpuUsed = process.cpuUsage(cpu0);
 model.recording = false;
+
+const loopModel = new InstantModel();
+for (let i = 0; i < WARMUP_RUNS; i++) await loopAloneRun(loopModel);
+loopModel.recording = true;
+for (let i = 0; i < RUNS; i++) await loopAloneRun(loopModel);
+loopModel.recording = false;
 
 const turn = summarize(model.turnMs);
 const commit = summarize(commitMs);
@@ -363,6 +423,19 @@ console.log(
   `  process: ${(RUNS / (wall / 1000)).toFixed(0)} runs/s sequential, CPU ${((cpuUsed.user + cpuUsed.system) / 1000 / RUNS).toFixed(3)} ms/run (incl. ${COMMITS_PER_RUN} bare commits); ` +
     `load average at start ${load0.toFixed(2)}, at end ${load1.toFixed(2)} on ${os.cpus().length} CPUs` +
     (Math.max(load0, load1) > os.cpus().length * 0.75 ? " (BUSY MACHINE: wall tails include waiting for a CPU)" : ""),
+);
+
+const loopTurn = summarize(loopModel.turnMs);
+const loopCommits = loopModel.turnCommits.reduce((a, b) => a + b, 0) / Math.max(1, loopModel.turnCommits.length);
+console.log("");
+console.log(
+  "  the loop alone (runAgent; each message and its event in one transaction; no ledger, recorder, step traces):",
+);
+console.log(line("turn (1 model req + 1 tool call)", loopTurn));
+console.log(line("turn, CPU", summarize(loopModel.turnCpuMs)));
+console.log(
+  `  ratio turn/commit: wall p50 ${ratio(loopTurn.p50, commit.p50)} (${loopCommits.toFixed(2)} commits per turn); ` +
+    `the production glue adds ${fmt(turn.p50 - loopTurn.p50)} µs per turn at p50`,
 );
 
 if (PHASES) {
