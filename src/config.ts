@@ -73,6 +73,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const model = parseModelEnv(env);
   if (!model.ok) problems.push(...model.errors);
-  if (!parsed.success || !model.ok) throw new ConfigError(problems);
+  if (parsed.success && parsed.data.MAX_RUNS_PER_KEY > 0 && parsed.data.AGENT_API_KEYS.length === 0) {
+    problems.push("MAX_RUNS_PER_KEY: limits runs per API key, so it needs AGENT_API_KEYS");
+  }
+  if (!parsed.success || !model.ok || problems.length) throw new ConfigError(problems);
   return { ...parsed.data, model: model.value };
 }

@@ -24,7 +24,7 @@ export interface LoopContext {
   newId: () => string;
   /** The whole history, growing as messages are committed. */
   history: AgentMessage[];
-  /** Tool-call ids this run has already used: an id names one call of a run, for approvals. */
+  /** Tool-call ids the conversation has already used: an id names one call, for results and approvals. */
   usedToolCallIds: Set<string>;
   stats: RunStats;
 }

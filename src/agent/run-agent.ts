@@ -30,7 +30,7 @@ export interface RunAgentParams {
   /** The most model requests this run may make. */
   maxTurns: number;
   contextMaxChars?: number;
-  /** Tool-call ids earlier turns of this run used (when resuming); a reply reusing one is refused. */
+  /** Tool-call ids already taken besides those in `history`; a call reusing one is renamed. */
   usedToolCallIds?: Iterable<string>;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
@@ -72,7 +72,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     contextMaxChars: params.contextMaxChars,
     newId: params.newId ?? randomUUID,
     history: [...params.history],
-    usedToolCallIds: new Set(params.usedToolCallIds),
+    // Ids unique in the whole conversation: some upstreams refuse a repeated tool-call id.
+    usedToolCallIds: new Set([...toolCallIdsIn(params.history), ...(params.usedToolCallIds ?? [])]),
     stats,
   };
   const firstNew = ctx.history.length;
@@ -116,4 +117,9 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     // Law 2: the run completes because the model made no tool call.
     if (calls.length === 0) return finish({ stopReason: "complete" });
   }
+}
+
+function* toolCallIdsIn(history: readonly AgentMessage[]): Generator<string> {
+  for (const message of history)
+    if (message.role === "assistant") for (const call of message.toolCalls ?? []) yield call.id;
 }

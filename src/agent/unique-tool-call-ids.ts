@@ -1,24 +1,27 @@
 import type { ToolCall } from "./messages.js";
 
 /**
- * The calls with every id unique within the run. Law 4 pairs each result with its call by
- * id, and an approval names its call by id, so an id must never name two calls. Some
+ * The calls with every id unique in the conversation (`used`: the ids of the history and of
+ * this run so far). Law 4 pairs each result with its call by id, an approval names its
+ * call by id, and some upstreams refuse a repeated id anywhere in the messages. Some
  * OpenAI-compatible models number their calls afresh each turn (`call_0` again) or repeat
  * one within a reply: such a call keeps its place and content under a new id (`call_0-2`,
  * the first free suffix), which the model then sees in the history it is sent, paired
  * with the call's result. An empty id becomes `call-N` the same way.
  */
 export function withUniqueIds(calls: readonly ToolCall[], used: ReadonlySet<string>): ToolCall[] {
-  const taken = new Set(used);
-  return calls.map((call) => {
-    let id = call.id;
-    if (id === "" || taken.has(id)) {
-      const base = id === "" ? "call" : id;
-      let n = 2;
-      while (taken.has(`${base}-${n}`)) n++;
-      id = `${base}-${n}`;
-    }
+  // A call whose id is new keeps it (the first of repeats does); only the others are renamed.
+  const keeps = calls.map(
+    (call, i) => call.id !== "" && !used.has(call.id) && calls.findIndex((c) => c.id === call.id) === i,
+  );
+  const taken = new Set([...used, ...calls.filter((_, i) => keeps[i]).map((call) => call.id)]);
+  return calls.map((call, i) => {
+    if (keeps[i]) return call;
+    const base = call.id === "" ? "call" : call.id;
+    let n = 2;
+    while (taken.has(`${base}-${n}`)) n++;
+    const id = `${base}-${n}`;
     taken.add(id);
-    return id === call.id ? call : { ...call, id };
+    return { ...call, id };
   });
 }

@@ -256,7 +256,6 @@ export class RunManager {
         maxTurns: live.record.maxTurns,
         contextMaxChars: live.record.contextMaxChars ?? undefined,
         priorStats: params.priorStats,
-        usedToolCallIds: live.resumed ? store.toolCalls.ofRun(live.id).map((c) => c.id) : [],
         newId: () => newId("msg"),
       });
     } catch (err) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { toolOk } from "../../src/agent/tool.js";
+import { withUniqueIds } from "../../src/agent/unique-tool-call-ids.js";
 import { gate, settle } from "../fakes/gate.js";
 import { toolCall } from "../fakes/scripted-model.js";
 import { expectConsistent, expectEveryCallAnsweredOnce, Harness, recordingApproval, testTool } from "./harness.js";
@@ -355,5 +356,34 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
     expectEveryCallAnsweredOnce(h.fullHistory);
     expectConsistent(h, result);
     h.model.assertComplete();
+  });
+
+  it("law 4: a call reusing an id from an earlier run of the session runs under a fresh id", async () => {
+    const ok = testTool({ name: "ok" });
+    const earlier = new Harness({
+      tools: [ok],
+      steps: [{ toolCalls: [toolCall("call_0", "ok", { text: "a" })] }, { text: "ok" }],
+    });
+    await earlier.run();
+    const h = new Harness({
+      tools: [ok],
+      history: earlier.fullHistory,
+      steps: [{ toolCalls: [toolCall("call_0", "ok", { text: "b" })] }, { text: "done" }],
+    });
+    const result = await h.run();
+    expect(result.stopReason).toBe("complete");
+    expect(h.committed.flatMap((m) => (m.role === "assistant" ? (m.toolCalls ?? []).map((c) => c.id) : []))).toEqual([
+      "call_0-2",
+    ]);
+    expectEveryCallAnsweredOnce(h.fullHistory);
+    h.model.assertComplete();
+  });
+
+  it("renaming keeps every id that is new, and gives the others the first free suffix", () => {
+    const calls = (...ids: string[]) => ids.map((id) => ({ id, name: "ok", input: "{}" }));
+    const ids = (result: { id: string }[]) => result.map((c) => c.id);
+    expect(ids(withUniqueIds(calls("call_0", "call_0-3"), new Set(["call_0"])))).toEqual(["call_0-2", "call_0-3"]);
+    expect(ids(withUniqueIds(calls("a", "a", "", ""), new Set()))).toEqual(["a", "a-2", "call-2", "call-3"]);
+    expect(ids(withUniqueIds(calls("x", "y"), new Set(["z"])))).toEqual(["x", "y"]);
   });
 });

@@ -132,3 +132,12 @@ describe("shared workspaces with API keys", () => {
     expect(path(b1, KEY_B)).not.toBe(path(a1, KEY_A));
   });
 });
+
+describe("per-key limits", () => {
+  it("MAX_RUNS_PER_KEY without AGENT_API_KEYS is bad configuration naming both variables", () => {
+    const base = { OPENAI_MODEL: "m", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" };
+    expect(() => loadConfig({ ...base, MAX_RUNS_PER_KEY: "2" })).toThrow(/MAX_RUNS_PER_KEY[^\n]*AGENT_API_KEYS/);
+    expect(loadConfig({ ...base, MAX_RUNS_PER_KEY: "2", AGENT_API_KEYS: KEY_A }).MAX_RUNS_PER_KEY).toBe(2);
+    expect(loadConfig(base).MAX_RUNS_PER_KEY).toBe(0);
+  });
+});
