@@ -7,10 +7,10 @@ import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunManager } from "../../src/runs/run-manager.js";
 import { openDatabase } from "../../src/store/database.js";
-import type { SessionRecord } from "../../src/store/sessions.js";
 import { createStore, type Store } from "../../src/store/store.js";
 import type { ToolCallState } from "../../src/store/tool-calls.js";
 import { ScriptedModel } from "../fakes/scripted-model.js";
+import { seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 const cleanups: (() => void)[] = [];
@@ -74,19 +74,7 @@ function setup() {
     approvalTimeoutMs: 60_000,
     logger: pino({ level: "silent" }),
   });
-  const session: SessionRecord = {
-    id: newId("ses"),
-    owner: null,
-    system: null,
-    model: null,
-    tools: null,
-    approval: { default: "allow" },
-    workspace: "w",
-    workspaceShared: true,
-    metadata: null,
-    createdAt: new Date().toISOString(),
-  };
-  store.sessions.insert(session);
+  const session = seedSession(store, { id: newId("ses"), approval: { default: "allow" } });
   return { store, seen, model, manager, session, current, batches };
 }
 
