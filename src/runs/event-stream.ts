@@ -17,7 +17,8 @@ const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event:
  * A run's events after `after`: the stored backlog, then live ones, without a gap or
  * a duplicate at the seam, ending after `run.finished`. Subscribing happens before
  * the backlog is read (both synchronous), and live events the backlog already
- * held are dropped. `closed` ends the stream early (the client went away).
+ * held are dropped. The stream ends when the run has finished, even if the client had
+ * already seen `run.finished` (or resumed past it). `closed` ends it early (the client went away).
  */
 export async function* runEventStream({
   store,
@@ -56,7 +57,12 @@ export async function* runEventStream({
       }
       const event = next < backlog.length ? backlog[next++] : queue.shift();
       if (event) {
-        if (event.seq <= last) continue;
+        // Already sent (or before the resume point): skipped, but the run's end still ends
+        // the stream, also for a client that resumed at or past the last event.
+        if (event.seq <= last) {
+          if (event.type === "run.finished") return;
+          continue;
+        }
         last = event.seq;
         yield frame(event);
         if (event.type === "run.finished") return;

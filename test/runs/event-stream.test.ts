@@ -104,3 +104,20 @@ it("a long backlog is replayed page by page, gapless, with live events that arri
   for await (const frame of stream) ids.push(Number(frame.id));
   expect(ids).toEqual(Array.from({ length: 1203 }, (_, i) => i + 1));
 });
+
+it("a live stream resumed past the run's last event still ends when the run finishes", async () => {
+  recorder.write(() => [{ type: "turn.started", turn: 1 }]);
+  const closed = new AbortController();
+  // Events so far: 1 and 2; run.finished will be 3, which this client claims to have seen.
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 5, closed: closed.signal });
+  const frames: SseFrame[] = [];
+  const done = (async () => {
+    for await (const frame of stream) frames.push(frame);
+  })();
+  await new Promise((resolve) => setImmediate(resolve));
+  finish();
+  const ended = await Promise.race([done.then(() => "ended"), new Promise((r) => setTimeout(() => r("hung"), 2000))]);
+  closed.abort();
+  expect(ended).toBe("ended");
+  expect(frames).toEqual([]);
+});
