@@ -12,6 +12,7 @@ import sessionRoutes from "../routes/sessions.js";
 import toolRoutes from "../routes/tools.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
+import { clientErrorHandler } from "./http/client-error.js";
 import { errorHandler } from "./http/error-handler.js";
 import { newId } from "./ids.js";
 
@@ -29,10 +30,20 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       void (reply as FastifyReply).code(400).send({ error: { code: "BAD_REQUEST", message: error.message } });
     },
     forceCloseConnections: true,
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");
+  // An empty body is no body, whatever the Content-Type (clients often send it on every
+  // request): routes without a body still work, and a required body fails validation.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text === "") done(null, undefined);
+    else parseJson(request, text, done);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
     reply

@@ -5,6 +5,7 @@
  * or a new route, fails here.
  */
 import { readFileSync } from "node:fs";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   documentedEventTypes,
@@ -181,6 +182,47 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       expect(xml.status, where).toBe(415);
       expect(xml.body.error.code).toBe("UNSUPPORTED_MEDIA_TYPE");
     }
+  });
+
+  it("an empty body with a JSON Content-Type is no body: DELETE and a bodiless POST /sessions work", async () => {
+    const created = await call(server, "POST", "/sessions", { rawBody: "", contentType: "application/json" });
+    expect(created.status).toBe(201);
+    const deleted = await call(server, "DELETE", "/sessions/{id}", {
+      params: { id: created.body.id },
+      rawBody: "",
+      contentType: "application/json",
+    });
+    expect(deleted.status).toBe(204);
+    // A route whose body is required still says what is missing.
+    const noInput = await call(server, "POST", "/sessions/{id}/runs", {
+      params: DUMMY,
+      rawBody: "",
+      contentType: "application/json",
+    });
+    expect(noInput.status).toBe(400);
+    expect(noInput.body.error.code).toBe("VALIDATION_FAILED");
+  });
+
+  it("a request the HTTP parser refuses (a malformed Content-Length) still gets the error envelope", async () => {
+    const { port } = new URL(server.url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.end(
+          "POST /sessions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: abc\r\n\r\n{}",
+        );
+      });
+      let text = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk) => {
+        text += chunk;
+      });
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+    expect(body).toEqual({ error: { code: "INVALID_CONTENT_LENGTH", message: expect.any(String) } });
+    validateSchema("ErrorResponse", body);
   });
 
   it("an unknown route or method is a 404 in the error envelope", async () => {
