@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { errnoCode } from "./fs-errors.js";
+import { watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
 import { killProcessGroup, processGroupAlive } from "./process-group.js";
 import { shellEnvironment } from "./shell-env.js";
@@ -41,8 +42,8 @@ const closed = (stream: Readable): Promise<void> =>
  * Runs `/bin/sh -c command` in its own process group with stdin closed and an allow-listed
  * environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL after the
  * grace period), and so is what the command left running in the background once it
- * exited; this resolves only after the group is gone. Never rejects for anything
- * the command does.
+ * exited; this resolves only after the group is gone. A watchdog ends the group should
+ * this process die first. Never rejects for anything the command does.
  */
 export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
   const output = new HeadTailBuffer(options.headBytes, options.tailBytes);
@@ -52,6 +53,9 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // If this server dies mid-command, the command's group dies with it: a recovered run
+  // records it as interrupted, and nothing of it goes on changing the workspace.
+  const watchdog = child.pid === undefined ? null : watchProcessGroup(child.pid);
   const { stdout, stderr } = child;
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
   stderr.on("data", (chunk: Buffer) => output.push(chunk));
@@ -101,6 +105,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     backgroundStopped = true;
   }
 
+  watchdog?.release();
   const spawnError = "error" in exit ? (errnoCode(exit.error) ?? "unknown error") : null;
   return {
     output: output.text(),

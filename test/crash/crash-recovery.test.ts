@@ -125,7 +125,7 @@ describe("kill -9 at each point, then restart", () => {
     expect(history.find((m) => m.role === "tool")?.isError).toBe(false);
   });
 
-  it("mid tool: the started tool gets an INTERRUPTED result and is never run again", async () => {
+  it("mid tool: the command dies with the server, gets an INTERRUPTED result and is never run again", async () => {
     dir = tempDir();
     const a = await start();
     upstream.enqueue({
@@ -139,8 +139,21 @@ describe("kill -9 at each point, then restart", () => {
     while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "")
       await new Promise((r) => setTimeout(r, 20));
     await kill(a);
-    // The orphaned shell is not ours to keep: end its process group.
-    process.kill(-Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+    // The command's process group dies with the server (its watchdog sees the server gone).
+    const pgid = Number(readFileSync(pidFile, "utf8").trim());
+    const groupAlive = () => {
+      try {
+        process.kill(-pgid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 5000;
+    while (groupAlive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const alive = groupAlive();
+    if (alive) process.kill(-pgid, "SIGKILL");
+    expect(alive).toBe(false);
 
     upstream.enqueue({ text: "noted" });
     const b = await start();
