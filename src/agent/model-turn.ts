@@ -90,6 +90,9 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     content: result.text,
     ...(toolCalls.length ? { toolCalls } : {}),
   };
+  // The turn's trace so far (the model's part) goes out before its tools run, so a crash
+  // mid-tool still leaves the turn's usage on record; the whole trace replaces it later.
+  if (toolCalls.length) ctx.onStep(trace);
   const stop = await commitMessage(ctx, assistant);
   if (stop) return { stop, trace };
   for (const call of toolCalls) ctx.usedToolCallIds.add(call.id);

@@ -24,7 +24,11 @@ export interface RunAgentParams {
   beforeToolCall: BeforeToolCall;
   commit: (message: AgentMessage) => Promise<void>;
   emit: (event: LoopEvent) => void;
-  /** After each turn: its trace and the run's stats so far (a copy). */
+  /**
+   * A turn's trace and the run's stats so far (a copy): when the turn ends, and also, for a
+   * turn with tool calls, just before its assistant message is committed (the model's part
+   * only; the same turn's full trace follows and replaces it).
+   */
   onStep?: (step: StepTrace, stats: RunStats) => void;
   signal: AbortSignal;
   /** The most model requests this run may make. */

@@ -86,6 +86,16 @@ async function settleAndCheck(
   expect(() => assertValidHistory(history)).not.toThrow();
   const run2 = await api(server.url, "GET", `/runs/${run.runId}`);
   expect(run2.body.status).toBe("finished");
+  // Every committed model reply has its step (at least the model's part, written with it),
+  // so the run's token counts survive the crash.
+  const steps = (await api(server.url, "GET", `/runs/${run.runId}/steps`)).body.items as {
+    turn: number;
+    model: { usage: { inputTokens: number } | null };
+  }[];
+  const replies = history.filter((m) => m.role === "assistant" && (m as { runId?: string }).runId === run.runId);
+  expect(steps.length).toBeGreaterThanOrEqual(replies.length);
+  expect(new Set(steps.map((s) => s.turn)).size).toBe(steps.length);
+  expect(run2.body.stats.inputTokens).toBe(steps.reduce((sum, s) => sum + (s.model.usage?.inputTokens ?? 0), 0));
   return history;
 }
 
