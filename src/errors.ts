@@ -39,4 +39,7 @@ export const conflict = (code: string, message: string, details?: unknown): AppE
 export const badRequest = (code: string, message: string, details?: unknown): AppError =>
   new AppError(code, message, 400, details);
 
+/** 400: a list cursor this API did not give. */
+export const invalidCursor = (): AppError => badRequest("INVALID_CURSOR", "cursor is not one this API gave");
+
 export const unavailable = (code: string, message: string): AppError => new AppError(code, message, 503);

@@ -43,3 +43,10 @@ export function newId(prefix: string): string {
   }
   return `${prefix}_${encode(lastTime, 10)}${encode(counter, 4)}${randomDigits()}`;
 }
+
+/** Whether `value` has the shape of an id `newId(prefix)` makes (as a list cursor must). */
+export function isIdOf(prefix: string, value: string): boolean {
+  if (!value.startsWith(`${prefix}_`) || value.length !== prefix.length + 25) return false;
+  for (let i = prefix.length + 1; i < value.length; i++) if (!ALPHABET.includes(value[i] as string)) return false;
+  return true;
+}

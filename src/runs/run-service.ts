@@ -1,5 +1,6 @@
 import type { RunView } from "../agent/run-view.js";
-import { notFound } from "../errors.js";
+import { invalidCursor, notFound } from "../errors.js";
+import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
@@ -73,6 +74,7 @@ export class RunService {
 
   listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
     this.deps.sessions.record(sessionId, owner);
+    if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = this.deps.store.runs.list({ sessionId, ...page });
     return { items: result.items.map(runView), nextCursor: result.nextCursor };
   }

@@ -1,7 +1,7 @@
 import { join, relative, resolve } from "node:path";
 import type { Logger } from "pino";
-import { badRequest, notFound } from "../errors.js";
-import { newId } from "../ids.js";
+import { badRequest, invalidCursor, notFound } from "../errors.js";
+import { isIdOf, newId } from "../ids.js";
 import type { ApprovalPolicy } from "../runs/approval-policy.js";
 import type { RunManager } from "../runs/run-manager.js";
 import type { SessionRecord } from "../store/sessions.js";
@@ -78,6 +78,7 @@ export class SessionService {
   }
 
   list(owner: string | null, page: { limit: number; cursor: string | null }) {
+    if (page.cursor !== null && !isIdOf("ses", page.cursor)) throw invalidCursor();
     const result = this.deps.store.sessions.list({ owner, ...page });
     return {
       items: result.items.map((r) => sessionView(r, this.deps.manager.activeRunId(r.id))),
@@ -89,8 +90,7 @@ export class SessionService {
   messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
     this.record(id, owner);
     const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
-      throw badRequest("INVALID_CURSOR", "cursor is not one this API gave");
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalidCursor();
     return this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
   }
 

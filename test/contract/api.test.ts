@@ -225,6 +225,23 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     validateSchema("ErrorResponse", body);
   });
 
+  it("a list cursor this API did not give is 400 INVALID_CURSOR on every list", async () => {
+    const session = await call(server, "POST", "/sessions");
+    for (const [path, params] of [
+      ["/sessions", {}],
+      ["/sessions/{id}/runs", { id: session.body.id }],
+      ["/sessions/{id}/messages", { id: session.body.id }],
+    ] as const) {
+      const res = await call(server, "GET", path, { params, query: "cursor=zzz" });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code, path).toBe("INVALID_CURSOR");
+    }
+    // A cursor the API gave still pages.
+    const page = await call(server, "GET", "/sessions", { query: "limit=1" });
+    const next = await call(server, "GET", "/sessions", { query: `limit=1&cursor=${page.body.nextCursor}` });
+    expect(next.status).toBe(200);
+  });
+
   it("an unknown route or method is a 404 in the error envelope", async () => {
     for (const [method, path] of [
       ["GET", "/nope"],
