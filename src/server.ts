@@ -6,8 +6,9 @@ import { createLogger } from "./logger.js";
 /**
  * The process entry: validated configuration, database, recovery of runs left by
  * a previous process, then listen. SIGTERM/SIGINT (possibly twice) shut down
- * gracefully: stop accepting, cancel and settle live runs, close streams and the
- * database, exit within SHUTDOWN_GRACE_MS plus a little.
+ * gracefully: stop accepting, stop live runs (left for the next start to resume, or
+ * settled `aborted` with ON_RESTART=abort), close streams and the database, exit within
+ * SHUTDOWN_GRACE_MS plus a little.
  */
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_GRACE_MS + 2000);
     hardStop.unref();
     stopping = (async () => {
-      await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS });
+      await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume: config.ON_RESTART === "resume" });
       await app.close();
       ctx.store.db.close();
       logger.info("stopped");

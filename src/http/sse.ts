@@ -38,7 +38,8 @@ export async function streamRunEvents(
   // before the next event.
   sse.sendHeaders();
   setTimeout(() => {
-    if (!reply.raw.headersSent && !reply.raw.destroyed) reply.raw.flushHeaders();
+    // `headersSent` is already true once the head is built; flushing after it went out is a no-op.
+    if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
   }, 0);
   const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal });
   await sse.send(corkedBatches(frames, reply.raw));

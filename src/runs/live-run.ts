@@ -14,6 +14,8 @@ export class LiveRun {
   cancelRequested = false;
   /** The stats after the last finished turn, while the run is live. */
   stats: RunStats | null = null;
+  /** Left for the next start to resume (shutdown with ON_RESTART=resume): writes nothing more. */
+  suspended = false;
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
   /** Settles with the finished run; set when the run is launched. */
@@ -31,6 +33,18 @@ export class LiveRun {
 
   get sessionId(): string {
     return this.record.sessionId;
+  }
+
+  /**
+   * Stops the run where it is without settling it: nothing more is written, approvals stop
+   * waiting (their timers too), and the signal stops a model stream or a running tool. The
+   * next start finds the run as after a crash at this instant and resumes it.
+   */
+  suspend(): void {
+    this.suspended = true;
+    this.recorder.seal();
+    this.approvals.clear();
+    this.controller.abort(new Error("the server is shutting down"));
   }
 
   cancel(reason: string): void {

@@ -200,11 +200,17 @@ export class RunManager {
     return store.toolCalls.get(runId, toolCallId) as ToolCallRecord;
   }
 
-  /** Stops accepting runs, cancels the live ones and waits up to `graceMs` for them to end. */
-  async shutdown({ graceMs }: { graceMs: number }): Promise<void> {
+  /**
+   * Stops accepting runs and waits up to `graceMs` for the live ones to stop. With `resume`
+   * (ON_RESTART=resume) each run is suspended: left as its last commit has it, for the next
+   * start to resume (a pending approval is still pending then). Otherwise each is cancelled
+   * and ends `aborted`. A run already being cancelled is cancelled either way.
+   */
+  async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
     this.#accepting = false;
     const done = [...this.#live.values()].map((live) => {
-      if (!live.cancelRequested) live.cancel("the server is shutting down");
+      if (resume && !live.cancelRequested) live.suspend();
+      else if (!live.cancelRequested) live.cancel("the server is shutting down");
       return live.done;
     });
     let timer: NodeJS.Timeout | undefined;
@@ -259,6 +265,7 @@ export class RunManager {
         newId: () => newId("msg"),
       });
     } catch (err) {
+      if (live.suspended) return this.#suspendedView(live);
       log.error({ err }, "run failed");
       const code = (err as { code?: unknown }).code;
       result = {
@@ -267,6 +274,7 @@ export class RunManager {
         stats: params.priorStats ?? emptyStats(),
       };
     }
+    if (live.suspended) return this.#suspendedView(live);
     if (result.stopReason === "error") log.warn({ error: result.error }, "run ended with an error");
     return this.#finish(live, result);
   }
@@ -302,7 +310,13 @@ export class RunManager {
     live.recorder.defer(() => this.deps.store.steps.save(live.id, step));
   }
 
+  /** A suspended run as this process leaves it: unfinished, for the next start. */
+  #suspendedView(live: LiveRun): RunView {
+    return this.get(live.id) ?? runView(live.record);
+  }
+
   #setStatus(live: LiveRun, status: LiveRun["status"]): void {
+    if (live.suspended) return;
     if (live.status === "cancelling" && status !== "cancelling") return;
     live.status = status;
     try {

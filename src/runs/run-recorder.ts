@@ -10,6 +10,14 @@ const FLUSH_AT = 256;
 /** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
 const MAX_BUFFERED_WHILE_FAILING = 10_000;
 
+/** Thrown by a write after the recorder was sealed: this process no longer writes the run. */
+export class RunSuspendedError extends Error {
+  readonly code = "RUN_SUSPENDED";
+  constructor() {
+    super("the server is shutting down; the run continues after the restart");
+  }
+}
+
 /**
  * Writes one run's events: gapless seqs, each event in the database before any
  * watcher sees it. Text deltas are buffered briefly and go out with the next
@@ -23,6 +31,8 @@ export class RunRecorder {
   #timer: NodeJS.Timeout | null = null;
   /** The last write failed: buffered events are kept (up to a cap) until one succeeds. */
   #failing = false;
+  /** Sealed: nothing more is written for this run by this process (see `seal`). */
+  #sealed = false;
 
   constructor(
     private readonly store: Store,
@@ -49,6 +59,7 @@ export class RunRecorder {
    * while writes keep failing the oldest text deltas beyond a cap are dropped.
    */
   buffer(body: RunEventBody): void {
+    if (this.#sealed) return;
     if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
       const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
       this.#buffered.splice(Math.max(oldestDelta, 0), 1);
@@ -75,6 +86,7 @@ export class RunRecorder {
    * then nothing of it is stored or published.
    */
   write<T extends RunEventBody>(change: () => T[]): RunEvent[] {
+    if (this.#sealed) throw new RunSuspendedError();
     if (this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;
@@ -122,6 +134,18 @@ export class RunRecorder {
     });
     this.#nextMessageSeq++;
     return stored;
+  }
+
+  /**
+   * Stops every later write (each throws RunSuspendedError) and drops what was buffered:
+   * the run stays in the database exactly as its last commit left it, as after a crash,
+   * for the next start to resume.
+   */
+  seal(): void {
+    this.#sealed = true;
+    this.#buffered = [];
+    this.#deferred = [];
+    this.dispose();
   }
 
   dispose(): void {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { assertValidHistory } from "../../src/agent/history.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
+import { processGroupAlive } from "../../src/tools/process-group.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { openSse, type SseEvent, type SseStream } from "../helpers/sse-client.js";
@@ -150,18 +151,11 @@ describe("kill -9 at each point, then restart", () => {
       await new Promise((r) => setTimeout(r, 20));
     await kill(a);
     // The command's process group dies with the server (its watchdog sees the server gone).
+    // (Zombies do not count: the orphans' new parent may be slow to reap them.)
     const pgid = Number(readFileSync(pidFile, "utf8").trim());
-    const groupAlive = () => {
-      try {
-        process.kill(-pgid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     const deadline = Date.now() + 5000;
-    while (groupAlive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const alive = groupAlive();
+    while ((await processGroupAlive(pgid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const alive = await processGroupAlive(pgid);
     if (alive) process.kill(-pgid, "SIGKILL");
     expect(alive).toBe(false);
 

@@ -13,10 +13,11 @@ afterAll(async () => {
   await upstream.close();
 });
 
-it("SIGTERM (twice) settles live runs as aborted, ends their streams with run.finished and exits 0 within 10 s", async () => {
+it("SIGTERM (twice) with ON_RESTART=abort settles live runs as aborted, ends their streams and exits 0 within 10 s", async () => {
   const dir = tempDir();
   try {
-    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const env = { ON_RESTART: "abort" };
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
     upstream.enqueue({ toolCalls: [{ id: "call_q", name: "shell", arguments: '{"command":"echo hi"}' }] });
     const session = (await api(server.url, "POST", "/sessions", {})).body;
     const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
@@ -32,11 +33,56 @@ it("SIGTERM (twice) settles live runs as aborted, ends their streams with run.fi
     expect(await server.exited).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
 
-    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
     const view = await api(again.url, "GET", `/runs/${run.id}`);
     expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
     const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
     expect(() => assertValidHistory(history)).not.toThrow();
+    again.process.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is still pending after the restart", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    upstream.enqueue({
+      toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' }],
+    });
+    const session = (await api(server.url, "POST", "/sessions", {})).body;
+    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
+    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+    await watcher.waitFor((e) => e.event === "approval.requested");
+
+    const started = Date.now();
+    server.process.kill("SIGTERM");
+    server.process.kill("SIGTERM");
+    const before = await watcher.ended;
+    // The stream closes with the server, without a run.finished: the run is not over.
+    expect(before.some((e) => e.event === "run.finished")).toBe(false);
+    expect(await server.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    upstream.enqueue({ text: "written" });
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const pending = (await api(again.url, "GET", `/runs/${run.id}/approvals`)).body.items;
+    expect(pending.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_w"]);
+    const lastSeen = before.at(-1)?.id ?? "0";
+    const continuation = await openSse(`${again.url}/runs/${run.id}/events`, {
+      headers: { "last-event-id": lastSeen },
+    });
+    expect((await api(again.url, "POST", `/runs/${run.id}/approvals/call_w`, { decision: "approve" })).status).toBe(
+      200,
+    );
+    const rest = await continuation.ended;
+    expect(Number(rest[0]?.id)).toBe(Number(lastSeen) + 1);
+    expect(rest.at(-1)?.json.run.stopReason).toBe("complete");
+    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
+    expect(() => assertValidHistory(history)).not.toThrow();
+    expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     again.process.kill("SIGTERM");
     expect(await again.exited).toBe(0);
   } finally {

@@ -268,7 +268,7 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     expect(exit.ms).toBeLessThan(10_000);
   });
 
-  it("SIGTERM twice during a live run: exits 0, the run is closed aborted, the restart finds it settled", async () => {
+  it("SIGTERM twice during a live run: exits 0, and the restart finds the run waiting for the same approval", async () => {
     const first = await start();
     upstream.enqueue({
       toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"x"}' }],
@@ -286,11 +286,14 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     expect(exit, first.output()).toMatchObject({ code: 0, signal: null });
     expect(exit.ms).toBeLessThan(10_000);
 
+    // ON_RESTART is `resume` (the default): the run was left as it was, for the restart.
     const second = await start();
     const view = await json(`${second.url}/runs/${started.body.id}`);
-    expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
+    expect(view.body).toMatchObject({ status: "awaiting_approval" });
+    const pending = (await json(`${second.url}/runs/${started.body.id}/approvals`)).body.items;
+    expect(pending.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_w"]);
     const messages = (await json(`${second.url}/sessions/${session.id}/messages`)).body.items;
-    expect(messages.at(-1)).toMatchObject({ role: "tool", toolCallId: "call_w", isError: true });
+    expect(messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
     expect(existsSync(join(temp.path, "workspaces", session.workspace, "a.txt"))).toBe(false);
     expect(await stop(second)).toMatchObject({ code: 0, signal: null });
   });

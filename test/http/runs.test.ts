@@ -127,6 +127,30 @@ describe("runs over HTTP", () => {
     expect(unknown.status).toBe(404);
   });
 
+  it("a stream with nothing to send yet gets its response headers at once, not with the first heartbeat", async () => {
+    const quiet = await startTestServer({ sseHeartbeatMs: 120_000 });
+    try {
+      quiet.upstream.enqueue({
+        toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
+      });
+      const session = (await quiet.request("POST", "/sessions", { body: {} })).body;
+      const run = (await quiet.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write" } })).body;
+      const first = await openSse(`${quiet.url}/runs/${run.id}/events`);
+      const requested = await first.waitFor((e) => e.event === "approval.requested");
+      first.close();
+      // Resumed at the last event of a run waiting for a person: no frame to send, yet the
+      // client learns at once that it is connected (openSse resolves on the response headers).
+      const resumed = await Promise.race([
+        openSse(`${quiet.url}/runs/${run.id}/events`, { headers: { "last-event-id": requested.id ?? "" } }),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+      ]);
+      expect(resumed).not.toBeNull();
+      resumed?.close();
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it("DELETE during approval answers 202 cancelling, runs no tool, and run.finished aborted follows", async () => {
     server.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"touch ran"}' }] });
     const session = await createSession();
