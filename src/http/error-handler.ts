@@ -17,6 +17,17 @@ const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "INVALID_JSON" },
 };
 
+/** Fastify's message, with what the client should do where Fastify does not say it. */
+function clientMessage(err: FastifyError, request: FastifyRequest): string {
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    return `the request body is larger than the server accepts (${request.routeOptions.bodyLimit} bytes, BODY_LIMIT_BYTES)`;
+  }
+  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    return `unsupported Content-Type ${JSON.stringify(request.headers["content-type"] ?? "")}: send the body as application/json`;
+  }
+  return err.message;
+}
+
 const STORAGE_CODES = new Set(["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_CANTOPEN"]);
 
 /**
@@ -41,7 +52,7 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
     return send(reply, 400, { error: { code: "VALIDATION_FAILED", message: summary, details } });
   }
   const known = err.code ? FASTIFY_CODES[err.code] : undefined;
-  if (known) return send(reply, known.status, { error: { code: known.code, message: err.message } });
+  if (known) return send(reply, known.status, { error: { code: known.code, message: clientMessage(err, request) } });
   if (err instanceof SyntaxError || err.code === "FST_ERR_BAD_URL") {
     return send(reply, 400, { error: { code: "BAD_REQUEST", message: err.message } });
   }

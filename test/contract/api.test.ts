@@ -174,6 +174,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       });
       expect(large.status, where).toBe(413);
       expect(large.body.error.code).toBe("BODY_TOO_LARGE");
+      expect(large.body.error.message).toMatch(/\d+ bytes, BODY_LIMIT_BYTES/);
       const xml = await call(server, "POST", op.path, {
         params: DUMMY,
         rawBody: "<input/>",
@@ -181,6 +182,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       });
       expect(xml.status, where).toBe(415);
       expect(xml.body.error.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+      expect(xml.body.error.message).toContain("application/json");
     }
   });
 
