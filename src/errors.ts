@@ -42,4 +42,14 @@ export const badRequest = (code: string, message: string, details?: unknown): Ap
 /** 400: a list cursor this API did not give. */
 export const invalidCursor = (): AppError => badRequest("INVALID_CURSOR", "cursor is not one this API gave");
 
+/** 503: the server is stopping; a run left for the restart continues there. */
+export const shuttingDown = (): AppError =>
+  new AppError(
+    "SHUTTING_DOWN",
+    "the server is shutting down; retry after the restart or on another instance",
+    503,
+    undefined,
+    { "retry-after": "5" },
+  );
+
 export const unavailable = (code: string, message: string): AppError => new AppError(code, message, 503);

@@ -44,9 +44,11 @@ export function newId(prefix: string): string {
   return `${prefix}_${encode(lastTime, 10)}${encode(counter, 4)}${randomDigits()}`;
 }
 
-/** Whether `value` has the shape of an id `newId(prefix)` makes (as a list cursor must). */
+/**
+ * Whether `value` has the shape of an id made with `prefix` (as a list cursor must): the
+ * prefix, `_`, then base-32 digits (lower-case letters and digits; older ids used other
+ * letters and lengths).
+ */
 export function isIdOf(prefix: string, value: string): boolean {
-  if (!value.startsWith(`${prefix}_`) || value.length !== prefix.length + 25) return false;
-  for (let i = prefix.length + 1; i < value.length; i++) if (!ALPHABET.includes(value[i] as string)) return false;
-  return true;
+  return value.startsWith(`${prefix}_`) && /^[0-9a-z]{10,40}$/.test(value.slice(prefix.length + 1));
 }

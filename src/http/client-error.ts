@@ -21,14 +21,19 @@ function classify(err: NodeJS.ErrnoException): { status: number; code: string; m
  * error envelope (then the connection closes, as the parser cannot go on with it).
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === "ECONNRESET" || socket.destroyed || !socket.writable) {
+  // Nothing can be answered on a socket that is gone, or in the middle of another response
+  // (pipelining): raw bytes would corrupt it.
+  const inResponse = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (err.code === "ECONNRESET" || socket.destroyed || !socket.writable || inResponse) {
     socket.destroy();
     return;
   }
   const { status, code, message } = classify(err);
   const body = JSON.stringify({ error: { code, message } });
+  // Closed for good once the answer is out, whatever the client does with its side.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }

@@ -16,6 +16,8 @@ export class LiveRun {
   stats: RunStats | null = null;
   /** Left for the next start to resume (shutdown with ON_RESTART=resume): writes nothing more. */
   suspended = false;
+  /** The call whose tool is executing (its start is written, its result not yet). */
+  runningTool: string | null = null;
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
   /** Settles with the finished run; set when the run is launched. */
@@ -36,12 +38,24 @@ export class LiveRun {
   }
 
   /**
-   * Stops the run where it is without settling it: nothing more is written, approvals stop
-   * waiting (their timers too), and the signal stops a model stream or a running tool. The
-   * next start finds the run as after a crash at this instant and resumes it.
+   * Stops the run where it is without settling it, for the next start to resume as after a
+   * crash: nothing more is written, approvals stop waiting (their timers too), and the
+   * signal stops a model stream. A tool that is executing is left to finish (within the
+   * shutdown's grace period) so that its real result is written; the run stops right after.
    */
   suspend(): void {
     this.suspended = true;
+    if (this.runningTool === null) this.#stop();
+  }
+
+  /** Called once a tool's result is committed. */
+  toolFinished(toolCallId: string): void {
+    if (this.runningTool !== toolCallId) return;
+    this.runningTool = null;
+    if (this.suspended) this.#stop();
+  }
+
+  #stop(): void {
     this.recorder.seal();
     this.approvals.clear();
     this.controller.abort(new Error("the server is shutting down"));

@@ -9,7 +9,7 @@ import { emptyStats, type RunStats } from "../agent/stats.js";
 import type { StepTrace } from "../agent/step-trace.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import { abortedOutcome, notExecutedOutcome, resultLostOutcome } from "../agent/tool-results.js";
-import { conflict, notFound, sessionBusy, tooManyRuns, unavailable } from "../errors.js";
+import { conflict, notFound, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import { toAgentMessage } from "../store/messages.js";
@@ -94,7 +94,7 @@ export class RunManager {
         return { run: runView(existing), created: false };
       }
     }
-    if (!this.#accepting) throw unavailable("SHUTTING_DOWN", "the server is shutting down; retry on another instance");
+    if (!this.#accepting) throw shuttingDown();
     const active = this.activeRunId(session.id);
     if (active) throw sessionBusy(session.id, active);
     if (this.#live.size >= this.deps.maxConcurrentRuns) throw tooManyRuns(this.deps.maxConcurrentRuns, 1);
@@ -149,9 +149,10 @@ export class RunManager {
   /** Resolves with the run once it has finished (at once if it already has). */
   async waitForFinish(runId: string): Promise<RunView> {
     const live = this.#live.get(runId);
-    if (live) return live.done;
-    const view = this.get(runId);
+    const view = live ? await live.done : this.get(runId);
     if (!view) throw notFound("run", runId);
+    // Left unfinished for the restart: it has no end to report yet.
+    if (live?.suspended || (!this.#accepting && view.status !== "finished")) throw shuttingDown();
     return view;
   }
 
@@ -165,6 +166,10 @@ export class RunManager {
       this.#setStatus(live, "cancelling");
       failpoint("after-cancel-request");
       live.cancel("cancelled by request");
+    } else if (!live) {
+      // Unfinished but not executing here (left for the restart during a shutdown): the
+      // recorded request makes the restart end it aborted.
+      this.deps.store.runs.setStatus(runId, "cancelling");
     }
     return { run: this.get(runId) ?? view, accepted: true };
   }
@@ -190,6 +195,8 @@ export class RunManager {
     }
     if (view.status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
     const live = this.#live.get(runId);
+    // A run left for the restart asks for this decision again there.
+    if (!this.#accepting && (!live || live.suspended)) throw shuttingDown();
     if (!live?.approvals.has(toolCallId)) {
       throw conflict(
         "APPROVAL_NOT_PENDING",
@@ -289,7 +296,10 @@ export class RunManager {
       }
     });
     if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
-    if (message.role === "tool") failpoint("after-tool-result-commit");
+    if (message.role === "tool") {
+      failpoint("after-tool-result-commit");
+      live.toolFinished(message.toolCallId);
+    }
   }
 
   #emit(live: LiveRun, event: LoopEvent): void {
@@ -302,6 +312,7 @@ export class RunManager {
       this.deps.store.toolCalls.start(live.id, event.toolCallId, new Date().toISOString());
       return [event];
     });
+    live.runningTool = event.toolCallId;
   }
 
   /** The step trace goes out with the run's next write; the stats so far stay in memory. */
@@ -316,7 +327,8 @@ export class RunManager {
   }
 
   #setStatus(live: LiveRun, status: LiveRun["status"]): void {
-    if (live.suspended) return;
+    // A suspended run writes nothing, but a cancel is recorded: the restart then ends it aborted.
+    if (live.suspended && status !== "cancelling") return;
     if (live.status === "cancelling" && status !== "cancelling") return;
     live.status = status;
     try {
@@ -334,6 +346,7 @@ export class RunManager {
   async #finish(live: LiveRun, result: Pick<AgentRunResult, "stopReason" | "error" | "stats">): Promise<RunView> {
     const { store } = this.deps;
     for (let attempt = 0; ; attempt++) {
+      if (live.suspended) return this.#suspendedView(live);
       const stopReason = live.cancelRequested ? "aborted" : result.stopReason;
       const error = stopReason === "error" ? result.error : null;
       try {

@@ -56,6 +56,10 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
   // If this server dies mid-command, the command's group dies with it: a recovered run
   // records it as interrupted, and nothing of it goes on changing the workspace.
   const watchdog = child.pid === undefined ? null : watchProcessGroup(child.pid);
+  if (child.pid !== undefined && !watchdog) {
+    // Rare (the system refused a tiny process); the command still runs and is still bounded.
+    process.emitWarning("could not start the shell command's watchdog", { code: "AGENT_SHELL_WATCHDOG" });
+  }
   const { stdout, stderr } = child;
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
   stderr.on("data", (chunk: Buffer) => output.push(chunk));

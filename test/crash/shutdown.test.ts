@@ -90,6 +90,70 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
   }
 });
 
+it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result is kept, the restart continues", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    upstream.enqueue({
+      toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"sleep 1; echo finished-normally"}' }],
+    });
+    const session = (await api(server.url, "POST", "/sessions", { approval: { tools: { shell: "allow" } } })).body;
+    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
+    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+    await watcher.waitFor((e) => e.event === "tool.started");
+    server.process.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    const seen = await watcher.ended;
+    expect(seen.some((e) => e.event === "run.finished")).toBe(false);
+
+    upstream.enqueue({ text: "noted" });
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const rest = await openSse(`${again.url}/runs/${run.id}/events`, {
+      headers: { "last-event-id": seen.at(-1)?.id ?? "0" },
+    });
+    const events = await rest.ended;
+    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
+    expect(() => assertValidHistory(history)).not.toThrow();
+    const result = history.find((m: { role: string }) => m.role === "tool");
+    expect(result).toMatchObject({ toolCallId: "call_s", isError: false });
+    expect(result.content).toContain("finished-normally");
+    expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    again.process.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+it("a DELETE accepted while the server shuts down is kept: the restart ends the run aborted", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"sleep 2"}' }] });
+    const session = (await api(server.url, "POST", "/sessions", { approval: { tools: { shell: "allow" } } })).body;
+    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
+    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+    await watcher.waitFor((e) => e.event === "tool.started");
+    server.process.kill("SIGTERM");
+    // The tool still runs (the server lets it finish), and requests are still answered.
+    const cancelled = await api(server.url, "DELETE", `/runs/${run.id}`);
+    expect(cancelled.status).toBe(202);
+    expect(await server.exited).toBe(0);
+    watcher.close();
+
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const view = await api(again.url, "GET", `/runs/${run.id}`);
+    expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
+    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
+    expect(() => assertValidHistory(history)).not.toThrow();
+    again.process.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  } finally {
+    dir.cleanup();
+  }
+});
+
 it("a second server on the same database refuses to start instead of taking over live runs", async () => {
   const dir = tempDir();
   try {
