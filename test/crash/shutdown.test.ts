@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { assertValidHistory } from "../../src/agent/history.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { api, startChildServer } from "../helpers/child-server.js";
+import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -12,6 +12,29 @@ beforeAll(async () => {
 afterAll(async () => {
   await upstream.close();
 });
+
+/** A run (shell allowed) whose shell `command` has started, watched from its first event. */
+async function runAtShell(server: ChildServer, command: string) {
+  upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: JSON.stringify({ command }) }] });
+  const session = (await api(server.url, "POST", "/sessions", { approval: { tools: { shell: "allow" } } })).body;
+  const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
+  const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
+  await watcher.waitFor((e) => e.event === "tool.started");
+  return { session, run, watcher };
+}
+
+/** SIGTERM, and the exit code is 0. */
+async function stop(server: ChildServer) {
+  server.process.kill("SIGTERM");
+  expect(await server.exited).toBe(0);
+}
+
+/** The session's history, which must pass the loop's own validation (law 4). */
+async function validHistory(server: ChildServer, sessionId: string) {
+  const history = (await api(server.url, "GET", `/sessions/${sessionId}/messages`)).body.items;
+  expect(() => assertValidHistory(history)).not.toThrow();
+  return history;
+}
 
 it("SIGTERM (twice) with ON_RESTART=abort settles live runs as aborted, ends their streams and exits 0 within 10 s", async () => {
   const dir = tempDir();
@@ -36,10 +59,8 @@ it("SIGTERM (twice) with ON_RESTART=abort settles live runs as aborted, ends the
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
     const view = await api(again.url, "GET", `/runs/${run.id}`);
     expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
-    expect(() => assertValidHistory(history)).not.toThrow();
-    again.process.kill("SIGTERM");
-    expect(await again.exited).toBe(0);
+    const history = await validHistory(again, session.id);
+    await stop(again);
   } finally {
     dir.cleanup();
   }
@@ -80,11 +101,9 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
     const rest = await continuation.ended;
     expect(Number(rest[0]?.id)).toBe(Number(lastSeen) + 1);
     expect(rest.at(-1)?.json.run.stopReason).toBe("complete");
-    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
-    expect(() => assertValidHistory(history)).not.toThrow();
+    const history = await validHistory(again, session.id);
     expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    again.process.kill("SIGTERM");
-    expect(await again.exited).toBe(0);
+    await stop(again);
   } finally {
     dir.cleanup();
   }
@@ -94,13 +113,7 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
   const dir = tempDir();
   try {
     const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
-    upstream.enqueue({
-      toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"sleep 1; echo finished-normally"}' }],
-    });
-    const session = (await api(server.url, "POST", "/sessions", { approval: { tools: { shell: "allow" } } })).body;
-    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
-    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
-    await watcher.waitFor((e) => e.event === "tool.started");
+    const { session, run, watcher } = await runAtShell(server, "sleep 1; echo finished-normally");
     server.process.kill("SIGTERM");
     expect(await server.exited).toBe(0);
     const seen = await watcher.ended;
@@ -113,14 +126,12 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
     });
     const events = await rest.ended;
     expect(events.at(-1)?.json.run.stopReason).toBe("complete");
-    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
-    expect(() => assertValidHistory(history)).not.toThrow();
+    const history = await validHistory(again, session.id);
     const result = history.find((m: { role: string }) => m.role === "tool");
     expect(result).toMatchObject({ toolCallId: "call_s", isError: false });
     expect(result.content).toContain("finished-normally");
     expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    again.process.kill("SIGTERM");
-    expect(await again.exited).toBe(0);
+    await stop(again);
   } finally {
     dir.cleanup();
   }
@@ -130,11 +141,7 @@ it("a DELETE accepted while the server shuts down is kept: the restart ends the 
   const dir = tempDir();
   try {
     const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
-    upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"sleep 2"}' }] });
-    const session = (await api(server.url, "POST", "/sessions", { approval: { tools: { shell: "allow" } } })).body;
-    const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
-    const watcher = await openSse(`${server.url}/runs/${run.id}/events`);
-    await watcher.waitFor((e) => e.event === "tool.started");
+    const { session, run, watcher } = await runAtShell(server, "sleep 2");
     server.process.kill("SIGTERM");
     // The tool still runs (the server lets it finish), and requests are still answered.
     const cancelled = await api(server.url, "DELETE", `/runs/${run.id}`);
@@ -145,10 +152,8 @@ it("a DELETE accepted while the server shuts down is kept: the restart ends the 
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const view = await api(again.url, "GET", `/runs/${run.id}`);
     expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    const history = (await api(again.url, "GET", `/sessions/${session.id}/messages`)).body.items;
-    expect(() => assertValidHistory(history)).not.toThrow();
-    again.process.kill("SIGTERM");
-    expect(await again.exited).toBe(0);
+    const history = await validHistory(again, session.id);
+    await stop(again);
   } finally {
     dir.cleanup();
   }
