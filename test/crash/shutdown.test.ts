@@ -59,7 +59,7 @@ it("SIGTERM (twice) with ON_RESTART=abort settles live runs as aborted, ends the
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
     const view = await api(again.url, "GET", `/runs/${run.id}`);
     expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    const history = await validHistory(again, session.id);
+    await validHistory(again, session.id);
     await stop(again);
   } finally {
     dir.cleanup();
@@ -152,7 +152,7 @@ it("a DELETE accepted while the server shuts down is kept: the restart ends the 
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const view = await api(again.url, "GET", `/runs/${run.id}`);
     expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    const history = await validHistory(again, session.id);
+    await validHistory(again, session.id);
     await stop(again);
   } finally {
     dir.cleanup();
