@@ -84,10 +84,14 @@ export class RunService {
     return this.deps.manager.cancel(runId);
   }
 
-  /** Resolves when the run has finished, with its final assistant text. */
+  /**
+   * Resolves when the run has finished, with its final assistant text: null when its last
+   * reply was only tool calls (a run that stopped before answering) or it made none.
+   */
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
-    return { run, text: this.deps.store.messages.lastAssistantText(run.sessionId, runId) };
+    const text = this.deps.store.messages.lastAssistantText(run.sessionId, runId);
+    return { run, text: text === "" ? null : text };
   }
 
   steps(runId: string, owner: string | null) {

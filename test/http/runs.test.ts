@@ -70,6 +70,16 @@ describe("runs over HTTP", () => {
     expect(res.body.run.stats).toMatchObject({ modelCalls: 1, turns: 1, inputTokens: 10, outputTokens: 5 });
   });
 
+  it("?wait=true on a run that stopped before answering gives text null, not an empty string", async () => {
+    server.upstream.enqueue({ toolCalls: [{ id: "call_l", name: "list_files", arguments: "{}" }] });
+    const session = await createSession();
+    const waited = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, {
+      body: { input: "list", maxTurns: 1 },
+    });
+    expect(waited.body.run.stopReason).toBe("max_turns");
+    expect(waited.body.text).toBeNull();
+  });
+
   it("a second run while one is active is refused with SESSION_BUSY naming the active run", async () => {
     let release!: () => void;
     server.upstream.enqueue({ text: "slow", gate: new Promise<void>((r) => (release = r)) });
