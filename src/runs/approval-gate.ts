@@ -38,6 +38,8 @@ export function resolveApproval(
  */
 export function approvalGate(deps: ApprovalGateDeps, run: LiveRun): BeforeToolCall {
   return async ({ toolCall, tool, input }) => {
+    // A run left for the restart asks nothing more here (the restart asks again).
+    run.beforeNewWork();
     const ledger = run.resumed ? deps.store.toolCalls.get(run.id, toolCall.id) : null;
     if (ledger?.decision) return { decision: ledger.decision, reason: ledger.decisionReason };
 

@@ -38,24 +38,36 @@ export class LiveRun {
   }
 
   /**
-   * Stops the run where it is without settling it, for the next start to resume as after a
-   * crash: nothing more is written, approvals stop waiting (their timers too), and the
-   * signal stops a model stream. A tool that is executing is left to finish (within the
-   * shutdown's grace period) so that its real result is written; the run stops right after.
+   * Leaves the run for the next start to resume as after a crash. It is stopped where it is
+   * (see `stop`), except that a tool that is executing is left to finish, within the
+   * shutdown's grace period: its real result, and whatever the loop writes because of it
+   * (a failure's "not executed" results, the run's end), is still written; the run stops
+   * before it begins anything new (`beforeNewWork`).
    */
   suspend(): void {
     this.suspended = true;
-    if (this.runningTool === null) this.#stop();
+    if (this.runningTool === null) this.stop();
   }
 
   /** Called once a tool's result is committed. */
   toolFinished(toolCallId: string): void {
-    if (this.runningTool !== toolCallId) return;
-    this.runningTool = null;
-    if (this.suspended) this.#stop();
+    if (this.runningTool === toolCallId) this.runningTool = null;
   }
 
-  #stop(): void {
+  /** Called before a model request, an approval or a tool begins: a suspended run stops there. */
+  beforeNewWork(): void {
+    if (this.suspended && !this.stopped) this.stop();
+  }
+
+  /** Sealed: nothing more is written, approvals stop waiting, the signal stops what runs. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+  #stopped = false;
+
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
     this.recorder.seal();
     this.approvals.clear();
     this.controller.abort(new Error("the server is shutting down"));

@@ -49,6 +49,20 @@ export interface StartRunInput {
 
 /** How often a run whose end could not be written tries again. */
 const FINISH_RETRY_MS = 1000;
+/** After the grace period, how long runs stopped then get to unwind before the server closes. */
+const LATE_STOP_MS = 1000;
+
+/** Waits for the promises to settle, at most `ms`. */
+async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
 
 /**
  * Owns the runs this process executes: starts the loop for each, glues it to the
@@ -58,8 +72,6 @@ const FINISH_RETRY_MS = 1000;
 export class RunManager {
   readonly #live = new Map<string, LiveRun>();
   readonly #bySession = new Map<string, LiveRun>();
-  /** Live runs per owner (API key hash); runs without an owner are not counted. */
-  readonly #byOwner = new Map<string, number>();
   readonly #approvalDeps: ApprovalGateDeps;
   #accepting = true;
 
@@ -99,7 +111,7 @@ export class RunManager {
     if (active) throw sessionBusy(session.id, active);
     if (this.#live.size >= this.deps.maxConcurrentRuns) throw tooManyRuns(this.deps.maxConcurrentRuns, 1);
     const perKey = this.deps.maxRunsPerKey ?? 0;
-    if (perKey > 0 && session.owner !== null && (this.#byOwner.get(session.owner) ?? 0) >= perKey) {
+    if (perKey > 0 && session.owner !== null && this.#liveRunsOf(session.owner) >= perKey) {
       throw tooManyRuns(perKey, 1, "key");
     }
 
@@ -152,7 +164,7 @@ export class RunManager {
     const view = live ? await live.done : this.get(runId);
     if (!view) throw notFound("run", runId);
     // Left unfinished for the restart: it has no end to report yet.
-    if (live?.suspended || (!this.#accepting && view.status !== "finished")) throw shuttingDown();
+    if (!this.#accepting && view.status !== "finished") throw shuttingDown();
     return view;
   }
 
@@ -196,7 +208,7 @@ export class RunManager {
     if (view.status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
     const live = this.#live.get(runId);
     // A run left for the restart asks for this decision again there.
-    if (!this.#accepting && (!live || live.suspended)) throw shuttingDown();
+    if (!this.#accepting && (!live || live.stopped)) throw shuttingDown();
     if (!live?.approvals.has(toolCallId)) {
       throw conflict(
         "APPROVAL_NOT_PENDING",
@@ -220,29 +232,24 @@ export class RunManager {
       else if (!live.cancelRequested) live.cancel("the server is shutting down");
       return live.done;
     });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(done),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settledWithin(done, graceMs);
+    // A tool that outlasted the grace period is stopped now (its process group is signalled)
+    // and left for the restart, which records it as interrupted.
+    const late = [...this.#live.values()].filter((live) => live.suspended && !live.stopped);
+    for (const live of late) live.stop();
+    if (late.length)
+      await settledWithin(
+        late.map((live) => live.done),
+        LATE_STOP_MS,
+      );
   }
 
   #launch(live: LiveRun, params: { input?: string; priorStats?: RunStats }): void {
     this.#live.set(live.id, live);
     this.#bySession.set(live.sessionId, live);
-    const owner = live.session.owner;
-    if (owner !== null) this.#byOwner.set(owner, (this.#byOwner.get(owner) ?? 0) + 1);
     live.done = this.#execute(live, params).finally(() => {
       live.recorder.dispose();
       this.#live.delete(live.id);
-      if (owner !== null) {
-        const left = (this.#byOwner.get(owner) ?? 1) - 1;
-        if (left > 0) this.#byOwner.set(owner, left);
-        else this.#byOwner.delete(owner);
-      }
       if (this.#bySession.get(live.sessionId) === live) this.#bySession.delete(live.sessionId);
     });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.
@@ -272,7 +279,7 @@ export class RunManager {
         newId: () => newId("msg"),
       });
     } catch (err) {
-      if (live.suspended) return this.#suspendedView(live);
+      if (live.stopped) return this.#suspendedView(live);
       log.error({ err }, "run failed");
       const code = (err as { code?: unknown }).code;
       result = {
@@ -281,7 +288,7 @@ export class RunManager {
         stats: params.priorStats ?? emptyStats(),
       };
     }
-    if (live.suspended) return this.#suspendedView(live);
+    if (live.stopped) return this.#suspendedView(live);
     if (result.stopReason === "error") log.warn({ error: result.error }, "run ended with an error");
     return this.#finish(live, result);
   }
@@ -303,6 +310,7 @@ export class RunManager {
   }
 
   #emit(live: LiveRun, event: LoopEvent): void {
+    if (event.type === "turn.started" || event.type === "tool.started") live.beforeNewWork();
     if (event.type !== "tool.started") {
       live.recorder.buffer(event);
       return;
@@ -321,14 +329,21 @@ export class RunManager {
     live.recorder.defer(() => this.deps.store.steps.save(live.id, step));
   }
 
+  /** How many runs of this owner (API key hash) this process is executing. */
+  #liveRunsOf(owner: string): number {
+    let count = 0;
+    for (const live of this.#live.values()) if (live.session.owner === owner) count++;
+    return count;
+  }
+
   /** A suspended run as this process leaves it: unfinished, for the next start. */
   #suspendedView(live: LiveRun): RunView {
     return this.get(live.id) ?? runView(live.record);
   }
 
   #setStatus(live: LiveRun, status: LiveRun["status"]): void {
-    // A suspended run writes nothing, but a cancel is recorded: the restart then ends it aborted.
-    if (live.suspended && status !== "cancelling") return;
+    // A stopped run writes nothing, but a cancel is recorded: the restart then ends it aborted.
+    if (live.stopped && status !== "cancelling") return;
     if (live.status === "cancelling" && status !== "cancelling") return;
     live.status = status;
     try {
@@ -346,7 +361,7 @@ export class RunManager {
   async #finish(live: LiveRun, result: Pick<AgentRunResult, "stopReason" | "error" | "stats">): Promise<RunView> {
     const { store } = this.deps;
     for (let attempt = 0; ; attempt++) {
-      if (live.suspended) return this.#suspendedView(live);
+      if (live.stopped) return this.#suspendedView(live);
       const stopReason = live.cancelRequested ? "aborted" : result.stopReason;
       const error = stopReason === "error" ? result.error : null;
       try {

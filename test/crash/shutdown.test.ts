@@ -29,6 +29,20 @@ async function stop(server: ChildServer) {
   expect(await server.exited).toBe(0);
 }
 
+/** Restarts on `dir`: the run has ended aborted and the history is valid; then stops. */
+async function expectAbortedAfterRestart(opts: {
+  dir: string;
+  env?: Record<string, string>;
+  runId: string;
+  sessionId: string;
+}) {
+  const again = await startChildServer({ dir: opts.dir, upstreamURL: upstream.baseURL, env: opts.env });
+  const view = await api(again.url, "GET", `/runs/${opts.runId}`);
+  expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
+  await validHistory(again, opts.sessionId);
+  await stop(again);
+}
+
 /** The session's history, which must pass the loop's own validation (law 4). */
 async function validHistory(server: ChildServer, sessionId: string) {
   const history = (await api(server.url, "GET", `/sessions/${sessionId}/messages`)).body.items;
@@ -56,11 +70,7 @@ it("SIGTERM (twice) with ON_RESTART=abort settles live runs as aborted, ends the
     expect(await server.exited).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
 
-    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
-    const view = await api(again.url, "GET", `/runs/${run.id}`);
-    expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    await validHistory(again, session.id);
-    await stop(again);
+    await expectAbortedAfterRestart({ dir: dir.path, env, runId: run.id, sessionId: session.id });
   } finally {
     dir.cleanup();
   }
@@ -149,11 +159,7 @@ it("a DELETE accepted while the server shuts down is kept: the restart ends the 
     expect(await server.exited).toBe(0);
     watcher.close();
 
-    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
-    const view = await api(again.url, "GET", `/runs/${run.id}`);
-    expect(view.body).toMatchObject({ status: "finished", stopReason: "aborted" });
-    await validHistory(again, session.id);
-    await stop(again);
+    await expectAbortedAfterRestart({ dir: dir.path, runId: run.id, sessionId: session.id });
   } finally {
     dir.cleanup();
   }
