@@ -39,7 +39,8 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Shutdown takes up to SHUTDOWN_GRACE_MS (8 s) plus 2 s: stop with `docker stop -t 15` or run with --stop-timeout 15.
+# Shutdown takes at most SHUTDOWN_GRACE_MS (5 s by default) plus 2 s, inside `docker stop`'s default 10 s;
+# raise --stop-timeout with SHUTDOWN_GRACE_MS.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/src/server.js"]
