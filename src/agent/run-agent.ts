@@ -34,8 +34,6 @@ export interface RunAgentParams {
   /** The most model requests this run may make. */
   maxTurns: number;
   contextMaxChars?: number;
-  /** Tool-call ids already taken besides those in `history`; a call reusing one is renamed. */
-  usedToolCallIds?: Iterable<string>;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
   newId?: () => string;
@@ -77,7 +75,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     newId: params.newId ?? randomUUID,
     history: [...params.history],
     // Ids unique in the whole conversation: some upstreams refuse a repeated tool-call id.
-    usedToolCallIds: new Set([...toolCallIdsIn(params.history), ...(params.usedToolCallIds ?? [])]),
+    usedToolCallIds: new Set(toolCallIdsIn(params.history)),
     stats,
   };
   const firstNew = ctx.history.length;

@@ -43,6 +43,24 @@ async function expectAbortedAfterRestart(opts: {
   await stop(again);
 }
 
+/**
+ * Watches a restarted run from the last event seen before the restart (after `act`, e.g. a
+ * decision), checks the continuation has no gap and ends `complete`; returns the history.
+ */
+async function resumedToCompletion(
+  server: ChildServer,
+  { runId, sessionId, seen }: { runId: string; sessionId: string; seen: { id?: string }[] },
+  act?: () => Promise<unknown>,
+) {
+  const lastSeen = seen.at(-1)?.id ?? "0";
+  const continuation = await openSse(`${server.url}/runs/${runId}/events`, { headers: { "last-event-id": lastSeen } });
+  await act?.();
+  const rest = await continuation.ended;
+  expect(Number(rest[0]?.id)).toBe(Number(lastSeen) + 1);
+  expect(rest.at(-1)?.json.run.stopReason).toBe("complete");
+  return validHistory(server, sessionId);
+}
+
 /** The session's history, which must pass the loop's own validation (law 4). */
 async function validHistory(server: ChildServer, sessionId: string) {
   const history = (await api(server.url, "GET", `/sessions/${sessionId}/messages`)).body.items;
@@ -101,17 +119,11 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const pending = (await api(again.url, "GET", `/runs/${run.id}/approvals`)).body.items;
     expect(pending.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_w"]);
-    const lastSeen = before.at(-1)?.id ?? "0";
-    const continuation = await openSse(`${again.url}/runs/${run.id}/events`, {
-      headers: { "last-event-id": lastSeen },
-    });
-    expect((await api(again.url, "POST", `/runs/${run.id}/approvals/call_w`, { decision: "approve" })).status).toBe(
-      200,
-    );
-    const rest = await continuation.ended;
-    expect(Number(rest[0]?.id)).toBe(Number(lastSeen) + 1);
-    expect(rest.at(-1)?.json.run.stopReason).toBe("complete");
-    const history = await validHistory(again, session.id);
+    const approve = async () =>
+      expect((await api(again.url, "POST", `/runs/${run.id}/approvals/call_w`, { decision: "approve" })).status).toBe(
+        200,
+      );
+    const history = await resumedToCompletion(again, { runId: run.id, sessionId: session.id, seen: before }, approve);
     expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     await stop(again);
   } finally {
@@ -131,12 +143,7 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
 
     upstream.enqueue({ text: "noted" });
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
-    const rest = await openSse(`${again.url}/runs/${run.id}/events`, {
-      headers: { "last-event-id": seen.at(-1)?.id ?? "0" },
-    });
-    const events = await rest.ended;
-    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
-    const history = await validHistory(again, session.id);
+    const history = await resumedToCompletion(again, { runId: run.id, sessionId: session.id, seen });
     const result = history.find((m: { role: string }) => m.role === "tool");
     expect(result).toMatchObject({ toolCallId: "call_s", isError: false });
     expect(result.content).toContain("finished-normally");
