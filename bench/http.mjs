@@ -14,7 +14,9 @@
 //   BENCH_WARMUP (50 runs before each measurement), BENCH_SHARED_DIR (the kit, default ../shared/bench),
 //   BENCH_OWN_UPSTREAM=1 / BENCH_OWN_LOAD=1 (use our fallbacks even when the kit is there),
 //   BENCH_SERVER_NODE_ARGS (extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
-//   BENCH_KEEP_TMP=1 (keep the temp dir: database and the drivers' JSON results).
+//   BENCH_KEEP_TMP=1 (keep the temp dir: database and the drivers' JSON results),
+//   BENCH_SERVER_ENTRY (the server script, relative to the repo root; default dist/src/server.js;
+//   bench/stack-floor-server.mjs measures the stack floor: the same libraries, no product logic).
 // Profiling the server under this load:
 //   BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node bench/http.mjs
 //   node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile
@@ -52,7 +54,7 @@ const useSharedUpstream = existsSync(sharedUpstream) && process.env.BENCH_OWN_UP
 const useSharedLoad = existsSync(sharedLoad) && process.env.BENCH_OWN_LOAD !== "1";
 const upstreamScript = useSharedUpstream ? sharedUpstream : join(root, "bench/fake-upstream.mjs");
 const loadScript = useSharedLoad ? sharedLoad : join(root, "bench/mini-load.mjs");
-const serverEntry = join(root, "dist/src/server.js");
+const serverEntry = resolve(root, process.env.BENCH_SERVER_ENTRY || "dist/src/server.js");
 
 const tmp = mkdtempSync(join(os.tmpdir(), "bench-http-"));
 const children = new Set();

@@ -42,6 +42,7 @@ import type { StoredMessage } from "../src/agent/messages.js";
 import type { ModelClient, ModelRequest, ModelResult } from "../src/agent/model.js";
 import { runAgent } from "../src/agent/run-agent.js";
 import { emptyStats } from "../src/agent/stats.js";
+import type { StepTrace } from "../src/agent/step-trace.js";
 import { type AgentTool, toolOk } from "../src/agent/tool.js";
 import { newId } from "../src/ids.js";
 import { EventHub } from "../src/runs/event-hub.js";
@@ -366,6 +367,103 @@ async function loopAloneRun(loopModel: InstantModel): Promise<void> {
   if (result.stopReason !== "complete") throw new Error(`loop-alone run ended ${result.stopReason}`);
 }
 
+/**
+ * The store alone: the writes a production turn makes, through the same store functions,
+ * with rows of the same shape, and nothing else (no loop, no model, no glue). Three
+ * transactions: the assistant message with its ledger row, its event and the turn's step
+ * trace; the durable tool start with its event; the tool result with its ledger mark, its
+ * event and the step trace's tool part. Returns the wall time of the three, in ms.
+ */
+function storeAloneTurn(): number {
+  const session = newSession();
+  const runId = newId("run");
+  const at = new Date().toISOString();
+  store.runs.insert({
+    id: runId,
+    sessionId: session.id,
+    status: "running",
+    stopReason: null,
+    error: null,
+    input: "hi",
+    maxTurns: 2,
+    contextMaxChars: null,
+    stats: emptyStats(),
+    createdAt: at,
+    finishedAt: null,
+    approval: null,
+    idempotencyKey: null,
+  });
+  const callId = `call_${runId}`;
+  const step: StepTrace = {
+    turn: 1,
+    context: { messageCount: 1, estimatedTokens: 10, trimmedCount: 0 },
+    model: {
+      latencyMs: 0,
+      firstTokenMs: 0,
+      finishReason: "tool_calls",
+      usage: { inputTokens: 10, outputTokens: 5 },
+      error: null,
+    },
+    tools: [],
+  };
+  const assistant: StoredMessage = {
+    id: newId("msg"),
+    role: "assistant",
+    content: "",
+    toolCalls: [{ id: callId, name: TOOL_NAME, input: "{}" }],
+    sessionId: session.id,
+    runId,
+    seq: 2,
+    createdAt: at,
+  };
+  const result: StoredMessage = {
+    id: newId("msg"),
+    role: "tool",
+    content: "ok",
+    toolCallId: callId,
+    isError: false,
+    metadata: { errorCode: null, retryable: false, durationMs: 0, outputChars: 2, truncated: false },
+    sessionId: session.id,
+    runId,
+    seq: 3,
+    createdAt: at,
+  } as StoredMessage;
+  const t0 = performance.now();
+  store.transaction(() => {
+    store.steps.save(runId, step);
+    store.messages.insert(assistant);
+    store.toolCalls.propose(runId, assistant.toolCalls ?? [], at);
+    store.events.insert([
+      { type: "turn.started", turn: 1, runId, seq: 2, at },
+      { type: "message", message: assistant, runId, seq: 3, at },
+    ]);
+  });
+  store.transaction(() => {
+    store.toolCalls.start(runId, callId, at);
+    store.events.insert([{ type: "tool.started", toolCallId: callId, tool: TOOL_NAME, runId, seq: 4, at }]);
+  });
+  store.transaction(() => {
+    store.messages.insert(result);
+    store.toolCalls.finish(runId, callId, result.id, at);
+    store.steps.save(runId, {
+      ...step,
+      tools: [
+        {
+          toolCallId: callId,
+          tool: TOOL_NAME,
+          status: "ok",
+          errorCode: null,
+          durationMs: 0,
+          outputChars: 2,
+          truncated: false,
+        },
+      ],
+    });
+    store.events.insert([{ type: "message", message: result, runId, seq: 5, at }]);
+  });
+  return performance.now() - t0;
+}
+
 // ---------- run ----------
 const cpu = os.cpus()[0]?.model?.trim() ?? "unknown cpu";
 console.log("bench:loop: agent loop overhead per turn vs one bare SQLite commit");
@@ -393,6 +491,10 @@ for (let i = 0; i < WARMUP_RUNS; i++) await loopAloneRun(loopModel);
 loopModel.recording = true;
 for (let i = 0; i < RUNS; i++) await loopAloneRun(loopModel);
 loopModel.recording = false;
+
+const storeAloneMs: number[] = [];
+for (let i = 0; i < WARMUP_RUNS; i++) storeAloneTurn();
+for (let i = 0; i < RUNS; i++) storeAloneMs.push(storeAloneTurn());
 
 const turn = summarize(model.turnMs);
 const commit = summarize(commitMs);
@@ -436,6 +538,16 @@ console.log(line("turn, CPU", summarize(loopModel.turnCpuMs)));
 console.log(
   `  ratio turn/commit: wall p50 ${ratio(loopTurn.p50, commit.p50)} (${loopCommits.toFixed(2)} commits per turn); ` +
     `the production glue adds ${fmt(turn.p50 - loopTurn.p50)} µs per turn at p50`,
+);
+
+const storeTurn = summarize(storeAloneMs);
+console.log("");
+console.log(
+  "  the store alone (the production turn's three transactions, same store calls and row shapes, nothing else):",
+);
+console.log(line("three transactions", storeTurn));
+console.log(
+  `  ratio to one bare commit: wall p50 ${ratio(storeTurn.p50, commit.p50)}; the rest of the production turn (loop, glue) is ${fmt(turn.p50 - storeTurn.p50)} µs at p50`,
 );
 
 if (PHASES) {
