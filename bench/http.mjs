@@ -55,6 +55,8 @@ const useSharedLoad = existsSync(sharedLoad) && process.env.BENCH_OWN_LOAD !== "
 const upstreamScript = useSharedUpstream ? sharedUpstream : join(root, "bench/fake-upstream.mjs");
 const loadScript = useSharedLoad ? sharedLoad : join(root, "bench/mini-load.mjs");
 const serverEntry = resolve(root, process.env.BENCH_SERVER_ENTRY || "dist/src/server.js");
+/** How the measured server is labelled: "ours", or "stack" for the stack-floor fixture (any other entry). */
+const subject = process.env.BENCH_SERVER_ENTRY ? "stack" : "ours";
 
 const tmp = mkdtempSync(join(os.tmpdir(), "bench-http-"));
 const children = new Set();
@@ -245,7 +247,7 @@ console.log("");
 
 const common = (n, c) => ["--n", String(n), "--c", String(c), "--warmup", String(WARMUP)];
 const floor1 = await load("floor C=1", ["--adapter", "floor", "--url", upstreamUrl, ...common(N1, 1)]);
-const ours1 = await load("ours C=1", [
+const ours1 = await load(`${subject} C=1`, [
   "--adapter",
   "ours",
   "--url",
@@ -255,7 +257,7 @@ const ours1 = await load("ours C=1", [
   ...common(N1, 1),
 ]);
 const floorC = await load(`floor C=${C}`, ["--adapter", "floor", "--url", upstreamUrl, ...common(N25, C)]);
-const oursC = await load(`ours C=${C}`, [
+const oursC = await load(`${subject} C=${C}`, [
   "--adapter",
   "ours",
   "--url",
@@ -278,9 +280,9 @@ const rows = [
   ["", "runs/s", "p50 run ms", "p95", "p99", "p50 ->last ev", "CPU ms/run", "RSS end MB", "upstream CPU"],
   ...[
     ["floor C=1", floor1],
-    ["ours C=1", ours1],
+    [`${subject} C=1`, ours1],
     [`floor C=${C}`, floorC],
-    [`ours C=${C}`, oursC],
+    [`${subject} C=${C}`, oursC],
   ].map(([name, r]) => [
     name,
     f(r?.runsPerS),
@@ -323,7 +325,7 @@ for (const [name, r] of [
 const gap = ours1 && floor1 ? ours1.runMs.p50 - floor1.runMs.p50 : null;
 const gapOk = gap === null ? null : gap <= TARGET_P50_OVER_FLOOR_MS;
 console.log(
-  `  [${verdict(gapOk)}] p50 at C=1 over the floor: ${f(gap)} ms (ours ${f(ours1?.runMs?.p50)} ms from POST /runs to the stream's end, ` +
+  `  [${verdict(gapOk)}] p50 at C=1 over the floor: ${f(gap)} ms (${subject} ${f(ours1?.runMs?.p50)} ms from POST /runs to the stream's end, ` +
     `floor ${f(floor1?.runMs?.p50)} ms for the two model requests); target <= ${TARGET_P50_OVER_FLOOR_MS} ms. ` +
     `Create session p50 ${f(ours1?.createMs?.p50)} ms is not included; to the last event: ${f(
       ours1 && floor1 ? ours1.lastEvMs.p50 - floor1.lastEvMs.p50 : null,

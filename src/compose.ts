@@ -9,7 +9,7 @@ import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
-import { openDatabase } from "./store/database.js";
+import { openDatabaseOrExplain, prepareWorkspaceRoot } from "./startup-checks.js";
 import { createStore } from "./store/store.js";
 import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES } from "./tools/index.js";
 
@@ -21,7 +21,8 @@ export interface ComposeOptions {
 
 /** Wires the parts together from the configuration: database, model, runs, sessions. Recovers left runs. */
 export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
-  const db = openDatabase({ path: config.DATABASE_PATH });
+  prepareWorkspaceRoot(config.WORKSPACE_ROOT);
+  const db = openDatabaseOrExplain(config.DATABASE_PATH);
   const store = createStore(db);
   const hub = new EventHub();
   const model =
@@ -40,6 +41,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     toolsFor: (session) =>
       bindWorkspaceTools({
         workspace: (sessions as SessionService).workspacePath(session),
+        root: config.WORKSPACE_ROOT,
         names: session.tools ?? undefined,
       }),
     maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,

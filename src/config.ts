@@ -1,11 +1,37 @@
 import { z } from "zod";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 
+/** The longest delay a Node timer takes; a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A whole number written in decimal digits (no sign, exponent, hex or fraction), else NaN. */
+const decimal = (raw: string): number => (/^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN);
+
 const intSetting = (fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) =>
   z.preprocess(
-    (raw) => (typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : undefined),
-    z.number().int().min(min).max(max).default(fallback),
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? decimal(raw.trim()) : undefined),
+    z
+      .number({
+        error: (issue) => (issue.code === "invalid_type" ? "must be a whole number in decimal digits" : undefined),
+      })
+      .int()
+      .min(min)
+      .max(max)
+      .default(fallback),
   );
+
+/** A duration in milliseconds that a timer can hold. */
+const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}) => intSetting(fallback, { min, max });
+
+/** Whether `value` is exactly an origin (`scheme://host[:port]`, http or https, no path or trailing slash). */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
+  } catch {
+    return false;
+  }
+}
 
 const stringSetting = (fallback: string) =>
   z.preprocess(
@@ -38,17 +64,24 @@ const EnvSchema = z.object({
   MAX_CONCURRENT_RUNS: intSetting(64, { min: 1, max: 100_000 }),
   /** Live runs one API key may have at once; 0 = only MAX_CONCURRENT_RUNS applies. */
   MAX_RUNS_PER_KEY: intSetting(0, { min: 0, max: 100_000 }),
-  APPROVAL_TIMEOUT_MS: intSetting(900_000, { min: 1 }),
+  APPROVAL_TIMEOUT_MS: msSetting(900_000),
   BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
-  CORS_ORIGINS: listSetting,
+  CORS_ORIGINS: listSetting.pipe(
+    z.array(
+      z.string().refine((origin) => origin === "*" || isOrigin(origin), {
+        error: (issue) =>
+          `${JSON.stringify(issue.input)} is not an origin: write scheme://host[:port] (http or https, no path or trailing slash), or *`,
+      }),
+    ),
+  ),
   ON_RESTART: z.preprocess(
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
     z.enum(["resume", "abort"]).default("resume"),
   ),
   DEFAULT_MAX_TURNS: intSetting(20, { min: 1, max: 1000 }),
   MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),
-  MODEL_REQUEST_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
-  MODEL_IDLE_TIMEOUT_MS: intSetting(60_000, { min: 1 }),
+  MODEL_REQUEST_TIMEOUT_MS: msSetting(60_000),
+  MODEL_IDLE_TIMEOUT_MS: msSetting(60_000),
   SHUTDOWN_GRACE_MS: intSetting(5_000, { min: 0, max: 60_000 }),
 });
 
@@ -69,7 +102,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const problems: string[] = [];
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
+    for (const issue of parsed.error.issues)
+      problems.push(`${String(issue.path[0] ?? "(environment)")}: ${issue.message}`);
   }
   const model = parseModelEnv(env);
   if (!model.ok) problems.push(...model.errors);

@@ -2,6 +2,7 @@ import { buildApp } from "./app.js";
 import { composeContext } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { listenProblem } from "./startup-checks.js";
 
 /**
  * The process entry: validated configuration, database, recovery of runs left by
@@ -15,18 +16,22 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
   const logger = createLogger({ level: config.LOG_LEVEL });
-  const ctx = composeContext(config, logger);
+  let ctx: ReturnType<typeof composeContext>;
+  try {
+    ctx = composeContext(config, logger);
+  } catch (err) {
+    // The database file or the workspace root cannot be used: named like a bad value.
+    if (err instanceof ConfigError) exitWithConfigError(err);
+    throw err;
+  }
   const app = await buildApp(ctx, logger);
 
   let stopping: Promise<void> | null = null;
-  const shutdown = (signal: string) => {
+  const shutdown = (signal: string, exitCode = 0) => {
     if (stopping) return stopping;
     logger.info({ signal }, "shutting down");
     const hardStop = setTimeout(() => {
@@ -39,7 +44,7 @@ async function main(): Promise<void> {
       await app.close();
       ctx.store.db.close();
       logger.info("stopped");
-      process.exit(0);
+      process.exit(exitCode);
     })();
     return stopping;
   };
@@ -50,7 +55,20 @@ async function main(): Promise<void> {
 
   if (ctx.modelProblem) logger.warn({ problem: ctx.modelProblem }, "no model configured: runs will fail until it is");
   // A deep accept queue: many watchers may reconnect at once.
-  await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
+  try {
+    await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
+  } catch (err) {
+    const problem = listenProblem(err, { host: config.HOST, port: config.PORT });
+    if (!problem) throw err;
+    process.stderr.write(`${new ConfigError([problem]).message}\n`);
+    // Runs resumed at start are left for the next start, as on SIGTERM.
+    await shutdown("listen failed", 2);
+  }
+}
+
+function exitWithConfigError(err: ConfigError): never {
+  process.stderr.write(`${err.message}\n`);
+  process.exit(2);
 }
 
 main().catch((err) => {

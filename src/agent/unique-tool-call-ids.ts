@@ -1,5 +1,14 @@
 import type { ToolCall } from "./messages.js";
 
+/** The longest tool-call id kept as the model sent it (a path parameter stays well within limits). */
+export const MAX_ID_LENGTH = 64;
+
+const ID_CHARS = /^[A-Za-z0-9_.:-]+$/;
+
+/** Whether an id can be used as it is: short, URL-path safe, not a dot segment. */
+const isUsableId = (id: string): boolean =>
+  id.length <= MAX_ID_LENGTH && ID_CHARS.test(id) && id !== "." && id !== "..";
+
 /**
  * The calls with every id unique in the conversation (`used`: the ids of the history and of
  * this run so far). Law 4 pairs each result with its call by id, an approval names its
@@ -7,17 +16,20 @@ import type { ToolCall } from "./messages.js";
  * OpenAI-compatible models number their calls afresh each turn (`call_0` again) or repeat
  * one within a reply: such a call keeps its place and content under a new id (`call_0-2`,
  * the first free suffix), which the model then sees in the history it is sent, paired
- * with the call's result. An empty id becomes `call-N` the same way.
+ * with the call's result. An id a client could not put in a URL path segment as it is (empty,
+ * over MAX_ID_LENGTH characters, `.` or `..`, or with characters other than letters, digits,
+ * `_`, `-`, `.` and `:`) becomes `call-N` the same way: every call can be approved with
+ * `POST /runs/{id}/approvals/{toolCallId}`.
  */
 export function withUniqueIds(calls: readonly ToolCall[], used: ReadonlySet<string>): ToolCall[] {
   // A call whose id is new keeps it (the first of repeats does); only the others are renamed.
   const keeps = calls.map(
-    (call, i) => call.id !== "" && !used.has(call.id) && calls.findIndex((c) => c.id === call.id) === i,
+    (call, i) => isUsableId(call.id) && !used.has(call.id) && calls.findIndex((c) => c.id === call.id) === i,
   );
   const taken = new Set([...used, ...calls.filter((_, i) => keeps[i]).map((call) => call.id)]);
   return calls.map((call, i) => {
     if (keeps[i]) return call;
-    const base = call.id === "" ? "call" : call.id;
+    const base = isUsableId(call.id) ? call.id : "call";
     let n = 2;
     while (taken.has(`${base}-${n}`)) n++;
     const id = `${base}-${n}`;

@@ -55,6 +55,7 @@ export class RunService {
 
   start(request: StartRunRequest): { run: RunView; created: boolean } {
     const session = this.deps.sessions.record(request.sessionId, request.owner);
+    this.deps.sessions.checkToolNames({ approval: request.approval });
     return this.deps.manager.start({
       session,
       input: request.input,

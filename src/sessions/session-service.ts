@@ -30,11 +30,28 @@ export class SessionService {
     },
   ) {}
 
-  async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
-    const unknown = (input.tools ?? []).filter((name) => !this.deps.toolNames.includes(name));
-    if (unknown.length) {
-      throw badRequest("UNKNOWN_TOOL", `unknown tools: ${unknown.join(", ")}`, { available: this.deps.toolNames });
+  /**
+   * Refuses (400 UNKNOWN_TOOL) a tool name that is not a tool, in a `tools` list or as a key
+   * of an approval override's `tools`: a misspelt `"Shell": "deny"` must not leave `shell`
+   * on its default.
+   */
+  checkToolNames({ tools, approval }: { tools?: readonly string[]; approval?: ApprovalPolicy | null }): void {
+    const known = this.deps.toolNames;
+    const unknownIn = (names: readonly string[]) => names.filter((name) => !known.includes(name));
+    const inTools = unknownIn(tools ?? []);
+    if (inTools.length) {
+      throw badRequest("UNKNOWN_TOOL", `unknown tools: ${inTools.join(", ")}`, { available: known });
     }
+    const inApproval = unknownIn(Object.keys(approval?.tools ?? {}));
+    if (inApproval.length) {
+      throw badRequest("UNKNOWN_TOOL", `approval.tools names unknown tools: ${inApproval.join(", ")}`, {
+        available: known,
+      });
+    }
+  }
+
+  async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
+    this.checkToolNames(input);
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
         "INVALID_WORKSPACE",

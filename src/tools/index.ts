@@ -1,11 +1,13 @@
 import { z } from "zod";
-import type { AnyAgentTool } from "../agent/tool.js";
+import { type AnyAgentTool, toolError } from "../agent/tool.js";
 import { defaultApprovalMode } from "../runs/approval-policy.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { editFileTool } from "./edit-file.js";
+import { ToolErrorCode } from "./error-codes.js";
 import { listFilesTool } from "./list-files.js";
 import { readFileTool } from "./read-file.js";
 import { searchFilesTool } from "./search-files.js";
+import { isWorkspaceInsideRoot } from "./session-workspace.js";
 import { shellTool } from "./shell.js";
 import { writeFileTool } from "./write-file.js";
 
@@ -44,15 +46,18 @@ export function defaultApprovalPolicy(name: string): DefaultApproval {
 }
 
 /**
- * The workspace tools as the loop's AgentTools, each confined to `workspace`; with `names`,
- * only those (in the registry's order). Throws on a name that is not a workspace tool:
- * callers validate user input against WORKSPACE_TOOL_NAMES first.
+ * The workspace tools as the loop's AgentTools, each confined to `workspace` (a directory
+ * below `root`, WORKSPACE_ROOT); with `names`, only those (in the registry's order). Throws
+ * on a name that is not a workspace tool: callers validate user input against
+ * WORKSPACE_TOOL_NAMES first.
  */
 export function bindWorkspaceTools({
   workspace,
+  root,
   names,
 }: {
   workspace: string;
+  root: string;
   names?: readonly string[];
 }): AnyAgentTool[] {
   const unknown = names?.filter((name) => !WORKSPACE_TOOL_NAMES.includes(name)) ?? [];
@@ -60,16 +65,26 @@ export function bindWorkspaceTools({
     throw new Error(`unknown workspace tool(s): ${unknown.join(", ")}; known: ${WORKSPACE_TOOL_NAMES.join(", ")}`);
   }
   const selected = names ? workspaceTools.filter((tool) => names.includes(tool.name)) : workspaceTools;
-  return selected.map((tool) => bindTool(tool, workspace));
+  return selected.map((tool) => bindTool(tool, workspace, root));
 }
 
-function bindTool(tool: WorkspaceToolDefinition, workspace: string): AnyAgentTool {
+/** Runs the tool only while its workspace still resolves below the root (see isWorkspaceInsideRoot). */
+function bindTool(tool: WorkspaceToolDefinition, workspace: string, root: string): AnyAgentTool {
   return {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
     readOnly: tool.readOnly,
-    execute: (input, { toolCallId, signal }) => tool.execute(input, { workspace, signal, toolCallId }),
+    execute: async (input, { toolCallId, signal }) => {
+      if (!(await isWorkspaceInsideRoot({ root, workspace }))) {
+        return toolError(
+          ToolErrorCode.workspaceUnavailable,
+          "the session's workspace directory is missing or no longer inside the workspace root",
+          false,
+        );
+      }
+      return tool.execute(input, { workspace, signal, toolCallId });
+    },
   };
 }
 

@@ -69,14 +69,23 @@ export async function createSessionWorkspace({
   if (shared === undefined) {
     // A new directory made by a non-recursive mkdir directly in the root's real path is
     // inside the root by construction (mkdir does not follow a link in its last step).
-    const realRoot = await rootRealPath(rootAbs);
-    const created = await mkdir(join(realRoot, sessionId)).then(
-      () => true,
-      (err: NodeJS.ErrnoException) => {
-        if (err.code !== "EEXIST") throw err;
-        return false;
-      },
-    );
+    const makeDir = async (): Promise<{ realRoot: string; created: boolean }> => {
+      const realRoot = await rootRealPath(rootAbs);
+      const created = await mkdir(join(realRoot, sessionId)).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== "EEXIST") throw err;
+          return false;
+        },
+      );
+      return { realRoot, created };
+    };
+    // A root removed while the server runs is made again (its real path is resolved anew).
+    const { realRoot, created } = await makeDir().catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err;
+      realRoots.delete(rootAbs);
+      return makeDir();
+    });
     const path = join(rootAbs, sessionId);
     // An existing entry (a reused or planted one) and a root reached through a link are checked.
     if (!created || realRoot !== rootAbs) {
@@ -93,6 +102,27 @@ export async function createSessionWorkspace({
     throw new Error(`workspace directory ${path} resolves outside the workspace root`);
   }
   return { path, shared: shared !== undefined };
+}
+
+/**
+ * Whether `workspace` still resolves to a directory below `root` (not the root itself). A
+ * command run by the shell tool can replace the workspace directory with a symlink to
+ * anywhere; tools check this before each call so that later (unapproved, read-only) calls
+ * are not confined to the wrong place. False when the workspace cannot be resolved.
+ */
+export async function isWorkspaceInsideRoot({
+  root,
+  workspace,
+}: {
+  root: string;
+  workspace: string;
+}): Promise<boolean> {
+  try {
+    const [realRoot, realPath] = await Promise.all([rootRealPath(resolve(root)), realpath(workspace)]);
+    return isInside(realRoot, realPath) && realPath !== realRoot;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -386,4 +386,19 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
     expect(ids(withUniqueIds(calls("a", "a", "", ""), new Set()))).toEqual(["a", "a-2", "call-2", "call-3"]);
     expect(ids(withUniqueIds(calls("x", "y"), new Set(["z"])))).toEqual(["x", "y"]);
   });
+
+  it("an id a client could not send back in an approval URL (too long, a dot segment, a slash) runs under a fresh one", () => {
+    const calls = (...ids: string[]) => ids.map((id) => ({ id, name: "ok", input: "{}" }));
+    const ids = (result: { id: string }[]) => result.map((c) => c.id);
+    const long = `call_${"x".repeat(100)}`;
+    expect(ids(withUniqueIds(calls(long, ".", "..", "a/b", "a b", "functions.get:0"), new Set()))).toEqual([
+      "call-2",
+      "call-3",
+      "call-4",
+      "call-5",
+      "call-6",
+      "functions.get:0",
+    ]);
+    expect(ids(withUniqueIds(calls("x".repeat(64)), new Set()))).toEqual(["x".repeat(64)]);
+  });
 });

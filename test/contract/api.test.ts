@@ -115,6 +115,10 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     const unknownTool = await call(server, "POST", "/sessions", { body: { tools: ["teleport"] } });
     expect(unknownTool.body.error.code).toBe("UNKNOWN_TOOL");
     expect(unknownTool.body.error.details.available).toContain("shell");
+    // A misspelt tool in an approval override is refused, not left on its default (a "deny" lost).
+    const misspelt = await call(server, "POST", "/sessions", { body: { approval: { tools: { Shell: "deny" } } } });
+    expect(misspelt.status).toBe(400);
+    expect(misspelt.body.error).toMatchObject({ code: "UNKNOWN_TOOL", message: expect.stringContaining("Shell") });
     const workspace = await call(server, "POST", "/sessions", { body: { workspace: ".hidden" } });
     expect(workspace.body.error.code).toBe("INVALID_WORKSPACE");
     const badLimit = await call(server, "GET", "/sessions", { query: "limit=0" });
@@ -126,6 +130,12 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       query: "cursor=abc",
     });
     expect(cursor.body.error.code).toBe("INVALID_CURSOR");
+    const misspeltRun = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "hi", approval: { tools: { sehll: "deny" } } },
+    });
+    expect(misspeltRun.status).toBe(400);
+    expect(misspeltRun.body.error.code).toBe("UNKNOWN_TOOL");
     const emptyInput = await call(server, "POST", "/sessions/{id}/runs", {
       params: { id: session },
       body: { input: "" },
@@ -586,7 +596,10 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
   it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
     expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
     const ready = await call(server, "GET", "/readyz");
-    expect(ready.body).toEqual({ ready: true, checks: { database: { ok: true }, model: { ok: true } } });
+    expect(ready.body).toEqual({
+      ready: true,
+      checks: { database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
+    });
     const yaml = await call(server, "GET", "/openapi.yaml");
     expect(yaml.status).toBe(200);
     expect(yaml.contentType).toMatch(/^application\/yaml/);
@@ -771,7 +784,11 @@ describe("contract: limits and readiness", () => {
       expect(ready.status).toBe(503);
       expect(ready.body).toEqual({
         ready: false,
-        checks: { database: { ok: true }, model: { ok: false, message: expect.stringContaining("OPENAI_MODEL") } },
+        checks: {
+          database: { ok: true },
+          workspaces: { ok: true },
+          model: { ok: false, message: expect.stringContaining("OPENAI_MODEL") },
+        },
       });
       const session = await call(unconfigured, "POST", "/sessions");
       const run = await call(unconfigured, "POST", "/sessions/{id}/runs", {

@@ -1,3 +1,5 @@
+import { mkdir, rm, symlink } from "node:fs/promises";
+import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -65,9 +67,9 @@ describe("the workspace tool registry", () => {
   });
 
   it("binds the tools to a workspace as AgentTools", async () => {
-    const { workspace } = await makeSandbox();
+    const { base, workspace } = await makeSandbox();
     await writeTree(workspace, { "hello.txt": "hi\n" });
-    const tools = bindWorkspaceTools({ workspace });
+    const tools = bindWorkspaceTools({ workspace, root: base });
     expect(tools.map((tool) => [tool.name, tool.readOnly])).toEqual([
       ["list_files", true],
       ["read_file", true],
@@ -84,14 +86,35 @@ describe("the workspace tool registry", () => {
     expect(expectOk(outcome)).toBe("     1\thi");
   });
 
+  it("a workspace replaced by a symlink out of the root runs no tool (a shell command cannot redirect later reads)", async () => {
+    const { base, outside } = await makeSandbox();
+    const root = join(base, "root");
+    const ws = join(root, "ses_1");
+    await mkdir(ws, { recursive: true });
+    await writeTree(outside, { "secret.txt": "outside\n" });
+    const read = bindWorkspaceTools({ workspace: ws, root }).find((tool) => tool.name === "read_file")!;
+    const call = () =>
+      read.execute(read.inputSchema.parse({ path: "secret.txt" }), {
+        toolCallId: "c1",
+        signal: new AbortController().signal,
+      });
+    expect((await call()).ok).toBe(false); // not there yet: FILE_NOT_FOUND inside the workspace
+    await rm(ws, { recursive: true });
+    await symlink(outside, ws);
+    const outcome = await call();
+    expect(outcome).toMatchObject({ ok: false, errorCode: "WORKSPACE_UNAVAILABLE" });
+    expect(JSON.stringify(outcome)).not.toContain("outside\n");
+  });
+
   it("binds only the named subset, in registry order, and throws on an unknown name", async () => {
     const { workspace } = await makeSandbox();
-    expect(bindWorkspaceTools({ workspace, names: ["shell", "read_file"] }).map((tool) => tool.name)).toEqual([
-      "read_file",
-      "shell",
-    ]);
-    expect(bindWorkspaceTools({ workspace, names: [] })).toEqual([]);
-    expect(() => bindWorkspaceTools({ workspace, names: ["read_file", "format_disk"] })).toThrow(/format_disk/);
+    expect(
+      bindWorkspaceTools({ workspace, root: workspace, names: ["shell", "read_file"] }).map((tool) => tool.name),
+    ).toEqual(["read_file", "shell"]);
+    expect(bindWorkspaceTools({ workspace, root: workspace, names: [] })).toEqual([]);
+    expect(() => bindWorkspaceTools({ workspace, root: workspace, names: ["read_file", "format_disk"] })).toThrow(
+      /format_disk/,
+    );
   });
 
   it("has distinct, stable error codes", () => {

@@ -1,0 +1,135 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { tempDir } from "../helpers/temp-dir.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const base = { OPENAI_API_KEY: "sk-test-key", OPENAI_MODEL: "fake-model" };
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe("configuration values", () => {
+  it("a number must be written in decimal digits (no hex, exponent or sign)", () => {
+    for (const value of ["0x10", "1e3", "-1", "12.5", "3000abc"]) {
+      expect(() => loadConfig({ ...base, PORT: value }), value).toThrow(/PORT: must be a whole number/);
+    }
+    expect(loadConfig({ ...base, PORT: " 8080 " }).PORT).toBe(8080);
+  });
+
+  it("a timeout a Node timer cannot hold is refused instead of firing at once", () => {
+    for (const name of ["APPROVAL_TIMEOUT_MS", "MODEL_REQUEST_TIMEOUT_MS", "MODEL_IDLE_TIMEOUT_MS"]) {
+      expect(() => loadConfig({ ...base, [name]: "3000000000" }), name).toThrow(new RegExp(`${name}: .*2147483647`));
+      expect(loadConfig({ ...base, [name]: "2147483647" })[name as "APPROVAL_TIMEOUT_MS"]).toBe(2_147_483_647);
+    }
+  });
+
+  it("CORS_ORIGINS takes exact origins or *, and names a value that is not one", () => {
+    expect(
+      loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).CORS_ORIGINS,
+    ).toEqual(["https://app.example.com", "http://localhost:5173"]);
+    expect(loadConfig({ ...base, CORS_ORIGINS: "*" }).CORS_ORIGINS).toEqual(["*"]);
+    // A trailing slash would silently never match a browser's Origin header.
+    expect(() => loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com/" })).toThrow(
+      /CORS_ORIGINS: "https:\/\/app\.example\.com\/" is not an origin/,
+    );
+    expect(() => loadConfig({ ...base, CORS_ORIGINS: "app.example.com" })).toThrow(/CORS_ORIGINS/);
+  });
+});
+
+/** Runs the built server with `env` until it exits (it should refuse to start); its exit code and output. */
+function startRefused(dir: string, env: Record<string, string>): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, [join(root, "dist/src/server.js")], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DATABASE_PATH: join(dir, "data", "agent.db"),
+      WORKSPACE_ROOT: join(dir, "workspaces"),
+      LOG_LEVEL: "warn",
+      ...base,
+      ...env,
+    },
+    encoding: "utf8",
+    timeout: 15_000,
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+describe("a server that cannot work refuses to start, exit code 2, naming the variable", () => {
+  it("WORKSPACE_ROOT that is a file, DATABASE_PATH that is a directory or under a file", () => {
+    const temp = tempDir("config-start-");
+    cleanups.push(temp.cleanup);
+    writeFileSync(join(temp.path, "a-file"), "x");
+    mkdirSync(join(temp.path, "a-dir"));
+
+    const workspace = startRefused(temp.path, { WORKSPACE_ROOT: join(temp.path, "a-file") });
+    expect(workspace.status).toBe(2);
+    expect(workspace.output).toMatch(/WORKSPACE_ROOT: .*a-file cannot hold workspaces/);
+    expect(workspace.output).not.toMatch(/\n\s+at /); // a message, not a stack trace
+
+    const dirAsDb = startRefused(temp.path, { DATABASE_PATH: join(temp.path, "a-dir") });
+    expect(dirAsDb.status).toBe(2);
+    expect(dirAsDb.output).toMatch(/DATABASE_PATH: cannot use .*a-dir/);
+
+    const underFile = startRefused(temp.path, { DATABASE_PATH: join(temp.path, "a-file", "agent.db") });
+    expect(underFile.status).toBe(2);
+    expect(underFile.output).toMatch(/DATABASE_PATH: cannot use/);
+  });
+
+  it("PORT already in use, HOST that is not an address of this machine", async () => {
+    const temp = tempDir("config-listen-");
+    cleanups.push(temp.cleanup);
+    const taken = createServer().listen(0, "127.0.0.1");
+    await new Promise((resolve) => taken.once("listening", resolve));
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const port = (taken.address() as { port: number }).port;
+
+    const inUse = startRefused(temp.path, { PORT: String(port) });
+    expect(inUse.status).toBe(2);
+    expect(inUse.output).toContain(`PORT: ${port} is already in use on 127.0.0.1`);
+
+    const badHost = startRefused(temp.path, { HOST: "not a host!" });
+    expect(badHost.status).toBe(2);
+    expect(badHost.output).toMatch(/HOST: cannot listen on "not a host!"/);
+  });
+});
+
+describe("the workspace root at run time", () => {
+  let server: TestServer;
+  afterEach(async () => server?.close());
+
+  it("removed while the server runs: readyz and the next session make it again", async () => {
+    server = await startTestServer();
+    const workspaces = join(server.dir, "workspaces");
+    expect((await server.request("POST", "/sessions")).status).toBe(201);
+    rmSync(workspaces, { recursive: true, force: true });
+    expect((await server.request("POST", "/sessions")).status).toBe(201);
+    rmSync(workspaces, { recursive: true, force: true });
+    const ready = await server.request("GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks.workspaces).toEqual({ ok: true });
+  });
+
+  it("readyz is 503 naming WORKSPACE_ROOT when the root cannot hold workspaces", async () => {
+    server = await startTestServer();
+    const workspaces = join(server.dir, "workspaces");
+    rmSync(workspaces, { recursive: true, force: true });
+    writeFileSync(workspaces, "not a directory");
+    const ready = await server.request("GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.workspaces).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("WORKSPACE_ROOT"),
+    });
+    rmSync(workspaces);
+    expect((await server.request("GET", "/readyz")).status).toBe(200);
+  });
+});
