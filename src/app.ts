@@ -57,7 +57,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       origin: ctx.config.CORS_ORIGINS.includes("*") ? true : ctx.config.CORS_ORIGINS,
       methods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowedHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key"],
-      exposedHeaders: ["retry-after"],
+      exposedHeaders: ["retry-after", "x-request-id"],
       maxAge: 600,
     });
   }
@@ -68,6 +68,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   });
 
   app.addHook("onRequest", async (request, reply) => {
+    // Every response names its request, as the log line about it does.
+    reply.header("x-request-id", request.id);
     if (!ctx.apiKeys.enabled || OPEN_ROUTES.has(request.url.split("?")[0] ?? "") || request.method === "OPTIONS")
       return;
     const owner = ctx.apiKeys.authenticate(request.headers.authorization);

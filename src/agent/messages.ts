@@ -51,3 +51,12 @@ export type StoredMessage = AgentMessage & {
   seq: number;
   createdAt: string;
 };
+
+/**
+ * `text` with each lone UTF-16 surrogate replaced by U+FFFD, as SQLite stores it: a message
+ * is made well-formed before it is committed, so what the model is sent later is exactly
+ * what the session's history holds.
+ */
+export function wellFormed(text: string): string {
+  return (text as string & { toWellFormed(): string }).toWellFormed();
+}

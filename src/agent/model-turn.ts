@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { selectContext } from "./context-window.js";
 import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
-import type { AssistantMessage } from "./messages.js";
+import { type AssistantMessage, wellFormed } from "./messages.js";
 import type { ToolSpec } from "./model.js";
 import { addUsage } from "./stats.js";
 import { estimateTokens, type StepTrace } from "./step-trace.js";
@@ -77,17 +77,21 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   }
   // Checkpoint (b): the stream ended, but the run was cancelled: the turn is dropped.
   if (ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };
-  if (result.text === "" && result.toolCalls.length === 0) {
+  // Only white space is no text: committing it would make a blank final answer.
+  if (result.text.trim() === "" && result.toolCalls.length === 0) {
     const message = "the model returned neither text nor tool calls";
     trace.model.error = message;
     return { stop: { stopReason: "error", error: { code: "EMPTY_RESPONSE", message } }, trace };
   }
 
-  const toolCalls = withUniqueIds(result.toolCalls, ctx.usedToolCallIds);
+  const toolCalls = withUniqueIds(
+    result.toolCalls.map((call) => ({ ...call, name: wellFormed(call.name), input: wellFormed(call.input) })),
+    ctx.usedToolCallIds,
+  );
   const assistant: AssistantMessage = {
     id: ctx.newId(),
     role: "assistant",
-    content: result.text,
+    content: wellFormed(result.text),
     ...(toolCalls.length ? { toolCalls } : {}),
   };
   // The turn's trace so far (the model's part) goes out before its tools run, so a crash

@@ -3,14 +3,14 @@ import type { BeforeToolCall } from "./approval.js";
 import type { LoopEvent } from "./events.js";
 import { assertValidHistory, pendingToolCalls } from "./history.js";
 import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
-import type { AgentMessage } from "./messages.js";
+import type { AgentMessage, ToolMessage } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
 import type { RunError } from "./run-view.js";
 import { emptyStats, type RunStats } from "./stats.js";
-import type { StepTrace } from "./step-trace.js";
+import type { StepTrace, ToolTrace } from "./step-trace.js";
 import type { AnyAgentTool } from "./tool.js";
-import { runToolCalls } from "./tool-phase.js";
+import { runToolCalls, traceOf } from "./tool-phase.js";
 
 export interface RunAgentParams {
   model: ModelClient;
@@ -36,6 +36,11 @@ export interface RunAgentParams {
   contextMaxChars?: number;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
+  /**
+   * When resuming: the stored trace of the turn whose calls are still pending. Its tools are
+   * completed (those already answered, then the pending ones) and it is reported again.
+   */
+  priorStep?: StepTrace;
   newId?: () => string;
 }
 
@@ -98,7 +103,9 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     // Resuming: calls of the last assistant message that still lack results run first.
     const pending = pendingToolCalls(ctx.history);
     if (pending.length) {
-      const stop = await runToolCalls(ctx, pending, []);
+      const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
+      const stop = await runToolCalls(ctx, pending, step?.tools ?? []);
+      if (step) ctx.onStep(step);
       if (stop) return finish(stop);
     }
   }
@@ -119,6 +126,22 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     // Law 2: the run completes because the model made no tool call.
     if (calls.length === 0) return finish({ stopReason: "complete" });
   }
+}
+
+/** The traces of the last assistant message's calls that already have their result, in call order. */
+function answeredTraces(history: readonly AgentMessage[]): ToolTrace[] {
+  let lastAssistant = history.length - 1;
+  while (lastAssistant >= 0 && history[lastAssistant]?.role !== "assistant") lastAssistant--;
+  const assistant = history[lastAssistant];
+  if (assistant?.role !== "assistant") return [];
+  const results = new Map<string, ToolMessage>();
+  for (const m of history.slice(lastAssistant + 1)) if (m.role === "tool") results.set(m.toolCallId, m);
+  const traces: ToolTrace[] = [];
+  for (const call of assistant.toolCalls ?? []) {
+    const result = results.get(call.id);
+    if (result) traces.push(traceOf(call, result));
+  }
+  return traces;
 }
 
 function* toolCallIdsIn(history: readonly AgentMessage[]): Generator<string> {

@@ -126,7 +126,8 @@ export async function runToolCalls(
   }
 }
 
-function traceOf(call: ToolCall, message: ToolMessage): ToolTrace {
+/** A tool call's line in its step trace, from its result. */
+export function traceOf(call: ToolCall, message: ToolMessage): ToolTrace {
   return {
     toolCallId: call.id,
     tool: call.name,

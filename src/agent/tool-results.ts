@@ -1,4 +1,5 @@
 import type { ToolMessage } from "./messages.js";
+import { wellFormed } from "./messages.js";
 import type { ToolOutcome } from "./tool.js";
 
 /** Stable codes of the results the host itself writes for a tool call. */
@@ -22,7 +23,7 @@ export interface ToolResultInput {
 
 /** The one result message of a tool call, built from what happened to it. */
 export function toolResultMessage({ id, toolCallId, outcome, durationMs = 0 }: ToolResultInput): ToolMessage {
-  const content = outcome.ok ? outcome.output : outcome.message;
+  const content = wellFormed(outcome.ok ? outcome.output : outcome.message);
   return {
     id,
     role: "tool",

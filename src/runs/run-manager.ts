@@ -69,6 +69,31 @@ async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<
  * store (commits), the event hub (watchers) and pending approvals, cancels, and
  * writes each run's end. One active run per session.
  */
+/** JSON with object keys sorted, so that equal values compare equal whatever their key order. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+/** The fields of a repeated start request that differ from the run its idempotency key started. */
+function differingFields(existing: RunRecord, params: StartRunInput): string[] {
+  const differs: string[] = [];
+  if (existing.input !== params.input) differs.push("input");
+  if (existing.maxTurns !== params.maxTurns) differs.push("maxTurns");
+  if ((existing.contextMaxChars ?? null) !== (params.contextMaxChars ?? null)) differs.push("contextMaxChars");
+  if (canonical(existing.approval ?? null) !== canonical(params.approval ?? null)) differs.push("approval");
+  return differs;
+}
+
+/** What a run starts from: its input (a new run) or its stats and last step (a resumed one). */
+interface ExecuteParams {
+  input?: string;
+  priorStats?: RunStats;
+  priorStep?: StepTrace;
+}
+
 export class RunManager {
   readonly #live = new Map<string, LiveRun>();
   readonly #bySession = new Map<string, LiveRun>();
@@ -98,10 +123,13 @@ export class RunManager {
     if (params.idempotencyKey) {
       const existing = store.runs.byIdempotencyKey(session.id, params.idempotencyKey);
       if (existing) {
-        if (existing.input !== params.input) {
-          throw conflict("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a run with a different input", {
-            runId: existing.id,
-          });
+        const differs = differingFields(existing, params);
+        if (differs.length) {
+          throw conflict(
+            "IDEMPOTENCY_KEY_REUSED",
+            `this Idempotency-Key was used for a run started with a different ${differs.join(", ")}`,
+            { runId: existing.id, differs },
+          );
         }
         return { run: runView(existing), created: false };
       }
@@ -144,9 +172,12 @@ export class RunManager {
     const recorder = new RunRecorder(this.deps.store, this.deps.hub, record.id, session.id);
     const live = new LiveRun(record, session, recorder);
     live.resumed = true;
+    // GET /runs/{id} shows the counts so far, not zeros, until the next step.
+    live.stats = priorStats;
     this.#launch(live, {
       input: restartInput ? record.input : undefined,
       priorStats,
+      priorStep: restartInput ? undefined : this.deps.store.steps.ofRun(record.id).at(-1),
     });
   }
 
@@ -244,7 +275,7 @@ export class RunManager {
       );
   }
 
-  #launch(live: LiveRun, params: { input?: string; priorStats?: RunStats }): void {
+  #launch(live: LiveRun, params: ExecuteParams): void {
     this.#live.set(live.id, live);
     this.#bySession.set(live.sessionId, live);
     live.done = this.#execute(live, params).finally(() => {
@@ -256,9 +287,10 @@ export class RunManager {
     live.done.catch((err) => this.deps.logger.error({ err, runId: live.id }, "the run could not be finished"));
   }
 
-  async #execute(live: LiveRun, params: { input?: string; priorStats?: RunStats }): Promise<RunView> {
+  async #execute(live: LiveRun, params: ExecuteParams): Promise<RunView> {
     const { store, logger } = this.deps;
     const log = logger.child({ runId: live.id, sessionId: live.sessionId });
+    log.info({ resumed: live.resumed === true }, "run started");
     let result: Pick<AgentRunResult, "stopReason" | "error" | "stats">;
     try {
       result = await runAgent({
@@ -276,6 +308,7 @@ export class RunManager {
         maxTurns: live.record.maxTurns,
         contextMaxChars: live.record.contextMaxChars ?? undefined,
         priorStats: params.priorStats,
+        priorStep: params.priorStep,
         newId: () => newId("msg"),
       });
     } catch (err) {
@@ -290,7 +323,9 @@ export class RunManager {
     }
     if (live.stopped) return this.#suspendedView(live);
     if (result.stopReason === "error") log.warn({ error: result.error }, "run ended with an error");
-    return this.#finish(live, result);
+    const finished = await this.#finish(live, result);
+    log.info({ stopReason: finished.stopReason, stats: finished.stats }, "run finished");
+    return finished;
   }
 
   #commit(live: LiveRun, message: AgentMessage): void {

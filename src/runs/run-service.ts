@@ -87,12 +87,12 @@ export class RunService {
 
   /**
    * Resolves when the run has finished, with its final assistant text: null when its last
-   * reply was only tool calls (a run that stopped before answering) or it made none.
+   * reply called tools (a run that stopped before answering, even if it wrote text with the
+   * calls) or it made none.
    */
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
-    const text = this.deps.store.messages.lastAssistantText(run.sessionId, runId);
-    return { run, text: text === "" ? null : text };
+    return { run, text: this.deps.store.messages.finalAnswer(run.sessionId, runId) };
   }
 
   steps(runId: string, owner: string | null) {

@@ -45,8 +45,8 @@ export function messageStore(db: Db) {
   );
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq");
   const lastSeq = db.prepare("SELECT max(seq) AS seq FROM messages WHERE session_id = ?");
-  const lastAssistantText = db.prepare(
-    "SELECT content FROM messages WHERE session_id = ? AND run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
+  const lastAssistant = db.prepare(
+    "SELECT content, tool_calls FROM messages WHERE session_id = ? AND run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
 
   return {
@@ -86,8 +86,16 @@ export function messageStore(db: Db) {
     ofRun(sessionId: string, runId: string): StoredMessage[] {
       return (ofRun.all(sessionId, runId) as MessageRow[]).map(fromRow);
     },
-    lastAssistantText(sessionId: string, runId: string): string | null {
-      return (lastAssistantText.get(sessionId, runId) as { content: string } | undefined)?.content ?? null;
+    /**
+     * The run's answer: the text of its last assistant message when that message is final (it
+     * calls no tool); null when the run's last reply called tools (text written before tool
+     * calls is narration, not an answer), was empty, or there was none.
+     */
+    finalAnswer(sessionId: string, runId: string): string | null {
+      const row = lastAssistant.get(sessionId, runId) as { content: string; tool_calls: string | null } | undefined;
+      if (!row || row.content === "") return null;
+      const calls = row.tool_calls === null ? [] : (JSON.parse(row.tool_calls) as unknown[]);
+      return calls.length === 0 ? row.content : null;
     },
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): number {

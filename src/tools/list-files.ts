@@ -32,12 +32,21 @@ export type ListFilesInput = z.infer<typeof listFilesInput>;
 
 const SUFFIX: Record<WalkEntry["kind"], string> = { directory: "/", symlink: "@", file: "", other: "" };
 
+/**
+ * A path as one unambiguous line: a name with a control character (a newline would split it
+ * over two lines) is written as a JSON string, which the model can decode back to the name.
+ */
+const displayPath = (relative: string): string =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds.
+  /[\u0000-\u001f\u007f]/.test(relative) ? JSON.stringify(relative) : relative;
+
 export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
   name: "list_files",
   description:
     "List the files and directories under a workspace directory, recursively up to a depth. " +
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
     'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
+    "A path with a control character (such as a newline) is shown as a JSON string. " +
     `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries; a note says when the list was cut.`,
   inputSchema: listFilesInput,
   readOnly: true,
@@ -59,7 +68,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
         truncated = true;
         break;
       }
-      lines.push(entry.relative + SUFFIX[entry.kind]);
+      lines.push(displayPath(entry.relative) + SUFFIX[entry.kind]);
     }
     if (lines.length === 0) return toolOk(`(no files or directories in "${path}")`);
     if (truncated) {

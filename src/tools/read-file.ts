@@ -80,6 +80,17 @@ async function readWindow({
       maxLineChars: READ_MAX_LINE_CHARS,
     });
     const decoder = new StringDecoder("utf8");
+    // Only checks the encoding (StringDecoder replaces invalid bytes silently).
+    const strict = new TextDecoder("utf-8", { fatal: true });
+    let validUtf8 = true;
+    const checkUtf8 = (bytes: Uint8Array, stream: boolean) => {
+      if (!validUtf8) return;
+      try {
+        strict.decode(bytes, { stream });
+      } catch {
+        validUtf8 = false;
+      }
+    };
     const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
     let first = true;
     let more = true;
@@ -91,9 +102,13 @@ async function readWindow({
         return toolError(ToolErrorCode.binaryFile, `"${display}" is a binary file (${formatBytes(info.size)})`, false);
       }
       first = false;
+      checkUtf8(bytes, true);
       more = window.push(decoder.write(bytes));
     }
-    if (more) window.push(decoder.end());
+    if (more) {
+      checkUtf8(new Uint8Array(0), false);
+      window.push(decoder.end());
+    }
     const totalLines = window.end();
 
     if (window.lines.length === 0) {
@@ -117,6 +132,9 @@ async function readWindow({
       );
     }
     const truncated = notes.length > 0;
+    if (!validUtf8) {
+      notes.push(`[note: "${display}" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`);
+    }
     return toolOk([...window.lines, ...notes].join("\n"), truncated);
   } finally {
     await handle.close();

@@ -41,6 +41,14 @@ export const writeFileTool: WorkspaceToolDefinition<WriteFileInput> = {
     }
     const resolved = await resolveInWorkspace(workspace, path);
     if (!resolved.ok) return resolved.outcome;
+    if (/[/\\]$/.test(path) || /(^|\/)\.{1,2}$/.test(path)) {
+      // resolve() would drop the trailing slash and write a file where a directory was meant.
+      return toolError(
+        ToolErrorCode.invalidPath,
+        `"${path}" names a directory; give the path of the file to write (e.g. "${path.replace(/[/\\]+$/, "")}/name.txt")`,
+        true,
+      );
+    }
     try {
       let previous: { size: number; mode: number } | null = null;
       try {

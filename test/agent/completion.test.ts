@@ -62,6 +62,15 @@ describe("stop reasons and completion (laws 1, 2, 3, 9)", () => {
     h.model.assertComplete();
   });
 
+  it("law 2: a response of only white space counts as no text (EMPTY_RESPONSE), not as a blank answer", async () => {
+    const h = new Harness({ input: "hi", steps: [{ text: "  \n\t", toolCalls: [] }] });
+    const result = await h.run();
+    expect(result.stopReason).toBe("error");
+    expect(result.error?.code).toBe("EMPTY_RESPONSE");
+    expect(h.committed.map((m) => m.role)).toEqual(["user"]);
+    h.model.assertComplete();
+  });
+
   it("law 2: an empty response in a later turn keeps the earlier turns and commits nothing for itself", async () => {
     const echo = testTool({ name: "echo" });
     const h = new Harness({

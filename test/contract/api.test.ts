@@ -391,7 +391,18 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       headers,
     });
     expect(reused.status).toBe(409);
-    expect(reused.body.error).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", details: { runId: first.body.id } });
+    expect(reused.body.error).toMatchObject({
+      code: "IDEMPOTENCY_KEY_REUSED",
+      details: { runId: first.body.id, differs: ["input"] },
+    });
+    // The whole request counts, not only the input: a retry must not run with other settings.
+    const otherSettings = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      body: { input: "x", maxTurns: 50, approval: { default: "allow" } },
+      headers,
+    });
+    expect(otherSettings.status).toBe(409);
+    expect(otherSettings.body.error.details.differs).toEqual(["maxTurns", "approval"]);
     const busy = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "two" } });
     expect(busy.status).toBe(409);
     expect(busy.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId: first.body.id } });

@@ -99,7 +99,10 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
   try {
     const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     upstream.enqueue({
-      toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' }],
+      toolCalls: [
+        { id: "call_l", name: "list_files", arguments: "{}" },
+        { id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' },
+      ],
     });
     const session = (await api(server.url, "POST", "/sessions", {})).body;
     const run = (await api(server.url, "POST", `/sessions/${session.id}/runs`, { input: "go" })).body;
@@ -119,12 +122,24 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
     const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const pending = (await api(again.url, "GET", `/runs/${run.id}/approvals`)).body.items;
     expect(pending.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_w"]);
+    // The resumed run shows its counts so far while it waits, not zeros.
+    const waiting = (await api(again.url, "GET", `/runs/${run.id}`)).body;
+    expect(waiting.stats).toMatchObject({ modelCalls: 1, toolCalls: 1, turns: 1 });
     const approve = async () =>
       expect((await api(again.url, "POST", `/runs/${run.id}/approvals/call_w`, { decision: "approve" })).status).toBe(
         200,
       );
     const history = await resumedToCompletion(again, { runId: run.id, sessionId: session.id, seen: before }, approve);
-    expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    // The turn interrupted by the restart keeps a trace of both its tools.
+    const steps = (await api(again.url, "GET", `/runs/${run.id}/steps`)).body.items;
+    expect(steps.map((step: { tools: { toolCallId: string; status: string }[] }) => step.tools)).toEqual([
+      [
+        expect.objectContaining({ toolCallId: "call_l", tool: "list_files", status: "ok" }),
+        expect.objectContaining({ toolCallId: "call_w", tool: "write_file", status: "ok" }),
+      ],
+      [],
+    ]);
     await stop(again);
   } finally {
     dir.cleanup();

@@ -81,7 +81,7 @@ describe("CORS", () => {
 });
 
 describe("logs", () => {
-  it("are JSON lines with a request id and the session id, and never contain a key", async () => {
+  it("are JSON lines with a request id (also sent back in X-Request-Id), session and run ids, and never contain a key", async () => {
     const dir = tempDir();
     const lines: string[] = [];
     const sink = new Writable({
@@ -96,14 +96,23 @@ describe("logs", () => {
       AGENT_API_KEYS: KEY_A,
       OPENAI_MODEL: "m",
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+      MODEL_MAX_RETRIES: "0",
     });
     const logger = pino({ level: "info", redact: ["req.headers.authorization"] }, sink);
     const ctx = composeContext(config, logger);
     const app = await buildApp(ctx, logger);
     const created = await app.inject({ method: "POST", url: "/sessions", headers: as(KEY_A), payload: {} });
     const id = JSON.parse(created.body).id;
-    await app.inject({ method: "GET", url: `/sessions/${id}`, headers: as(KEY_A) });
-    await app.inject({ method: "GET", url: "/sessions", headers: as("wrong-key-0123456789") });
+    const got = await app.inject({ method: "GET", url: `/sessions/${id}`, headers: as(KEY_A) });
+    const refused = await app.inject({ method: "GET", url: "/sessions", headers: as("wrong-key-0123456789") });
+    // The model is unreachable: the run ends at once (an error), and is logged from start to end.
+    const waited = await app.inject({
+      method: "POST",
+      url: `/sessions/${id}/runs?wait=true`,
+      headers: as(KEY_A),
+      payload: { input: "hi" },
+    });
+    const runId = JSON.parse(waited.body).run.id;
     await app.close();
     ctx.store.db.close();
     dir.cleanup();
@@ -111,6 +120,11 @@ describe("logs", () => {
     const lookup = parsed.find((l) => l.url === `/sessions/${id}`);
     expect(lookup).toMatchObject({ sessionId: id, statusCode: 200 });
     expect(lookup.reqId).toMatch(/^req_/);
+    // Each response names its request: the id in the log line, also on a refused request.
+    expect(got.headers["x-request-id"]).toBe(lookup.reqId);
+    expect(refused.headers["x-request-id"]).toMatch(/^req_/);
+    expect(parsed.find((l) => l.msg === "run started")).toMatchObject({ runId, sessionId: id, resumed: false });
+    expect(parsed.find((l) => l.msg === "run finished")).toMatchObject({ runId, sessionId: id, stopReason: "error" });
     expect(lines.join("\n")).not.toContain(KEY_A);
     expect(lines.join("\n")).not.toContain("wrong-key-0123456789");
   });

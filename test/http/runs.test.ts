@@ -80,6 +80,19 @@ describe("runs over HTTP", () => {
     expect(waited.body.text).toBeNull();
   });
 
+  it("?wait=true does not pass text written beside tool calls off as the answer", async () => {
+    server.upstream.enqueue({
+      text: "Let me look at the files first.",
+      toolCalls: [{ id: "call_n", name: "list_files", arguments: "{}" }],
+    });
+    const session = await createSession();
+    const waited = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, {
+      body: { input: "list", maxTurns: 1 },
+    });
+    expect(waited.body.run.stopReason).toBe("max_turns");
+    expect(waited.body.text).toBeNull();
+  });
+
   it("a second run while one is active is refused with SESSION_BUSY naming the active run", async () => {
     let release!: () => void;
     server.upstream.enqueue({ text: "slow", gate: new Promise<void>((r) => (release = r)) });

@@ -19,6 +19,13 @@ describe("list_files", () => {
     expect(outcome).toMatchObject({ truncated: false });
   });
 
+  it("shows a name with a newline as one JSON-quoted line, not two", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "two\nlines.txt": "x", "plain.txt": "y" });
+    const lines = expectOk(await runTool(listFilesTool, workspace, {})).split("\n");
+    expect(lines).toEqual(["plain.txt", '"two\\nlines.txt"']);
+  });
+
   it("descends as deep as asked, and only one level with depth 1", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "a/b/c/d.txt": "" });

@@ -32,6 +32,17 @@ describe("read_file", () => {
     expect(outcome).toMatchObject({ truncated: false });
   });
 
+  it("says when a file is not valid UTF-8 (Latin-1) instead of showing replacement characters silently", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "latin1.txt": Buffer.from("caf\xe9\n", "latin1"), "utf8.txt": "café \ufffd\n" });
+    const latin = expectOk(await runTool(readFileTool, workspace, { path: "latin1.txt" }));
+    expect(latin).toBe(
+      `${numbered(1, "caf\ufffd")}\n[note: "latin1.txt" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`,
+    );
+    // A file that holds U+FFFD itself is valid UTF-8: no note.
+    expect(expectOk(await runTool(readFileTool, workspace, { path: "utf8.txt" }))).toBe(numbered(1, "café \ufffd"));
+  });
+
   it("shows only the requested line range, clamping an endLine past the end", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "a.txt": "1\n2\n3\n4\n5" });

@@ -25,6 +25,15 @@ describe("write_file", () => {
     expect(await readdir(workspace)).toEqual(["run.sh"]);
   });
 
+  it("refuses a path that names a directory (a trailing slash, . or ..), creating nothing", async () => {
+    const { workspace } = await makeSandbox();
+    for (const path of ["newdir/", "sub/dir/", ".", "sub/.."]) {
+      const outcome = await runTool(writeFileTool, workspace, { path, content: "x" });
+      expect(outcome, path).toMatchObject({ ok: false, errorCode: ToolErrorCode.invalidPath });
+    }
+    expect(await readdir(workspace)).toEqual([]);
+  });
+
   it("writes an empty file", async () => {
     const { workspace } = await makeSandbox();
     expectOk(await runTool(writeFileTool, workspace, { path: "empty", content: "" }));
