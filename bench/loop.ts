@@ -300,6 +300,27 @@ function newSession(): SessionRecord {
   return session;
 }
 
+/** A run row in `session`, as the run manager would insert it (outside the timed part). */
+function newRunRecord(session: SessionRecord, maxTurns: number): string {
+  const runId = newId("run");
+  store.runs.insert({
+    id: runId,
+    sessionId: session.id,
+    status: "running",
+    stopReason: null,
+    error: null,
+    input: "hi",
+    maxTurns,
+    contextMaxChars: null,
+    stats: emptyStats(),
+    createdAt: new Date().toISOString(),
+    finishedAt: null,
+    approval: null,
+    idempotencyKey: null,
+  });
+  return runId;
+}
+
 async function oneRun(record: boolean): Promise<void> {
   const session = newSession();
   const t0 = performance.now();
@@ -330,23 +351,7 @@ async function oneRun(record: boolean): Promise<void> {
 /** One run of runAgent alone: each message committed with its event in one transaction. */
 async function loopAloneRun(loopModel: InstantModel): Promise<void> {
   const session = newSession();
-  const runId = newId("run");
-  const createdAt = new Date().toISOString();
-  store.runs.insert({
-    id: runId,
-    sessionId: session.id,
-    status: "running",
-    stopReason: null,
-    error: null,
-    input: "hi",
-    maxTurns: TOOL_TURNS + 1,
-    contextMaxChars: null,
-    stats: emptyStats(),
-    createdAt,
-    finishedAt: null,
-    approval: null,
-    idempotencyKey: null,
-  });
+  const runId = newRunRecord(session, TOOL_TURNS + 1);
   let messageSeq = 0;
   let eventSeq = 0;
   const result = await runAgent({
@@ -371,6 +376,9 @@ async function loopAloneRun(loopModel: InstantModel): Promise<void> {
   if (result.stopReason !== "complete") throw new Error(`loop-alone run ended ${result.stopReason}`);
 }
 
+/** The cost of one message + event commit, sampled once per storeAloneTurn. */
+const messageCommitMs: number[] = [];
+
 /**
  * The store alone: the writes a production turn makes, through the same store functions,
  * with rows of the same shape, and nothing else (no loop, no model, no glue). Three
@@ -378,27 +386,10 @@ async function loopAloneRun(loopModel: InstantModel): Promise<void> {
  * trace; the durable tool start with its event; the tool result with its ledger mark, its
  * event and the step trace's tool part. Returns the wall time of the three, in ms.
  */
-/** The cost of one message + event commit, sampled once per storeAloneTurn. */
-const messageCommitMs: number[] = [];
 function storeAloneTurn(): number {
   const session = newSession();
-  const runId = newId("run");
+  const runId = newRunRecord(session, 2);
   const at = new Date().toISOString();
-  store.runs.insert({
-    id: runId,
-    sessionId: session.id,
-    status: "running",
-    stopReason: null,
-    error: null,
-    input: "hi",
-    maxTurns: 2,
-    contextMaxChars: null,
-    stats: emptyStats(),
-    createdAt: at,
-    finishedAt: null,
-    approval: null,
-    idempotencyKey: null,
-  });
   const callId = `call_${runId}`;
   const step: StepTrace = {
     turn: 1,
