@@ -26,8 +26,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     genReqId: () => newId("req"),
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
-    frameworkErrors: (error, _request, reply) => {
-      void (reply as FastifyReply).code(400).send({ error: { code: "BAD_REQUEST", message: error.message } });
+    frameworkErrors: (error, request, reply) => {
+      void (reply as FastifyReply)
+        .code(400)
+        .header("x-request-id", request.id)
+        .send({ error: { code: "BAD_REQUEST", message: error.message } });
     },
     forceCloseConnections: true,
     clientErrorHandler,
@@ -51,6 +54,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       .send({ error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` } }),
   );
   app.decorateRequest("owner", null);
+  // Every response names its request, as the log line about it does (registered before CORS,
+  // whose preflight answers from its own hook).
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
 
   if (ctx.config.CORS_ORIGINS.length) {
     await app.register(cors, {
@@ -68,8 +76,6 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   });
 
   app.addHook("onRequest", async (request, reply) => {
-    // Every response names its request, as the log line about it does.
-    reply.header("x-request-id", request.id);
     if (!ctx.apiKeys.enabled || OPEN_ROUTES.has(request.url.split("?")[0] ?? "") || request.method === "OPTIONS")
       return;
     const owner = ctx.apiKeys.authenticate(request.headers.authorization);

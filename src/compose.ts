@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Logger } from "pino";
 import type { ModelClient } from "./agent/model.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
@@ -19,9 +20,12 @@ export interface ComposeOptions {
   sseHeartbeatMs?: number;
 }
 
-/** Wires the parts together from the configuration: database, model, runs, sessions. Recovers left runs. */
+/**
+ * Wires the parts together from the configuration: database, model, runs, sessions. Runs a
+ * previous process left are recovered by `recoverLeftRuns`, once the server listens.
+ */
 export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
-  prepareWorkspaceRoot(config.WORKSPACE_ROOT);
+  const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT);
   const db = openDatabaseOrExplain(config.DATABASE_PATH);
   const store = createStore(db);
   const hub = new EventHub();
@@ -32,7 +36,6 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       requestTimeoutMs: config.MODEL_REQUEST_TIMEOUT_MS,
       idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
     });
-  let sessions: SessionService | undefined;
   const manager = new RunManager({
     store,
     hub,
@@ -40,8 +43,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     defaultModel: config.model.model,
     toolsFor: (session) =>
       bindWorkspaceTools({
-        workspace: (sessions as SessionService).workspacePath(session),
-        root: config.WORKSPACE_ROOT,
+        // Pinned to the real path: tools refuse to follow the workspace if it is replaced.
+        workspace: join(workspaceRealRoot, session.workspace),
         names: session.tools ?? undefined,
       }),
     maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,
@@ -49,7 +52,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
     logger,
   });
-  sessions = new SessionService({
+  const sessions = new SessionService({
     store,
     manager,
     workspaceRoot: config.WORKSPACE_ROOT,
@@ -58,7 +61,6 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   });
   const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
   const tools: ToolCatalogEntry[] = describeWorkspaceTools();
-  recoverRuns({ store, hub, manager, mode: config.ON_RESTART, logger });
   return {
     config,
     store,
@@ -71,4 +73,13 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     modelProblem: options.model ? null : modelNotConfiguredReason(config.model),
     sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,
   };
+}
+
+/**
+ * Settles the runs a previous process left live (resumed or aborted, per ON_RESTART). Called
+ * once the server listens, in the same turn of the event loop (no request is handled before
+ * it): a server that fails to start never resumes a run.
+ */
+export function recoverLeftRuns(ctx: AppContext, logger: Logger): void {
+  recoverRuns({ store: ctx.store, hub: ctx.hub, manager: ctx.manager, mode: ctx.config.ON_RESTART, logger });
 }

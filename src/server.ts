@@ -1,5 +1,5 @@
 import { buildApp } from "./app.js";
-import { composeContext } from "./compose.js";
+import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { listenProblem } from "./startup-checks.js";
@@ -61,9 +61,10 @@ async function main(): Promise<void> {
     const problem = listenProblem(err, { host: config.HOST, port: config.PORT });
     if (!problem) throw err;
     process.stderr.write(`${new ConfigError([problem]).message}\n`);
-    // Runs resumed at start are left for the next start, as on SIGTERM.
     await shutdown("listen failed", 2);
+    return;
   }
+  recoverLeftRuns(ctx, logger);
 }
 
 function exitWithConfigError(err: ConfigError): never {

@@ -1,29 +1,51 @@
-import { accessSync, constants, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { type Db, openDatabase } from "./store/database.js";
 
 /**
- * Creates WORKSPACE_ROOT when missing and checks that it is a directory this process can
- * write; throws ConfigError naming the variable otherwise, so a server that could not
- * create a single session does not start.
+ * What stops `root` (WORKSPACE_ROOT) from holding workspaces, after creating it when missing;
+ * null when it is a directory this process can write. The reason names no path (readiness
+ * answers without credentials): an errno code or "not a directory".
  */
-export function prepareWorkspaceRoot(root: string): void {
+export function workspaceRootProblem(root: string): string | null {
   const path = resolve(root);
   try {
     mkdirSync(path, { recursive: true });
-    if (!statSync(path).isDirectory()) throw new Error("it is not a directory");
+    if (!statSync(path).isDirectory()) return "it is not a directory";
     accessSync(path, constants.W_OK | constants.X_OK);
+    return null;
   } catch (err) {
-    throw new ConfigError([`WORKSPACE_ROOT: ${path} cannot hold workspaces: ${reason(err)}`]);
+    const code = (err as { code?: unknown }).code;
+    return typeof code === "string" ? code : "it cannot be used";
   }
 }
 
-/** Opens the database, or throws ConfigError naming DATABASE_PATH and why it cannot be used. */
+/**
+ * Makes WORKSPACE_ROOT ready (see workspaceRootProblem) and returns its real path; throws
+ * ConfigError naming the variable otherwise, so a server that could not create a single
+ * session does not start.
+ */
+export function prepareWorkspaceRoot(root: string): string {
+  const problem = workspaceRootProblem(root);
+  if (problem) throw new ConfigError([`WORKSPACE_ROOT: ${resolve(root)} cannot hold workspaces (${problem})`]);
+  return realpathSync(resolve(root));
+}
+
+/** Errors that mean the file cannot be used (a path, permission, lock or format problem), not a bug. */
+const UNUSABLE_FILE = /^(E[A-Z]+|SQLITE_(CANTOPEN|BUSY|LOCKED|NOTADB|READONLY|PERM|CORRUPT|FULL|IOERR)\w*)$/;
+
+/**
+ * Opens the database, or throws ConfigError naming DATABASE_PATH and why the file cannot be
+ * used. Any other failure (a migration that does not apply, say) is thrown as it is.
+ */
 export function openDatabaseOrExplain(path: string): Db {
   try {
     return openDatabase({ path });
   } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const inUse = err instanceof Error && err.message.includes("in use by another process");
+    if (!inUse && !(typeof code === "string" && UNUSABLE_FILE.test(code))) throw err;
     throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
   }
 }

@@ -53,9 +53,9 @@ export type StoredMessage = AgentMessage & {
 };
 
 /**
- * `text` with each lone UTF-16 surrogate replaced by U+FFFD, as SQLite stores it: a message
- * is made well-formed before it is committed, so what the model is sent later is exactly
- * what the session's history holds.
+ * `text` with each lone UTF-16 surrogate replaced by U+FFFD. Committed text is well-formed
+ * (SQLite's UTF-8 cannot hold a lone surrogate and would store something else), so what the
+ * model is sent later is exactly what the session's history holds.
  */
 export function wellFormed(text: string): string {
   return (text as string & { toWellFormed(): string }).toWellFormed();

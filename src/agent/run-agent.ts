@@ -3,7 +3,7 @@ import type { BeforeToolCall } from "./approval.js";
 import type { LoopEvent } from "./events.js";
 import { assertValidHistory, pendingToolCalls } from "./history.js";
 import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
-import type { AgentMessage, ToolMessage } from "./messages.js";
+import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
 import type { RunError } from "./run-view.js";
@@ -97,7 +97,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   if (params.input !== undefined) {
     // Checkpoint (a): cancelled before the run began: nothing is recorded.
     if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
-    const stop = await commitMessage(ctx, { id: ctx.newId(), role: "user", content: params.input });
+    const stop = await commitMessage(ctx, { id: ctx.newId(), role: "user", content: wellFormed(params.input) });
     if (stop) return finish(stop);
   } else {
     // Resuming: calls of the last assistant message that still lack results run first.

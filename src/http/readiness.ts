@@ -1,6 +1,5 @@
-import { accessSync, constants, mkdirSync, statSync } from "node:fs";
-import { resolve } from "node:path";
 import type { AppContext } from "../app-context.js";
+import { workspaceRootProblem } from "../startup-checks.js";
 
 interface Check {
   ok: boolean;
@@ -24,18 +23,9 @@ export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | 
     database = { ok: false, message: `the database does not take writes: ${(err as Error).message}` };
   }
   const model = ctx.modelProblem === null ? { ok: true } : { ok: false, message: ctx.modelProblem };
-  const workspaces = checkWorkspaceRoot(ctx.config.WORKSPACE_ROOT);
+  const problem = workspaceRootProblem(ctx.config.WORKSPACE_ROOT);
+  const workspaces = problem
+    ? { ok: false, message: `WORKSPACE_ROOT cannot hold workspaces (${problem})` }
+    : { ok: true };
   return { ready: database.ok && workspaces.ok && model.ok, checks: { database, workspaces, model } };
-}
-
-function checkWorkspaceRoot(root: string): Check {
-  const path = resolve(root);
-  try {
-    mkdirSync(path, { recursive: true });
-    if (!statSync(path).isDirectory()) return { ok: false, message: `WORKSPACE_ROOT ${path} is not a directory` };
-    accessSync(path, constants.W_OK | constants.X_OK);
-    return { ok: true };
-  } catch (err) {
-    return { ok: false, message: `WORKSPACE_ROOT ${path} cannot hold workspaces: ${(err as Error).message}` };
-  }
 }

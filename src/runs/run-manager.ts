@@ -21,6 +21,7 @@ import { type ApprovalGateDeps, approvalGate, resolveApproval } from "./approval
 import type { ApprovalPolicy } from "./approval-policy.js";
 import { closeOpenCalls } from "./close-open-calls.js";
 import type { EventHub } from "./event-hub.js";
+import { differingFields } from "./idempotency.js";
 import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./run-recorder.js";
 
@@ -64,29 +65,6 @@ async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<
   clearTimeout(timer);
 }
 
-/**
- * Owns the runs this process executes: starts the loop for each, glues it to the
- * store (commits), the event hub (watchers) and pending approvals, cancels, and
- * writes each run's end. One active run per session.
- */
-/** JSON with object keys sorted, so that equal values compare equal whatever their key order. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
-
-/** The fields of a repeated start request that differ from the run its idempotency key started. */
-function differingFields(existing: RunRecord, params: StartRunInput): string[] {
-  const differs: string[] = [];
-  if (existing.input !== params.input) differs.push("input");
-  if (existing.maxTurns !== params.maxTurns) differs.push("maxTurns");
-  if ((existing.contextMaxChars ?? null) !== (params.contextMaxChars ?? null)) differs.push("contextMaxChars");
-  if (canonical(existing.approval ?? null) !== canonical(params.approval ?? null)) differs.push("approval");
-  return differs;
-}
-
 /** What a run starts from: its input (a new run) or its stats and last step (a resumed one). */
 interface ExecuteParams {
   input?: string;
@@ -94,6 +72,11 @@ interface ExecuteParams {
   priorStep?: StepTrace;
 }
 
+/**
+ * Owns the runs this process executes: starts the loop for each, glues it to the
+ * store (commits), the event hub (watchers) and pending approvals, cancels, and
+ * writes each run's end. One active run per session.
+ */
 export class RunManager {
   readonly #live = new Map<string, LiveRun>();
   readonly #bySession = new Map<string, LiveRun>();
@@ -324,7 +307,8 @@ export class RunManager {
     if (live.stopped) return this.#suspendedView(live);
     if (result.stopReason === "error") log.warn({ error: result.error }, "run ended with an error");
     const finished = await this.#finish(live, result);
-    log.info({ stopReason: finished.stopReason, stats: finished.stats }, "run finished");
+    if (finished.status === "finished")
+      log.info({ stopReason: finished.stopReason, stats: finished.stats }, "run finished");
     return finished;
   }
 

@@ -1,3 +1,4 @@
+import { wellFormed } from "../agent/messages.js";
 import type { RunView } from "../agent/run-view.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
@@ -58,7 +59,7 @@ export class RunService {
     this.deps.sessions.checkToolNames({ approval: request.approval });
     return this.deps.manager.start({
       session,
-      input: request.input,
+      input: wellFormed(request.input),
       maxTurns: request.maxTurns ?? this.deps.defaultMaxTurns,
       contextMaxChars: request.contextMaxChars,
       approval: request.approval,

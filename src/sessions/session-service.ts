@@ -55,7 +55,7 @@ export class SessionService {
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
         "INVALID_WORKSPACE",
-        "workspace must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        "workspace must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
       );
     }
     const id = newId("ses");

@@ -1,14 +1,13 @@
 import { z } from "zod";
-import { type AnyAgentTool, toolError } from "../agent/tool.js";
+import type { AnyAgentTool } from "../agent/tool.js";
 import { defaultApprovalMode } from "../runs/approval-policy.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { editFileTool } from "./edit-file.js";
-import { ToolErrorCode } from "./error-codes.js";
 import { listFilesTool } from "./list-files.js";
 import { readFileTool } from "./read-file.js";
 import { searchFilesTool } from "./search-files.js";
-import { isWorkspaceInsideRoot } from "./session-workspace.js";
 import { shellTool } from "./shell.js";
+import { isWorkspaceInPlace, workspaceMovedOutcome } from "./workspace.js";
 import { writeFileTool } from "./write-file.js";
 
 export type { WorkspaceToolContext, WorkspaceToolDefinition } from "./definition.js";
@@ -46,18 +45,16 @@ export function defaultApprovalPolicy(name: string): DefaultApproval {
 }
 
 /**
- * The workspace tools as the loop's AgentTools, each confined to `workspace` (a directory
- * below `root`, WORKSPACE_ROOT); with `names`, only those (in the registry's order). Throws
- * on a name that is not a workspace tool: callers validate user input against
+ * The workspace tools as the loop's AgentTools, each confined to `workspace`, the real path
+ * of the session's workspace directory; with `names`, only those (in the registry's order).
+ * Throws on a name that is not a workspace tool: callers validate user input against
  * WORKSPACE_TOOL_NAMES first.
  */
 export function bindWorkspaceTools({
   workspace,
-  root,
   names,
 }: {
   workspace: string;
-  root: string;
   names?: readonly string[];
 }): AnyAgentTool[] {
   const unknown = names?.filter((name) => !WORKSPACE_TOOL_NAMES.includes(name)) ?? [];
@@ -65,24 +62,18 @@ export function bindWorkspaceTools({
     throw new Error(`unknown workspace tool(s): ${unknown.join(", ")}; known: ${WORKSPACE_TOOL_NAMES.join(", ")}`);
   }
   const selected = names ? workspaceTools.filter((tool) => names.includes(tool.name)) : workspaceTools;
-  return selected.map((tool) => bindTool(tool, workspace, root));
+  return selected.map((tool) => bindTool(tool, workspace));
 }
 
-/** Runs the tool only while its workspace still resolves below the root (see isWorkspaceInsideRoot). */
-function bindTool(tool: WorkspaceToolDefinition, workspace: string, root: string): AnyAgentTool {
+/** Runs the tool only while its workspace is still in place (see isWorkspaceInPlace). */
+function bindTool(tool: WorkspaceToolDefinition, workspace: string): AnyAgentTool {
   return {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
     readOnly: tool.readOnly,
     execute: async (input, { toolCallId, signal }) => {
-      if (!(await isWorkspaceInsideRoot({ root, workspace }))) {
-        return toolError(
-          ToolErrorCode.workspaceUnavailable,
-          "the session's workspace directory is missing or no longer inside the workspace root",
-          false,
-        );
-      }
+      if (!(await isWorkspaceInPlace(workspace))) return workspaceMovedOutcome();
       return tool.execute(input, { workspace, signal, toolCallId });
     },
   };

@@ -33,12 +33,13 @@ export type ListFilesInput = z.infer<typeof listFilesInput>;
 const SUFFIX: Record<WalkEntry["kind"], string> = { directory: "/", symlink: "@", file: "", other: "" };
 
 /**
- * A path as one unambiguous line: a name with a control character (a newline would split it
- * over two lines) is written as a JSON string, which the model can decode back to the name.
+ * A path as one unambiguous line: a path with a control character (a newline would split it
+ * over two lines), or starting with a double quote, is written as a JSON string, which the
+ * model can decode back to the path.
  */
 const displayPath = (relative: string): string =>
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds.
-  /[\u0000-\u001f\u007f]/.test(relative) ? JSON.stringify(relative) : relative;
+  /[\u0000-\u001f\u007f]/.test(relative) || relative.startsWith('"') ? JSON.stringify(relative) : relative;
 
 export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
   name: "list_files",
@@ -46,7 +47,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     "List the files and directories under a workspace directory, recursively up to a depth. " +
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
     'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
-    "A path with a control character (such as a newline) is shown as a JSON string. " +
+    'A path with a control character (such as a newline), or starting with ", is shown as a JSON string. ' +
     `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries; a note says when the list was cut.`,
   inputSchema: listFilesInput,
   readOnly: true,

@@ -105,27 +105,6 @@ export async function createSessionWorkspace({
 }
 
 /**
- * Whether `workspace` still resolves to a directory below `root` (not the root itself). A
- * command run by the shell tool can replace the workspace directory with a symlink to
- * anywhere; tools check this before each call so that later (unapproved, read-only) calls
- * are not confined to the wrong place. False when the workspace cannot be resolved.
- */
-export async function isWorkspaceInsideRoot({
-  root,
-  workspace,
-}: {
-  root: string;
-  workspace: string;
-}): Promise<boolean> {
-  try {
-    const [realRoot, realPath] = await Promise.all([rootRealPath(resolve(root)), realpath(workspace)]);
-    return isInside(realRoot, realPath) && realPath !== realRoot;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * Deletes a session's own workspace with everything in it (symlinks inside are removed,
  * never followed). A shared workspace is left alone (returns false). Throws, deleting
  * nothing, when `path` is not a session directory directly under `root`: that is a bug in

@@ -55,25 +55,42 @@ async function realpathAllowingMissing(p: string, hops: number): Promise<string>
 }
 
 /**
+ * Whether `workspace` (a session workspace's real path, as bound to its tools) is still that
+ * directory: it exists and is not reached through a symlink. A command run by the shell tool
+ * can replace the directory with a symlink to anywhere (another session's workspace too); the
+ * tools then refuse to run instead of following it.
+ */
+export async function isWorkspaceInPlace(workspace: string): Promise<boolean> {
+  try {
+    return (await realpath(workspace)) === workspace;
+  } catch {
+    return false;
+  }
+}
+
+export const workspaceMovedOutcome = (): ToolOutcome =>
+  toolError(
+    ToolErrorCode.workspaceUnavailable,
+    "the session's workspace directory is missing or was replaced (e.g. by a symlink); no tool runs in it",
+    false,
+  );
+
+/**
  * Resolves a path given by the model (relative to the workspace, or absolute) to a real
  * absolute path inside the workspace, following `..` and symlinks as the kernel would.
  * Anything landing outside the workspace's real path is refused with
  * PATH_OUTSIDE_WORKSPACE; the refusal never names where the path led. Touches nothing.
  */
 export async function resolveInWorkspace(workspaceRoot: string, relPath: string): Promise<ResolvedPath> {
+  // `workspaceRoot` is the workspace's real path (see isWorkspaceInPlace).
   const display = relPath === "" ? "." : relPath;
   if (relPath.includes("\0")) {
     return { ok: false, outcome: toolError(ToolErrorCode.invalidPath, "the path contains a NUL byte", true) };
   }
-  let root: string;
-  try {
-    root = await realpath(workspaceRoot);
-  } catch {
-    return {
-      ok: false,
-      outcome: toolError(ToolErrorCode.workspaceUnavailable, "the session's workspace directory is unavailable", false),
-    };
-  }
+  // The workspace is confined by its own (pinned) real path, never re-resolved: a workspace
+  // directory replaced by a symlink, or a path through one, then resolves elsewhere and is refused.
+  const root = workspaceRoot;
+  if (!(await isWorkspaceInPlace(root))) return { ok: false, outcome: workspaceMovedOutcome() };
   const lexical = isAbsolute(relPath) ? resolve(relPath) : resolve(root, relPath);
   let real: string;
   try {

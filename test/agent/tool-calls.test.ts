@@ -405,12 +405,14 @@ describe("tool-call resolution and execution (laws 1, 4, 5, 6)", () => {
   it("text with a lone surrogate is committed well-formed, and the model is later sent exactly what was stored", async () => {
     const echo = testTool({ name: "echo", execute: async () => toolOk("cut \ud83d here") });
     const h = new Harness({
+      input: "user \udc00 input",
       tools: [echo],
       steps: [{ text: "half \ud800 emoji", toolCalls: [toolCall("c1", "echo", { text: "x" })] }, { text: "done" }],
     });
     const result = await h.run();
     expect(result.stopReason).toBe("complete");
-    const [, assistant, tool] = h.committed;
+    const [user, assistant, tool] = h.committed;
+    expect(user?.content).toBe("user \ufffd input");
     expect(assistant?.content).toBe("half \ufffd emoji");
     expect(tool?.content).toBe("cut \ufffd here");
     const sentLater = JSON.stringify(h.model.requests[1]?.messages);

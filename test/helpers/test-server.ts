@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../../src/app.js";
 import type { App, AppContext } from "../../src/app-context.js";
-import { composeContext } from "../../src/compose.js";
+import { composeContext, recoverLeftRuns } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
@@ -56,6 +56,7 @@ export async function startTestServer({
   const ctx = composeContext(config, logger, { sseHeartbeatMs });
   const app = await buildApp(ctx, logger);
   await app.listen({ port: 0, host: "127.0.0.1" });
+  recoverLeftRuns(ctx, logger);
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   return {

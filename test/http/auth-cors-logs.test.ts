@@ -75,6 +75,11 @@ describe("CORS", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
     expect(res.headers.get("access-control-allow-methods")).toMatch(/DELETE/);
     expect(res.headers.get("access-control-allow-headers")).toMatch(/idempotency-key/);
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+    // A browser script may read the request id and Retry-After of a real response.
+    const real = await fetch(`${server.url}/sessions`, { headers: { origin: "https://app.example" } });
+    expect(real.headers.get("access-control-expose-headers")).toMatch(/x-request-id/);
+    expect(real.headers.get("x-request-id")).toMatch(/^req_/);
     const other = await fetch(`${server.url}/sessions`, { headers: { origin: "https://evil.example" } });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
   });

@@ -21,9 +21,9 @@ describe("list_files", () => {
 
   it("shows a name with a newline as one JSON-quoted line, not two", async () => {
     const { workspace } = await makeSandbox();
-    await writeTree(workspace, { "two\nlines.txt": "x", "plain.txt": "y" });
+    await writeTree(workspace, { "two\nlines.txt": "x", "plain.txt": "y", '"quoted"': "z" });
     const lines = expectOk(await runTool(listFilesTool, workspace, {})).split("\n");
-    expect(lines).toEqual(["plain.txt", '"two\\nlines.txt"']);
+    expect(lines).toEqual(['"\\"quoted\\""', "plain.txt", '"two\\nlines.txt"']);
   });
 
   it("descends as deep as asked, and only one level with depth 1", async () => {

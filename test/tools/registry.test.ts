@@ -8,6 +8,7 @@ import {
   bindWorkspaceTools,
   defaultApprovalPolicy,
   describeWorkspaceTools,
+  resolveInWorkspace,
   WORKSPACE_TOOL_NAMES,
   workspaceTools,
 } from "../../src/tools/index.js";
@@ -67,9 +68,9 @@ describe("the workspace tool registry", () => {
   });
 
   it("binds the tools to a workspace as AgentTools", async () => {
-    const { base, workspace } = await makeSandbox();
+    const { workspace } = await makeSandbox();
     await writeTree(workspace, { "hello.txt": "hi\n" });
-    const tools = bindWorkspaceTools({ workspace, root: base });
+    const tools = bindWorkspaceTools({ workspace });
     expect(tools.map((tool) => [tool.name, tool.readOnly])).toEqual([
       ["list_files", true],
       ["read_file", true],
@@ -86,35 +87,64 @@ describe("the workspace tool registry", () => {
     expect(expectOk(outcome)).toBe("     1\thi");
   });
 
-  it("a workspace replaced by a symlink out of the root runs no tool (a shell command cannot redirect later reads)", async () => {
+  it("a workspace replaced by a symlink (outside, to another session, to the root) runs no tool: a shell command cannot redirect later reads", async () => {
     const { base, outside } = await makeSandbox();
     const root = join(base, "root");
-    const ws = join(root, "ses_1");
-    await mkdir(ws, { recursive: true });
+    const mine = join(root, "ses_a");
+    const other = join(root, "ses_b");
+    await mkdir(mine, { recursive: true });
+    await writeTree(other, { "secret.txt": "session b\n" });
     await writeTree(outside, { "secret.txt": "outside\n" });
-    const read = bindWorkspaceTools({ workspace: ws, root }).find((tool) => tool.name === "read_file")!;
-    const call = () =>
-      read.execute(read.inputSchema.parse({ path: "secret.txt" }), {
-        toolCallId: "c1",
-        signal: new AbortController().signal,
-      });
-    expect((await call()).ok).toBe(false); // not there yet: FILE_NOT_FOUND inside the workspace
-    await rm(ws, { recursive: true });
-    await symlink(outside, ws);
-    const outcome = await call();
-    expect(outcome).toMatchObject({ ok: false, errorCode: "WORKSPACE_UNAVAILABLE" });
-    expect(JSON.stringify(outcome)).not.toContain("outside\n");
+    await writeTree(root, { "secret.txt": "root\n" });
+    const tools = bindWorkspaceTools({ workspace: mine });
+    const run = (name: string, input: unknown) => {
+      const tool = tools.find((t) => t.name === name)!;
+      return tool.execute(tool.inputSchema.parse(input), { toolCallId: "c1", signal: new AbortController().signal });
+    };
+    // In place: the file is simply not in this workspace.
+    expect(await run("read_file", { path: "secret.txt" })).toMatchObject({ ok: false, errorCode: "NOT_FOUND" });
+    for (const target of [outside, other, root]) {
+      await rm(mine, { recursive: true, force: true });
+      await symlink(target, mine);
+      for (const [name, input] of [
+        ["read_file", { path: "secret.txt" }],
+        ["list_files", {}],
+        ["shell", { command: "cat secret.txt" }],
+      ] as const) {
+        const outcome = await run(name, input);
+        expect(outcome, `${name} via a link to ${target}`).toMatchObject({
+          ok: false,
+          errorCode: "WORKSPACE_UNAVAILABLE",
+        });
+        expect(JSON.stringify(outcome)).not.toMatch(/session b|outside\\n|root\\n/);
+      }
+    }
+  });
+
+  it("the workspace is confined by its pinned path: a path through a workspace replaced after the check is refused", async () => {
+    const { base, outside } = await makeSandbox();
+    const mine = join(base, "ses_a");
+    await mkdir(mine);
+    await writeTree(outside, { "secret.txt": "outside\n" });
+    // resolveInWorkspace compares against the bound path itself, never a fresh realpath of it.
+    const resolved = await resolveInWorkspace(mine, "secret.txt");
+    expect(resolved).toMatchObject({ ok: true, root: mine });
+    await rm(mine, { recursive: true });
+    await symlink(outside, mine);
+    expect(await resolveInWorkspace(mine, "secret.txt")).toMatchObject({
+      ok: false,
+      outcome: { errorCode: "WORKSPACE_UNAVAILABLE" },
+    });
   });
 
   it("binds only the named subset, in registry order, and throws on an unknown name", async () => {
     const { workspace } = await makeSandbox();
-    expect(
-      bindWorkspaceTools({ workspace, root: workspace, names: ["shell", "read_file"] }).map((tool) => tool.name),
-    ).toEqual(["read_file", "shell"]);
-    expect(bindWorkspaceTools({ workspace, root: workspace, names: [] })).toEqual([]);
-    expect(() => bindWorkspaceTools({ workspace, root: workspace, names: ["read_file", "format_disk"] })).toThrow(
-      /format_disk/,
-    );
+    expect(bindWorkspaceTools({ workspace, names: ["shell", "read_file"] }).map((tool) => tool.name)).toEqual([
+      "read_file",
+      "shell",
+    ]);
+    expect(bindWorkspaceTools({ workspace, names: [] })).toEqual([]);
+    expect(() => bindWorkspaceTools({ workspace, names: ["read_file", "format_disk"] })).toThrow(/format_disk/);
   });
 
   it("has distinct, stable error codes", () => {

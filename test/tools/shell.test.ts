@@ -170,6 +170,6 @@ describe("shell", () => {
   it("shows the failure text for a missing workspace", async () => {
     const { base } = await makeSandbox();
     const outcome = await runTool(shellTool, join(base, "gone"), { command: "true" });
-    expect(shown(outcome)).toMatch(/workspace directory is unavailable/);
+    expect(shown(outcome)).toMatch(/workspace directory is missing/);
   });
 });

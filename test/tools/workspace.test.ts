@@ -55,14 +55,18 @@ describe("resolveInWorkspace", () => {
     });
   });
 
-  it("works when the workspace root itself is reached through a symlink", async () => {
+  it("takes the workspace only by its real path: one reached through a symlink is refused, not followed", async () => {
     const { base, workspace } = await makeSandbox();
     await writeTree(workspace, { "a.txt": "a" });
     await symlink(workspace, join(base, "ws-link"));
-    expect(await resolveInWorkspace(join(base, "ws-link"), "a.txt")).toMatchObject({
+    expect(await resolveInWorkspace(workspace, "a.txt")).toMatchObject({
       ok: true,
       path: join(workspace, "a.txt"),
       root: workspace,
+    });
+    expect(await resolveInWorkspace(join(base, "ws-link"), "a.txt")).toMatchObject({
+      ok: false,
+      outcome: { errorCode: "WORKSPACE_UNAVAILABLE" },
     });
   });
 
