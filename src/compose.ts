@@ -35,6 +35,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       maxRetries: config.MODEL_MAX_RETRIES,
       requestTimeoutMs: config.MODEL_REQUEST_TIMEOUT_MS,
       idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+      maxOutputChars: config.MODEL_MAX_OUTPUT_CHARS,
     });
   const manager = new RunManager({
     store,

@@ -40,6 +40,7 @@ export type ModelErrorCode =
   | "MODEL_UPSTREAM"
   | "MODEL_TIMEOUT"
   | "MODEL_BAD_RESPONSE"
+  | "MODEL_OUTPUT_TOO_LARGE"
   | "MODEL_NOT_CONFIGURED";
 
 /**

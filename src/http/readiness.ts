@@ -8,14 +8,16 @@ interface Check {
 
 export interface Readiness {
   ready: boolean;
-  checks: { database: Check; workspaces: Check; model: Check };
+  checks: { accepting: Check; database: Check; workspaces: Check; model: Check };
 }
 
 /**
- * Ready when the database takes writes, the workspace root is a directory this process can
+ * Ready when the server is not shutting down, the database takes writes, the workspace root is a directory this process can
  * write (made again when it was removed, as creating a session would) and a model is configured.
  */
-export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | "config">): Readiness {
+export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager">): Readiness {
+  // From SIGTERM on, load balancers should send new work elsewhere.
+  const accepting = ctx.manager.accepting ? { ok: true } : { ok: false, message: "the server is shutting down" };
   let database: Check = { ok: true };
   try {
     ctx.store.probeWrites();
@@ -27,5 +29,8 @@ export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | 
   const workspaces = problem
     ? { ok: false, message: `WORKSPACE_ROOT cannot hold workspaces (${problem})` }
     : { ok: true };
-  return { ready: database.ok && workspaces.ok && model.ok, checks: { database, workspaces, model } };
+  return {
+    ready: accepting.ok && database.ok && workspaces.ok && model.ok,
+    checks: { accepting, database, workspaces, model },
+  };
 }

@@ -34,6 +34,11 @@ export interface OpenAIModelClientOptions {
   requestTimeoutMs?: number | undefined;
   /** Once the response started: the longest allowed silence between chunks before the turn fails with MODEL_TIMEOUT. */
   idleTimeoutMs?: number | undefined;
+  /**
+   * The most characters of text and tool-call arguments one reply may stream; past it the
+   * stream is closed and the turn fails (MODEL_OUTPUT_TOO_LARGE). Unlimited when absent.
+   */
+  maxOutputChars?: number | undefined;
   /** Caps the wait an upstream's `retry-after(-ms)` header may impose between attempts (the SDK has no cap). */
   maxRetryDelayMs?: number | undefined;
   /** The fetch the SDK uses (default: global fetch). */
@@ -79,6 +84,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
         client,
         request,
         idleTimeoutMs,
+        maxOutputChars: options.maxOutputChars,
         failureContext: (phase, model) => ({
           baseURL,
           model,
@@ -97,6 +103,7 @@ interface CompleteArgs {
   request: ModelRequest;
   model: string;
   idleTimeoutMs: number;
+  maxOutputChars: number | undefined;
   failureContext: (phase: FailureContext["phase"], model: string) => FailureContext;
 }
 
@@ -105,6 +112,7 @@ async function completeOnce({
   request,
   model,
   idleTimeoutMs,
+  maxOutputChars,
   failureContext,
 }: CompleteArgs): Promise<ModelResult> {
   const startedAt = performance.now();
@@ -113,6 +121,7 @@ async function completeOnce({
   const assembler = new StreamAssembler({
     startedAt,
     now,
+    maxOutputChars,
     onTextDelta: onTextDelta
       ? (text) => {
           try {
@@ -157,7 +166,13 @@ async function completeOnce({
       for await (const chunk of opened.stream) {
         guard.touch();
         const accepted = assembler.accept(chunk);
-        if (!accepted.ok) return fail({ code: "MODEL_BAD_RESPONSE", message: accepted.message });
+        if (!accepted.ok) {
+          // Returning ends the iteration, which closes the response: the rest is not read.
+          return fail({
+            code: accepted.tooLarge ? "MODEL_OUTPUT_TOO_LARGE" : "MODEL_BAD_RESPONSE",
+            message: accepted.message,
+          });
+        }
       }
     } catch (error) {
       if (error instanceof CallbackError) throw error.cause;

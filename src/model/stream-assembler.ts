@@ -21,7 +21,7 @@ export interface AssembledStream {
   chunkCount: number;
 }
 
-export type AcceptResult = { ok: true } | { ok: false; message: string };
+export type AcceptResult = { ok: true } | { ok: false; message: string; tooLarge?: true };
 
 /**
  * Folds Chat Completions stream chunks into one turn. Only choice 0 counts. Text
@@ -38,12 +38,16 @@ export class StreamAssembler {
   private usage: ModelUsage | null = null;
   private firstTokenMs: number | null = null;
   private chunkCount = 0;
+  /** Characters of text and tool-call arguments received so far. */
+  private outputChars = 0;
 
   constructor(
     private readonly options: {
       startedAt: number;
       now: () => number;
       onTextDelta?: ((text: string) => void) | undefined;
+      /** The most characters of text and tool-call arguments one reply may have. */
+      maxOutputChars?: number | undefined;
     },
   ) {}
 
@@ -60,6 +64,14 @@ export class StreamAssembler {
       if (choice.index !== undefined && choice.index !== 0) continue;
       const result = this.acceptDelta(choice.delta);
       if (!result.ok) return result;
+      const max = this.options.maxOutputChars;
+      if (max !== undefined && this.outputChars > max) {
+        return {
+          ok: false,
+          tooLarge: true,
+          message: `the model's reply passed ${max} characters of text and tool-call arguments (MODEL_MAX_OUTPUT_CHARS); it was cut off and nothing of it was kept`,
+        };
+      }
       if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
     }
     return { ok: true };
@@ -73,6 +85,7 @@ export class StreamAssembler {
       if (typeof piece === "string" && piece !== "") {
         this.markToken();
         this.text += piece;
+        this.outputChars += piece.length;
         this.options.onTextDelta?.(piece);
       }
     }
@@ -110,7 +123,10 @@ export class StreamAssembler {
     this.lastCallIndex = index;
     if (call.id === "" && id !== "") call.id = id;
     if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
-    if (typeof fn.arguments === "string") call.input += fn.arguments;
+    if (typeof fn.arguments === "string") {
+      call.input += fn.arguments;
+      this.outputChars += fn.arguments.length;
+    }
     return { ok: true };
   }
 

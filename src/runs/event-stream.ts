@@ -10,15 +10,58 @@ export interface SseFrame {
 
 /** Stored events read per query while replaying. */
 const BACKLOG_PAGE = 500;
+/**
+ * The most live events (and bytes of their data) held for one watcher that is not reading.
+ * Past either, the held events are dropped and the stream reads on from the database
+ * instead (every published event is already stored), so a stalled watcher costs bounded memory.
+ */
+export const MAX_HELD_EVENTS = 2000;
+export const MAX_HELD_BYTES = 1 << 20;
 
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
+
+/** A FIFO of live events: amortised O(1) at both ends (Array#shift is O(n) on long arrays). */
+class HeldEvents {
+  #items: StoredEvent[] = [];
+  #head = 0;
+  bytes = 0;
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(event: StoredEvent): void {
+    this.#items.push(event);
+    this.bytes += event.data.length;
+  }
+
+  shift(): StoredEvent | undefined {
+    if (this.#head === this.#items.length) return undefined;
+    const event = this.#items[this.#head++] as StoredEvent;
+    this.bytes -= event.data.length;
+    if (this.#head === this.#items.length) this.clear();
+    else if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return event;
+  }
+
+  clear(): void {
+    this.#items = [];
+    this.#head = 0;
+    this.bytes = 0;
+  }
+}
 
 /**
  * A run's events after `after`: the stored backlog, then live ones, without a gap or
  * a duplicate at the seam, ending after `run.finished`. Subscribing happens before
  * the backlog is read (both synchronous), and live events the backlog already
- * held are dropped. The stream ends when the run has finished, even if the client had
- * already seen `run.finished` (or resumed past it). `closed` ends it early (the client went away).
+ * held are dropped. A watcher too far behind (see MAX_HELD_EVENTS) reads from the database
+ * again until it has caught up. The stream ends when the run has finished, even if the
+ * client had already seen `run.finished` (or resumed past it). `closed` ends it early (the
+ * client went away).
  */
 export async function* runEventStream({
   store,
@@ -33,29 +76,40 @@ export async function* runEventStream({
   after: number;
   closed: AbortSignal;
 }): AsyncGenerator<SseFrame> {
-  const queue: StoredEvent[] = [];
+  const held = new HeldEvents();
+  /**
+   * The stream is reading stored events, until a page comes back short. Meanwhile live events
+   * are not held: each is stored before it is published, so a later page returns it.
+   */
+  let readingStored = true;
   let wake: (() => void) | null = null;
   const unsubscribe = hub.subscribe(runId, (event) => {
-    queue.push(event);
+    if (readingStored) return;
+    held.push(event);
+    if (held.size > MAX_HELD_EVENTS || held.bytes > MAX_HELD_BYTES) {
+      // The client is not keeping up: drop what is held and read on from the database.
+      held.clear();
+      readingStored = true;
+    }
     wake?.();
   });
   const onClose = () => wake?.();
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    // The backlog is read a page at a time; live events wait in the queue meanwhile.
-    let backlog = store.events.after(runId, after, BACKLOG_PAGE);
-    let backlogDone = backlog.length < BACKLOG_PAGE;
-    const finishedBefore = store.runs.get(runId)?.status === "finished";
+    let stored: StoredEvent[] = [];
     let next = 0;
+    const finishedBefore = store.runs.get(runId)?.status === "finished";
     while (!closed.aborted) {
-      if (next === backlog.length && !backlogDone) {
-        backlog = store.events.after(runId, last, BACKLOG_PAGE);
-        backlogDone = backlog.length < BACKLOG_PAGE;
+      if (next === stored.length && readingStored) {
+        // One synchronous step: an event published before this read is in the page, one
+        // published after it is held (the last page ends `readingStored`).
+        stored = store.events.after(runId, last, BACKLOG_PAGE);
         next = 0;
+        if (stored.length < BACKLOG_PAGE) readingStored = false;
         continue;
       }
-      const event = next < backlog.length ? backlog[next++] : queue.shift();
+      const event = next < stored.length ? stored[next++] : held.shift();
       if (event) {
         // Already sent (or before the resume point): skipped, but the run's end still ends
         // the stream, also for a client that resumed at or past the last event.

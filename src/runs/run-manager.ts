@@ -83,6 +83,11 @@ export class RunManager {
   readonly #approvalDeps: ApprovalGateDeps;
   #accepting = true;
 
+  /** False once shutdown began: no new run (or session) is taken, and readiness says so. */
+  get accepting(): boolean {
+    return this.#accepting;
+  }
+
   constructor(private readonly deps: RunManagerDeps) {
     this.#approvalDeps = {
       store: deps.store,

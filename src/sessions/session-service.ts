@@ -1,6 +1,6 @@
 import { join, relative, resolve } from "node:path";
 import type { Logger } from "pino";
-import { badRequest, invalidCursor, notFound } from "../errors.js";
+import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
 import type { ApprovalPolicy } from "../runs/approval-policy.js";
 import type { RunManager } from "../runs/run-manager.js";
@@ -51,6 +51,7 @@ export class SessionService {
   }
 
   async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
+    if (!this.deps.manager.accepting) throw shuttingDown();
     this.checkToolNames(input);
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
@@ -59,6 +60,8 @@ export class SessionService {
       );
     }
     const id = newId("ses");
+    // Taken with the id, before any wait: the list's order (by id) and createdAt agree.
+    const createdAt = new Date().toISOString();
     // With API keys, a shared workspace is shared among one key's sessions, never across keys.
     const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
     const workspace = await createSessionWorkspace({ root: this.deps.workspaceRoot, sessionId: id, shared });
@@ -72,7 +75,7 @@ export class SessionService {
       workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
       workspaceShared: workspace.shared,
       metadata: input.metadata ?? null,
-      createdAt: new Date().toISOString(),
+      createdAt,
     };
     try {
       this.deps.store.sessions.insert(record);

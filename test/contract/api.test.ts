@@ -609,7 +609,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     const ready = await call(server, "GET", "/readyz");
     expect(ready.body).toEqual({
       ready: true,
-      checks: { database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
+      checks: { accepting: { ok: true }, database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
     });
     const yaml = await call(server, "GET", "/openapi.yaml");
     expect(yaml.status).toBe(200);
@@ -796,6 +796,7 @@ describe("contract: limits and readiness", () => {
       expect(ready.body).toEqual({
         ready: false,
         checks: {
+          accepting: { ok: true },
           database: { ok: true },
           workspaces: { ok: true },
           model: { ok: false, message: expect.stringContaining("OPENAI_MODEL") },

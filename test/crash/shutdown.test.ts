@@ -152,6 +152,14 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
     const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const { session, run, watcher } = await runAtShell(server, "sleep 1; echo finished-normally");
     server.process.kill("SIGTERM");
+    // While the tool finishes, the server answers but takes no new work, and says so.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const ready = await api(server.url, "GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.accepting).toEqual({ ok: false, message: "the server is shutting down" });
+    const refused = await api(server.url, "POST", "/sessions", {});
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe("SHUTTING_DOWN");
     expect(await server.exited).toBe(0);
     const seen = await watcher.ended;
     expect(seen.some((e) => e.event === "run.finished")).toBe(false);

@@ -45,6 +45,28 @@ describe("OpenAI model client: a clean stream", () => {
     });
   });
 
+  it("a reply past maxOutputChars (text or tool arguments) fails MODEL_OUTPUT_TOO_LARGE at once, reading no further", async () => {
+    const never = new Promise<void>(() => {});
+    const client = clientFor(upstream, { maxOutputChars: 1000, idleTimeoutMs: 60_000 });
+    // The upstream would hold the stream open for ever after these chunks: only the cap ends it.
+    upstream.enqueue({ text: ["x".repeat(600), "y".repeat(600)], gate: never });
+    const text = await client.complete(request());
+    expect(text).toMatchObject({ ok: false, code: "MODEL_OUTPUT_TOO_LARGE" });
+    expect(text.ok ? "" : text.message).toMatch(/passed 1000 characters .*MODEL_MAX_OUTPUT_CHARS/);
+
+    upstream.enqueue({
+      toolCalls: [{ id: "call_big", name: "lookup", arguments: ['{"key":"', "k".repeat(1200), '"}'] }],
+      gate: never,
+    });
+    expect(await client.complete(request({ tools: [lookupTool] }))).toMatchObject({
+      ok: false,
+      code: "MODEL_OUTPUT_TOO_LARGE",
+    });
+    // Within the cap, nothing changes.
+    upstream.enqueue({ text: "z".repeat(999) });
+    expect(await client.complete(request())).toMatchObject({ ok: true, text: "z".repeat(999) });
+  });
+
   it("reports usage from the final usage chunk", async () => {
     upstream.enqueue({ text: "ok", usage: { prompt_tokens: 123, completion_tokens: 45 } });
     const result = await clientFor(upstream).complete(request());

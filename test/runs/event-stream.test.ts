@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
+import { MAX_HELD_BYTES, MAX_HELD_EVENTS, runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
 import { RunRecorder } from "../../src/runs/run-recorder.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
 import { createStore, type Store } from "../../src/store/store.js";
@@ -120,4 +120,42 @@ it("a live stream resumed past the run's last event still ends when the run fini
   closed.abort();
   expect(ended).toBe("ended");
   expect(frames).toEqual([]);
+});
+
+it("a watcher that stops reading holds a bounded number of live events, then reads on from the database, gapless", async () => {
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 0, closed: new AbortController().signal });
+  expect((await stream.next()).value?.id).toBe("1");
+  const reads: number[] = [];
+  const after = store.events.after.bind(store.events);
+  store.events.after = (runId, seq, limit) => {
+    reads.push(seq);
+    return after(runId, seq, limit);
+  };
+  // The watcher reads nothing while the run writes far more than may be held for it.
+  const count = MAX_HELD_EVENTS * 2 + 10;
+  for (let i = 0; i < count; i++) recorder.write(() => [{ type: "text.delta", text: `t${i}` }]);
+  finish();
+  const ids: number[] = [1];
+  for await (const frame of stream) ids.push(Number(frame.id));
+  expect(ids).toEqual(Array.from({ length: count + 2 }, (_, i) => i + 1));
+  // What it missed came from the database (resuming after the last event it was sent), not from memory.
+  expect(reads[0]).toBe(1);
+});
+
+it("one live event larger than the held-bytes bound is read from the database", async () => {
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 0, closed: new AbortController().signal });
+  expect((await stream.next()).value?.id).toBe("1");
+  let reads = 0;
+  const after = store.events.after.bind(store.events);
+  store.events.after = (runId, seq, limit) => {
+    reads++;
+    return after(runId, seq, limit);
+  };
+  recorder.write(() => [{ type: "text.delta", text: "x".repeat(MAX_HELD_BYTES + 1) }]);
+  finish();
+  const frames: SseFrame[] = [];
+  for await (const frame of stream) frames.push(frame);
+  expect(frames.map((f) => f.id)).toEqual(["2", "3"]);
+  expect(JSON.parse(frames[0]?.data ?? "{}").text).toHaveLength(MAX_HELD_BYTES + 1);
+  expect(reads).toBeGreaterThan(0);
 });
