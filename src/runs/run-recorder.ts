@@ -7,6 +7,12 @@ import type { EventHub } from "./event-hub.js";
 const BUFFER_DELAY_MS = 10;
 /** A buffer this long is written at once rather than after the delay. */
 const FLUSH_AT = 256;
+/**
+ * Text deltas buffered together are merged into one event of at most this many characters:
+ * they are published together anyway, and a model streaming a token per chunk would
+ * otherwise cost a row, a JSON encoding and an SSE frame per token.
+ */
+const MAX_MERGED_DELTA_CHARS = 1024;
 /** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
 const MAX_BUFFERED_WHILE_FAILING = 10_000;
 
@@ -54,7 +60,8 @@ export class RunRecorder {
   }
 
   /**
-   * Queues an event that may wait a few milliseconds (text deltas, turn starts). A failed
+   * Queues an event that may wait a few milliseconds (text deltas, turn starts); text
+   * deltas queued one after another become one. A failed
    * background write keeps the events for the next write (which reports the failure);
    * while writes keep failing the oldest text deltas beyond a cap are dropped.
    */
@@ -63,6 +70,15 @@ export class RunRecorder {
     if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
       const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
       this.#buffered.splice(Math.max(oldestDelta, 0), 1);
+    }
+    const last = this.#buffered.at(-1);
+    if (
+      body.type === "text.delta" &&
+      last?.body.type === "text.delta" &&
+      last.body.text.length + body.text.length <= MAX_MERGED_DELTA_CHARS
+    ) {
+      last.body = { type: "text.delta", text: last.body.text + body.text };
+      return;
     }
     this.#buffered.push({ body, at: new Date().toISOString() });
     if (this.#buffered.length >= FLUSH_AT && !this.#failing) {

@@ -148,7 +148,7 @@ function scriptedModel(body: any): FakeReply {
     toolCalls: [{ id, name, arguments: JSON.stringify(args) }],
   });
   if (input === "What files are in the workspace?")
-    return results.length ? { text: ["The workspace ", "is empty."] } : call("call_list", "list_files", {});
+    return results.length ? { text: "The workspace is empty." } : call("call_list", "list_files", {});
   if (input === "Create hello.txt saying hello, world")
     return results.length
       ? { text: "Created hello.txt." }
@@ -252,7 +252,6 @@ describe("the README's curl walk-through", () => {
       "tool.started",
       "message",
       "turn.started",
-      "text.delta",
       "text.delta",
       "message",
       "run.finished",

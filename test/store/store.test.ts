@@ -114,15 +114,35 @@ describe("store", () => {
     seedRun(store);
     const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
     recorder.buffer({ type: "text.delta", text: "he" });
+    recorder.buffer({ type: "turn.started", turn: 1 });
     recorder.buffer({ type: "text.delta", text: "llo" });
     expect(store.events.after("run_1", 0)).toEqual([]);
     recorder.commitMessage({ id: "m1", role: "assistant", content: "hello" });
     const events = store.events.after("run_1", 0);
     expect(events.map((e) => [e.seq, e.type])).toEqual([
       [1, "text.delta"],
-      [2, "text.delta"],
-      [3, "message"],
+      [2, "turn.started"],
+      [3, "text.delta"],
+      [4, "message"],
     ]);
+    recorder.dispose();
+  });
+
+  it("text deltas buffered one after another are written (and published) as one event, up to 1024 characters", () => {
+    seedRun(store);
+    const hub = new EventHub();
+    const published: string[] = [];
+    hub.subscribe("run_1", (event) => published.push(event.type));
+    const recorder = new RunRecorder(store, hub, "run_1", "ses_1");
+    for (const piece of ["Hel", "lo, ", "world"]) recorder.buffer({ type: "text.delta", text: piece });
+    recorder.buffer({ type: "text.delta", text: "x".repeat(1020) });
+    recorder.commitMessage({ id: "m1", role: "assistant", content: "…" });
+    const deltas = store.events
+      .after("run_1", 0)
+      .filter((e) => e.type === "text.delta")
+      .map((e) => JSON.parse(e.data).text);
+    expect(deltas).toEqual(["Hello, world", "x".repeat(1020)]);
+    expect(published).toEqual(["text.delta", "text.delta", "message"]);
     recorder.dispose();
   });
 
