@@ -1,23 +1,48 @@
 import { writeSync } from "node:fs";
 import pino, { type DestinationStream, type Logger } from "pino";
 
+/** How long one log line may wait for a full pipe (EAGAIN) before it is dropped. */
+const MAX_WAIT_PER_LINE_MS = 100;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
 /**
- * Standard output as a log destination that can never stall the server: each line is written
- * at once (as pino's own synchronous destination does), but a reader that went away (EPIPE)
- * or any other write error drops the logs instead of retrying for ever, which would freeze
- * the event loop, and at exit the shutdown with it. A pipe that is merely full (EAGAIN, on a
- * non-blocking descriptor) loses that line.
+ * Standard output as a log destination that can never stall the server for long: each line
+ * is written at once (as pino's own synchronous destination does). A full pipe (EAGAIN, on a
+ * non-blocking descriptor) is waited for at most MAX_WAIT_PER_LINE_MS, then the line is
+ * dropped; a reader that went away (EPIPE, EBADF) ends logging. pino's destination retries
+ * such errors for ever, which froze the event loop, and at exit the shutdown with it. A line
+ * cut short is ended with a newline before the next one, so no two lines run together.
  */
-export function stdoutDestination(fd = 1): DestinationStream {
+export function stdoutDestination({
+  fd = 1,
+  write = writeSync,
+}: {
+  fd?: number;
+  /** How bytes are written (fs.writeSync; replaced in tests). */
+  write?: (fd: number, data: Uint8Array) => number;
+} = {}): DestinationStream {
   let broken = false;
+  let cut = false;
   return {
     write(line: string) {
       if (broken) return;
-      let rest = Buffer.from(line);
-      try {
-        while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== "EAGAIN") broken = true;
+      const whole = Buffer.from(cut ? `\n${line}` : line);
+      let rest = whole;
+      cut = false;
+      const deadline = Date.now() + MAX_WAIT_PER_LINE_MS;
+      while (rest.length > 0) {
+        try {
+          rest = rest.subarray(write(fd, rest));
+        } catch (err) {
+          const code = (err as { code?: unknown }).code;
+          if (code === "EAGAIN" && Date.now() < deadline) {
+            Atomics.wait(pause, 0, 0, 5);
+            continue;
+          }
+          if (code === "EPIPE" || code === "EBADF") broken = true;
+          else cut = rest.length < whole.length;
+          return;
+        }
       }
     },
   };

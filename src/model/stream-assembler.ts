@@ -38,7 +38,7 @@ export class StreamAssembler {
   private usage: ModelUsage | null = null;
   private firstTokenMs: number | null = null;
   private chunkCount = 0;
-  /** Characters of text and tool-call arguments received so far. */
+  /** Characters (UTF-16 units) of text and tool calls (ids, names, arguments) received so far. */
   private outputChars = 0;
 
   constructor(
@@ -64,14 +64,6 @@ export class StreamAssembler {
       if (choice.index !== undefined && choice.index !== 0) continue;
       const result = this.acceptDelta(choice.delta);
       if (!result.ok) return result;
-      const max = this.options.maxOutputChars;
-      if (max !== undefined && this.outputChars > max) {
-        return {
-          ok: false,
-          tooLarge: true,
-          message: `the model's reply passed ${max} characters of text and tool-call arguments (MODEL_MAX_OUTPUT_CHARS); it was cut off and nothing of it was kept`,
-        };
-      }
       if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
     }
     return { ok: true };
@@ -83,9 +75,9 @@ export class StreamAssembler {
     for (const field of ["content", "refusal"] as const) {
       const piece = delta[field];
       if (typeof piece === "string" && piece !== "") {
+        if (!this.take(piece.length)) return this.tooLarge();
         this.markToken();
         this.text += piece;
-        this.outputChars += piece.length;
         this.options.onTextDelta?.(piece);
       }
     }
@@ -121,13 +113,29 @@ export class StreamAssembler {
       this.calls.set(index, call);
     }
     this.lastCallIndex = index;
+    const name = call.name === "" && typeof fn.name === "string" ? fn.name : "";
+    const args = typeof fn.arguments === "string" ? fn.arguments : "";
+    if (!this.take(id.length + name.length + args.length)) return this.tooLarge();
     if (call.id === "" && id !== "") call.id = id;
-    if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
-    if (typeof fn.arguments === "string") {
-      call.input += fn.arguments;
-      this.outputChars += fn.arguments.length;
-    }
+    if (name !== "") call.name = name;
+    call.input += args;
     return { ok: true };
+  }
+
+  /** Counts `chars` more of the reply; false (counting nothing) when that would pass the cap. */
+  private take(chars: number): boolean {
+    const max = this.options.maxOutputChars;
+    if (max !== undefined && this.outputChars + chars > max) return false;
+    this.outputChars += chars;
+    return true;
+  }
+
+  private tooLarge(): AcceptResult {
+    return {
+      ok: false,
+      tooLarge: true,
+      message: `the model's reply passed ${this.options.maxOutputChars} characters of text and tool calls (MODEL_MAX_OUTPUT_CHARS); it was cut off there and none of it was kept`,
+    };
   }
 
   private markToken(): void {

@@ -83,7 +83,10 @@ export async function* runEventStream({
    */
   let readingStored = true;
   let wake: (() => void) | null = null;
+  /** `run.finished` was published: once everything stored is read and nothing is held, the stream is over. */
+  let finishedSeen = false;
   const unsubscribe = hub.subscribe(runId, (event) => {
+    if (event.type === "run.finished") finishedSeen = true;
     if (readingStored) return;
     held.push(event);
     if (held.size > MAX_HELD_EVENTS || held.bytes > MAX_HELD_BYTES) {
@@ -122,8 +125,10 @@ export async function* runEventStream({
         if (event.type === "run.finished") return;
         continue;
       }
-      // The run ended before this stream began and everything after `after` was sent.
-      if (finishedBefore) return;
+      // The run has ended (before this stream began, or since: its `run.finished` was then
+      // sent, skipped as already seen, or dropped from what was held and is not after `last`),
+      // and everything stored after `last` was read.
+      if (finishedBefore || finishedSeen) return;
       await new Promise<void>((resolve) => {
         wake = resolve;
       });

@@ -78,12 +78,12 @@ export class RunRecorder {
       last.body.text.length + body.text.length <= MAX_MERGED_DELTA_CHARS
     ) {
       last.body = { type: "text.delta", text: last.body.text + body.text };
-      return;
-    }
-    this.#buffered.push({ body, at: new Date().toISOString() });
-    if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
-      this.#flushInBackground();
-      return;
+    } else {
+      this.#buffered.push({ body, at: new Date().toISOString() });
+      if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
+        this.#flushInBackground();
+        return;
+      }
     }
     this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
   }

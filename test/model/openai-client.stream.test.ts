@@ -50,9 +50,12 @@ describe("OpenAI model client: a clean stream", () => {
     const client = clientFor(upstream, { maxOutputChars: 1000, idleTimeoutMs: 60_000 });
     // The upstream would hold the stream open for ever after these chunks: only the cap ends it.
     upstream.enqueue({ text: ["x".repeat(600), "y".repeat(600)], gate: never });
-    const text = await client.complete(request());
+    const deltas: string[] = [];
+    const text = await client.complete(request({ onTextDelta: (t) => deltas.push(t) }));
     expect(text).toMatchObject({ ok: false, code: "MODEL_OUTPUT_TOO_LARGE" });
-    expect(text.ok ? "" : text.message).toMatch(/passed 1000 characters .*MODEL_MAX_OUTPUT_CHARS/);
+    // The piece that would pass the cap is not passed on (nor stored as a delta).
+    expect(deltas).toEqual(["x".repeat(600)]);
+    expect(text.ok ? "" : text.message).toMatch(/passed 1000 characters .*\(MODEL_MAX_OUTPUT_CHARS\)/);
 
     upstream.enqueue({
       toolCalls: [{ id: "call_big", name: "lookup", arguments: ['{"key":"', "k".repeat(1200), '"}'] }],

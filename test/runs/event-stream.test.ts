@@ -159,3 +159,22 @@ it("one live event larger than the held-bytes bound is read from the database", 
   expect(JSON.parse(frames[0]?.data ?? "{}").text).toHaveLength(MAX_HELD_BYTES + 1);
   expect(reads).toBeGreaterThan(0);
 });
+
+it("a stream resumed past the end still ends when the run's last events overflow what may be held", async () => {
+  const closed = new AbortController();
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 1_000_000, closed: closed.signal });
+  const frames: SseFrame[] = [];
+  const done = (async () => {
+    for await (const frame of stream) frames.push(frame);
+  })();
+  await new Promise((resolve) => setImmediate(resolve));
+  // One write whose events (the last one run.finished) are more than may be held.
+  recorder.write(() => [
+    ...Array.from({ length: MAX_HELD_EVENTS + 5 }, (_, i) => ({ type: "text.delta" as const, text: `t${i}` })),
+  ]);
+  finish();
+  const ended = await Promise.race([done.then(() => "ended"), new Promise((r) => setTimeout(() => r("hung"), 2000))]);
+  closed.abort();
+  expect(ended).toBe("ended");
+  expect(frames).toEqual([]);
+});

@@ -146,6 +146,30 @@ describe("store", () => {
     recorder.dispose();
   });
 
+  it("after a failed background write, text that keeps merging into one delta is still written within the delay", async () => {
+    seedRun(store);
+    const hub = new EventHub();
+    const published: string[] = [];
+    hub.subscribe("run_1", (event) => published.push(JSON.parse(event.data).text));
+    const recorder = new RunRecorder(store, hub, "run_1", "ses_1");
+    const transaction = store.transaction.bind(store);
+    let failNext = true;
+    store.transaction = ((fn: () => unknown) => {
+      if (failNext) {
+        failNext = false;
+        throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+      }
+      return transaction(fn);
+    }) as typeof store.transaction;
+    recorder.buffer({ type: "text.delta", text: "a" });
+    await new Promise((resolve) => setTimeout(resolve, 30)); // the background write fails
+    expect(published).toEqual([]);
+    recorder.buffer({ type: "text.delta", text: "b" }); // merges into the kept "a"
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(published).toEqual(["ab"]);
+    recorder.dispose();
+  });
+
   it("a message whose JSON was corrupted on disk is refused when read back", () => {
     seedRun(store);
     const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
