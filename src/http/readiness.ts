@@ -12,8 +12,9 @@ export interface Readiness {
 }
 
 /**
- * Ready when the server is not shutting down, the database takes writes, the workspace root is a directory this process can
- * write (made again when it was removed, as creating a session would) and a model is configured.
+ * Ready when the server is not shutting down, the database takes writes, the workspace root
+ * is a directory this process can write (made again when it was removed, as creating a
+ * session would) and a model is configured.
  */
 export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager">): Readiness {
   // From SIGTERM on, load balancers should send new work elsewhere.

@@ -1,23 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import { differingFields } from "../../src/runs/idempotency.js";
-import type { RunRecord } from "../../src/store/runs.js";
+import { runRecord } from "../helpers/seed.js";
 
-const run: RunRecord = {
+const run = runRecord({
   id: "run_1",
   sessionId: "ses_1",
-  status: "running",
-  stopReason: null,
-  error: null,
-  input: "hi",
   maxTurns: 20,
-  contextMaxChars: null,
-  stats: emptyStats(),
-  createdAt: "2026-11-30T00:00:00.000Z",
-  finishedAt: null,
   approval: { default: "ask", tools: { shell: "deny", write_file: "allow" } },
   idempotencyKey: "k",
-};
+});
 
 describe("an Idempotency-Key retry is the same request only if its whole body is", () => {
   it("the same body, with the approval's keys in another order, is the same request", () => {
