@@ -3,12 +3,11 @@
 # test/deploy/production-start.test.ts rehearses the runtime stage (its ENV and CMD are read
 # from this file) without a Docker engine.
 
-# --- build: compile TypeScript and the better-sqlite3 native module ---
-FROM node:20-bookworm-slim AS build
-# python3, make and g++ build better-sqlite3 when no prebuilt binary can be downloaded.
-RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
+# Node 24 LTS. Pin the base by digest in your own registry mirror (`node:24-bookworm-slim@sha256:...`)
+# for reproducible builds; the tag follows Node 24's security releases.
+
+# --- build: compile TypeScript (better-sqlite3 ships its binary inside the package) ---
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,11 +15,13 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY routes ./routes
 RUN npm run build
-# Drop the dev dependencies; the compiled better-sqlite3 binary stays.
-RUN npm prune --omit=dev --no-audit --no-fund
+# Drop the dev dependencies, then what the runtime never loads: better-sqlite3's sources and the
+# binaries of other platforms, and source maps.
+COPY scripts/slim-image.mjs ./scripts/
+RUN npm prune --omit=dev --no-audit --no-fund && node scripts/slim-image.mjs .
 
 # --- runtime ---
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # tini is PID 1: it forwards SIGTERM to node and reaps the processes shell commands leave behind.
 RUN apt-get update \
   && apt-get install -y --no-install-recommends tini \

@@ -44,9 +44,9 @@ function destroyedOnReturn<T extends Readable>(body: T): T {
   const iterate = body[Symbol.asyncIterator].bind(body);
   body[Symbol.asyncIterator] = () => {
     const inner = iterate();
-    const iterator: AsyncIterableIterator<unknown> = {
+    const iterator: NodeJS.AsyncIterator<unknown> = {
       next: () => inner.next(),
-      return: async (value?: unknown) => {
+      return: async (value?: undefined) => {
         // Destroying an unfinished body makes undici emit an abort error: nobody waits for it.
         body.on("error", () => {});
         body.destroy();
@@ -54,6 +54,9 @@ function destroyedOnReturn<T extends Readable>(body: T): T {
       },
       throw: (err?: unknown) => inner.throw?.(err) ?? Promise.reject(err),
       [Symbol.asyncIterator]: () => iterator,
+      [Symbol.asyncDispose]: async () => {
+        await iterator.return?.();
+      },
     };
     return iterator;
   };

@@ -117,7 +117,10 @@ async function provideDist(app: string): Promise<string> {
   return "compiled dist/ with tsc";
 }
 
-/** The production dependencies into `app`: node_modules as `npm ci` left it, then `npm prune --omit=dev`. */
+/**
+ * The production dependencies into `app`: node_modules as `npm ci` left it, then the
+ * Dockerfile's `npm prune --omit=dev`.
+ */
 async function provideProductionDependencies(app: string): Promise<void> {
   await run("cp", ["-R", join(root, "node_modules"), join(app, "node_modules")]);
   await run("npm", ["prune", "--omit=dev", "--no-audit", "--no-fund"], {
@@ -146,6 +149,8 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     for (const file of ["package.json", "package-lock.json"]) cpSync(join(root, file), join(app, file));
     for (const source of stage.copies) cpSync(join(root, source), join(app, source), { recursive: true });
     await Promise.all([provideDist(app), provideProductionDependencies(app)]);
+    // The Dockerfile's last build step, over what the runtime stage copies.
+    await run(process.execPath, [join(root, "scripts/slim-image.mjs"), app]);
     upstream = await startFakeUpstream();
   }, 120_000);
 
@@ -247,7 +252,25 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     expect(devOnly).toEqual(expect.arrayContaining(["node_modules/typescript", "node_modules/vitest"]));
     expect(devOnly.filter((path) => existsSync(join(app, path)))).toEqual([]);
     expect(production.filter((path) => !existsSync(join(app, path)))).toEqual([]);
-    expect(existsSync(join(app, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"))).toBe(true);
+  });
+
+  it("the image keeps no build leftovers: better-sqlite3's sources, other platforms' binaries, source maps", () => {
+    const sqlite = join(app, "node_modules/better-sqlite3");
+    for (const leftover of ["deps", "src", "binding.gyp"]) expect(existsSync(join(sqlite, leftover))).toBe(false);
+    const binaries = existsSync(join(sqlite, "prebuilds")) ? readdirSync(join(sqlite, "prebuilds")) : [];
+    const compiled = existsSync(join(sqlite, "build/Release/better_sqlite3.node"));
+    // Exactly one binary stays: this platform's (the server loads it in the tests below).
+    expect(binaries.length + (compiled ? 1 : 0)).toBe(1);
+    const maps: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) walk(join(dir, entry.name));
+        else if (entry.name.endsWith(".map")) maps.push(join(dir, entry.name));
+      }
+    };
+    walk(join(app, "node_modules"));
+    walk(join(app, "dist"));
+    expect(maps).toEqual([]);
   });
 
   it("serves a run to completion with the image's ENV and CMD, then exits 0 on SIGTERM", async () => {
