@@ -1,23 +1,27 @@
 import { randomBytes } from "node:crypto";
 import { open, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { entryPath, type OpenDir } from "./open-dir.js";
 
 /**
- * Replaces (or creates) `path` atomically: the data goes to a temporary file in the same
- * directory, is flushed, and is renamed over `path`. Readers see the old content or the new,
- * never a mix, and a failure leaves `path` untouched and no temporary file behind.
- * `mode` defaults to 0o666 minus the umask (as for any new file).
+ * Replaces (or creates) the entry `name` of the open directory `dir` atomically: the data goes
+ * to a new temporary file in that directory, is flushed, and is renamed over `name`, all
+ * through the open directory (a link swapped in at `name` is replaced, never followed).
+ * Readers see the old content or the new, never a mix, and a failure leaves `name` untouched
+ * and no temporary file behind. `mode` defaults to 0o666 minus the umask (as for any new file).
  */
 export async function writeFileAtomic({
-  path,
+  dir,
+  name,
   data,
   mode,
 }: {
-  path: string;
+  dir: OpenDir;
+  name: string;
   data: string | Uint8Array;
   mode?: number;
 }): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = entryPath(dir, `.${name}.${randomBytes(6).toString("hex")}.tmp`);
+  // "wx" is O_CREAT | O_EXCL: never opens an existing file or follows a link.
   const handle = await open(temp, "wx", mode ?? 0o666);
   try {
     try {
@@ -28,7 +32,7 @@ export async function writeFileAtomic({
     } finally {
       await handle.close();
     }
-    await rename(temp, path);
+    await rename(temp, entryPath(dir, name));
   } catch (err) {
     await unlink(temp).catch(() => {});
     throw err;

@@ -1,12 +1,12 @@
-import { readFile, stat } from "node:fs/promises";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { fsErrorOutcome } from "./fs-errors.js";
+import { openLocatedFile } from "./located-io.js";
 import { formatBytes, looksBinary } from "./text.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { locateInWorkspace } from "./workspace.js";
 
 /** edit_file works on files up to this size (before and after the edit). */
 export const EDIT_MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -48,19 +48,21 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
   inputSchema: editFileInput,
   readOnly: false,
   async execute({ path, oldText, newText, replaceAll = false }, { workspace }) {
-    const resolved = await resolveInWorkspace(workspace, path);
-    if (!resolved.ok) return resolved.outcome;
+    const located = await locateInWorkspace({ workspace, path });
+    if (!located.ok) return located.outcome;
     try {
-      const info = await stat(resolved.path);
-      if (!info.isFile()) return notAFileOutcome(path, info.isDirectory());
+      const opened = await openLocatedFile(located.at, path);
+      if (!opened.ok) return opened.outcome;
+      const { info } = opened;
       if (info.size > EDIT_MAX_FILE_BYTES) {
+        await opened.file.close();
         return toolError(
           ToolErrorCode.fileTooLarge,
           `"${path}" is ${formatBytes(info.size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit of edit_file`,
           false,
         );
       }
-      const bytes = await readFile(resolved.path);
+      const bytes = await opened.file.readFile().finally(() => opened.file.close());
       const text = bytes.toString("utf8");
       // A file that does not survive a UTF-8 round trip would be corrupted by rewriting it as text.
       if (looksBinary(bytes) || !Buffer.from(text, "utf8").equals(bytes)) {
@@ -98,12 +100,15 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
         );
       }
       if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
-      await writeFileAtomic({ path: resolved.path, data: updated, mode: info.mode & 0o7777 });
+      // name is the located file's (openLocatedFile refused anything else).
+      await writeFileAtomic({ dir: located.at.dir, name: located.at.name!, data: updated, mode: info.mode & 0o7777 });
       const count = found.length === 1 ? "1 occurrence" : `${found.length} occurrences`;
       const where = found.length === 1 ? `at line ${lineAt(text, first)}` : `first at line ${lineAt(text, first)}`;
       return toolOk(`replaced ${count} in "${path}" (${where}); the file is now ${size} bytes`);
     } catch (err) {
       return fsErrorOutcome(err, path);
+    } finally {
+      await located.at.close();
     }
   },
 };

@@ -16,8 +16,8 @@ export {
   createSessionWorkspace,
   InvalidWorkspaceNameError,
   isValidWorkspaceName,
+  locateInWorkspace,
   removeSessionWorkspace,
-  resolveInWorkspace,
   type SessionWorkspace,
 } from "./workspace.js";
 

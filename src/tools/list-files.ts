@@ -1,11 +1,10 @@
-import { stat } from "node:fs/promises";
 import { z } from "zod";
-import { toolError, toolOk } from "../agent/tool.js";
+import { toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
-import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
+import { openLocatedDir } from "./located-io.js";
 import { type WalkEntry, walk } from "./walk.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { locateInWorkspace } from "./workspace.js";
 
 /** At most this many entries are listed; the rest is reported as truncated. */
 export const LIST_MAX_ENTRIES = 500;
@@ -52,24 +51,28 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
   inputSchema: listFilesInput,
   readOnly: true,
   async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace }) {
-    const resolved = await resolveInWorkspace(workspace, path);
-    if (!resolved.ok) return resolved.outcome;
+    const located = await locateInWorkspace({ workspace, path });
+    if (!located.ok) return located.outcome;
+    const lines: string[] = [];
+    let truncated = false;
     try {
-      if (!(await stat(resolved.path)).isDirectory()) {
-        return toolError(ToolErrorCode.notADirectory, `"${path}" is a file, not a directory; use read_file`, true);
+      const opened = await openLocatedDir(located.at, path);
+      if (!opened.ok) return opened.outcome;
+      try {
+        for await (const entry of walk({ start: opened.dir, relative: located.at.relative, maxDepth: depth })) {
+          if (lines.length === LIST_MAX_ENTRIES) {
+            truncated = true;
+            break;
+          }
+          lines.push(displayPath(entry.relative) + SUFFIX[entry.kind]);
+        }
+      } finally {
+        await opened.close();
       }
     } catch (err) {
       return fsErrorOutcome(err, path);
-    }
-
-    const lines: string[] = [];
-    let truncated = false;
-    for await (const entry of walk({ root: resolved.root, start: resolved.path, maxDepth: depth })) {
-      if (lines.length === LIST_MAX_ENTRIES) {
-        truncated = true;
-        break;
-      }
-      lines.push(displayPath(entry.relative) + SUFFIX[entry.kind]);
+    } finally {
+      await located.at.close();
     }
     if (lines.length === 0) return toolOk(`(no files or directories in "${path}")`);
     if (truncated) {

@@ -1,13 +1,15 @@
-import { open, stat } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { fsErrorOutcome } from "./fs-errors.js";
 import { LineWindow } from "./line-window.js";
+import { openLocatedFile } from "./located-io.js";
 import { formatBytes, looksBinary } from "./text.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { locateInWorkspace } from "./workspace.js";
 
 /** Output caps: at most this many lines, this many bytes of output, this many characters per line. */
 export const READ_MAX_LINES = 2000;
@@ -45,98 +47,100 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
         true,
       );
     }
-    const resolved = await resolveInWorkspace(workspace, path);
-    if (!resolved.ok) return resolved.outcome;
+    const located = await locateInWorkspace({ workspace, path });
+    if (!located.ok) return located.outcome;
     try {
-      return await readWindow({ file: resolved.path, display: path, startLine, endLine: endLine ?? Infinity });
+      const opened = await openLocatedFile(located.at, path);
+      if (!opened.ok) return opened.outcome;
+      try {
+        return await readWindow({ ...opened, display: path, startLine, endLine: endLine ?? Infinity });
+      } finally {
+        await opened.file.close();
+      }
     } catch (err) {
       return fsErrorOutcome(err, path);
+    } finally {
+      await located.at.close();
     }
   },
 };
 
-/** Streams the file until the requested window (or a cap) is complete: never holds the whole file. */
+/** Streams the open file until the requested window (or a cap) is complete: never holds the whole file. */
 async function readWindow({
-  file,
+  file: handle,
+  info,
   display,
   startLine,
   endLine,
 }: {
-  file: string;
+  file: FileHandle;
+  info: Stats;
   display: string;
   startLine: number;
   endLine: number;
 }): Promise<ToolOutcome> {
-  // stat before open: opening a FIFO would block until some writer appears.
-  const info = await stat(file);
-  if (!info.isFile()) return notAFileOutcome(display, info.isDirectory());
-  const handle = await open(file, "r");
-  try {
-    const window = new LineWindow({
-      startLine,
-      endLine,
-      maxLines: READ_MAX_LINES,
-      maxBytes: READ_MAX_BYTES,
-      maxLineChars: READ_MAX_LINE_CHARS,
-    });
-    const decoder = new StringDecoder("utf8");
-    // Only checks the encoding (StringDecoder replaces invalid bytes silently).
-    const strict = new TextDecoder("utf-8", { fatal: true });
-    let validUtf8 = true;
-    const checkUtf8 = (bytes: Uint8Array, stream: boolean) => {
-      if (!validUtf8) return;
-      try {
-        strict.decode(bytes, { stream });
-      } catch {
-        validUtf8 = false;
-      }
-    };
-    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    let first = true;
-    let more = true;
-    while (more) {
-      const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
-      if (bytesRead === 0) break;
-      const bytes = buffer.subarray(0, bytesRead);
-      if (first && looksBinary(bytes)) {
-        return toolError(ToolErrorCode.binaryFile, `"${display}" is a binary file (${formatBytes(info.size)})`, false);
-      }
-      first = false;
-      checkUtf8(bytes, true);
-      more = window.push(decoder.write(bytes));
+  const window = new LineWindow({
+    startLine,
+    endLine,
+    maxLines: READ_MAX_LINES,
+    maxBytes: READ_MAX_BYTES,
+    maxLineChars: READ_MAX_LINE_CHARS,
+  });
+  const decoder = new StringDecoder("utf8");
+  // Only checks the encoding (StringDecoder replaces invalid bytes silently).
+  const strict = new TextDecoder("utf-8", { fatal: true });
+  let validUtf8 = true;
+  const checkUtf8 = (bytes: Uint8Array, stream: boolean) => {
+    if (!validUtf8) return;
+    try {
+      strict.decode(bytes, { stream });
+    } catch {
+      validUtf8 = false;
     }
-    if (more) {
-      checkUtf8(new Uint8Array(0), false);
-      window.push(decoder.end());
+  };
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let first = true;
+  let more = true;
+  while (more) {
+    const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    if (bytesRead === 0) break;
+    const bytes = buffer.subarray(0, bytesRead);
+    if (first && looksBinary(bytes)) {
+      return toolError(ToolErrorCode.binaryFile, `"${display}" is a binary file (${formatBytes(info.size)})`, false);
     }
-    const totalLines = window.end();
-
-    if (window.lines.length === 0) {
-      if (totalLines === 0 && startLine === 1) return toolOk(`(empty file: ${display})`);
-      return toolError(
-        ToolErrorCode.invalidLineRange,
-        `startLine ${startLine} is past the end of "${display}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}`,
-        true,
-      );
-    }
-    const notes: string[] = [];
-    if (window.stoppedBy === "cap") {
-      notes.push(
-        `[truncated: showing lines ${window.firstKept}-${window.lastKept}; the file (${formatBytes(info.size)}) has more. ` +
-          `Output is capped at ${READ_MAX_LINES} lines / ${READ_MAX_BYTES} bytes; continue with startLine=${window.lastKept + 1}]`,
-      );
-    }
-    if (window.cutLines > 0) {
-      notes.push(
-        `[truncated: ${window.cutLines} line${window.cutLines === 1 ? " was" : "s were"} cut at ${READ_MAX_LINE_CHARS} characters]`,
-      );
-    }
-    const truncated = notes.length > 0;
-    if (!validUtf8) {
-      notes.push(`[note: "${display}" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`);
-    }
-    return toolOk([...window.lines, ...notes].join("\n"), truncated);
-  } finally {
-    await handle.close();
+    first = false;
+    checkUtf8(bytes, true);
+    more = window.push(decoder.write(bytes));
   }
+  if (more) {
+    checkUtf8(new Uint8Array(0), false);
+    window.push(decoder.end());
+  }
+  const totalLines = window.end();
+
+  if (window.lines.length === 0) {
+    if (totalLines === 0 && startLine === 1) return toolOk(`(empty file: ${display})`);
+    return toolError(
+      ToolErrorCode.invalidLineRange,
+      `startLine ${startLine} is past the end of "${display}", which has ${totalLines} line${totalLines === 1 ? "" : "s"}`,
+      true,
+    );
+  }
+  const notes: string[] = [];
+  if (window.stoppedBy === "cap") {
+    notes.push(
+      `[truncated: showing lines ${window.firstKept}-${window.lastKept}; the file (${formatBytes(info.size)}) has more. ` +
+        `Output is capped at ${READ_MAX_LINES} lines / ${READ_MAX_BYTES} bytes; continue with startLine=${window.lastKept + 1}]`,
+    );
+  }
+  if (window.cutLines > 0) {
+    notes.push(
+      `[truncated: ${window.cutLines} line${window.cutLines === 1 ? " was" : "s were"} cut at ${READ_MAX_LINE_CHARS} characters]`,
+    );
+  }
+  const truncated = notes.length > 0;
+  if (!validUtf8) {
+    notes.push(`[note: "${display}" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`);
+  }
+  return toolOk([...window.lines, ...notes].join("\n"), truncated);
 }

@@ -1,15 +1,16 @@
-import { stat } from "node:fs/promises";
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
+import { openLocatedDir } from "./located-io.js";
+import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
 import { runSearchWorker } from "./search-worker.js";
 import type { SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
 import { walk } from "./walk.js";
-import { resolveInWorkspace, workspaceRelative } from "./workspace.js";
+import { type Located, locateInWorkspace } from "./workspace.js";
 
 /** Caps: matches reported, characters shown per matching line, size of a file searched, files considered. */
 export const SEARCH_MAX_MATCHES = 200;
@@ -99,18 +100,55 @@ async function searchFiles({
     return toolError(ToolErrorCode.invalidPattern, `glob "${glob}" is malformed (unclosed [ or {)`, true);
   }
 
-  const resolved = await resolveInWorkspace(workspace, path);
-  if (!resolved.ok) return resolved.outcome;
+  const located = await locateInWorkspace({ workspace, path });
+  if (!located.ok) return located.outcome;
+  try {
+    return await searchLocated({ at: located.at, display: path, pattern, globRule, signal, deadline, timeLimitMs });
+  } catch (err) {
+    return fsErrorOutcome(err, path);
+  } finally {
+    await located.at.close();
+  }
+}
+
+/** Lists the files to search (through open directories) and has the worker search them. */
+async function searchLocated({
+  at,
+  display,
+  pattern,
+  globRule,
+  signal,
+  deadline,
+  timeLimitMs,
+}: {
+  at: Located;
+  display: string;
+  pattern: string;
+  globRule: SearchWorkerData["glob"];
+  signal: AbortSignal;
+  deadline: number;
+  timeLimitMs: number;
+}): Promise<ToolOutcome> {
   const files: SearchWorkerData["files"] = [];
   let tooManyFiles = false;
+  let start: { dir: OpenDir; close(): Promise<void> };
+  if (at.kind === "file" && at.name !== null) {
+    // A single file: the worker opens it inside its directory (held by the location).
+    files.push({ segments: [at.name], relative: at.relative });
+    start = { dir: at.dir, close: async () => {} };
+  } else if (at.kind === "directory") {
+    const opened = await openLocatedDir(at, display);
+    if (!opened.ok) return opened.outcome;
+    start = opened;
+  } else if (at.kind === "missing") {
+    return fsErrorOutcome({ code: "ENOENT" }, display);
+  } else {
+    return notAFileOutcome(display, false);
+  }
+  let run: Awaited<ReturnType<typeof runSearchWorker>>;
   try {
-    const info = await stat(resolved.path);
-    if (info.isFile()) {
-      files.push({ path: resolved.path, relative: workspaceRelative(resolved.root, resolved.path) });
-    } else if (!info.isDirectory()) {
-      return notAFileOutcome(path, false);
-    } else {
-      for await (const entry of walk({ root: resolved.root, start: resolved.path, maxDepth: WALK_MAX_DEPTH })) {
+    if (at.kind === "directory") {
+      for await (const entry of walk({ start: start.dir, relative: at.relative, maxDepth: WALK_MAX_DEPTH })) {
         if (signal.aborted) return abortedOutcome();
         if (Date.now() > deadline) return timeoutOutcome(timeLimitMs);
         if (entry.kind !== "file") continue;
@@ -118,27 +156,28 @@ async function searchFiles({
           tooManyFiles = true;
           break;
         }
-        files.push({ path: entry.path, relative: entry.relative });
+        files.push({ segments: entry.segments, relative: entry.relative });
       }
     }
-  } catch (err) {
-    return fsErrorOutcome(err, path);
+    run = await runSearchWorker({
+      data: {
+        pattern,
+        glob: globRule,
+        maxFiles: SEARCH_MAX_FILES,
+        base: dirPath(start.dir),
+        fdDir: FD_DIR,
+        files,
+        maxMatches: SEARCH_MAX_MATCHES,
+        maxLineChars: SEARCH_MAX_LINE_CHARS,
+        maxFileBytes: SEARCH_MAX_FILE_BYTES,
+        sniffBytes: BINARY_SNIFF_BYTES,
+      },
+      timeLimitMs: Math.max(0, deadline - Date.now()),
+      signal,
+    });
+  } finally {
+    await start.close();
   }
-
-  const run = await runSearchWorker({
-    data: {
-      pattern,
-      glob: globRule,
-      maxFiles: SEARCH_MAX_FILES,
-      files,
-      maxMatches: SEARCH_MAX_MATCHES,
-      maxLineChars: SEARCH_MAX_LINE_CHARS,
-      maxFileBytes: SEARCH_MAX_FILE_BYTES,
-      sniffBytes: BINARY_SNIFF_BYTES,
-    },
-    timeLimitMs: Math.max(0, deadline - Date.now()),
-    signal,
-  });
   if (run.kind === "aborted") return abortedOutcome();
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
 

@@ -8,7 +8,16 @@ export interface SearchWorkerData {
   glob: { source: string; nameOnly: boolean } | null;
   /** At most this many files (after the glob) are searched; more sets `tooManyFiles`. */
   maxFiles: number;
-  files: { path: string; relative: string }[];
+  /**
+   * The start directory, as the worker names it: `/proc/self/fd/<fd>` of a directory the
+   * caller holds open (threads share descriptors), or its path off Linux (see FD_DIR).
+   */
+  base: string;
+  /** FD_DIR: how the worker names the directories it opens itself. */
+  fdDir: string | null;
+  /** Each file as path components below `base`, and as shown (relative to the workspace). */
+  files: { segments: string[]; relative: string }[];
+
   maxMatches: number;
   maxLineChars: number;
   maxFileBytes: number;
@@ -38,7 +47,10 @@ export const SEARCH_WORKER_SOURCE = String.raw`
 "use strict";
 const { parentPort, workerData } = require("node:worker_threads");
 const fs = require("node:fs");
-const { pattern, glob, maxFiles, files, maxMatches, maxLineChars, maxFileBytes, sniffBytes } = workerData;
+const { pattern, glob, base, fdDir, files, maxFiles, maxMatches, maxLineChars, maxFileBytes, sniffBytes } = workerData;
+const C = fs.constants;
+const O_DIR = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
+const O_FILE = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
 const regex = new RegExp(pattern);
 const globRegex = glob === null ? null : new RegExp(glob.source);
 const keep = (rel) => globRegex === null || globRegex.test(glob.nameOnly ? rel.slice(rel.lastIndexOf("/") + 1) : rel);
@@ -51,6 +63,31 @@ function excerpt(line, index) {
   return (start > 0 ? "…" : "") + line.slice(start, end) + (end < line.length ? "… [line cut: " + line.length + " chars]" : "");
 }
 
+// The directories below base that hold the file being read, each opened inside the one
+// before without following a link (a directory swapped for a symlink fails to open and its
+// files are skipped). A file's directories are shared with the
+// file before it as far as their names agree. Node closes what is still open when the worker
+// is terminated (trackUnmanagedFds).
+const chain = [];
+const whereOf = (depth) => (depth === 0 ? base : chain[depth - 1].where);
+function closeChainFrom(depth) {
+  while (chain.length > depth) {
+    try { fs.closeSync(chain.pop().fd); } catch {}
+  }
+}
+function openFile(segments) {
+  const dirs = segments.length - 1;
+  let keep = 0;
+  while (keep < chain.length && keep < dirs && chain[keep].name === segments[keep]) keep++;
+  closeChainFrom(keep);
+  for (let i = keep; i < dirs; i++) {
+    const path = whereOf(i) + "/" + segments[i];
+    const fd = fs.openSync(path, O_DIR);
+    chain.push({ name: segments[i], fd, where: fdDir === null ? path : fdDir + "/" + fd });
+  }
+  return fs.openSync(whereOf(dirs) + "/" + segments[dirs], O_FILE);
+}
+
 const result = { matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0 };
 let kept = 0;
 search: for (const file of files) {
@@ -58,13 +95,17 @@ search: for (const file of files) {
   if (kept === maxFiles) { result.tooManyFiles = true; break; }
   kept++;
   let buffer;
+  let fd = -1;
   try {
-    const stat = fs.statSync(file.path);
+    fd = openFile(file.segments);
+    const stat = fs.fstatSync(fd);
     if (!stat.isFile()) continue;
     if (stat.size > maxFileBytes) { result.skippedLarge++; continue; }
-    buffer = fs.readFileSync(file.path);
+    buffer = fs.readFileSync(fd);
   } catch {
     continue;
+  } finally {
+    if (fd !== -1) fs.closeSync(fd);
   }
   if (buffer.subarray(0, sniffBytes).includes(0)) { result.skippedBinary++; continue; }
   result.searched++;
@@ -79,5 +120,6 @@ search: for (const file of files) {
     result.matches.push(file.relative + ":" + (i + 1) + ": " + excerpt(line, match.index));
   }
 }
+closeChainFrom(0);
 parentPort.postMessage(result);
 `;

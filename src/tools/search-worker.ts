@@ -26,6 +26,8 @@ export function runSearchWorker({
     const worker = new Worker(SEARCH_WORKER_SOURCE, {
       eval: true,
       workerData: data,
+      // The directories and file the worker holds open are closed when it is terminated.
+      trackUnmanagedFds: true,
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
     });
     let settled = false;
@@ -34,7 +36,11 @@ export function runSearchWorker({
       settled = true;
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
-      void worker.terminate().then(finish, finish);
+      const stopped = () => {
+        //closeLeftDescriptors(fdSlots);
+        finish();
+      };
+      void worker.terminate().then(stopped, stopped);
     };
     const onAbort = (): void => settle(() => resolve({ kind: "aborted" }));
     const timer = setTimeout(() => settle(() => resolve({ kind: "timeout" })), timeLimitMs);

@@ -4,7 +4,7 @@ import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { runShellCommand, type ShellRun } from "./shell-process.js";
 import { formatBytes } from "./text.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { isWorkspaceInPlace, workspaceMovedOutcome } from "./workspace.js";
 
 export const SHELL_DEFAULT_TIMEOUT_MS = 30_000;
 export const SHELL_MAX_TIMEOUT_MS = 10 * 60_000;
@@ -59,11 +59,10 @@ export function createShellTool({
       if (command.includes("\0")) {
         return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
       }
-      const root = await resolveInWorkspace(workspace, ".");
-      if (!root.ok) return root.outcome;
+      if (!(await isWorkspaceInPlace(workspace))) return workspaceMovedOutcome();
       const run = await runShellCommand({
         command,
-        cwd: root.path,
+        cwd: workspace,
         timeoutMs,
         signal,
         killGraceMs,

@@ -1,60 +1,76 @@
 import type { Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { join } from "node:path";
-import { workspaceRelative } from "./paths.js";
+import { closeDir, dirPath, type OpenDir, openDirAt } from "./open-dir.js";
 
 /** Directory names never listed or searched: noise for the model, and often huge. */
 export const HIDDEN_DIRECTORY_NAMES: ReadonlySet<string> = new Set([".git", "node_modules"]);
 
-export type EntryKind = "directory" | "file" | "symlink" | "other";
+export type WalkEntryKind = "directory" | "file" | "symlink" | "other";
 
 export interface WalkEntry {
-  /** Absolute path. */
-  path: string;
   /** Path relative to the workspace root, `/`-separated. */
   relative: string;
+  /** Path components relative to the start directory. */
+  segments: string[];
   name: string;
-  kind: EntryKind;
+  kind: WalkEntryKind;
   /** 1 for the start directory's own entries. */
   depth: number;
 }
 
-const kindOf = (entry: Dirent): EntryKind =>
+const kindOf = (entry: Dirent): WalkEntryKind =>
   entry.isDirectory() ? "directory" : entry.isFile() ? "file" : entry.isSymbolicLink() ? "symlink" : "other";
 
 const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
- * Walks `start` depth-first, each directory's entries sorted by name (code points), each
- * directory followed by its contents. Symlinks are reported, never followed (no escapes,
- * no loops); `.git` and `node_modules` are skipped entirely; directories below `maxDepth`
- * are not entered; unreadable directories are skipped. Stop early by breaking out of the loop.
+ * Walks the open directory `start` (at `relative` in the workspace, "." for the root)
+ * depth-first, each directory's entries sorted by name (code points), each directory followed
+ * by its contents. Every directory is listed through a descriptor opened inside its parent's
+ * without following a link, so a directory swapped for a symlink mid-walk is skipped, never
+ * entered. Symlinks are reported, never followed; `.git` and `node_modules` are skipped
+ * entirely; directories below `maxDepth` are not entered; unreadable directories are skipped.
+ * Stop early by breaking out of the loop (the directories it opened are closed). `start`
+ * stays the caller's to close.
  */
 export async function* walk({
-  root,
   start,
+  relative,
   maxDepth,
 }: {
-  root: string;
-  start: string;
+  start: OpenDir;
+  relative: string;
   maxDepth: number;
 }): AsyncGenerator<WalkEntry> {
-  yield* walkDir(root, start, 1, maxDepth);
+  yield* walkDir(start, relative === "." ? "" : `${relative}/`, [], 1, maxDepth);
 }
 
-async function* walkDir(root: string, dir: string, depth: number, maxDepth: number): AsyncGenerator<WalkEntry> {
+async function* walkDir(
+  dir: OpenDir,
+  prefix: string,
+  segments: string[],
+  depth: number,
+  maxDepth: number,
+): AsyncGenerator<WalkEntry> {
   let entries: Dirent[];
   try {
-    entries = await readdir(dir, { withFileTypes: true });
+    entries = await readdir(dirPath(dir), { withFileTypes: true });
   } catch {
     return;
   }
   entries.sort(byName);
   for (const entry of entries) {
     if (HIDDEN_DIRECTORY_NAMES.has(entry.name)) continue;
-    const path = join(dir, entry.name);
     const kind = kindOf(entry);
-    yield { path, relative: workspaceRelative(root, path), name: entry.name, kind, depth };
-    if (kind === "directory" && depth < maxDepth) yield* walkDir(root, path, depth + 1, maxDepth);
+    const here = [...segments, entry.name];
+    yield { relative: prefix + here.join("/"), segments: here, name: entry.name, kind, depth };
+    if (kind !== "directory" || depth >= maxDepth) continue;
+    const sub = await openDirAt(dir, entry.name).catch(() => null);
+    if (!sub) continue;
+    try {
+      yield* walkDir(sub, prefix, here, depth + 1, maxDepth);
+    } finally {
+      await closeDir(sub);
+    }
   }
 }

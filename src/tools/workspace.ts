@@ -1,8 +1,9 @@
-import { lstat, readlink, realpath } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { lstat, mkdir, open, readlink, realpath } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { errnoCode, fsErrorOutcome } from "./fs-errors.js";
+import { closeDir, entryPath, FD_DIR, O_DIR, type OpenDir, openDirAt } from "./open-dir.js";
 import { isInside } from "./paths.js";
 
 export { isInside, workspaceRelative } from "./paths.js";
@@ -16,56 +17,36 @@ export {
   SHARED_WORKSPACES_DIR,
 } from "./session-workspace.js";
 
-export type ResolvedPath =
-  /** `path` is the real (symlink-free) absolute path; `root` is the workspace's real path. */
-  { ok: true; path: string; root: string } | { ok: false; outcome: ToolOutcome };
-
-/** Same bound as the kernel's: more hops than this through dangling links is treated as a loop. */
+/** Same bound as the kernel's: more symlinks than this in one resolution is treated as a loop. */
 const MAX_SYMLINK_HOPS = 40;
 
-class SymlinkLoop extends Error {}
-
 /**
- * The real path of `p`, which need not exist: for a missing path, the real path of its
- * nearest existing ancestor joined with the missing rest. A dangling symlink is followed
- * by hand (so a new file "under" it is located where the kernel would create it).
- * Reads only (realpath/lstat/readlink); creates nothing.
+ * Opens the workspace directory (a session workspace's real path, as bound to its tools) if it
+ * is still that directory: it exists and is not reached through a symlink. A command run by the
+ * shell tool can replace the directory with a symlink to anywhere (another session's workspace
+ * too); the tools then refuse to run instead of following it. Null when it is not in place.
  */
-async function realpathAllowingMissing(p: string, hops: number): Promise<string> {
+export async function openWorkspaceRoot(workspace: string): Promise<OpenDir | null> {
+  let handle: Awaited<ReturnType<typeof open>>;
   try {
-    return await realpath(p);
-  } catch (err) {
-    if (errnoCode(err) !== "ENOENT") throw err;
+    handle = await open(workspace, O_DIR);
+  } catch {
+    return null;
   }
-  const parent = dirname(p);
-  if (parent === p) return p;
-  let linkTarget: string | null = null;
-  try {
-    const stat = await lstat(p);
-    if (stat.isSymbolicLink()) linkTarget = await readlink(p);
-  } catch (err) {
-    if (errnoCode(err) !== "ENOENT") throw err;
+  // O_NOFOLLOW covers the last component; what the kernel says it opened covers the others.
+  const real = await (FD_DIR ? readlink(`${FD_DIR}/${handle.fd}`) : realpath(workspace)).catch(() => null);
+  if (real !== workspace) {
+    await handle.close().catch(() => {});
+    return null;
   }
-  if (linkTarget !== null) {
-    if (hops >= MAX_SYMLINK_HOPS) throw new SymlinkLoop();
-    // The link exists, so its parent does: resolve the target against the parent's real path.
-    return realpathAllowingMissing(resolve(await realpath(parent), linkTarget), hops + 1);
-  }
-  return join(await realpathAllowingMissing(parent, hops), basename(p));
+  return { handle, path: workspace };
 }
 
-/**
- * Whether `workspace` (a session workspace's real path, as bound to its tools) is still that
- * directory: it exists and is not reached through a symlink. A command run by the shell tool
- * can replace the directory with a symlink to anywhere (another session's workspace too); the
- * tools then refuse to run instead of following it.
- */
+/** Whether the workspace directory is in place (see openWorkspaceRoot). */
 export async function isWorkspaceInPlace(workspace: string): Promise<boolean> {
-  try {
-    return (await realpath(workspace)) === workspace;
-  } catch {
-    return false;
-  }
+  const root = await openWorkspaceRoot(workspace);
+  if (root) await closeDir(root);
+  return root !== null;
 }
 
 export const workspaceMovedOutcome = (): ToolOutcome =>
@@ -75,39 +56,147 @@ export const workspaceMovedOutcome = (): ToolOutcome =>
     false,
   );
 
+const outsideOutcome = (display: string): ToolOutcome =>
+  toolError(
+    ToolErrorCode.pathOutsideWorkspace,
+    `"${display}" resolves outside the workspace; use a path inside it (relative paths are resolved from the workspace root)`,
+    true,
+  );
+
 /**
- * Resolves a path given by the model (relative to the workspace, or absolute) to a real
- * absolute path inside the workspace, following `..` and symlinks as the kernel would.
- * Anything landing outside the workspace's real path is refused with
- * PATH_OUTSIDE_WORKSPACE; the refusal never names where the path led. Touches nothing.
+ * The components of a path given by the model (relative to the workspace, or absolute), with
+ * `.` and `..` applied lexically, or the refusal of a path that is malformed or lies outside.
  */
-export async function resolveInWorkspace(workspaceRoot: string, relPath: string): Promise<ResolvedPath> {
-  // `workspaceRoot` is the workspace's real path (see isWorkspaceInPlace).
-  const display = relPath === "" ? "." : relPath;
-  if (relPath.includes("\0")) {
+export function workspaceComponents(
+  workspace: string,
+  path: string,
+): { ok: true; components: string[] } | { ok: false; outcome: ToolOutcome } {
+  if (path.includes("\0")) {
     return { ok: false, outcome: toolError(ToolErrorCode.invalidPath, "the path contains a NUL byte", true) };
   }
-  // The workspace is confined by its own (pinned) real path, never re-resolved: a workspace
-  // directory replaced by a symlink, or a path through one, then resolves elsewhere and is refused.
-  const root = workspaceRoot;
-  if (!(await isWorkspaceInPlace(root))) return { ok: false, outcome: workspaceMovedOutcome() };
-  const lexical = isAbsolute(relPath) ? resolve(relPath) : resolve(root, relPath);
-  let real: string;
-  try {
-    real = await realpathAllowingMissing(lexical, 0);
-  } catch (err) {
-    if (err instanceof SymlinkLoop) return { ok: false, outcome: fsErrorOutcome({ code: "ELOOP" }, display) };
-    return { ok: false, outcome: fsErrorOutcome(err, display) };
+  const lexical = isAbsolute(path) ? resolve(path) : resolve(workspace, path);
+  if (!isInside(workspace, lexical)) return { ok: false, outcome: outsideOutcome(path === "" ? "." : path) };
+  return { ok: true, components: relative(workspace, lexical).split(sep).filter(Boolean) };
+}
+
+export type EntryKind = "file" | "directory" | "other" | "missing";
+
+/** An entry of the workspace, reached through open directories only. */
+export interface Located {
+  /** The workspace directory, held open. */
+  root: OpenDir;
+  /** The open directory that holds `name`; the root itself when the path is the workspace. */
+  dir: OpenDir;
+  /** The entry's name in `dir` (never a symlink when located); null for the workspace itself. */
+  name: string | null;
+  /** The entry's real path relative to the workspace, `/`-separated; "." for the workspace. */
+  relative: string;
+  kind: EntryKind;
+  /** Closes the directories held open. */
+  close(): Promise<void>;
+}
+
+export type LocateResult = { ok: true; at: Located } | { ok: false; outcome: ToolOutcome };
+
+class Refusal extends Error {
+  constructor(readonly outcome: ToolOutcome) {
+    super(outcome.ok ? "" : outcome.message);
   }
-  if (!isInside(root, real)) {
-    return {
-      ok: false,
-      outcome: toolError(
-        ToolErrorCode.pathOutsideWorkspace,
-        `"${display}" resolves outside the workspace; use a path inside it (relative paths are resolved from the workspace root)`,
-        true,
-      ),
+}
+
+const kindOf = (info: { isFile(): boolean; isDirectory(): boolean }): EntryKind =>
+  info.isFile() ? "file" : info.isDirectory() ? "directory" : "other";
+
+/**
+ * Locates a path given by the model inside the workspace, component by component from the
+ * workspace's open directory: each directory is opened (without following a link) inside the
+ * one before, so a directory swapped for a symlink between two steps is never followed. A
+ * symlink met on the way is followed only as a path inside the workspace (its target applied
+ * to the real path reached so far, lexically); one that leaves is refused with
+ * PATH_OUTSIDE_WORKSPACE, without naming where it led. A missing last component is located
+ * as `missing`; a missing directory before it is NOT_FOUND, or created with `createParents`.
+ * The caller works through `dir` and `name`, never a path string, and calls `close()`.
+ */
+export async function locateInWorkspace({
+  workspace,
+  path,
+  createParents = false,
+}: {
+  workspace: string;
+  path: string;
+  createParents?: boolean;
+}): Promise<LocateResult> {
+  const parsed = workspaceComponents(workspace, path);
+  if (!parsed.ok) return parsed;
+  const root = await openWorkspaceRoot(workspace);
+  if (!root) return { ok: false, outcome: workspaceMovedOutcome() };
+  const display = path === "" ? "." : path;
+  let dir = root;
+  const leave = async () => {
+    if (dir !== root) await closeDir(dir);
+  };
+  const done = (name: string | null, names: string[], kind: EntryKind): LocateResult => {
+    const at = dir;
+    const close = async () => {
+      if (at !== root) await closeDir(at);
+      await closeDir(root);
     };
+    const relative = [...names, ...(name === null ? [] : [name])].join("/") || ".";
+    return { ok: true, at: { root, dir: at, name, relative, kind, close } };
+  };
+  try {
+    const pending = [...parsed.components];
+    let names: string[] = [];
+    let hops = 0;
+    const hop = () => {
+      if (++hops > MAX_SYMLINK_HOPS) throw Object.assign(new Error("symlink loop"), { code: "ELOOP" });
+    };
+    for (let name = pending.shift(); name !== undefined; name = pending.shift()) {
+      const last = pending.length === 0;
+      const info = await lstat(entryPath(dir, name)).catch((err: unknown) => {
+        if (errnoCode(err) === "ENOENT") return null;
+        throw err;
+      });
+      if (info === null) {
+        if (last) return done(name, names, "missing");
+        if (!createParents) throw Object.assign(new Error("missing"), { code: "ENOENT" });
+        await mkdir(entryPath(dir, name)).catch((err: unknown) => {
+          if (errnoCode(err) !== "EEXIST") throw err;
+          hop(); // made by someone else meanwhile (or a link now): look again
+        });
+        pending.unshift(name);
+        continue;
+      }
+      if (info.isSymbolicLink()) {
+        hop();
+        const target = resolve(join(workspace, ...names), await readlink(entryPath(dir, name)));
+        if (!isInside(workspace, target)) throw new Refusal(outsideOutcome(display));
+        pending.unshift(...relative(workspace, target).split(sep).filter(Boolean));
+        await leave();
+        dir = root;
+        names = [];
+        continue;
+      }
+      if (last) return done(name, names, kindOf(info));
+      if (!info.isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+      let next: OpenDir;
+      try {
+        next = await openDirAt(dir, name);
+      } catch (err) {
+        // Replaced since the lstat (by a link, a file, or nothing): look again.
+        if (errnoCode(err) !== "ENOTDIR" && errnoCode(err) !== "ENOENT") throw err;
+        hop();
+        pending.unshift(name);
+        continue;
+      }
+      await leave();
+      dir = next;
+      names.push(name);
+    }
+    return done(null, names, "directory");
+  } catch (err) {
+    await leave();
+    await closeDir(root);
+    return { ok: false, outcome: err instanceof Refusal ? err.outcome : fsErrorOutcome(err, display) };
   }
-  return { ok: true, path: real, root };
 }

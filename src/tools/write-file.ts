@@ -1,13 +1,12 @@
-import { mkdir, stat } from "node:fs/promises";
-import { dirname } from "node:path";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { errnoCode, fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { openLocatedFile } from "./located-io.js";
 import { formatBytes } from "./text.js";
-import { resolveInWorkspace } from "./workspace.js";
+import { locateInWorkspace, workspaceComponents } from "./workspace.js";
 
 /** The largest content write_file accepts, in UTF-8 bytes. */
 export const WRITE_MAX_BYTES = 2 * 1024 * 1024;
@@ -39,31 +38,36 @@ export const writeFileTool: WorkspaceToolDefinition<WriteFileInput> = {
         true,
       );
     }
-    const resolved = await resolveInWorkspace(workspace, path);
-    if (!resolved.ok) return resolved.outcome;
+    // Refused before anything is created: a path outside, then one naming a directory.
+    const parsed = workspaceComponents(workspace, path);
+    if (!parsed.ok) return parsed.outcome;
     if (/[/\\]$/.test(path) || /(^|\/)\.{1,2}$/.test(path)) {
-      // resolve() would drop the trailing slash and write a file where a directory was meant.
+      // The last component would be dropped and a file written where a directory was meant.
       return toolError(
         ToolErrorCode.invalidPath,
         `"${path}" names a directory; give the path of the file to write (e.g. "${path.replace(/[/\\]+$/, "")}/name.txt")`,
         true,
       );
     }
+    const located = await locateInWorkspace({ workspace, path, createParents: true });
+    if (!located.ok) return located.outcome;
+    const { dir, name, kind } = located.at;
     try {
+      if (name === null || kind === "directory" || kind === "other") return notAFileOutcome(path, kind === "directory");
       let previous: { size: number; mode: number } | null = null;
-      try {
-        const info = await stat(resolved.path);
-        if (!info.isFile()) return notAFileOutcome(path, info.isDirectory());
-        previous = { size: info.size, mode: info.mode & 0o7777 };
-      } catch (err) {
-        if (errnoCode(err) !== "ENOENT") throw err;
+      if (kind === "file") {
+        const opened = await openLocatedFile(located.at, path);
+        if (!opened.ok) return opened.outcome;
+        await opened.file.close();
+        previous = { size: opened.info.size, mode: opened.info.mode & 0o7777 };
       }
-      await mkdir(dirname(resolved.path), { recursive: true });
-      await writeFileAtomic({ path: resolved.path, data: content, mode: previous?.mode });
+      await writeFileAtomic({ dir, name, data: content, mode: previous?.mode });
       const what = previous ? `replaced its previous ${previous.size} bytes` : "created";
       return toolOk(`wrote ${bytes} bytes to "${path}" (${what})`);
     } catch (err) {
       return fsErrorOutcome(err, path);
+    } finally {
+      await located.at.close();
     }
   },
 };

@@ -8,7 +8,7 @@ import {
   bindWorkspaceTools,
   defaultApprovalPolicy,
   describeWorkspaceTools,
-  resolveInWorkspace,
+  locateInWorkspace,
   WORKSPACE_TOOL_NAMES,
   workspaceTools,
 } from "../../src/tools/index.js";
@@ -126,12 +126,13 @@ describe("the workspace tool registry", () => {
     const mine = join(base, "ses_a");
     await mkdir(mine);
     await writeTree(outside, { "secret.txt": "outside\n" });
-    // resolveInWorkspace compares against the bound path itself, never a fresh realpath of it.
-    const resolved = await resolveInWorkspace(mine, "secret.txt");
-    expect(resolved).toMatchObject({ ok: true, root: mine });
+    // locateInWorkspace opens the bound path itself, never a fresh realpath of it.
+    const located = await locateInWorkspace({ workspace: mine, path: "secret.txt" });
+    expect(located).toMatchObject({ ok: true, at: { kind: "missing" } });
+    if (located.ok) await located.at.close();
     await rm(mine, { recursive: true });
     await symlink(outside, mine);
-    expect(await resolveInWorkspace(mine, "secret.txt")).toMatchObject({
+    expect(await locateInWorkspace({ workspace: mine, path: "secret.txt" })).toMatchObject({
       ok: false,
       outcome: { errorCode: "WORKSPACE_UNAVAILABLE" },
     });

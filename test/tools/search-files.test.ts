@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -133,6 +134,17 @@ describe("search_files", () => {
     expect(Date.now() - started).toBeLessThan(2000);
     // The server's thread was never blocked: a normal search still works right after.
     expectOk(await runTool(tool, workspace, { pattern: "!" }));
+  });
+
+  it("a search stopped mid-match leaves no descriptor open (the worker held the file's directories)", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "a/b/c/d/evil.txt": `${"a".repeat(40)}!\n` });
+    const tool = createSearchFilesTool({ timeLimitMs: 400 });
+    const openDescriptors = () => readdirSync("/proc/self/fd").length;
+    const before = openDescriptors();
+    for (let i = 0; i < 3; i++)
+      expectError(await runTool(tool, workspace, { pattern: "(a+)+$" }), ToolErrorCode.searchTimeout);
+    expect(openDescriptors()).toBeLessThanOrEqual(before);
   });
 
   it("stops a running search when the run is cancelled, with SEARCH_ABORTED", async () => {

@@ -3,29 +3,32 @@ import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
-import { resolveInWorkspace } from "../../src/tools/workspace.js";
+import { locateInWorkspace } from "../../src/tools/workspace.js";
 import { makeSandbox, writeTree } from "./helpers.js";
+
+/** Where a path leads (its real path relative to the workspace, and what it is), or its refusal. */
+async function resolveInWorkspace(workspace: string, path: string) {
+  const result = await locateInWorkspace({ workspace, path });
+  if (!result.ok) return result;
+  await result.at.close();
+  return { ok: true as const, relative: result.at.relative, kind: result.at.kind };
+}
 
 async function refusal(workspace: string, path: string) {
   const result = await resolveInWorkspace(workspace, path);
-  if (result.ok) throw new Error(`expected "${path}" to be refused, it resolved to ${result.path}`);
+  if (result.ok) throw new Error(`expected "${path}" to be refused, it resolved to ${result.relative}`);
   return result.outcome;
 }
 
-describe("resolveInWorkspace", () => {
+describe("locateInWorkspace", () => {
   it("resolves relative paths, '.' and inner '..' to real paths inside the workspace", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "src/a.ts": "a" });
-    expect(await resolveInWorkspace(workspace, "src/a.ts")).toEqual({
-      ok: true,
-      path: join(workspace, "src/a.ts"),
-      root: workspace,
-    });
-    expect(await resolveInWorkspace(workspace, ".")).toMatchObject({ ok: true, path: workspace });
-    expect(await resolveInWorkspace(workspace, "")).toMatchObject({ ok: true, path: workspace });
-    expect(await resolveInWorkspace(workspace, "src/../src/./a.ts")).toMatchObject({
-      path: join(workspace, "src/a.ts"),
-    });
+    expect(await resolveInWorkspace(workspace, "src/a.ts")).toEqual({ ok: true, relative: "src/a.ts", kind: "file" });
+    expect(await resolveInWorkspace(workspace, ".")).toEqual({ ok: true, relative: ".", kind: "directory" });
+    expect(await resolveInWorkspace(workspace, "")).toMatchObject({ ok: true, relative: "." });
+    expect(await resolveInWorkspace(workspace, "src")).toMatchObject({ ok: true, relative: "src", kind: "directory" });
+    expect(await resolveInWorkspace(workspace, "src/../src/./a.ts")).toMatchObject({ relative: "src/a.ts" });
   });
 
   it("accepts an absolute path that lies inside the workspace", async () => {
@@ -33,25 +36,38 @@ describe("resolveInWorkspace", () => {
     await writeTree(workspace, { "a.txt": "a" });
     expect(await resolveInWorkspace(workspace, join(workspace, "a.txt"))).toMatchObject({
       ok: true,
-      path: join(workspace, "a.txt"),
+      relative: "a.txt",
     });
   });
 
   it("resolves a path that does not exist yet through its nearest existing parent", async () => {
     const { workspace } = await makeSandbox();
-    expect(await resolveInWorkspace(workspace, "new/dir/file.txt")).toMatchObject({
-      ok: true,
-      path: join(workspace, "new/dir/file.txt"),
-    });
+    // Only the last component may be missing; a missing directory before it is NOT_FOUND.
+    expect(await resolveInWorkspace(workspace, "new.txt")).toEqual({ ok: true, relative: "new.txt", kind: "missing" });
+    expect(await refusal(workspace, "new/dir/file.txt")).toMatchObject({ errorCode: ToolErrorCode.notFound });
+  });
+
+  it("creates missing directories with createParents, and only inside the workspace", async () => {
+    const { workspace, outside } = await makeSandbox();
+    await symlink(outside, join(workspace, "out"));
+    const created = await locateInWorkspace({ workspace, path: "new/dir/file.txt", createParents: true });
+    expect(created).toMatchObject({ ok: true, at: { relative: "new/dir/file.txt", kind: "missing" } });
+    if (created.ok) await created.at.close();
+    expect(existsSync(join(workspace, "new/dir"))).toBe(true);
+    const refused = await locateInWorkspace({ workspace, path: "out/made/file.txt", createParents: true });
+    expect(refused).toMatchObject({ ok: false, outcome: { errorCode: ToolErrorCode.pathOutsideWorkspace } });
+    expect(await readdir(outside)).toEqual([]);
   });
 
   it("follows a symlink that stays inside the workspace to its real target", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "real/a.txt": "a" });
     await symlink(join(workspace, "real"), join(workspace, "alias"));
-    expect(await resolveInWorkspace(workspace, "alias/a.txt")).toMatchObject({
+    expect(await resolveInWorkspace(workspace, "alias/a.txt")).toMatchObject({ ok: true, relative: "real/a.txt" });
+    expect(await resolveInWorkspace(workspace, "alias")).toMatchObject({
       ok: true,
-      path: join(workspace, "real/a.txt"),
+      relative: "real",
+      kind: "directory",
     });
   });
 
@@ -59,11 +75,7 @@ describe("resolveInWorkspace", () => {
     const { base, workspace } = await makeSandbox();
     await writeTree(workspace, { "a.txt": "a" });
     await symlink(workspace, join(base, "ws-link"));
-    expect(await resolveInWorkspace(workspace, "a.txt")).toMatchObject({
-      ok: true,
-      path: join(workspace, "a.txt"),
-      root: workspace,
-    });
+    expect(await resolveInWorkspace(workspace, "a.txt")).toMatchObject({ ok: true, relative: "a.txt" });
     expect(await resolveInWorkspace(join(base, "ws-link"), "a.txt")).toMatchObject({
       ok: false,
       outcome: { errorCode: "WORKSPACE_UNAVAILABLE" },
@@ -126,9 +138,10 @@ describe("resolveInWorkspace", () => {
   it("follows a dangling symlink whose target is inside to where the file would be created", async () => {
     const { workspace } = await makeSandbox();
     await symlink("later.txt", join(workspace, "alias.txt"));
-    expect(await resolveInWorkspace(workspace, "alias.txt")).toMatchObject({
+    expect(await resolveInWorkspace(workspace, "alias.txt")).toEqual({
       ok: true,
-      path: join(workspace, "later.txt"),
+      relative: "later.txt",
+      kind: "missing",
     });
   });
 

@@ -1,0 +1,41 @@
+import { constants, existsSync } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
+import { join } from "node:path";
+
+/**
+ * Where the kernel lists this process's descriptors. `<FD_DIR>/<fd>/<name>` names `name`
+ * inside the directory open as `fd`, whatever has since happened to the path it was opened
+ * by: the emulation of openat() that keeps the workspace boundary race-free. Null off Linux,
+ * where entries are named by path (the boundary then holds only against static links).
+ */
+export const FD_DIR: string | null =
+  process.platform === "linux" && existsSync("/proc/self/fd") ? "/proc/self/fd" : null;
+
+/** A directory held open: later operations go through `handle`, `path` says where it was when opened. */
+export interface OpenDir {
+  handle: FileHandle;
+  path: string;
+}
+
+export const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** Opens a regular file for reading without following a link, and without blocking on a FIFO. */
+export const O_FILE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** The name of the directory itself, for readdir and for other processes (bwrap). */
+export const dirPath = (dir: OpenDir): string => (FD_DIR ? `${FD_DIR}/${dir.handle.fd}` : dir.path);
+
+/** The name of entry `name` (one path component) inside `dir`, as the kernel reaches it through the open directory. */
+export const entryPath = (dir: OpenDir, name: string): string =>
+  FD_DIR ? `${FD_DIR}/${dir.handle.fd}/${name}` : join(dir.path, name);
+
+/**
+ * Opens the directory `name` inside `dir`, refusing a symlink there (ENOTDIR, as for a
+ * file: the caller looks again with lstat).
+ */
+export async function openDirAt(dir: OpenDir, name: string): Promise<OpenDir> {
+  return { handle: await open(entryPath(dir, name), O_DIR), path: join(dir.path, name) };
+}
+
+export async function closeDir(dir: OpenDir): Promise<void> {
+  await dir.handle.close().catch(() => {});
+}
