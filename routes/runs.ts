@@ -16,7 +16,10 @@ export default function runRoutes(app: App, ctx: AppContext) {
       });
       if (reply.sse) return streamRunEvents(ctx, reply, { runId: run.id, after: 0 });
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
-      return reply.status(created ? 201 : 200).send(run);
+      // A replay is answered as the first request was.
+      reply.status(201).header("location", `/runs/${run.id}`);
+      if (!created) reply.header("idempotent-replayed", "true");
+      return reply.send(run);
     },
   );
 

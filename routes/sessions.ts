@@ -2,9 +2,10 @@ import type { App, AppContext } from "../src/app-context.js";
 import { CreateSessionBody, PageQuery, SessionParams } from "../src/http/schemas.js";
 
 export default function sessionRoutes(app: App, ctx: AppContext) {
-  app.post("/sessions", { schema: { body: CreateSessionBody } }, async (request, reply) =>
-    reply.status(201).send(await ctx.sessions.create(request.body, request.owner)),
-  );
+  app.post("/sessions", { schema: { body: CreateSessionBody } }, async (request, reply) => {
+    const session = await ctx.sessions.create(request.body, request.owner);
+    return reply.status(201).header("location", `/sessions/${session.id}`).send(session);
+  });
 
   app.get("/sessions", { schema: { querystring: PageQuery } }, async (request) =>
     ctx.sessions.list(request.owner, { limit: request.query.limit, cursor: request.query.cursor ?? null }),

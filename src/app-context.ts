@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fasti
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Config } from "./config.js";
 import type { ApiKeys } from "./http/auth.js";
+import type { StreamTokens } from "./http/stream-tokens.js";
 import type { EventHub } from "./runs/event-hub.js";
 import type { RunManager } from "./runs/run-manager.js";
 import type { RunService } from "./runs/run-service.js";
@@ -27,6 +28,7 @@ export interface AppContext {
   runs: RunService;
   sessions: SessionService;
   apiKeys: ApiKeys;
+  streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];
   /** Why the model cannot be asked, or null when it is configured. */
   modelProblem: string | null;

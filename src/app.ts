@@ -14,6 +14,9 @@ import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
 import { errorHandler } from "./http/error-handler.js";
+import { logUrl } from "./http/log-url.js";
+import { trackOpenStreams } from "./http/open-streams.js";
+import { streamTokenOwner } from "./http/stream-tokens.js";
 import { newId } from "./ids.js";
 
 const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
@@ -65,10 +68,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       origin: ctx.config.CORS_ORIGINS.includes("*") ? true : ctx.config.CORS_ORIGINS,
       methods: ["GET", "POST", "DELETE", "OPTIONS"],
       allowedHeaders: ["authorization", "content-type", "accept", "last-event-id", "idempotency-key"],
-      exposedHeaders: ["retry-after", "x-request-id"],
+      exposedHeaders: ["retry-after", "x-request-id", "www-authenticate", "location", "idempotent-replayed"],
       maxAge: 600,
     });
   }
+  trackOpenStreams(app);
   // Event data is stored as JSON text and sent as it is.
   await app.register(fastifySSE, {
     heartbeatInterval: ctx.sseHeartbeatMs,
@@ -78,7 +82,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   app.addHook("onRequest", async (request, reply) => {
     if (!ctx.apiKeys.enabled || OPEN_ROUTES.has(request.url.split("?")[0] ?? "") || request.method === "OPTIONS")
       return;
-    const owner = ctx.apiKeys.authenticate(request.headers.authorization);
+    const owner =
+      ctx.apiKeys.authenticate(request.headers.authorization) ?? streamTokenOwner(ctx.streamTokens, request);
     if (owner === null) {
       reply.header("www-authenticate", 'Bearer realm="agent-server"');
       throw new AppError("UNAUTHORIZED", "a valid bearer API key is required (Authorization: Bearer <key>)", 401);
@@ -89,7 +94,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     request.log.info(
       {
         method: request.method,
-        url: request.url,
+        url: logUrl(request.url),
         statusCode: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
         ...routeIds(request.routeOptions.url, request.params),

@@ -4,6 +4,7 @@ import type { ModelClient } from "./agent/model.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
 import type { Config } from "./config.js";
 import { ApiKeys } from "./http/auth.js";
+import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
 import { recoverRuns } from "./runs/recovery.js";
@@ -70,6 +71,10 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sessions,
     runs,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
+    streamTokens: new StreamTokens({
+      secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),
+      ttlMs: config.STREAM_TOKEN_TTL_MS,
+    }),
     tools,
     modelProblem: options.model ? null : modelNotConfiguredReason(config.model),
     sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,

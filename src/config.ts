@@ -85,9 +85,17 @@ const EnvSchema = z.object({
   /** The most characters (text and tool-call arguments) one model reply may stream. */
   MODEL_MAX_OUTPUT_CHARS: intSetting(1_000_000, { min: 1_000, max: 100_000_000 }),
   SHUTDOWN_GRACE_MS: intSetting(5_000, { min: 0, max: 60_000 }),
+  /** How long a stream token (`POST /runs/{id}/stream-token`) may be used. */
+  STREAM_TOKEN_TTL_MS: msSetting(300_000, { min: 1_000, max: 86_400_000 }),
+  /** Signs stream tokens; by default derived from AGENT_API_KEYS. */
+  STREAM_TOKEN_SECRET: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.string().min(32, "must be at least 32 characters").optional(),
+  ),
 });
 
-export type Config = Omit<z.infer<typeof EnvSchema>, "AGENT_API_KEYS"> & {
+export type Config = Omit<z.infer<typeof EnvSchema>, "AGENT_API_KEYS" | "STREAM_TOKEN_SECRET"> & {
+  STREAM_TOKEN_SECRET?: string;
   AGENT_API_KEYS: string[];
   model: ModelConfig;
 };

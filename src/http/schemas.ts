@@ -40,6 +40,8 @@ export const StartRunQuery = z.strictObject({
 
 export const EventsQuery = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
+  /** A stream token (`POST /runs/{id}/stream-token`); checked by the authentication hook. */
+  token: z.string().max(2048).optional(),
 });
 
 export const DecisionBody = z.strictObject({

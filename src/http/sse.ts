@@ -17,6 +17,44 @@ export function resumePoint(lastEventId: string | string[] | undefined, after: n
 }
 
 const CLIENT_GONE = new Error("the client went away");
+const SERVER_STOPPING = new Error("the server is stopping");
+
+/** The reconnection delay a stream asks of its client (the SSE `retry:` field). */
+export const RETRY_MS = 2000;
+
+/**
+ * Whether a watcher resuming after `after` has nothing left to receive: the run has finished
+ * and its last event is at or before `after`. Such a request is answered 204, which tells an
+ * `EventSource` to stop reconnecting.
+ */
+export function nothingLeft(store: AppContext["store"], { runId, after }: { runId: string; after: number }): boolean {
+  return after > 0 && store.runs.get(runId)?.status === "finished" && after >= store.events.lastSeq(runId);
+}
+
+/**
+ * Makes `reply` (negotiated as SSE) an open stream: its headers go out at once with the
+ * `retry:` hint, and it is ended with a last comment when the server stops. `closed` aborts
+ * when the client goes away or the server stops.
+ */
+export function openStream(reply: FastifyReply): AbortSignal {
+  const sse = reply.sse;
+  if (!sse) throw new Error("openStream needs an SSE reply");
+  const closed = new AbortController();
+  const close = () => closed.abort(CLIENT_GONE);
+  sse.onClose(close);
+  reply.raw.on("close", close);
+  reply.server.openStreams.add(reply, () => closed.abort(SERVER_STOPPING));
+  // Headers go out at once, with the first frames when there are some (they are written
+  // when this turn of the event loop ends), else alone: a client knows it is connected even
+  // before the next event.
+  sse.sendHeaders();
+  reply.raw.write(`retry: ${RETRY_MS}\n\n`);
+  setTimeout(() => {
+    // `headersSent` is already true once the head is built; flushing after it went out is a no-op.
+    if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
+  }, 0);
+  return closed.signal;
+}
 
 /**
  * Streams a run's events over the reply (already negotiated as SSE) until
@@ -27,22 +65,9 @@ export async function streamRunEvents(
   reply: FastifyReply,
   { runId, after }: { runId: string; after: number },
 ): Promise<void> {
-  const sse = reply.sse;
-  if (!sse) throw new Error("streamRunEvents needs an SSE reply");
-  const closed = new AbortController();
-  const close = () => closed.abort(CLIENT_GONE);
-  sse.onClose(close);
-  reply.raw.on("close", close);
-  // Headers go out at once, with the first frames when there are some (they are written
-  // when this turn of the event loop ends), else alone: a client knows it is connected even
-  // before the next event.
-  sse.sendHeaders();
-  setTimeout(() => {
-    // `headersSent` is already true once the head is built; flushing after it went out is a no-op.
-    if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
-  }, 0);
-  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed: closed.signal });
-  await sse.send(corkedBatches(frames, reply.raw));
+  const closed = openStream(reply);
+  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed });
+  await reply.sse?.send(corkedBatches(frames, reply.raw));
 }
 
 /**
@@ -50,7 +75,7 @@ export async function streamRunEvents(
  * the response is corked at the first frame and uncorked once this turn of the event
  * loop is done. Ending the response flushes anything still corked.
  */
-async function* corkedBatches<T>(frames: AsyncIterable<T>, raw: FastifyReply["raw"]): AsyncGenerator<T> {
+export async function* corkedBatches<T>(frames: AsyncIterable<T>, raw: FastifyReply["raw"]): AsyncGenerator<T> {
   let corked = false;
   const uncork = () => {
     corked = false;

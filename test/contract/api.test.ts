@@ -163,7 +163,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
   });
 
   it("routes with a body answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
-    const bodyRoutes = documentedOperations().filter((o) => o.method === "POST");
+    const bodyRoutes = documentedOperations().filter((o) => o.method === "POST" && !o.path.endsWith("/stream-token"));
     expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
       "/runs/{id}/approvals/{toolCallId}",
       "/sessions",
@@ -328,6 +328,24 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, query: "after=3" }),
     );
     expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+    // At the end of a finished run: 204, nothing more will come.
+    const past = await call(server, "GET", "/runs/{id}/events", {
+      params: { id: runId },
+      query: `after=${all.at(-1)?.id}`,
+    });
+    expect(past.status).toBe(204);
+    // A stream token reads the same stream.
+    const token = await call(server, "POST", "/runs/{id}/stream-token", { params: { id: runId } });
+    expect(token.status).toBe(200);
+    const viaToken = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", {
+        params: { id: runId },
+        query: `token=${encodeURIComponent(token.body.token)}`,
+      }),
+    );
+    expect(viaToken.map((e) => e.id)).toEqual(all.map((e) => e.id));
 
     // Cancelling a finished run is a 200 no-op.
     const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: runId } });
@@ -366,7 +384,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(steps.body.items[0].tools).toEqual([expect.objectContaining({ toolCallId: "call_ls", status: "ok" })]);
   });
 
-  it("Idempotency-Key replays the first run (200); a different input with the same key is 409", async () => {
+  it("Idempotency-Key replays the first run (201, Idempotent-Replayed); a different input with the same key is 409", async () => {
     const run = gate();
     server.upstream.enqueue({ text: "once", gate: run.promise });
     const session = await createSession();
@@ -383,7 +401,9 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       body: { input: "x" },
       headers,
     });
-    expect(again.status).toBe(200);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("location")).toBe(`/runs/${first.body.id}`);
     expect(again.body.id).toBe(first.body.id);
     const reused = await call(server, "POST", "/sessions/{id}/runs", {
       params: { id: session },
@@ -534,6 +554,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals"]) {
       expect((await call(server, "GET", id, { params: { id: "run_missing" } })).status).toBe(404);
     }
+    expect((await call(server, "POST", "/runs/{id}/stream-token", { params: { id: "run_missing" } })).status).toBe(404);
     expect((await call(server, "DELETE", "/runs/{id}", { params: { id: "run_missing" } })).status).toBe(404);
     const approve = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
       params: { id: "run_missing", toolCallId: "call_1" },

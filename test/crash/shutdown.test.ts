@@ -113,8 +113,11 @@ it("SIGTERM with ON_RESTART=resume leaves runs resumable: a pending approval is 
     server.process.kill("SIGTERM");
     server.process.kill("SIGTERM");
     const before = await watcher.ended;
-    // The stream closes with the server, without a run.finished: the run is not over.
+    // The stream closes with the server, without a run.finished: the run is not over. It is
+    // ended properly, after a comment saying why, so clients reconnect with Last-Event-ID.
     expect(before.some((e) => e.event === "run.finished")).toBe(false);
+    expect(watcher.complete()).toBe(true);
+    expect(watcher.comments.at(-1)).toMatch(/server restarting/);
     expect(await server.exited).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
 

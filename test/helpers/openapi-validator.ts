@@ -284,31 +284,61 @@ export function validateResponse({ method, path, status, body, contentType, head
   }
   if (!content.schema) throw new Error(`${where}: ${mediaType} has no schema in openapi.yaml`);
 
-  let value = body;
   if (mediaType === "text/event-stream") {
-    const frames = parseFrames(body, where);
-    frames.forEach((frame, i) => {
-      const data = frame.data as { seq?: unknown; type?: unknown };
-      if (frame.id !== String(data?.seq)) {
-        throw new Error(`${where}: frame ${i} has id ${frame.id} but its data has seq ${preview(data?.seq)}`);
-      }
-      if (frame.event !== data?.type) {
-        throw new Error(`${where}: frame ${i} has event ${frame.event} but its data has type ${preview(data?.type)}`);
-      }
-      const previous = frames[i - 1];
-      if (previous && Number(frame.id) !== Number(previous.id) + 1) {
-        throw new Error(`${where}: frame ids are not consecutive: ${previous.id} then ${frame.id}`);
-      }
-      validateEvent(frame.data);
-    });
-    value = frames;
+    validateEventStream(where, content.schema, body);
+    validated.add(`${method.toUpperCase()} ${path} ${status}`);
+    return;
   }
 
   const validate = compile(`${where} ${mediaType}`, content.schema);
-  if (!validate(value)) {
+  if (!validate(body)) {
     throw new Error(
-      `${where} (${mediaType}) does not match the spec:\n${formatErrors(validate.errors)}\nbody: ${preview(value)}`,
+      `${where} (${mediaType}) does not match the spec:\n${formatErrors(validate.errors)}\nbody: ${preview(body)}`,
     );
   }
   validated.add(`${method.toUpperCase()} ${path} ${status}`);
+}
+
+/**
+ * An event stream is documented as a string whose schema names its frames' data schema in
+ * `x-event-schema`. Run event streams (`RunEvent`) also need `id` = `seq`, `event` = `type`,
+ * consecutive ids; other streams (data-only frames) may end with a `[DONE]` frame.
+ */
+function validateEventStream(where: string, schema: Json, frames: unknown): void {
+  const ref = typeof schema.$ref === "string" ? schema.$ref : undefined;
+  const streamSchema = ref ? spec.components.schemas[ref.replace("#/components/schemas/", "")] : schema;
+  if (streamSchema?.type !== "string") throw new Error(`${where}: an event stream must be documented as a string`);
+  const eventRef = (streamSchema["x-event-schema"] as { $ref?: unknown } | undefined)?.$ref;
+  if (typeof eventRef !== "string") throw new Error(`${where}: the event stream schema names no x-event-schema`);
+  const eventSchema = eventRef.replace("#/components/schemas/", "");
+  if (eventSchema !== "RunEvent") {
+    if (!Array.isArray(frames))
+      throw new Error(`${where}: an event-stream body must be given as its frames (an array)`);
+    (frames as ReceivedFrame[]).forEach((frame, i) => {
+      if (frame.data === "[DONE]" && i === frames.length - 1) return;
+      let data: unknown;
+      try {
+        data = JSON.parse(frame.data);
+      } catch {
+        throw new Error(`${where}: frame ${i} has data that is not JSON: ${preview(frame.data)}`);
+      }
+      validateSchema(eventSchema, data);
+    });
+    return;
+  }
+  const parsed = parseFrames(frames, where);
+  parsed.forEach((frame, i) => {
+    const data = frame.data as { seq?: unknown; type?: unknown };
+    if (frame.id !== String(data?.seq)) {
+      throw new Error(`${where}: frame ${i} has id ${frame.id} but its data has seq ${preview(data?.seq)}`);
+    }
+    if (frame.event !== data?.type) {
+      throw new Error(`${where}: frame ${i} has event ${frame.event} but its data has type ${preview(data?.type)}`);
+    }
+    const previous = parsed[i - 1];
+    if (previous && Number(frame.id) !== Number(previous.id) + 1) {
+      throw new Error(`${where}: frame ids are not consecutive: ${previous.id} then ${frame.id}`);
+    }
+    validateEvent(frame.data);
+  });
 }

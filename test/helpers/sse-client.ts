@@ -22,6 +22,8 @@ export interface SseStream {
   ended: Promise<SseEvent[]>;
   /** Body text when the answer was not an event stream. */
   body: Promise<string>;
+  /** Whether the server ended the response properly (the chunked body terminated), not cut it. */
+  complete(): boolean;
   close(): void;
 }
 
@@ -103,6 +105,7 @@ export function openSse(
         comments,
         ended,
         body: ended.then(() => raw),
+        complete: () => res.complete,
         waitFor(predicate) {
           const found = events.find(predicate);
           if (found) return Promise.resolve(found);

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { Logger } from "pino";
 import { buildApp } from "../../src/app.js";
 import type { App, AppContext } from "../../src/app-context.js";
 import { composeContext, recoverLeftRuns } from "../../src/compose.js";
@@ -34,11 +35,14 @@ export async function startTestServer({
   dir: reuseDir,
   upstream: givenUpstream,
   sseHeartbeatMs,
+  logger: givenLogger,
 }: {
   env?: Record<string, string>;
   dir?: string;
   upstream?: FakeUpstream;
   sseHeartbeatMs?: number;
+  /** Where the server logs (default: the configured LOG_LEVEL on standard output). */
+  logger?: Logger;
 } = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
@@ -52,7 +56,7 @@ export async function startTestServer({
     MODEL_MAX_RETRIES: "0",
     ...env,
   });
-  const logger = createLogger({ level: config.LOG_LEVEL });
+  const logger = givenLogger ?? createLogger({ level: config.LOG_LEVEL });
   const ctx = composeContext(config, logger, { sseHeartbeatMs });
   const app = await buildApp(ctx, logger);
   await app.listen({ port: 0, host: "127.0.0.1" });

@@ -117,7 +117,9 @@ describe("runs over HTTP", () => {
     await server.ctx.manager.waitForFinish(a.body.id);
     const b = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "x" }, headers });
     expect(a.status).toBe(201);
-    expect(b.status).toBe(200);
+    expect(b.status).toBe(201);
+    expect(b.headers.get("idempotent-replayed")).toBe("true");
+    expect(a.headers.get("idempotent-replayed")).toBeNull();
     expect(b.body.id).toBe(a.body.id);
     expect(server.upstream.requests).toHaveLength(1);
   });
@@ -206,11 +208,11 @@ describe("runs over HTTP", () => {
     expect(tail.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
     const viaQuery = await (await openSse(`${server.url}/runs/${res.body.run.id}/events?after=3`)).ended;
     expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
-    // Resuming after the last event of a finished run: a 200 stream that ends at once, empty.
+    // Resuming after the last event of a finished run: 204, nothing more to come.
     const past = await openSse(`${server.url}/runs/${res.body.run.id}/events`, {
       headers: { "last-event-id": all.at(-1)?.id ?? "" },
     });
-    expect(past.status).toBe(200);
+    expect(past.status).toBe(204);
     expect(await past.ended).toEqual([]);
   });
 

@@ -1,0 +1,65 @@
+import type { FastifyInstance, FastifyReply } from "fastify";
+
+/** What a stream's last frame says when the server stops: clients reconnect and resume. */
+export const RESTART_COMMENT = ": server restarting, reconnect to resume\n\n";
+/** How long ending the open streams may take at shutdown before their sockets are closed anyway. */
+const END_WAIT_MS = 1000;
+
+/**
+ * The event streams a server has open. At shutdown (Fastify's `preClose`, before the
+ * sockets are closed) each gets a last comment and is ended as a whole response (the
+ * chunked body terminated), so a client sees a clean end and reconnects with
+ * `Last-Event-ID` instead of an error.
+ */
+export class OpenStreams {
+  readonly #open = new Map<FastifyReply, () => void>();
+
+  /** Tracks an SSE reply until it closes; `stop` ends what feeds it. */
+  add(reply: FastifyReply, stop: () => void): void {
+    this.#open.set(reply, stop);
+    reply.raw.once("close", () => this.#open.delete(reply));
+  }
+
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** Ends every open stream after RESTART_COMMENT; resolves when they were flushed (or after END_WAIT_MS). */
+  async endAll(): Promise<void> {
+    const ending = [...this.#open].map(
+      ([reply, stop]) =>
+        new Promise<void>((resolve) => {
+          const raw = reply.raw;
+          stop();
+          if (raw.writableEnded || raw.destroyed) return resolve();
+          raw.once("finish", resolve);
+          raw.once("close", resolve);
+          raw.write(RESTART_COMMENT);
+          // Stops the heartbeat and ends the response.
+          if (reply.sse) reply.sse.close();
+          else raw.end();
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(ending),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, END_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    openStreams: OpenStreams;
+  }
+}
+
+/** Gives `app` its set of open streams, ended before the server closes its sockets. */
+export function trackOpenStreams(app: FastifyInstance): void {
+  const streams = new OpenStreams();
+  app.decorate("openStreams", streams);
+  app.addHook("preClose", async () => streams.endAll());
+}
