@@ -7,7 +7,7 @@ export default function eventRoutes(app: App, ctx: AppContext) {
     "/runs/:id/events",
     { sse: { kind: "manual" }, schema: { params: RunParams, querystring: EventsQuery } },
     async (request, reply) => {
-      ctx.runs.get(request.params.id, request.owner);
+      await ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);
       return streamRunEvents(ctx, reply, { runId: request.params.id, after });
     },

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { buildApp } from "../../src/app.js";
 import type { App, AppContext } from "../../src/app-context.js";
-import { composeContext, recoverLeftRuns } from "../../src/compose.js";
+import { type ComposeOptions, composeContext, recoverLeftRuns } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
@@ -34,12 +34,14 @@ export async function startTestServer({
   dir: reuseDir,
   upstream: givenUpstream,
   sseHeartbeatMs,
+  wrapStore,
+  finishReportMs,
 }: {
   env?: Record<string, string>;
   dir?: string;
   upstream?: FakeUpstream;
   sseHeartbeatMs?: number;
-} = {}): Promise<TestServer> {
+} & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
   const config = loadConfig({
@@ -53,10 +55,10 @@ export async function startTestServer({
     ...env,
   });
   const logger = createLogger({ level: config.LOG_LEVEL });
-  const ctx = composeContext(config, logger, { sseHeartbeatMs });
+  const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs });
   const app = await buildApp(ctx, logger);
   await app.listen({ port: 0, host: "127.0.0.1" });
-  recoverLeftRuns(ctx, logger);
+  await recoverLeftRuns(ctx, logger);
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   return {
@@ -83,7 +85,7 @@ export async function startTestServer({
     async close({ keepDir = false } = {}) {
       await ctx.manager.shutdown({ graceMs: 2000 });
       await app.close();
-      ctx.store.db.close();
+      await ctx.store.close();
       if (!givenUpstream) await upstream.close();
       if (!keepDir) temp.cleanup();
     },
