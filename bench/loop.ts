@@ -4,8 +4,8 @@
 //
 // What runs: the production glue, unchanged. A real RunManager (src/runs/run-manager.ts)
 // drives runAgent with the real RunRecorder, EventHub, approval gate, ledger writes and
-// step traces, over a temp SQLite file opened by openDatabase (WAL, synchronous=NORMAL,
-// migrations). Only the model is fake: an in-process ModelClient that answers at once
+// step traces, over the SQLite Store on a temp file opened by openDatabase (WAL,
+// synchronous=NORMAL, migrations). Only the model is fake: an in-process ModelClient that answers at once
 // (first request of a run: one call of the no-op read-only tool; then the text "done").
 //
 // What a "turn" is: the wall time from the run's first model request to its second.
@@ -14,8 +14,8 @@
 // validation, the approval gate (ledger read + policy), `tool.started` written with its
 // ledger mark, the tool executed, its result committed (message + event + ledger
 // `finished`, with the previous step trace in the same transaction), and the next
-// request's context built. The transactions made through the store inside turns (every
-// write of the run's progress goes through it) are counted and printed.
+// request's context built. The commits made through the store inside turns (every write
+// of the run's progress is one Store.commitRun) are counted and printed.
 //
 // Why many 1-turn runs (each in a fresh session) rather than one long run: every sample
 // then does the same work, while in one long run the history grows and each turn copies
@@ -30,27 +30,25 @@
 // the durable tool start). Comparing the two shows what the glue costs.
 //
 // Env: BENCH_RUNS (default 3000), BENCH_WARMUP_RUNS (500), BENCH_COMMITS_PER_RUN (2,
-// bare commits measured interleaved with the runs), BENCH_TOOL_TURNS (1),
-// BENCH_PHASES=1 (also time the store calls inside a turn by wrapping them).
+// bare commits measured interleaved with the runs), BENCH_TOOL_TURNS (1).
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { z } from "zod";
 import { approveAll } from "../src/agent/approval.js";
-import type { StoredMessage } from "../src/agent/messages.js";
 import type { ModelClient, ModelRequest, ModelResult } from "../src/agent/model.js";
 import { runAgent } from "../src/agent/run-agent.js";
 import { emptyStats } from "../src/agent/stats.js";
 import type { StepTrace } from "../src/agent/step-trace.js";
 import { type AgentTool, toolOk } from "../src/agent/tool.js";
+import type { StoredMessage } from "../src/domain/stored-message.js";
 import { newId } from "../src/ids.js";
 import { EventHub } from "../src/runs/event-hub.js";
 import { RunManager } from "../src/runs/run-manager.js";
-import type { Db } from "../src/store/database.js";
 import { openDatabase } from "../src/store/database.js";
-import type { SessionRecord } from "../src/store/sessions.js";
-import { createStore, type Store } from "../src/store/store.js";
+import { createSqliteStore } from "../src/store/sqlite-store.js";
+import type { SessionRecord, Store } from "../src/store/store.js";
 
 const envInt = (name: string, fallback: number): number => {
   const raw = process.env[name];
@@ -62,7 +60,6 @@ const RUNS = envInt("BENCH_RUNS", 3000);
 const WARMUP_RUNS = envInt("BENCH_WARMUP_RUNS", 500);
 const COMMITS_PER_RUN = Math.max(1, envInt("BENCH_COMMITS_PER_RUN", 2));
 const TOOL_TURNS = Math.max(1, envInt("BENCH_TOOL_TURNS", 1));
-const PHASES = process.env.BENCH_PHASES === "1";
 
 const TOOL_NAME = "noop";
 
@@ -80,14 +77,6 @@ const noopTool: AgentTool<Record<string, never>> = {
   readOnly: true,
   execute: async () => toolOk("ok"),
 };
-
-// ---------- optional phase timing (BENCH_PHASES=1): wraps store calls, times each inside turns ----------
-/** The current turn's time per label, and each label's per-turn totals so far. */
-const phaseTurn = new Map<string, number>();
-const phaseSamples = new Map<string, number[]>();
-let phaseTurns = 0;
-/** True from a model request that proposed a call until the next request: inside a turn. */
-let inTurn = false;
 
 /**
  * Answers at once. A run's requests are told apart by the history: fewer than
@@ -120,15 +109,12 @@ class InstantModel implements ModelClient {
       this.turnMs.push(now - this.#lastRequestAt);
       this.turnCpuMs.push((cpuUs - this.#lastCpuUs) / 1000);
       this.turnCommits.push(commitCount - this.#lastCommits);
-      if (PHASES) closeTurnTally();
     }
     this.#lastRequestAt = startOfNext;
     this.#lastCpuUs = cpuUs;
     this.#lastCommits = commitCount;
-    inTurn = false;
     const timing = { latencyMs: 0, firstTokenMs: 0 };
     if (results < TOOL_TURNS) {
-      inTurn = this.recording;
       return {
         ok: true,
         text: "",
@@ -176,89 +162,20 @@ const fmt = (us: number): string => (us >= 100 ? us.toFixed(0) : us.toFixed(1)).
 const line = (label: string, s: Summary): string =>
   `  ${label.padEnd(34)} p50 ${fmt(s.p50)} µs   p90 ${fmt(s.p90)} µs   p99 ${fmt(s.p99)} µs   mean ${fmt(s.mean)} µs   (n=${s.n})`;
 
-/** Adds `ms` to `label` of the current turn's tally. */
-const tally = (label: string, ms: number) => phaseTurn.set(label, (phaseTurn.get(label) ?? 0) + ms);
-
-/** Moves the finished turn's tally into the per-turn samples (labels absent this turn count 0). */
-function closeTurnTally(): void {
-  for (const label of new Set([...phaseTurn.keys(), ...phaseSamples.keys()])) {
-    let samples = phaseSamples.get(label);
-    if (!samples) {
-      samples = new Array(phaseTurns).fill(0);
-      phaseSamples.set(label, samples);
-    }
-    samples.push(phaseTurn.get(label) ?? 0);
-  }
-  phaseTurns++;
-  phaseTurn.clear();
-}
-
-/** Wraps the store's calls (and better-sqlite3's transaction builder) to time them inside turns. */
-function instrument(store: Store, db: Db): void {
-  // A call inside a transaction is listed indented under it; outside, on its own.
-  const wrap = (owner: object, key: string, name: string) => {
-    const target = owner as Record<string, (...args: unknown[]) => unknown>;
-    const fn = target[key] as (...args: unknown[]) => unknown;
-    target[key] = function (this: unknown, ...args: unknown[]) {
-      if (!inTurn) return fn.apply(this, args);
-      const label = db.inTransaction ? `  ${name}` : `${name} (outside a transaction)`;
-      const t = performance.now();
-      try {
-        return fn.apply(this, args);
-      } finally {
-        tally(label, performance.now() - t);
-      }
-    };
-  };
-  // store.transaction(fn) = db.transaction(fn)(): time building the wrapper, the
-  // transaction as a whole, and fn inside it; BEGIN + COMMIT = whole - fn.
-  const build = db.transaction.bind(db) as (fn: (...args: unknown[]) => unknown) => (...args: unknown[]) => unknown;
-  (db as unknown as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
-    if (!inTurn) return build(fn);
-    const t0 = performance.now();
-    const tx = build((...args: unknown[]) => {
-      const f0 = performance.now();
-      try {
-        return fn(...args);
-      } finally {
-        tally("tx: the writes inside (fn)", performance.now() - f0);
-      }
-    });
-    tally("tx: db.transaction(fn) wrapper built", performance.now() - t0);
-    tally("tx: count", 1);
-    return (...args: unknown[]) => {
-      const t1 = performance.now();
-      try {
-        return tx(...args);
-      } finally {
-        tally("tx: run (BEGIN + fn + COMMIT)", performance.now() - t1);
-      }
-    };
-  };
-  wrap(store.events, "insert", "events.insert (stringify + INSERT)");
-  wrap(store.messages, "insert", "messages.insert");
-  wrap(store.sessions, "nextMessageSeq", "sessions.nextMessageSeq");
-  wrap(store.toolCalls, "propose", "toolCalls.propose");
-  wrap(store.toolCalls, "start", "toolCalls.start");
-  wrap(store.toolCalls, "finish", "toolCalls.finish");
-  wrap(store.toolCalls, "get", "toolCalls.get (approval gate)");
-  wrap(store.steps, "save", "steps.save");
-}
-
 // ---------- setup ----------
 const dir = mkdtempSync(join(process.env.BENCH_DB_DIR || os.tmpdir(), "bench-loop-"));
 const dbPath = join(dir, "agent.db");
 const db = openDatabase({ path: dbPath });
-const store = createStore(db);
-/** Transactions made through the store so far (the bare commits below bypass it). */
+const sqlite = createSqliteStore(db);
+/** Commits made through the store so far (the bare commits below bypass it). */
 let commitCount = 0;
-{
-  const transaction = store.transaction.bind(store);
-  store.transaction = ((fn: () => unknown) => {
+const store: Store = {
+  ...sqlite,
+  commitRun: (runId, changes, events) => {
     commitCount++;
-    return transaction(fn);
-  }) as Store["transaction"];
-}
+    return sqlite.commitRun(runId, changes, events);
+  },
+};
 const model = new InstantModel();
 const manager = new RunManager({
   store,
@@ -275,15 +192,12 @@ db.exec("CREATE TABLE IF NOT EXISTS bench_scratch (id INTEGER PRIMARY KEY, run_i
 const scratchInsert = db.prepare("INSERT INTO bench_scratch (run_id, data) VALUES (?, ?)");
 const scratchPayload = JSON.stringify({ type: "message", text: "x".repeat(120) });
 const bareCommit = db.transaction((runId: string) => scratchInsert.run(runId, scratchPayload));
-if (PHASES) instrument(store, db);
 
 const commitMs: number[] = [];
 const commitCpuMs: number[] = [];
-/** The same 1-row write through the project's store.transaction helper (builds a db.transaction per call). */
-const helperCommitMs: number[] = [];
 const runMs: number[] = [];
 
-function newSession(): SessionRecord {
+async function newSession(): Promise<SessionRecord> {
   const session: SessionRecord = {
     id: newId("ses"),
     owner: null,
@@ -296,14 +210,14 @@ function newSession(): SessionRecord {
     metadata: null,
     createdAt: new Date().toISOString(),
   };
-  store.sessions.insert(session);
+  await store.sessions.insert(session);
   return session;
 }
 
 /** A run row in `session`, as the run manager would insert it (outside the timed part). */
-function newRunRecord(session: SessionRecord, maxTurns: number): string {
+async function newRunRecord(session: SessionRecord, maxTurns: number): Promise<string> {
   const runId = newId("run");
-  store.runs.insert({
+  const record = {
     id: runId,
     sessionId: session.id,
     status: "running",
@@ -317,14 +231,15 @@ function newRunRecord(session: SessionRecord, maxTurns: number): string {
     finishedAt: null,
     approval: null,
     idempotencyKey: null,
-  });
+  } as const;
+  await store.runs.create(record, []);
   return runId;
 }
 
 async function oneRun(record: boolean): Promise<void> {
-  const session = newSession();
+  const session = await newSession();
   const t0 = performance.now();
-  const { run } = manager.start({ session, input: "hi", maxTurns: TOOL_TURNS + 1 });
+  const { run } = await manager.start({ session, input: "hi", maxTurns: TOOL_TURNS + 1 });
   const finished = await manager.waitForFinish(run.id);
   const t1 = performance.now();
   if (finished.stopReason !== "complete") {
@@ -337,21 +252,17 @@ async function oneRun(record: boolean): Promise<void> {
     bareCommit(run.id);
     const c1 = performance.now();
     const u1 = cpuNowUs();
-    const h0 = performance.now();
-    store.transaction(() => scratchInsert.run(run.id, scratchPayload));
-    const h1 = performance.now();
     if (record) {
       commitMs.push(c1 - c0);
       commitCpuMs.push((u1 - u0) / 1000);
-      helperCommitMs.push(h1 - h0);
     }
   }
 }
 
-/** One run of runAgent alone: each message committed with its event in one transaction. */
+/** One run of runAgent alone: each message committed with its event in one commitRun. */
 async function loopAloneRun(loopModel: InstantModel): Promise<void> {
-  const session = newSession();
-  const runId = newRunRecord(session, TOOL_TURNS + 1);
+  const session = await newSession();
+  const runId = await newRunRecord(session, TOOL_TURNS + 1);
   let messageSeq = 0;
   let eventSeq = 0;
   const result = await runAgent({
@@ -360,13 +271,21 @@ async function loopAloneRun(loopModel: InstantModel): Promise<void> {
     history: [],
     input: "hi",
     beforeToolCall: approveAll,
-    commit: async (message) => {
-      store.transaction(() => {
-        const at = new Date().toISOString();
-        const stored: StoredMessage = { ...message, sessionId: session.id, runId, seq: ++messageSeq, createdAt: at };
-        store.messages.insert(stored);
-        store.events.insert([{ type: "message", message: stored, runId, seq: ++eventSeq, at }]);
-      });
+    commit: async (item) => {
+      if (item.type !== "message") return;
+      const at = new Date().toISOString();
+      const stored = {
+        ...item.message,
+        sessionId: session.id,
+        runId,
+        seq: ++messageSeq,
+        createdAt: at,
+      } as StoredMessage;
+      await store.commitRun(
+        runId,
+        [{ kind: "message", message: stored }],
+        [{ type: "message", message: stored, runId, seq: ++eventSeq, at }],
+      );
     },
     emit: () => {},
     signal: new AbortController().signal,
@@ -380,15 +299,15 @@ async function loopAloneRun(loopModel: InstantModel): Promise<void> {
 const messageCommitMs: number[] = [];
 
 /**
- * The store alone: the writes a production turn makes, through the same store functions,
- * with rows of the same shape, and nothing else (no loop, no model, no glue). Three
- * transactions: the assistant message with its ledger row, its event and the turn's step
- * trace; the durable tool start with its event; the tool result with its ledger mark, its
- * event and the step trace's tool part. Returns the wall time of the three, in ms.
+ * The store alone: the commits a production turn makes, with the same changes and rows of
+ * the same shape, and nothing else (no loop, no model, no glue). Three commits: the
+ * assistant message (with its ledger rows and stats), its event and the turn's step trace;
+ * the durable tool start with its event and stats; the tool result with its ledger mark,
+ * its event and the step trace's tool part. Returns the wall time of the three, in ms.
  */
-function storeAloneTurn(): number {
-  const session = newSession();
-  const runId = newRunRecord(session, 2);
+async function storeAloneTurn(): Promise<number> {
+  const session = await newSession();
+  const runId = await newRunRecord(session, 2);
   const at = new Date().toISOString();
   const callId = `call_${runId}`;
   const step: StepTrace = {
@@ -425,39 +344,52 @@ function storeAloneTurn(): number {
     seq: 3,
     createdAt: at,
   } as StoredMessage;
+  const stats = { ...emptyStats(), modelCalls: 1, turns: 1, inputTokens: 10, outputTokens: 5 };
   const t0 = performance.now();
-  store.transaction(() => {
-    store.steps.save(runId, step);
-    store.messages.insert(assistant);
-    store.toolCalls.propose(runId, assistant.toolCalls ?? [], at);
-    store.events.insert([
+  await store.commitRun(
+    runId,
+    [
+      { kind: "step", step },
+      { kind: "stats", stats },
+      { kind: "message", message: assistant },
+      { kind: "stats", stats },
+    ],
+    [
       { type: "turn.started", turn: 1, runId, seq: 2, at },
       { type: "message", message: assistant, runId, seq: 3, at },
-    ]);
-  });
-  store.transaction(() => {
-    store.toolCalls.start(runId, callId, at);
-    store.events.insert([{ type: "tool.started", toolCallId: callId, tool: TOOL_NAME, runId, seq: 4, at }]);
-  });
-  store.transaction(() => {
-    store.messages.insert(result);
-    store.toolCalls.finish(runId, callId, result.id, at);
-    store.steps.save(runId, {
-      ...step,
-      tools: [
-        {
-          toolCallId: callId,
-          tool: TOOL_NAME,
-          status: "ok",
-          errorCode: null,
-          durationMs: 0,
-          outputChars: 2,
-          truncated: false,
-        },
-      ],
-    });
-    store.events.insert([{ type: "message", message: result, runId, seq: 5, at }]);
-  });
+    ],
+  );
+  await store.commitRun(
+    runId,
+    [
+      { kind: "toolCall.started", toolCallId: callId, at },
+      { kind: "stats", stats: { ...stats, toolCalls: 1 } },
+    ],
+    [{ type: "tool.started", toolCallId: callId, tool: TOOL_NAME, runId, seq: 4, at }],
+  );
+  const toolStep: StepTrace = {
+    ...step,
+    tools: [
+      {
+        toolCallId: callId,
+        tool: TOOL_NAME,
+        status: "ok",
+        errorCode: null,
+        durationMs: 0,
+        outputChars: 2,
+        truncated: false,
+      },
+    ],
+  };
+  await store.commitRun(
+    runId,
+    [
+      { kind: "message", message: result },
+      { kind: "step", step: toolStep },
+      { kind: "stats", stats },
+    ],
+    [{ type: "message", message: result, runId, seq: 5, at }],
+  );
   const t1 = performance.now();
   // One message and its `message` event, as the loop alone commits them: what the issue's
   // "it commits two messages and their events" costs per message on this file.
@@ -472,10 +404,11 @@ function storeAloneTurn(): number {
     createdAt: at,
   } as StoredMessage;
   const m0 = performance.now();
-  store.transaction(() => {
-    store.messages.insert(final);
-    store.events.insert([{ type: "message", message: final, runId, seq: 6, at }]);
-  });
+  await store.commitRun(
+    runId,
+    [{ kind: "message", message: final }],
+    [{ type: "message", message: final, runId, seq: 6, at }],
+  );
   messageCommitMs.push(performance.now() - m0);
   return t1 - t0;
 }
@@ -489,7 +422,7 @@ console.log(
   `  path: real RunManager + RunRecorder + EventHub + approval gate, in-process instant model, tool "${TOOL_NAME}" (read-only, returns "ok")`,
 );
 console.log(
-  `  runs: ${WARMUP_RUNS} warm-up + ${RUNS} measured, sequential, ${TOOL_TURNS} tool turn(s) each, fresh session each; ${COMMITS_PER_RUN} bare commits after each run (+ as many through store.transaction)`,
+  `  runs: ${WARMUP_RUNS} warm-up + ${RUNS} measured, sequential, ${TOOL_TURNS} tool turn(s) each, fresh session each; ${COMMITS_PER_RUN} bare commits after each run`,
 );
 
 const load0 = os.loadavg()[0] ?? 0;
@@ -509,8 +442,8 @@ for (let i = 0; i < RUNS; i++) await loopAloneRun(loopModel);
 loopModel.recording = false;
 
 const storeAloneMs: number[] = [];
-for (let i = 0; i < WARMUP_RUNS; i++) storeAloneTurn();
-for (let i = 0; i < RUNS; i++) storeAloneMs.push(storeAloneTurn());
+for (let i = 0; i < WARMUP_RUNS; i++) await storeAloneTurn();
+for (let i = 0; i < RUNS; i++) storeAloneMs.push(await storeAloneTurn());
 
 const turn = summarize(model.turnMs);
 const commit = summarize(commitMs);
@@ -522,7 +455,6 @@ console.log("");
 console.log("  wall time:");
 console.log(line("turn (1 model req + 1 tool call)", turn));
 console.log(line("bare commit (1-row transaction)", commit));
-console.log(line("same, via store.transaction()", summarize(helperCommitMs)));
 console.log(line("whole run (start -> run.finished)", wholeRun));
 console.log("  CPU time of this process (getrusage, all threads) over the same intervals:");
 console.log(line("turn", turnCpu));
@@ -547,7 +479,7 @@ const loopTurn = summarize(loopModel.turnMs);
 const loopCommits = loopModel.turnCommits.reduce((a, b) => a + b, 0) / Math.max(1, loopModel.turnCommits.length);
 console.log("");
 console.log(
-  "  the loop alone (runAgent; each message and its event in one transaction; no ledger, recorder, step traces):",
+  "  the loop alone (runAgent; each message and its event in one commitRun; no recorder, approval gate, step traces):",
 );
 console.log(line("turn (1 model req + 1 tool call)", loopTurn));
 console.log(line("turn, CPU", summarize(loopModel.turnCpuMs)));
@@ -558,42 +490,13 @@ console.log(
 
 const storeTurn = summarize(storeAloneMs);
 console.log("");
-console.log(
-  "  the store alone (the production turn's three transactions, same store calls and row shapes, nothing else):",
-);
+console.log("  the store alone (the production turn's three commits, same changes and row shapes, nothing else):");
 console.log(line("three transactions", storeTurn));
 const messageCommit = summarize(messageCommitMs);
 console.log(line("one message + its event, one tx", messageCommit));
 console.log(
   `  ratio to one bare commit: three transactions ${ratio(storeTurn.p50, commit.p50)}, one message + event ${ratio(messageCommit.p50, commit.p50)} (p50); the rest of the production turn (loop, glue) is ${fmt(turn.p50 - storeTurn.p50)} µs at p50`,
 );
-
-if (PHASES) {
-  console.log("");
-  console.log(`  inside turns, per turn (sum of that call's time within one turn; ${phaseTurns} turns):`);
-  const rows = [...phaseSamples.entries()].map(([label, ms]) => ({ label, s: summarize(ms) }));
-  const order = (label: string) => (label.startsWith("tx:") ? 0 : label.startsWith("  ") ? 1 : 2);
-  rows.sort((a, b) => order(a.label) - order(b.label) || b.s.mean - a.s.mean);
-  for (const { label, s } of rows) {
-    if (label === "tx: count") continue;
-    console.log(`    ${label.padEnd(54)} p50 ${fmt(s.p50)} µs   mean ${fmt(s.mean)} µs`);
-  }
-  const p50 = (label: string) => (phaseSamples.has(label) ? summarize(phaseSamples.get(label) ?? []).p50 : 0);
-  const txRun = p50("tx: run (BEGIN + fn + COMMIT)");
-  const txFn = p50("tx: the writes inside (fn)");
-  const outside = [...phaseSamples.keys()].filter((label) => label.endsWith("(outside a transaction)"));
-  const known = txRun + p50("tx: db.transaction(fn) wrapper built") + outside.reduce((sum, l) => sum + p50(l), 0);
-  const txPerTurn = phaseSamples.get("tx: count")?.length
-    ? summarize(phaseSamples.get("tx: count") ?? []).p50 / 1000
-    : 0;
-  console.log(
-    `    ${`=> BEGIN + COMMIT of the turn's ${txPerTurn} transactions`.padEnd(54)} p50 ${fmt(txRun - txFn)} µs (tx run p50 - fn p50)`,
-  );
-  console.log(
-    `    ${"=> rest: loop, zod, JSON, ids, timers".padEnd(54)} p50 ${fmt(turn.p50 - known)} µs (turn p50 - the store p50s)`,
-  );
-  console.log("  (wrapping adds a little to every figure; the headline numbers come from an unwrapped run)");
-}
 
 db.close();
 rmSync(dir, { recursive: true, force: true });

@@ -7,16 +7,16 @@ export default function eventRoutes(app: App, ctx: AppContext) {
     "/runs/:id/events",
     { sse: { kind: "manual" }, schema: { params: RunParams, querystring: EventsQuery } },
     async (request, reply) => {
-      ctx.runs.get(request.params.id, request.owner);
+      await ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);
-      if (nothingLeft(ctx.store, { runId: request.params.id, after })) return reply.status(204).send();
+      if (await nothingLeft(ctx.store, { runId: request.params.id, after })) return reply.status(204).send();
       return streamRunEvents(ctx, reply, { runId: request.params.id, after });
     },
   );
 
   // A token for `GET /runs/{id}/events?token=`: what a browser's EventSource can send.
   app.post("/runs/:id/stream-token", { schema: { params: RunParams } }, async (request) => {
-    const run = ctx.runs.get(request.params.id, request.owner);
+    const run = await ctx.runs.get(request.params.id, request.owner);
     const { token, expiresAt } = ctx.streamTokens.issue({ runId: run.id, owner: request.owner });
     return { token, expiresAt, eventsUrl: `/runs/${run.id}/events?token=${encodeURIComponent(token)}` };
   });

@@ -5,7 +5,7 @@ export default function healthRoutes(app: App, ctx: AppContext) {
   app.get("/healthz", async () => ({ status: "ok" }));
 
   app.get("/readyz", async (_request, reply) => {
-    const readiness = checkReadiness(ctx);
+    const readiness = await checkReadiness(ctx);
     return reply.status(readiness.ready ? 200 : 503).send(readiness);
   });
 }

@@ -8,7 +8,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
     { sse: { kind: "dual" }, schema: { params: SessionParams, body: StartRunBody, querystring: StartRunQuery } },
     async (request, reply) => {
       const key = request.headers["idempotency-key"];
-      const { run, created } = ctx.runs.start({
+      const { run, created } = await ctx.runs.start({
         sessionId: request.params.id,
         owner: request.owner,
         ...request.body,
@@ -35,7 +35,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
   );
 
   app.delete("/runs/:id", { schema: { params: RunParams } }, async (request, reply) => {
-    const { run, accepted } = ctx.runs.cancel(request.params.id, request.owner);
+    const { run, accepted } = await ctx.runs.cancel(request.params.id, request.owner);
     return reply.status(accepted ? 202 : 200).send(run);
   });
 

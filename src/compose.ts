@@ -11,14 +11,18 @@ import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
-import { openDatabaseOrExplain, prepareWorkspaceRoot } from "./startup-checks.js";
-import { createStore } from "./store/store.js";
+import { openStoreOrExplain, prepareWorkspaceRoot } from "./startup-checks.js";
+import type { Store } from "./store/store.js";
 import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES } from "./tools/index.js";
 
 export interface ComposeOptions {
   /** Replaces the model client built from the configuration (tests, benchmarks). */
   model?: ModelClient;
   sseHeartbeatMs?: number;
+  /** Wraps the store (tests: a fault-injecting store). */
+  wrapStore?: (store: Store) => Store;
+  /** How long a run's end may fail to be stored before it is reported anyway. */
+  finishReportMs?: number;
 }
 
 /**
@@ -27,8 +31,8 @@ export interface ComposeOptions {
  */
 export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
   const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT);
-  const db = openDatabaseOrExplain(config.DATABASE_PATH);
-  const store = createStore(db);
+  const opened = openStoreOrExplain(config.DATABASE_PATH);
+  const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
   const model =
     options.model ??
@@ -52,6 +56,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,
     maxRunsPerKey: config.MAX_RUNS_PER_KEY,
     approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
+    finishReportMs: options.finishReportMs,
     logger,
   });
   const sessions = new SessionService({
@@ -83,9 +88,9 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
 
 /**
  * Settles the runs a previous process left live (resumed or aborted, per ON_RESTART). Called
- * once the server listens, in the same turn of the event loop (no request is handled before
- * it): a server that fails to start never resumes a run.
+ * once the server listens: a server that fails to start never resumes a run. Requests that
+ * arrive meanwhile see the runs as stored (unfinished: their sessions are busy).
  */
-export function recoverLeftRuns(ctx: AppContext, logger: Logger): void {
-  recoverRuns({ store: ctx.store, hub: ctx.hub, manager: ctx.manager, mode: ctx.config.ON_RESTART, logger });
+export async function recoverLeftRuns(ctx: AppContext, logger: Logger): Promise<void> {
+  await recoverRuns({ store: ctx.store, hub: ctx.hub, manager: ctx.manager, mode: ctx.config.ON_RESTART, logger });
 }

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     stopping = (async () => {
       await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume: config.ON_RESTART === "resume" });
       await app.close();
-      ctx.store.db.close();
+      await ctx.store.close();
       logger.info("stopped");
       process.exit(exitCode);
     })();
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     await shutdown("listen failed", 2);
     return;
   }
-  recoverLeftRuns(ctx, logger);
+  await recoverLeftRuns(ctx, logger);
 }
 
 function exitWithConfigError(err: ConfigError): never {

@@ -1,7 +1,9 @@
 import { accessSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
-import { type Db, openDatabase } from "./store/database.js";
+import { StorageError } from "./store/errors.js";
+import { openSqliteStore } from "./store/sqlite-store.js";
+import type { Store } from "./store/store.js";
 
 /**
  * What stops `root` (WORKSPACE_ROOT) from holding workspaces, after creating it when missing;
@@ -32,20 +34,17 @@ export function prepareWorkspaceRoot(root: string): string {
   return realpathSync(resolve(root));
 }
 
-/** Errors that mean the file cannot be used (a path, permission, lock or format problem), not a bug. */
-const UNUSABLE_FILE = /^(E[A-Z]+|SQLITE_(CANTOPEN|BUSY|LOCKED|NOTADB|READONLY|PERM|CORRUPT|FULL|IOERR)\w*)$/;
-
 /**
- * Opens the database, or throws ConfigError naming DATABASE_PATH and why the file cannot be
- * used. Any other failure (a migration that does not apply, say) is thrown as it is.
+ * Opens the store, or throws ConfigError naming DATABASE_PATH and why the file cannot be used
+ * (a storage failure, or a file system error: a path, permission, lock or format problem).
+ * Any other failure (a migration that does not apply, say) is thrown as it is.
  */
-export function openDatabaseOrExplain(path: string): Db {
+export function openStoreOrExplain(path: string): Store {
   try {
-    return openDatabase({ path });
+    return openSqliteStore({ path });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    const inUse = err instanceof Error && err.message.includes("in use by another process");
-    if (!inUse && !(typeof code === "string" && UNUSABLE_FILE.test(code))) throw err;
+    if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
     throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
   }
 }

@@ -1,34 +1,25 @@
-import type { StoredMessage } from "./messages.js";
-import type { RunView } from "./run-view.js";
+import type { AgentMessage } from "./messages.js";
+
+/** The durable start of a tool: committed (awaited) before the tool runs. */
+export interface ToolStart {
+  type: "tool.started";
+  toolCallId: string;
+  tool: string;
+}
 
 /**
- * Every event a run produces. The same union feeds SSE frames, the `run_events`
- * table and test assertions. `seq` is per run, starting at 1, without gaps.
+ * What the loop hands to `commit`, awaited: a message, or a tool's start. Once `commit`
+ * resolves it is durable; when it throws, the run ends with `error` (PERSISTENCE_FAILED).
  */
-export type RunEventBody =
-  | { type: "run.started" }
-  | { type: "turn.started"; turn: number }
-  | { type: "text.delta"; text: string }
-  | { type: "message"; message: StoredMessage }
-  | {
-      type: "approval.requested";
-      toolCallId: string;
-      tool: string;
-      input: unknown;
-      reason: string;
-    }
-  | {
-      type: "approval.resolved";
-      toolCallId: string;
-      decision: "approve" | "deny";
-      reason: string | null;
-    }
-  | { type: "tool.started"; toolCallId: string; tool: string }
-  | { type: "run.finished"; run: RunView };
+export type LoopCommit = { type: "message"; message: AgentMessage } | ToolStart;
 
-export type RunEventType = RunEventBody["type"];
+/** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */
+export type LoopNotice = { type: "turn.started"; turn: number } | { type: "text.delta"; text: string };
 
-export type RunEvent = RunEventBody & { runId: string; seq: number; at: string };
-
-/** Events the loop itself emits; the rest come from the run manager and the store. */
-export type LoopEvent = Extract<RunEventBody, { type: "turn.started" | "text.delta" | "tool.started" }>;
+/**
+ * Where the loop asks the host whether it may go on (awaited): before the user message is
+ * recorded, before each model request, before an approval is asked, before a tool starts
+ * and after a tool returns. The host may stop the run there by firing its AbortSignal,
+ * which the loop checks right after.
+ */
+export type Checkpoint = "input" | "turn" | "approval" | "tool" | "tool-result";

@@ -1,8 +1,8 @@
 import type { BeforeToolCall } from "./approval.js";
-import type { LoopEvent } from "./events.js";
+import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
 import type { AgentMessage } from "./messages.js";
 import type { ModelClient } from "./model.js";
-import type { RunError } from "./run-view.js";
+import type { RunError } from "./run-error.js";
 import type { RunStats } from "./stats.js";
 import type { StepTrace } from "./step-trace.js";
 import type { AnyAgentTool } from "./tool.js";
@@ -14,10 +14,16 @@ export interface LoopContext {
   system?: string;
   tools: ReadonlyMap<string, AnyAgentTool>;
   beforeToolCall: BeforeToolCall;
-  /** Persists one message; awaited; a throw ends the run with `error`. */
-  commit: (message: AgentMessage) => Promise<void>;
-  emit: (event: LoopEvent) => void;
-  /** After each turn, with its trace. */
+  /**
+   * Persists a message or a tool's start, with the run's stats as they are once it is
+   * committed; awaited; a throw ends the run with `error`.
+   */
+  commit: (item: LoopCommit, stats: RunStats) => Promise<void>;
+  /** Tells watchers something happened; never throws (the host's failures are swallowed). */
+  notify: (notice: LoopNotice) => void;
+  /** Awaited at the checkpoints; the host may fire the signal there to stop the run. */
+  checkpoint: (at: Checkpoint) => Promise<void>;
+  /** After each turn, with its trace; never throws. */
   onStep: (step: StepTrace) => void;
   signal: AbortSignal;
   contextMaxChars?: number;
@@ -42,14 +48,37 @@ export class PersistenceError extends Error {
   }
 }
 
-/** Commits a message and appends it to the history; a failed commit becomes a PhaseStop. */
-export async function commitMessage(ctx: LoopContext, message: AgentMessage): Promise<PhaseStop | null> {
+/**
+ * Commits one item; a failed commit becomes a PhaseStop. What the item adds to the stats
+ * (a turn for an assistant message, a tool call for a tool's start) is counted with it.
+ */
+export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<PhaseStop | null> {
+  const counts = item.type === "tool.started" ? "toolCalls" : item.message.role === "assistant" ? "turns" : null;
+  if (counts) ctx.stats[counts]++;
   try {
-    await ctx.commit(message);
+    await ctx.commit(item, { ...ctx.stats });
   } catch (err) {
+    if (counts) ctx.stats[counts]--;
     const failure = new PersistenceError(err);
     return { stopReason: "error", error: { code: failure.code, message: failure.message } };
   }
-  ctx.history.push(message);
   return null;
+}
+
+/** Commits a message and appends it to the history; a failed commit becomes a PhaseStop. */
+export async function commitMessage(ctx: LoopContext, message: AgentMessage): Promise<PhaseStop | null> {
+  const stop = await commitItem(ctx, { type: "message", message });
+  if (!stop) ctx.history.push(message);
+  return stop;
+}
+
+/** Runs a host callback that may only notify: whatever it throws is dropped, never the loop's failure. */
+export function notifyOnly<A extends unknown[]>(fn: ((...args: A) => void) | undefined): (...args: A) => void {
+  return (...args) => {
+    try {
+      fn?.(...args);
+    } catch {
+      // A notice that could not be delivered loses nothing committed.
+    }
+  };
 }

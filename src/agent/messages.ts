@@ -44,14 +44,6 @@ export type UserMessage = Extract<AgentMessage, { role: "user" }>;
 export type AssistantMessage = Extract<AgentMessage, { role: "assistant" }>;
 export type ToolMessage = Extract<AgentMessage, { role: "tool" }>;
 
-/** A committed message, as stored and as served over HTTP. */
-export type StoredMessage = AgentMessage & {
-  sessionId: string;
-  runId: string;
-  seq: number;
-  createdAt: string;
-};
-
 /**
  * `text` with each lone UTF-16 surrogate replaced by U+FFFD. Committed text is well-formed
  * (SQLite's UTF-8 cannot hold a lone surrogate and would store something else), so what the

@@ -43,7 +43,7 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
       trace: null,
     };
 
-  ctx.emit({ type: "turn.started", turn });
+  ctx.notify({ type: "turn.started", turn });
   ctx.stats.modelCalls++;
   const result = await ctx.model.complete({
     model: ctx.modelName,
@@ -51,7 +51,7 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     messages: window.messages,
     tools: specs,
     signal: ctx.signal,
-    onTextDelta: (text) => ctx.emit({ type: "text.delta", text }),
+    onTextDelta: (text) => ctx.notify({ type: "text.delta", text }),
   });
   addUsage(ctx.stats, result.usage);
   const trace: StepTrace = {
@@ -96,10 +96,9 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   };
   // The turn's trace so far (the model's part) goes out before its tools run, so a crash
   // mid-tool still leaves the turn's usage on record; the whole trace replaces it later.
-  if (toolCalls.length) ctx.onStep(trace);
+  if (toolCalls.length) ctx.onStep({ ...trace, tools: [] });
   const stop = await commitMessage(ctx, assistant);
   if (stop) return { stop, trace };
   for (const call of toolCalls) ctx.usedToolCallIds.add(call.id);
-  ctx.stats.turns++;
   return { stop: null, assistant, trace };
 }

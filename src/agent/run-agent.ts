@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { BeforeToolCall } from "./approval.js";
-import type { LoopEvent } from "./events.js";
+import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
 import { assertValidHistory, pendingToolCalls } from "./history.js";
-import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { commitMessage, type LoopContext, notifyOnly, type PhaseStop } from "./loop-context.js";
 import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
-import type { RunError } from "./run-view.js";
+import type { RunError } from "./run-error.js";
 import { emptyStats, type RunStats } from "./stats.js";
 import type { StepTrace, ToolTrace } from "./step-trace.js";
 import type { AnyAgentTool } from "./tool.js";
@@ -22,8 +22,15 @@ export interface RunAgentParams {
   /** The user message that starts the run; omitted when resuming a run. */
   input?: string;
   beforeToolCall: BeforeToolCall;
-  commit: (message: AgentMessage) => Promise<void>;
-  emit: (event: LoopEvent) => void;
+  /** Persists a message or a tool's start, awaited: the loop goes on only once it is durable. */
+  commit: (item: LoopCommit, stats: RunStats) => Promise<void>;
+  /** Notices for watchers (turn starts, text deltas); whatever it throws is ignored. */
+  emit: (notice: LoopNotice) => void;
+  /**
+   * Awaited at each checkpoint (see Checkpoint); the host stops the run there by firing
+   * `signal`. Absent: the loop goes on.
+   */
+  checkpoint?: (at: Checkpoint) => Promise<void>;
   /**
    * A turn's trace and the run's stats so far (a copy): when the turn ends, and also, for a
    * turn with tool calls, just before its assistant message is committed (the model's part
@@ -61,6 +68,7 @@ export interface AgentRunResult {
 export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> {
   assertValidHistory(params.history, { allowPendingTail: params.input === undefined });
   const started = performance.now();
+  const onStep = notifyOnly(params.onStep);
   const stats: RunStats = params.priorStats ? { ...params.priorStats } : emptyStats();
   const priorDuration = stats.durationMs;
   const ctx: LoopContext = {
@@ -70,10 +78,11 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     tools: new Map(params.tools.map((tool) => [tool.name, tool])),
     beforeToolCall: params.beforeToolCall,
     commit: params.commit,
-    emit: params.emit,
+    notify: notifyOnly(params.emit),
+    checkpoint: params.checkpoint ?? (async () => {}),
     onStep: (step) => {
       stats.durationMs = priorDuration + Math.round(performance.now() - started);
-      params.onStep?.(step, { ...stats });
+      onStep(step, { ...stats });
     },
     signal: params.signal,
     contextMaxChars: params.contextMaxChars,
@@ -96,6 +105,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
 
   if (params.input !== undefined) {
     // Checkpoint (a): cancelled before the run began: nothing is recorded.
+    await ctx.checkpoint("input");
     if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
     const stop = await commitMessage(ctx, { id: ctx.newId(), role: "user", content: wellFormed(params.input) });
     if (stop) return finish(stop);
@@ -114,6 +124,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   while (true) {
     if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
     if (stats.modelCalls >= params.maxTurns) return finish({ stopReason: "max_turns" });
+    await ctx.checkpoint("turn");
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
     const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
     if (turn.stop) {
       if (turn.trace) ctx.onStep(turn.trace);

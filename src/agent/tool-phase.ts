@@ -1,5 +1,5 @@
 import type { ToolCallDecision } from "./approval.js";
-import { commitMessage, type LoopContext, PersistenceError, type PhaseStop } from "./loop-context.js";
+import { commitItem, commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
 import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
@@ -68,6 +68,8 @@ export async function runToolCalls(
       continue;
     }
 
+    await ctx.checkpoint("approval");
+    if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
     let decision: ToolCallDecision | typeof ABORTED;
     try {
       decision = await raceAbort(
@@ -89,14 +91,11 @@ export async function runToolCalls(
       continue;
     }
 
-    try {
-      ctx.emit({ type: "tool.started", toolCallId: call.id, tool: call.name });
-    } catch (err) {
-      // The start could not be recorded: the tool does not run, and nothing more can be saved.
-      const failure = new PersistenceError(err);
-      return { stopReason: "error", error: { code: failure.code, message: failure.message } };
-    }
-    ctx.stats.toolCalls++;
+    await ctx.checkpoint("tool");
+    if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+    // Durable before the tool runs: the start could not be recorded, the tool does not run.
+    const notStarted = await commitItem(ctx, { type: "tool.started", toolCallId: call.id, tool: call.name });
+    if (notStarted) return notStarted;
     const started = performance.now();
     let outcome: ToolOutcome;
     try {
@@ -113,6 +112,7 @@ export async function runToolCalls(
     }
     const stop = await record(call, outcome, performance.now() - started);
     if (stop) return stop;
+    await ctx.checkpoint("tool-result");
     // Checkpoint (d): the tool's real result is kept; the rest are closed.
     if (ctx.signal.aborted) return (await closeFrom(index + 1, abortedOutcome)) ?? { stopReason: "aborted" };
   }

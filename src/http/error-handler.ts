@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { AppError } from "../errors.js";
+import { StorageError } from "../store/errors.js";
 
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
@@ -28,8 +29,6 @@ function clientMessage(err: FastifyError, request: FastifyRequest): string {
   return err.message;
 }
 
-const STORAGE_CODES = new Set(["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_CANTOPEN"]);
-
 /**
  * The one place errors become HTTP: typed errors keep their code and status,
  * validation errors are 400 with details, and anything unexpected is logged and
@@ -56,8 +55,7 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   if (err instanceof SyntaxError || err.code === "FST_ERR_BAD_URL") {
     return send(reply, 400, { error: { code: "BAD_REQUEST", message: err.message } });
   }
-  const sqliteCode = (err as { code?: string }).code?.split("_").slice(0, 2).join("_");
-  if (sqliteCode && STORAGE_CODES.has(sqliteCode)) {
+  if (err instanceof StorageError && err.kind !== "corrupt") {
     request.log.error({ err }, "storage unavailable");
     return send(reply, 503, {
       error: { code: "STORAGE_UNAVAILABLE", message: "the database cannot take writes right now; retry later" },

@@ -16,12 +16,14 @@ export interface Readiness {
  * is a directory this process can write (made again when it was removed, as creating a
  * session would) and a model is configured.
  */
-export function checkReadiness(ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager">): Readiness {
+export async function checkReadiness(
+  ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager">,
+): Promise<Readiness> {
   // From SIGTERM on, load balancers should send new work elsewhere.
   const accepting = ctx.manager.accepting ? { ok: true } : { ok: false, message: "the server is shutting down" };
   let database: Check = { ok: true };
   try {
-    ctx.store.probeWrites();
+    await ctx.store.probeWrites();
   } catch (err) {
     database = { ok: false, message: `the database does not take writes: ${(err as Error).message}` };
   }

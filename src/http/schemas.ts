@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApprovalPolicySchema } from "../runs/approval-policy.js";
+import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 
 const id = z.string().min(1).max(64);
 

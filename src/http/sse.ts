@@ -27,8 +27,12 @@ export const RETRY_MS = 2000;
  * and its last event is at or before `after`. Such a request is answered 204, which tells an
  * `EventSource` to stop reconnecting.
  */
-export function nothingLeft(store: AppContext["store"], { runId, after }: { runId: string; after: number }): boolean {
-  return after > 0 && store.runs.get(runId)?.status === "finished" && after >= store.events.lastSeq(runId);
+export async function nothingLeft(
+  store: AppContext["store"],
+  { runId, after }: { runId: string; after: number },
+): Promise<boolean> {
+  if (after <= 0 || (await store.runs.get(runId))?.status !== "finished") return false;
+  return after >= (await store.events.lastSeq(runId));
 }
 
 /**

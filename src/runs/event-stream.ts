@@ -1,5 +1,4 @@
-import type { StoredEvent } from "../store/events.js";
-import type { Store } from "../store/store.js";
+import type { Store, StoredEvent } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 
 export interface SseFrame {
@@ -55,13 +54,14 @@ class HeldEvents {
 }
 
 /**
- * A run's events after `after`: the stored backlog, then live ones, without a gap or
- * a duplicate at the seam, ending after `run.finished`. Subscribing happens before
- * the backlog is read (both synchronous), and live events the backlog already
- * held are dropped. A watcher too far behind (see MAX_HELD_EVENTS) reads from the database
- * again until it has caught up. The stream ends when the run has finished, even if the
- * client had already seen `run.finished` (or resumed past it). `closed` ends it early (the
- * client went away).
+ * A run's events after `after`: the stored backlog, then live ones, ending after
+ * `run.finished`. It subscribes before reading anything, holds live events while it reads
+ * (every read is awaited), and goes live once a page comes back short. Live events it has
+ * already sent are dropped; one that skips a seq (a gap: an event lost between the read
+ * and the switch, or dropped because the watcher fell behind, see MAX_HELD_EVENTS) sends it
+ * back to the database, which holds every published event, until it has caught up. The
+ * stream ends when the run has finished, even if the client had already seen
+ * `run.finished` (or resumed past it). `closed` ends it early (the client went away).
  */
 export async function* runEventStream({
   store,
@@ -77,22 +77,19 @@ export async function* runEventStream({
   closed: AbortSignal;
 }): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
-  /**
-   * The stream is reading stored events, until a page comes back short. Meanwhile live events
-   * are not held: each is stored before it is published, so a later page returns it.
-   */
-  let readingStored = true;
+  /** Live events are not held (too many were): the stream reads on from the database. */
+  let overflowed = false;
   let wake: (() => void) | null = null;
   /** `run.finished` was published: once everything stored is read and nothing is held, the stream is over. */
   let finishedSeen = false;
   const unsubscribe = hub.subscribe(runId, (event) => {
     if (event.type === "run.finished") finishedSeen = true;
-    if (readingStored) return;
+    if (overflowed) return;
     held.push(event);
     if (held.size > MAX_HELD_EVENTS || held.bytes > MAX_HELD_BYTES) {
       // The client is not keeping up: drop what is held and read on from the database.
       held.clear();
-      readingStored = true;
+      overflowed = true;
     }
     wake?.();
   });
@@ -100,19 +97,26 @@ export async function* runEventStream({
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    let stored: StoredEvent[] = [];
-    let next = 0;
-    const finishedBefore = store.runs.get(runId)?.status === "finished";
+    const finishedBefore = (await store.runs.get(runId))?.status === "finished";
+    let reading = true;
+    /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
+    let confirmed = false;
     while (!closed.aborted) {
-      if (next === stored.length && readingStored) {
-        // One synchronous step: an event published before this read is in the page, one
-        // published after it is held (the last page ends `readingStored`).
-        stored = store.events.after(runId, last, BACKLOG_PAGE);
-        next = 0;
-        if (stored.length < BACKLOG_PAGE) readingStored = false;
+      if (reading) {
+        const page = await store.events.after(runId, last, BACKLOG_PAGE);
+        for (const event of page) {
+          last = event.seq;
+          yield frame(event);
+          if (event.type === "run.finished") return;
+          if (closed.aborted) return;
+        }
+        if (page.length === BACKLOG_PAGE) continue;
+        reading = false;
+        // Held from here on again; anything lost meanwhile shows as a gap.
+        overflowed = false;
         continue;
       }
-      const event = next < stored.length ? stored[next++] : held.shift();
+      const event = held.shift();
       if (event) {
         // Already sent (or before the resume point): skipped, but the run's end still ends
         // the stream, also for a client that resumed at or past the last event.
@@ -120,15 +124,28 @@ export async function* runEventStream({
           if (event.type === "run.finished") return;
           continue;
         }
+        if (event.seq > last + 1) {
+          // A gap: what is missing is stored; read it (and what follows) from the database.
+          reading = true;
+          continue;
+        }
         last = event.seq;
         yield frame(event);
         if (event.type === "run.finished") return;
         continue;
       }
+      if (overflowed) {
+        reading = true;
+        continue;
+      }
       // The run has ended (before this stream began, or since: its `run.finished` was then
-      // sent, skipped as already seen, or dropped from what was held and is not after `last`),
-      // and everything stored after `last` was read.
-      if (finishedBefore || finishedSeen) return;
+      // sent or skipped as already seen), and everything stored after `last` was read.
+      if (finishedBefore || finishedSeen) {
+        if (confirmed) return;
+        confirmed = true;
+        reading = true;
+        continue;
+      }
       await new Promise<void>((resolve) => {
         wake = resolve;
       });

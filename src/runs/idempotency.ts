@@ -1,5 +1,5 @@
+import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { RunRecord } from "../store/runs.js";
-import type { ApprovalPolicy } from "./approval-policy.js";
 
 /** What a start request asked for, as an idempotency key's retry is compared with it. */
 export interface StartRequestBody {

@@ -1,33 +1,49 @@
-import type { RunStatus, RunView } from "../agent/run-view.js";
-import type { RunStats } from "../agent/stats.js";
-import type { RunRecord } from "../store/runs.js";
-import type { SessionRecord } from "../store/sessions.js";
-import { PendingApprovals } from "./pending-approvals.js";
-import type { RunRecorder } from "./run-recorder.js";
+import type { RunView } from "../domain/run.js";
+import type { RunRecord, SessionRecord } from "../store/store.js";
+import { ApprovalWaiters } from "./approval-waiters.js";
+import type { RunRecorder } from "./recorder.js";
 
-/** What this process holds for a run it is executing. */
+/**
+ * Where a live run is, as one value:
+ * - `running`: the loop works; `tool` is the call whose tool executes (its start is stored);
+ * - `awaiting_approval`: the loop waits for a person's decision;
+ * - `cancelling`: DELETE or shutdown fired its signal; it ends `aborted` whatever the loop did;
+ * - `suspending`: left for the next start (shutdown with ON_RESTART=resume) once the tool that
+ *   executes returns: its real result is still written, nothing new begins;
+ * - `stopped`: left for the next start; this process writes nothing more of it;
+ * - `ending`: its end is known and reported, but not yet stored (storage fails): written as
+ *   soon as storage takes it.
+ */
+export type RunPhase =
+  | { name: "running"; tool: string | null }
+  | { name: "awaiting_approval" }
+  | { name: "cancelling" }
+  | { name: "suspending"; tool: string | null }
+  | { name: "stopped" }
+  | { name: "ending"; view: RunView; cancelled: boolean };
+
+/** What this process holds for a run it executes: a cache of it and the means to control it. */
 export class LiveRun {
   readonly controller = new AbortController();
-  readonly approvals = new PendingApprovals();
-  status: Exclude<RunStatus, "finished"> = "running";
-  /** Set by DELETE or shutdown: the run ends `aborted` whatever the loop was doing. */
-  cancelRequested = false;
-  /** The stats after the last finished turn, while the run is live. */
-  stats: RunStats | null = null;
-  /** Left for the next start to resume (shutdown with ON_RESTART=resume): writes nothing more. */
-  suspended = false;
-  /** The call whose tool is executing (its start is written, its result not yet). */
-  runningTool: string | null = null;
+  readonly waiters = new ApprovalWaiters();
+  phase: RunPhase = { name: "running", tool: null };
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
-  /** Settles with the finished run; set when the run is launched. */
+  /** Settles with the run's end as reported to waiters (stored, or known while storage fails). */
+  readonly ended: Promise<RunView>;
+  reportEnd!: (view: RunView) => void;
+  /** Settles when this process no longer executes the run (its end stored, or left for the restart). */
   done!: Promise<RunView>;
 
   constructor(
     readonly record: RunRecord,
     readonly session: SessionRecord,
     readonly recorder: RunRecorder,
-  ) {}
+  ) {
+    this.ended = new Promise((resolve) => {
+      this.reportEnd = resolve;
+    });
+  }
 
   get id(): string {
     return this.record.id;
@@ -37,45 +53,59 @@ export class LiveRun {
     return this.record.sessionId;
   }
 
+  /** DELETE or shutdown asked for it: the run ends `aborted`. */
+  get cancelRequested(): boolean {
+    return this.phase.name === "cancelling" || (this.phase.name === "ending" && this.phase.cancelled);
+  }
+
+  get stopped(): boolean {
+    return this.phase.name === "stopped";
+  }
+
+  toolStarted(toolCallId: string): void {
+    if (this.phase.name === "running") this.phase = { name: "running", tool: toolCallId };
+  }
+
+  toolFinished(toolCallId: string): void {
+    const { phase } = this;
+    if ((phase.name === "running" || phase.name === "suspending") && phase.tool === toolCallId) {
+      this.phase = { ...phase, tool: null };
+    }
+  }
+
   /**
-   * Leaves the run for the next start to resume as after a crash. It is stopped where it is
-   * (see `stop`), except that a tool that is executing is left to finish, within the
-   * shutdown's grace period: its real result, and whatever the loop writes because of it
-   * (a failure's "not executed" results, the run's end), is still written; the run stops
-   * before it begins anything new (`beforeNewWork`).
+   * Leaves the run for the next start to resume as after a crash: stopped where it is, except
+   * that a tool that executes is left to finish, within the shutdown's grace period (its real
+   * result, and whatever the loop writes because of it, is still written); the run then stops
+   * at its next checkpoint.
    */
   suspend(): void {
-    this.suspended = true;
-    if (this.runningTool === null) this.stop();
+    const { phase } = this;
+    if (phase.name === "running" && phase.tool !== null) this.phase = { name: "suspending", tool: phase.tool };
+    else if (phase.name === "running" || phase.name === "awaiting_approval") this.stop();
   }
 
-  /** Called once a tool's result is committed. */
-  toolFinished(toolCallId: string): void {
-    if (this.runningTool === toolCallId) this.runningTool = null;
-  }
-
-  /** Called before a model request, an approval or a tool begins: a suspended run stops there. */
-  beforeNewWork(): void {
-    if (this.suspended && !this.stopped) this.stop();
+  /** The loop's checkpoint: a suspended run stops here, before it begins anything new. */
+  checkpoint(): void {
+    if (this.phase.name === "suspending" && this.phase.tool === null) this.stop();
   }
 
   /** Sealed: nothing more is written, approvals stop waiting, the signal stops what runs. */
-  get stopped(): boolean {
-    return this.#stopped;
-  }
-  #stopped = false;
-
   stop(): void {
-    if (this.#stopped) return;
-    this.#stopped = true;
+    if (this.phase.name === "stopped" || this.phase.name === "ending") return;
+    this.phase = { name: "stopped" };
     this.recorder.seal();
-    this.approvals.clear();
+    this.waiters.clear();
     this.controller.abort(new Error("the server is shutting down"));
   }
 
-  cancel(reason: string): void {
-    this.cancelRequested = true;
-    this.approvals.clear();
+  /** Fires the signal; false when the run is past cancelling (already cancelled, stopped or ending). */
+  cancel(reason: string): boolean {
+    const { phase } = this;
+    if (phase.name === "cancelling" || phase.name === "stopped" || phase.name === "ending") return false;
+    this.phase = { name: "cancelling" };
+    this.waiters.clear();
     this.controller.abort(new Error(reason));
+    return true;
   }
 }

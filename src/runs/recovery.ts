@@ -1,12 +1,10 @@
 import type { Logger } from "pino";
-import type { RunStats } from "../agent/stats.js";
 import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
-import type { RunRecord } from "../store/runs.js";
 import type { Store } from "../store/store.js";
-import { closeOpenCalls } from "./close-open-calls.js";
 import type { EventHub } from "./event-hub.js";
+import { closeOpenCalls, finishRun } from "./finish.js";
+import { RunRecorder } from "./recorder.js";
 import type { RunManager } from "./run-manager.js";
-import { RunRecorder } from "./run-recorder.js";
 
 export type RestartMode = "resume" | "abort";
 
@@ -16,29 +14,14 @@ export interface RecoveryReport {
   interruptedToolCalls: number;
 }
 
-/** This run's counters so far, rebuilt from what was committed (for `maxTurns` on resume). */
-function statsSoFar(store: Store, run: RunRecord): RunStats {
-  const steps = store.steps.ofRun(run.id);
-  const assistants = store.messages.ofRun(run.sessionId, run.id).filter((m) => m.role === "assistant").length;
-  const started = store.toolCalls.ofRun(run.id).filter((c) => c.startedAt !== null).length;
-  return {
-    modelCalls: Math.max(steps.length, assistants),
-    toolCalls: started,
-    turns: assistants,
-    inputTokens: steps.reduce((sum, s) => sum + (s.model.usage?.inputTokens ?? 0), 0),
-    outputTokens: steps.reduce((sum, s) => sum + (s.model.usage?.outputTokens ?? 0), 0),
-    durationMs: Math.max(0, Date.now() - Date.parse(run.createdAt)),
-  };
-}
-
 /**
- * Settles every run the previous process left unfinished, from the database alone.
- * A call whose tool had started but has no result gets an INTERRUPTED result (it is
- * never executed twice). Then each run either resumes from its last commit (calls
- * awaiting approval await it again) or, in `abort` mode, has its open calls closed
- * and ends `aborted`.
+ * Settles every run the previous process left unfinished, from the database alone. A call
+ * whose tool had started but has no result gets an INTERRUPTED result (it is never executed
+ * twice). Then each run either resumes from its last commit, with the stats stored with its
+ * last step (calls awaiting approval await it again, their timeout counted from their
+ * request), or, in `abort` mode, ends `aborted` through the one finish of a run.
  */
-export function recoverRuns({
+export async function recoverRuns({
   store,
   hub,
   manager,
@@ -50,37 +33,36 @@ export function recoverRuns({
   manager: RunManager;
   mode: RestartMode;
   logger: Logger;
-}): RecoveryReport {
+}): Promise<RecoveryReport> {
   const report: RecoveryReport = { resumed: [], aborted: [], interruptedToolCalls: 0 };
-  for (const run of store.runs.live()) {
-    const recorder = new RunRecorder(store, hub, run.id, run.sessionId);
-    const session = store.sessions.get(run.sessionId);
+  for (const run of await store.runs.unfinished()) {
+    const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId });
+    const session = await store.sessions.get(run.sessionId);
     // A run a client had cancelled is never continued.
     const abort = mode === "abort" || !session || run.status === "cancelling";
-    // A call whose tool had started has no knowable outcome; when resuming, the other
-    // open calls are left to the loop (awaiting approval again, or not yet started).
-    report.interruptedToolCalls += closeOpenCalls({
-      store,
-      recorder,
-      outcomeFor: (call) => (call.state === "started" ? interruptedOutcome() : abortedOutcome()),
-      only: (call) => abort || call.state === "started",
-    });
+    const outcomeFor = (call: { state: string }) =>
+      call.state === "started" ? interruptedOutcome() : abortedOutcome();
     if (abort) {
-      recorder.write(() => {
-        store.runs.finish(run.id, {
-          stopReason: "aborted",
-          error: null,
-          stats: statsSoFar(store, run),
-          finishedAt: new Date().toISOString(),
-        });
-        const view = manager.get(run.id);
-        return view ? [{ type: "run.finished", run: view }] : [];
+      report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
+      await finishRun({
+        store,
+        recorder,
+        record: run,
+        end: { stopReason: "aborted", error: null, stats: run.stats },
+        outcomeFor,
       });
       report.aborted.push(run.id);
       continue;
     }
-    const restartInput = store.messages.ofRun(run.sessionId, run.id).length === 0;
-    manager.resume(run, session, statsSoFar(store, run), restartInput);
+    // The other open calls are left to the loop (awaiting approval again, or not yet started).
+    report.interruptedToolCalls += await closeOpenCalls({
+      store,
+      recorder,
+      outcomeFor,
+      only: (call) => call.state === "started",
+    });
+    const restartInput = (await store.messages.ofRun(run.sessionId, run.id)).length === 0;
+    await manager.resume({ record: run, session, recorder, restartInput });
     report.resumed.push(run.id);
   }
   if (report.resumed.length || report.aborted.length) logger.info(report, "settled runs left by the previous process");

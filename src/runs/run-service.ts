@@ -1,12 +1,11 @@
 import { wellFormed } from "../agent/messages.js";
-import type { RunView } from "../agent/run-view.js";
+import type { ApprovalPolicy } from "../domain/approval-policy.js";
+import type { RunView } from "../domain/run.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { runView } from "../store/runs.js";
-import type { Store } from "../store/store.js";
-import type { ToolCallRecord } from "../store/tool-calls.js";
-import type { ApprovalPolicy } from "./approval-policy.js";
+import type { Store, ToolCallRecord } from "../store/store.js";
 import type { RunManager } from "./run-manager.js";
 
 export interface StartRunRequest {
@@ -54,8 +53,8 @@ export class RunService {
     private readonly deps: { store: Store; manager: RunManager; sessions: SessionService; defaultMaxTurns: number },
   ) {}
 
-  start(request: StartRunRequest): { run: RunView; created: boolean } {
-    const session = this.deps.sessions.record(request.sessionId, request.owner);
+  async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
+    const session = await this.deps.sessions.record(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
     return this.deps.manager.start({
       session,
@@ -68,21 +67,21 @@ export class RunService {
   }
 
   /** The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed). */
-  get(runId: string, owner: string | null): RunView {
-    const run = this.deps.manager.get(runId);
-    if (!run || !this.deps.store.sessions.get(run.sessionId, owner)) throw notFound("run", runId);
+  async get(runId: string, owner: string | null): Promise<RunView> {
+    const run = await this.deps.manager.get(runId);
+    if (!run || !(await this.deps.store.sessions.get(run.sessionId, owner))) throw notFound("run", runId);
     return run;
   }
 
-  listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
-    this.deps.sessions.record(sessionId, owner);
+  async listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
+    await this.deps.sessions.record(sessionId, owner);
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
-    const result = this.deps.store.runs.list({ sessionId, ...page });
+    const result = await this.deps.store.runs.list({ sessionId, ...page });
     return { items: result.items.map(runView), nextCursor: result.nextCursor };
   }
 
-  cancel(runId: string, owner: string | null) {
-    this.get(runId, owner);
+  async cancel(runId: string, owner: string | null) {
+    await this.get(runId, owner);
     return this.deps.manager.cancel(runId);
   }
 
@@ -93,27 +92,28 @@ export class RunService {
    */
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
-    return { run, text: this.deps.store.messages.finalAnswer(run.sessionId, runId) };
+    return { run, text: await this.deps.store.messages.finalAnswer(run.sessionId, runId) };
   }
 
-  steps(runId: string, owner: string | null) {
-    this.get(runId, owner);
-    return { items: this.deps.store.steps.ofRun(runId), nextCursor: null };
+  async steps(runId: string, owner: string | null) {
+    await this.get(runId, owner);
+    return { items: await this.deps.store.steps.ofRun(runId), nextCursor: null };
   }
 
-  pendingApprovals(runId: string, owner: string | null) {
-    this.get(runId, owner);
-    return { items: this.deps.store.toolCalls.inState(runId, "awaiting_approval").map(approvalView), nextCursor: null };
+  async pendingApprovals(runId: string, owner: string | null) {
+    await this.get(runId, owner);
+    const pending = await this.deps.store.toolCalls.inState(runId, "awaiting_approval");
+    return { items: pending.map(approvalView), nextCursor: null };
   }
 
-  decide(params: {
+  async decide(params: {
     runId: string;
     owner: string | null;
     toolCallId: string;
     decision: "approve" | "deny";
     reason?: string;
   }) {
-    this.get(params.runId, params.owner);
-    return approvalView(this.deps.manager.decide(params));
+    await this.get(params.runId, params.owner);
+    return approvalView(await this.deps.manager.decide(params));
   }
 }

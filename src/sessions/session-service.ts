@@ -1,11 +1,10 @@
 import { join, relative, resolve } from "node:path";
 import type { Logger } from "pino";
+import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
-import type { ApprovalPolicy } from "../runs/approval-policy.js";
 import type { RunManager } from "../runs/run-manager.js";
-import type { SessionRecord } from "../store/sessions.js";
-import type { Store } from "../store/store.js";
+import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 
@@ -78,7 +77,7 @@ export class SessionService {
       createdAt,
     };
     try {
-      this.deps.store.sessions.insert(record);
+      await this.deps.store.sessions.insert(record);
     } catch (err) {
       await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
       throw err;
@@ -87,28 +86,29 @@ export class SessionService {
   }
 
   /** The session if it exists and `owner` may see it; else NOT_FOUND. */
-  record(id: string, owner: string | null): SessionRecord {
-    const record = this.deps.store.sessions.get(id, owner);
+  async record(id: string, owner: string | null): Promise<SessionRecord> {
+    const record = await this.deps.store.sessions.get(id, owner);
     if (!record) throw notFound("session", id);
     return record;
   }
 
-  get(id: string, owner: string | null): SessionView {
-    return sessionView(this.record(id, owner), this.deps.manager.activeRunId(id));
+  async get(id: string, owner: string | null): Promise<SessionView> {
+    const record = await this.record(id, owner);
+    return sessionView(record, await this.deps.manager.activeRunId(id));
   }
 
-  list(owner: string | null, page: { limit: number; cursor: string | null }) {
+  async list(owner: string | null, page: { limit: number; cursor: string | null }) {
     if (page.cursor !== null && !isIdOf("ses", page.cursor)) throw invalidCursor();
-    const result = this.deps.store.sessions.list({ owner, ...page });
-    return {
-      items: result.items.map((r) => sessionView(r, this.deps.manager.activeRunId(r.id))),
-      nextCursor: result.nextCursor,
-    };
+    const result = await this.deps.store.sessions.list({ owner, ...page });
+    const items = await Promise.all(
+      result.items.map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))),
+    );
+    return { items, nextCursor: result.nextCursor };
   }
 
   /** The committed history, in order; the cursor is the seq of the last message of the previous page. */
-  messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
-    this.record(id, owner);
+  async messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
+    await this.record(id, owner);
     const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalidCursor();
     return this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
@@ -121,13 +121,13 @@ export class SessionService {
 
   /** Aborts the active run (waiting for its end), then deletes the session, its runs and its own workspace. */
   async delete(id: string, owner: string | null): Promise<void> {
-    const record = this.record(id, owner);
-    const active = this.deps.manager.activeRunId(id);
+    const record = await this.record(id, owner);
+    const active = await this.deps.manager.activeRunId(id);
     if (active) {
-      this.deps.manager.cancel(active);
+      await this.deps.manager.cancel(active);
       await this.deps.manager.waitForFinish(active);
     }
-    this.deps.store.sessions.delete(id);
+    await this.deps.store.sessions.delete(id);
     try {
       await removeSessionWorkspace({
         root: this.deps.workspaceRoot,

@@ -1,7 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { StorageError } from "./errors.js";
 import { runMigrations } from "./migrations.js";
+import { translateSqliteError } from "./sqlite-errors.js";
 
 export type Db = Database.Database;
 
@@ -14,11 +16,17 @@ export interface OpenDatabaseOptions {
 /**
  * Opens (creating if needed) the SQLite file with WAL, foreign keys, a busy timeout and
  * an exclusive lock held by this process, and applies pending migrations before returning.
- * Throws, naming the file, when another process holds it.
+ * Throws StorageError when the file cannot be used (kind `busy`, naming the file, when another
+ * process holds it); a migration that does not apply is thrown as it is.
  */
 export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { timeout: busyTimeoutMs });
+  let db: Database.Database;
+  try {
+    db = new Database(path, { timeout: busyTimeoutMs });
+  } catch (err) {
+    throw translateSqliteError(err);
+  }
   try {
     // One server process owns the file: the lock is taken now and held until close, so a
     // second server on the same DATABASE_PATH fails at start instead of resuming runs this
@@ -39,9 +47,12 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new Error(`the database ${path} is in use by another process (is another server running on it?)`);
+      throw new StorageError(
+        "busy",
+        `the database ${path} is in use by another process (is another server running on it?)`,
+      );
     }
-    throw err;
+    throw translateSqliteError(err);
   }
   runMigrations(db);
   return db;

@@ -1,4 +1,4 @@
-import type { RunEvent } from "../agent/events.js";
+import type { RunEvent } from "../domain/run-events.js";
 import type { Db } from "./database.js";
 
 /** A stored event: its seq, its type and its JSON exactly as it was sent. */

@@ -1,4 +1,5 @@
-import { type AgentMessage, AgentMessageSchema, type StoredMessage } from "../agent/messages.js";
+import { AgentMessageSchema } from "../agent/messages.js";
+import type { StoredMessage } from "../domain/stored-message.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
@@ -102,12 +103,6 @@ export function messageStore(db: Db) {
       return (lastSeq.get(sessionId) as { seq: number | null }).seq ?? 0;
     },
   };
-}
-
-/** Drops the stored-only fields: what the loop works with. */
-export function toAgentMessage(message: StoredMessage): AgentMessage {
-  const { sessionId: _s, runId: _r, seq: _q, createdAt: _c, ...rest } = message;
-  return rest as AgentMessage;
 }
 
 export type MessageStore = ReturnType<typeof messageStore>;

@@ -1,8 +1,9 @@
 import { z } from "zod";
-import type { RunError, RunStatus, RunView } from "../agent/run-view.js";
+import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
-import { type ApprovalPolicy, ApprovalPolicySchema } from "../runs/approval-policy.js";
+import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
+import type { RunStatus, RunView } from "../domain/run.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
@@ -77,6 +78,7 @@ export function runStore(db: Db) {
     "SELECT * FROM runs WHERE session_id = @session AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
   const setStatus = db.prepare("UPDATE runs SET status = ? WHERE id = ? AND status <> 'finished'");
+  const saveStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ? AND status <> 'finished'");
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, error = @error, stats = @stats,
        finished_at = @finished_at WHERE id = @id AND status <> 'finished'`,
@@ -129,7 +131,10 @@ export function runStore(db: Db) {
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run(status, id);
     },
-    /** Marks the run finished; false when it already was. */
+    saveStats(id: string, stats: RunStats): void {
+      saveStats.run(JSON.stringify(stats), id);
+    },
+    /** Marks the run finished; false when it already was (or is gone). */
     finish(
       id: string,
       end: { stopReason: StopReason; error: RunError | null; stats: RunStats; finishedAt: string },

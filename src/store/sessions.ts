@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type ApprovalPolicy, ApprovalPolicySchema } from "../runs/approval-policy.js";
+import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
 import type { Db } from "./database.js";
 import { parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";

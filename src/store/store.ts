@@ -1,64 +1,91 @@
-import type { Db } from "./database.js";
-import { eventStore } from "./events.js";
-import { messageStore } from "./messages.js";
-import { runStore } from "./runs.js";
-import { sessionStore } from "./sessions.js";
-import { stepStore } from "./steps.js";
-import { StorageHealth } from "./storage-health.js";
-import { toolCallStore } from "./tool-calls.js";
+import type { StepTrace } from "../agent/step-trace.js";
+import type { RunEvent } from "../domain/run-events.js";
+import type { StoredMessage } from "../domain/stored-message.js";
+import type { RunChange } from "./changes.js";
+import type { StoredEvent } from "./events.js";
+import type { ListPage } from "./page.js";
+import type { RunRecord } from "./runs.js";
+import type { SessionRecord } from "./sessions.js";
+import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 
-/** Every table's statements over one connection, and its transaction helper. */
-export function createStore(db: Db) {
-  const health = new StorageHealth();
-  // One transaction wrapper, reused: building it costs as much as a small commit.
-  const inTransaction = db.transaction((fn: () => unknown) => fn());
-  const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
-  const growth = db.prepare("INSERT INTO server_probe (data) VALUES (zeroblob(16384))");
-  const ROLLBACK = Symbol("rollback");
-  return {
-    health,
-    db,
-    sessions: sessionStore(db),
-    runs: runStore(db),
-    messages: messageStore(db),
-    events: eventStore(db),
-    toolCalls: toolCallStore(db),
-    steps: stepStore(db),
-    /**
-     * Proves the database takes writes: rewrites the heartbeat row and, in a savepoint
-     * rolled back at once, allocates new pages (a full disk or database fails here). It
-     * is a transaction like any other: a success clears a recorded failure. Throws on failure.
-     */
-    probeWrites(): void {
-      this.transaction(() => {
-        heartbeat.run(new Date().toISOString());
-        try {
-          db.transaction(() => {
-            growth.run();
-            throw ROLLBACK;
-          })();
-        } catch (err) {
-          if (err !== ROLLBACK) throw err;
-        }
-      });
-    },
-    /** Runs `fn` in one transaction: all of it is written, or none. Never pass an async function. */
-    transaction<T>(fn: () => T): T {
-      try {
-        const result = inTransaction(fn) as T;
-        health.recordSuccess();
-        return result;
-      } catch (err) {
-        if (
-          typeof (err as { code?: unknown }).code === "string" &&
-          (err as { code: string }).code.startsWith("SQLITE_")
-        ) {
-          health.recordFailure(err);
-        }
-        throw err;
-      }
-    },
+export type { RunChange, RunChangeKind } from "./changes.js";
+export type { StoredEvent } from "./events.js";
+export type { ListPage } from "./page.js";
+export type { RunRecord } from "./runs.js";
+export type { SessionRecord } from "./sessions.js";
+export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
+
+/**
+ * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
+ * one process today, a shared database later) implements it. Every method returns a
+ * promise and nothing may rely on a read happening "in the same tick" as anything else.
+ * Failures are StorageError (with a `kind`); a change the data refuses is
+ * StoreConflictError (with its `rule`), and nothing of its batch is written.
+ */
+export interface Store {
+  sessions: {
+    insert(session: SessionRecord): Promise<void>;
+    /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
+    get(id: string, owner?: string | null): Promise<SessionRecord | null>;
+    /** Newest first; the cursor is the last id of the previous page. */
+    list(query: { owner: string | null; limit: number; cursor: string | null }): Promise<ListPage<SessionRecord>>;
+    /** Deletes the session and everything of it; false when there was none. */
+    delete(id: string): Promise<boolean>;
   };
+  runs: {
+    /**
+     * Inserts a new unfinished run with its first events. Refused (`active_run`) when its
+     * session already has an unfinished run: this insert is the busy check. Refused
+     * (`idempotency_key`) when the session has a run with the same key.
+     */
+    create(run: RunRecord, events: readonly RunEvent[]): Promise<StoredEvent[]>;
+    get(id: string): Promise<RunRecord | null>;
+    byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
+    /** The session's unfinished run, if any (at most one: see `create`). */
+    active(sessionId: string): Promise<RunRecord | null>;
+    /** Every unfinished run: at start these are the runs the previous process left. */
+    unfinished(): Promise<RunRecord[]>;
+    list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
+  };
+  /**
+   * The one write of a live run: `changes` and `events` in one transaction, all or nothing.
+   * Returns the events as stored, for publishing.
+   */
+  commitRun(runId: string, changes: readonly RunChange[], events: readonly RunEvent[]): Promise<StoredEvent[]>;
+  messages: {
+    /** The whole committed history of a session, in order. */
+    history(sessionId: string): Promise<StoredMessage[]>;
+    /** Messages after `afterSeq`, in order. */
+    page(query: { sessionId: string; afterSeq: number; limit: number }): Promise<ListPage<StoredMessage>>;
+    ofRun(sessionId: string, runId: string): Promise<StoredMessage[]>;
+    /**
+     * The run's answer: the text of its last assistant message when that message is final (it
+     * calls no tool); null when the run's last reply called tools, was empty, or there was none.
+     */
+    finalAnswer(sessionId: string, runId: string): Promise<string | null>;
+    /** The seq of the session's last message, 0 when it has none. */
+    lastSeq(sessionId: string): Promise<number>;
+  };
+  events: {
+    /** Events after `seq`, in order, at most `limit` of them. */
+    after(runId: string, seq: number, limit?: number): Promise<StoredEvent[]>;
+    lastSeq(runId: string): Promise<number>;
+  };
+  toolCalls: {
+    get(runId: string, id: string): Promise<ToolCallRecord | null>;
+    /** The run's calls without a result yet, in order. */
+    open(runId: string): Promise<ToolCallRecord[]>;
+    inState(runId: string, state: ToolCallState): Promise<ToolCallRecord[]>;
+  };
+  steps: {
+    ofRun(runId: string): Promise<StepTrace[]>;
+  };
+  /**
+   * Proves the store takes writes (a full disk fails here): a write like any other, so a
+   * success clears a recorded failure. Throws StorageError on failure.
+   */
+  probeWrites(): Promise<void>;
+  /** The last write failure not yet followed by a successful write, if any. */
+  writeFailure(): { at: number; message: string } | null;
+  close(): Promise<void>;
 }
-
-export type Store = ReturnType<typeof createStore>;

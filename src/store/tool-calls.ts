@@ -13,6 +13,8 @@ export interface ToolCallRecord {
   decision: "approve" | "deny" | null;
   decisionReason: string | null;
   approvalReason: string | null;
+  /** When approval was asked: the approval timeout counts from here. */
+  approvalRequestedAt: string | null;
   proposedAt: string;
   decidedAt: string | null;
   startedAt: string | null;
@@ -29,6 +31,7 @@ interface ToolCallRow {
   decision: "approve" | "deny" | null;
   decision_reason: string | null;
   approval_reason: string | null;
+  approval_requested_at: string | null;
   proposed_at: string;
   decided_at: string | null;
   started_at: string | null;
@@ -45,6 +48,7 @@ const fromRow = (row: ToolCallRow): ToolCallRecord => ({
   decision: row.decision,
   decisionReason: row.decision_reason,
   approvalReason: row.approval_reason,
+  approvalRequestedAt: row.approval_requested_at,
   proposedAt: row.proposed_at,
   decidedAt: row.decided_at,
   startedAt: row.started_at,
@@ -52,14 +56,15 @@ const fromRow = (row: ToolCallRow): ToolCallRecord => ({
   resultMessageId: row.result_message_id,
 });
 
-/** Ledger writes; each is meant to run inside the transaction of the event it goes with. */
+/** The ledger's statements; its writes run only inside a run's commit (see apply-change). */
 export function toolCallStore(db: Db) {
   const propose = db.prepare(
     `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
      VALUES (@run, @id, (SELECT count(*) FROM tool_calls WHERE run_id = @run), @name, @input, 'proposed', @at)`,
   );
   const awaitApproval = db.prepare(
-    "UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ? WHERE run_id = ? AND id = ?",
+    `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ?, approval_requested_at = ?
+     WHERE run_id = ? AND id = ?`,
   );
   const decide = db.prepare(
     `UPDATE tool_calls SET state = CASE WHEN @decision = 'approve' THEN 'approved' ELSE 'denied' END,
@@ -79,8 +84,8 @@ export function toolCallStore(db: Db) {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {
       for (const call of calls) propose.run({ run: runId, id: call.id, name: call.name, input: call.input, at });
     },
-    awaitApproval(runId: string, id: string, reason: string): void {
-      awaitApproval.run(reason, runId, id);
+    awaitApproval(runId: string, id: string, reason: string, at: string): void {
+      awaitApproval.run(reason, at, runId, id);
     },
     /** Records a decision; false when the call was already decided or is past deciding. */
     decide(runId: string, id: string, decision: "approve" | "deny", reason: string | null, at: string): boolean {

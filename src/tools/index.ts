@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AnyAgentTool } from "../agent/tool.js";
-import { defaultApprovalMode } from "../runs/approval-policy.js";
+import { defaultApprovalMode } from "../domain/approval-policy.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { editFileTool } from "./edit-file.js";
 import { listFilesTool } from "./list-files.js";

@@ -177,19 +177,37 @@ describe("failures (law 8 and persistence)", () => {
     h.model.assertComplete();
   });
 
-  it("persistence: when the tool.started event cannot be recorded, the tool does not run and the run errors", async () => {
+  it("persistence: when the tool's start cannot be committed, the tool does not run and the run errors", async () => {
     const echo = testTool({ name: "echo" });
-    const h = new Harness({ tools: [echo], steps: [{ toolCalls: [toolCall("c1", "echo", { text: "1" })] }] });
-    const result = await h.run({
-      emit: (event) => {
-        if (event.type === "tool.started") throw new Error("event log unwritable");
+    const h = new Harness({
+      tools: [echo],
+      steps: [{ toolCalls: [toolCall("c1", "echo", { text: "1" })] }],
+      onToolStart: () => {
+        throw new Error("event log unwritable");
       },
     });
+    const result = await h.run();
     expect(result.stopReason).toBe("error");
     expect(result.error?.code).toBe("PERSISTENCE_FAILED");
     expect(result.error?.message).toContain("event log unwritable");
     expect(echo.executions).toHaveLength(0);
     expect(h.model.requests).toHaveLength(1);
+    h.model.assertComplete();
+  });
+
+  it("emit only notifies: a host whose emit throws on every notice does not change the run", async () => {
+    const echo = testTool({ name: "echo" });
+    const steps = [{ toolCalls: [toolCall("c1", "echo", { text: "1" })] }, { text: "final words" }];
+    const h = new Harness({ tools: [echo], steps });
+    const result = await h.run({
+      emit: () => {
+        throw new Error("watchers unreachable");
+      },
+    });
+    expect(result.stopReason).toBe("complete");
+    expect(echo.executions).toHaveLength(1);
+    expect(result.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(result.messages.at(-1)?.content).toBe("final words");
     h.model.assertComplete();
   });
 

@@ -1,13 +1,15 @@
 import { expect } from "vitest";
 import { z } from "zod";
 import type { BeforeToolCall, BeforeToolCallRequest, ToolCallDecision } from "../../src/agent/approval.js";
-import type { LoopEvent } from "../../src/agent/events.js";
+import type { LoopNotice, ToolStart } from "../../src/agent/events.js";
 import { assertValidHistory } from "../../src/agent/history.js";
 import { type AgentMessage, AgentMessageSchema, type ToolMessage } from "../../src/agent/messages.js";
 import { type AgentRunResult, type RunAgentParams, runAgent } from "../../src/agent/run-agent.js";
 import type { AgentTool, AnyAgentTool, ToolExecutionContext, ToolOutcome } from "../../src/agent/tool.js";
 import { toolOk } from "../../src/agent/tool.js";
 import { ScriptedModel, type ScriptedStep } from "../fakes/scripted-model.js";
+
+export type HarnessEvent = LoopNotice | ToolStart;
 
 export interface HarnessOptions {
   steps?: ScriptedStep[];
@@ -18,8 +20,10 @@ export interface HarnessOptions {
   /** Resume a run: no `input` is passed. */
   resume?: boolean;
   beforeToolCall?: BeforeToolCall;
-  /** Runs before each commit (1-based index among this run's commits); a throw fails that commit. */
+  /** Runs before each message commit (1-based index among this run's commits); a throw fails that commit. */
   onCommit?: (message: AgentMessage, index: number) => void | Promise<void>;
+  /** Runs before a tool's start is committed; a throw fails that commit. */
+  onToolStart?: (start: ToolStart) => void | Promise<void>;
   maxTurns?: number;
   contextMaxChars?: number;
   system?: string;
@@ -34,7 +38,8 @@ export class Harness {
   readonly committed: AgentMessage[] = [];
   /** How many times commit() was called (accepted or not). */
   commitCalls = 0;
-  readonly events: LoopEvent[] = [];
+  /** The notices emitted and the tool starts committed, in order. */
+  readonly events: HarnessEvent[] = [];
   readonly log: string[];
   readonly history: AgentMessage[];
 
@@ -56,7 +61,13 @@ export class Harness {
       tools: o.tools ?? [],
       history: this.history,
       beforeToolCall: o.beforeToolCall ?? (async () => ({ decision: "approve" })),
-      commit: async (message) => {
+      commit: async (item) => {
+        if (item.type === "tool.started") {
+          await o.onToolStart?.(item);
+          this.events.push(structuredClone(item));
+          return;
+        }
+        const { message } = item;
         this.commitCalls++;
         this.log.push(`commit:${message.role}`);
         await o.onCommit?.(message, this.commitCalls);
@@ -90,8 +101,8 @@ export class Harness {
     return results[0] as ToolMessage;
   }
 
-  eventsOf<T extends LoopEvent["type"]>(type: T): Extract<LoopEvent, { type: T }>[] {
-    return this.events.filter((e): e is Extract<LoopEvent, { type: T }> => e.type === type);
+  eventsOf<T extends HarnessEvent["type"]>(type: T): Extract<HarnessEvent, { type: T }>[] {
+    return this.events.filter((e): e is Extract<HarnessEvent, { type: T }> => e.type === type);
   }
 }
 

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { FaultyStore } from "../fakes/faulty-store.js";
 import {
   documentedEventTypes,
   documentedOperations,
@@ -27,6 +28,7 @@ const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 const DUMMY = { id: "ses_or_run_unknown", toolCallId: "call_unknown" };
 
 let server: TestServer;
+let faulty: FaultyStore;
 
 async function createSession(body?: unknown): Promise<string> {
   const res = await call(server, "POST", "/sessions", body === undefined ? {} : { body });
@@ -45,7 +47,13 @@ function gate(): { promise: Promise<void>; release: () => void } {
 
 describe("contract: sessions, runs, events, approvals, tools", () => {
   beforeAll(async () => {
-    server = await startTestServer({ env: { BODY_LIMIT_BYTES: "2048" } });
+    server = await startTestServer({
+      env: { BODY_LIMIT_BYTES: "2048" },
+      wrapStore: (store) => {
+        faulty = new FaultyStore(store);
+        return faulty.store;
+      },
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -652,7 +660,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
     await sse.waitFor((e) => e.event === "approval.requested");
 
-    server.ctx.store.db.pragma("query_only = ON");
+    faulty.failWrites("readonly");
     try {
       const writes = [
         await call(server, "POST", "/sessions"),
@@ -674,7 +682,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
         checks: { database: { ok: false, message: expect.any(String) } },
       });
     } finally {
-      server.ctx.store.db.pragma("query_only = OFF");
+      faulty.heal();
     }
     // Nothing was half-done: the session still exists, the approval can still be given.
     expect((await call(server, "GET", "/sessions/{id}", { params: { id: idleSession } })).status).toBe(200);

@@ -1,15 +1,26 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { FaultyStore } from "../fakes/faulty-store.js";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
+/** How long a run's end may fail to be stored before it is reported anyway, in these tests. */
+const FINISH_REPORT_MS = 300;
+
 let server: TestServer;
+let faulty: FaultyStore;
 beforeEach(async () => {
-  server = await startTestServer();
+  server = await startTestServer({
+    finishReportMs: FINISH_REPORT_MS,
+    wrapStore: (store) => {
+      faulty = new FaultyStore(store);
+      return faulty.store;
+    },
+  });
 });
 afterEach(async () => {
-  server.ctx.store.db.pragma("max_page_count = 1073741823");
+  faulty.heal();
   await server.close();
 });
 
@@ -21,7 +32,7 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
   }
 }
 
-it("a database that fills up mid-run ends the run with an actionable error, readyz 503 until writes work, nothing half-written", async () => {
+it("a disk that fills up mid-run: the run ends error within a bounded time (?wait=true answers), readyz 503 until writes work, nothing half-written", async () => {
   let release!: () => void;
   let arrived!: () => void;
   const requested = new Promise<void>((r) => (arrived = r));
@@ -31,35 +42,38 @@ it("a database that fills up mid-run ends the run with an actionable error, read
     onRequest: () => arrived(),
   });
   const session = (await server.request("POST", "/sessions", { body: {} })).body;
-  const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write a lot" } })).body;
+  const waiting = server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "write a lot" } });
   await requested;
-  const db = server.ctx.store.db;
-  db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
+  faulty.failWrites("full");
+  const failedAt = Date.now();
   release();
 
-  // The run reports its stats once the model turn is over, i.e. after its commit was tried.
-  await until(
-    async () => (await server.request("GET", `/runs/${run.id}`)).body.stats.modelCalls === 1,
-    "the model turn to end",
-  );
-  expect(server.ctx.store.health.failure).not.toBeNull();
-  expect((await server.request("GET", "/readyz")).status).toBe(503);
+  // The answer comes although nothing can be stored: the run's end is reported, an error.
+  const answered = await waiting;
+  const elapsed = Date.now() - failedAt;
+  expect(answered.status).toBe(200);
+  expect(answered.body.run).toMatchObject({ status: "finished", stopReason: "error" });
+  expect(answered.body.run.error.code).toBe("PERSISTENCE_FAILED");
+  expect(answered.body.run.error.message).toMatch(/could not save the run's progress: database or disk is full/);
+  expect(elapsed).toBeLessThan(FINISH_REPORT_MS + 3000);
+  const runId = answered.body.run.id;
+  expect((await server.request("GET", `/runs/${runId}`)).body.status).toBe("finished");
   const ready = await server.request("GET", "/readyz");
-  expect(ready.body.checks.database.ok).toBe(false);
-  expect(ready.body.checks.database.message).toMatch(/disk is full/);
+  expect(ready.status).toBe(503);
+  expect(ready.body.checks.database).toMatchObject({ ok: false, message: expect.stringMatching(/disk is full/) });
   expect((await server.request("GET", "/healthz")).status).toBe(200);
-  expect((await server.request("GET", `/runs/${run.id}`)).body.status).not.toBe("finished");
+  // Nothing new starts while nothing can be stored.
+  const again = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "again" } });
+  expect(again.status).toBe(503);
 
-  db.pragma("max_page_count = 1073741823");
-  const finished = await server.ctx.manager.waitForFinish(run.id);
-  expect(finished.stopReason).toBe("error");
-  expect(finished.error?.code).toBe("PERSISTENCE_FAILED");
-  expect(finished.error?.message).toMatch(/could not save the run's progress: database or disk is full/);
+  faulty.heal();
+  await until(async () => (await server.ctx.store.runs.get(runId))?.status === "finished", "the end to be stored");
+  const stored = await server.ctx.store.runs.get(runId);
+  expect(stored).toMatchObject({ stopReason: "error", error: { code: "PERSISTENCE_FAILED" } });
   expect((await server.request("GET", "/readyz")).status).toBe(200);
-
   const messages = (await server.request("GET", `/sessions/${session.id}/messages`)).body.items;
   expect(messages.map((m: { role: string }) => m.role)).toEqual(["user"]);
-  const events = server.ctx.store.events.after(run.id, 0);
+  const events = await server.ctx.store.events.after(runId, 0);
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   expect(events.at(-1)?.type).toBe("run.finished");
 });
@@ -67,7 +81,7 @@ it("a database that fills up mid-run ends the run with an actionable error, read
 it("a tool result that cannot be written still leaves every call answered, and the session usable", async () => {
   const session = (await server.request("POST", "/sessions", { body: { approval: { tools: { read_file: "ask" } } } }))
     .body;
-  const record = server.ctx.sessions.record(session.id, null);
+  const record = await server.ctx.sessions.record(session.id, null);
   writeFileSync(join(server.ctx.sessions.workspacePath(record), "big.txt"), "z".repeat(90_000));
   server.upstream.enqueue({
     toolCalls: [
@@ -80,12 +94,13 @@ it("a tool result that cannot be written still leaves every call answered, and t
     async () => (await server.request("GET", `/runs/${run.id}/approvals`)).body.items.length === 1,
     "approval",
   );
-  const db = server.ctx.store.db;
-  db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
+  faulty.failChange((change) => change.kind === "message" && change.message.role === "tool", {
+    kind: "full",
+    times: 1,
+  });
   const decided = await server.request("POST", `/runs/${run.id}/approvals/call_r`, { body: { decision: "approve" } });
   expect(decided.status).toBe(200);
   const finished = await server.ctx.manager.waitForFinish(run.id);
-  db.pragma("max_page_count = 1073741823");
   expect(finished.stopReason).toBe("error");
   expect(finished.error?.code).toBe("PERSISTENCE_FAILED");
   expect(toolResultCodes(await validHistory(server, session.id))).toEqual(["RESULT_LOST", "NOT_EXECUTED"]);

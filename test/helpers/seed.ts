@@ -1,10 +1,11 @@
 import { emptyStats } from "../../src/agent/stats.js";
-import type { RunRecord } from "../../src/store/runs.js";
-import type { SessionRecord } from "../../src/store/sessions.js";
-import type { Store } from "../../src/store/store.js";
+import type { RunRecord, SessionRecord, Store } from "../../src/store/store.js";
 
 /** Inserts a session row with defaults; `overrides` set any field. */
-export function seedSession(store: Store, overrides: Partial<SessionRecord> & { id: string }): SessionRecord {
+export async function seedSession(
+  store: Store,
+  overrides: Partial<SessionRecord> & { id: string },
+): Promise<SessionRecord> {
   const session: SessionRecord = {
     owner: null,
     system: null,
@@ -17,7 +18,7 @@ export function seedSession(store: Store, overrides: Partial<SessionRecord> & { 
     createdAt: new Date().toISOString(),
     ...overrides,
   };
-  store.sessions.insert(session);
+  await store.sessions.insert(session);
   return session;
 }
 

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { buildApp } from "../../src/app.js";
 import type { App, AppContext } from "../../src/app-context.js";
-import { composeContext, recoverLeftRuns } from "../../src/compose.js";
+import { type ComposeOptions, composeContext, recoverLeftRuns } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
@@ -36,6 +36,8 @@ export async function startTestServer({
   upstream: givenUpstream,
   sseHeartbeatMs,
   logger: givenLogger,
+  wrapStore,
+  finishReportMs,
 }: {
   env?: Record<string, string>;
   dir?: string;
@@ -43,7 +45,7 @@ export async function startTestServer({
   sseHeartbeatMs?: number;
   /** Where the server logs (default: the configured LOG_LEVEL on standard output). */
   logger?: Logger;
-} = {}): Promise<TestServer> {
+} & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
   const config = loadConfig({
@@ -57,10 +59,10 @@ export async function startTestServer({
     ...env,
   });
   const logger = givenLogger ?? createLogger({ level: config.LOG_LEVEL });
-  const ctx = composeContext(config, logger, { sseHeartbeatMs });
+  const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs });
   const app = await buildApp(ctx, logger);
   await app.listen({ port: 0, host: "127.0.0.1" });
-  recoverLeftRuns(ctx, logger);
+  await recoverLeftRuns(ctx, logger);
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   return {
@@ -87,7 +89,7 @@ export async function startTestServer({
     async close({ keepDir = false } = {}) {
       await ctx.manager.shutdown({ graceMs: 2000 });
       await app.close();
-      ctx.store.db.close();
+      await ctx.store.close();
       if (!givenUpstream) await upstream.close();
       if (!keepDir) temp.cleanup();
     },

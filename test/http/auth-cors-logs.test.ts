@@ -119,7 +119,7 @@ describe("logs", () => {
     });
     const runId = JSON.parse(waited.body).run.id;
     await app.close();
-    ctx.store.db.close();
+    await ctx.store.close();
     dir.cleanup();
     const parsed = lines.map((l) => JSON.parse(l));
     const lookup = parsed.find((l) => l.url === `/sessions/${id}`);
@@ -143,12 +143,12 @@ describe("shared workspaces with API keys", () => {
     const [a1, a2, b1] = [await create(KEY_A), await create(KEY_A), await create(KEY_B)];
     expect(a1.workspace).toBe("team");
     expect(b1.workspace).toBe("team");
-    const path = (s: { id: string }, key: string) =>
+    const path = async (s: { id: string }, key: string) =>
       server!.ctx.sessions.workspacePath(
-        server!.ctx.sessions.record(s.id, server!.ctx.apiKeys.authenticate(`Bearer ${key}`)),
+        await server!.ctx.sessions.record(s.id, server!.ctx.apiKeys.authenticate(`Bearer ${key}`)),
       );
-    expect(path(a1, KEY_A)).toBe(path(a2, KEY_A));
-    expect(path(b1, KEY_B)).not.toBe(path(a1, KEY_A));
+    expect(await path(a1, KEY_A)).toBe(await path(a2, KEY_A));
+    expect(await path(b1, KEY_B)).not.toBe(await path(a1, KEY_A));
   });
 });
 

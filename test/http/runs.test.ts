@@ -234,8 +234,8 @@ describe("sessions and their workspaces", () => {
     server.upstream.enqueue({ text: "hi" }, { text: "hi" });
     const own = (await server.request("POST", "/sessions", { body: {} })).body;
     const shared = (await server.request("POST", "/sessions", { body: { workspace: "team" } })).body;
-    const ownPath = server.ctx.sessions.workspacePath(server.ctx.sessions.record(own.id, null));
-    const sharedPath = server.ctx.sessions.workspacePath(server.ctx.sessions.record(shared.id, null));
+    const ownPath = server.ctx.sessions.workspacePath(await server.ctx.sessions.record(own.id, null));
+    const sharedPath = server.ctx.sessions.workspacePath(await server.ctx.sessions.record(shared.id, null));
     const run = await server.request("POST", `/sessions/${own.id}/runs?wait=true`, { body: { input: "x" } });
     await server.request("POST", `/sessions/${shared.id}/runs?wait=true`, { body: { input: "x" } });
     expect(existsSync(ownPath)).toBe(true);
@@ -246,6 +246,6 @@ describe("sessions and their workspaces", () => {
     expect(existsSync(sharedPath)).toBe(true);
     expect((await server.request("GET", `/sessions/${own.id}`)).status).toBe(404);
     expect((await server.request("GET", `/runs/${run.body.run.id}`)).status).toBe(404);
-    expect(server.ctx.store.messages.history(own.id)).toEqual([]);
+    expect(await server.ctx.store.messages.history(own.id)).toEqual([]);
   });
 });

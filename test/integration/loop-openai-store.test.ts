@@ -5,32 +5,30 @@ import { approveAll } from "../../src/agent/approval.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { runAgent } from "../../src/agent/run-agent.js";
 import type { AgentTool } from "../../src/agent/tool.js";
+import { toAgentMessage } from "../../src/domain/stored-message.js";
 import { createOpenAIModelClient } from "../../src/model/index.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { RunRecorder } from "../../src/runs/run-recorder.js";
-import { type Db, openDatabase } from "../../src/store/database.js";
-import { toAgentMessage } from "../../src/store/messages.js";
-import { createStore, type Store } from "../../src/store/store.js";
+import { RunRecorder } from "../../src/runs/recorder.js";
+import { openSqliteStore } from "../../src/store/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 let dir: ReturnType<typeof tempDir>;
 let dbPath: string;
-let db: Db;
 let store: Store;
 let upstream: FakeUpstream;
 
 beforeEach(async () => {
   dir = tempDir();
   dbPath = join(dir.path, "agent.db");
-  db = openDatabase({ path: dbPath });
-  store = createStore(db);
+  store = openSqliteStore({ path: dbPath });
   upstream = await startFakeUpstream();
 });
 afterEach(async () => {
   await upstream.close();
-  if (db.open) db.close();
+  await store.close();
   dir.cleanup();
 });
 
@@ -43,8 +41,8 @@ const weather: AgentTool<{ city: string }> = {
 };
 
 it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-call run is committed and read back intact", async () => {
-  seedSession(store, { id: "ses_1", system: "be brief" });
-  store.runs.insert(runRecord({ id: "run_1", sessionId: "ses_1", input: "weather?" }));
+  await seedSession(store, { id: "ses_1", system: "be brief" });
+  await store.runs.create(runRecord({ id: "run_1", sessionId: "ses_1", input: "weather?" }), []);
   upstream.enqueue(
     {
       text: "Checking both.",
@@ -55,7 +53,7 @@ it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-ca
     },
     { text: ["Paris and Oslo ", "are sunny."] },
   );
-  const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
+  const recorder = await RunRecorder.open({ store, hub: new EventHub(), runId: "run_1", sessionId: "ses_1" });
   const result = await runAgent({
     model: createOpenAIModelClient({
       baseURL: upstream.baseURL,
@@ -68,8 +66,8 @@ it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-ca
     history: [],
     input: "weather?",
     beforeToolCall: approveAll,
-    commit: async (message) => {
-      recorder.commitMessage(message);
+    commit: async (item) => {
+      if (item.type === "message") await recorder.commitMessage(item.message);
     },
     emit: (event) => recorder.buffer(event),
     signal: new AbortController().signal,
@@ -79,10 +77,9 @@ it("the loop, the real OpenAI client over HTTP and the real store: a two-tool-ca
   expect(result.stopReason).toBe("complete");
   expect(result.stats).toMatchObject({ modelCalls: 2, toolCalls: 2, turns: 2, inputTokens: 20, outputTokens: 10 });
 
-  db.close();
-  db = openDatabase({ path: dbPath });
-  store = createStore(db);
-  const history = store.messages.history("ses_1").map(toAgentMessage);
+  await store.close();
+  store = openSqliteStore({ path: dbPath });
+  const history = (await store.messages.history("ses_1")).map(toAgentMessage);
   expect(history).toEqual(result.messages);
   expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
   const assistant = history[1] as Extract<AgentMessage, { role: "assistant" }>;

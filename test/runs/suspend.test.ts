@@ -6,16 +6,15 @@ import { type AgentTool, toolOk } from "../../src/agent/tool.js";
 import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunManager } from "../../src/runs/run-manager.js";
-import { openDatabase } from "../../src/store/database.js";
-import { createStore } from "../../src/store/store.js";
+import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import { gate } from "../fakes/gate.js";
 import { ScriptedModel } from "../fakes/scripted-model.js";
 import { seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 type Execute = AgentTool<Record<string, never>>["execute"];
@@ -30,12 +29,11 @@ const tool = (name: string, execute: Execute): AgentTool<Record<string, never>> 
 /** A run whose first call (`first`) is executing when it resolves; `second` is the next call. */
 async function runAtFirstTool(first: Execute) {
   const dir = tempDir("suspend-");
-  const db = openDatabase({ path: join(dir.path, "agent.db") });
-  cleanups.push(() => {
-    db.close();
+  const store = openSqliteStore({ path: join(dir.path, "agent.db") });
+  cleanups.push(async () => {
+    await store.close();
     dir.cleanup();
   });
-  const store = createStore(db);
   const executing = gate();
   const secondRuns: string[] = [];
   const model = new ScriptedModel([
@@ -64,13 +62,13 @@ async function runAtFirstTool(first: Execute) {
     approvalTimeoutMs: 60_000,
     logger: pino({ level: "silent" }),
   });
-  const session = seedSession(store, { id: newId("ses"), approval: { default: "allow" } });
-  const { run } = manager.start({ session, input: "go", maxTurns: 4 });
+  const session = await seedSession(store, { id: newId("ses"), approval: { default: "allow" } });
+  const { run } = await manager.start({ session, input: "go", maxTurns: 4 });
   await executing.wait;
-  const results = () =>
-    store.messages
-      .ofRun(session.id, run.id)
-      .flatMap((m) => (m.role === "tool" ? [[m.toolCallId, m.isError ? m.metadata.errorCode : "ok"]] : []));
+  const results = async () =>
+    (await store.messages.ofRun(session.id, run.id)).flatMap((m) =>
+      m.role === "tool" ? [[m.toolCallId, m.isError ? m.metadata.errorCode : "ok"]] : [],
+    );
   return { store, manager, run, secondRuns, results };
 }
 
@@ -84,10 +82,10 @@ describe("a run suspended by a shutdown (ON_RESTART=resume)", () => {
     const stopping = manager.shutdown({ graceMs: 5_000, resume: true });
     done.open();
     await stopping;
-    expect(results()).toEqual([["c1", "ok"]]);
+    expect(await results()).toEqual([["c1", "ok"]]);
     expect(secondRuns).toEqual([]);
-    expect(store.toolCalls.get(run.id, "c2")?.state).toBe("proposed");
-    expect(store.runs.get(run.id)?.status).not.toBe("finished");
+    expect((await store.toolCalls.get(run.id, "c2"))?.state).toBe("proposed");
+    expect((await store.runs.get(run.id))?.status).not.toBe("finished");
   });
 
   it("law 8 holds: a tool that throws while the run is suspended still closes the later calls and ends the run error", async () => {
@@ -99,12 +97,12 @@ describe("a run suspended by a shutdown (ON_RESTART=resume)", () => {
     const stopping = manager.shutdown({ graceMs: 5_000, resume: true });
     done.open();
     await stopping;
-    expect(results()).toEqual([
+    expect(await results()).toEqual([
       ["c1", "TOOL_EXECUTION_FAILED"],
       ["c2", "NOT_EXECUTED"],
     ]);
     expect(secondRuns).toEqual([]);
-    expect(store.runs.get(run.id)).toMatchObject({ status: "finished", stopReason: "error" });
+    expect(await store.runs.get(run.id)).toMatchObject({ status: "finished", stopReason: "error" });
   });
 
   it("a tool that outlasts the grace period is signalled to stop and left for the restart", async () => {
@@ -121,8 +119,8 @@ describe("a run suspended by a shutdown (ON_RESTART=resume)", () => {
     await manager.shutdown({ graceMs: 50, resume: true });
     expect(aborted).toBe(true);
     // Nothing more was written: the restart records the started call as interrupted.
-    expect(results()).toEqual([]);
-    expect(store.toolCalls.get(run.id, "c1")?.state).toBe("started");
-    expect(store.runs.get(run.id)?.status).not.toBe("finished");
+    expect(await results()).toEqual([]);
+    expect((await store.toolCalls.get(run.id, "c1"))?.state).toBe("started");
+    expect((await store.runs.get(run.id))?.status).not.toBe("finished");
   });
 });

@@ -1,12 +1,14 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
+import { toAgentMessage } from "../../src/domain/stored-message.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { RunRecorder } from "../../src/runs/run-recorder.js";
+import { RunRecorder } from "../../src/runs/recorder.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
-import { toAgentMessage } from "../../src/store/messages.js";
 import { runMigrations } from "../../src/store/migrations.js";
-import { createStore, type Store } from "../../src/store/store.js";
+import { createSqliteStore } from "../../src/store/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { FaultyStore } from "../fakes/faulty-store.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -15,10 +17,13 @@ let dbPath: string;
 let db: Db;
 let store: Store;
 
-function seedRun(s: Store, sessionId = "ses_1", runId = "run_1") {
-  seedSession(s, { id: sessionId, metadata: { team: "a" } });
-  s.runs.insert(runRecord({ id: runId, sessionId }));
+async function seedRun(s: Store, sessionId = "ses_1", runId = "run_1") {
+  await seedSession(s, { id: sessionId, metadata: { team: "a" } });
+  await s.runs.create(runRecord({ id: runId, sessionId }), []);
 }
+
+const recorderOf = (s: Store, hub = new EventHub()) =>
+  RunRecorder.open({ store: s, hub, runId: "run_1", sessionId: "ses_1" });
 
 const conversation: AgentMessage[] = [
   { id: "m1", role: "user", content: "list the files" },
@@ -54,7 +59,7 @@ beforeEach(() => {
   dir = tempDir();
   dbPath = join(dir.path, "agent.db");
   db = openDatabase({ path: dbPath });
-  store = createStore(db);
+  store = createSqliteStore(db);
 });
 
 afterEach(() => {
@@ -68,57 +73,75 @@ describe("store", () => {
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(runMigrations(db)).toEqual([]);
     const applied = db.prepare("SELECT name FROM schema_migrations").all();
-    expect(applied).toEqual([{ name: "0001_init.sql" }]);
+    expect(applied).toEqual([{ name: "0001_init.sql" }, { name: "0002_one_active_run.sql" }]);
   });
 
-  it("the history read back after reopening equals what was committed, with gapless events", () => {
-    seedRun(store);
-    const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
-    for (const m of conversation) recorder.commitMessage(m);
+  it("the history read back after reopening equals what was committed, with gapless events", async () => {
+    await seedRun(store);
+    const recorder = await recorderOf(store);
+    for (const m of conversation) await recorder.commitMessage(m);
     db.close();
 
     db = openDatabase({ path: dbPath });
-    store = createStore(db);
-    const history = store.messages.history("ses_1");
+    store = createSqliteStore(db);
+    const history = await store.messages.history("ses_1");
     expect(history.map(toAgentMessage)).toEqual(conversation);
     expect(history.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
-    const events = store.events.after("run_1", 0);
+    const events = await store.events.after("run_1", 0);
     expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(events.every((e) => e.type === "message")).toBe(true);
     expect(JSON.parse(events[1]?.data ?? "{}").message.toolCalls).toHaveLength(2);
-    expect(store.sessions.get("ses_1")?.metadata).toEqual({ team: "a" });
+    expect((await store.sessions.get("ses_1"))?.metadata).toEqual({ team: "a" });
   });
 
-  it("a failure half-way through a commit leaves neither the message nor its event", () => {
-    seedRun(store);
+  it("a commit that fails leaves neither the message nor its event, and the next takes the next seq", async () => {
+    await seedRun(store);
+    const faulty = new FaultyStore(store);
     const hub = new EventHub();
     const seen: number[] = [];
     hub.subscribe("run_1", (e) => seen.push(e.seq));
-    const recorder = new RunRecorder(store, hub, "run_1", "ses_1");
-    recorder.commitMessage({ id: "m1", role: "user", content: "first" });
-    expect(() =>
-      recorder.commitMessage({ id: "m2", role: "user", content: "second" }, () => {
-        throw new Error("disk gone");
-      }),
-    ).toThrow("disk gone");
-    expect(store.messages.history("ses_1").map((m) => m.id)).toEqual(["m1"]);
-    expect(store.events.after("run_1", 0).map((e) => e.seq)).toEqual([1]);
+    const recorder = await recorderOf(faulty.store, hub);
+    await recorder.commitMessage({ id: "m1", role: "user", content: "first" });
+    faulty.failNthCommit(1);
+    await expect(recorder.commitMessage({ id: "m2", role: "user", content: "second" })).rejects.toThrow(
+      "disk I/O error",
+    );
+    expect((await store.messages.history("ses_1")).map((m) => m.id)).toEqual(["m1"]);
+    expect((await store.events.after("run_1", 0)).map((e) => e.seq)).toEqual([1]);
     expect(seen).toEqual([1]);
-    // The next commit takes the next seq: no gap in the messages or in the events.
-    recorder.commitMessage({ id: "m3", role: "user", content: "third" });
-    expect(store.messages.history("ses_1").map((m) => m.seq)).toEqual([1, 2]);
-    expect(store.events.after("run_1", 0).map((e) => e.seq)).toEqual([1, 2]);
+    // No gap in the messages or in the events.
+    await recorder.commitMessage({ id: "m3", role: "user", content: "third" });
+    expect((await store.messages.history("ses_1")).map((m) => m.seq)).toEqual([1, 2]);
+    expect((await store.events.after("run_1", 0)).map((e) => e.seq)).toEqual([1, 2]);
   });
 
-  it("buffered text deltas are written before the message that follows them, in seq order", () => {
-    seedRun(store);
-    const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
+  it("a batch the data refuses is written not at all: a decision on a call already decided", async () => {
+    await seedRun(store);
+    const recorder = await recorderOf(store);
+    await recorder.commitMessage(conversation[1] as AgentMessage);
+    const decide = (decision: "approve" | "deny") =>
+      store.commitRun(
+        "run_1",
+        [
+          { kind: "toolCall.decided", toolCallId: "c1", decision, reason: null, at: "now" },
+          { kind: "status", status: "cancelling" },
+        ],
+        [],
+      );
+    await decide("approve");
+    await expect(decide("deny")).rejects.toMatchObject({ code: "STORE_CONFLICT", rule: "decided" });
+    expect((await store.toolCalls.get("run_1", "c1"))?.decision).toBe("approve");
+  });
+
+  it("buffered text deltas are written before the message that follows them, in seq order", async () => {
+    await seedRun(store);
+    const recorder = await recorderOf(store);
     recorder.buffer({ type: "text.delta", text: "he" });
     recorder.buffer({ type: "turn.started", turn: 1 });
     recorder.buffer({ type: "text.delta", text: "llo" });
-    expect(store.events.after("run_1", 0)).toEqual([]);
-    recorder.commitMessage({ id: "m1", role: "assistant", content: "hello" });
-    const events = store.events.after("run_1", 0);
+    expect(await store.events.after("run_1", 0)).toEqual([]);
+    await recorder.commitMessage({ id: "m1", role: "assistant", content: "hello" });
+    const events = await store.events.after("run_1", 0);
     expect(events.map((e) => [e.seq, e.type])).toEqual([
       [1, "text.delta"],
       [2, "turn.started"],
@@ -128,17 +151,16 @@ describe("store", () => {
     recorder.dispose();
   });
 
-  it("text deltas buffered one after another are written (and published) as one event, up to 1024 characters", () => {
-    seedRun(store);
+  it("text deltas buffered one after another are written (and published) as one event, up to 1024 characters", async () => {
+    await seedRun(store);
     const hub = new EventHub();
     const published: string[] = [];
     hub.subscribe("run_1", (event) => published.push(event.type));
-    const recorder = new RunRecorder(store, hub, "run_1", "ses_1");
+    const recorder = await recorderOf(store, hub);
     for (const piece of ["Hel", "lo, ", "world"]) recorder.buffer({ type: "text.delta", text: piece });
     recorder.buffer({ type: "text.delta", text: "x".repeat(1020) });
-    recorder.commitMessage({ id: "m1", role: "assistant", content: "…" });
-    const deltas = store.events
-      .after("run_1", 0)
+    await recorder.commitMessage({ id: "m1", role: "assistant", content: "…" });
+    const deltas = (await store.events.after("run_1", 0))
       .filter((e) => e.type === "text.delta")
       .map((e) => JSON.parse(e.data).text);
     expect(deltas).toEqual(["Hello, world", "x".repeat(1020)]);
@@ -147,20 +169,13 @@ describe("store", () => {
   });
 
   it("after a failed background write, text that keeps merging into one delta is still written within the delay", async () => {
-    seedRun(store);
+    await seedRun(store);
     const hub = new EventHub();
     const published: string[] = [];
     hub.subscribe("run_1", (event) => published.push(JSON.parse(event.data).text));
-    const recorder = new RunRecorder(store, hub, "run_1", "ses_1");
-    const transaction = store.transaction.bind(store);
-    let failNext = true;
-    store.transaction = ((fn: () => unknown) => {
-      if (failNext) {
-        failNext = false;
-        throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
-      }
-      return transaction(fn);
-    }) as typeof store.transaction;
+    const faulty = new FaultyStore(store);
+    const recorder = await recorderOf(faulty.store, hub);
+    faulty.failNthCommit(1, "busy");
     recorder.buffer({ type: "text.delta", text: "a" });
     await new Promise((resolve) => setTimeout(resolve, 30)); // the background write fails
     expect(published).toEqual([]);
@@ -170,21 +185,55 @@ describe("store", () => {
     recorder.dispose();
   });
 
-  it("a message whose JSON was corrupted on disk is refused when read back", () => {
-    seedRun(store);
-    const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
-    recorder.commitMessage(conversation[1] as AgentMessage);
+  it("a message whose JSON was corrupted on disk is refused when read back", async () => {
+    await seedRun(store);
+    const recorder = await recorderOf(store);
+    await recorder.commitMessage(conversation[1] as AgentMessage);
     db.prepare("UPDATE messages SET tool_calls = '[{\"id\":1}]'").run();
-    expect(() => store.messages.history("ses_1")).toThrow(/does not match its schema/);
+    await expect(store.messages.history("ses_1")).rejects.toThrow(/does not match its schema/);
   });
 
-  it("deleting a session deletes its runs, messages, events and ledger", () => {
-    seedRun(store);
-    const recorder = new RunRecorder(store, new EventHub(), "run_1", "ses_1");
-    recorder.commitMessage(conversation[1] as AgentMessage, () =>
-      store.toolCalls.propose("run_1", [{ id: "c1", name: "list_files", input: "{}" }], "now"),
+  it("the database keeps one unfinished run per session: a second is refused (active_run)", async () => {
+    await seedRun(store);
+    await expect(store.runs.create(runRecord({ id: "run_2", sessionId: "ses_1" }), [])).rejects.toMatchObject({
+      code: "STORE_CONFLICT",
+      rule: "active_run",
+    });
+    await store.commitRun(
+      "run_1",
+      [
+        {
+          kind: "finish",
+          stopReason: "complete",
+          error: null,
+          stats: runRecord({ id: "x", sessionId: "x" }).stats,
+          finishedAt: "now",
+        },
+      ],
+      [],
     );
-    expect(store.sessions.delete("ses_1")).toBe(true);
+    await store.runs.create(runRecord({ id: "run_2", sessionId: "ses_1" }), []);
+    expect((await store.runs.active("ses_1"))?.id).toBe("run_2");
+  });
+
+  it("a full disk crosses the store as a StorageError of kind full, recorded until a write succeeds", async () => {
+    await seedRun(store);
+    const pages = db.pragma("page_count", { simple: true });
+    db.pragma(`max_page_count = ${pages}`);
+    const big = { id: "m1", role: "user" as const, content: "z".repeat(200_000) };
+    const recorder = await recorderOf(store);
+    await expect(recorder.commitMessage(big)).rejects.toMatchObject({ name: "StorageError", kind: "full" });
+    expect(store.writeFailure()?.message).toMatch(/disk is full/);
+    db.pragma("max_page_count = 1073741823");
+    await recorder.commitMessage(big);
+    expect(store.writeFailure()).toBeNull();
+  });
+
+  it("deleting a session deletes its runs, messages, events and ledger", async () => {
+    await seedRun(store);
+    const recorder = await recorderOf(store);
+    await recorder.commitMessage(conversation[1] as AgentMessage);
+    expect(await store.sessions.delete("ses_1")).toBe(true);
     for (const table of ["runs", "messages", "run_events", "tool_calls"]) {
       expect(db.prepare(`SELECT count(*) AS n FROM ${table}`).get()).toEqual({ n: 0 });
     }

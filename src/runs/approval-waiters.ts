@@ -5,8 +5,11 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-/** The approval requests of one run that wait for a person, by tool-call id. */
-export class PendingApprovals {
+/**
+ * What wakes a run waiting for approval, by tool-call id. Only a way to wake it: whether a
+ * call is pending, and its decision, are in the ledger.
+ */
+export class ApprovalWaiters {
   readonly #pending = new Map<string, Pending>();
 
   /**
@@ -40,6 +43,13 @@ export class PendingApprovals {
     this.#pending.delete(toolCallId);
     pending.resolve(decision);
     return true;
+  }
+
+  /** Forgets one call without waking it (its request could not be recorded). */
+  forget(toolCallId: string): void {
+    const pending = this.#pending.get(toolCallId);
+    if (pending) clearTimeout(pending.timer);
+    this.#pending.delete(toolCallId);
   }
 
   /** Forgets every waiting call (the run was cancelled; the loop no longer waits). */

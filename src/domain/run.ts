@@ -1,13 +1,8 @@
-import type { RunStats } from "./stats.js";
-import type { StopReason } from "./stop-reason.js";
+import type { RunError } from "../agent/run-error.js";
+import type { RunStats } from "../agent/stats.js";
+import type { StopReason } from "../agent/stop-reason.js";
 
 export type RunStatus = "running" | "awaiting_approval" | "cancelling" | "finished";
-
-/** Why a run failed, in words a person can act on, with a stable code. */
-export interface RunError {
-  code: string;
-  message: string;
-}
 
 /** A run as clients see it (HTTP responses and the `run.finished` event). */
 export interface RunView {

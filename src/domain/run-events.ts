@@ -1,0 +1,32 @@
+import type { ToolStart } from "../agent/events.js";
+import type { RunView } from "./run.js";
+import type { StoredMessage } from "./stored-message.js";
+
+/**
+ * Every event a run produces. The same union feeds SSE frames, the `run_events`
+ * table and test assertions. `seq` is per run, starting at 1, without gaps.
+ */
+export type RunEventBody =
+  | { type: "run.started" }
+  | { type: "turn.started"; turn: number }
+  | { type: "text.delta"; text: string }
+  | { type: "message"; message: StoredMessage }
+  | {
+      type: "approval.requested";
+      toolCallId: string;
+      tool: string;
+      input: unknown;
+      reason: string;
+    }
+  | {
+      type: "approval.resolved";
+      toolCallId: string;
+      decision: "approve" | "deny";
+      reason: string | null;
+    }
+  | ToolStart
+  | { type: "run.finished"; run: RunView };
+
+export type RunEventType = RunEventBody["type"];
+
+export type RunEvent = RunEventBody & { runId: string; seq: number; at: string };

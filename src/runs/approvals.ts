@@ -1,0 +1,120 @@
+import type { BeforeToolCall, ToolCallDecision } from "../agent/approval.js";
+import { evaluateApproval } from "../domain/approval-policy.js";
+import { isConflict } from "../store/errors.js";
+import type { RunChange, Store } from "../store/store.js";
+import type { LiveRun } from "./live-run.js";
+
+export interface ApprovalDeps {
+  store: Store;
+  approvalTimeoutMs: number;
+}
+
+/** The run now waits for a person: its phase, and the status change that goes with the request. */
+function awaitingApproval(live: LiveRun): RunChange[] {
+  if (live.phase.name !== "running") return [];
+  live.phase = { name: "awaiting_approval" };
+  return [{ kind: "status", status: "awaiting_approval" }];
+}
+
+/** Whether deciding `toolCallId` leaves the run with nothing to wait for. */
+const lastWaiting = (live: LiveRun, toolCallId: string): boolean =>
+  live.phase.name === "awaiting_approval" && live.waiters.size === 1 && live.waiters.has(toolCallId);
+
+/** Wakes the loop waiting for `toolCallId`; the run is running again once nothing waits. */
+function wake(live: LiveRun, toolCallId: string, decision: ToolCallDecision): void {
+  live.waiters.settle(toolCallId, decision);
+  if (live.phase.name === "awaiting_approval" && live.waiters.size === 0) live.phase = { name: "running", tool: null };
+}
+
+/**
+ * Records a decision for a call that waits for approval (ledger row, run status and
+ * `approval.resolved` event in one write), then wakes the waiting loop. The write is queued
+ * before this returns its promise. Rejects with StoreConflictError `decided` when the ledger
+ * already holds a decision; then nothing was written.
+ */
+export async function resolveApproval(
+  live: LiveRun,
+  {
+    toolCallId,
+    decision,
+    reason,
+  }: { toolCallId: string; decision: ToolCallDecision["decision"]; reason: string | null },
+): Promise<void> {
+  await live.recorder.write(() => ({
+    changes: [
+      { kind: "toolCall.decided", toolCallId, decision, reason, at: new Date().toISOString() },
+      ...(lastWaiting(live, toolCallId) ? [{ kind: "status" as const, status: "running" as const }] : []),
+    ],
+    events: [{ type: "approval.resolved", toolCallId, decision, reason }],
+  }));
+  wake(live, toolCallId, { decision, reason });
+}
+
+/**
+ * The `beforeToolCall` of a run: applies the approval policy, and for `ask` records the
+ * request and waits for a person, or for the timeout (which denies), counted from the
+ * request's stored time: a restart does not start it over. The ledger is the truth: a
+ * decision already in it (a resumed run) is reused, never asked twice.
+ */
+export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall {
+  return async ({ toolCall, tool, input }) => {
+    const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
+    if (ledger?.decision) return { decision: ledger.decision, reason: ledger.decisionReason };
+
+    const mode = evaluateApproval({
+      tool: tool.name,
+      readOnly: tool.readOnly,
+      session: live.session.approval,
+      run: live.record.approval,
+    });
+    if (mode === "allow") return { decision: "approve" };
+    if (mode === "deny") return { decision: "deny", reason: `the approval policy denies ${tool.name}` };
+
+    const asked = ledger?.state === "awaiting_approval";
+    const requestedAt = (asked ? ledger.approvalRequestedAt : null) ?? new Date().toISOString();
+    const remainingMs = Math.max(0, Date.parse(requestedAt) + deps.approvalTimeoutMs - Date.now());
+    // The waiter exists before the request is visible, so a decision can never find none.
+    const decided = live.waiters.wait(toolCall.id, {
+      timeoutMs: remainingMs,
+      onTimeout: () => void timeOut(deps, live, toolCall.id),
+    });
+    const reason = `${tool.name} requires approval`;
+    try {
+      await live.recorder.write(() => ({
+        changes: [
+          ...(asked
+            ? []
+            : [{ kind: "toolCall.awaitingApproval" as const, toolCallId: toolCall.id, reason, at: requestedAt }]),
+          ...awaitingApproval(live),
+        ],
+        events: asked ? [] : [{ type: "approval.requested", toolCallId: toolCall.id, tool: tool.name, input, reason }],
+      }));
+    } catch (err) {
+      live.waiters.forget(toolCall.id);
+      throw err;
+    }
+    if (asked) {
+      // A decision written while this run was on its way here (after a restart) is in the ledger.
+      const again = await deps.store.toolCalls.get(live.id, toolCall.id);
+      if (again?.decision) wake(live, toolCall.id, { decision: again.decision, reason: again.decisionReason });
+    }
+    return decided;
+  };
+}
+
+/** No decision in time: denied (fail closed), recorded when possible; a decision that won the race stands. */
+async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): Promise<void> {
+  const reason = `no decision within the approval timeout (${deps.approvalTimeoutMs} ms)`;
+  try {
+    await resolveApproval(live, { toolCallId, decision: "deny", reason });
+  } catch (err) {
+    const stored = isConflict(err, "decided")
+      ? await deps.store.toolCalls.get(live.id, toolCallId).catch(() => null)
+      : null;
+    wake(
+      live,
+      toolCallId,
+      stored?.decision ? { decision: stored.decision, reason: stored.decisionReason } : { decision: "deny", reason },
+    );
+  }
+}

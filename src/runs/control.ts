@@ -1,0 +1,92 @@
+import type { ToolCallDecision } from "../agent/approval.js";
+import type { RunView } from "../domain/run.js";
+import { conflict, notFound, shuttingDown } from "../errors.js";
+import { failpoint } from "../failpoints.js";
+import { isConflict } from "../store/errors.js";
+import type { Store, ToolCallRecord } from "../store/store.js";
+import { resolveApproval } from "./approvals.js";
+import type { LiveRun } from "./live-run.js";
+import type { LiveRuns } from "./registry.js";
+
+export interface ControlDeps {
+  store: Store;
+  registry: LiveRuns;
+  accepting: () => boolean;
+  /** The run as clients see it now. */
+  get: (runId: string) => Promise<RunView | null>;
+}
+
+/**
+ * Cancels a run: fires a live run's AbortSignal (its end, `aborted`, is written by the run's
+ * own finish), and records the request in the run's status. A run unfinished but not executing
+ * here (left for the restart during a shutdown) gets the status only: the restart ends it
+ * aborted. `accepted` is false for a run that had already finished.
+ */
+export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run: RunView; accepted: boolean }> {
+  const live = deps.registry.get(runId);
+  // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
+  const firing = live?.cancel("cancelled by request") ?? false;
+  const view = await deps.get(runId);
+  if (!view) throw notFound("run", runId);
+  if (view.status === "finished") return { run: view, accepted: false };
+  if (firing || !live || live.stopped) {
+    const recorded = live && !live.stopped ? live.recorder : null;
+    try {
+      if (recorded) await recorded.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
+      else await deps.store.commitRun(runId, [{ kind: "status", status: "cancelling" }], []);
+    } catch {
+      // The signal has fired: the run still ends aborted; only the status could not be shown.
+    }
+    if (firing) failpoint("after-cancel-request");
+  }
+  return { run: (await deps.get(runId)) ?? view, accepted: true };
+}
+
+/** Whether a live run still acts on a decision (not cancelled, not left for the restart, not ended). */
+const takesDecisions = (live: LiveRun): boolean =>
+  live.phase.name === "running" || live.phase.name === "awaiting_approval" || live.phase.name === "suspending";
+
+/**
+ * Answers a pending approval. The ledger decides: the decision is written only for a call
+ * still undecided, and the same decision again is answered again; a different one conflicts.
+ */
+export async function decideApproval(
+  deps: ControlDeps,
+  params: { runId: string; toolCallId: string; decision: ToolCallDecision["decision"]; reason?: string | null },
+): Promise<ToolCallRecord> {
+  const { runId, toolCallId, decision } = params;
+  const live = deps.registry.get(runId);
+  const resolve = async (run: LiveRun) => {
+    try {
+      await resolveApproval(run, { toolCallId, decision, reason: params.reason ?? null });
+    } catch (err) {
+      if (!isConflict(err, "decided")) throw err;
+    }
+  };
+  if (live && takesDecisions(live) && live.waiters.has(toolCallId)) {
+    // Queued before anything is awaited: a cancel later in this tick comes after it.
+    await resolve(live);
+  } else if (live?.resumed && takesDecisions(live)) {
+    // A resumed run may not have reached the call yet: the decision goes to the ledger,
+    // where the run finds it.
+    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
+  }
+  const view = await deps.get(runId);
+  if (!view) throw notFound("run", runId);
+  const call = await deps.store.toolCalls.get(runId, toolCallId);
+  if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);
+  if (call.decision) {
+    if (call.decision === decision) return call;
+    throw conflict("APPROVAL_CONFLICT", `tool call ${toolCallId} was already decided: ${call.decision}`, {
+      decision: call.decision,
+    });
+  }
+  if (view.status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
+  // A run left for the restart asks for this decision again there.
+  if (!deps.accepting() && (!live || live.stopped)) throw shuttingDown();
+  throw conflict(
+    "APPROVAL_NOT_PENDING",
+    `tool call ${toolCallId} is not waiting for a decision (run is ${view.status})`,
+  );
+}

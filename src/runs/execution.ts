@@ -1,0 +1,134 @@
+import type { Logger } from "pino";
+import type { LoopCommit } from "../agent/events.js";
+import type { ModelClient } from "../agent/model.js";
+import { runAgent } from "../agent/run-agent.js";
+import { emptyStats, type RunStats } from "../agent/stats.js";
+import type { StepTrace } from "../agent/step-trace.js";
+import type { AnyAgentTool } from "../agent/tool.js";
+import { abortedOutcome, notExecutedOutcome, resultLostOutcome } from "../agent/tool-results.js";
+import type { RunView } from "../domain/run.js";
+import { toAgentMessage } from "../domain/stored-message.js";
+import { failpoint } from "../failpoints.js";
+import { newId } from "../ids.js";
+import type { RunChange, SessionRecord, Store } from "../store/store.js";
+import { approvalGate } from "./approvals.js";
+import { suspendedView } from "./finish.js";
+import { finishWithRetry } from "./finish-retry.js";
+import type { LiveRun } from "./live-run.js";
+
+export interface ExecutionDeps {
+  store: Store;
+  model: ModelClient;
+  defaultModel?: string;
+  /** The tools a session's runs may use, bound to its workspace. */
+  toolsFor: (session: SessionRecord) => AnyAgentTool[];
+  approvalTimeoutMs: number;
+  /** How long a run's end may fail to be stored before it is reported anyway (see finishWithRetry). */
+  finishReportMs: number;
+  /** False once shutdown began. */
+  accepting: () => boolean;
+  logger: Logger;
+}
+
+/** What a run starts from: its input (a new run) or its stats and last step (a resumed one). */
+export interface ExecuteParams {
+  input?: string;
+  priorStats?: RunStats;
+  priorStep?: StepTrace;
+  /** Called once the run's input is committed, or the run ended before it was. */
+  onInputSettled?: () => void;
+}
+
+/** The loop's writes as RunChanges: a message (with the ledger and stats it changes) or a tool's start. */
+async function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
+  const counted: RunChange = { kind: "stats", stats };
+  if (item.type === "tool.started") {
+    // Durable before the tool runs: after a crash the ledger says it had started.
+    await live.recorder.write(() => ({
+      changes: [{ kind: "toolCall.started", toolCallId: item.toolCallId, at: new Date().toISOString() }, counted],
+      events: [item],
+    }));
+    live.toolStarted(item.toolCallId);
+    return;
+  }
+  const { message } = item;
+  await live.recorder.commitMessage(message, message.role === "assistant" ? [counted] : []);
+  if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
+  if (message.role === "tool") {
+    failpoint("after-tool-result-commit");
+    live.toolFinished(message.toolCallId);
+  }
+}
+
+/**
+ * Runs the loop for a live run and writes its end. Resolves with the run as this process
+ * leaves it: finished, or unfinished for the restart when it was stopped.
+ */
+export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: ExecuteParams): Promise<RunView> {
+  const log = deps.logger.child({ runId: live.id, sessionId: live.sessionId });
+  log.info({ resumed: live.resumed }, "run started");
+  let inputPending = params.input !== undefined;
+  const inputSettled = () => {
+    if (inputPending) params.onInputSettled?.();
+    inputPending = false;
+  };
+  let end: { stopReason: RunView["stopReason"] & string; error: RunView["error"]; stats: RunStats };
+  try {
+    const history = (await deps.store.messages.history(live.sessionId)).map(toAgentMessage);
+    end = await runAgent({
+      model: deps.model,
+      modelName: live.session.model ?? deps.defaultModel,
+      system: live.session.system ?? undefined,
+      tools: deps.toolsFor(live.session),
+      history,
+      input: params.input,
+      beforeToolCall: approvalGate(deps, live),
+      commit: async (item, stats) => {
+        try {
+          await commit(live, item, stats);
+        } finally {
+          inputSettled();
+        }
+      },
+      emit: (notice) => live.recorder.buffer(notice),
+      checkpoint: async () => live.checkpoint(),
+      onStep: (step, stats) => {
+        live.recorder.defer({ kind: "step", step });
+        live.recorder.defer({ kind: "stats", stats });
+      },
+      signal: live.controller.signal,
+      maxTurns: live.record.maxTurns,
+      contextMaxChars: live.record.contextMaxChars ?? undefined,
+      priorStats: params.priorStats,
+      priorStep: params.priorStep,
+      newId: () => newId("msg"),
+    });
+  } catch (err) {
+    inputSettled();
+    if (live.stopped) return suspendedView(deps.store, live);
+    log.error({ err }, "run failed");
+    const code = (err as { code?: unknown }).code;
+    end = {
+      stopReason: "error",
+      error: { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message },
+      stats: params.priorStats ?? emptyStats(),
+    };
+  }
+  inputSettled();
+  if (live.stopped) return suspendedView(deps.store, live);
+  if (end.stopReason === "error") log.warn({ error: end.error }, "run ended with an error");
+  const finished = await finishWithRetry({
+    deps,
+    live,
+    end,
+    outcomeFor: (call, stopReason) =>
+      call.state === "started"
+        ? resultLostOutcome()
+        : stopReason === "aborted"
+          ? abortedOutcome()
+          : notExecutedOutcome(),
+  });
+  if (finished.status === "finished")
+    log.info({ stopReason: finished.stopReason, stats: finished.stats }, "run finished");
+  return finished;
+}

@@ -1,0 +1,77 @@
+import type { ToolOutcome } from "../agent/tool.js";
+import type { RunView } from "../domain/run.js";
+import { runView } from "../store/runs.js";
+import type { ToolCallRecord } from "../store/store.js";
+import type { ExecutionDeps } from "./execution.js";
+import { finishRun, type RunEnd, suspendedView } from "./finish.js";
+import type { LiveRun } from "./live-run.js";
+
+/** How often a run whose end could not be written tries again. */
+export const FINISH_RETRY_MS = 1000;
+
+const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Writes a live run's end (see finishRun), trying again while storage fails; a DELETE that
+ * arrives meanwhile still ends it `aborted`. Storage that keeps failing does not keep the
+ * run's waiters waiting: after `finishReportMs` its end is fixed and reported (`ended`),
+ * an `error` when it would have been a success (its answer may not be stored), and this
+ * process keeps trying to store that end until it can, or until shutdown gives up.
+ */
+export async function finishWithRetry({
+  deps,
+  live,
+  end,
+  outcomeFor,
+}: {
+  deps: Pick<ExecutionDeps, "store" | "finishReportMs" | "accepting" | "logger">;
+  live: LiveRun;
+  end: RunEnd;
+  outcomeFor: (call: ToolCallRecord, stopReason: RunEnd["stopReason"]) => ToolOutcome;
+}): Promise<RunView> {
+  const firstTry = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    if (live.stopped) return suspendedView(deps.store, live);
+    const fixed = live.phase.name === "ending" ? live.phase.view : null;
+    const stopReason = fixed?.stopReason ?? (live.cancelRequested ? "aborted" : end.stopReason);
+    const runEnd: RunEnd = fixed
+      ? { stopReason: fixed.stopReason ?? "error", error: fixed.error, stats: fixed.stats }
+      : { stopReason, error: stopReason === "error" ? end.error : null, stats: end.stats };
+    try {
+      const view = await finishRun({
+        store: deps.store,
+        recorder: live.recorder,
+        record: live.record,
+        end: runEnd,
+        outcomeFor: (call) => outcomeFor(call, runEnd.stopReason),
+      });
+      live.reportEnd(view);
+      return view;
+    } catch (err) {
+      if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
+      if (!deps.accepting() && attempt > 2) throw err;
+      if (!fixed && Date.now() - firstTry >= deps.finishReportMs) reportUnstoredEnd(live, runEnd, err);
+      await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS));
+    }
+  }
+}
+
+/** Fixes the end of a run that storage does not take, and reports it to the run's waiters. */
+function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
+  const succeeded = end.stopReason === "complete" || end.stopReason === "max_turns";
+  const reported: RunEnd = succeeded
+    ? {
+        stopReason: "error",
+        error: { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${describe(err)}` },
+        stats: end.stats,
+      }
+    : end;
+  const view: RunView = {
+    ...runView(live.record),
+    status: "finished",
+    ...reported,
+    finishedAt: new Date().toISOString(),
+  };
+  live.phase = { name: "ending", view, cancelled: live.cancelRequested };
+  live.reportEnd(view);
+}

@@ -1,0 +1,98 @@
+import type { RunError } from "../agent/run-error.js";
+import type { RunStats } from "../agent/stats.js";
+import type { StopReason } from "../agent/stop-reason.js";
+import type { ToolOutcome } from "../agent/tool.js";
+import { toolResultMessage } from "../agent/tool-results.js";
+import type { RunView } from "../domain/run.js";
+import { newId } from "../ids.js";
+import { isConflict } from "../store/errors.js";
+import { runView } from "../store/runs.js";
+import type { RunRecord, Store, ToolCallRecord } from "../store/store.js";
+import type { LiveRun } from "./live-run.js";
+import type { RunRecorder, Stamp, WriteBatch } from "./recorder.js";
+
+/** Picks the result a call still open at the end gets. */
+export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;
+
+/**
+ * Law 4 at a run's end (or at recovery): a result for each call of `open`, as changes for
+ * one batch. The loop stops only after the last call's result, so open calls all belong to
+ * the last assistant message and their results keep the history valid.
+ */
+function closingResults(open: readonly ToolCallRecord[], outcomeFor: OutcomeFor, stamp: Stamp): WriteBatch {
+  const messages = open.map((call) =>
+    stamp(toolResultMessage({ id: newId("msg"), toolCallId: call.id, outcome: outcomeFor(call) })),
+  );
+  return {
+    changes: messages.map((message) => ({ kind: "message", message })),
+    events: messages.map((message) => ({ type: "message", message })),
+  };
+}
+
+/** Writes a result for each open call that `only` picks (recovery: the interrupted ones); returns how many. */
+export async function closeOpenCalls({
+  store,
+  recorder,
+  outcomeFor,
+  only = () => true,
+}: {
+  store: Store;
+  recorder: RunRecorder;
+  outcomeFor: OutcomeFor;
+  only?: (call: ToolCallRecord) => boolean;
+}): Promise<number> {
+  const open = (await store.toolCalls.open(recorder.runId)).filter(only);
+  if (!open.length) return 0;
+  await recorder.write((stamp) => closingResults(open, outcomeFor, stamp));
+  return open.length;
+}
+
+export interface RunEnd {
+  stopReason: StopReason;
+  error: RunError | null;
+  stats: RunStats;
+}
+
+/**
+ * The one way a run ends, for execution, cancellation and recovery alike: in one write, a
+ * result for every call still open (a write that failed mid-turn leaves some), the run's
+ * final state and its `run.finished` event. Resolves with the finished run; a run already
+ * finished (or gone with its session) is reported as it is.
+ */
+export async function finishRun({
+  store,
+  recorder,
+  record,
+  end,
+  outcomeFor,
+}: {
+  store: Store;
+  recorder: RunRecorder;
+  record: RunRecord;
+  end: RunEnd;
+  outcomeFor: OutcomeFor;
+}): Promise<RunView> {
+  const open = await store.toolCalls.open(record.id);
+  const finishedAt = new Date().toISOString();
+  const view: RunView = { ...runView(record), status: "finished", ...end, finishedAt };
+  try {
+    await recorder.write((stamp) => {
+      const results = closingResults(open, outcomeFor, stamp);
+      return {
+        changes: [...results.changes, { kind: "finish", ...end, finishedAt }],
+        events: [...results.events, { type: "run.finished", run: view }],
+      };
+    });
+  } catch (err) {
+    if (!isConflict(err, "run_not_live")) throw err;
+    const stored = await store.runs.get(record.id);
+    return stored ? runView(stored) : view;
+  }
+  return view;
+}
+
+/** A run left for the restart, as this process leaves it: unfinished. */
+export async function suspendedView(store: Store, live: LiveRun): Promise<RunView> {
+  const stored = await store.runs.get(live.id).catch(() => null);
+  return runView(stored ?? live.record);
+}

@@ -1,0 +1,219 @@
+import type { AgentMessage } from "../agent/messages.js";
+import type { RunEvent, RunEventBody } from "../domain/run-events.js";
+import type { StoredMessage } from "../domain/stored-message.js";
+import { isStorageError } from "../store/errors.js";
+import type { RunChange, Store } from "../store/store.js";
+import type { EventHub } from "./event-hub.js";
+
+/** How long streamed text may wait before it is written and published. */
+const BUFFER_DELAY_MS = 10;
+/** A buffer this long is written at once rather than after the delay. */
+const FLUSH_AT = 256;
+/**
+ * Text deltas buffered together are merged into one event of at most this many characters:
+ * they are published together anyway, and a model streaming a token per chunk would
+ * otherwise cost a row, a JSON encoding and an SSE frame per token.
+ */
+const MAX_MERGED_DELTA_CHARS = 1024;
+/** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
+const MAX_BUFFERED_WHILE_FAILING = 10_000;
+
+/** Thrown by a write after the recorder was sealed: this process no longer writes the run. */
+export class RunSuspendedError extends Error {
+  readonly code = "RUN_SUSPENDED";
+  constructor() {
+    super("the server is shutting down; the run continues after the restart");
+  }
+}
+
+/** What a write is made of, built when its turn in the queue comes (seqs are given then). */
+export interface WriteBatch {
+  changes: RunChange[];
+  events: RunEventBody[];
+}
+
+/** Gives a message its place in the session, as it will be once the batch is committed. */
+export type Stamp = (message: AgentMessage) => StoredMessage;
+
+/**
+ * The one writer of a run: every change of it goes through here as RunChanges with the
+ * events they cause, one batch per `Store.commitRun`. Writes are queued (one at a time, in
+ * order), seqs are gapless, and each event is in the database before any watcher sees it.
+ * Text deltas and turn starts are buffered briefly and go out with the next write, as do
+ * deferred changes (a step trace and its stats).
+ */
+export class RunRecorder {
+  #nextSeq: number;
+  #nextMessageSeq: number;
+  #deferred: RunChange[] = [];
+  #buffered: { body: RunEventBody; at: string }[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** The last write failed on storage: buffered events are kept (up to a cap) until one succeeds. */
+  #failing = false;
+  /** Sealed: nothing more is written for this run by this process (see `seal`). */
+  #sealed = false;
+
+  private constructor(
+    private readonly store: Store,
+    private readonly hub: EventHub,
+    readonly runId: string,
+    readonly sessionId: string,
+    seqs: { lastEvent: number; lastMessage: number },
+  ) {
+    this.#nextSeq = seqs.lastEvent + 1;
+    this.#nextMessageSeq = seqs.lastMessage + 1;
+  }
+
+  /**
+   * A recorder continuing from what is stored. One recorder writes a session's messages at
+   * a time (the database keeps one unfinished run per session). `lastEvent` may be given
+   * when the caller just wrote the run's first events.
+   */
+  static async open({
+    store,
+    hub,
+    runId,
+    sessionId,
+    lastEvent,
+  }: {
+    store: Store;
+    hub: EventHub;
+    runId: string;
+    sessionId: string;
+    lastEvent?: number;
+  }): Promise<RunRecorder> {
+    const [events, messages] = await Promise.all([
+      lastEvent ?? store.events.lastSeq(runId),
+      store.messages.lastSeq(sessionId),
+    ]);
+    return new RunRecorder(store, hub, runId, sessionId, { lastEvent: events, lastMessage: messages });
+  }
+
+  /** Queues a change that may wait for the next write (at most a few milliseconds). */
+  defer(change: RunChange): void {
+    if (this.#sealed) return;
+    this.#deferred.push(change);
+    this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+  }
+
+  /**
+   * Queues an event that may wait a few milliseconds (text deltas, turn starts); text
+   * deltas queued one after another become one. A failed background write keeps the
+   * events for the next write (which reports the failure); while writes keep failing the
+   * oldest text deltas beyond a cap are dropped.
+   */
+  buffer(body: RunEventBody): void {
+    if (this.#sealed) return;
+    if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
+      const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
+      this.#buffered.splice(Math.max(oldestDelta, 0), 1);
+    }
+    const last = this.#buffered.at(-1);
+    if (
+      body.type === "text.delta" &&
+      last?.body.type === "text.delta" &&
+      last.body.text.length + body.text.length <= MAX_MERGED_DELTA_CHARS
+    ) {
+      last.body = { type: "text.delta", text: last.body.text + body.text };
+    } else {
+      this.#buffered.push({ body, at: new Date().toISOString() });
+      if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
+        this.#flushInBackground();
+        return;
+      }
+    }
+    this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+  }
+
+  #flushInBackground(): void {
+    this.#timer = null;
+    this.write(() => ({ changes: [], events: [] })).catch(() => {
+      // Kept buffered; the next write (a commit) fails with the cause, or succeeds with them.
+    });
+  }
+
+  /**
+   * Queues one write: `build` (called when the write's turn comes, with `stamp` to place
+   * messages) returns its changes and events; the deferred changes and buffered events go
+   * with them. Resolves once all of it is stored and published; rejects when the write
+   * failed, and then nothing of it is stored or published.
+   */
+  write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
+    const next = this.#queue.then(() => this.#write(build));
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
+    if (this.#sealed) throw new RunSuspendedError();
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    let messageSeq = this.#nextMessageSeq;
+    const createdAt = new Date().toISOString();
+    const batch = build((message) => ({
+      ...message,
+      sessionId: this.sessionId,
+      runId: this.runId,
+      seq: messageSeq++,
+      createdAt,
+    }));
+    const buffered = this.#buffered;
+    const deferred = this.#deferred;
+    if (!buffered.length && !deferred.length && !batch.changes.length && !batch.events.length) return [];
+    this.#buffered = [];
+    this.#deferred = [];
+    let seq = this.#nextSeq;
+    const events: RunEvent[] = [
+      ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
+      ...batch.events.map((body) => ({ ...body, runId: this.runId, seq: seq++, at: createdAt }) as RunEvent),
+    ];
+    let stored: Awaited<ReturnType<Store["commitRun"]>>;
+    try {
+      stored = await this.store.commitRun(this.runId, [...deferred, ...batch.changes], events);
+      this.#failing = false;
+    } catch (err) {
+      this.#failing = isStorageError(err);
+      // Kept for the next write, before anything queued meanwhile.
+      this.#buffered = [...buffered, ...this.#buffered];
+      this.#deferred = [...deferred, ...this.#deferred];
+      throw err;
+    }
+    this.#nextSeq = seq;
+    this.#nextMessageSeq = messageSeq;
+    this.hub.publish(this.runId, stored);
+    return events;
+  }
+
+  /** Writes a message and its `message` event in one transaction, with `changes` (its stats). */
+  async commitMessage(message: AgentMessage, changes: RunChange[] = []): Promise<StoredMessage> {
+    let stored: StoredMessage | undefined;
+    await this.write((stamp) => {
+      stored = stamp(message);
+      return {
+        changes: [{ kind: "message", message: stored }, ...changes],
+        events: [{ type: "message", message: stored }],
+      };
+    });
+    return stored as StoredMessage;
+  }
+
+  /**
+   * Stops every later write (each throws RunSuspendedError) and drops what was buffered:
+   * the run stays in the database exactly as its last commit left it, as after a crash,
+   * for the next start to resume.
+   */
+  seal(): void {
+    this.#sealed = true;
+    this.#buffered = [];
+    this.#deferred = [];
+    this.dispose();
+  }
+
+  dispose(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

@@ -1,0 +1,52 @@
+import type { LiveRun } from "./live-run.js";
+
+/**
+ * The runs this process executes, by id, and the slots reserved for runs being admitted.
+ * A cache of what the database says is live here: it never decides whether a session is
+ * busy (the database does), only how many runs this process takes on.
+ */
+export class LiveRuns {
+  readonly #runs = new Map<string, LiveRun>();
+  /** Slots taken by admissions still writing their run, by owner (null: no key). */
+  readonly #reserved: (string | null)[] = [];
+
+  get size(): number {
+    return this.#runs.size + this.#reserved.length;
+  }
+
+  get(runId: string): LiveRun | undefined {
+    return this.#runs.get(runId);
+  }
+
+  values(): LiveRun[] {
+    return [...this.#runs.values()];
+  }
+
+  /** Runs (live or being admitted) of one owner. */
+  countOf(owner: string): number {
+    let count = this.#reserved.filter((o) => o === owner).length;
+    for (const live of this.#runs.values()) if (live.session.owner === owner) count++;
+    return count;
+  }
+
+  /** Takes a slot at once (before any await), so concurrent admissions respect the limits. */
+  reserve(owner: string | null): { release: () => void } {
+    this.#reserved.push(owner);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#reserved.splice(this.#reserved.indexOf(owner), 1);
+      },
+    };
+  }
+
+  add(live: LiveRun): void {
+    this.#runs.set(live.id, live);
+  }
+
+  remove(live: LiveRun): void {
+    if (this.#runs.get(live.id) === live) this.#runs.delete(live.id);
+  }
+}

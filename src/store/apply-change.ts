@@ -1,0 +1,57 @@
+import type { RunChange } from "./changes.js";
+import { StoreConflictError } from "./errors.js";
+import type { MessageStore } from "./messages.js";
+import type { RunStore } from "./runs.js";
+import type { StepStore } from "./steps.js";
+import type { ToolCallStore } from "./tool-calls.js";
+
+export interface Tables {
+  runs: RunStore;
+  messages: MessageStore;
+  toolCalls: ToolCallStore;
+  steps: StepStore;
+}
+
+/**
+ * Applies one change of a run, inside the caller's transaction (synchronous by
+ * construction: the change is data). The tool-call ledger is written only here.
+ */
+export function applyRunChange(tables: Tables, runId: string, change: RunChange): void {
+  switch (change.kind) {
+    case "message": {
+      const { message } = change;
+      tables.messages.insert(message);
+      if (message.role === "assistant" && message.toolCalls?.length) {
+        tables.toolCalls.propose(runId, message.toolCalls, message.createdAt);
+      } else if (message.role === "tool") {
+        tables.toolCalls.finish(runId, message.toolCallId, message.id, message.createdAt);
+      }
+      return;
+    }
+    case "toolCall.awaitingApproval":
+      tables.toolCalls.awaitApproval(runId, change.toolCallId, change.reason, change.at);
+      return;
+    case "toolCall.decided":
+      if (!tables.toolCalls.decide(runId, change.toolCallId, change.decision, change.reason, change.at)) {
+        throw new StoreConflictError("decided", `tool call ${change.toolCallId} was already decided`);
+      }
+      return;
+    case "toolCall.started":
+      tables.toolCalls.start(runId, change.toolCallId, change.at);
+      return;
+    case "status":
+      tables.runs.setStatus(runId, change.status);
+      return;
+    case "step":
+      tables.steps.save(runId, change.step);
+      return;
+    case "stats":
+      tables.runs.saveStats(runId, change.stats);
+      return;
+    case "finish":
+      if (!tables.runs.finish(runId, change)) {
+        throw new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`);
+      }
+      return;
+  }
+}

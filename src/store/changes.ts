@@ -1,0 +1,29 @@
+import type { RunError } from "../agent/run-error.js";
+import type { RunStats } from "../agent/stats.js";
+import type { StepTrace } from "../agent/step-trace.js";
+import type { StopReason } from "../agent/stop-reason.js";
+import type { RunStatus } from "../domain/run.js";
+import type { StoredMessage } from "../domain/stored-message.js";
+
+/**
+ * One change to a live run's data, as data: a batch of them is applied by the store in one
+ * transaction with the events they cause (see Store.commitRun). The tool-call ledger
+ * changes only through the `toolCall.*` changes.
+ */
+export type RunChange =
+  /** A committed message; an assistant message's calls enter the ledger as proposed, a tool result finishes its call. */
+  | { kind: "message"; message: StoredMessage }
+  | { kind: "toolCall.awaitingApproval"; toolCallId: string; reason: string; at: string }
+  /** Refused (StoreConflictError `decided`) when the call was already decided or is past deciding. */
+  | { kind: "toolCall.decided"; toolCallId: string; decision: "approve" | "deny"; reason: string | null; at: string }
+  | { kind: "toolCall.started"; toolCallId: string; at: string }
+  /** A status of an unfinished run; ignored once the run has finished. */
+  | { kind: "status"; status: Exclude<RunStatus, "finished"> }
+  /** A turn's trace; a turn asked again after a restart replaces the lost attempt. */
+  | { kind: "step"; step: StepTrace }
+  /** The run's stats so far (of an unfinished run). */
+  | { kind: "stats"; stats: RunStats }
+  /** The run's end; refused (StoreConflictError `run_not_live`) when it has already finished or is gone. */
+  | { kind: "finish"; stopReason: StopReason; error: RunError | null; stats: RunStats; finishedAt: string };
+
+export type RunChangeKind = RunChange["kind"];

@@ -1,0 +1,41 @@
+/**
+ * What can go wrong with storage, whatever the backend: `full` (no space), `busy` (locked by
+ * another writer), `readonly`, `corrupt`, `io`, `unavailable` (cannot be opened or closed).
+ */
+export type StorageErrorKind = "full" | "busy" | "readonly" | "corrupt" | "io" | "unavailable";
+
+/** A storage failure, crossing the store's boundary with a kind instead of a backend's code. */
+export class StorageError extends Error {
+  readonly code = "STORAGE_FAILED";
+  constructor(
+    readonly kind: StorageErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "StorageError";
+  }
+}
+
+/**
+ * Which rule a refused change broke: `active_run` (the session already has an unfinished
+ * run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
+ * decided, or is past deciding), `run_not_live` (the run has finished or is gone).
+ */
+export type ConflictRule = "active_run" | "idempotency_key" | "decided" | "run_not_live";
+
+/** A change the data refused (a rule of the schema); nothing of its batch was written. */
+export class StoreConflictError extends Error {
+  readonly code = "STORE_CONFLICT";
+  constructor(
+    readonly rule: ConflictRule,
+    message: string,
+  ) {
+    super(message);
+    this.name = "StoreConflictError";
+  }
+}
+
+export const isStorageError = (err: unknown): err is StorageError => err instanceof StorageError;
+export const isConflict = (err: unknown, rule?: ConflictRule): err is StoreConflictError =>
+  err instanceof StoreConflictError && (rule === undefined || err.rule === rule);

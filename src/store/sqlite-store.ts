@@ -1,0 +1,121 @@
+import { applyRunChange } from "./apply-change.js";
+import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
+import { StorageError } from "./errors.js";
+import { eventStore } from "./events.js";
+import { messageStore } from "./messages.js";
+import { runStore } from "./runs.js";
+import { sessionStore } from "./sessions.js";
+import { translateSqliteError } from "./sqlite-errors.js";
+import { stepStore } from "./steps.js";
+import { StorageHealth } from "./storage-health.js";
+import type { Store } from "./store.js";
+import { toolCallStore } from "./tool-calls.js";
+
+const ROLLBACK = Symbol("rollback");
+
+/**
+ * The Store over one SQLite connection (better-sqlite3, synchronous). Each method does its
+ * work at once and returns a settled promise; a batch of changes is applied inside one
+ * synchronous `db.transaction()`, so no transaction is ever held across an await.
+ */
+export function createSqliteStore(db: Db): Store {
+  const health = new StorageHealth();
+  const tables = {
+    sessions: sessionStore(db),
+    runs: runStore(db),
+    messages: messageStore(db),
+    events: eventStore(db),
+    toolCalls: toolCallStore(db),
+    steps: stepStore(db),
+  };
+  // One transaction wrapper, reused: building it costs as much as a small commit.
+  const inTransaction = db.transaction((fn: () => unknown) => fn());
+  const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
+  const growth = db.prepare("INSERT INTO server_probe (data) VALUES (zeroblob(16384))");
+
+  /** A read: its errors translated, nothing recorded. */
+  const read = <T>(fn: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(translateSqliteError(err));
+    }
+  };
+  /** A write in one transaction: a success clears a recorded failure, a storage failure is recorded. */
+  const write = <T>(fn: () => T): Promise<T> => {
+    try {
+      const result = inTransaction(fn) as T;
+      health.recordSuccess();
+      return Promise.resolve(result);
+    } catch (err) {
+      const translated = translateSqliteError(err);
+      if (translated instanceof StorageError) health.recordFailure(translated);
+      return Promise.reject(translated);
+    }
+  };
+
+  return {
+    sessions: {
+      insert: (session) => write(() => tables.sessions.insert(session)),
+      get: (id, owner) => read(() => tables.sessions.get(id, owner)),
+      list: (query) => read(() => tables.sessions.list(query)),
+      delete: (id) => write(() => tables.sessions.delete(id)),
+    },
+    runs: {
+      create: (run, events) =>
+        write(() => {
+          tables.runs.insert(run);
+          return tables.events.insert(events);
+        }),
+      get: (id) => read(() => tables.runs.get(id)),
+      byIdempotencyKey: (sessionId, key) => read(() => tables.runs.byIdempotencyKey(sessionId, key)),
+      active: (sessionId) => read(() => tables.runs.active(sessionId)),
+      unfinished: () => read(() => tables.runs.live()),
+      list: (query) => read(() => tables.runs.list(query)),
+    },
+    commitRun: (runId, changes, events) =>
+      write(() => {
+        for (const change of changes) applyRunChange(tables, runId, change);
+        return tables.events.insert(events);
+      }),
+    messages: {
+      history: (sessionId) => read(() => tables.messages.history(sessionId)),
+      page: (query) => read(() => tables.messages.page(query)),
+      ofRun: (sessionId, runId) => read(() => tables.messages.ofRun(sessionId, runId)),
+      finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),
+      lastSeq: (sessionId) => read(() => tables.messages.lastSeq(sessionId)),
+    },
+    events: {
+      after: (runId, seq, limit) => read(() => tables.events.after(runId, seq, limit)),
+      lastSeq: (runId) => read(() => tables.events.lastSeq(runId)),
+    },
+    toolCalls: {
+      get: (runId, id) => read(() => tables.toolCalls.get(runId, id)),
+      open: (runId) => read(() => tables.toolCalls.open(runId)),
+      inState: (runId, state) => read(() => tables.toolCalls.inState(runId, state)),
+    },
+    steps: {
+      ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+    },
+    probeWrites: () =>
+      write(() => {
+        heartbeat.run(new Date().toISOString());
+        // Allocates new pages in a savepoint rolled back at once: a full disk fails here.
+        try {
+          db.transaction(() => {
+            growth.run();
+            throw ROLLBACK;
+          })();
+        } catch (err) {
+          if (err !== ROLLBACK) throw err;
+        }
+      }),
+    writeFailure: () => health.failure,
+    close: () => read(() => void db.close()),
+  };
+}
+
+/** Opens the SQLite file (see openDatabase) and returns the Store over it. */
+export function openSqliteStore(options: OpenDatabaseOptions): Store {
+  return createSqliteStore(openDatabase(options));
+}
