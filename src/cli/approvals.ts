@@ -18,6 +18,7 @@ type Decision = { decision: "approve" | "deny"; reason: string };
  */
 export class Approvals {
   readonly #resolved = new Set<string>();
+  readonly #answered = new Map<string, Decision>();
   #queue: Promise<void> = Promise.resolve();
   #current: { toolCallId: string; withdraw: AbortController } | null = null;
   #stopped = false;
@@ -50,6 +51,13 @@ export class Approvals {
   async #answer(request: ApprovalRequest): Promise<void> {
     if (this.#stopped || this.#resolved.has(request.toolCallId)) return;
     const { out, approve, ask } = this.deps;
+    // Asked again before the answer took effect (a server restarted in between): the same answer.
+    const earlier = this.#answered.get(request.toolCallId);
+    if (earlier) {
+      out.note(`[approval] ${request.tool} asks again; sending the same answer (${earlier.decision})`);
+      await this.#send(request.toolCallId, earlier);
+      return;
+    }
     out.note(`[approval] ${request.tool} asks for approval: ${printable(request.reason)}`);
     out.note(indent(printable(JSON.stringify(request.input, null, 2) ?? "undefined", { keepLines: true })));
     let decision: Decision;
@@ -75,6 +83,7 @@ export class Approvals {
       decision = { decision: "deny", reason: "no terminal to ask: denied by agent-server" };
     }
     if (this.#stopped || this.#resolved.has(request.toolCallId)) return;
+    this.#answered.set(request.toolCallId, decision);
     await this.#send(request.toolCallId, decision);
   }
 

@@ -8,7 +8,8 @@ Usage:
 
 The answer streams to stdout; the session and run ids, tool activity, approvals and
 the outcome go to stderr (one line each). A tool call that needs approval is asked on
-the terminal; without one (a pipe, CI) it is denied unless --approve allows it.
+the terminal (stdin and stderr); without one (a pipe, CI) it is denied unless
+--approve allows it.
 Ctrl-C cancels the run and waits for its end; a second Ctrl-C leaves at once.
 
 Options:

@@ -30,6 +30,8 @@ export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCo
     ]);
   } finally {
     unsubscribe();
+    // The answer's last line is ended, however the client stops.
+    out.endLine();
   }
 }
 
@@ -65,9 +67,11 @@ async function startAndFollow({
     client,
     runId: run.id,
     approve: options.approve,
-    ask: io.stdin.isTTY
-      ? terminalAsk({ input: io.stdin, output: io.stderr, onInterrupt: () => cancel.interrupt() })
-      : null,
+    // A question needs a person: one who reads stderr and types on stdin.
+    ask:
+      io.stdin.isTTY && io.stderr.isTTY
+        ? terminalAsk({ input: io.stdin, output: io.stderr, onInterrupt: () => cancel.interrupt() })
+        : null,
     out,
   });
   cancel.attach(run.id, approvals);

@@ -3,9 +3,10 @@
  * child process against a live server whose model is the fake upstream.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { freePort } from "../helpers/child-server.js";
 import { runCli, startCli } from "../helpers/cli-process.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
@@ -262,6 +263,71 @@ describe("agent-server run", () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  /**
+   * Runs `scenario` with the client talking through a proxy to a server that it may
+   * `restart()` (as on SIGTERM with ON_RESTART=resume, then a new start over the same data).
+   */
+  async function acrossRestart(
+    scenario: (ctx: { url: string; restart: () => Promise<void>; upstream: FakeUpstream }) => Promise<void>,
+  ) {
+    const upstream = await startFakeUpstream();
+    upstream.fallback = cliModel;
+    const first = await startTestServer({ upstream });
+    const proxy = await startTcpProxy(Number(new URL(first.url).port));
+    let second: TestServer | undefined;
+    try {
+      await scenario({
+        url: proxy.url,
+        upstream,
+        restart: async () => {
+          await first.ctx.manager.shutdown({ graceMs: 2000, resume: true });
+          await first.close({ keepDir: true });
+          second = await startTestServer({ dir: first.dir, upstream });
+          proxy.retarget(Number(new URL(second.url).port));
+        },
+      });
+    } finally {
+      await second?.close();
+      await proxy.close();
+      await upstream.close();
+      rmSync(first.dir, { recursive: true, force: true });
+    }
+  }
+
+  it("follows a run across a server restart: reconnects, notes the turn asked again, and ends with it", async () => {
+    await acrossRestart(async ({ url, restart, upstream }) => {
+      upstream.enqueue({ text: ["Working"], hang: "after-chunks", afterChunks: 2 }, { text: "Done." });
+      const cli = startCli({ args: ["run", "Work"], env: { AGENT_URL: url } });
+      await cli.waitFor(/Working/, "stdout");
+      await restart();
+      const result = await cli.done;
+      expect(result.stderr).toMatch(/\[stream\] lost \(.+\); reconnecting after event \d+\n/);
+      expect(result.stderr).toContain("[turn 1 is asked again: the server restarted during it]\n");
+      expect(result.stdout).toBe("Working\nDone.\n");
+      expect(result.stderr).toMatch(/\[run\] complete \(1 turn, 0 tool calls\)\n$/);
+      expect(result.code).toBe(0);
+    });
+  });
+
+  it("a question open across a server restart is answered to the restarted server", async () => {
+    await acrossRestart(async ({ url, restart }) => {
+      const cli = startCli({
+        args: ["run", "Create hello.txt saying hello, world"],
+        env: { AGENT_URL: url },
+        pty: true,
+      });
+      await cli.waitFor(/Allow this call\? \[y\/N\] $/, "stdout");
+      await restart();
+      await cli.waitFor(/\[stream\] lost/, "stdout");
+      cli.child.stdin?.write("y\r");
+      const result = await cli.done;
+      expect(result.stdout).toContain("[approval] write_file approved: approved at the terminal");
+      expect(result.stdout).toContain("Created hello.txt.");
+      expect(result.stdout.match(/Allow this call/g)).toHaveLength(1);
+      expect(result.code).toBe(0);
+    });
   });
 
   it("a busy session is one line on stderr and exit 68", async () => {

@@ -8,11 +8,14 @@ export interface TcpProxy {
   dropAll(): void;
   /** Stops passing the server's bytes to the clients (the connections stay open). */
   stall(): void;
+  /** New connections go to this port from now on (a server restarted elsewhere). */
+  retarget(port: number): void;
   close(): Promise<void>;
 }
 
 /** A TCP proxy on 127.0.0.1 in front of `targetPort`, to break or stall a client's connections. */
-export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+export async function startTcpProxy(initialPort: number): Promise<TcpProxy> {
+  let targetPort = initialPort;
   const pairs = new Set<[Socket, Socket]>();
   const sent: string[] = [];
   let stalled = false;
@@ -55,6 +58,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     stall() {
       stalled = true;
+    },
+    retarget(port) {
+      targetPort = port;
     },
     async close() {
       proxy.dropAll();
