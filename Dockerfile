@@ -33,6 +33,7 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
+COPY bin ./bin
 COPY openapi.yaml package.json ./
 ENV HOST=0.0.0.0 PORT=3000 DATABASE_PATH=/data/agent.db WORKSPACE_ROOT=/workspaces NODE_ENV=production
 VOLUME ["/data", "/workspaces"]

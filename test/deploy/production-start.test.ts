@@ -285,6 +285,13 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     expect(done.body.text).toBe("hello from production");
     const spec = await fetch(`${server.url}/openapi.yaml`);
     expect(spec.status).toBe(200);
+    // The command-line client runs in the image too (`docker exec -it <container> npx agent-server run ...`).
+    upstream.enqueue({ text: "hello from the client" });
+    const cli = await run(process.execPath, [join(app, "bin/agent-server.mjs"), "run", "hi"], {
+      cwd: app,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENT_URL: server.url },
+    });
+    expect(cli.stdout).toBe("hello from the client\n");
 
     const exit = await stop(server);
     expect(exit).toMatchObject({ code: 0, signal: null });

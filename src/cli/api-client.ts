@@ -1,0 +1,76 @@
+import type { z } from "zod";
+import { CliError } from "./cli-error.js";
+import { EXIT } from "./exit-codes.js";
+import { readRefusal, refusalError, unreachableError } from "./server-errors.js";
+import type { Target } from "./target.js";
+
+/**
+ * The agent server's HTTP API as the client uses it: JSON requests with the bearer key,
+ * every failure turned into a one-line `CliError` (refused, unreachable, not the API).
+ */
+export class ApiClient {
+  constructor(readonly target: Target) {}
+
+  /** A JSON request whose 2xx answer must match `schema`. */
+  async json<T>({
+    method,
+    path,
+    body,
+    schema,
+    headers = {},
+  }: {
+    method: string;
+    path: string;
+    body?: unknown;
+    schema: z.ZodType<T>;
+    headers?: Record<string, string>;
+  }): Promise<T> {
+    const request = `${method} ${path}`;
+    const response = await this.send({
+      request,
+      path,
+      init: {
+        method,
+        headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      },
+    });
+    const text = await response.text();
+    let parsed: z.ZodSafeParseResult<T> | null = null;
+    try {
+      parsed = schema.safeParse(JSON.parse(text));
+    } catch {
+      // Not JSON: reported below.
+    }
+    if (!parsed?.success) {
+      throw new CliError(
+        `${request} answered ${response.status} with a body this client does not understand: is AGENT_URL (${this.target.baseUrl}) an agent server?`,
+        EXIT.server,
+      );
+    }
+    return parsed.data;
+  }
+
+  /**
+   * Sends a request and returns its 2xx response (body unread). A refusal is thrown as
+   * its `CliError`; a network failure as unreachable (or rethrown when `signal` aborted it).
+   */
+  async send({ request, path, init }: { request: string; path: string; init: RequestInit }): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(this.target.baseUrl + path, {
+        ...init,
+        headers: { ...this.authorization(), ...(init.headers as Record<string, string>) },
+      });
+    } catch (error) {
+      if (init.signal?.aborted) throw error;
+      throw unreachableError(error, this.target);
+    }
+    if (response.ok) return response;
+    throw refusalError(await readRefusal(response, request), this.target);
+  }
+
+  private authorization(): Record<string, string> {
+    return this.target.apiKey === null ? {} : { authorization: `Bearer ${this.target.apiKey}` };
+  }
+}

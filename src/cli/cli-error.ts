@@ -1,0 +1,23 @@
+import type { ExitCode } from "./exit-codes.js";
+
+/**
+ * A failure the client reports as one line on stderr (what happened and what to do)
+ * before it exits with `exitCode`. Anything else thrown is a bug of the client.
+ * `retryable`: the same request may succeed later (the server is away, full or restarting);
+ * `status`: the HTTP status of the server's refusal, if it answered.
+ */
+export class CliError extends Error {
+  readonly retryable: boolean;
+  readonly status: number | null;
+
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+    { retryable = false, status = null }: { retryable?: boolean; status?: number | null } = {},
+  ) {
+    super(message);
+    this.name = "CliError";
+    this.retryable = retryable;
+    this.status = status;
+  }
+}

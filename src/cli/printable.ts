@@ -1,0 +1,24 @@
+/**
+ * Text from the model or a tool made safe for a terminal: control characters (which
+ * could move the cursor, retitle the window or hide what follows) are shown as `\uXXXX`.
+ * `keepLines` leaves newlines and tabs as they are.
+ */
+export function printable(text: string, { keepLines = false }: { keepLines?: boolean } = {}): string {
+  let result = "";
+  for (const c of text) {
+    const code = c.charCodeAt(0);
+    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f);
+    const kept = keepLines && (c === "\n" || c === "\t");
+    result += control && !kept ? `\\u${code.toString(16).padStart(4, "0")}` : c;
+  }
+  return result;
+}
+
+/** The first line of `text`, cut to `max` characters, saying how much was left out. */
+export function preview(text: string, max = 160): string {
+  const lines = text.replace(/\n+$/, "").split("\n");
+  const first = lines[0] ?? "";
+  const cut = first.length > max ? `${first.slice(0, max)}...` : first;
+  const more = lines.length - 1;
+  return printable(more > 0 ? `${cut} (+${more} line${more === 1 ? "" : "s"})` : cut);
+}

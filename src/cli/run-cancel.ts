@@ -1,0 +1,59 @@
+import type { ApiClient } from "./api-client.js";
+import type { Approvals } from "./approvals.js";
+import { CliError } from "./cli-error.js";
+import type { Outputs } from "./terminal-out.js";
+import { RunBody } from "./wire.js";
+
+/**
+ * What Ctrl-C does: the first cancels the run (`DELETE /runs/{id}`, at once, or as soon
+ * as the run exists) and lets the client wait for its `run.finished`; the second leaves
+ * without waiting (`left` resolves).
+ */
+export class RunCancel {
+  #requested = false;
+  #runId: string | null = null;
+  #approvals: Approvals | null = null;
+  #leave: () => void = () => {};
+  readonly left = new Promise<void>((resolve) => {
+    this.#leave = resolve;
+  });
+
+  constructor(private readonly deps: { client: ApiClient; out: Outputs }) {}
+
+  get requested(): boolean {
+    return this.#requested;
+  }
+
+  interrupt(): void {
+    if (this.#requested) {
+      this.deps.out.note(
+        `[run] left without waiting for the end${this.#runId ? `; the server goes on cancelling ${this.#runId}` : ""}`,
+      );
+      this.#leave();
+      return;
+    }
+    this.#requested = true;
+    this.#approvals?.stop();
+    this.deps.out.note("[run] cancelling (Ctrl-C again to leave without waiting)");
+    if (this.#runId) void this.#delete(this.#runId);
+  }
+
+  /** The run exists: a cancel asked for before is sent now. */
+  attach(runId: string, approvals: Approvals): void {
+    this.#runId = runId;
+    this.#approvals = approvals;
+    if (this.#requested) {
+      approvals.stop();
+      void this.#delete(runId);
+    }
+  }
+
+  async #delete(runId: string): Promise<void> {
+    try {
+      await this.deps.client.json({ method: "DELETE", path: `/runs/${encodeURIComponent(runId)}`, schema: RunBody });
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error;
+      this.deps.out.note(`[run] the cancel was not delivered: ${error.message}`);
+    }
+  }
+}

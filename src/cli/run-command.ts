@@ -1,0 +1,108 @@
+import { ApiClient } from "./api-client.js";
+import { Approvals } from "./approvals.js";
+import type { RunOptions } from "./args.js";
+import { CliError } from "./cli-error.js";
+import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
+import { followRunEvents } from "./follow-events.js";
+import { type CliIo, readAll } from "./io.js";
+import { RunCancel } from "./run-cancel.js";
+import { targetFromEnv } from "./target.js";
+import { terminalAsk } from "./terminal-ask.js";
+import { Outputs } from "./terminal-out.js";
+import { Transcript } from "./transcript.js";
+import { decodeEvent, RunBody, SessionBody } from "./wire.js";
+
+/**
+ * `agent-server run`: makes a session (or uses `--session`), starts a run and follows its
+ * events to `run.finished`, answering approvals on the way; resolves with the exit code.
+ */
+export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCode> {
+  const client = new ApiClient(targetFromEnv(io.env));
+  const out = new Outputs(io.stdout, io.stderr, !options.json);
+  const input = options.prompt === "-" ? (await readAll(io.stdin)).replace(/\r?\n$/, "") : options.prompt;
+  if (input.trim() === "") throw new CliError("the prompt read from stdin is empty", EXIT.usage);
+  const cancel = new RunCancel({ client, out });
+  const unsubscribe = io.onInterrupt(() => cancel.interrupt());
+  try {
+    return await Promise.race([
+      cancel.left.then(() => EXIT.aborted),
+      startAndFollow({ client, out, cancel, options, input, io }),
+    ]);
+  } finally {
+    unsubscribe();
+    // The answer's last line is ended, however the client stops.
+    out.endLine();
+  }
+}
+
+async function startAndFollow({
+  client,
+  out,
+  cancel,
+  options,
+  input,
+  io,
+}: {
+  client: ApiClient;
+  out: Outputs;
+  cancel: RunCancel;
+  options: RunOptions;
+  input: string;
+  io: CliIo;
+}): Promise<ExitCode> {
+  const sessionId = options.session ?? (await createSession(client, options));
+  out.note(`session ${sessionId}`);
+  if (cancel.requested) {
+    out.note("[run] not started: cancelled");
+    return EXIT.aborted;
+  }
+  const run = await client.json({
+    method: "POST",
+    path: `/sessions/${encodeURIComponent(sessionId)}/runs`,
+    body: { input, ...(options.maxTurns === undefined ? {} : { maxTurns: options.maxTurns }) },
+    schema: RunBody,
+  });
+  out.note(`run ${run.id}`);
+  const approvals = new Approvals({
+    client,
+    runId: run.id,
+    approve: options.approve,
+    // A question needs a person: one who reads stderr and types on stdin.
+    ask:
+      io.stdin.isTTY && io.stderr.isTTY
+        ? terminalAsk({ input: io.stdin, output: io.stderr, onInterrupt: () => cancel.interrupt() })
+        : null,
+    out,
+  });
+  cancel.attach(run.id, approvals);
+  const transcript = new Transcript(out);
+  const events = followRunEvents({
+    client,
+    runId: run.id,
+    onReconnect: ({ after, reason }) => out.note(`[stream] lost (${reason}); reconnecting after event ${after}`),
+  });
+  for await (const frame of events) {
+    if (options.json) io.stdout.write(`${frame.data}\n`);
+    const event = decodeEvent(frame.data);
+    if (event === null) continue;
+    if (event.type === "approval.resolved") approvals.resolved(event.toolCallId);
+    transcript.show(event);
+    if (event.type === "approval.requested") approvals.requested(event);
+    if (event.type === "run.finished") {
+      approvals.stop();
+      return exitCodeForStopReason(event.run.stopReason);
+    }
+  }
+  throw new CliError(`the events of run ${run.id} ended without run.finished`, EXIT.server);
+}
+
+async function createSession(client: ApiClient, options: RunOptions): Promise<string> {
+  const body = {
+    ...(options.system === undefined ? {} : { system: options.system }),
+    ...(options.model === undefined ? {} : { model: options.model }),
+    ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+    metadata: { client: "agent-server run" },
+  };
+  const session = await client.json({ method: "POST", path: "/sessions", body, schema: SessionBody });
+  return session.id;
+}

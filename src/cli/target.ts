@@ -1,0 +1,38 @@
+import { CliError } from "./cli-error.js";
+import { EXIT } from "./exit-codes.js";
+
+/** The server the client talks to, from `AGENT_URL` and `AGENT_API_KEY`. */
+export interface Target {
+  /** `AGENT_URL` without a trailing slash: paths are appended to it (a prefix behind a proxy is kept). */
+  baseUrl: string;
+  apiKey: string | null;
+}
+
+export const DEFAULT_AGENT_URL = "http://127.0.0.1:3000";
+
+const configError = (message: string): CliError => new CliError(message, EXIT.config);
+
+/** Reads and checks the two variables; a value that cannot be used is a config `CliError`. */
+export function targetFromEnv(env: NodeJS.ProcessEnv): Target {
+  const raw = env.AGENT_URL?.trim() || DEFAULT_AGENT_URL;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw configError(`AGENT_URL is not a URL: "${raw}" (set it like ${DEFAULT_AGENT_URL})`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw configError(`AGENT_URL must be an http:// or https:// URL, not "${raw}"`);
+  }
+  if (url.username || url.password) {
+    throw configError("AGENT_URL must not hold credentials: put the key in AGENT_API_KEY");
+  }
+  if (url.search || url.hash) {
+    throw configError(`AGENT_URL must be the server's root, without ?query or #fragment: "${raw}"`);
+  }
+  const apiKey = env.AGENT_API_KEY?.trim() || null;
+  if (apiKey !== null && !/^[\x21-\x7e]+$/.test(apiKey)) {
+    throw configError("AGENT_API_KEY must be one key of visible ASCII characters, without spaces");
+  }
+  return { baseUrl: url.href.replace(/\/+$/, ""), apiKey };
+}

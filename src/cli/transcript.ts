@@ -1,0 +1,106 @@
+import { preview, printable } from "./printable.js";
+import type { Outputs } from "./terminal-out.js";
+import type { RunBody, RunEvent } from "./wire.js";
+
+/**
+ * Shows a run's events to a person: the model's text on stdout as it streams, tool
+ * activity and approvals' outcomes as lines on stderr, and how the run ended.
+ * (Approval requests are shown by `Approvals`, which also answers them.)
+ */
+export class Transcript {
+  readonly #out: Outputs;
+  /** Tool names and argument text by tool-call id, from the assistant messages. */
+  readonly #calls = new Map<string, { tool: string; input: string }>();
+  readonly #turnsSeen = new Set<number>();
+  /** The text streamed so far in the current turn. */
+  #turnText = "";
+
+  constructor(out: Outputs) {
+    this.#out = out;
+  }
+
+  /** The tool a call is for, when known (from its assistant message or its approval request). */
+  toolOf(toolCallId: string): string | undefined {
+    return this.#calls.get(toolCallId)?.tool;
+  }
+
+  show(event: RunEvent): void {
+    switch (event.type) {
+      case "turn.started":
+        if (this.#turnsSeen.has(event.turn)) {
+          this.#out.note(`[turn ${event.turn} is asked again: the server restarted during it]`);
+        }
+        this.#turnsSeen.add(event.turn);
+        this.#turnText = "";
+        return;
+      case "text.delta":
+        this.#streamText(event.text);
+        return;
+      case "message":
+        this.#message(event.message);
+        return;
+      case "approval.requested":
+        if (!this.#calls.has(event.toolCallId)) {
+          this.#calls.set(event.toolCallId, { tool: event.tool, input: JSON.stringify(event.input) });
+        }
+        return;
+      case "approval.resolved": {
+        const tool = this.toolOf(event.toolCallId) ?? event.toolCallId;
+        const verdict = event.decision === "approve" ? "approved" : "denied";
+        this.#out.note(`[approval] ${tool} ${verdict}${event.reason ? `: ${preview(event.reason)}` : ""}`);
+        return;
+      }
+      case "tool.started": {
+        const input = this.#calls.get(event.toolCallId)?.input ?? "";
+        this.#out.note(`[tool] ${event.tool} ${preview(input, 200)}`.trimEnd());
+        return;
+      }
+      case "run.finished":
+        this.#out.endLine();
+        this.#out.note(summary(event.run));
+        return;
+      case "run.started":
+        return;
+    }
+  }
+
+  #streamText(text: string): void {
+    // Text of a new turn starts on a line of its own.
+    if (this.#turnText === "") this.#out.endLine();
+    this.#turnText += text;
+    this.#out.text(text);
+  }
+
+  #message(message: Extract<RunEvent, { type: "message" }>["message"]): void {
+    if (message.role === "assistant") {
+      // The committed text is what counts; print what the deltas did not carry.
+      if (message.content.startsWith(this.#turnText)) this.#streamText(message.content.slice(this.#turnText.length));
+      for (const call of message.toolCalls ?? []) this.#calls.set(call.id, { tool: call.name, input: call.input });
+    } else if (message.role === "tool") {
+      const tool = this.toolOf(message.toolCallId) ?? message.toolCallId;
+      const outcome = message.isError ? `failed (${message.metadata?.errorCode ?? "error"})` : "done";
+      this.#out.note(`[tool] ${tool} ${outcome}: ${preview(message.content)}`);
+    }
+  }
+}
+
+/** How the run ended, in words a person can act on, with its counts. */
+function summary(run: RunBody): string {
+  const turns = run.stats?.turns;
+  const calls = run.stats?.toolCalls;
+  const counts =
+    turns === undefined || calls === undefined
+      ? ""
+      : ` (${turns} turn${turns === 1 ? "" : "s"}, ${calls} tool call${calls === 1 ? "" : "s"})`;
+  return `[run] ${run.stopReason ?? run.status}${because(run)}${counts}`;
+}
+
+function because(run: RunBody): string {
+  if (run.error) return `: ${printable(run.error.message)}`;
+  if (run.stopReason === "max_turns") {
+    const budget = run.maxTurns === undefined ? "" : ` of ${run.maxTurns}`;
+    return `: the turn budget${budget} is spent; go on with --session ${run.sessionId ?? "<id>"}, or allow more with --max-turns`;
+  }
+  if (run.stopReason === "aborted") return ": the run was cancelled";
+  return "";
+}

@@ -1,0 +1,413 @@
+/**
+ * The command-line client (`bin/agent-server.mjs`, built into dist/) spawned as a real
+ * child process against a live server whose model is the fake upstream.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { freePort } from "../helpers/child-server.js";
+import { runCli, startCli } from "../helpers/cli-process.js";
+import { startTcpProxy } from "../helpers/tcp-proxy.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { cliModel } from "./model-script.js";
+
+const KEY = "cli-test-key-0123456789";
+
+if (spawnSync("/bin/sh", ["-c", "command -v script"]).status !== 0) {
+  throw new Error("the client's terminal tests need `script` (util-linux / bsdutils) on PATH for a pseudo-terminal");
+}
+
+describe("agent-server run", () => {
+  let server: TestServer;
+  const env = () => ({ AGENT_URL: server.url, AGENT_API_KEY: KEY });
+  const auth = { authorization: `Bearer ${KEY}` };
+  const get = async (path: string) => (await server.request("GET", path, { headers: auth })).body;
+  const sessionOf = (stderr: string) => /^session (ses_\w+)\r?$/m.exec(stderr)?.[1] as string;
+  const runOf = (stderr: string) => /^run (run_\w+)\r?$/m.exec(stderr)?.[1] as string;
+  const workspaceFile = async (sessionId: string, name: string) =>
+    join(server.ctx.config.WORKSPACE_ROOT, (await get(`/sessions/${sessionId}`)).workspace, name);
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { AGENT_API_KEYS: KEY } });
+    server.upstream.fallback = cliModel;
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("streams the answer to stdout and the session, run and tool activity to stderr", async () => {
+    const result = await runCli({ args: ["run", "What files are in the workspace?"], env: env() });
+    expect(result.stderr).toMatch(/^session ses_\w+\nrun run_\w+\n/);
+    expect(result.stdout).toBe("Let me look.\nThe workspace is empty.\n");
+    expect(result.stderr).toContain('[tool] list_files {}\n[tool] list_files done: (no files or directories in ".")\n');
+    expect(result.stderr).toMatch(/\[run\] complete \(2 turns, 1 tool call\)\n$/);
+    expect(result.code).toBe(0);
+  });
+
+  it("reuses a session with --session: the id on stderr is what a script passes back", async () => {
+    const first = await runCli({
+      args: ["run", "Create hello.txt saying hello, world", "-a", "write_file"],
+      env: env(),
+    });
+    const session = sessionOf(first.stderr);
+    const second = await runCli({ args: ["run", "--session", session, "What does hello.txt say?"], env: env() });
+    expect(second.stdout).toBe('It says "hello, world".\n');
+    expect(sessionOf(second.stderr)).toBe(session);
+    const runs = (await get(`/sessions/${session}/runs`)).items.map((r: { id: string }) => r.id);
+    expect(runs.sort()).toEqual([runOf(first.stderr), runOf(second.stderr)].sort());
+    expect(second.code).toBe(0);
+  });
+
+  it("--json prints every event as one JSON line on stdout, in order", async () => {
+    const result = await runCli({ args: ["run", "--json", "What files are in the workspace?"], env: env() });
+    const events = result.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    // Text pieces that arrive close together may be sent as one text.delta: count them as one.
+    const types = events.map((e) => e.type).filter((type, i, all) => type !== "text.delta" || all[i - 1] !== type);
+    expect(types).toEqual([
+      ...["run.started", "message", "turn.started", "text.delta", "message", "tool.started", "message"],
+      ...["turn.started", "text.delta", "message", "run.finished"],
+    ]);
+    expect(events.every((e) => e.runId === runOf(result.stderr))).toBe(true);
+    expect(events.at(-1).run).toMatchObject({ status: "finished", stopReason: "complete" });
+    expect(result.stderr).toContain("[tool] list_files done");
+    expect(result.code).toBe(0);
+  });
+
+  it("without a terminal denies a call that asks for approval, and says how to allow it", async () => {
+    const result = await runCli({ args: ["run", "Create hello.txt saying hello, world"], env: env() });
+    expect(result.stderr).toContain(
+      '[approval] write_file asks for approval: write_file requires approval\n  {\n    "path": "hello.txt",\n    "content": "hello, world\\n"\n  }\n',
+    );
+    expect(result.stderr).toContain(
+      "[approval] no terminal to ask, so it is denied; to allow it, run with --approve write_file (or --approve all)\n",
+    );
+    expect(result.stderr).toContain("[approval] write_file denied: no terminal to ask: denied by agent-server\n");
+    expect(result.stderr).toContain("[tool] write_file failed (DENIED): tool call denied: no terminal to ask");
+    expect(result.stdout).toBe("I was not allowed to create it.\n");
+    expect(existsSync(await workspaceFile(sessionOf(result.stderr), "hello.txt"))).toBe(false);
+    expect(result.code).toBe(0);
+  });
+
+  it("--approve approves the calls of the tools it names", async () => {
+    const result = await runCli({
+      args: ["run", "--approve", "shell,write_file", "Create hello.txt saying hello, world"],
+      env: env(),
+    });
+    expect(result.stderr).toContain("[approval] write_file approved: approved by agent-server --approve write_file\n");
+    expect(result.stdout).toBe("Created hello.txt.\n");
+    expect(existsSync(await workspaceFile(sessionOf(result.stderr), "hello.txt"))).toBe(true);
+    expect(result.code).toBe(0);
+  });
+
+  for (const [answer, approved] of [
+    ["y", true],
+    ["N", false],
+  ] as const) {
+    it(`asks on a terminal, showing the tool, why and the arguments; "${answer}" ${approved ? "approves" : "denies"}`, async () => {
+      const cli = startCli({ args: ["run", "Create hello.txt saying hello, world"], env: env(), pty: true });
+      await cli.waitFor(/Allow this call\? \[y\/N\] $/, "stdout");
+      expect(cli.stdout()).toContain("[approval] write_file asks for approval: write_file requires approval");
+      expect(cli.stdout()).toContain('"path": "hello.txt"');
+      cli.child.stdin?.write(`${answer}\r`);
+      const result = await cli.done;
+      expect(result.stdout).toContain(
+        approved
+          ? "[approval] write_file approved: approved at the terminal"
+          : "[approval] write_file denied: denied at the terminal",
+      );
+      expect(result.stdout).toContain(approved ? "Created hello.txt." : "I was not allowed to create it.");
+      expect(existsSync(await workspaceFile(sessionOf(result.stdout), "hello.txt"))).toBe(approved);
+      expect(result.code).toBe(0);
+    });
+  }
+
+  it("withdraws the question when the call is decided elsewhere meanwhile", async () => {
+    const cli = startCli({ args: ["run", "Create hello.txt saying hello, world"], env: env(), pty: true });
+    await cli.waitFor(/Allow this call\? \[y\/N\] $/, "stdout");
+    const runId = runOf(cli.stdout());
+    const decided = await server.request("POST", `/runs/${runId}/approvals/call_write`, {
+      body: { decision: "approve", reason: "from the web" },
+      headers: auth,
+    });
+    expect(decided.status).toBe(200);
+    const result = await cli.done;
+    expect(result.stdout).toContain("[approval] write_file approved: from the web");
+    expect(result.stdout).toContain("Created hello.txt.");
+    expect(result.code).toBe(0);
+  });
+
+  it("Ctrl-C at the question cancels the run", async () => {
+    const cli = startCli({ args: ["run", "Create hello.txt saying hello, world"], env: env(), pty: true });
+    await cli.waitFor(/Allow this call\? \[y\/N\] $/, "stdout");
+    cli.child.stdin?.write("\u0003");
+    const result = await cli.done;
+    expect(result.stdout).toContain("[run] cancelling");
+    expect(result.stdout).toContain("[run] aborted: the run was cancelled");
+    const runId = runOf(result.stdout);
+    expect(await get(`/runs/${runId}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
+    expect(result.code).toBe(130);
+  });
+
+  it("escapes control characters of the model's answer on a terminal", async () => {
+    server.upstream.enqueue({ text: "\u001b]0;pwned\u0007\u001b[1Adone" });
+    const result = await runCli({ args: ["run", "Say something"], env: env(), pty: true });
+    expect(result.stdout).toContain("\\u001b]0;pwned\\u0007\\u001b[1Adone");
+    expect(result.stdout).not.toContain("\u001b");
+    expect(result.code).toBe(0);
+  });
+
+  it("Ctrl-C cancels the run (DELETE), waits for its end and exits 130", async () => {
+    server.upstream.enqueue({ text: ["Thinking"], hang: "after-chunks", afterChunks: 2 });
+    const cli = startCli({ args: ["run", "Think for ever"], env: env() });
+    await cli.waitFor(/Thinking/, "stdout");
+    cli.child.kill("SIGINT");
+    const result = await cli.done;
+    expect(result.stderr).toContain("[run] cancelling (Ctrl-C again to leave without waiting)\n");
+    expect(result.stderr).toMatch(/\[run\] aborted: the run was cancelled \(.*\)\n$/);
+    expect(result.stdout).toBe("Thinking\n");
+    expect(await get(`/runs/${runOf(result.stderr)}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
+    expect(result.code).toBe(130);
+  });
+
+  it("a second Ctrl-C leaves at once, while the server goes on cancelling", async () => {
+    const proxy = await startTcpProxy(Number(new URL(server.url).port));
+    try {
+      server.upstream.enqueue({ text: ["Thinking"], hang: "after-chunks", afterChunks: 2 });
+      const cli = startCli({ args: ["run", "Think for ever"], env: { ...env(), AGENT_URL: proxy.url } });
+      await cli.waitFor(/Thinking/, "stdout");
+      proxy.stall(); // run.finished cannot reach the client now
+      cli.child.kill("SIGINT");
+      await cli.waitFor(/cancelling/);
+      cli.child.kill("SIGINT");
+      const result = await cli.done;
+      const runId = runOf(result.stderr);
+      expect(result.stderr).toContain(
+        `[run] left without waiting for the end; the server goes on cancelling ${runId}\n`,
+      );
+      expect(result.stderr).not.toContain("[run] aborted");
+      expect(result.code).toBe(130);
+      await expect.poll(async () => (await get(`/runs/${runId}`)).stopReason).toBe("aborted");
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("exits 1 when the run ends in error, and says why", async () => {
+    const result = await runCli({ args: ["run", "Fail"], env: env() });
+    expect(result.stderr).toMatch(/\[run\] error: .*this model refuses.*\(0 turns, 0 tool calls\)\n$/);
+    expect(result.stdout).toBe("");
+    expect(result.code).toBe(1);
+  });
+
+  it("exits 2 when the turn budget (--max-turns) is spent", async () => {
+    const result = await runCli({ args: ["run", "--max-turns", "1", "What files are in the workspace?"], env: env() });
+    expect(await get(`/runs/${runOf(result.stderr)}`)).toMatchObject({ maxTurns: 1, stopReason: "max_turns" });
+    expect(result.stderr).toContain(
+      `[run] max_turns: the turn budget of 1 is spent; go on with --session ${sessionOf(result.stderr)}, or allow more with --max-turns (1 turn, 1 tool call)\n`,
+    );
+    expect(result.code).toBe(2);
+  });
+
+  it("--system and --model set up the new session; a prompt of - is read from stdin", async () => {
+    const result = await runCli({
+      args: ["run", "--system", "Be brief.", "--model", "other-model", "-"],
+      env: env(),
+      stdin: "Hello there\n",
+    });
+    expect(result.stdout).toBe("You said: Hello there\n");
+    expect(await get(`/sessions/${sessionOf(result.stderr)}`)).toMatchObject({
+      system: "Be brief.",
+      model: "other-model",
+    });
+    const sent = server.upstream.requests.at(-1)?.body;
+    expect(sent.model).toBe("other-model");
+    expect(sent.messages[0]).toEqual({ role: "system", content: "Be brief." });
+    expect(result.code).toBe(0);
+  });
+
+  it("shows tool output with its control characters escaped (a file cannot drive the terminal)", async () => {
+    const session = (await server.request("POST", "/sessions", { body: {}, headers: auth })).body;
+    const file = await workspaceFile(session.id, "hello.txt");
+    writeFileSync(file, "\u001b]0;pwned\u0007\u001b[2Khello, world\n");
+    const result = await runCli({ args: ["run", "-s", session.id, "What does hello.txt say?"], env: env() });
+    expect(result.stderr).toContain("[tool] read_file done:");
+    expect(result.stderr).toContain("\\u001b]0;pwned\\u0007\\u001b[2Khello, world");
+    expect([...result.stderr].filter((c) => c < " " && c !== "\n")).toEqual([]);
+    expect(result.code).toBe(0);
+  });
+
+  it("reconnects with Last-Event-ID when the event stream drops mid-run", async () => {
+    const proxy = await startTcpProxy(Number(new URL(server.url).port));
+    try {
+      let release: () => void = () => {};
+      server.upstream.enqueue({ text: ["Hello, ", "world."], gate: new Promise<void>((r) => (release = r)) });
+      const cli = startCli({ args: ["run", "Greet me"], env: { ...env(), AGENT_URL: proxy.url } });
+      await cli.waitFor(/Hello, world\./, "stdout");
+      const streams = () => proxy.heads().filter((head) => head.startsWith("GET /runs/"));
+      expect(streams()).toHaveLength(1);
+      proxy.dropAll();
+      await cli.waitFor(/\[stream\] lost/);
+      await expect.poll(() => streams().length).toBe(2);
+      release();
+      const result = await cli.done;
+      expect(streams()[1]).toMatch(/\r\nlast-event-id: [1-9]\d*\r\n/i);
+      expect(result.stderr).toMatch(/\[stream\] lost \(.+\); reconnecting after event [1-9]\d*\n/);
+      expect(result.stdout).toBe("Hello, world.\n");
+      expect(result.code).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  /**
+   * Runs `scenario` with the client talking through a proxy to a server that it may
+   * `restart()` (as on SIGTERM with ON_RESTART=resume, then a new start over the same data).
+   */
+  async function acrossRestart(
+    scenario: (ctx: { url: string; restart: () => Promise<void>; upstream: FakeUpstream }) => Promise<void>,
+  ) {
+    const upstream = await startFakeUpstream();
+    upstream.fallback = cliModel;
+    const first = await startTestServer({ upstream });
+    const proxy = await startTcpProxy(Number(new URL(first.url).port));
+    let second: TestServer | undefined;
+    try {
+      await scenario({
+        url: proxy.url,
+        upstream,
+        restart: async () => {
+          await first.ctx.manager.shutdown({ graceMs: 2000, resume: true });
+          await first.close({ keepDir: true });
+          second = await startTestServer({ dir: first.dir, upstream });
+          proxy.retarget(Number(new URL(second.url).port));
+        },
+      });
+    } finally {
+      await second?.close();
+      await proxy.close();
+      await upstream.close();
+      rmSync(first.dir, { recursive: true, force: true });
+    }
+  }
+
+  it("follows a run across a server restart: reconnects, notes the turn asked again, and ends with it", async () => {
+    await acrossRestart(async ({ url, restart, upstream }) => {
+      upstream.enqueue({ text: ["Working"], hang: "after-chunks", afterChunks: 2 }, { text: "Done." });
+      const cli = startCli({ args: ["run", "Work"], env: { AGENT_URL: url } });
+      await cli.waitFor(/Working/, "stdout");
+      await restart();
+      const result = await cli.done;
+      expect(result.stderr).toMatch(/\[stream\] lost \(.+\); reconnecting after event \d+\n/);
+      expect(result.stderr).toContain("[turn 1 is asked again: the server restarted during it]\n");
+      expect(result.stdout).toBe("Working\nDone.\n");
+      expect(result.stderr).toMatch(/\[run\] complete \(1 turn, 0 tool calls\)\n$/);
+      expect(result.code).toBe(0);
+    });
+  });
+
+  it("a question open across a server restart is answered to the restarted server", async () => {
+    await acrossRestart(async ({ url, restart }) => {
+      const cli = startCli({
+        args: ["run", "Create hello.txt saying hello, world"],
+        env: { AGENT_URL: url },
+        pty: true,
+      });
+      await cli.waitFor(/Allow this call\? \[y\/N\] $/, "stdout");
+      await restart();
+      await cli.waitFor(/\[stream\] lost/, "stdout");
+      cli.child.stdin?.write("y\r");
+      const result = await cli.done;
+      expect(result.stdout).toContain("[approval] write_file approved: approved at the terminal");
+      expect(result.stdout).toContain("Created hello.txt.");
+      expect(result.stdout.match(/Allow this call/g)).toHaveLength(1);
+      expect(result.code).toBe(0);
+    });
+  });
+
+  it("a busy session is one line on stderr and exit 68", async () => {
+    const session = (await server.request("POST", "/sessions", { body: {}, headers: auth })).body;
+    const active = (
+      await server.request("POST", `/sessions/${session.id}/runs`, {
+        body: { input: "Run the test suite" },
+        headers: auth,
+      })
+    ).body;
+    try {
+      const result = await runCli({ args: ["run", "--session", session.id, "Hello"], env: env() });
+      expect(result.stderr).toBe(
+        `session ${session.id}\nagent-server: the session already has an active run, ${active.id} (409 SESSION_BUSY): wait for it to end, cancel it (curl -X DELETE ${server.url}/runs/${active.id}), or leave out --session to start in a new session\n`,
+      );
+      expect(result.code).toBe(68);
+    } finally {
+      await server.request("DELETE", `/runs/${active.id}`, { headers: auth });
+    }
+  });
+
+  it("a full server (429) is one line on stderr and exit 69", async () => {
+    const full = await startTestServer({ env: { MAX_CONCURRENT_RUNS: "1" } });
+    full.upstream.fallback = cliModel;
+    try {
+      const session = (await full.request("POST", "/sessions", { body: {} })).body;
+      await full.request("POST", `/sessions/${session.id}/runs`, { body: { input: "Run the test suite" } });
+      const result = await runCli({ args: ["run", "Hello"], env: { AGENT_URL: full.url } });
+      expect(result.stderr).toMatch(
+        /^session ses_\w+\nagent-server: the server cannot take the run now \(429 TOO_MANY_RUNS: .+\): retry in 1 s\n$/,
+      );
+      expect(result.code).toBe(69);
+    } finally {
+      await full.close();
+    }
+  });
+
+  it("says in one line what to do when the server cannot be used, each with its exit code", async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const cases: Array<{ env: Record<string, string>; args?: string[]; code: number; line: string }> = [
+      { env: { AGENT_URL: server.url }, code: 67, line: "the server wants an API key (401): set AGENT_API_KEY" },
+      {
+        env: { AGENT_URL: server.url, AGENT_API_KEY: "not-a-key-of-this-server" },
+        code: 67,
+        line: "the server refused the key in AGENT_API_KEY (401)",
+      },
+      { env: { AGENT_URL: nobody }, code: 66, line: `cannot reach the server at ${nobody} (ECONNREFUSED): start it` },
+      {
+        env: { AGENT_URL: "localhost:3000" },
+        code: 65,
+        line: 'AGENT_URL must be an http:// or https:// URL, not "localhost:3000"',
+      },
+      {
+        env: env(),
+        args: ["run", "--session", "ses_nope", "Hello"],
+        code: 70,
+        line: "no session ses_nope on this server (404): check --session",
+      },
+      { env: env(), args: ["run"], code: 64, line: "the prompt is missing" },
+    ];
+    const results = await Promise.all(cases.map((c) => runCli({ args: c.args ?? ["run", "Hello"], env: c.env })));
+    results.forEach((result, i) => {
+      const errorLines = result.stderr.split("\n").filter((line) => line.startsWith("agent-server: "));
+      expect(errorLines, result.stderr).toHaveLength(1);
+      expect(errorLines[0]).toContain(cases[i]?.line);
+      expect(result.stdout).toBe("");
+      expect(result.code, result.stderr).toBe(cases[i]?.code);
+    });
+  });
+
+  it("--help and --version", async () => {
+    const [help, version] = await Promise.all([
+      runCli({ args: ["--help"], env: {} }),
+      runCli({ args: ["--version"], env: {} }),
+    ]);
+    expect(help.stdout).toMatch(/^agent-server: the command-line client/);
+    expect(help.stdout).toContain("68 session busy");
+    expect(help.code).toBe(0);
+    const { version: packaged } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+    expect(version.stdout).toBe(`agent-server ${packaged}\n`);
+    expect(version.code).toBe(0);
+  });
+});

@@ -1,0 +1,125 @@
+/** The client's pure parts: exit codes, the SSE parser, the command line and AGENT_URL. */
+import { describe, expect, it } from "vitest";
+import { parseCommand } from "../../src/cli/args.js";
+import { CliError } from "../../src/cli/cli-error.js";
+import { EXIT, exitCodeForStopReason } from "../../src/cli/exit-codes.js";
+import { readSse } from "../../src/cli/sse-reader.js";
+import { targetFromEnv } from "../../src/cli/target.js";
+
+describe("the client's exit code for a finished run", () => {
+  it("maps every stop reason, the guards' included, and counts an unknown one as an error", () => {
+    expect(
+      ["complete", "error", "max_turns", "loop_detected", "budget_exhausted", "aborted", "something_new", null].map(
+        exitCodeForStopReason,
+      ),
+    ).toEqual([0, 1, 2, 3, 3, 130, 1, 1]);
+  });
+
+  it("keeps the client's own failures apart from the runs' outcomes and from each other", () => {
+    const codes = Object.values(EXIT);
+    expect(new Set(codes).size).toBe(codes.length);
+  });
+});
+
+async function frames(...chunks: string[]) {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
+      controller.close();
+    },
+  });
+  const out = [];
+  for await (const frame of readSse(body)) out.push(frame);
+  return out;
+}
+
+describe("the SSE reader", () => {
+  it("reads frames split anywhere, with LF, CRLF or CR line ends, comments and multi-line data", async () => {
+    expect(
+      await frames(
+        ": heartbeat\n\nid: 1\nevent: run.started\nda",
+        'ta: {"a":1}\r',
+        "\n\r\nid: 2\revent: message\rdata: x\rdata:y\r\r",
+        "data: no id\n\nid: 3\nevent: ignored\n\n",
+      ),
+    ).toEqual([
+      { id: "1", event: "run.started", data: '{"a":1}' },
+      { id: "2", event: "message", data: "x\ny" },
+      { id: null, event: "message", data: "no id" },
+    ]);
+  });
+
+  it("decodes UTF-8 split across chunks", async () => {
+    const bytes = new TextEncoder().encode("data: héllo ✓\n\n");
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const byte of bytes) controller.enqueue(new Uint8Array([byte]));
+        controller.close();
+      },
+    });
+    const out = [];
+    for await (const frame of readSse(body)) out.push(frame.data);
+    expect(out).toEqual(["héllo ✓"]);
+  });
+});
+
+describe("the command line", () => {
+  it("joins the prompt's words and reads --approve lists", () => {
+    const command = parseCommand(["run", "-a", "write_file,shell", "--approve", "edit_file", "what", "is", "here?"]);
+    expect(command).toMatchObject({ kind: "run", options: { prompt: "what is here?", json: false } });
+    if (command.kind !== "run") throw new Error("not a run");
+    expect([...command.options.approve.tools].sort()).toEqual(["edit_file", "shell", "write_file"]);
+    expect(command.options.approve.all).toBe(false);
+    const all = parseCommand(["run", "--approve", "all", "x"]);
+    expect(all.kind === "run" && all.options.approve.all).toBe(true);
+  });
+
+  it("refuses a bad one with a usage error that says what is wrong", () => {
+    const refusal = (argv: string[]) => {
+      try {
+        parseCommand(argv);
+      } catch (error) {
+        return error instanceof CliError ? [error.exitCode, error.message] : error;
+      }
+      return null;
+    };
+    expect(refusal(["run", "--approve", "shell,", "x"])).toEqual([
+      64,
+      expect.stringContaining("--approve takes tool names"),
+    ]);
+    expect(refusal(["run", "--frobnicate", "x"])).toEqual([
+      64,
+      expect.stringContaining("Unknown option '--frobnicate'"),
+    ]);
+    expect(refusal(["run", "-s", "ses_x", "--model", "m", "x"])).toEqual([
+      64,
+      "--model sets up a new session: not with --session (see agent-server --help)",
+    ]);
+    expect(refusal(["run", "--max-turns", "0", "x"])).toEqual([64, expect.stringContaining("--max-turns must be")]);
+    expect(refusal(["walk", "x"])).toEqual([64, expect.stringContaining('unknown command "walk"')]);
+  });
+});
+
+describe("AGENT_URL", () => {
+  it("defaults to the server's default address and keeps a path prefix without its trailing slash", () => {
+    expect(targetFromEnv({})).toEqual({ baseUrl: "http://127.0.0.1:3000", apiKey: null });
+    expect(targetFromEnv({ AGENT_URL: "https://agents.example.com/api/", AGENT_API_KEY: "k" })).toEqual({
+      baseUrl: "https://agents.example.com/api",
+      apiKey: "k",
+    });
+  });
+
+  it("refuses what it cannot use, with the configuration exit code", () => {
+    for (const env of [
+      { AGENT_URL: "http://" },
+      { AGENT_URL: "http://u:p@127.0.0.1:3000" },
+      { AGENT_URL: "http://127.0.0.1:3000/?x=1" },
+      { AGENT_API_KEY: "two words" },
+    ]) {
+      expect(() => targetFromEnv(env)).toThrow(expect.objectContaining({ exitCode: EXIT.config }));
+    }
+    expect(() => targetFromEnv({ AGENT_URL: "http://" })).toThrow('AGENT_URL is not a URL: "http://"');
+    expect(() => targetFromEnv({ AGENT_URL: "http://u:p@127.0.0.1:3000" })).toThrow(/must not hold credentials/);
+    expect(() => targetFromEnv({ AGENT_URL: "http://127.0.0.1:3000/?x=1" })).toThrow(/without \?query/);
+  });
+});

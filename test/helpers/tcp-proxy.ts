@@ -1,0 +1,71 @@
+import { connect, createServer, type Socket } from "node:net";
+
+export interface TcpProxy {
+  url: string;
+  /** The heads of the HTTP requests the clients sent (text up to the blank line), by connection. */
+  heads(): string[];
+  /** Breaks every open connection, both sides. */
+  dropAll(): void;
+  /** Stops passing the server's bytes to the clients (the connections stay open). */
+  stall(): void;
+  /** New connections go to this port from now on (a server restarted elsewhere). */
+  retarget(port: number): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy on 127.0.0.1 in front of `targetPort`, to break or stall a client's connections. */
+export async function startTcpProxy(initialPort: number): Promise<TcpProxy> {
+  let targetPort = initialPort;
+  const pairs = new Set<[Socket, Socket]>();
+  const sent: string[] = [];
+  let stalled = false;
+  const server = createServer((client) => {
+    const upstream = connect(targetPort, "127.0.0.1");
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    const index = sent.push("") - 1;
+    client.on("data", (data) => {
+      sent[index] += data.toString("latin1");
+      upstream.write(data);
+    });
+    upstream.on("data", (data) => {
+      if (!stalled) client.write(data);
+    });
+    const end = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of pair) {
+      socket.on("error", end);
+      socket.on("close", end);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const proxy: TcpProxy = {
+    url: `http://127.0.0.1:${port}`,
+    heads: () =>
+      sent
+        .flatMap((text) => [...text.matchAll(/((?:GET|POST|DELETE|PUT) \/\S* HTTP\/1\.1\r\n[\s\S]*?\r\n)\r\n/g)])
+        .map((m) => m[1] as string),
+    dropAll() {
+      for (const [client, upstream] of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+    },
+    stall() {
+      stalled = true;
+    },
+    retarget(port) {
+      targetPort = port;
+    },
+    async close() {
+      proxy.dropAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
+}
