@@ -14,6 +14,7 @@ import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
 import { errorHandler } from "./http/error-handler.js";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
@@ -37,6 +38,15 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     },
     forceCloseConnections: true,
     clientErrorHandler,
+    // A client that sends its request slowly, or not at all, is cut (408) instead of holding
+    // a connection (and a file descriptor) for ever; an idle keep-alive connection is closed.
+    // Responses (SSE streams, ?wait=true) are not limited by these.
+    requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: ctx.config.KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      headersTimeout: ctx.config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1000, ctx.config.HEADERS_TIMEOUT_MS),
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
@@ -48,7 +58,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text === "") done(null, undefined);
-    else parseJson(request, text, done);
+    else if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(new AppError("INVALID_BODY", `the JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, 400), undefined);
+    } else parseJson(request, text, done);
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
@@ -61,6 +73,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // whose preflight answers from its own hook).
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+  });
+  // A response sent before the request's body was read (a 401, a 404, a 413...) closes the
+  // connection: otherwise the socket stays open waiting for a body that may never come.
+  app.addHook("onSend", async (request, reply) => {
+    if (!request.raw.complete) reply.header("connection", "close");
   });
 
   if (ctx.config.CORS_ORIGINS.length) {

@@ -2,7 +2,8 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { ModelClient } from "./agent/model.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
-import type { Config } from "./config.js";
+import { type Config, ConfigError } from "./config.js";
+import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
 import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
@@ -30,6 +31,13 @@ export interface ComposeOptions {
  * previous process left are recovered by `recoverLeftRuns`, once the server listens.
  */
 export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
+  const approvalCeiling = config.APPROVAL_POLICY_MAX;
+  const misnamed = approvalCeiling ? unknownCeilingTools(approvalCeiling, WORKSPACE_TOOL_NAMES) : [];
+  if (misnamed.length) {
+    throw new ConfigError([
+      `APPROVAL_POLICY_MAX: unknown tools ${misnamed.join(", ")} (tools: ${WORKSPACE_TOOL_NAMES.join(", ")})`,
+    ]);
+  }
   const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT);
   const opened = openStoreOrExplain(config.DATABASE_PATH);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
@@ -57,6 +65,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     maxRunsPerKey: config.MAX_RUNS_PER_KEY,
     approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
     finishReportMs: options.finishReportMs,
+    approvalCeiling,
+    maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
     logger,
   });
   const sessions = new SessionService({
@@ -65,9 +75,15 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     workspaceRoot: config.WORKSPACE_ROOT,
     toolNames: WORKSPACE_TOOL_NAMES,
     logger,
+    maxSessionsPerKey: config.MAX_SESSIONS_PER_KEY,
+    approvalCeiling,
   });
   const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
-  const tools: ToolCatalogEntry[] = describeWorkspaceTools();
+  // What a call gets without any override, under the ceiling.
+  const tools: ToolCatalogEntry[] = describeWorkspaceTools().map((tool) => ({
+    ...tool,
+    defaultApproval: clampToCeiling(tool.defaultApproval, tool.name, approvalCeiling),
+  }));
   return {
     config,
     store,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 
 /** The longest delay a Node timer takes; a longer one fires at once. */
@@ -7,18 +8,22 @@ export const MAX_TIMER_MS = 2_147_483_647;
 /** A whole number written in decimal digits (no sign, exponent, hex or fraction), else NaN. */
 const decimal = (raw: string): number => (/^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN);
 
-const intSetting = (fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) =>
-  z.preprocess(
-    (raw) => (typeof raw === "string" && raw.trim() !== "" ? decimal(raw.trim()) : undefined),
-    z
-      .number({
-        error: (issue) => (issue.code === "invalid_type" ? "must be a whole number in decimal digits" : undefined),
-      })
-      .int()
-      .min(min)
-      .max(max)
-      .default(fallback),
-  );
+const wholeNumber = ({ min = 0, max = Number.MAX_SAFE_INTEGER } = {}) =>
+  z
+    .number({
+      error: (issue) => (issue.code === "invalid_type" ? "must be a whole number in decimal digits" : undefined),
+    })
+    .int()
+    .min(min)
+    .max(max);
+const toNumber = (raw: unknown) => (typeof raw === "string" && raw.trim() !== "" ? decimal(raw.trim()) : undefined);
+
+const intSetting = (fallback: number, bounds: { min?: number; max?: number } = {}) =>
+  z.preprocess(toNumber, wholeNumber(bounds).default(fallback));
+
+/** A number whose default depends on other settings (resolved in loadConfig). */
+const optionalIntSetting = (bounds: { min?: number; max?: number } = {}) =>
+  z.preprocess(toNumber, wholeNumber(bounds).optional());
 
 /** A duration in milliseconds that a timer can hold. */
 const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}) => intSetting(fallback, { min, max });
@@ -62,8 +67,6 @@ const EnvSchema = z.object({
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   ),
   MAX_CONCURRENT_RUNS: intSetting(64, { min: 1, max: 100_000 }),
-  /** Live runs one API key may have at once; 0 = only MAX_CONCURRENT_RUNS applies. */
-  MAX_RUNS_PER_KEY: intSetting(0, { min: 0, max: 100_000 }),
   APPROVAL_TIMEOUT_MS: msSetting(900_000),
   BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
   CORS_ORIGINS: listSetting.pipe(
@@ -92,11 +95,52 @@ const EnvSchema = z.object({
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
     z.string().min(32, "must be at least 32 characters").optional(),
   ),
+
+  // Closed doors: what one client, or anyone who can reach the port, may take.
+  /** `1`: serve without AGENT_API_KEYS on an address other machines reach (refused otherwise). */
+  ALLOW_UNAUTHENTICATED: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z
+      .enum(["1", "0", "true", "false"])
+      .default("0")
+      .transform((v) => v === "1" || v === "true"),
+  ),
+  /** Live runs one API key may have at once; 0 = no such limit; default: a quarter of MAX_CONCURRENT_RUNS. */
+  MAX_RUNS_PER_KEY: optionalIntSetting({ min: 0, max: 100_000 }),
+  /** Sessions one API key may keep; 0 = no limit; default with keys: 1000. */
+  MAX_SESSIONS_PER_KEY: optionalIntSetting({ min: 0, max: 10_000_000 }),
+  /** The loosest approval policy a session or run may set, e.g. `shell=ask,write_file=ask,*=allow`. */
+  APPROVAL_POLICY_MAX: stringSetting(""),
+  /** Time to receive a whole request, headers and body (a slow client is cut with 408). */
+  REQUEST_TIMEOUT_MS: msSetting(30_000, { min: 100 }),
+  /** Time to receive a request's headers. */
+  HEADERS_TIMEOUT_MS: msSetting(10_000, { min: 100 }),
+  /** How long an idle keep-alive connection stays open. */
+  KEEP_ALIVE_TIMEOUT_MS: msSetting(5_000, { min: 100 }),
+  /** Tool calls of one model reply that are executed; the rest get a result saying so. */
+  MAX_TOOL_CALLS_PER_TURN: intSetting(64, { min: 1, max: 10_000 }),
 });
 
-export type Config = Omit<z.infer<typeof EnvSchema>, "AGENT_API_KEYS" | "STREAM_TOKEN_SECRET"> & {
+/** MAX_RUNS_PER_KEY's default with API keys: a quarter of the server's slots, at least 1. */
+const defaultRunsPerKey = (maxConcurrentRuns: number): number => Math.max(1, Math.floor(maxConcurrentRuns / 4));
+/** MAX_SESSIONS_PER_KEY's default with API keys. */
+const DEFAULT_SESSIONS_PER_KEY = 1000;
+
+type Resolved =
+  | "AGENT_API_KEYS"
+  | "STREAM_TOKEN_SECRET"
+  | "MAX_RUNS_PER_KEY"
+  | "MAX_SESSIONS_PER_KEY"
+  | "APPROVAL_POLICY_MAX";
+export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   STREAM_TOKEN_SECRET?: string;
   AGENT_API_KEYS: string[];
+  /** 0: no limit. */
+  MAX_RUNS_PER_KEY: number;
+  /** 0: no limit. */
+  MAX_SESSIONS_PER_KEY: number;
+  /** Undefined when APPROVAL_POLICY_MAX is not set. */
+  APPROVAL_POLICY_MAX: ApprovalCeiling | undefined;
   model: ModelConfig;
 };
 
@@ -117,9 +161,24 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const model = parseModelEnv(env);
   if (!model.ok) problems.push(...model.errors);
-  if (parsed.success && parsed.data.MAX_RUNS_PER_KEY > 0 && parsed.data.AGENT_API_KEYS.length === 0) {
-    problems.push("MAX_RUNS_PER_KEY: limits runs per API key, so it needs AGENT_API_KEYS");
+  if (!parsed.success || !model.ok) throw new ConfigError(problems);
+  const data = parsed.data;
+  const keyed = data.AGENT_API_KEYS.length > 0;
+  for (const name of ["MAX_RUNS_PER_KEY", "MAX_SESSIONS_PER_KEY"] as const) {
+    if ((data[name] ?? 0) > 0 && !keyed)
+      problems.push(`${name}: limits what one API key may take, so it needs AGENT_API_KEYS`);
   }
-  if (!parsed.success || !model.ok || problems.length) throw new ConfigError(problems);
-  return { ...parsed.data, model: model.value };
+  const ceiling = parseApprovalCeiling(data.APPROVAL_POLICY_MAX);
+  if (!ceiling.ok) problems.push(`APPROVAL_POLICY_MAX: ${ceiling.error}`);
+  if (data.HEADERS_TIMEOUT_MS > data.REQUEST_TIMEOUT_MS) {
+    problems.push("HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS");
+  }
+  if (problems.length || !ceiling.ok) throw new ConfigError(problems);
+  return {
+    ...data,
+    MAX_RUNS_PER_KEY: keyed ? (data.MAX_RUNS_PER_KEY ?? defaultRunsPerKey(data.MAX_CONCURRENT_RUNS)) : 0,
+    MAX_SESSIONS_PER_KEY: keyed ? (data.MAX_SESSIONS_PER_KEY ?? DEFAULT_SESSIONS_PER_KEY) : 0,
+    APPROVAL_POLICY_MAX: data.APPROVAL_POLICY_MAX === "" ? undefined : ceiling.value,
+    model: model.value,
+  };
 }

@@ -33,6 +33,15 @@ export const tooManyRuns = (limit: number, retryAfterSeconds: number, scope: "se
     { "retry-after": String(retryAfterSeconds) },
   );
 
+/** 429: the caller's key keeps its maximum of sessions (MAX_SESSIONS_PER_KEY); deleting one frees a place. */
+export const tooManySessions = (limit: number): AppError =>
+  new AppError(
+    "TOO_MANY_SESSIONS",
+    `this API key already has its maximum of ${limit} sessions; delete one to create another`,
+    429,
+    { limit, scope: "key" },
+  );
+
 export const conflict = (code: string, message: string, details?: unknown): AppError =>
   new AppError(code, message, 409, details);
 

@@ -1,5 +1,6 @@
 import { writeSync } from "node:fs";
 import pino, { type DestinationStream, type Logger } from "pino";
+import { secretRedactor } from "./model/redact.js";
 
 /** How long one log line may wait for a full pipe (EAGAIN) before it is dropped. */
 const MAX_WAIT_PER_LINE_MS = 100;
@@ -48,17 +49,25 @@ export function stdoutDestination({
   };
 }
 
-/** JSON logs on standard output; credentials never reach them. */
+/**
+ * JSON logs on standard output; credentials never reach them: the Authorization header by
+ * path, and each of `secrets` (API keys) in every encoding secretRedactor knows, wherever
+ * it appears in a line.
+ */
 export function createLogger({
   level,
   destination = stdoutDestination(),
+  secrets = [],
 }: {
   level: string;
   destination?: DestinationStream;
+  secrets?: readonly string[];
 }): Logger {
+  const redactSecrets = secretRedactor(secrets);
   return pino(
     {
       level,
+      ...(secrets.length ? { hooks: { streamWrite: redactSecrets } } : {}),
       redact: {
         paths: ["req.headers.authorization", "headers.authorization", "authorization", "apiKey", "*.apiKey"],
         censor: "[redacted]",

@@ -1,6 +1,7 @@
 import { buildApp } from "./app.js";
 import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
+import { exposureProblem } from "./exposure.js";
 import { createLogger } from "./logger.js";
 import { listenProblem } from "./startup-checks.js";
 
@@ -12,6 +13,9 @@ import { listenProblem } from "./startup-checks.js";
  * SHUTDOWN_GRACE_MS plus a little.
  */
 async function main(): Promise<void> {
+  // Everything this process creates (the database, its WAL, workspaces, what tools and shell
+  // commands write) is private to the server's user: files 0600, directories 0700.
+  process.umask(0o077);
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -19,7 +23,26 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
-  const logger = createLogger({ level: config.LOG_LEVEL });
+  const logger = createLogger({
+    level: config.LOG_LEVEL,
+    secrets: [
+      ...config.AGENT_API_KEYS,
+      ...(config.model.apiKey ? [config.model.apiKey] : []),
+      ...(config.STREAM_TOKEN_SECRET ? [config.STREAM_TOKEN_SECRET] : []),
+    ],
+  });
+  const exposure = await exposureProblem({
+    host: config.HOST,
+    authenticated: config.AGENT_API_KEYS.length > 0,
+    allowUnauthenticated: config.ALLOW_UNAUTHENTICATED,
+  });
+  if (exposure) exitWithConfigError(new ConfigError([exposure]));
+  if (config.ALLOW_UNAUTHENTICATED && config.AGENT_API_KEYS.length === 0) {
+    logger.warn(
+      { host: config.HOST },
+      "serving without authentication (ALLOW_UNAUTHENTICATED=1): anyone who reaches the port can run tools",
+    );
+  }
   let ctx: ReturnType<typeof composeContext>;
   try {
     ctx = composeContext(config, logger);

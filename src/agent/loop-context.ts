@@ -27,6 +27,8 @@ export interface LoopContext {
   onStep: (step: StepTrace) => void;
   signal: AbortSignal;
   contextMaxChars?: number;
+  /** See RunAgentParams.maxToolCallsPerTurn. */
+  maxToolCallsPerTurn?: number;
   newId: () => string;
   /** The whole history, growing as messages are committed. */
   history: AgentMessage[];

@@ -40,6 +40,8 @@ export interface RunAgentParams {
   signal: AbortSignal;
   /** The most model requests this run may make. */
   maxTurns: number;
+  /** Tool calls of one model reply that are executed; the rest get a result saying so (default 64). */
+  maxToolCallsPerTurn?: number;
   contextMaxChars?: number;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
@@ -86,6 +88,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     },
     signal: params.signal,
     contextMaxChars: params.contextMaxChars,
+    maxToolCallsPerTurn: params.maxToolCallsPerTurn,
     newId: params.newId ?? randomUUID,
     history: [...params.history],
     // Ids unique in the whole conversation: some upstreams refuse a repeated tool-call id.

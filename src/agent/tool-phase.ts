@@ -4,6 +4,7 @@ import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
 import type { ToolOutcome } from "./tool.js";
+import { overToolCallCap, placeInReply } from "./tool-call-cap.js";
 import {
   abortedOutcome,
   deniedOutcome,
@@ -58,8 +59,20 @@ export async function runToolCalls(
     return null;
   };
 
+  const reply = placeInReply(ctx.history, calls);
   for (const [index, call] of calls.entries()) {
     if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+
+    const overCap = overToolCallCap({
+      position: reply.offset + index,
+      count: reply.count,
+      max: ctx.maxToolCallsPerTurn,
+    });
+    if (overCap) {
+      const stop = await record(call, overCap);
+      if (stop) return stop;
+      continue;
+    }
 
     const resolved = resolveToolCall(call, ctx.tools);
     if (!resolved.ok) {

@@ -1,5 +1,6 @@
-/** Query parameters that carry credentials: their values never reach a log line. */
-const SECRET_QUERY_PARAMS = new Set(["token"]);
+/** Query parameters that carry credentials (`token`, `api_key`, `access_token`...): their values never reach a log line. */
+const SECRET_QUERY_PARAM =
+  /^(?:.*[-_])?(?:token|key|apikey|secret|password|passwd|auth|authorization|signature|sig|credentials?)$/i;
 
 /** `url` as it may be logged: the values of secret query parameters replaced. */
 export function logUrl(url: string): string {
@@ -11,9 +12,7 @@ export function logUrl(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf("=");
       const name = decodeURIComponentSafe(eq < 0 ? pair : pair.slice(0, eq));
-      return SECRET_QUERY_PARAMS.has(name.toLowerCase())
-        ? `${pair.slice(0, eq < 0 ? pair.length : eq)}=[redacted]`
-        : pair;
+      return SECRET_QUERY_PARAM.test(name.trim()) ? `${pair.slice(0, eq < 0 ? pair.length : eq)}=[redacted]` : pair;
     });
   return `${url.slice(0, at)}?${query.join("&")}`;
 }

@@ -4,14 +4,77 @@ const MAX_DETAIL_CHARS = 300;
 /** Things that look like bearer secrets (OpenAI-style `sk-...` keys, possibly masked with `*`). */
 const SECRET_LIKE = /\bsk-[A-Za-z0-9_*.-]{4,}/g;
 
+/** Secrets shorter than this are redacted as written only: their base64 pieces would match ordinary text. */
+const MIN_ENCODED_SECRET_CHARS = 8;
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+
+/** One character of a secret, as written in any case, %-encoded or as a JSON `\u` escape. */
+function charPattern(char: string): string {
+  const code = char.codePointAt(0) ?? 0;
+  if (code > 0x7f) return escapeRegExp(char);
+  const hex = code.toString(16).padStart(2, "0");
+  return `(?:${escapeRegExp(char)}|%${hex}|\\\\u00${hex})`;
+}
+
 /**
- * Makes upstream text safe to show: removes the configured API key and anything shaped
- * like one (upstreams echo masked keys in 401 bodies), collapses whitespace and caps the
- * length. Contract: the returned text never contains `apiKey`.
+ * The pieces of text that any base64 (or base64url) encoding of bytes containing `secret`
+ * contains, whatever the secret's offset: for each of the three alignments, the characters
+ * that depend on the secret's bytes only. So the base64 of `Bearer <key>`, of `user:<key>`
+ * or of the key alone all contain one of them.
+ */
+function base64Pieces(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const pieces = new Set<string>();
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+    const piece = encoded.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6));
+    pieces.add(piece);
+    pieces.add(piece.replaceAll("+", "-").replaceAll("/", "_"));
+  }
+  return [...pieces];
+}
+
+/**
+ * A pattern matching the units in order, or a prefix of them at least half as long (and at
+ * least MIN_ENCODED_SECRET_CHARS): a text cut short in the middle of a secret shows none of it.
+ */
+function prefixPattern(units: readonly string[]): string {
+  const min = Math.min(units.length, Math.max(MIN_ENCODED_SECRET_CHARS, Math.ceil(units.length / 2)));
+  let tail = "";
+  for (let i = units.length - 1; i >= min; i--) tail = `(?:${units[i]}${tail})?`;
+  return units.slice(0, min).join("") + tail;
+}
+
+/**
+ * A function that replaces every encoding of the secrets a text may carry with `[redacted]`:
+ * the secret as written, in any letter case, %-encoded (wholly or in part), JSON-escaped, and
+ * inside any base64 or base64url text (of `Bearer <secret>`, say); also each of these cut
+ * short (see prefixPattern). Empty secrets are ignored.
+ */
+export function secretRedactor(secrets: readonly string[]): (text: string) => string {
+  const alternatives: string[] = [];
+  for (const secret of new Set(secrets.filter((s) => s.length > 0))) {
+    alternatives.push(prefixPattern([...secret].map(charPattern)));
+    if (secret.length < MIN_ENCODED_SECRET_CHARS) continue;
+    for (const piece of base64Pieces(secret)) alternatives.push(prefixPattern([...piece].map(charPattern)));
+  }
+  if (alternatives.length === 0) return (text) => text;
+  // Longest first: an encoding that contains another is replaced whole. (Ignoring case also
+  // for base64 pieces only redacts a little more.)
+  alternatives.sort((a, b) => b.length - a.length);
+  const pattern = new RegExp(alternatives.join("|"), "gi");
+  return (text) => text.replace(pattern, "[redacted]");
+}
+
+/**
+ * Makes upstream text safe to show: removes the configured API key in every encoding (see
+ * secretRedactor) and anything shaped like one (upstreams echo masked keys in 401 bodies),
+ * collapses whitespace and caps the length. Contract: the returned text contains no
+ * encoding of `apiKey` that secretRedactor knows.
  */
 export function redactDetail(text: string, apiKey: string | undefined): string {
-  let out = text;
-  if (apiKey) out = out.split(apiKey).join("[redacted]");
+  let out = apiKey ? secretRedactor([apiKey])(text) : text;
   out = out.replace(SECRET_LIKE, "sk-[redacted]").replace(/\s+/g, " ").trim();
   if (out.length > MAX_DETAIL_CHARS) out = `${out.slice(0, MAX_DETAIL_CHARS)}…`;
   // Truncation cannot reintroduce the key (it only shortens), so the contract holds.

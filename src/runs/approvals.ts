@@ -1,4 +1,5 @@
 import type { BeforeToolCall, ToolCallDecision } from "../agent/approval.js";
+import { type ApprovalCeiling, clampToCeiling } from "../domain/approval-ceiling.js";
 import { evaluateApproval } from "../domain/approval-policy.js";
 import { isConflict } from "../store/errors.js";
 import type { RunChange, Store } from "../store/store.js";
@@ -7,6 +8,8 @@ import type { LiveRun } from "./live-run.js";
 export interface ApprovalDeps {
   store: Store;
   approvalTimeoutMs: number;
+  /** APPROVAL_POLICY_MAX: every call is at least as strict as it, whatever the stored policies say. */
+  approvalCeiling?: ApprovalCeiling;
 }
 
 /** The run now waits for a person: its phase, and the status change that goes with the request. */
@@ -61,12 +64,16 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
     if (ledger?.decision) return { decision: ledger.decision, reason: ledger.decisionReason };
 
-    const mode = evaluateApproval({
-      tool: tool.name,
-      readOnly: tool.readOnly,
-      session: live.session.approval,
-      run: live.record.approval,
-    });
+    const mode = clampToCeiling(
+      evaluateApproval({
+        tool: tool.name,
+        readOnly: tool.readOnly,
+        session: live.session.approval,
+        run: live.record.approval,
+      }),
+      tool.name,
+      deps.approvalCeiling,
+    );
     if (mode === "allow") return { decision: "approve" };
     if (mode === "deny") return { decision: "deny", reason: `the approval policy denies ${tool.name}` };
 

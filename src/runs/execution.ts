@@ -6,6 +6,7 @@ import { emptyStats, type RunStats } from "../agent/stats.js";
 import type { StepTrace } from "../agent/step-trace.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import { abortedOutcome, notExecutedOutcome, resultLostOutcome } from "../agent/tool-results.js";
+import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
 import { toAgentMessage } from "../domain/stored-message.js";
 import { failpoint } from "../failpoints.js";
@@ -23,6 +24,10 @@ export interface ExecutionDeps {
   /** The tools a session's runs may use, bound to its workspace. */
   toolsFor: (session: SessionRecord) => AnyAgentTool[];
   approvalTimeoutMs: number;
+  /** APPROVAL_POLICY_MAX; absent: no ceiling. */
+  approvalCeiling?: ApprovalCeiling;
+  /** Tool calls of one model reply that are executed (MAX_TOOL_CALLS_PER_TURN). */
+  maxToolCallsPerTurn?: number;
   /** How long a run's end may fail to be stored before it is reported anyway (see finishWithRetry). */
   finishReportMs: number;
   /** False once shutdown began. */
@@ -98,6 +103,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       },
       signal: live.controller.signal,
       maxTurns: live.record.maxTurns,
+      maxToolCallsPerTurn: deps.maxToolCallsPerTurn,
       contextMaxChars: live.record.contextMaxChars ?? undefined,
       priorStats: params.priorStats,
       priorStep: params.priorStep,

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { ModelClient } from "../agent/model.js";
 import type { AnyAgentTool } from "../agent/tool.js";
+import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
 import { notFound, shuttingDown } from "../errors.js";
 import { runView } from "../store/runs.js";
@@ -28,6 +29,10 @@ export interface RunManagerDeps {
   /** Live runs one owner (API key) may have at once; 0 or absent: no such limit. */
   maxRunsPerKey?: number;
   approvalTimeoutMs: number;
+  /** APPROVAL_POLICY_MAX; absent: no ceiling. */
+  approvalCeiling?: ApprovalCeiling;
+  /** Tool calls of one model reply that are executed (MAX_TOOL_CALLS_PER_TURN). */
+  maxToolCallsPerTurn?: number;
   /** How long a run's end may fail to be stored before it is reported anyway (default 5 s). */
   finishReportMs?: number;
   logger: Logger;

@@ -56,6 +56,7 @@ export class RunService {
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
     const session = await this.deps.sessions.record(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
+    this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
     return this.deps.manager.start({
       session,
       input: wellFormed(request.input),

@@ -1,11 +1,13 @@
 import { join, relative, resolve } from "node:path";
 import type { Logger } from "pino";
+import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
 import type { RunManager } from "../runs/run-manager.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
+import { SessionQuota } from "./session-quota.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 
 export interface CreateSessionInput {
@@ -26,8 +28,37 @@ export class SessionService {
       workspaceRoot: string;
       toolNames: readonly string[];
       logger: Logger;
+      /** Sessions one owner (API key) may keep; 0 or absent: no limit. */
+      maxSessionsPerKey?: number;
+      /** APPROVAL_POLICY_MAX; absent: no ceiling. */
+      approvalCeiling?: ApprovalCeiling;
     },
-  ) {}
+  ) {
+    this.#quota = new SessionQuota({ store: deps.store, limit: deps.maxSessionsPerKey ?? 0 });
+  }
+
+  readonly #quota: SessionQuota;
+
+  /**
+   * Refuses (400 APPROVAL_POLICY_TOO_LOOSE, naming the tools) a policy asking for a looser
+   * mode than APPROVAL_POLICY_MAX allows: a session's, or a run's over its session's (`under`).
+   */
+  checkApprovalCeiling({ approval, under }: { approval?: ApprovalPolicy | null; under?: ApprovalPolicy | null }): void {
+    const looser = looserThanCeiling({
+      policy: approval,
+      under,
+      toolNames: this.deps.toolNames,
+      ceiling: this.deps.approvalCeiling,
+    });
+    const names = Object.keys(looser);
+    if (names.length === 0) return;
+    const list = names.map((name) => `${name} (at most ${looser[name]})`).join(", ");
+    throw badRequest(
+      "APPROVAL_POLICY_TOO_LOOSE",
+      `the approval policy is looser than the server allows (APPROVAL_POLICY_MAX) for ${list}`,
+      { tools: looser },
+    );
+  }
 
   /**
    * Refuses (400 UNKNOWN_TOOL) a tool name that is not a tool, in a `tools` list or as a key
@@ -52,37 +83,40 @@ export class SessionService {
   async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
     if (!this.deps.manager.accepting) throw shuttingDown();
     this.checkToolNames(input);
+    this.checkApprovalCeiling({ approval: input.approval });
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
         "INVALID_WORKSPACE",
         "workspace must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
       );
     }
-    const id = newId("ses");
-    // Taken with the id, before any wait: the list's order (by id) and createdAt agree.
-    const createdAt = new Date().toISOString();
-    // With API keys, a shared workspace is shared among one key's sessions, never across keys.
-    const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
-    const workspace = await createSessionWorkspace({ root: this.deps.workspaceRoot, sessionId: id, shared });
-    const record: SessionRecord = {
-      id,
-      owner,
-      system: input.system ?? null,
-      model: input.model ?? null,
-      tools: input.tools ?? null,
-      approval: input.approval ?? null,
-      workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
-      workspaceShared: workspace.shared,
-      metadata: input.metadata ?? null,
-      createdAt,
-    };
-    try {
-      await this.deps.store.sessions.insert(record);
-    } catch (err) {
-      await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
-      throw err;
-    }
-    return sessionView(record, null);
+    return this.#quota.within(owner, async () => {
+      const id = newId("ses");
+      // Taken with the id, before any wait: the list's order (by id) and createdAt agree.
+      const createdAt = new Date().toISOString();
+      // With API keys, a shared workspace is shared among one key's sessions, never across keys.
+      const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
+      const workspace = await createSessionWorkspace({ root: this.deps.workspaceRoot, sessionId: id, shared });
+      const record: SessionRecord = {
+        id,
+        owner,
+        system: input.system ?? null,
+        model: input.model ?? null,
+        tools: input.tools ?? null,
+        approval: input.approval ?? null,
+        workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
+        workspaceShared: workspace.shared,
+        metadata: input.metadata ?? null,
+        createdAt,
+      };
+      try {
+        await this.deps.store.sessions.insert(record);
+      } catch (err) {
+        await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
+        throw err;
+      }
+      return sessionView(record, null);
+    });
   }
 
   /** The session if it exists and `owner` may see it; else NOT_FOUND. */

@@ -60,6 +60,7 @@ export function sessionStore(db: Db) {
     "SELECT * FROM sessions WHERE owner IS @owner AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
+  const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();
 
   return {
     insert(session: SessionRecord): void {
@@ -93,6 +94,10 @@ export function sessionStore(db: Db) {
     }): ListPage<SessionRecord> {
       const rows = page.all({ owner, cursor, limit: limit + 1 }) as SessionRow[];
       return toPage(rows, { limit, map: fromRow, cursorOf: (s) => s.id });
+    },
+    /** How many sessions `owner` (a key's hash) has. */
+    countOf(owner: string): number {
+      return countOwned.get(owner) as number;
     },
     delete(id: string): boolean {
       return remove.run(id).changes > 0;

@@ -60,6 +60,7 @@ export function createSqliteStore(db: Db): Store {
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
       list: (query) => read(() => tables.sessions.list(query)),
       delete: (id) => write(() => tables.sessions.delete(id)),
+      countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
       create: (run, events) =>

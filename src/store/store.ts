@@ -31,6 +31,8 @@ export interface Store {
     list(query: { owner: string | null; limit: number; cursor: string | null }): Promise<ListPage<SessionRecord>>;
     /** Deletes the session and everything of it; false when there was none. */
     delete(id: string): Promise<boolean>;
+    /** How many sessions `owner` (a key's hash) has. */
+    countOf(owner: string): Promise<number>;
   };
   runs: {
     /**

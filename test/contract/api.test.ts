@@ -762,6 +762,42 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     }
   });
 
+  it("MAX_SESSIONS_PER_KEY: 429 TOO_MANY_SESSIONS; APPROVAL_POLICY_MAX and a deep body: 400s as documented", async () => {
+    const limited = await startTestServer({
+      env: { AGENT_API_KEYS: KEY_A, MAX_SESSIONS_PER_KEY: "1", APPROVAL_POLICY_MAX: "shell=ask" },
+    });
+    try {
+      const as = bearer(KEY_A);
+      const loose = await call(limited, "POST", "/sessions", {
+        body: { approval: { tools: { shell: "allow" } } },
+        headers: as,
+      });
+      expect(loose.status).toBe(400);
+      expect(loose.body.error.code).toBe("APPROVAL_POLICY_TOO_LOOSE");
+      const deep = await call(limited, "POST", "/sessions", {
+        rawBody: `{"metadata":{"a":${"[".repeat(100)}${"]".repeat(100)}}}`,
+        contentType: "application/json",
+        headers: as,
+      });
+      expect(deep.status).toBe(400);
+      expect(deep.body.error.code).toBe("INVALID_BODY");
+      const first = await call(limited, "POST", "/sessions", { headers: as });
+      expect(first.status).toBe(201);
+      const run = await call(limited, "POST", "/sessions/{id}/runs", {
+        params: { id: first.body.id },
+        body: { input: "x", approval: { default: "allow" } },
+        headers: as,
+      });
+      expect(run.status).toBe(400);
+      expect(run.body.error).toMatchObject({ code: "APPROVAL_POLICY_TOO_LOOSE", details: { tools: { shell: "ask" } } });
+      const second = await call(limited, "POST", "/sessions", { headers: as });
+      expect(second.status).toBe(429);
+      expect(second.body.error).toMatchObject({ code: "TOO_MANY_SESSIONS", details: { limit: 1, scope: "key" } });
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("an unexpected failure on any protected route is 500 INTERNAL with a request id", async () => {
     const spy = vi.spyOn(auth.ctx.apiKeys, "authenticate").mockImplementation(() => {
       throw new Error("injected failure");

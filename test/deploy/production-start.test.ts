@@ -26,6 +26,8 @@ import { tempDir } from "../helpers/temp-dir.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
+/** The bearer key the rehearsed container is started with. */
+const API_KEY = "rehearsal-key-0123456789";
 
 interface RuntimeStage {
   env: Record<string, string>;
@@ -174,6 +176,8 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
       OPENAI_BASE_URL: upstream.baseURL,
       OPENAI_MODEL: "fake-model",
       MODEL_MAX_RETRIES: "0",
+      // As the README's `docker run` does: the image listens on 0.0.0.0, which needs keys.
+      AGENT_API_KEYS: API_KEY,
     };
     const child = spawn(command === "node" ? process.execPath : (command as string), args, {
       cwd: app,
@@ -222,7 +226,10 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
   async function json(url: string, method = "GET", body?: unknown) {
     const res = await fetch(url, {
       method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
+      headers: {
+        authorization: `Bearer ${API_KEY}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() };
@@ -283,13 +290,14 @@ describe("the Dockerfile's runtime stage, without Docker", () => {
     expect(done.status).toBe(200);
     expect(done.body.run).toMatchObject({ status: "finished", stopReason: "complete" });
     expect(done.body.text).toBe("hello from production");
-    const spec = await fetch(`${server.url}/openapi.yaml`);
+    const spec = await fetch(`${server.url}/openapi.yaml`, { headers: { authorization: `Bearer ${API_KEY}` } });
     expect(spec.status).toBe(200);
+    expect((await fetch(`${server.url}/sessions`)).status).toBe(401);
     // The command-line client runs in the image too (`docker exec -it <container> npx agent-server run ...`).
     upstream.enqueue({ text: "hello from the client" });
     const cli = await run(process.execPath, [join(app, "bin/agent-server.mjs"), "run", "hi"], {
       cwd: app,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENT_URL: server.url },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENT_URL: server.url, AGENT_API_KEY: API_KEY },
     });
     expect(cli.stdout).toBe("hello from the client\n");
 
