@@ -35,6 +35,7 @@ COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY bin ./bin
 COPY openapi.yaml package.json ./
+# On 0.0.0.0 the server refuses to start without AGENT_API_KEYS (or ALLOW_UNAUTHENTICATED=1): pass them at `docker run`.
 ENV HOST=0.0.0.0 PORT=3000 DATABASE_PATH=/data/agent.db WORKSPACE_ROOT=/workspaces NODE_ENV=production
 VOLUME ["/data", "/workspaces"]
 USER node
