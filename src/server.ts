@@ -3,7 +3,7 @@ import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
 import { createLogger } from "./logger.js";
-import { listenProblem } from "./startup-checks.js";
+import { listenProblem, makeDatabasePrivate } from "./startup-checks.js";
 
 /**
  * The process entry: validated configuration, database, recovery of runs left by
@@ -51,6 +51,7 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
+  if (config.DATABASE_PATH !== ":memory:") makeDatabasePrivate(config.DATABASE_PATH);
   const app = await buildApp(ctx, logger);
 
   let stopping: Promise<void> | null = null;

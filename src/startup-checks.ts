@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
+import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
@@ -46,6 +46,20 @@ export function openStoreOrExplain(path: string): Store {
     const code = (err as { code?: unknown }).code;
     if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
     throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
+  }
+}
+
+/**
+ * Makes the database file and its WAL/SHM companions readable by this user only (0600), for
+ * files an earlier version created with the default mode; missing ones are skipped.
+ */
+export function makeDatabasePrivate(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch {
+      // Absent, or owned by someone else: nothing this process can change.
+    }
   }
 }
 

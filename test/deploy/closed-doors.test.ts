@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { chmodSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -88,6 +88,17 @@ describe("what the server creates is private to its user", () => {
     // Shell commands inherit the server's umask: what they create is private too.
     expect(mode(join(workspace, "s.txt"))).toBe("600");
     expect(mode(join(workspace, "d"))).toBe("700");
+
+    // A database an earlier version left world-readable is made private at the next start.
+    server.process.kill("SIGTERM");
+    await server.exited;
+    chmodSync(join(dir, "agent.db"), 0o644);
+    const again = await startChildServer({ dir, upstreamURL: upstream.baseURL });
+    cleanups.push(async () => {
+      again.process.kill("SIGKILL");
+      await again.exited;
+    });
+    expect(mode(join(dir, "agent.db"))).toBe("600");
   });
 });
 
