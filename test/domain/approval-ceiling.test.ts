@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clampToCeiling, looserThanCeiling, parseApprovalCeiling } from "../../src/runs/approval-ceiling.js";
+import { clampToCeiling, looserThanCeiling, parseApprovalCeiling } from "../../src/domain/approval-ceiling.js";
 
 const toolNames = ["read_file", "write_file", "shell"];
 const ceiling = (raw: string) => {
