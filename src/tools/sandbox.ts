@@ -6,7 +6,14 @@ import { delimiter, join } from "node:path";
  * How the shell tools run a command: inside a bubblewrap sandbox, or (`none`) as the server's
  * user with its file-system and network access. `reason` says why there is no sandbox.
  */
-export type ShellSandbox = { kind: "bwrap"; bwrap: string; network: boolean } | { kind: "none"; reason: string };
+export type ShellSandbox =
+  | { kind: "bwrap"; bwrap: string; network: boolean; options: BwrapOptions }
+  | { kind: "none"; reason: string };
+
+/** What this bwrap supports beyond the basics (bubblewrap 0.8 forbids nested user namespaces). */
+export interface BwrapOptions {
+  disableUserns: boolean;
+}
 
 export type ShellSandboxMode = "auto" | "bwrap" | "off";
 
@@ -52,19 +59,23 @@ function systemViewArgs(): string[] {
 
 /**
  * The bwrap command line that runs `/bin/sh -c command` in `workspace`: its own user, mount,
- * pid, ipc, uts, cgroup and (unless `network`) network namespaces, no capabilities, no
- * further user namespaces; the system read-only, a fresh /proc (its own processes only),
+ * pid, ipc, uts, cgroup and (unless `network`) network namespaces, no capabilities, no further user namespaces (where this bwrap can
+ * forbid them); the system read-only, a fresh /proc (its own processes only),
  * /dev and an empty private /tmp; the workspace, passed open as WORKSPACE_FD (so exactly
  * the directory the server checked), at its own path, read-only when `readOnly`. Nothing else
- * of the host is visible. The sandbox dies with bwrap, and bwrap with the server.
+ * of the host is visible. The sandbox dies with bwrap, and bwrap with the server. (bwrap is
+ * spawned detached, in a session of its own: there is no terminal to inject input into, and
+ * the sandbox stays in bwrap's process group, which the shell tool stops as a whole.)
  */
 export function bwrapArgs({
   network,
+  options,
   workspace,
   readOnly,
   command,
 }: {
   network: boolean;
+  options: BwrapOptions;
   workspace: string;
   readOnly: boolean;
   command: string;
@@ -73,7 +84,7 @@ export function bwrapArgs({
     "--unshare-all",
     "--unshare-user",
     ...(network ? ["--share-net"] : []),
-    "--disable-userns",
+    ...(options.disableUserns ? ["--disable-userns"] : []),
     "--cap-drop",
     "ALL",
     "--die-with-parent",
@@ -123,10 +134,12 @@ function findBwrap(path: string): string | null {
 function probeBwrap({
   bwrap,
   network,
+  options,
   directory,
 }: {
   bwrap: string;
   network: boolean;
+  options: BwrapOptions;
   directory: string;
 }): string | null {
   let fd: number;
@@ -136,7 +149,8 @@ function probeBwrap({
     return `cannot open WORKSPACE_ROOT to try the sandbox in (${(err as NodeJS.ErrnoException).code ?? "error"})`;
   }
   try {
-    const tried = spawnSync(bwrap, bwrapArgs({ network, workspace: directory, readOnly: true, command: "true" }), {
+    const args = bwrapArgs({ network, options, workspace: directory, readOnly: true, command: "true" });
+    const tried = spawnSync(bwrap, args, {
       stdio: ["ignore", "ignore", "pipe", fd],
       timeout: 10_000,
       env: {},
@@ -171,12 +185,27 @@ export function resolveShellSandbox({
     const problem = "bubblewrap sandboxes need Linux";
     return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
   }
+  const problem = bwrapProblem({ network, directory, path });
+  if (typeof problem !== "string") return { ok: true, sandbox: problem };
+  return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
+}
+
+/** The strictest bwrap sandbox that works here (older bwraps do not know --disable-userns), or why none does. */
+function bwrapProblem({
+  network,
+  directory,
+  path,
+}: {
+  network: boolean;
+  directory: string;
+  path: string;
+}): ShellSandbox | string {
   const bwrap = findBwrap(path);
-  const problem = bwrap
-    ? probeBwrap({ bwrap, network, directory })
-    : "bwrap is not installed (Debian package bubblewrap)";
-  if (bwrap && problem === null) return { ok: true, sandbox: { kind: "bwrap", bwrap, network } };
-  return mode === "bwrap"
-    ? { ok: false, problem: problem! }
-    : { ok: true, sandbox: { kind: "none", reason: problem! } };
+  if (!bwrap) return "bwrap is not installed (Debian package bubblewrap)";
+  const strict = probeBwrap({ bwrap, network, options: { disableUserns: true }, directory });
+  if (strict === null) return { kind: "bwrap", bwrap, network, options: { disableUserns: true } };
+  if (probeBwrap({ bwrap, network, options: { disableUserns: false }, directory }) === null) {
+    return { kind: "bwrap", bwrap, network, options: { disableUserns: false } };
+  }
+  return strict;
 }

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
+import { setTimeout as delay } from "node:timers/promises";
 import { errnoCode } from "./fs-errors.js";
 import { watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
@@ -37,6 +38,19 @@ export interface ShellRun {
   backgroundStopped: boolean;
   /** The shell could not be started (system error code). */
   spawnError: string | null;
+}
+
+/** After the shell exits, how long its group may take to end by itself before what is left is stopped. */
+const GROUP_SETTLE_MS = 250;
+
+/** Whether group `pgid` is gone within `ms` (polled). */
+async function groupEndsWithin(pgid: number, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (!(await processGroupAlive(pgid))) return true;
+    if (Date.now() >= end) return false;
+    await delay(20);
+  }
 }
 
 const closed = (stream: Readable): Promise<void> =>
@@ -108,9 +122,10 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     stderr.destroy();
   }
   // A command's processes end with it: nothing it started in the background outlives the
-  // call (a run, a cancel or a deleted session could no longer reach it).
+  // call (a run, a cancel or a deleted session could no longer reach it). A sandbox's first
+  // process takes a moment to end the others after the command: that is not left behind.
   let backgroundStopped = false;
-  if (!stopped && child.pid !== undefined && (await processGroupAlive(child.pid))) {
+  if (!stopped && child.pid !== undefined && !(await groupEndsWithin(child.pid, GROUP_SETTLE_MS))) {
     await killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs });
     backgroundStopped = true;
   }

@@ -91,7 +91,7 @@ export function createShellTool({
           sandbox.kind === "bwrap"
             ? {
                 file: sandbox.bwrap,
-                args: bwrapArgs({ network: sandbox.network, workspace, readOnly, command }),
+                args: bwrapArgs({ ...sandbox, workspace, readOnly, command }),
                 cwd: "/",
                 fd3: root.handle.fd,
               }

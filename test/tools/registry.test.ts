@@ -16,7 +16,12 @@ import {
 } from "../../src/tools/index.js";
 import { expectOk, makeSandbox, writeTree } from "./helpers.js";
 
-const SANDBOXED: ShellSandbox = { kind: "bwrap", bwrap: "/usr/bin/bwrap", network: false };
+const SANDBOXED: ShellSandbox = {
+  kind: "bwrap",
+  bwrap: "/usr/bin/bwrap",
+  network: false,
+  options: { disableUserns: true },
+};
 
 describe("the workspace tool registry", () => {
   it("holds the six tools, and the read-only shell a session may name", () => {

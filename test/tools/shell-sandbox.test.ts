@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
 import { resolveShellSandbox, type ShellSandbox } from "../../src/tools/sandbox.js";
 import { createShellTool } from "../../src/tools/shell.js";
+import { hostPids } from "../helpers/processes.js";
 import { expectError, expectOk, makeSandbox, runTool, shown } from "./helpers.js";
 
 /**
@@ -47,25 +48,10 @@ const shell = (options: { readOnly?: boolean; network?: boolean; killGraceMs?: n
     killGraceMs: options.killGraceMs,
   });
 
-/** Host pids of the processes whose whole command line matches `argv` (pids inside the sandbox are its own). */
-function hostPids(argv: RegExp): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2)[0] === "Z") continue;
-      if (argv.test(readFileSync(`/proc/${name}/cmdline`, "utf8").replace(/\0$/, "").split("\0").join(" "))) {
-        pids.push(Number(name));
-      }
-    } catch {}
-  }
-  return pids;
-}
-
-async function untilRunning(argv: RegExp): Promise<void> {
-  for (let i = 0; i < 250 && hostPids(argv).length === 0; i++) await delay(20);
-  expect(hostPids(argv).length, String(argv)).toBeGreaterThan(0);
+/** Waits until `count` processes match `argv`. */
+async function untilRunning(argv: RegExp, count: number): Promise<void> {
+  for (let i = 0; i < 250 && hostPids(argv).length < count; i++) await delay(20);
+  expect(hostPids(argv), String(argv)).toHaveLength(count);
 }
 
 describe("the sandboxed shell", () => {
@@ -155,8 +141,7 @@ describe("the sandboxed shell", () => {
       command: "sleep 30.101 & setsid sleep 30.102 & sleep 30.103",
       timeoutMs: 1500,
     });
-    await untilRunning(/^sleep 30\.103$/);
-    expect(hostPids(/^sleep 30\.10\d$/)).toHaveLength(3);
+    await untilRunning(/^sleep 30\.10\d$/, 3);
     expectError(await pending, ToolErrorCode.shellTimeout);
     expect(hostPids(/^sleep 30\.10\d$/)).toEqual([]);
   });
@@ -170,8 +155,7 @@ describe("the sandboxed shell", () => {
       { command: "trap '' TERM; sleep 30.201 & sleep 30.202" },
       controller.signal,
     );
-    await untilRunning(/^sleep 30\.202$/);
-    expect(hostPids(/^sleep 30\.20\d$/)).toHaveLength(2);
+    await untilRunning(/^sleep 30\.20\d$/, 2);
     controller.abort();
     expectError(await pending, ToolErrorCode.shellAborted);
     expect(hostPids(/^sleep 30\.20\d$/)).toEqual([]);
