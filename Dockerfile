@@ -23,8 +23,9 @@ RUN npm prune --omit=dev --no-audit --no-fund && node scripts/slim-image.mjs .
 # --- runtime ---
 FROM node:24-bookworm-slim AS runtime
 # tini is PID 1: it forwards SIGTERM to node and reaps the processes shell commands leave behind.
+# bubblewrap is the shell tools' sandbox (SHELL_SANDBOX; the README says what the container needs).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends tini \
+  && apt-get install -y --no-install-recommends tini bubblewrap \
   && rm -rf /var/lib/apt/lists/* \
   && mkdir -p /data /workspaces \
   && chown node:node /data /workspaces

@@ -9,6 +9,7 @@ import type { RunManager } from "./runs/run-manager.js";
 import type { RunService } from "./runs/run-service.js";
 import type { SessionService } from "./sessions/session-service.js";
 import type { Store } from "./store/store.js";
+import type { ShellSandbox } from "./tools/index.js";
 
 /** A tool as `GET /tools` lists it. */
 export interface ToolCatalogEntry {
@@ -17,6 +18,8 @@ export interface ToolCatalogEntry {
   readOnly: boolean;
   defaultApproval: "allow" | "ask" | "deny";
   inputSchema: Record<string, unknown>;
+  /** Shell tools only: whether their commands run in the sandbox. */
+  sandbox?: "bwrap" | "none";
 }
 
 /** Everything the routes call into. */
@@ -30,6 +33,8 @@ export interface AppContext {
   apiKeys: ApiKeys;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];
+  /** Where the shell tools run their commands. */
+  shellSandbox: ShellSandbox;
   /** Why the model cannot be asked, or null when it is configured. */
   modelProblem: string | null;
   /** Heartbeat interval of SSE streams. */

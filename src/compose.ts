@@ -12,9 +12,9 @@ import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
-import { openStoreOrExplain, prepareWorkspaceRoot } from "./startup-checks.js";
+import { openStoreOrExplain, prepareShellSandbox, prepareWorkspaceRoot } from "./startup-checks.js";
 import type { Store } from "./store/store.js";
-import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES } from "./tools/index.js";
+import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES, workspaceToolsFor } from "./tools/index.js";
 
 export interface ComposeOptions {
   /** Replaces the model client built from the configuration (tests, benchmarks). */
@@ -39,6 +39,18 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     ]);
   }
   const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT);
+  const shellSandbox = prepareShellSandbox({
+    mode: config.SHELL_SANDBOX,
+    network: config.SHELL_NETWORK,
+    directory: workspaceRealRoot,
+  });
+  if (shellSandbox.kind === "none" && config.SHELL_SANDBOX === "auto") {
+    logger.warn(
+      { reason: shellSandbox.reason },
+      "shell commands run unsandboxed, with the server's user, files and network (SHELL_SANDBOX=auto found no working bwrap); shell_readonly is not offered",
+    );
+  }
+  const workspaceTools = workspaceToolsFor(shellSandbox);
   const opened = openStoreOrExplain(config.DATABASE_PATH);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
@@ -60,6 +72,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
         // Pinned to the real path: tools refuse to follow the workspace if it is replaced.
         workspace: join(workspaceRealRoot, session.workspace),
         names: session.tools ?? undefined,
+        tools: workspaceTools,
       }),
     maxConcurrentRuns: config.MAX_CONCURRENT_RUNS,
     maxRunsPerKey: config.MAX_RUNS_PER_KEY,
@@ -80,7 +93,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   });
   const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
   // What a call gets without any override, under the ceiling.
-  const tools: ToolCatalogEntry[] = describeWorkspaceTools().map((tool) => ({
+  const tools: ToolCatalogEntry[] = describeWorkspaceTools(shellSandbox).map((tool) => ({
     ...tool,
     defaultApproval: clampToCeiling(tool.defaultApproval, tool.name, approvalCeiling),
   }));
@@ -97,6 +110,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       ttlMs: config.STREAM_TOKEN_TTL_MS,
     }),
     tools,
+    shellSandbox,
     modelProblem: options.model ? null : modelNotConfiguredReason(config.model),
     sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,
   };

@@ -44,6 +44,13 @@ const stringSetting = (fallback: string) =>
     z.string().default(fallback),
   );
 
+/** One of `values` (surrounding blanks ignored), `fallback` when unset or blank. */
+const choiceSetting = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
+  z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.enum(values).default(fallback as never),
+  );
+
 const listSetting = z.preprocess(
   (raw) =>
     typeof raw === "string"
@@ -119,6 +126,10 @@ const EnvSchema = z.object({
   KEEP_ALIVE_TIMEOUT_MS: msSetting(5_000, { min: 100 }),
   /** Tool calls of one model reply that are executed; the rest get a result saying so. */
   MAX_TOOL_CALLS_PER_TURN: intSetting(64, { min: 1, max: 10_000 }),
+  /** Where `shell` runs: in a bubblewrap sandbox (`bwrap`: required; `auto`: when it works) or not (`off`). */
+  SHELL_SANDBOX: choiceSetting(["auto", "bwrap", "off"], "auto"),
+  /** `1` lets sandboxed shell commands reach the network. */
+  SHELL_NETWORK: choiceSetting(["0", "1"], "0").transform((value) => value === "1"),
 });
 
 /** MAX_RUNS_PER_KEY's default with API keys: a quarter of the server's slots, at least 1. */

@@ -4,6 +4,7 @@ import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
 import { openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
+import { resolveShellSandbox, type ShellSandbox, type ShellSandboxMode } from "./tools/index.js";
 
 /**
  * What stops `root` (WORKSPACE_ROOT) from holding workspaces, after creating it when missing;
@@ -75,3 +76,26 @@ export function listenProblem(err: unknown, { host, port }: { host: string; port
 }
 
 const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * The shell tools' sandbox (see resolveShellSandbox), tried with `directory` (WORKSPACE_ROOT's
+ * real path) as its workspace; throws ConfigError naming SHELL_SANDBOX when `bwrap` is
+ * required and cannot work.
+ */
+export function prepareShellSandbox({
+  mode,
+  network,
+  directory,
+}: {
+  mode: ShellSandboxMode;
+  network: boolean;
+  directory: string;
+}): ShellSandbox {
+  const resolved = resolveShellSandbox({ mode, network, directory });
+  if (!resolved.ok) {
+    throw new ConfigError([
+      `SHELL_SANDBOX: bwrap is required, but ${resolved.problem}; see the README on what the sandbox needs, or set SHELL_SANDBOX=auto or off`,
+    ]);
+  }
+  return resolved.sandbox;
+}

@@ -9,6 +9,8 @@ interface Check {
 export interface Readiness {
   ready: boolean;
   checks: { accepting: Check; database: Check; workspaces: Check; model: Check };
+  /** Where shell commands run (informational: an unsandboxed shell does not make the server unready). */
+  shell: { sandbox: "bwrap" | "none"; network: boolean; reason?: string };
 }
 
 /**
@@ -17,7 +19,7 @@ export interface Readiness {
  * session would) and a model is configured.
  */
 export async function checkReadiness(
-  ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager">,
+  ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager" | "shellSandbox">,
 ): Promise<Readiness> {
   // From SIGTERM on, load balancers should send new work elsewhere.
   const accepting = ctx.manager.accepting ? { ok: true } : { ok: false, message: "the server is shutting down" };
@@ -35,5 +37,11 @@ export async function checkReadiness(
   return {
     ready: accepting.ok && database.ok && workspaces.ok && model.ok,
     checks: { accepting, database, workspaces, model },
+    shell: shellReport(ctx.shellSandbox),
   };
 }
+
+const shellReport = (sandbox: AppContext["shellSandbox"]): Readiness["shell"] =>
+  sandbox.kind === "bwrap"
+    ? { sandbox: "bwrap", network: sandbox.network }
+    : { sandbox: "none", network: true, reason: sandbox.reason };

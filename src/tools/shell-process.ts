@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
+import { setTimeout as delay } from "node:timers/promises";
 import { errnoCode } from "./fs-errors.js";
 import { watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
@@ -7,8 +8,12 @@ import { killProcessGroup, processGroupAlive } from "./process-group.js";
 import { shellEnvironment } from "./shell-env.js";
 
 export interface ShellRunOptions {
-  command: string;
+  /** The program and its arguments: `/bin/sh -c <command>`, or bwrap running it. */
+  file: string;
+  args: string[];
   cwd: string;
+  /** Handed to the program as descriptor 3 (the workspace directory bwrap mounts). */
+  fd3?: number;
   timeoutMs: number;
   signal: AbortSignal;
   /** Between SIGTERM and SIGKILL when the group is stopped. */
@@ -35,11 +40,24 @@ export interface ShellRun {
   spawnError: string | null;
 }
 
+/** After the shell exits, how long its group may take to end by itself before what is left is stopped. */
+const GROUP_SETTLE_MS = 250;
+
+/** Whether group `pgid` is gone within `ms` (polled). */
+async function groupEndsWithin(pgid: number, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (!(await processGroupAlive(pgid))) return true;
+    if (Date.now() >= end) return false;
+    await delay(20);
+  }
+}
+
 const closed = (stream: Readable): Promise<void> =>
   new Promise((resolve) => (stream.closed ? resolve() : stream.once("close", () => resolve())));
 
 /**
- * Runs `/bin/sh -c command` in its own process group with stdin closed and an allow-listed
+ * Runs the shell (`file` with `args`) in its own process group with stdin closed and an allow-listed
  * environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL after the
  * grace period), and so is what the command left running in the background once it
  * exited; this resolves only after the group is gone. A watchdog ends the group should
@@ -47,11 +65,11 @@ const closed = (stream: Readable): Promise<void> =>
  */
 export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
   const output = new HeadTailBuffer(options.headBytes, options.tailBytes);
-  const child = spawn("/bin/sh", ["-c", options.command], {
+  const child = spawn(options.file, options.args, {
     cwd: options.cwd,
     env: shellEnvironment(),
     detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: options.fd3 === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", options.fd3],
   });
   // If this server dies mid-command, the command's group dies with it: a recovered run
   // records it as interrupted, and nothing of it goes on changing the workspace.
@@ -60,7 +78,9 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     // Rare (the system refused a tiny process); the command still runs and is still bounded.
     process.emitWarning("could not start the shell command's watchdog", { code: "AGENT_SHELL_WATCHDOG" });
   }
-  const { stdout, stderr } = child;
+  // Both are pipes (stdio above).
+  const stdout = child.stdout as Readable;
+  const stderr = child.stderr as Readable;
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
   stderr.on("data", (chunk: Buffer) => output.push(chunk));
   const streamsClosed = Promise.all([closed(stdout), closed(stderr)]);
@@ -102,9 +122,10 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     stderr.destroy();
   }
   // A command's processes end with it: nothing it started in the background outlives the
-  // call (a run, a cancel or a deleted session could no longer reach it).
+  // call (a run, a cancel or a deleted session could no longer reach it). A sandbox's first
+  // process takes a moment to end the others after the command: that is not left behind.
   let backgroundStopped = false;
-  if (!stopped && child.pid !== undefined && (await processGroupAlive(child.pid))) {
+  if (!stopped && child.pid !== undefined && !(await groupEndsWithin(child.pid, GROUP_SETTLE_MS))) {
     await killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs });
     backgroundStopped = true;
   }

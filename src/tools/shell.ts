@@ -2,9 +2,11 @@ import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
+import { closeDir } from "./open-dir.js";
+import { bwrapArgs, type ShellSandbox, UNSANDBOXED } from "./sandbox.js";
 import { runShellCommand, type ShellRun } from "./shell-process.js";
 import { formatBytes } from "./text.js";
-import { isWorkspaceInPlace, workspaceMovedOutcome } from "./workspace.js";
+import { openWorkspaceRoot, workspaceMovedOutcome } from "./workspace.js";
 
 export const SHELL_DEFAULT_TIMEOUT_MS = 30_000;
 export const SHELL_MAX_TIMEOUT_MS = 10 * 60_000;
@@ -35,14 +37,35 @@ export type ShellInput = z.infer<typeof shellInput>;
 export interface ShellToolOptions {
   /** Overrides SHELL_KILL_GRACE_MS (tests use a short grace period). */
   killGraceMs?: number;
+  /** Where commands run; without one, as the server's user (see ShellSandbox). */
+  sandbox?: ShellSandbox;
+  /**
+   * The read-only shell (`shell_readonly`): the sandbox mounts the workspace read-only, so
+   * no command can change it, whatever it is. Needs a bwrap sandbox.
+   */
+  readOnly?: boolean;
 }
 
-/** Builds the shell tool; `shellTool` is the one with the default settings. */
+/** What the model is told about where its commands run. */
+function whereItRuns(sandbox: ShellSandbox, readOnly: boolean): string {
+  if (sandbox.kind === "none") return "";
+  const network = sandbox.network ? "" : " There is no network.";
+  return readOnly
+    ? " It runs in a sandbox where the workspace is read-only (writing to it fails) and /tmp is a private scratch " +
+        `directory emptied after each command: use it to inspect (ls, cat, grep, git log, ...).${network}`
+    : " It runs in a sandbox: the workspace is the only place it can change; /tmp is a private scratch directory " +
+        `emptied after each command; the rest of the system is read-only.${network}`;
+}
+
+/** Builds the shell tool (or, with `readOnly`, the read-only shell); `shellTool` is the unsandboxed one. */
 export function createShellTool({
   killGraceMs = SHELL_KILL_GRACE_MS,
+  sandbox = UNSANDBOXED,
+  readOnly = false,
 }: ShellToolOptions = {}): WorkspaceToolDefinition<ShellInput> {
+  if (readOnly && sandbox.kind !== "bwrap") throw new Error("the read-only shell needs a bwrap sandbox");
   return {
-    name: "shell",
+    name: readOnly ? "shell_readonly" : "shell",
     description:
       "Run a command with /bin/sh -c in the workspace root directory, stdin closed, and return its combined " +
       "stdout and stderr followed by the exit code. A non-zero exit is reported as an error with the output. " +
@@ -51,36 +74,54 @@ export function createShellTool({
       `Output over ${formatBytes(SHELL_OUTPUT_HEAD_BYTES + SHELL_OUTPUT_TAIL_BYTES)} keeps its first ` +
       `${formatBytes(SHELL_OUTPUT_HEAD_BYTES)} and last ${formatBytes(SHELL_OUTPUT_TAIL_BYTES)}. Commands do not ` +
       "share state between calls (each is a fresh shell); the environment holds only basic variables (PATH, HOME, " +
-      "LANG, …). Not interactive: pass flags such as -y instead of waiting for input.",
+      "LANG, …). Not interactive: pass flags such as -y instead of waiting for input." +
+      whereItRuns(sandbox, readOnly),
     inputSchema: shellInput,
-    readOnly: false,
+    readOnly,
     async execute({ command, timeoutMs = SHELL_DEFAULT_TIMEOUT_MS }, { workspace, signal }) {
       if (signal.aborted) return abortedOutcome("", false);
       if (command.includes("\0")) {
         return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
       }
-      if (!(await isWorkspaceInPlace(workspace))) return workspaceMovedOutcome();
-      const run = await runShellCommand({
-        command,
-        cwd: workspace,
-        timeoutMs,
-        signal,
-        killGraceMs,
-        drainMs: SHELL_DRAIN_MS,
-        headBytes: SHELL_OUTPUT_HEAD_BYTES,
-        tailBytes: SHELL_OUTPUT_TAIL_BYTES,
-      });
-      return outcomeOf(run, { timeoutMs, killGraceMs });
+      // The sandbox mounts the directory opened here, checked to be the workspace.
+      const root = await openWorkspaceRoot(workspace);
+      if (!root) return workspaceMovedOutcome();
+      try {
+        const launch =
+          sandbox.kind === "bwrap"
+            ? {
+                file: sandbox.bwrap,
+                args: bwrapArgs({ ...sandbox, workspace, readOnly, command }),
+                cwd: "/",
+                fd3: root.handle.fd,
+              }
+            : { file: "/bin/sh", args: ["-c", command], cwd: workspace };
+        const run = await runShellCommand({
+          ...launch,
+          timeoutMs,
+          signal,
+          killGraceMs,
+          drainMs: SHELL_DRAIN_MS,
+          headBytes: SHELL_OUTPUT_HEAD_BYTES,
+          tailBytes: SHELL_OUTPUT_TAIL_BYTES,
+        });
+        return outcomeOf(run, { timeoutMs, killGraceMs, program: launch.file });
+      } finally {
+        await closeDir(root);
+      }
     },
   };
 }
 
 export const shellTool = createShellTool();
 
-function outcomeOf(run: ShellRun, { timeoutMs, killGraceMs }: { timeoutMs: number; killGraceMs: number }): ToolOutcome {
+function outcomeOf(
+  run: ShellRun,
+  { timeoutMs, killGraceMs, program }: { timeoutMs: number; killGraceMs: number; program: string },
+): ToolOutcome {
   const truncated = run.omittedBytes > 0;
   if (run.spawnError) {
-    return toolError(ToolErrorCode.shellFailed, `could not start /bin/sh (${run.spawnError})`, false);
+    return toolError(ToolErrorCode.shellFailed, `could not start ${program} (${run.spawnError})`, false);
   }
   const body = run.output === "" ? "(no output)" : run.output.replace(/\n$/, "");
   if (run.stopped) {

@@ -612,19 +612,26 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect((await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(404);
   });
 
-  it("GET /tools lists every tool with its JSON Schema and default approval", async () => {
+  it("GET /tools lists every tool with its JSON Schema, default approval and the shell's sandbox", async () => {
     const tools = await call(server, "GET", "/tools");
     expect(tools.status).toBe(200);
     expect(tools.body.nextCursor).toBeNull();
     const byName = Object.fromEntries(tools.body.items.map((t: { name: string }) => [t.name, t]));
+    // The read-only shell is offered only where the sandbox enforces it (bwrap works here, as in CI).
+    const sandbox = server.ctx.shellSandbox.kind;
     expect(Object.keys(byName).sort()).toEqual([
       "edit_file",
       "list_files",
       "read_file",
       "search_files",
       "shell",
+      ...(sandbox === "bwrap" ? ["shell_readonly"] : []),
       "write_file",
     ]);
+    expect(byName.shell.sandbox).toBe(sandbox);
+    if (sandbox === "bwrap") {
+      expect(byName.shell_readonly).toMatchObject({ readOnly: true, defaultApproval: "allow", sandbox: "bwrap" });
+    }
     expect(byName.read_file).toMatchObject({
       readOnly: true,
       defaultApproval: "allow",
@@ -639,6 +646,10 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(ready.body).toEqual({
       ready: true,
       checks: { accepting: { ok: true }, database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
+      shell:
+        server.ctx.shellSandbox.kind === "bwrap"
+          ? { sandbox: "bwrap", network: false }
+          : { sandbox: "none", network: true, reason: expect.any(String) },
     });
     const yaml = await call(server, "GET", "/openapi.yaml");
     expect(yaml.status).toBe(200);
@@ -866,6 +877,7 @@ describe("contract: limits and readiness", () => {
           workspaces: { ok: true },
           model: { ok: false, message: expect.stringContaining("OPENAI_MODEL") },
         },
+        shell: expect.objectContaining({ sandbox: unconfigured.ctx.shellSandbox.kind }),
       });
       const session = await call(unconfigured, "POST", "/sessions");
       const run = await call(unconfigured, "POST", "/sessions/{id}/runs", {

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { assertValidHistory } from "../../src/agent/history.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
-import { processGroupAlive } from "../../src/tools/process-group.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { hostPids } from "../helpers/processes.js";
 import { openSse, type SseEvent, type SseStream } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -136,37 +136,45 @@ describe("kill -9 at each point, then restart", () => {
     expect(history.find((m) => m.role === "tool")?.isError).toBe(false);
   });
 
-  it("mid tool: the command dies with the server, gets an INTERRUPTED result and is never run again", async () => {
-    dir = tempDir();
-    const a = await start();
-    upstream.enqueue({
-      toolCalls: [
-        { id: "call_t", name: "shell", arguments: '{"command":"echo x >> count.txt; echo $$ > pid.txt; sleep 30"}' },
-      ],
-    });
-    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
-    await run.watcher?.waitFor((e) => e.event === "tool.started");
-    const pidFile = workspaceFile(run.sessionId, "pid.txt");
-    while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "")
-      await new Promise((r) => setTimeout(r, 20));
-    await kill(a);
-    // The command's process group dies with the server (its watchdog sees the server gone).
-    // (Zombies do not count: the orphans' new parent may be slow to reap them.)
-    const pgid = Number(readFileSync(pidFile, "utf8").trim());
-    const deadline = Date.now() + 5000;
-    while ((await processGroupAlive(pgid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const alive = await processGroupAlive(pgid);
-    if (alive) process.kill(-pgid, "SIGKILL");
-    expect(alive).toBe(false);
+  it.each([
+    ["off", "sleep 30.411"],
+    ["bwrap", "sleep 30.412"],
+  ])(
+    "mid tool (SHELL_SANDBOX=%s): the command dies with the server, gets an INTERRUPTED result and is never run again",
+    async (sandbox, sleep) => {
+      dir = tempDir();
+      const a = await start({ SHELL_SANDBOX: sandbox });
+      upstream.enqueue({
+        toolCalls: [
+          {
+            id: "call_t",
+            name: "shell",
+            arguments: JSON.stringify({ command: `echo x >> count.txt; echo up > up.txt; ${sleep}` }),
+          },
+        ],
+      });
+      const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+      await run.watcher?.waitFor((e) => e.event === "tool.started");
+      const argv = new RegExp(`^${sleep.replace(".", "\\.")}$`);
+      while (hostPids(argv).length === 0) await new Promise((r) => setTimeout(r, 20));
+      await kill(a);
+      // The command dies with the server (its watchdog sees the server gone; a sandbox also
+      // dies with bwrap). Zombies do not count: the orphans' new parent may be slow to reap them.
+      const deadline = Date.now() + 5000;
+      while (hostPids(argv).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const alive = hostPids(argv);
+      for (const pid of alive) process.kill(pid, "SIGKILL");
+      expect(alive).toEqual([]);
 
-    upstream.enqueue({ text: "noted" });
-    const b = await start();
-    const history = await settleAndCheck(b, run, "complete");
-    const result = history.find((m) => m.role === "tool");
-    expect(result).toMatchObject({ isError: true, toolCallId: "call_t" });
-    expect((result as { metadata: { errorCode: string } }).metadata.errorCode).toBe("INTERRUPTED");
-    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
-  });
+      upstream.enqueue({ text: "noted" });
+      const b = await start();
+      const history = await settleAndCheck(b, run, "complete");
+      const result = history.find((m) => m.role === "tool");
+      expect(result).toMatchObject({ isError: true, toolCallId: "call_t" });
+      expect((result as { metadata: { errorCode: string } }).metadata.errorCode).toBe("INTERRUPTED");
+      expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
+    },
+  );
 
   it("between the assistant commit and the first tool: the resumed run executes the call once", async () => {
     dir = tempDir();

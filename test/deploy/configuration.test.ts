@@ -5,10 +5,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import { api, startChildServer } from "../helpers/child-server.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
+type ToolEntry = { name: string; sandbox?: string };
 const base = { OPENAI_API_KEY: "sk-test-key", OPENAI_MODEL: "fake-model" };
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -99,6 +101,42 @@ describe("a server that cannot work refuses to start, exit code 2, naming the va
     const badHost = startRefused(temp.path, { HOST: "not a host!" });
     expect(badHost.status).toBe(2);
     expect(badHost.output).toMatch(/HOST: cannot listen on "not a host!"/);
+  });
+});
+
+describe("the shell sandbox (SHELL_SANDBOX)", () => {
+  it("bwrap required where bwrap cannot work: refused at start, exit 2, naming the variable", () => {
+    const temp = tempDir("config-sandbox-");
+    cleanups.push(temp.cleanup);
+    const refused = startRefused(temp.path, { SHELL_SANDBOX: "bwrap", PATH: join(temp.path, "no-bin") });
+    expect(refused.status).toBe(2);
+    expect(refused.output).toMatch(/SHELL_SANDBOX: bwrap is required, but bwrap is not installed/);
+    expect(refused.output).not.toMatch(/\n\s+at /);
+    const bad = startRefused(temp.path, { SHELL_SANDBOX: "yes", SHELL_NETWORK: "true" });
+    expect(bad.status).toBe(2);
+    expect(bad.output).toMatch(/SHELL_SANDBOX/);
+    expect(bad.output).toMatch(/SHELL_NETWORK/);
+  });
+
+  it("auto without bwrap: the server starts, warns, and /readyz and GET /tools say the shell is unsandboxed", async () => {
+    const temp = tempDir("config-sandbox-auto-");
+    cleanups.push(temp.cleanup);
+    const child = await startChildServer({
+      dir: temp.path,
+      upstreamURL: "http://127.0.0.1:9/v1",
+      env: { PATH: join(temp.path, "no-bin") },
+    });
+    cleanups.push(async () => {
+      child.process.kill("SIGKILL");
+      await child.exited;
+    });
+    const ready = await api(child.url, "GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(ready.body.shell).toEqual({ sandbox: "none", network: true, reason: expect.stringContaining("bubblewrap") });
+    const tools = (await api(child.url, "GET", "/tools")).body.items as ToolEntry[];
+    expect(tools.find((tool) => tool.name === "shell")?.sandbox).toBe("none");
+    expect(tools.map((tool) => tool.name)).not.toContain("shell_readonly");
+    expect(child.output()).toMatch(/"level":40.*shell commands run unsandboxed/);
   });
 });
 

@@ -9,13 +9,22 @@ import {
   defaultApprovalPolicy,
   describeWorkspaceTools,
   locateInWorkspace,
+  type ShellSandbox,
+  UNSANDBOXED,
   WORKSPACE_TOOL_NAMES,
-  workspaceTools,
+  workspaceToolsFor,
 } from "../../src/tools/index.js";
 import { expectOk, makeSandbox, writeTree } from "./helpers.js";
 
+const SANDBOXED: ShellSandbox = {
+  kind: "bwrap",
+  bwrap: "/usr/bin/bwrap",
+  network: false,
+  options: { disableUserns: true },
+};
+
 describe("the workspace tool registry", () => {
-  it("holds the six tools", () => {
+  it("holds the six tools, and the read-only shell a session may name", () => {
     expect(WORKSPACE_TOOL_NAMES).toEqual([
       "list_files",
       "read_file",
@@ -23,7 +32,18 @@ describe("the workspace tool registry", () => {
       "write_file",
       "edit_file",
       "shell",
+      "shell_readonly",
     ]);
+  });
+
+  it("offers shell_readonly (allowed by default) only with a sandbox to enforce it", () => {
+    expect(workspaceToolsFor(UNSANDBOXED).map((tool) => tool.name)).not.toContain("shell_readonly");
+    const sandboxed = workspaceToolsFor(SANDBOXED);
+    expect(sandboxed.map((tool) => tool.name).slice(-2)).toEqual(["shell", "shell_readonly"]);
+    expect(defaultApprovalPolicy("shell_readonly", sandboxed)).toBe("allow");
+    expect(defaultApprovalPolicy("shell", sandboxed)).toBe("ask");
+    // Unsandboxed, a session naming it gets no read-only shell (and never an unenforced one).
+    expect(defaultApprovalPolicy("shell_readonly")).toBe("ask");
   });
 
   it("allows read-only tools by default and asks for the others; an unknown name asks", () => {
@@ -34,11 +54,12 @@ describe("the workspace tool registry", () => {
       write_file: "ask",
       edit_file: "ask",
       shell: "ask",
+      shell_readonly: "ask",
     });
     expect(defaultApprovalPolicy("rm_rf")).toBe("ask");
   });
 
-  it.each(workspaceTools.map((tool) => [tool.name, tool] as const))(
+  it.each(workspaceToolsFor(SANDBOXED).map((tool) => [tool.name, tool] as const))(
     "%s has a clean JSON Schema of its input, every field described",
     (_, tool) => {
       const schema = z.toJSONSchema(tool.inputSchema, { io: "input" });
@@ -54,17 +75,21 @@ describe("the workspace tool registry", () => {
     },
   );
 
-  it("describes the tools for GET /tools with their schemas and default approval", () => {
-    const described = describeWorkspaceTools();
-    expect(described.map((tool) => [tool.name, tool.defaultApproval])).toEqual([
-      ["list_files", "allow"],
-      ["read_file", "allow"],
-      ["search_files", "allow"],
-      ["write_file", "ask"],
-      ["edit_file", "ask"],
-      ["shell", "ask"],
+  it("describes the tools for GET /tools with their schemas, default approval and the shell's sandbox", () => {
+    const described = describeWorkspaceTools(UNSANDBOXED);
+    expect(described.map((tool) => [tool.name, tool.defaultApproval, tool.sandbox])).toEqual([
+      ["list_files", "allow", undefined],
+      ["read_file", "allow", undefined],
+      ["search_files", "allow", undefined],
+      ["write_file", "ask", undefined],
+      ["edit_file", "ask", undefined],
+      ["shell", "ask", "none"],
     ]);
     expect(described[1]?.inputSchema).toMatchObject({ required: ["path"] });
+    expect(describeWorkspaceTools(SANDBOXED).slice(-2)).toMatchObject([
+      { name: "shell", defaultApproval: "ask", readOnly: false, sandbox: "bwrap" },
+      { name: "shell_readonly", defaultApproval: "allow", readOnly: true, sandbox: "bwrap" },
+    ]);
   });
 
   it("binds the tools to a workspace as AgentTools", async () => {
@@ -146,6 +171,10 @@ describe("the workspace tool registry", () => {
     ]);
     expect(bindWorkspaceTools({ workspace, names: [] })).toEqual([]);
     expect(() => bindWorkspaceTools({ workspace, names: ["read_file", "format_disk"] })).toThrow(/format_disk/);
+    // A known tool this server does not offer is left out, not an error.
+    expect(bindWorkspaceTools({ workspace, names: ["shell_readonly", "read_file"] }).map((tool) => tool.name)).toEqual([
+      "read_file",
+    ]);
   });
 
   it("has distinct, stable error codes", () => {

@@ -1,0 +1,211 @@
+import { spawnSync } from "node:child_process";
+import { accessSync, closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/**
+ * How the shell tools run a command: inside a bubblewrap sandbox, or (`none`) as the server's
+ * user with its file-system and network access. `reason` says why there is no sandbox.
+ */
+export type ShellSandbox =
+  | { kind: "bwrap"; bwrap: string; network: boolean; options: BwrapOptions }
+  | { kind: "none"; reason: string };
+
+/** What this bwrap supports beyond the basics (bubblewrap 0.8 forbids nested user namespaces). */
+export interface BwrapOptions {
+  disableUserns: boolean;
+}
+
+export type ShellSandboxMode = "auto" | "bwrap" | "off";
+
+export const UNSANDBOXED: ShellSandbox = { kind: "none", reason: "SHELL_SANDBOX=off" };
+
+/** The descriptor (in the child) of the workspace directory the sandbox mounts. */
+export const WORKSPACE_FD = 3;
+
+/** Top-level directories of the system shown read-only (as the links they are on a merged-/usr system). */
+const SYSTEM_ROOTS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** What of /etc programs need: the loader's cache, users and groups, time zone, name resolution, certificates. */
+const ETC_ENTRIES = [
+  "/etc/alternatives",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/passwd",
+  "/etc/group",
+  "/etc/nsswitch.conf",
+  "/etc/localtime",
+  "/etc/hosts",
+  "/etc/resolv.conf",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+  "/etc/os-release",
+];
+
+/** The read-only view of the system, as bwrap arguments: /usr, the top-level links or directories, /etc essentials. */
+function systemViewArgs(): string[] {
+  const args = ["--ro-bind", "/usr", "/usr"];
+  for (const path of SYSTEM_ROOTS) {
+    try {
+      const info = lstatSync(path);
+      if (info.isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
+      else if (info.isDirectory()) args.push("--ro-bind", path, path);
+    } catch {
+      // not on this system
+    }
+  }
+  for (const path of ETC_ENTRIES) args.push("--ro-bind-try", path, path);
+  return args;
+}
+
+/**
+ * The bwrap command line that runs `/bin/sh -c command` in `workspace`: its own user, mount,
+ * pid, ipc, uts, cgroup and (unless `network`) network namespaces, no capabilities, no further user namespaces (where this bwrap can
+ * forbid them); the system read-only, a fresh /proc (its own processes only),
+ * /dev and an empty private /tmp; the workspace, passed open as WORKSPACE_FD (so exactly
+ * the directory the server checked), at its own path, read-only when `readOnly`. Nothing else
+ * of the host is visible. The sandbox dies with bwrap, and bwrap with the server. (bwrap is
+ * spawned detached, in a session of its own: there is no terminal to inject input into, and
+ * the sandbox stays in bwrap's process group, which the shell tool stops as a whole.)
+ */
+export function bwrapArgs({
+  network,
+  options,
+  workspace,
+  readOnly,
+  command,
+}: {
+  network: boolean;
+  options: BwrapOptions;
+  workspace: string;
+  readOnly: boolean;
+  command: string;
+}): string[] {
+  return [
+    "--unshare-all",
+    "--unshare-user",
+    ...(network ? ["--share-net"] : []),
+    ...(options.disableUserns ? ["--disable-userns"] : []),
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+    ...systemViewArgs(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    readOnly ? "--ro-bind-fd" : "--bind-fd",
+    String(WORKSPACE_FD),
+    workspace,
+    "--chdir",
+    workspace,
+    "--setenv",
+    "HOME",
+    "/tmp",
+    "--setenv",
+    "TMPDIR",
+    "/tmp",
+    "--",
+    "/bin/sh",
+    "-c",
+    command,
+  ];
+}
+
+/** The absolute path of `bwrap` on PATH, or null. */
+function findBwrap(path: string): string | null {
+  for (const dir of path.split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, "bwrap");
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * Whether bwrap can run a sandboxed command here (it needs user namespaces: a container's
+ * seccomp or AppArmor profile may forbid them): runs `true` in the sandbox the shell tools
+ * use, with `directory` as the workspace. Null when it works, else why not.
+ */
+function probeBwrap({
+  bwrap,
+  network,
+  options,
+  directory,
+}: {
+  bwrap: string;
+  network: boolean;
+  options: BwrapOptions;
+  directory: string;
+}): string | null {
+  let fd: number;
+  try {
+    fd = openSync(directory, constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch (err) {
+    return `cannot open WORKSPACE_ROOT to try the sandbox in (${(err as NodeJS.ErrnoException).code ?? "error"})`;
+  }
+  try {
+    const args = bwrapArgs({ network, options, workspace: directory, readOnly: true, command: "true" });
+    const tried = spawnSync(bwrap, args, {
+      stdio: ["ignore", "ignore", "pipe", fd],
+      timeout: 10_000,
+      env: {},
+    });
+    if (tried.status === 0) return null;
+    const said = tried.stderr?.toString().trim().split("\n").at(-1);
+    return `bwrap cannot make a sandbox here (${said || tried.error?.message || `exit ${tried.status ?? tried.signal}`})`;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The shell tools' sandbox for SHELL_SANDBOX `mode`: `off` none; `bwrap` bwrap or a problem
+ * (the server must not start); `auto` bwrap when it is found and works, else none with
+ * a reason to warn about. `directory` is where the probe mounts its workspace (WORKSPACE_ROOT);
+ * bwrap is looked for on `path` (the server's PATH).
+ */
+export function resolveShellSandbox({
+  mode,
+  network,
+  directory,
+  path = process.env.PATH ?? "",
+}: {
+  mode: ShellSandboxMode;
+  network: boolean;
+  directory: string;
+  path?: string;
+}): { ok: true; sandbox: ShellSandbox } | { ok: false; problem: string } {
+  if (mode === "off") return { ok: true, sandbox: UNSANDBOXED };
+  if (process.platform !== "linux") {
+    const problem = "bubblewrap sandboxes need Linux";
+    return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
+  }
+  const problem = bwrapProblem({ network, directory, path });
+  if (typeof problem !== "string") return { ok: true, sandbox: problem };
+  return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
+}
+
+/** The strictest bwrap sandbox that works here (older bwraps do not know --disable-userns), or why none does. */
+function bwrapProblem({
+  network,
+  directory,
+  path,
+}: {
+  network: boolean;
+  directory: string;
+  path: string;
+}): ShellSandbox | string {
+  const bwrap = findBwrap(path);
+  if (!bwrap) return "bwrap is not installed (Debian package bubblewrap)";
+  const strict = probeBwrap({ bwrap, network, options: { disableUserns: true }, directory });
+  if (strict === null) return { kind: "bwrap", bwrap, network, options: { disableUserns: true } };
+  if (probeBwrap({ bwrap, network, options: { disableUserns: false }, directory }) === null) {
+    return { kind: "bwrap", bwrap, network, options: { disableUserns: false } };
+  }
+  return strict;
+}

@@ -1,0 +1,194 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolErrorCode } from "../../src/tools/error-codes.js";
+import { resolveShellSandbox, type ShellSandbox } from "../../src/tools/sandbox.js";
+import { createShellTool } from "../../src/tools/shell.js";
+import { hostPids } from "../helpers/processes.js";
+import { expectError, expectOk, makeSandbox, runTool, shown } from "./helpers.js";
+
+/**
+ * The shell tools under bubblewrap, attacked as an approved command would: a server layout in
+ * a temp dir (the database, the workspace root with two sessions), and a process standing for
+ * the server with a secret in its environment (this process's own environment was fixed at its
+ * start). bwrap must work here (CI installs bubblewrap).
+ */
+const SECRET = "sk-sandbox-test-secret-3f9a";
+let sandbox: ShellSandbox;
+let layout: { workspace: string; sibling: string; database: string };
+let server: ChildProcess;
+
+beforeAll(async () => {
+  const { base } = await makeSandbox({ forFile: true });
+  const root = join(base, "workspaces");
+  layout = { workspace: join(root, "ses_a"), sibling: join(root, "ses_b"), database: join(base, "data", "agent.db") };
+  for (const dir of [layout.workspace, layout.sibling, join(base, "data")]) await mkdir(dir, { recursive: true });
+  await writeFile(join(layout.sibling, "notes.txt"), "SIBLING-SESSION-DATA\n");
+  await writeFile(layout.database, "SQLITE-DATABASE-CONTENT\n");
+  const resolved = resolveShellSandbox({ mode: "bwrap", network: false, directory: root });
+  if (!resolved.ok) throw new Error(`bwrap must work for these tests (install bubblewrap): ${resolved.problem}`);
+  sandbox = resolved.sandbox;
+  server = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], {
+    env: { OPENAI_API_KEY: SECRET },
+    stdio: "ignore",
+  });
+});
+afterAll(() => {
+  server.kill("SIGKILL");
+});
+
+const shell = (options: { readOnly?: boolean; network?: boolean; killGraceMs?: number } = {}) =>
+  createShellTool({
+    sandbox: sandbox.kind === "bwrap" ? { ...sandbox, network: options.network ?? false } : sandbox,
+    readOnly: options.readOnly,
+    killGraceMs: options.killGraceMs,
+  });
+
+/** Waits until `count` processes match `argv`. */
+async function untilRunning(argv: RegExp, count: number): Promise<void> {
+  for (let i = 0; i < 250 && hostPids(argv).length < count; i++) await delay(20);
+  expect(hostPids(argv), String(argv)).toHaveLength(count);
+}
+
+describe("the sandboxed shell", () => {
+  it("cannot read the server's environment, its database or a sibling session's workspace", async () => {
+    const attack = [
+      `cat /proc/${server.pid}/environ /proc/${server.pid}/cmdline`,
+      `cat /proc/${process.pid}/environ`,
+      "cat /proc/*/environ",
+      `cat ${layout.database}`,
+      `cat ${join(layout.sibling, "notes.txt")}`,
+      "cat ../ses_b/notes.txt",
+      "env",
+    ].join("; ");
+    const outcome = await runTool(shell(), layout.workspace, { command: `${attack}; exit 0` });
+    const output = shown(outcome);
+    expect(output).not.toContain(SECRET);
+    expect(output).not.toContain("SQLITE-DATABASE-CONTENT");
+    expect(output).not.toContain("SIBLING-SESSION-DATA");
+    expect(output).toMatch(/No such file or directory/);
+    // Of the workspace root, only its own workspace is there.
+    expect(expectOk(await runTool(shell(), layout.workspace, { command: "ls -a .." }))).toBe(
+      ".\n..\nses_a\n[exit code 0]",
+    );
+    // Its /proc shows its own processes only: the server's pid is not there (or is one of its own).
+    const procs = expectOk(await runTool(shell(), layout.workspace, { command: "ls /proc | grep -c '^[0-9]'" }));
+    expect(Number(procs.split("\n")[0])).toBeLessThan(10);
+  });
+
+  it("cannot reach the network (a listener on 127.0.0.1 sees no connection); SHELL_NETWORK opens it", async () => {
+    let connections = 0;
+    const listener: Server = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const { port } = listener.address() as { port: number };
+    const connect = `bash -c 'echo hello > /dev/tcp/127.0.0.1/${port}' && echo CONNECTED`;
+    try {
+      const closed = await runTool(shell(), layout.workspace, { command: connect });
+      expect(closed.ok).toBe(false);
+      expect(shown(closed)).not.toContain("CONNECTED");
+      await delay(100);
+      expect(connections).toBe(0);
+      const open = await runTool(shell({ network: true }), layout.workspace, { command: connect });
+      expect(expectOk(open)).toContain("CONNECTED");
+      await delay(100);
+      expect(connections).toBe(1);
+    } finally {
+      listener.close();
+    }
+  });
+
+  it("still runs ls, cat and sh -c pipelines, and writes in its workspace (at its own path)", async () => {
+    const { workspace } = await makeSandbox();
+    await writeFile(join(workspace, "in.txt"), "alpha\nbeta\n");
+    const outcome = await runTool(shell(), workspace, {
+      command:
+        "pwd; ls; cat in.txt | tr a-z A-Z | sort -r; sh -c 'echo nested | wc -c'; echo made > out.txt; echo tmp > /tmp/t && cat /tmp/t",
+    });
+    expect(expectOk(outcome)).toBe(`${workspace}\nin.txt\nBETA\nALPHA\n7\ntmp\n[exit code 0]`);
+    expect(await readFile(join(workspace, "out.txt"), "utf8")).toBe("made\n");
+    // The system is read-only, even for a command running as root in its namespace.
+    const system = await runTool(shell(), workspace, { command: "touch /usr/pwned /etc/pwned" });
+    expect(shown(system)).toMatch(/Read-only file system|Permission denied|No such file/);
+    expect(existsSync("/usr/pwned")).toBe(false);
+  });
+
+  it("the read-only shell reads the workspace but cannot change it: the mount refuses", async () => {
+    const { workspace } = await makeSandbox();
+    await writeFile(join(workspace, "keep.txt"), "original\n");
+    const tool = shell({ readOnly: true });
+    expect(tool).toMatchObject({ name: "shell_readonly", readOnly: true });
+    expect(expectOk(await runTool(tool, workspace, { command: "cat keep.txt; ls" }))).toBe(
+      "original\nkeep.txt\n[exit code 0]",
+    );
+    for (const command of ["echo changed > keep.txt", "touch new.txt", "rm keep.txt", "mkdir d", "mv keep.txt k2"]) {
+      const outcome = await runTool(tool, workspace, { command });
+      expect(expectError(outcome, ToolErrorCode.shellFailed), command).toMatch(/Read-only file system/);
+    }
+    expect(readdirSync(workspace)).toEqual(["keep.txt"]);
+    expect(await readFile(join(workspace, "keep.txt"), "utf8")).toBe("original\n");
+  });
+
+  it("a timeout kills every process of the command, in the background or in a new session", async () => {
+    const { workspace } = await makeSandbox();
+    const pending = runTool(shell(), workspace, {
+      command: "sleep 30.101 & setsid sleep 30.102 & sleep 30.103",
+      timeoutMs: 1500,
+    });
+    await untilRunning(/^sleep 30\.10\d$/, 3);
+    expectError(await pending, ToolErrorCode.shellTimeout);
+    expect(hostPids(/^sleep 30\.10\d$/)).toEqual([]);
+  });
+
+  it("a cancel kills a command that ignores SIGTERM, and what a command leaves behind ends with it", async () => {
+    const { workspace } = await makeSandbox();
+    const controller = new AbortController();
+    const pending = runTool(
+      shell({ killGraceMs: 200 }),
+      workspace,
+      { command: "trap '' TERM; sleep 30.201 & sleep 30.202" },
+      controller.signal,
+    );
+    await untilRunning(/^sleep 30\.20\d$/, 2);
+    controller.abort();
+    expectError(await pending, ToolErrorCode.shellAborted);
+    expect(hostPids(/^sleep 30\.20\d$/)).toEqual([]);
+
+    const left = await runTool(shell(), workspace, { command: "setsid sleep 30.301 > /dev/null 2>&1 & echo started" });
+    expect(expectOk(left)).toMatch(/^started\n\[exit code 0\]/);
+    expect(hostPids(/^sleep 30\.301$/)).toEqual([]);
+  });
+
+  it("caps its output as the unsandboxed shell does", async () => {
+    const outcome = await runTool(shell(), layout.workspace, { command: "head -c 5000000 /dev/zero | tr '\\0' a" });
+    expect(expectOk(outcome)).toContain("output cut");
+    expect(outcome).toMatchObject({ truncated: true });
+  });
+});
+
+describe("choosing the sandbox (SHELL_SANDBOX)", () => {
+  it("auto falls back to none, with the reason, where bwrap is missing; bwrap then is a problem; off is none", () => {
+    const directory = layout.workspace;
+    const missing = { network: false, directory, path: "/nonexistent-bin" };
+    const auto = resolveShellSandbox({ mode: "auto", ...missing });
+    expect(auto).toMatchObject({ ok: true, sandbox: { kind: "none", reason: expect.stringContaining("bubblewrap") } });
+    expect(resolveShellSandbox({ mode: "bwrap", ...missing })).toMatchObject({
+      ok: false,
+      problem: expect.stringContaining("not installed"),
+    });
+    expect(resolveShellSandbox({ mode: "off", network: false, directory })).toMatchObject({
+      ok: true,
+      sandbox: { kind: "none", reason: "SHELL_SANDBOX=off" },
+    });
+    expect(resolveShellSandbox({ mode: "auto", network: false, directory })).toMatchObject({
+      ok: true,
+      sandbox: { kind: "bwrap" },
+    });
+  });
+});
