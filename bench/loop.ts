@@ -207,6 +207,7 @@ async function newSession(): Promise<SessionRecord> {
     approval: null,
     workspace: "bench",
     workspaceShared: true,
+    providerProfile: null,
     metadata: null,
     createdAt: new Date().toISOString(),
   };

@@ -10,7 +10,7 @@ export default function eventRoutes(app: App, ctx: AppContext) {
       await ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);
       if (await nothingLeft(ctx.store, { runId: request.params.id, after })) return reply.status(204).send();
-      return streamRunEvents(ctx, reply, { runId: request.params.id, after });
+      return streamRunEvents(ctx, reply, { runId: request.params.id, after, reasoning: request.query.reasoning });
     },
   );
 

@@ -14,7 +14,8 @@ export default function runRoutes(app: App, ctx: AppContext) {
         ...request.body,
         idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
       });
-      if (reply.sse) return streamRunEvents(ctx, reply, { runId: run.id, after: 0 });
+      if (reply.sse)
+        return streamRunEvents(ctx, reply, { runId: run.id, after: 0, reasoning: request.query.reasoning });
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
       // A replay is answered as the first request was.
       reply.status(201).header("location", `/runs/${run.id}`);

@@ -14,7 +14,11 @@ export interface ToolStart {
 export type LoopCommit = { type: "message"; message: AgentMessage } | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */
-export type LoopNotice = { type: "turn.started"; turn: number } | { type: "text.delta"; text: string };
+export type LoopNotice =
+  | { type: "turn.started"; turn: number }
+  | { type: "text.delta"; text: string }
+  /** Reasoning the provider streamed beside the answer; SSE sends it only to clients that ask (`?reasoning=true`). */
+  | { type: "reasoning.delta"; text: string };
 
 /**
  * Where the loop asks the host whether it may go on (awaited): before the user message is

@@ -11,6 +11,7 @@ import type { AnyAgentTool } from "./tool.js";
 export interface LoopContext {
   model: ModelClient;
   modelName?: string;
+  providerProfile?: string | undefined;
   system?: string;
   tools: ReadonlyMap<string, AnyAgentTool>;
   beforeToolCall: BeforeToolCall;

@@ -19,6 +19,20 @@ export const ToolResultMetadataSchema = z.object({
 export type ToolResultMetadata = z.infer<typeof ToolResultMetadataSchema>;
 
 /**
+ * What an assistant message records besides its content, all optional: `refusal` (the model
+ * declined; its text is the content), `reasoning` (what the provider streamed as reasoning,
+ * never part of the answer) and `toolCallFields` (per tool-call id, the fields the provider
+ * sent beside the call, such as Gemini's `extra_content` thought signature). Which of these
+ * go back to the provider is the provider profile's decision (src/model/provider-profile.ts).
+ */
+export const AssistantMetadataSchema = z.object({
+  refusal: z.literal(true).optional(),
+  reasoning: z.string().optional(),
+  toolCallFields: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+});
+export type AssistantMetadata = z.infer<typeof AssistantMetadataSchema>;
+
+/**
  * A message as the loop produces it. The store adds `sessionId`, `runId`, `seq`
  * and `createdAt` when it commits one.
  */
@@ -29,6 +43,7 @@ export const AgentMessageSchema = z.discriminatedUnion("role", [
     role: z.literal("assistant"),
     content: z.string(),
     toolCalls: z.array(ToolCallSchema).optional(),
+    metadata: AssistantMetadataSchema.optional(),
   }),
   z.object({
     id: z.string(),

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { selectContext } from "./context-window.js";
 import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
-import { type AssistantMessage, wellFormed } from "./messages.js";
-import type { ToolSpec } from "./model.js";
+import { type AssistantMessage, type AssistantMetadata, type ToolCall, wellFormed } from "./messages.js";
+import type { ModelResult, ToolSpec } from "./model.js";
 import { addUsage } from "./stats.js";
 import { estimateTokens, type StepTrace } from "./step-trace.js";
 import { withUniqueIds } from "./unique-tool-call-ids.js";
@@ -32,6 +32,27 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
 }
 
 /**
+ * What the reply carried beside text and calls (see AssistantMetadataSchema), or undefined
+ * when nothing: the provider fields of each call are keyed by the id the call was committed
+ * under (`committed` is `result.toolCalls` in order, ids made unique).
+ */
+function assistantMetadata(
+  result: Extract<ModelResult, { ok: true }>,
+  committed: ToolCall[],
+): AssistantMetadata | undefined {
+  const metadata: AssistantMetadata = {};
+  if (result.refusal) metadata.refusal = true;
+  if (result.reasoning) metadata.reasoning = wellFormed(result.reasoning);
+  result.toolCalls.forEach((call, i) => {
+    const id = committed[i]?.id;
+    if (!call.providerFields || id === undefined) return;
+    metadata.toolCallFields ??= {};
+    metadata.toolCallFields[id] = call.providerFields;
+  });
+  return Object.keys(metadata).length > 0 ? metadata : undefined;
+}
+
+/**
  * One model request. Text and tool calls accumulate locally and become an
  * assistant message only when the stream ended cleanly (law 3).
  */
@@ -47,11 +68,13 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   ctx.stats.modelCalls++;
   const result = await ctx.model.complete({
     model: ctx.modelName,
+    providerProfile: ctx.providerProfile,
     system: ctx.system,
     messages: window.messages,
     tools: specs,
     signal: ctx.signal,
     onTextDelta: (text) => ctx.notify({ type: "text.delta", text }),
+    onReasoningDelta: (text) => ctx.notify({ type: "reasoning.delta", text }),
   });
   addUsage(ctx.stats, result.usage);
   const trace: StepTrace = {
@@ -85,14 +108,16 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   }
 
   const toolCalls = withUniqueIds(
-    result.toolCalls.map((call) => ({ ...call, name: wellFormed(call.name), input: wellFormed(call.input) })),
+    result.toolCalls.map((call) => ({ id: call.id, name: wellFormed(call.name), input: wellFormed(call.input) })),
     ctx.usedToolCallIds,
   );
+  const metadata = assistantMetadata(result, toolCalls);
   const assistant: AssistantMessage = {
     id: ctx.newId(),
     role: "assistant",
     content: wellFormed(result.text),
     ...(toolCalls.length ? { toolCalls } : {}),
+    ...(metadata ? { metadata } : {}),
   };
   // The turn's trace so far (the model's part) goes out before its tools run, so a crash
   // mid-tool still leaves the turn's usage on record; the whole trace replaces it later.

@@ -9,13 +9,24 @@ export interface ToolSpec {
 
 export interface ModelRequest {
   model?: string;
+  /** The provider profile the session names (src/model/provider-profile.ts); the client's own choice when absent. */
+  providerProfile?: string | undefined;
   system?: string;
   messages: AgentMessage[];
   tools: ToolSpec[];
   signal: AbortSignal;
   /** Called with each text fragment as it streams in. */
   onTextDelta?: (text: string) => void;
+  /** Called with each fragment of the reasoning a provider streams beside the answer. */
+  onReasoningDelta?: (text: string) => void;
 }
+
+/**
+ * A proposed tool call as the model client returns it: `providerFields` are what the provider
+ * sent beside the call (Gemini's `extra_content` with its thought signature), kept so they
+ * can be sent back to a provider that needs them.
+ */
+export type ModelToolCall = ToolCall & { providerFields?: Record<string, unknown> };
 
 export interface ModelUsage {
   inputTokens: number;
@@ -51,7 +62,11 @@ export type ModelResult =
   | {
       ok: true;
       text: string;
-      toolCalls: ToolCall[];
+      /** Part of the text came as a refusal: the model declined. */
+      refusal?: boolean;
+      /** The reasoning the provider streamed beside the answer (absent or "" when none). */
+      reasoning?: string;
+      toolCalls: ModelToolCall[];
       finishReason: string;
       usage: ModelUsage;
       timing: ModelTiming;

@@ -15,6 +15,8 @@ import { runToolCalls, traceOf } from "./tool-phase.js";
 export interface RunAgentParams {
   model: ModelClient;
   modelName?: string;
+  /** The provider profile the session names, passed on to the model client (which detects one without it). */
+  providerProfile?: string;
   system?: string;
   tools: readonly AnyAgentTool[];
   /** The committed history before this run (or before this resumption). */
@@ -76,6 +78,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   const ctx: LoopContext = {
     model: params.model,
     modelName: params.modelName,
+    providerProfile: params.providerProfile,
     system: params.system,
     tools: new Map(params.tools.map((tool) => [tool.name, tool])),
     beforeToolCall: params.beforeToolCall,

@@ -10,6 +10,8 @@ export type RunEventBody =
   | { type: "run.started" }
   | { type: "turn.started"; turn: number }
   | { type: "text.delta"; text: string }
+  /** Reasoning the provider streamed beside the answer; SSE sends it only to clients that ask (`?reasoning=true`). */
+  | { type: "reasoning.delta"; text: string }
   | { type: "message"; message: StoredMessage }
   | {
       type: "approval.requested";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
+import { PROVIDER_PROFILES } from "../model/provider-profile.js";
 
 const id = z.string().min(1).max(64);
 
@@ -19,6 +20,7 @@ export const CreateSessionBody = z
     tools: z.array(z.string().min(1).max(64)).max(64).optional(),
     approval: ApprovalPolicySchema.optional(),
     workspace: z.string().min(1).max(100).optional(),
+    providerProfile: z.enum(PROVIDER_PROFILES).optional(),
     metadata: z.record(z.string().max(256), z.unknown()).optional(),
   })
   .nullish()
@@ -31,17 +33,24 @@ export const StartRunBody = z.strictObject({
   approval: ApprovalPolicySchema.optional(),
 });
 
+/** A boolean query flag: true, false, 1 or 0; absent is false. */
+const QueryFlag = z
+  .enum(["true", "false", "1", "0"])
+  .optional()
+  .transform((v) => v === "true" || v === "1");
+
 export const StartRunQuery = z.strictObject({
-  wait: z
-    .enum(["true", "false", "1", "0"])
-    .optional()
-    .transform((v) => v === "true" || v === "1"),
+  wait: QueryFlag,
+  /** With `Accept: text/event-stream`: include `reasoning.delta` events. */
+  reasoning: QueryFlag,
 });
 
 export const EventsQuery = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
   /** A stream token (`POST /runs/{id}/stream-token`); checked by the authentication hook. */
   token: z.string().max(2048).optional(),
+  /** Include `reasoning.delta` events (off by default). */
+  reasoning: QueryFlag,
 });
 
 export const DecisionBody = z.strictObject({

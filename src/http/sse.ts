@@ -67,10 +67,10 @@ export function openStream(reply: FastifyReply): AbortSignal {
 export async function streamRunEvents(
   ctx: Pick<AppContext, "store" | "hub">,
   reply: FastifyReply,
-  { runId, after }: { runId: string; after: number },
+  { runId, after, reasoning = false }: { runId: string; after: number; reasoning?: boolean },
 ): Promise<void> {
   const closed = openStream(reply);
-  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed });
+  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed, reasoning });
   await reply.sse?.send(corkedBatches(frames, reply.raw));
 }
 

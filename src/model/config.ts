@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type ProviderSetting, parseProviderSetting } from "./provider-profile.js";
 
 /** The model settings read from the environment; every field is optional. */
 export interface ModelConfig {
@@ -6,6 +7,8 @@ export interface ModelConfig {
   baseURL?: string;
   apiKey?: string;
   model?: string;
+  /** OPENAI_PROVIDER: the provider profile, for every model or per model; detected for the models it does not name. */
+  provider?: ProviderSetting;
 }
 
 export type ParseModelEnvResult = { ok: true; value: ModelConfig } | { ok: false; errors: string[] };
@@ -49,10 +52,19 @@ export const ModelEnvSchema = z.object({
   OPENAI_BASE_URL: baseUrlSetting,
   OPENAI_API_KEY: optionalSetting,
   OPENAI_MODEL: optionalSetting,
+  OPENAI_PROVIDER: optionalSetting.transform((value, ctx) => {
+    if (value === undefined) return undefined;
+    const setting = parseProviderSetting(value);
+    if (typeof setting === "string") {
+      ctx.addIssue({ code: "custom", message: setting });
+      return z.NEVER;
+    }
+    return setting;
+  }),
 });
 
 /**
- * Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL` from `env`. Never throws:
+ * Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` and `OPENAI_PROVIDER` from `env`. Never throws:
  * invalid settings come back as `{ok:false, errors}`, each error starting with the
  * variable's name (e.g. "OPENAI_BASE_URL must be the API root, ..."). Errors never echo
  * the API key. Other variables in `env` are ignored.
@@ -62,6 +74,7 @@ export function parseModelEnv(env: Record<string, string | undefined>): ParseMod
     OPENAI_BASE_URL: env.OPENAI_BASE_URL,
     OPENAI_API_KEY: env.OPENAI_API_KEY,
     OPENAI_MODEL: env.OPENAI_MODEL,
+    OPENAI_PROVIDER: env.OPENAI_PROVIDER,
   });
   if (!parsed.success) {
     return {
@@ -69,13 +82,14 @@ export function parseModelEnv(env: Record<string, string | undefined>): ParseMod
       errors: parsed.error.issues.map((issue) => `${issue.path.join(".") || "model settings"} ${issue.message}`),
     };
   }
-  const { OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL } = parsed.data;
+  const { OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, OPENAI_PROVIDER } = parsed.data;
   return {
     ok: true,
     value: {
       ...(OPENAI_BASE_URL !== undefined ? { baseURL: OPENAI_BASE_URL } : {}),
       ...(OPENAI_API_KEY !== undefined ? { apiKey: OPENAI_API_KEY } : {}),
       ...(OPENAI_MODEL !== undefined ? { model: OPENAI_MODEL } : {}),
+      ...(OPENAI_PROVIDER !== undefined ? { provider: OPENAI_PROVIDER } : {}),
     },
   };
 }

@@ -4,7 +4,8 @@ import type { ModelFailure } from "./classify-error.js";
  * Whether a stream's finish_reason ends the turn cleanly. Only `stop` and `tool_calls`
  * do (the tool calls themselves are taken from the stream either way); everything
  * else, including the legacy `function_call` and a stream that ended without any
- * finish_reason, is a failure the run reports.
+ * finish_reason (null: the caller found neither a finish_reason nor `[DONE]`), is a failure
+ * the run reports.
  */
 export function checkFinishReason(reason: string | null): ModelFailure | null {
   switch (reason) {
@@ -18,7 +19,7 @@ export function checkFinishReason(reason: string | null): ModelFailure | null {
     case null:
       return {
         code: "MODEL_UNSUPPORTED_FINISH",
-        message: "the model stream ended without a finish_reason (the upstream closed it early)",
+        message: "the model stream ended without a finish_reason or [DONE] (the upstream closed it early)",
       };
     default:
       return { code: "MODEL_UNSUPPORTED_FINISH", message: `unsupported finish_reason: ${reason}` };

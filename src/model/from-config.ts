@@ -10,9 +10,15 @@ import { createOpenAIModelClient, type OpenAIModelClientOptions } from "./openai
  */
 export function modelClientFromConfig(
   cfg: ModelConfig,
-  tuning: Omit<OpenAIModelClientOptions, "baseURL" | "apiKey" | "model"> = {},
+  tuning: Omit<OpenAIModelClientOptions, "baseURL" | "apiKey" | "model" | "providerProfile"> = {},
 ): ModelClient {
   const reason = modelNotConfiguredReason(cfg);
   if (reason !== null || !cfg.model) return notConfiguredModelClient(reason ?? "no model configured: set OPENAI_MODEL");
-  return createOpenAIModelClient({ ...tuning, baseURL: cfg.baseURL, apiKey: cfg.apiKey, model: cfg.model });
+  return createOpenAIModelClient({
+    ...tuning,
+    baseURL: cfg.baseURL,
+    apiKey: cfg.apiKey,
+    model: cfg.model,
+    providerProfile: cfg.provider,
+  });
 }

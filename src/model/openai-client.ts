@@ -1,8 +1,10 @@
 import OpenAI from "openai";
-import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agent/model.js";
 import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
+import { assertSettings } from "./client-settings.js";
 import { checkFinishReason } from "./finish-reason.js";
+import { type ProviderSetting, resolveProfile } from "./provider-profile.js";
+import { readChatStream, type StreamEnd } from "./read-stream.js";
 import { displayURL } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
@@ -35,10 +37,12 @@ export interface OpenAIModelClientOptions {
   /** Once the response started: the longest allowed silence between chunks before the turn fails with MODEL_TIMEOUT. */
   idleTimeoutMs?: number | undefined;
   /**
-   * The most characters of text and tool-call arguments one reply may stream; past it the
+   * The most characters of text, reasoning and tool calls one reply may stream; past it the
    * stream is closed and the turn fails (MODEL_OUTPUT_TOO_LARGE). Unlimited when absent.
    */
   maxOutputChars?: number | undefined;
+  /** The provider profiles OPENAI_PROVIDER names; a model it does not name is detected from the base URL and its name. */
+  providerProfile?: ProviderSetting | undefined;
   /** Caps the wait an upstream's `retry-after(-ms)` header may impose between attempts (the SDK has no cap). */
   maxRetryDelayMs?: number | undefined;
   /** The fetch the SDK uses (default: global fetch). */
@@ -50,7 +54,7 @@ export interface OpenAIModelClientOptions {
  *
  * Contract: `complete()` resolves with a {@link ModelResult} for every upstream outcome
  * (HTTP errors, timeouts, broken streams, aborts, odd finish reasons); it only rejects
- * if `onTextDelta` throws. Retries happen only before the first byte of the stream
+ * if `onTextDelta` or `onReasoningDelta` throws. Retries happen only before the first byte of the stream
  * (by the SDK); once chunks flow, any failure fails the turn and nothing is retried, so
  * no text is ever delivered twice. Abort is honoured at once in every phase, including
  * the SDK's retry backoff.
@@ -85,6 +89,8 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
         request,
         idleTimeoutMs,
         maxOutputChars: options.maxOutputChars,
+        baseURL,
+        providerProfile: options.providerProfile,
         failureContext: (phase, model) => ({
           baseURL,
           model,
@@ -104,6 +110,8 @@ interface CompleteArgs {
   model: string;
   idleTimeoutMs: number;
   maxOutputChars: number | undefined;
+  baseURL: string;
+  providerProfile: ProviderSetting | undefined;
   failureContext: (phase: FailureContext["phase"], model: string) => FailureContext;
 }
 
@@ -113,24 +121,18 @@ async function completeOnce({
   model,
   idleTimeoutMs,
   maxOutputChars,
+  baseURL,
+  providerProfile,
   failureContext,
 }: CompleteArgs): Promise<ModelResult> {
   const startedAt = performance.now();
   const now = () => performance.now();
-  const onTextDelta = request.onTextDelta;
   const assembler = new StreamAssembler({
     startedAt,
     now,
     maxOutputChars,
-    onTextDelta: onTextDelta
-      ? (text) => {
-          try {
-            onTextDelta(text);
-          } catch (error) {
-            throw new CallbackError("onTextDelta threw", { cause: error });
-          }
-        }
-      : undefined,
+    onTextDelta: rethrown(request.onTextDelta),
+    onReasoningDelta: rethrown(request.onReasoningDelta),
   });
   const guard = guardRequest({ signal: request.signal, idleTimeoutMs });
 
@@ -157,30 +159,33 @@ async function completeOnce({
   try {
     if (request.signal.aborted) return fail({ code: "MODEL_ABORTED", message: "the model request was aborted" });
 
-    const opened = await openStream({ client, body: toChatRequest(request, model), guard });
+    const body = toChatRequest(
+      request,
+      model,
+      resolveProfile({ requested: request.providerProfile, configured: providerProfile, baseURL, model }),
+    );
+    const opened = await openStream({ client, body, guard });
     if (!opened.ok) return fail(stoppedFailure() ?? classifyError(opened.error, failureContext("request", model)));
 
-    const contentType = opened.contentType;
+    const response = opened.response;
+    let end: StreamEnd;
     try {
       guard.touch();
-      for await (const chunk of opened.stream) {
-        guard.touch();
-        const accepted = assembler.accept(chunk);
-        if (!accepted.ok) {
-          // Returning ends the iteration, which closes the response: the rest is not read.
-          return fail({
-            code: accepted.tooLarge ? "MODEL_OUTPUT_TOO_LARGE" : "MODEL_BAD_RESPONSE",
-            message: accepted.message,
-          });
-        }
-      }
+      end = await readChatStream({
+        body: (response.body ?? []) as AsyncIterable<Uint8Array>,
+        headers: response.headers,
+        assembler,
+        maxOutputChars,
+        onEvent: () => guard.touch(),
+      });
     } catch (error) {
       if (error instanceof CallbackError) throw error.cause;
       return fail(stoppedFailure() ?? classifyError(error, failureContext("stream", model)));
     }
-    // The SDK ends the iteration silently when its signal aborts: find out why it ended.
+    // An abort or the idle timer may have ended the read: find out why it ended.
     const stopped = stoppedFailure();
     if (stopped) return fail(stopped);
+    if (!end.ok) return fail(end.failure);
 
     const finished = assembler.finish();
     if (!finished.ok) return fail({ code: "MODEL_BAD_RESPONSE", message: finished.message });
@@ -188,17 +193,22 @@ async function completeOnce({
     if (turn.chunkCount === 0) {
       return fail({
         code: "MODEL_BAD_RESPONSE",
-        message: `the upstream answered without any stream chunks (content-type ${contentType ?? "none"}): check that OPENAI_BASE_URL points to an OpenAI-compatible API root`,
+        message: `the upstream answered without any stream chunks (content-type ${response.headers.get("content-type") ?? "none"}): check that OPENAI_BASE_URL points to an OpenAI-compatible API root`,
       });
     }
-    const finishFailure = checkFinishReason(turn.finishReason);
+    // A stream the upstream ended with [DONE] is complete even without a finish_reason.
+    const finishReason =
+      turn.finishReason ?? (end.sawDone ? (turn.toolCalls.length > 0 ? "tool_calls" : "stop") : null);
+    const finishFailure = checkFinishReason(finishReason);
     if (finishFailure) return fail(finishFailure);
     const usage: ModelUsage = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
     return {
       ok: true,
       text: turn.text,
+      refusal: turn.refusal,
+      reasoning: turn.reasoning,
       toolCalls: turn.toolCalls,
-      finishReason: turn.finishReason ?? "stop",
+      finishReason: finishReason ?? "stop",
       usage,
       timing: { latencyMs: Math.round(now() - startedAt), firstTokenMs: roundOrNull(turn.firstTokenMs) },
     };
@@ -207,14 +217,13 @@ async function completeOnce({
   }
 }
 
-type Opened =
-  | { ok: true; stream: AsyncIterable<ChatCompletionChunk>; contentType: string | null }
-  | { ok: false; error: unknown };
+type Opened = { ok: true; response: Response } | { ok: false; error: unknown };
 
 /**
- * Sends the request and waits for the response headers (the SDK retries in here). Races
- * the guard so an abort is honoured even while the SDK sleeps between retries, which it
- * does without watching the signal; the abandoned attempt then rejects in the background.
+ * Sends the request and waits for the response headers (the SDK retries in here, and turns
+ * an error status into its APIError). Races the guard so an abort is honoured even while the
+ * SDK sleeps between retries, which it does without watching the signal; the abandoned
+ * attempt then rejects in the background. The body is left unread for readChatStream.
  */
 async function openStream({
   client,
@@ -225,49 +234,45 @@ async function openStream({
   body: ReturnType<typeof toChatRequest>;
   guard: RequestGuard;
 }): Promise<Opened> {
-  const pending = client.chat.completions.create(body, { signal: guard.signal }).withResponse();
+  const pending = client.chat.completions.create(body, { signal: guard.signal }).asResponse();
   pending.catch(() => {});
   const outcome = await Promise.race([
     pending.then(
-      ({ data, response }): Opened => ({ ok: true, stream: data, contentType: response.headers.get("content-type") }),
+      (response): Opened => ({ ok: true, response }),
       (error: unknown): Opened => ({ ok: false, error }),
     ),
     guard.stopped.then((): Opened => ({ ok: false, error: new Error("aborted") })),
   ]);
+  if (!outcome.ok)
+    pending.then(
+      (response) => cancelBody(response),
+      () => {},
+    );
   return outcome;
+}
+
+/** Releases the body of a response nobody will read. */
+function cancelBody(response: Response): void {
+  const body = response.body as unknown as { destroy?: () => void; cancel?: () => Promise<void> } | null;
+  if (body?.destroy) body.destroy();
+  else body?.cancel?.().catch(() => {});
 }
 
 /** Wraps an exception thrown by the caller's `onTextDelta`, so it is rethrown rather than classified. */
 class CallbackError extends Error {}
 
-function roundOrNull(ms: number | null): number | null {
-  return ms === null ? null : Math.round(ms);
+/** `callback`, its exceptions wrapped in CallbackError. */
+function rethrown(callback: ((text: string) => void) | undefined): ((text: string) => void) | undefined {
+  if (!callback) return undefined;
+  return (text) => {
+    try {
+      callback(text);
+    } catch (error) {
+      throw new CallbackError("a delta callback threw", { cause: error });
+    }
+  };
 }
 
-function assertSettings(s: {
-  model: string;
-  maxRetries: number;
-  requestTimeoutMs: number;
-  idleTimeoutMs: number;
-  maxRetryDelayMs: number;
-  baseURL: string;
-}): void {
-  if (!s.model) throw new TypeError("createOpenAIModelClient: model must be a non-empty string");
-  if (!Number.isInteger(s.maxRetries) || s.maxRetries < 0) {
-    throw new TypeError("createOpenAIModelClient: maxRetries must be a non-negative integer");
-  }
-  for (const [name, value] of [
-    ["requestTimeoutMs", s.requestTimeoutMs],
-    ["idleTimeoutMs", s.idleTimeoutMs],
-    ["maxRetryDelayMs", s.maxRetryDelayMs],
-  ] as const) {
-    if (!Number.isInteger(value) || value <= 0) {
-      throw new TypeError(`createOpenAIModelClient: ${name} must be a positive integer`);
-    }
-  }
-  try {
-    new URL(s.baseURL);
-  } catch {
-    throw new TypeError("createOpenAIModelClient: baseURL must be an absolute URL");
-  }
+function roundOrNull(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms);
 }

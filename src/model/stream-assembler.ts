@@ -1,22 +1,20 @@
 import { randomUUID } from "node:crypto";
-import type { ToolCall } from "../agent/messages.js";
-import type { ModelUsage } from "../agent/model.js";
-
-/** A tool call being assembled from its fragments. */
-interface PartialCall {
-  id: string;
-  name: string;
-  input: string;
-}
+import type { ModelToolCall, ModelUsage } from "../agent/model.js";
+import { contentPieces, extraFields, isRecord, reasoningOf, usageOf } from "./chunk-fields.js";
+import { type PartialCall, ToolCallSlots } from "./tool-call-slots.js";
 
 export interface AssembledStream {
   text: string;
-  toolCalls: ToolCall[];
+  /** Part of the text came as `refusal`: the model declined. */
+  refusal: boolean;
+  /** Reasoning the provider streamed beside the answer ("" when none). */
+  reasoning: string;
+  toolCalls: ModelToolCall[];
   /** The last non-null finish_reason of choice 0; null when none arrived. */
   finishReason: string | null;
-  /** The last usage object seen (normally the final `choices: []` chunk); null when none arrived. */
+  /** The last usage seen (normally in the final chunk); null when none arrived. */
   usage: ModelUsage | null;
-  /** Milliseconds from `startedAt` to the first text or tool-call fragment; null if none. */
+  /** Milliseconds from `startedAt` to the first text, reasoning or tool-call fragment; null if none. */
   firstTokenMs: number | null;
   chunkCount: number;
 }
@@ -24,21 +22,24 @@ export interface AssembledStream {
 export type AcceptResult = { ok: true } | { ok: false; message: string; tooLarge?: true };
 
 /**
- * Folds Chat Completions stream chunks into one turn. Only choice 0 counts. Text
- * (`content`, and `refusal`, which is text the user should see) is appended and passed
- * to `onTextDelta` as it arrives; tool calls are assembled by `index` (id and name from
- * the first fragment that has them, arguments concatenated across chunks). Chunks are
- * untrusted JSON: anything not shaped like a chunk is reported, never thrown.
+ * Folds Chat Completions stream chunks into one turn. Only choice 0 counts. Text (`content`
+ * as a string or as an array of parts, and `refusal`, which marks the turn a refusal) is
+ * appended in order and passed to `onTextDelta`; reasoning (`reasoning_content`,
+ * `reasoning`, thinking parts) is kept apart and passed to `onReasoningDelta`; tool calls are
+ * assembled as {@link ToolCallSlots} says, with any provider fields beside them. Usage is read
+ * wherever the provider puts it. Chunks are untrusted JSON: anything not shaped like a chunk
+ * is reported, never thrown.
  */
 export class StreamAssembler {
   private text = "";
-  private readonly calls = new Map<number, PartialCall>();
-  private lastCallIndex: number | null = null;
+  private refusal = false;
+  private reasoning = "";
+  private readonly slots = new ToolCallSlots();
   private finishReason: string | null = null;
   private usage: ModelUsage | null = null;
   private firstTokenMs: number | null = null;
   private chunkCount = 0;
-  /** Characters (UTF-16 units) of text and tool calls (ids, names, arguments) received so far. */
+  /** Characters (UTF-16 units) of text, reasoning and tool calls received so far. */
   private outputChars = 0;
 
   constructor(
@@ -46,25 +47,36 @@ export class StreamAssembler {
       startedAt: number;
       now: () => number;
       onTextDelta?: ((text: string) => void) | undefined;
-      /** The most characters of text and tool-call arguments one reply may have. */
+      onReasoningDelta?: ((text: string) => void) | undefined;
+      /** The most characters of text, reasoning and tool calls one reply may have. */
       maxOutputChars?: number | undefined;
     },
   ) {}
 
+  /** Characters the reply may still have before it passes the cap (Infinity without one). */
+  remainingChars(): number {
+    const max = this.options.maxOutputChars;
+    return max === undefined ? Number.POSITIVE_INFINITY : Math.max(0, max - this.outputChars);
+  }
+
   accept(chunk: unknown): AcceptResult {
     this.chunkCount++;
     if (!isRecord(chunk)) return bad("the model upstream sent a stream chunk that is not a JSON object");
-    const usage = readUsage(chunk.usage);
-    if (usage) this.usage = usage;
     const choices = chunk.choices;
-    if (choices === undefined || choices === null) return { ok: true };
-    if (!Array.isArray(choices)) return bad("the model upstream sent a stream chunk whose `choices` is not an array");
-    for (const choice of choices) {
+    if (choices !== undefined && choices !== null && !Array.isArray(choices)) {
+      return bad("the model upstream sent a stream chunk whose `choices` is not an array");
+    }
+    const first = Array.isArray(choices) ? choices.find((c) => isRecord(c) && (c.index ?? 0) === 0) : undefined;
+    const usage = usageOf(chunk, first);
+    if (usage) this.usage = usage;
+    for (const choice of Array.isArray(choices) ? choices : []) {
       if (!isRecord(choice)) return bad("the model upstream sent a stream chunk with a malformed choice");
-      if (choice.index !== undefined && choice.index !== 0) continue;
+      if (choice !== first) continue;
       const result = this.acceptDelta(choice.delta);
       if (!result.ok) return result;
-      if (typeof choice.finish_reason === "string") this.finishReason = choice.finish_reason;
+      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        this.finishReason = choice.finish_reason;
+      }
     }
     return { ok: true };
   }
@@ -72,14 +84,16 @@ export class StreamAssembler {
   private acceptDelta(delta: unknown): AcceptResult {
     if (delta === undefined || delta === null) return { ok: true };
     if (!isRecord(delta)) return bad("the model upstream sent a stream chunk whose `delta` is not an object");
-    for (const field of ["content", "refusal"] as const) {
-      const piece = delta[field];
-      if (typeof piece === "string" && piece !== "") {
-        if (!this.take(piece.length)) return this.tooLarge();
-        this.markToken();
-        this.text += piece;
-        this.options.onTextDelta?.(piece);
-      }
+    const reasoning = reasoningOf(delta);
+    if (reasoning !== "" && !this.add("reasoning", reasoning)) return this.tooLarge();
+    const pieces = contentPieces(delta.content);
+    if (pieces === null) return bad("the model upstream sent a `content` that is neither text nor an array of parts");
+    for (const piece of pieces) {
+      if (!this.add(piece.kind, piece.text)) return this.tooLarge();
+    }
+    if (typeof delta.refusal === "string" && delta.refusal !== "") {
+      if (!this.add("text", delta.refusal)) return this.tooLarge();
+      this.refusal = true;
     }
     const fragments = delta.tool_calls;
     if (fragments === undefined || fragments === null) return { ok: true };
@@ -91,51 +105,54 @@ export class StreamAssembler {
     return { ok: true };
   }
 
+  /** Appends `piece` to the text or the reasoning and passes it on; false when it would pass the cap. */
+  private add(kind: "text" | "reasoning", piece: string): boolean {
+    if (piece === "") return true;
+    if (!this.take(piece.length)) return false;
+    this.markToken();
+    if (kind === "text") {
+      this.text += piece;
+      this.options.onTextDelta?.(piece);
+    } else {
+      this.reasoning += piece;
+      this.options.onReasoningDelta?.(piece);
+    }
+    return true;
+  }
+
   private acceptToolFragment(fragment: unknown): AcceptResult {
     if (!isRecord(fragment)) return bad("the model upstream sent a malformed tool-call fragment");
     const fn = isRecord(fragment.function) ? fragment.function : {};
     const id = typeof fragment.id === "string" ? fragment.id : "";
-    let index: number;
-    if (typeof fragment.index === "number" && Number.isInteger(fragment.index) && fragment.index >= 0) {
-      index = fragment.index;
-    } else if (fragment.index === undefined) {
-      // Lenient upstreams omit `index`: a fragment with a new id starts a call, others continue the last one.
-      const last = this.lastCallIndex;
-      const continues = last !== null && (id === "" || this.calls.get(last)?.id === id);
-      index = continues ? last : this.calls.size === 0 ? 0 : Math.max(...this.calls.keys()) + 1;
-    } else {
+    const rawIndex = fragment.index;
+    if (rawIndex !== undefined && rawIndex !== null && !(Number.isInteger(rawIndex) && (rawIndex as number) >= 0)) {
       return bad("the model upstream sent a tool-call fragment with an invalid `index`");
     }
+    const index = typeof rawIndex === "number" ? rawIndex : undefined;
+    const fnName = typeof fn.name === "string" ? fn.name : "";
+    const call = this.slots.callFor({ index, id, name: fnName });
     this.markToken();
-    let call = this.calls.get(index);
-    if (!call) {
-      call = { id: "", name: "", input: "" };
-      this.calls.set(index, call);
-    }
-    this.lastCallIndex = index;
-    const name = call.name === "" && typeof fn.name === "string" ? fn.name : "";
+    const name = call.name === "" ? fnName : "";
     const args = typeof fn.arguments === "string" ? fn.arguments : "";
-    if (!this.take(id.length + name.length + args.length)) return this.tooLarge();
+    const extras = extraFields(fragment);
+    const extrasChars = extras ? JSON.stringify(extras).length : 0;
+    if (!this.take(id.length + name.length + args.length + extrasChars)) return this.tooLarge();
     if (call.id === "" && id !== "") call.id = id;
     if (name !== "") call.name = name;
     call.input += args;
+    if (extras) call.extras = { ...call.extras, ...extras };
     return { ok: true };
   }
 
   /** Counts `chars` more of the reply; false (counting nothing) when that would pass the cap. */
   private take(chars: number): boolean {
-    const max = this.options.maxOutputChars;
-    if (max !== undefined && this.outputChars + chars > max) return false;
+    if (chars > this.remainingChars()) return false;
     this.outputChars += chars;
     return true;
   }
 
   private tooLarge(): AcceptResult {
-    return {
-      ok: false,
-      tooLarge: true,
-      message: `the model's reply passed ${this.options.maxOutputChars} characters of text and tool calls (MODEL_MAX_OUTPUT_CHARS); it was cut off there and none of it was kept`,
-    };
+    return { ok: false, tooLarge: true, message: tooLargeMessage(this.options.maxOutputChars) };
   }
 
   private markToken(): void {
@@ -143,20 +160,22 @@ export class StreamAssembler {
   }
 
   /**
-   * The assembled turn. Tool calls come in `index` order. A call without a name is a bad
+   * The assembled turn, tool calls in the order they began. A call without a name is a bad
    * response; a call without an id (some OpenAI-compatible servers omit it) gets a
    * generated one, since the id only links the call to its result.
    */
   finish(): { ok: true; value: AssembledStream } | { ok: false; message: string } {
-    const toolCalls: ToolCall[] = [];
-    for (const [index, call] of [...this.calls.entries()].sort(([a], [b]) => a - b)) {
-      if (call.name === "") return bad(`the model upstream sent tool call #${index} without a function name`);
-      toolCalls.push({ id: call.id || `call_${randomUUID().replaceAll("-", "")}`, name: call.name, input: call.input });
+    const toolCalls: ModelToolCall[] = [];
+    for (const [position, call] of this.slots.calls.entries()) {
+      if (call.name === "") return bad(`the model upstream sent tool call #${position} without a function name`);
+      toolCalls.push(toModelCall(call));
     }
     return {
       ok: true,
       value: {
         text: this.text,
+        refusal: this.refusal,
+        reasoning: this.reasoning,
         toolCalls,
         finishReason: this.finishReason,
         usage: this.usage,
@@ -177,18 +196,18 @@ export class StreamAssembler {
   }
 }
 
+/** Why a reply was cut off at the output cap. */
+export function tooLargeMessage(maxOutputChars: number | undefined): string {
+  return `the model's reply passed ${maxOutputChars} characters of text, reasoning and tool calls (MODEL_MAX_OUTPUT_CHARS); it was cut off there and none of it was kept`;
+}
+
+function toModelCall(call: PartialCall): ModelToolCall {
+  const id = call.id || `call_${randomUUID().replaceAll("-", "")}`;
+  return call.extras
+    ? { id, name: call.name, input: call.input, providerFields: call.extras }
+    : { id, name: call.name, input: call.input };
+}
+
 function bad(message: string): { ok: false; message: string } {
   return { ok: false, message };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function readUsage(raw: unknown): ModelUsage | null {
-  if (!isRecord(raw)) return null;
-  const input = raw.prompt_tokens;
-  const output = raw.completion_tokens;
-  if (typeof input !== "number" || typeof output !== "number") return null;
-  return { inputTokens: input, outputTokens: output };
 }

@@ -62,6 +62,8 @@ class HeldEvents {
  * back to the database, which holds every published event, until it has caught up. The
  * stream ends when the run has finished, even if the client had already seen
  * `run.finished` (or resumed past it). `closed` ends it early (the client went away).
+ * `reasoning.delta` events are left out unless `reasoning` is set, so a client that did not
+ * ask sees their seqs skipped.
  */
 export async function* runEventStream({
   store,
@@ -69,12 +71,15 @@ export async function* runEventStream({
   runId,
   after,
   closed,
+  reasoning = false,
 }: {
   store: Store;
   hub: EventHub;
   runId: string;
   after: number;
   closed: AbortSignal;
+  /** Include `reasoning.delta` events (a client asked with `?reasoning=true`); skipped otherwise. */
+  reasoning?: boolean;
 }): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
   /** Live events are not held (too many were): the stream reads on from the database. */
@@ -106,6 +111,7 @@ export async function* runEventStream({
         const page = await store.events.after(runId, last, BACKLOG_PAGE);
         for (const event of page) {
           last = event.seq;
+          if (event.type === "reasoning.delta" && !reasoning) continue;
           yield frame(event);
           if (event.type === "run.finished") return;
           if (closed.aborted) return;
@@ -130,6 +136,7 @@ export async function* runEventStream({
           continue;
         }
         last = event.seq;
+        if (event.type === "reasoning.delta" && !reasoning) continue;
         yield frame(event);
         if (event.type === "run.finished") return;
         continue;

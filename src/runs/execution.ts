@@ -83,6 +83,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
     end = await runAgent({
       model: deps.model,
       modelName: live.session.model ?? deps.defaultModel,
+      providerProfile: live.session.providerProfile ?? undefined,
       system: live.session.system ?? undefined,
       tools: deps.toolsFor(live.session),
       history,

@@ -98,8 +98,8 @@ export class RunRecorder {
   }
 
   /**
-   * Queues an event that may wait a few milliseconds (text deltas, turn starts); text
-   * deltas queued one after another become one. A failed background write keeps the
+   * Queues an event that may wait a few milliseconds (text and reasoning deltas, turn
+   * starts); deltas of one kind queued one after another become one. A failed background write keeps the
    * events for the next write (which reports the failure); while writes keep failing the
    * oldest text deltas beyond a cap are dropped.
    */
@@ -111,11 +111,11 @@ export class RunRecorder {
     }
     const last = this.#buffered.at(-1);
     if (
-      body.type === "text.delta" &&
-      last?.body.type === "text.delta" &&
+      (body.type === "text.delta" || body.type === "reasoning.delta") &&
+      last?.body.type === body.type &&
       last.body.text.length + body.text.length <= MAX_MERGED_DELTA_CHARS
     ) {
-      last.body = { type: "text.delta", text: last.body.text + body.text };
+      last.body = { type: body.type, text: last.body.text + body.text };
     } else {
       this.#buffered.push({ body, at: new Date().toISOString() });
       if (this.#buffered.length >= FLUSH_AT && !this.#failing) {

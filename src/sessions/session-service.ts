@@ -4,6 +4,7 @@ import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceil
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
+import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
@@ -16,6 +17,7 @@ export interface CreateSessionInput {
   tools?: string[];
   approval?: ApprovalPolicy;
   workspace?: string;
+  providerProfile?: ProviderProfileName;
   metadata?: Record<string, unknown>;
 }
 
@@ -106,6 +108,7 @@ export class SessionService {
         approval: input.approval ?? null,
         workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
         workspaceShared: workspace.shared,
+        providerProfile: input.providerProfile ?? null,
         metadata: input.metadata ?? null,
         createdAt,
       };

@@ -63,7 +63,7 @@ export function messageStore(db: Db) {
         tool_calls: message.role === "assistant" ? toJson(message.toolCalls) : null,
         tool_call_id: message.role === "tool" ? message.toolCallId : null,
         is_error: message.role === "tool" ? (message.isError ? 1 : 0) : null,
-        metadata: message.role === "tool" ? toJson(message.metadata) : null,
+        metadata: message.role === "user" ? null : toJson(message.metadata),
         created_at: message.createdAt,
       });
     },

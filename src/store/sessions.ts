@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
+import { isProfileName, type ProviderProfileName } from "../model/provider-profile.js";
 import type { Db } from "./database.js";
-import { parseOptionalJsonColumn, toJson } from "./json.js";
+import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
 
 export interface SessionRecord {
@@ -14,6 +15,8 @@ export interface SessionRecord {
   /** The workspace directory's name under WORKSPACE_ROOT. */
   workspace: string;
   workspaceShared: boolean;
+  /** The provider profile the session's model requests use; null: OPENAI_PROVIDER, else detected. */
+  providerProfile: ProviderProfileName | null;
   metadata: Record<string, unknown> | null;
   createdAt: string;
 }
@@ -27,6 +30,7 @@ interface SessionRow {
   approval: string | null;
   workspace: string;
   workspace_shared: number;
+  provider_profile: string | null;
   metadata: string | null;
   created_at: string;
 }
@@ -44,15 +48,28 @@ function fromRow(row: SessionRow): SessionRecord {
     approval: parseOptionalJsonColumn(ApprovalPolicySchema, row.approval, `session ${row.id} approval`),
     workspace: row.workspace,
     workspaceShared: row.workspace_shared === 1,
+    providerProfile: profileOf(row),
     metadata: parseOptionalJsonColumn(MetadataSchema, row.metadata, `session ${row.id} metadata`),
     createdAt: row.created_at,
   };
 }
 
+function profileOf(row: SessionRow): ProviderProfileName | null {
+  if (row.provider_profile === null) return null;
+  if (!isProfileName(row.provider_profile)) {
+    throw new CorruptRowError(
+      `session ${row.id}: stored provider profile ${JSON.stringify(row.provider_profile)} is not one`,
+    );
+  }
+  return row.provider_profile;
+}
+
 export function sessionStore(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, metadata, created_at)
-     VALUES (@id, @owner, @system, @model, @tools, @approval, @workspace, @workspace_shared, @metadata, @created_at)`,
+    `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, provider_profile,
+       metadata, created_at)
+     VALUES (@id, @owner, @system, @model, @tools, @approval, @workspace, @workspace_shared, @provider_profile,
+       @metadata, @created_at)`,
   );
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
@@ -73,6 +90,7 @@ export function sessionStore(db: Db) {
         approval: toJson(session.approval),
         workspace: session.workspace,
         workspace_shared: session.workspaceShared ? 1 : 0,
+        provider_profile: session.providerProfile,
         metadata: toJson(session.metadata),
         created_at: session.createdAt,
       });

@@ -17,6 +17,7 @@ import {
   validateSchema,
 } from "../helpers/openapi-validator.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { recorded } from "../providers/replay.js";
 import { call, stream, validatedStream } from "./support.js";
 
 const KEY_A = "contract-key-aaaaaaaaaaaa";
@@ -274,6 +275,34 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       validateSchema("NotFoundError", body);
       expect(body.error.message).toBe(`no route ${method} ${path}`);
     }
+  });
+
+  it("provider state: ?reasoning=true streams reasoning.delta; an assistant message's metadata (reasoning, refusal) validates", async () => {
+    server.upstream.enqueue(recorded("magistral-thinking-parts.chunks.txt"), recorded("openai-gpt-4o-refusal.sse"));
+    const session = await createSession();
+    const first = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=true",
+      body: { input: "2+2?" },
+    });
+    const events = await validatedStream(
+      "GET",
+      "/runs/{id}/events",
+      await stream(server, "GET", "/runs/{id}/events", { params: { id: first.body.run.id }, query: "reasoning=true" }),
+    );
+    expect(events.map((e) => e.event)).toContain("reasoning.delta");
+    await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session },
+      query: "wait=true",
+      body: { input: "no" },
+    });
+    const messages = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session } });
+    expect(messages.body.items.map((m: { metadata?: unknown }) => m.metadata)).toEqual([
+      undefined,
+      { reasoning: expect.any(String) },
+      undefined,
+      { refusal: true },
+    ]);
   });
 
   it("?wait=true answers {run, text}; run, runs, messages, steps, approvals and events read back", async () => {

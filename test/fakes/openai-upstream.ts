@@ -15,6 +15,9 @@
  * HTTP 500 "no scripted reply" with `x-should-retry: false`, so a missing script fails
  * the test at once instead of after retries.
  *
+ * A reply with `raw` is sent as it is (status 200, `text/event-stream`, each string one
+ * write): recorded provider streams are replayed byte for byte.
+ *
  * `requests` records every POST to the completions endpoint (body parsed, headers as
  * received), including retried attempts; GET requests are not recorded.
  */
@@ -38,6 +41,9 @@ export interface FakeReply {
   destroy?: boolean; // destroy the socket after `afterChunks` chunks
   malformed?: boolean; // send a non-JSON data line after `afterChunks` chunks
   gate?: Promise<unknown>; // await this before sending the finish chunk (content/tool chunks already sent)
+  noDone?: boolean; // end the response after the last chunk without `data: [DONE]` (a body that just stops)
+  raw?: string[]; // send these byte strings as the response body, verbatim, one write each (a recorded stream)
+  rawWritten?: number; // set by the fake: how many `raw` pieces went out before the client stopped reading
   onRequest?: () => void; // called when this reply's request arrives
 }
 export interface FakeUpstream {
@@ -191,6 +197,29 @@ async function serveReply({
     return;
   }
 
+  if (reply.raw) {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    reply.rawWritten = 0;
+    for (const piece of reply.raw) {
+      if (res.destroyed) return;
+      // Backpressure as a real server feels it: a reader that stopped reading stops the writes.
+      const flushed = res.write(piece);
+      reply.rawWritten++;
+      if (flushed) await new Promise((resolve) => setImmediate(resolve));
+      else {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off("drain", done).off("close", done);
+            resolve();
+          };
+          res.on("drain", done).on("close", done);
+        });
+      }
+    }
+    res.end();
+    return;
+  }
+
   const id = `chatcmpl-fake-${n}`;
   const created = Math.floor(Date.now() / 1000);
   const model = typeof body?.model === "string" ? body.model : FAKE_MODEL;
@@ -262,7 +291,7 @@ async function serveReply({
   if (res.destroyed) return;
   for (const frame of tail) if (!(await send(frame))) return;
   if (!(await beforeFrame())) return;
-  res.end("data: [DONE]\n\n");
+  res.end(reply.noDone ? undefined : "data: [DONE]\n\n");
 }
 
 /** The deltas up to (not including) the finish chunk: role, content fragments, tool-call fragments. */

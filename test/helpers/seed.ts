@@ -14,6 +14,7 @@ export async function seedSession(
     approval: null,
     workspace: overrides.id,
     workspaceShared: false,
+    providerProfile: null,
     metadata: null,
     createdAt: new Date().toISOString(),
     ...overrides,

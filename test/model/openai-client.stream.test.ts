@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
-import { clientFor, lookupTool, request, TEST_API_KEY, upstream, useFakeUpstream, userMessage } from "./support.js";
+import type { FakeReply } from "../fakes/openai-upstream.js";
+import {
+  clientFor,
+  lookupTool,
+  messageOf,
+  request,
+  TEST_API_KEY,
+  upstream,
+  useFakeUpstream,
+  userMessage,
+} from "./support.js";
 
 useFakeUpstream();
 
@@ -68,6 +78,35 @@ describe("OpenAI model client: a clean stream", () => {
     // Within the cap, nothing changes.
     upstream.enqueue({ text: "z".repeat(999) });
     expect(await client.complete(request())).toMatchObject({ ok: true, text: "z".repeat(999) });
+  });
+
+  it("the output cap holds while one huge chunk streams: a 25 MB line is given up after the bytes the cap allows, unparsed", async () => {
+    const client = clientFor(upstream, { maxOutputChars: 1000 });
+    const piece = "x".repeat(1024 * 1024);
+    const reply: FakeReply = {
+      raw: [
+        'data: {"choices":[{"index":0,"delta":{"content":"',
+        ...Array.from({ length: 25 }, () => piece),
+        '"}}]}\n\n',
+      ],
+    };
+    upstream.enqueue(reply);
+    const result = await client.complete(request());
+    expect(result).toMatchObject({ ok: false, code: "MODEL_OUTPUT_TOO_LARGE" });
+    expect(messageOf(result)).toMatch(/passed 1000 characters .*\(MODEL_MAX_OUTPUT_CHARS\)/);
+    // The client stopped reading: the upstream could not write most of the line.
+    await expect.poll(() => reply.rawWritten).toBeGreaterThan(0);
+    expect(reply.rawWritten).toBeLessThan(10);
+
+    // Without a tight output cap, one event is still held to 8 MiB.
+    const big: FakeReply = {
+      raw: ['data: {"choices":[{"index":0,"delta":{"content":"', ...Array.from({ length: 25 }, () => piece)],
+    };
+    upstream.enqueue(big);
+    const uncapped = await clientFor(upstream, { maxOutputChars: 100_000_000 }).complete(request());
+    expect(uncapped).toMatchObject({ ok: false, code: "MODEL_OUTPUT_TOO_LARGE" });
+    expect(messageOf(uncapped)).toMatch(/one stream event of more than 8388608 bytes/);
+    expect(big.rawWritten).toBeLessThan(20);
   });
 
   it("reports usage from the final usage chunk", async () => {
@@ -239,10 +278,22 @@ describe("OpenAI model client: finish reasons", () => {
     });
   });
 
-  it("fails a stream that ended without a finish_reason with MODEL_UNSUPPORTED_FINISH", async () => {
+  it("a stream ended by [DONE] without any finish_reason is complete: stop, or tool_calls when calls were assembled", async () => {
     upstream.enqueue({ text: "x", finishReason: null });
+    expect(await clientFor(upstream).complete(request())).toMatchObject({ ok: true, text: "x", finishReason: "stop" });
+    upstream.enqueue({ toolCalls: [{ id: "call_1", name: "lookup", arguments: "{}" }], finishReason: null });
+    expect(await clientFor(upstream).complete(request())).toMatchObject({ ok: true, finishReason: "tool_calls" });
+  });
+
+  it("fails a body that just stops, without a finish_reason or [DONE], with MODEL_UNSUPPORTED_FINISH (nothing kept)", async () => {
+    upstream.enqueue({ text: "x", finishReason: null, noDone: true });
     const result = await clientFor(upstream).complete(request());
     expect(result).toMatchObject({ ok: false, code: "MODEL_UNSUPPORTED_FINISH" });
-    expect(result.ok || result.message).toMatch(/ended without a finish_reason/);
+    expect(result.ok || result.message).toMatch(/ended without a finish_reason or \[DONE\]/);
+  });
+
+  it("a body that ends after its finish_reason but without [DONE] is still complete", async () => {
+    upstream.enqueue({ text: "x", noDone: true });
+    expect(await clientFor(upstream).complete(request())).toMatchObject({ ok: true, text: "x", finishReason: "stop" });
   });
 });

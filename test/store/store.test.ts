@@ -73,7 +73,11 @@ describe("store", () => {
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(runMigrations(db)).toEqual([]);
     const applied = db.prepare("SELECT name FROM schema_migrations").all();
-    expect(applied).toEqual([{ name: "0001_init.sql" }, { name: "0002_one_active_run.sql" }]);
+    expect(applied).toEqual([
+      { name: "0001_init.sql" },
+      { name: "0002_one_active_run.sql" },
+      { name: "0004_session_provider_profile.sql" },
+    ]);
   });
 
   it("the history read back after reopening equals what was committed, with gapless events", async () => {

@@ -1,0 +1,78 @@
+import type { ModelUsage } from "../agent/model.js";
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** `{prompt_tokens, completion_tokens}` as usage; null for anything else. */
+function readUsage(raw: unknown): ModelUsage | null {
+  if (!isRecord(raw)) return null;
+  const input = raw.prompt_tokens;
+  const output = raw.completion_tokens;
+  if (typeof input !== "number" || typeof output !== "number") return null;
+  return { inputTokens: input, outputTokens: output };
+}
+
+/**
+ * A chunk's usage, wherever its provider puts it: the top-level `usage` (OpenAI), Groq's
+ * `x_groq.usage`, or a usage inside choice 0 (some compatible servers); the first found wins.
+ */
+export function usageOf(chunk: Record<string, unknown>, choice: unknown): ModelUsage | null {
+  return (
+    readUsage(chunk.usage) ??
+    (isRecord(chunk.x_groq) ? readUsage(chunk.x_groq.usage) : null) ??
+    (isRecord(choice) ? readUsage(choice.usage) : null)
+  );
+}
+
+export type ContentPiece = { kind: "text" | "reasoning"; text: string };
+
+/**
+ * The pieces of a `delta.content`, in order: a string is text; an array holds strings and
+ * parts, `{type:"text", text}` being text and `{type:"thinking", thinking:[…]}` (Mistral's
+ * Magistral) reasoning. Parts of other types (images, references) carry no text and are
+ * skipped. Null when `content` is neither a string, an array, null nor absent.
+ */
+export function contentPieces(content: unknown): ContentPiece[] | null {
+  if (content === undefined || content === null) return [];
+  if (typeof content === "string") return [{ kind: "text", text: content }];
+  if (!Array.isArray(content)) return null;
+  const pieces: ContentPiece[] = [];
+  for (const part of content) {
+    if (typeof part === "string") pieces.push({ kind: "text", text: part });
+    else if (!isRecord(part)) return null;
+    else if (part.type === "text" && typeof part.text === "string") pieces.push({ kind: "text", text: part.text });
+    else if (part.type === "thinking") {
+      const inner = contentPieces(part.thinking);
+      if (inner === null) return null;
+      for (const piece of inner) pieces.push({ kind: "reasoning", text: piece.text });
+    }
+  }
+  return pieces;
+}
+
+/**
+ * A delta's reasoning text: `reasoning_content` (DeepSeek, xAI, vLLM, DashScope) or
+ * `reasoning` (OpenRouter, Groq, Ollama); a provider sending both sends the same text twice,
+ * so the first one present counts.
+ */
+export function reasoningOf(delta: Record<string, unknown>): string {
+  for (const field of ["reasoning_content", "reasoning"] as const) {
+    const value = delta[field];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return "";
+}
+
+/** A fragment's fields beside the ones assembled (`index`, `id`, `type`, `function`); null when none. */
+export function extraFields(fragment: Record<string, unknown>): Record<string, unknown> | null {
+  let extras: Record<string, unknown> | null = null;
+  for (const key of Object.keys(fragment)) {
+    if (key === "index" || key === "id" || key === "type" || key === "function") continue;
+    const value = fragment[key];
+    if (value === null || value === undefined) continue;
+    extras ??= {};
+    extras[key] = value;
+  }
+  return extras;
+}

@@ -1,0 +1,83 @@
+import { APIError } from "openai";
+import type { ModelFailure } from "./classify-error.js";
+import { SseEventTooLargeError, sseEvents } from "./sse-events.js";
+import { type StreamAssembler, tooLargeMessage } from "./stream-assembler.js";
+
+/** The largest one stream event may be, whatever the output cap leaves. */
+export const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+/** Room in an event for what is not reply text: ids, model names, usage, JSON syntax. */
+const EVENT_OVERHEAD_BYTES = 64 * 1024;
+/** The most bytes JSON may spend on one UTF-16 unit (`\uXXXX`, as Python servers escape). */
+const BYTES_PER_CHAR = 6;
+
+export type StreamEnd =
+  /** `data: [DONE]` arrived: the upstream ended the stream on purpose. */
+  | { ok: true; sawDone: true }
+  /** The body ended without `[DONE]`: a clean end only if a finish_reason said so. */
+  | { ok: true; sawDone: false }
+  | { ok: false; failure: ModelFailure };
+
+/**
+ * Reads a Chat Completions event stream into `assembler` until `[DONE]` (after which nothing
+ * is read) or the end of the body. The SDK's own reader hides `[DONE]`, and only knowing it
+ * tells a stream that ended cleanly without a finish_reason from a cut connection, so the
+ * body is read here. Each event is held to what the output cap still allows (at most
+ * {@link MAX_EVENT_BYTES}) while its bytes arrive, before it is parsed. An `error` event or a
+ * chunk with an `error` object throws an {@link APIError}, as the SDK would; failures of the
+ * body itself (a cut connection, an abort) are thrown as they come.
+ */
+export async function readChatStream({
+  body,
+  headers,
+  assembler,
+  maxOutputChars,
+  onEvent,
+}: {
+  body: AsyncIterable<Uint8Array>;
+  headers: Headers;
+  assembler: StreamAssembler;
+  maxOutputChars: number | undefined;
+  /** Called on every event (the idle timer is re-armed there). */
+  onEvent: () => void;
+}): Promise<StreamEnd> {
+  const remaining = () => assembler.remainingChars();
+  const maxEventBytes = () => Math.min(MAX_EVENT_BYTES, EVENT_OVERHEAD_BYTES + BYTES_PER_CHAR * remaining());
+  try {
+    for await (const sse of sseEvents(body, maxEventBytes)) {
+      onEvent();
+      if (sse.data === "[DONE]") return { ok: true, sawDone: true };
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(sse.data);
+      } catch {
+        return bad("the model upstream sent a stream chunk that is not valid JSON");
+      }
+      const error = (chunk as { error?: unknown } | null)?.error;
+      if (sse.event === "error" || (error !== undefined && error !== null)) {
+        throw new APIError(undefined, (error ?? chunk) as object, undefined, headers);
+      }
+      const accepted = assembler.accept(chunk);
+      if (!accepted.ok) {
+        return {
+          ok: false,
+          failure: {
+            code: accepted.tooLarge ? "MODEL_OUTPUT_TOO_LARGE" : "MODEL_BAD_RESPONSE",
+            message: accepted.message,
+          },
+        };
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof SseEventTooLargeError)) throw error;
+    const message =
+      error.limit === MAX_EVENT_BYTES
+        ? `the model upstream sent one stream event of more than ${MAX_EVENT_BYTES} bytes; it was cut off there and none of the reply was kept`
+        : tooLargeMessage(maxOutputChars);
+    return { ok: false, failure: { code: "MODEL_OUTPUT_TOO_LARGE", message } };
+  }
+  return { ok: true, sawDone: false };
+}
+
+function bad(message: string): StreamEnd {
+  return { ok: false, failure: { code: "MODEL_BAD_RESPONSE", message } };
+}

@@ -1,0 +1,244 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { FakeReply } from "../fakes/openai-upstream.js";
+import { openSse } from "../helpers/sse-client.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { recorded } from "./replay.js";
+
+/**
+ * Streams recorded from real providers (test/fixtures/providers/SOURCES.md), replayed
+ * verbatim by the fake upstream over HTTP to the real server and the real openai SDK: what
+ * is committed, what the stats say, and what the next request sends back to that provider.
+ */
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function runOnce(
+  replies: FakeReply[],
+  {
+    model,
+    env = {},
+    approval,
+    providerProfile,
+  }: { model?: string; env?: Record<string, string>; approval?: unknown; providerProfile?: string } = {},
+) {
+  server = await startTestServer({ env });
+  const s = server;
+  s.upstream.enqueue(...replies);
+  const session = await s.request("POST", "/sessions", {
+    body: {
+      ...(model ? { model } : {}),
+      ...(approval ? { approval } : {}),
+      ...(providerProfile ? { providerProfile } : {}),
+    },
+  });
+  expect(session.status).toBe(201);
+  const started = await s.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "go" } });
+  expect(started.status).toBe(200);
+  const messages = await s.request("GET", `/sessions/${session.body.id}/messages`);
+  s.upstream.assertComplete();
+  return {
+    s,
+    sessionId: session.body.id as string,
+    run: started.body.run,
+    text: started.body.text,
+    messages: messages.body.items,
+  };
+}
+
+/** The messages the upstream was sent in request `n` (0-based). */
+const sent = (s: TestServer, n: number) => s.upstream.requests[n]?.body.messages;
+
+describe("recorded provider streams", () => {
+  it("Mistral: content as an array of parts mixed with strings keeps every digit (391), thinking parts become reasoning", async () => {
+    const { s, sessionId, run, messages } = await runOnce([recorded("mistral-small-mixed-content-parts.chunks.txt")]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 28, outputTokens: 139 } });
+    const answer = messages.at(-1);
+    expect(answer).toMatchObject({ role: "assistant", content: "391" });
+    expect(answer.metadata.reasoning).toMatch(
+      /^Okay, the user is asking for the product of 17 and 23\..*17 \* 23 = 391\.$/s,
+    );
+    expect(answer.content).not.toContain("Okay");
+
+    // The next request sends the answer back as text, and no reasoning (the openai profile strips it).
+    s.upstream.enqueue({ text: "ok" });
+    await s.request("POST", `/sessions/${sessionId}/runs?wait=true`, { body: { input: "thanks" } });
+    expect(sent(s, 1)).toEqual([
+      { role: "user", content: "go" },
+      { role: "assistant", content: "391" },
+      { role: "user", content: "thanks" },
+    ]);
+  });
+
+  it("Magistral: a reply whose thinking and text both come as parts", async () => {
+    const { run, text, messages } = await runOnce([recorded("magistral-thinking-parts.chunks.txt")]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 10, outputTokens: 46 } });
+    expect(text).toBe("2 + 2 = 4");
+    expect(messages.at(-1).metadata).toEqual({
+      reasoning: "The user is asking for 2+2. This is basic arithmetic. 2+2=4.",
+    });
+  });
+
+  it("a clean end (usage, then [DONE]) without any finish_reason completes the run (constructed stream)", async () => {
+    const { run, text } = await runOnce([recorded("constructed-clean-end-without-finish-reason.sse")]);
+    expect(run).toMatchObject({ stopReason: "complete", error: null, stats: { inputTokens: 17, outputTokens: 6 } });
+    expect(text).toBe("The answer is 391.");
+  });
+
+  it("Groq: usage only in x_groq.usage is counted", async () => {
+    const { s, run, messages } = await runOnce([recorded("groq-x-groq-usage.sse"), { text: "done" }]);
+    // 18 + 439 from x_groq, then the fake's 10 + 5.
+    expect(run).toMatchObject({ stopReason: "complete", stats: { modelCalls: 2, inputTokens: 28, outputTokens: 444 } });
+    expect(messages[1]).toMatchObject({
+      role: "assistant",
+      toolCalls: [{ id: "call_O17Uplv4lJvD6DVdIvFFeRMw", name: "test-tool", input: '{"value":"Sparkle Day"}' }],
+    });
+    const steps = await s.request("GET", `/runs/${run.id}/steps`);
+    expect(steps.body.items[0].model.usage).toEqual({ inputTokens: 18, outputTokens: 439 });
+  });
+
+  it("Groq: usage in both places is counted once", async () => {
+    const { run } = await runOnce([recorded("groq-tool-call.chunks.txt"), { text: "done" }]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 220, outputTokens: 20 } });
+  });
+
+  it("Mistral: a tool call without any index, finished in the same chunk that carries the usage", async () => {
+    const { s, run, messages } = await runOnce([
+      recorded("mistral-tool-call-without-index.chunks.txt"),
+      { text: "done" },
+    ]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 134, outputTokens: 27 } });
+    const call = { id: "gSIMJiOkT", name: "weather", input: '{"location": "San Francisco"}' };
+    expect(messages[1]).toMatchObject({ role: "assistant", content: "", toolCalls: [call] });
+    expect(sent(s, 1)[1].tool_calls).toEqual([
+      { id: call.id, type: "function", function: { name: call.name, arguments: call.input } },
+    ]);
+  });
+
+  it("parallel calls sharing index 0 with different ids stay two calls, each with its own arguments (constructed stream)", async () => {
+    const { s, messages } = await runOnce([recorded("constructed-ollama-shared-index.sse"), { text: "done" }], {
+      approval: { tools: { write_file: "deny" } },
+    });
+    const calls = [
+      { id: "call_gx0zk1t6", name: "write_file", input: '{"path":"hello.py","content":"print(\\"hello\\")"}' },
+      { id: "call_m3c9wq2e", name: "write_file", input: '{"path":"world.py","content":"print(\\"world\\")"}' },
+    ];
+    expect(messages[1]).toMatchObject({ role: "assistant", toolCalls: calls });
+    expect(messages.slice(2, 4).map((m: { toolCallId: string }) => m.toolCallId)).toEqual(calls.map((c) => c.id));
+    expect(sent(s, 1)[1].tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual(
+      calls.map((c) => c.input),
+    );
+  });
+
+  it("Gemini: calls without index and with empty ids are separate calls; the thought signature is stored and sent back (constructed stream)", async () => {
+    const { s, run, messages } = await runOnce([recorded("constructed-gemini-indexless-calls.sse"), { text: "done" }], {
+      model: "gemini-3-flash-preview",
+    });
+    expect(run).toMatchObject({ stopReason: "complete", stats: { toolCalls: 2 } });
+    const assistant = messages[1];
+    expect(assistant.toolCalls.map((c: { name: string; input: string }) => [c.name, c.input])).toEqual([
+      ["read_file", '{"path":"a.txt"}'],
+      ["read_file", '{"path":"b.txt"}'],
+    ]);
+    const [first, second] = assistant.toolCalls.map((c: { id: string }) => c.id);
+    expect(first).not.toBe(second);
+    const signature = { google: { thought_signature: expect.stringMatching(/^EjQK/) } };
+    expect(assistant.metadata).toEqual({ toolCallFields: { [first]: { extra_content: signature } } });
+    expect(assistant.content).toBe("");
+
+    const back = sent(s, 1)[1];
+    expect(back.tool_calls[0]).toEqual({
+      id: first,
+      type: "function",
+      function: { name: "read_file", arguments: '{"path":"a.txt"}' },
+      extra_content: signature,
+    });
+    expect(back.tool_calls[1]).not.toHaveProperty("extra_content");
+    // No tool schema carries `$schema`, which Gemini's function declarations refuse.
+    for (const request of s.upstream.requests) {
+      for (const tool of request.body.tools) expect(tool.function.parameters).not.toHaveProperty("$schema");
+    }
+  });
+
+  it("DeepSeek thinking mode: the reasoning of an assistant message with tool calls goes back as reasoning_content", async () => {
+    const { s, run, messages } = await runOnce(
+      [recorded("deepseek-reasoner-thinking-tool-call.chunks.txt"), { text: "done" }],
+      {
+        model: "deepseek-reasoner",
+      },
+    );
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 349, outputTokens: 88 } });
+    const assistant = messages[1];
+    expect(assistant).toMatchObject({
+      content: "",
+      toolCalls: [{ name: "weather", input: '{"location": "San Francisco"}' }],
+    });
+    expect(assistant.metadata.reasoning).toMatch(/^The user .*weather/s);
+    expect(sent(s, 1)[1]).toMatchObject({
+      role: "assistant",
+      content: null,
+      reasoning_content: assistant.metadata.reasoning,
+    });
+  });
+
+  it("OPENAI_PROVIDER overrides detection: the same DeepSeek stream under `deepseek` (R1 rules) sends no reasoning_content", async () => {
+    const { s, messages } = await runOnce(
+      [recorded("deepseek-reasoner-thinking-tool-call.chunks.txt"), { text: "done" }],
+      {
+        model: "deepseek-reasoner",
+        env: { OPENAI_PROVIDER: "deepseek" },
+      },
+    );
+    expect(messages[1].metadata.reasoning).toMatch(/^The user/);
+    expect(sent(s, 1)[1]).not.toHaveProperty("reasoning_content");
+  });
+
+  it("a session's providerProfile wins over OPENAI_PROVIDER and detection; a name that is not a profile is 400", async () => {
+    const { s, sessionId, messages } = await runOnce(
+      [recorded("deepseek-reasoner-thinking-tool-call.chunks.txt"), { text: "done" }],
+      { model: "team-model", env: { OPENAI_PROVIDER: "openai" }, providerProfile: "deepseek-thinking" },
+    );
+    expect(sent(s, 1)[1].reasoning_content).toBe(messages[1].metadata.reasoning);
+    expect((await s.request("GET", `/sessions/${sessionId}`)).body.providerProfile).toBe("deepseek-thinking");
+    const bad = await s.request("POST", "/sessions", { body: { providerProfile: "anthropic" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("VALIDATION_FAILED");
+  });
+
+  it("OpenAI: a refusal is committed as the content with metadata.refusal, and shown as such", async () => {
+    const { run, text, messages } = await runOnce([recorded("openai-gpt-4o-refusal.sse")]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { inputTokens: 79, outputTokens: 12 } });
+    expect(text).toBe("I'm very sorry, but I can't assist with that.");
+    expect(messages.at(-1)).toMatchObject({ role: "assistant", content: text, metadata: { refusal: true } });
+  });
+
+  it("reasoning.delta events go only to clients that ask (?reasoning=true); the others see their seqs skipped", async () => {
+    const { s, run, messages } = await runOnce([recorded("mistral-small-mixed-content-parts.chunks.txt")]);
+    const plain = await (await openSse(`${s.url}/runs/${run.id}/events`)).ended;
+    const asked = await (await openSse(`${s.url}/runs/${run.id}/events?reasoning=true`)).ended;
+    expect(plain.map((e) => e.event)).not.toContain("reasoning.delta");
+    const reasoning = asked.filter((e) => e.event === "reasoning.delta");
+    expect(reasoning.map((e) => e.json.text).join("")).toBe(messages.at(-1).metadata.reasoning);
+    expect(asked.length).toBe(plain.length + reasoning.length);
+    expect(plain.map((e) => e.json.type)).toEqual(
+      asked.filter((e) => e.event !== "reasoning.delta").map((e) => e.json.type),
+    );
+
+    // The run's own stream (POST with Accept: text/event-stream) takes the same flag.
+    s.upstream.enqueue(recorded("magistral-thinking-parts.chunks.txt"));
+    const own = await openSse(`${s.url}/sessions/${run.sessionId}/runs?reasoning=true`, {
+      method: "POST",
+      body: { input: "2+2?" },
+    });
+    const ownEvents = await own.ended;
+    expect(
+      ownEvents
+        .filter((e) => e.event === "reasoning.delta")
+        .map((e) => e.json.text)
+        .join(""),
+    ).toBe("The user is asking for 2+2. This is basic arithmetic. 2+2=4.");
+  });
+});
