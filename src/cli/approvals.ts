@@ -2,6 +2,7 @@ import type { ApiClient } from "./api-client.js";
 import type { AutoApprove } from "./args.js";
 import { CliError } from "./cli-error.js";
 import { printable } from "./printable.js";
+import { withRetries } from "./retry.js";
 import type { Outputs } from "./terminal-out.js";
 import { ApprovalDecisionBody, type ApprovalRequest } from "./wire.js";
 
@@ -69,8 +70,10 @@ export class Approvals {
     } else if (ask) {
       const withdraw = new AbortController();
       this.#current = { toolCallId: request.toolCallId, withdraw };
+      out.hold();
       const allowed = await ask("Allow this call? [y/N] ", withdraw.signal).finally(() => {
         this.#current = null;
+        out.release();
       });
       if (allowed === null) return;
       decision = allowed
@@ -90,7 +93,11 @@ export class Approvals {
   async #send(toolCallId: string, decision: Decision): Promise<void> {
     const path = `/runs/${encodeURIComponent(this.deps.runId)}/approvals/${encodeURIComponent(toolCallId)}`;
     try {
-      await this.deps.client.json({ method: "POST", path, body: decision, schema: ApprovalDecisionBody });
+      // A server restarting meanwhile gets the answer once it is back.
+      await withRetries(
+        () => this.deps.client.json({ method: "POST", path, body: decision, schema: ApprovalDecisionBody }),
+        { stopped: () => this.#stopped || this.#resolved.has(toolCallId) },
+      );
     } catch (error) {
       // Resolved meanwhile (409) or gone (404): the event stream tells what happened.
       if (!(error instanceof CliError)) throw error;

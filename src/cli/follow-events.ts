@@ -1,22 +1,19 @@
 import type { ApiClient } from "./api-client.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
+import { Backoff, GIVE_UP_MS } from "./retry.js";
 import { networkReason } from "./server-errors.js";
 import { readSse, type SseFrame } from "./sse-reader.js";
 
 /** The server sends a heartbeat every 15 s: a stream silent for this long is dead. */
 const IDLE_MS = 45_000;
-/** How long the client keeps trying to get a lost stream back before it gives up. */
-const GIVE_UP_MS = 30_000;
-const FIRST_RETRY_MS = 200;
-const MAX_RETRY_MS = 2_000;
 
 /**
  * A run's events from `GET /runs/{id}/events`, each once, in order, up to and including
  * `run.finished`. A stream that drops (the connection breaks, falls silent, or ends early,
- * as when the server restarts) is reopened with `Last-Event-ID`, after `onReconnect` is told;
- * when no new event comes for `GIVE_UP_MS`, it throws an unreachable `CliError`. A refusal
- * that cannot pass by itself (401, 404) is thrown as it is.
+ * as when the server restarts) is reopened with `Last-Event-ID`; `onReconnect` is told once
+ * per outage. When the attempts get no data for `giveUpMs`, it throws an unreachable
+ * `CliError`. A refusal that cannot pass by itself (401, 404) is thrown as it is.
  */
 export async function* followRunEvents({
   client,
@@ -31,18 +28,24 @@ export async function* followRunEvents({
 }): AsyncGenerator<SseFrame> {
   const path = `/runs/${encodeURIComponent(runId)}/events`;
   let after = 0;
-  let progressAt = Date.now();
-  let delay = FIRST_RETRY_MS;
+  /** When the attempts since the last data received began failing; null: not failing. */
+  let failingSince: number | null = null;
+  const backoff = new Backoff();
   for (;;) {
     const connection = new AbortController();
     let idle: NodeJS.Timeout | undefined;
-    const alive = () => {
+    const arm = () => {
       clearTimeout(idle);
       idle = setTimeout(() => connection.abort(new Error(`no data for ${IDLE_MS / 1000} s`)), IDLE_MS);
     };
+    const received = () => {
+      failingSince = null;
+      backoff.reset();
+      arm();
+    };
     let reason = "the server ended the stream before run.finished";
     try {
-      alive();
+      arm();
       const response = await client.send({
         request: `GET ${path}`,
         path,
@@ -52,14 +55,12 @@ export async function* followRunEvents({
         },
       });
       if (!response.body) throw new CliError(`GET ${path} answered without a body`, EXIT.server);
-      for await (const frame of readSse(response.body, alive)) {
+      for await (const frame of readSse(response.body, received)) {
         const seq = Number(frame.id);
         if (Number.isSafeInteger(seq)) {
           if (seq <= after) continue;
           after = seq;
         }
-        progressAt = Date.now();
-        delay = FIRST_RETRY_MS;
         yield frame;
         if (frame.event === "run.finished") return;
       }
@@ -70,14 +71,15 @@ export async function* followRunEvents({
       clearTimeout(idle);
       connection.abort();
     }
-    if (Date.now() - progressAt > giveUpMs) {
+    const firstFailure = failingSince === null;
+    failingSince ??= Date.now();
+    if (Date.now() - failingSince > giveUpMs) {
       throw new CliError(
         `lost the events of run ${runId} and got nothing back for ${Math.round(giveUpMs / 1000)} s (${reason}); the run goes on in the server: follow it with curl -N ${client.target.baseUrl}${path}`,
         EXIT.unreachable,
       );
     }
-    onReconnect({ after, reason });
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, MAX_RETRY_MS);
+    if (firstFailure) onReconnect({ after, reason });
+    await backoff.wait();
   }
 }

@@ -1,6 +1,7 @@
 import type { ApiClient } from "./api-client.js";
 import type { Approvals } from "./approvals.js";
 import { CliError } from "./cli-error.js";
+import { withRetries } from "./retry.js";
 import type { Outputs } from "./terminal-out.js";
 import { RunBody } from "./wire.js";
 
@@ -50,7 +51,10 @@ export class RunCancel {
 
   async #delete(runId: string): Promise<void> {
     try {
-      await this.deps.client.json({ method: "DELETE", path: `/runs/${encodeURIComponent(runId)}`, schema: RunBody });
+      // A server restarting meanwhile gets the cancel once it is back.
+      await withRetries(() =>
+        this.deps.client.json({ method: "DELETE", path: `/runs/${encodeURIComponent(runId)}`, schema: RunBody }),
+      );
     } catch (error) {
       if (!(error instanceof CliError)) throw error;
       this.deps.out.note(`[run] the cancel was not delivered: ${error.message}`);

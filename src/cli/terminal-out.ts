@@ -12,6 +12,7 @@ export interface OutStream {
  */
 export class Outputs {
   #midLine = false;
+  #held: string[] | null = null;
 
   /** `showText` false: the answer's text is not written (stdout carries something else). */
   constructor(
@@ -37,8 +38,23 @@ export class Outputs {
     return this.#midLine;
   }
 
+  /** While a question is open on the terminal, notes wait under it until `release`. */
+  hold(): void {
+    this.#held ??= [];
+  }
+
+  release(): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    for (const line of held) this.note(line);
+  }
+
   /** A line on stderr. */
   note(line: string): void {
+    if (this.#held) {
+      this.#held.push(line);
+      return;
+    }
     const shared = this.stdout.isTTY && this.stderr.isTTY;
     this.stderr.write(`${shared && this.#midLine ? "\n" : ""}${line}\n`);
     if (shared) this.#midLine = false;

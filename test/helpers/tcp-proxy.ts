@@ -10,6 +10,10 @@ export interface TcpProxy {
   stall(): void;
   /** New connections go to this port from now on (a server restarted elsewhere). */
   retarget(port: number): void;
+  /** Drops every connection and refuses new ones, as a server that is down. */
+  goDown(): Promise<void>;
+  /** Takes connections again, on the same port. */
+  comeBack(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -62,9 +66,16 @@ export async function startTcpProxy(initialPort: number): Promise<TcpProxy> {
     retarget(port) {
       targetPort = port;
     },
-    async close() {
+    async goDown() {
       proxy.dropAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    async comeBack() {
+      await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    },
+    async close() {
+      proxy.dropAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
   return proxy;
