@@ -216,9 +216,9 @@ describe("agent-server run", () => {
     expect(result.code).toBe(2);
   });
 
-  it("--system and --model set up the new session; a prompt of - is read from stdin", async () => {
+  it("--system, --model and --workspace set up the new session; a prompt of - is read from stdin", async () => {
     const result = await runCli({
-      args: ["run", "--system", "Be brief.", "--model", "other-model", "-"],
+      args: ["run", "--system", "Be brief.", "--model", "other-model", "--workspace", "shared-one", "-"],
       env: env(),
       stdin: "Hello there\n",
     });
@@ -226,6 +226,8 @@ describe("agent-server run", () => {
     expect(await get(`/sessions/${sessionOf(result.stderr)}`)).toMatchObject({
       system: "Be brief.",
       model: "other-model",
+      workspace: "shared-one",
+      workspaceShared: true,
     });
     const sent = server.upstream.requests.at(-1)?.body;
     expect(sent.model).toBe("other-model");

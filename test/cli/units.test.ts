@@ -1,10 +1,13 @@
 /** The client's pure parts: exit codes, the SSE parser, the command line and AGENT_URL. */
 import { describe, expect, it } from "vitest";
+import { ApiClient } from "../../src/cli/api-client.js";
 import { parseCommand } from "../../src/cli/args.js";
 import { CliError } from "../../src/cli/cli-error.js";
 import { EXIT, exitCodeForStopReason } from "../../src/cli/exit-codes.js";
+import { followRunEvents } from "../../src/cli/follow-events.js";
 import { readSse } from "../../src/cli/sse-reader.js";
 import { targetFromEnv } from "../../src/cli/target.js";
+import { freePort } from "../helpers/child-server.js";
 
 describe("the client's exit code for a finished run", () => {
   it("maps every stop reason, the guards' included, and counts an unknown one as an error", () => {
@@ -121,5 +124,22 @@ describe("AGENT_URL", () => {
     expect(() => targetFromEnv({ AGENT_URL: "http://" })).toThrow('AGENT_URL is not a URL: "http://"');
     expect(() => targetFromEnv({ AGENT_URL: "http://u:p@127.0.0.1:3000" })).toThrow(/must not hold credentials/);
     expect(() => targetFromEnv({ AGENT_URL: "http://127.0.0.1:3000/?x=1" })).toThrow(/without \?query/);
+  });
+});
+
+describe("following a run's events", () => {
+  it("gives up with the unreachable exit code when the server stays away, having said so once", async () => {
+    const client = new ApiClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, apiKey: null });
+    const told: string[] = [];
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 500, onReconnect: (i) => told.push(i.reason) });
+    const failure = await events.next().then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toMatchObject({ exitCode: EXIT.unreachable });
+    expect(String(failure)).toMatch(
+      /lost the events of run run_x and got nothing back for 1 s \(cannot reach .*ECONNREFUSED/,
+    );
+    expect(told).toHaveLength(1);
   });
 });
