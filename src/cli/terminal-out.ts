@@ -34,10 +34,6 @@ export class Outputs {
     this.#midLine = false;
   }
 
-  get midLine(): boolean {
-    return this.#midLine;
-  }
-
   /** While a question is open on the terminal, notes wait under it until `release`. */
   hold(): void {
     this.#held ??= [];

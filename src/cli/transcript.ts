@@ -20,7 +20,7 @@ export class Transcript {
   }
 
   /** The tool a call is for, when known (from its assistant message or its approval request). */
-  toolOf(toolCallId: string): string | undefined {
+  #toolOf(toolCallId: string): string | undefined {
     return this.#calls.get(toolCallId)?.tool;
   }
 
@@ -45,7 +45,7 @@ export class Transcript {
         }
         return;
       case "approval.resolved": {
-        const tool = this.toolOf(event.toolCallId) ?? event.toolCallId;
+        const tool = this.#toolOf(event.toolCallId) ?? event.toolCallId;
         const verdict = event.decision === "approve" ? "approved" : "denied";
         this.#out.note(`[approval] ${tool} ${verdict}${event.reason ? `: ${preview(event.reason)}` : ""}`);
         return;
@@ -77,7 +77,7 @@ export class Transcript {
       if (message.content.startsWith(this.#turnText)) this.#streamText(message.content.slice(this.#turnText.length));
       for (const call of message.toolCalls ?? []) this.#calls.set(call.id, { tool: call.name, input: call.input });
     } else if (message.role === "tool") {
-      const tool = this.toolOf(message.toolCallId) ?? message.toolCallId;
+      const tool = this.#toolOf(message.toolCallId) ?? message.toolCallId;
       const outcome = message.isError ? `failed (${message.metadata?.errorCode ?? "error"})` : "done";
       this.#out.note(`[tool] ${tool} ${outcome}: ${preview(message.content)}`);
     }
