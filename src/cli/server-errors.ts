@@ -59,7 +59,7 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
   }
   if (status === 429 || status === 503) {
     const wait = retryAfter && /^\d+$/.test(retryAfter) ? `in ${retryAfter} s` : "later";
-    return [`the server cannot take the run now (${said}): retry ${wait}`, EXIT.retryLater];
+    return [`the server cannot take this request now (${said}): retry ${wait}`, EXIT.retryLater];
   }
   const session = detail(envelope, "session");
   if (status === 404 && code === "NOT_FOUND" && session) {

@@ -400,7 +400,7 @@ describe("agent-server run", () => {
       await full.request("POST", `/sessions/${session.id}/runs`, { body: { input: "Run the test suite" } });
       const result = await runCli({ args: ["run", "Hello"], env: { AGENT_URL: full.url } });
       expect(result.stderr).toMatch(
-        /^session ses_\w+\nagent-server: the server cannot take the run now \(429 TOO_MANY_RUNS: .+\): retry in 1 s\n$/,
+        /^session ses_\w+\nagent-server: the server cannot take this request now \(429 TOO_MANY_RUNS: .+\): retry in 1 s\n$/,
       );
       expect(result.code).toBe(69);
     } finally {
