@@ -12,6 +12,7 @@ import { RunBody } from "./wire.js";
  */
 export class RunCancel {
   #requested = false;
+  #delivered = false;
   #runId: string | null = null;
   #approvals: Approvals | null = null;
   #leave: () => void = () => {};
@@ -27,8 +28,16 @@ export class RunCancel {
 
   interrupt(): void {
     if (this.#requested) {
+      const runId = this.#runId;
+      const where = `${this.deps.client.target.baseUrl}/runs/${runId}`;
       this.deps.out.note(
-        `[run] left without waiting for the end${this.#runId ? `; the server goes on cancelling ${this.#runId}` : ""}`,
+        `[run] left without waiting for the end${
+          runId === null
+            ? ""
+            : this.#delivered
+              ? `; the server goes on cancelling ${runId}`
+              : `; the server has not confirmed the cancel yet (to be sure: curl -X DELETE ${where})`
+        }`,
       );
       this.#leave();
       return;
@@ -55,6 +64,7 @@ export class RunCancel {
       await withRetries(() =>
         this.deps.client.json({ method: "DELETE", path: `/runs/${encodeURIComponent(runId)}`, schema: RunBody }),
       );
+      this.#delivered = true;
     } catch (error) {
       if (!(error instanceof CliError)) throw error;
       this.deps.out.note(`[run] the cancel was not delivered: ${error.message}`);
