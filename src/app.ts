@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } fro
 import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import approvalRoutes from "../routes/approvals.js";
+import chatRoutes from "../routes/chat.js";
 import eventRoutes from "../routes/events.js";
 import healthRoutes from "../routes/health.js";
 import openapiRoutes from "../routes/openapi.js";
@@ -128,6 +129,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     runRoutes,
     eventRoutes,
     approvalRoutes,
+    chatRoutes,
   ]) {
     routes(app, ctx);
   }

@@ -16,7 +16,8 @@ export function resumePoint(lastEventId: string | string[] | undefined, after: n
   return Number(value.trim());
 }
 
-const CLIENT_GONE = new Error("the client went away");
+/** The reason an open stream's signal aborts when its client went away (not the server stopping). */
+export const CLIENT_GONE = new Error("the client went away");
 const SERVER_STOPPING = new Error("the server is stopping");
 
 /** The reconnection delay a stream asks of its client (the SSE `retry:` field). */

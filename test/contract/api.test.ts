@@ -26,7 +26,7 @@ const LONG_ID = "x".repeat(65);
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** Dummy values for every path template parameter (enough for answers decided before the handler). */
-const DUMMY = { id: "ses_or_run_unknown", toolCallId: "call_unknown" };
+const DUMMY = { id: "ses_or_run_unknown", toolCallId: "call_unknown", chatId: "chat_unknown" };
 
 let server: TestServer;
 let faulty: FaultyStore;
@@ -176,6 +176,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
       "/runs/{id}/approvals/{toolCallId}",
       "/sessions",
+      "/sessions/{id}/chat",
       "/sessions/{id}/runs",
     ]);
     for (const op of bodyRoutes) {
@@ -624,6 +625,70 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(anyAccept.at(-1)?.event).toBe("run.finished");
   });
 
+  it("chat (AI SDK protocol): a message streams as UI chunks; resume is 204 idle, a replay while a run is live; 409 busy", async () => {
+    const message = (text: string) => ({
+      id: "chat_1",
+      trigger: "submit-message",
+      messages: [{ id: "m1", role: "user", parts: [{ type: "text", text }] }],
+    });
+    server.upstream.enqueue({ text: ["hi ", "there"] });
+    const session = await createSession();
+    const params = { id: session };
+    const chat = await validatedStream(
+      "POST",
+      "/sessions/{id}/chat",
+      await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("hello") }),
+    );
+    expect(chat.map((e) => (e.data === "[DONE]" ? e.data : e.json.type))).toEqual([
+      "start",
+      "start-step",
+      "text-start",
+      "text-delta",
+      "text-end",
+      "finish-step",
+      "finish",
+      "[DONE]",
+    ]);
+    const byId = { id: session, chatId: "chat_1" };
+    expect((await call(server, "GET", "/sessions/{id}/chat/stream", { params })).status).toBe(204);
+    expect((await call(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId })).status).toBe(204);
+    const noText = await call(server, "POST", "/sessions/{id}/chat", {
+      params,
+      body: { messages: [{ role: "user", parts: [{ type: "file" }] }] },
+    });
+    expect(noText.body.error.code).toBe("EMPTY_MESSAGE");
+
+    const hold = gate();
+    server.upstream.enqueue({ text: ["slow ", "reply"], gate: hold.promise });
+    const live = await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("again") });
+    await live.waitFor((e) => e.json?.type === "text-delta");
+    const resumed = await stream(server, "GET", "/sessions/{id}/chat/stream", { params });
+    const resumedById = await stream(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId });
+    const busy = await call(server, "POST", "/sessions/{id}/chat", { params, body: message("third") });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error.code).toBe("SESSION_BUSY");
+    hold.release();
+    const [a, b, c] = [
+      await validatedStream("POST", "/sessions/{id}/chat", live),
+      await validatedStream("GET", "/sessions/{id}/chat/stream", resumed),
+      await validatedStream("GET", "/sessions/{id}/chat/{chatId}/stream", resumedById),
+    ];
+    expect(b.map((e) => e.data)).toEqual(a.map((e) => e.data));
+    expect(c.map((e) => e.data)).toEqual(a.map((e) => e.data));
+
+    for (const [method, path] of [
+      ["GET", "/sessions/{id}/chat/stream"],
+      ["GET", "/sessions/{id}/chat/{chatId}/stream"],
+      ["POST", "/sessions/{id}/chat"],
+    ] as const) {
+      const missing = await call(server, method, path, {
+        params: { id: "ses_missing", chatId: "c" },
+        ...(method === "POST" ? { body: message("x") } : {}),
+      });
+      expect(missing.status, path).toBe(404);
+    }
+  });
+
   it("DELETE a session with an active run aborts the run, then deletes both (204)", async () => {
     server.upstream.enqueue({
       toolCalls: [{ id: "call_e", name: "edit_file", arguments: '{"path":"a","oldText":"a","newText":"b"}' }],
@@ -878,10 +943,21 @@ describe("contract: limits and readiness", () => {
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toBe("1");
       expect(refused.body.error).toMatchObject({ code: "TOO_MANY_RUNS", details: { limit: 1, scope: "server" } });
+      const chatBody = { messages: [{ role: "user", parts: [{ type: "text", text: "2" }] }] };
+      const refusedChat = await call(limited, "POST", "/sessions/{id}/chat", {
+        params: { id: b.body.id },
+        body: chatBody,
+      });
+      expect(refusedChat.status).toBe(429);
       hold.release();
       await limited.ctx.manager.waitForFinish(first.body.id);
 
       await limited.ctx.manager.shutdown({ graceMs: 0 });
+      const stoppingChat = await call(limited, "POST", "/sessions/{id}/chat", {
+        params: { id: b.body.id },
+        body: chatBody,
+      });
+      expect(stoppingChat.status).toBe(503);
       const stopping = await call(limited, "POST", "/sessions/{id}/runs", {
         params: { id: b.body.id },
         body: { input: "3" },

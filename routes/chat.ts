@@ -1,0 +1,43 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { App, AppContext } from "../src/app-context.js";
+import { ChatBody, chatAction } from "../src/chat/chat-request.js";
+import { continuationPoint, streamChat } from "../src/chat/chat-stream.js";
+import { conflict } from "../src/errors.js";
+import { SessionParams } from "../src/http/schemas.js";
+
+/** The AI SDK's UI message stream protocol (what `useChat` speaks) over a session's runs. */
+export default function chatRoutes(app: App, ctx: AppContext) {
+  app.post(
+    "/sessions/:id/chat",
+    { sse: { kind: "manual" }, schema: { params: SessionParams, body: ChatBody } },
+    async (request, reply) => {
+      const sessionId = request.params.id;
+      const owner = request.owner;
+      const action = chatAction(request.body);
+      if (action.kind === "start") {
+        const { run } = await ctx.runs.start({ sessionId, owner, input: action.input });
+        return streamChat(ctx, reply, { runId: run.id, owner, after: 0, stopCancels: true });
+      }
+      const session = await ctx.sessions.get(sessionId, owner);
+      const runId = session.activeRunId;
+      if (!runId) throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
+      for (const decision of action.decisions) await ctx.runs.decide({ runId, owner, ...decision });
+      const after = await continuationPoint(ctx.store, runId, action.decisions);
+      return streamChat(ctx, reply, { runId, owner, after, stopCancels: true });
+    },
+  );
+
+  const resume = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
+    const runId = (await ctx.sessions.get(request.params.id, request.owner)).activeRunId;
+    if (!runId) return reply.status(204).send();
+    return streamChat(ctx, reply, { runId, owner: request.owner, after: 0, stopCancels: false });
+  };
+  // `GET .../chat/stream`, and the URL DefaultChatTransport derives by default (`{api}/{chatId}/stream`).
+  app.get("/sessions/:id/chat/stream", { sse: { kind: "manual" }, schema: { params: SessionParams } }, resume);
+  app.get(
+    "/sessions/:id/chat/:chatId/stream",
+    { sse: { kind: "manual" }, schema: { params: SessionParams.extend({ chatId: z.string().min(1).max(256) }) } },
+    resume,
+  );
+}

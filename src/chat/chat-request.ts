@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { badRequest } from "../errors.js";
+
+/**
+ * The body `useChat` (the AI SDK's DefaultChatTransport) posts: the chat's id, its messages
+ * as UI messages, and what triggered the request. Only what the server reads is checked
+ * closely; the SDK's other fields (metadata, provider data) are let through and ignored.
+ */
+const UiPart = z.looseObject({
+  type: z.string().max(200),
+  text: z.string().optional(),
+  state: z.string().max(100).optional(),
+  approval: z
+    .looseObject({
+      id: z.string().min(1).max(256),
+      approved: z.boolean().optional(),
+      reason: z.string().max(10_000).optional(),
+    })
+    .optional(),
+});
+
+export const ChatBody = z.looseObject({
+  id: z.string().max(256).optional(),
+  messages: z
+    .array(
+      z.looseObject({
+        id: z.string().max(256).optional(),
+        role: z.enum(["user", "assistant", "system"]),
+        parts: z.array(UiPart).max(10_000),
+      }),
+    )
+    .min(1, "messages must not be empty")
+    .max(10_000),
+  trigger: z.enum(["submit-message", "regenerate-message"]).optional(),
+  messageId: z.string().max(256).optional(),
+});
+export type ChatBody = z.infer<typeof ChatBody>;
+
+export interface ChatDecision {
+  toolCallId: string;
+  decision: "approve" | "deny";
+  reason?: string;
+}
+
+/**
+ * What a chat request asks: a new run with the last user message's text, or (the last message
+ * being the assistant's, with tool approvals answered) the decisions for the active run.
+ */
+export type ChatAction = { kind: "start"; input: string } | { kind: "decide"; decisions: ChatDecision[] };
+
+export function chatAction(body: ChatBody): ChatAction {
+  const last = body.messages.at(-1);
+  if (last?.role === "assistant") {
+    const decisions: ChatDecision[] = [];
+    for (const part of last.parts) {
+      if (part.state !== "approval-responded" || part.approval?.approved === undefined) continue;
+      decisions.push({
+        toolCallId: part.approval.id,
+        decision: part.approval.approved ? "approve" : "deny",
+        ...(part.approval.reason ? { reason: part.approval.reason } : {}),
+      });
+    }
+    if (decisions.length === 0) {
+      throw badRequest("NOTHING_TO_CONTINUE", "the last message is the assistant's and answers no tool approval");
+    }
+    return { kind: "decide", decisions };
+  }
+  if (last?.role !== "user") throw badRequest("NO_USER_MESSAGE", "the last message must be the user's");
+  const input = last.parts
+    .filter((part) => part.type === "text")
+    .map((part) => part.text ?? "")
+    .join("");
+  if (input.trim() === "") throw badRequest("EMPTY_MESSAGE", "the last user message has no text");
+  return { kind: "start", input };
+}

@@ -1,0 +1,98 @@
+import type { FastifyReply } from "fastify";
+import type { AppContext } from "../app-context.js";
+import type { RunEvent } from "../domain/run-events.js";
+import { CLIENT_GONE, corkedBatches, openStream } from "../http/sse.js";
+import { runEventStream } from "../runs/event-stream.js";
+import { type UiChunk, UiMessageProjection } from "./ui-chunks.js";
+
+/** The headers of the UI message stream protocol, besides `text/event-stream`. */
+const PROTOCOL_HEADERS = { "x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no" };
+
+export interface ChatStreamOptions {
+  runId: string;
+  owner: string | null;
+  /** Chunks of events up to this seq were sent by an earlier stream: they are not sent again. */
+  after: number;
+  /** The client closing the stream before its end is `useChat`'s stop: the run is cancelled. */
+  stopCancels: boolean;
+}
+
+/**
+ * Streams a run as one assistant UI message (`data: <chunk>` frames, then `data: [DONE]`),
+ * until the run finishes or stops to wait for an approval nobody has given yet (the SDK then
+ * shows the approval request and posts the answer in its next request).
+ */
+export async function streamChat(
+  ctx: Pick<AppContext, "store" | "hub" | "runs">,
+  reply: FastifyReply,
+  options: ChatStreamOptions,
+): Promise<void> {
+  reply.headers(PROTOCOL_HEADERS);
+  const closed = openStream(reply);
+  let complete = false;
+  const frames = chatFrames(ctx, options, closed, () => {
+    complete = true;
+  });
+  await reply.sse?.send(corkedBatches(frames, reply.raw));
+  if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) {
+    try {
+      ctx.runs.cancel(options.runId, options.owner);
+    } catch {
+      // The run is gone or finished: nothing to stop.
+    }
+  }
+}
+
+async function* chatFrames(
+  ctx: Pick<AppContext, "store" | "hub">,
+  { runId, after }: ChatStreamOptions,
+  closed: AbortSignal,
+  ended: () => void,
+): AsyncGenerator<{ data: string }> {
+  const projection = new UiMessageProjection();
+  const send = (chunks: UiChunk[]) => chunks.map((chunk) => ({ data: JSON.stringify(chunk) }));
+  for await (const frame of runEventStream({ store: ctx.store, hub: ctx.hub, runId, after: 0, closed })) {
+    const event = JSON.parse(frame.data) as RunEvent;
+    const chunks = projection.next(event);
+    // `start` is sent by every stream: it names the message the chunks belong to.
+    if (event.seq > after) yield* send(chunks);
+    else if (event.type === "run.started") yield* send(chunks.filter((chunk) => chunk.type === "start"));
+    if (event.type === "run.finished") break;
+    if (
+      event.type === "approval.requested" &&
+      event.seq > after &&
+      (await awaitsDecision(ctx, runId, event.toolCallId))
+    ) {
+      yield* send([{ type: "finish", finishReason: "tool-calls" }]);
+      break;
+    }
+  }
+  if (closed.aborted) return;
+  ended();
+  yield { data: "[DONE]" };
+}
+
+/** Whether the run still waits for a decision on `toolCallId` (not decided, not finished). */
+async function awaitsDecision(ctx: Pick<AppContext, "store">, runId: string, toolCallId: string): Promise<boolean> {
+  const call = await ctx.store.toolCalls.get(runId, toolCallId);
+  return !!call && !call.decision && (await ctx.store.runs.get(runId))?.status !== "finished";
+}
+
+/**
+ * Where a stream continuing after `decisions` starts: the earlier stream ended at the last of
+ * the approval requests they answer, so everything up to it was sent.
+ */
+export async function continuationPoint(
+  store: AppContext["store"],
+  runId: string,
+  decisions: readonly { toolCallId: string }[],
+): Promise<number> {
+  const answered = new Set(decisions.map((d) => d.toolCallId));
+  let after = 0;
+  for (const event of await store.events.after(runId, 0)) {
+    if (event.type !== "approval.requested") continue;
+    const { toolCallId } = JSON.parse(event.data) as { toolCallId: string };
+    if (answered.has(toolCallId)) after = Math.max(after, event.seq);
+  }
+  return after;
+}

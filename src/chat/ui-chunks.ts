@@ -1,0 +1,146 @@
+import type { RunEvent } from "../domain/run-events.js";
+
+/**
+ * The chunks of the AI SDK's UI message stream protocol (`x-vercel-ai-ui-message-stream: v1`,
+ * as `ai` 7 parses them) that a run's events project to.
+ */
+export type UiChunk =
+  | { type: "start"; messageId: string }
+  | { type: "start-step" }
+  | { type: "finish-step" }
+  | { type: "reset-step" }
+  | { type: "text-start"; id: string }
+  | { type: "text-delta"; id: string; delta: string }
+  | { type: "text-end"; id: string }
+  | { type: "tool-input-available"; toolCallId: string; toolName: string; input: unknown; dynamic: true }
+  | { type: "tool-approval-request"; approvalId: string; toolCallId: string; reason?: string }
+  | { type: "tool-approval-response"; approvalId: string; approved: boolean; reason?: string }
+  | { type: "tool-output-available"; toolCallId: string; output: unknown; dynamic: true }
+  | { type: "tool-output-error"; toolCallId: string; errorText: string; dynamic: true }
+  | { type: "tool-output-denied"; toolCallId: string }
+  | { type: "error"; errorText: string }
+  | { type: "abort"; reason?: string }
+  | { type: "finish"; finishReason: "stop" | "length" | "error" | "tool-calls" | "other" };
+
+const FINISH_REASONS = { complete: "stop", max_turns: "length", error: "error", aborted: "other" } as const;
+
+/** A tool call's arguments as the SDK shows them: the parsed JSON, else the raw text. */
+function parsedInput(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Projects one run's events, in order, onto one assistant UI message (its id the run's id):
+ * a model turn is a step, streamed text a text part, each tool call a dynamic tool part
+ * through input, approval and output. A turn dropped before its commit (cancelled, or asked
+ * again after a restart) is reset, as the run's own history drops it. Feed every event from
+ * the first; `next` returns the chunks the event adds.
+ */
+export class UiMessageProjection {
+  #text: string | null = null;
+  #stepOpen = false;
+  #committed = false;
+  readonly #awaitingResult = new Set<string>();
+
+  next(event: RunEvent): UiChunk[] {
+    const out: UiChunk[] = [];
+    switch (event.type) {
+      case "run.started":
+        out.push({ type: "start", messageId: event.runId });
+        break;
+      case "turn.started":
+        this.#closeText(out);
+        if (this.#stepOpen && !this.#committed) out.push({ type: "reset-step" });
+        else if (!this.#stepOpen) out.push({ type: "start-step" });
+        this.#stepOpen = true;
+        this.#committed = false;
+        break;
+      case "text.delta":
+        if (this.#text === null) {
+          this.#text = `${event.runId}-text-${event.seq}`;
+          out.push({ type: "text-start", id: this.#text });
+        }
+        out.push({ type: "text-delta", id: this.#text, delta: event.text });
+        break;
+      case "message": {
+        const message = event.message;
+        if (message.role === "assistant") {
+          this.#committed = true;
+          if (this.#text === null && message.content !== "") {
+            this.#text = `${event.runId}-text-${event.seq}`;
+            out.push(
+              { type: "text-start", id: this.#text },
+              { type: "text-delta", id: this.#text, delta: message.content },
+            );
+          }
+          this.#closeText(out);
+          for (const call of message.toolCalls ?? []) {
+            this.#awaitingResult.add(call.id);
+            out.push({
+              type: "tool-input-available",
+              toolCallId: call.id,
+              toolName: call.name,
+              input: parsedInput(call.input),
+              dynamic: true,
+            });
+          }
+          if (this.#awaitingResult.size === 0) this.#finishStep(out);
+        } else if (message.role === "tool") {
+          const id = message.toolCallId;
+          if (message.metadata.errorCode === "DENIED") out.push({ type: "tool-output-denied", toolCallId: id });
+          else if (message.isError)
+            out.push({ type: "tool-output-error", toolCallId: id, errorText: message.content, dynamic: true });
+          else out.push({ type: "tool-output-available", toolCallId: id, output: message.content, dynamic: true });
+          this.#awaitingResult.delete(id);
+          if (this.#awaitingResult.size === 0) this.#finishStep(out);
+        }
+        break;
+      }
+      case "approval.requested":
+        out.push({
+          type: "tool-approval-request",
+          approvalId: event.toolCallId,
+          toolCallId: event.toolCallId,
+          reason: event.reason,
+        });
+        break;
+      case "approval.resolved":
+        out.push({
+          type: "tool-approval-response",
+          approvalId: event.toolCallId,
+          approved: event.decision === "approve",
+          ...(event.reason ? { reason: event.reason } : {}),
+        });
+        break;
+      case "tool.started":
+        break;
+      case "run.finished": {
+        this.#closeText(out);
+        if (this.#stepOpen && !this.#committed) out.push({ type: "reset-step" });
+        if (this.#stepOpen) this.#finishStep(out);
+        const { stopReason, error } = event.run;
+        if (stopReason === "error") out.push({ type: "error", errorText: error?.message ?? "the run failed" });
+        if (stopReason === "aborted") out.push({ type: "abort", reason: error?.message ?? "the run was cancelled" });
+        out.push({ type: "finish", finishReason: FINISH_REASONS[stopReason ?? "error"] });
+        break;
+      }
+    }
+    return out;
+  }
+
+  #closeText(out: UiChunk[]): void {
+    if (this.#text === null) return;
+    out.push({ type: "text-end", id: this.#text });
+    this.#text = null;
+  }
+
+  #finishStep(out: UiChunk[]): void {
+    out.push({ type: "finish-step" });
+    this.#stepOpen = false;
+    this.#committed = false;
+  }
+}
