@@ -6,7 +6,7 @@
 # Node 24 LTS. Pin the base by digest in your own registry mirror (`node:24-bookworm-slim@sha256:...`)
 # for reproducible builds; the tag follows Node 24's security releases.
 
-# --- build: compile TypeScript (better-sqlite3 ships its binary inside the package) ---
+# --- build: compile TypeScript and bundle the console into dist/console (better-sqlite3 ships its binary inside the package) ---
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -14,6 +14,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY routes ./routes
+COPY console ./console
 RUN npm run build
 # Drop the dev dependencies, then what the runtime never loads: better-sqlite3's sources and the
 # binaries of other platforms, and source maps.

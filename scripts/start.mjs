@@ -36,4 +36,21 @@ if (built < sources) {
   const result = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.json")], { stdio: "inherit" });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
+// The console (dist/console), built by vite from console/ when missing or older than its sources.
+const consoleIndex = join(root, "dist/console/index.html");
+const consoleBuilt = existsSync(consoleIndex) ? statSync(consoleIndex).mtimeMs : 0;
+if (consoleBuilt < newestMtime(join(root, "console"))) {
+  const vite = join(root, "node_modules/vite/bin/vite.js");
+  if (existsSync(vite)) {
+    console.error("building dist/console ...");
+    const result = spawnSync(process.execPath, [vite, "build", "--config", join(root, "console/vite.config.ts")], {
+      stdio: "inherit",
+    });
+    if (result.status !== 0) process.exit(result.status ?? 1);
+  } else if (!consoleBuilt) {
+    console.error(
+      "dist/console is missing and vite is not installed: the console at / answers 503 until `npm run build`",
+    );
+  }
+}
 await import(entry);

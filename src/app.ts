@@ -5,6 +5,7 @@ import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-z
 import type { Logger } from "pino";
 import approvalRoutes from "../routes/approvals.js";
 import chatRoutes from "../routes/chat.js";
+import consoleRoutes from "../routes/console.js";
 import eventRoutes from "../routes/events.js";
 import healthRoutes from "../routes/health.js";
 import openapiRoutes from "../routes/openapi.js";
@@ -14,6 +15,7 @@ import toolRoutes from "../routes/tools.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
+import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler } from "./http/error-handler.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
@@ -98,7 +100,12 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   });
 
   app.addHook("onRequest", async (request, reply) => {
-    if (!ctx.apiKeys.enabled || OPEN_ROUTES.has(request.url.split("?")[0] ?? "") || request.method === "OPTIONS")
+    if (
+      !ctx.apiKeys.enabled ||
+      OPEN_ROUTES.has(request.url.split("?")[0] ?? "") ||
+      CONSOLE_ROUTES.has(request.routeOptions.url ?? "") ||
+      request.method === "OPTIONS"
+    )
       return;
     const owner =
       ctx.apiKeys.authenticate(request.headers.authorization) ?? streamTokenOwner(ctx.streamTokens, request);
@@ -130,6 +137,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     eventRoutes,
     approvalRoutes,
     chatRoutes,
+    consoleRoutes,
   ]) {
     routes(app, ctx);
   }

@@ -734,6 +734,20 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(byName.shell).toMatchObject({ readOnly: false, defaultApproval: "ask" });
   });
 
+  it("console: / serves the page (open, no CDN: its assets are the server's own); an unknown asset is 404", async () => {
+    const page = await call(server, "GET", "/");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const assets = [...String(page.body).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/console\/assets\//);
+      const file = asset.replace("/console/assets/", "");
+      expect((await call(server, "GET", "/console/assets/{file}", { params: { file } })).status).toBe(200);
+    }
+    expect((await call(server, "GET", "/console/assets/{file}", { params: { file: "nope.js" } })).status).toBe(404);
+  });
+
   it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
     expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
     const ready = await call(server, "GET", "/readyz");

@@ -21,8 +21,11 @@ export interface TestServer {
     options?: { body?: unknown; headers?: Record<string, string> },
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are inspected freely by tests.
   ): Promise<{ status: number; headers: Headers; body: any }>;
-  /** Stops the server (runs are cancelled first); keeps the temp dir when `keepDir`. */
-  close(options?: { keepDir?: boolean }): Promise<void>;
+  /**
+   * Stops the server (runs are cancelled first, or with `resume` left for a restart to resume,
+   * as SIGTERM does); keeps the temp dir when `keepDir`.
+   */
+  close(options?: { keepDir?: boolean; resume?: boolean }): Promise<void>;
 }
 
 /**
@@ -38,6 +41,7 @@ export async function startTestServer({
   logger: givenLogger,
   wrapStore,
   finishReportMs,
+  port = 0,
 }: {
   env?: Record<string, string>;
   dir?: string;
@@ -45,6 +49,8 @@ export async function startTestServer({
   sseHeartbeatMs?: number;
   /** Where the server logs (default: the configured LOG_LEVEL on standard output). */
   logger?: Logger;
+  /** The port to listen on (default: any free one); a restart on the same port keeps clients' URLs. */
+  port?: number;
 } & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
@@ -61,7 +67,7 @@ export async function startTestServer({
   const logger = givenLogger ?? createLogger({ level: config.LOG_LEVEL });
   const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs });
   const app = await buildApp(ctx, logger);
-  await app.listen({ port: 0, host: "127.0.0.1" });
+  await app.listen({ port, host: "127.0.0.1" });
   await recoverLeftRuns(ctx, logger);
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
@@ -86,8 +92,8 @@ export async function startTestServer({
       }
       return { status: res.status, headers: res.headers, body: parsed };
     },
-    async close({ keepDir = false } = {}) {
-      await ctx.manager.shutdown({ graceMs: 2000 });
+    async close({ keepDir = false, resume = false } = {}) {
+      await ctx.manager.shutdown({ graceMs: 2000, resume });
       await app.close();
       await ctx.store.close();
       if (!givenUpstream) await upstream.close();

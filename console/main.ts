@@ -1,0 +1,186 @@
+import { api, HttpError, key, type Message, type RunEvent, watchRun } from "./api.js";
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const el = (tag: string, props: Record<string, string> = {}, text = ""): HTMLElement => {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) node.setAttribute(name, value);
+  node.textContent = text;
+  return node;
+};
+
+let current: string | null = null;
+let stopWatching: (() => void) | null = null;
+let activeRun: string | null = null;
+
+const status = (text: string) => {
+  $("status").textContent = text;
+};
+
+/** Asks for a key when the server wants one; else shows the sessions. */
+async function start(): Promise<void> {
+  $("forget-key").hidden = !key.get();
+  try {
+    await showSessions();
+    $("key-form").hidden = true;
+    $("app").hidden = false;
+    const fromHash = location.hash.slice(1);
+    if (fromHash) await openSession(fromHash);
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 401) {
+      $("app").hidden = true;
+      $("key-form").hidden = false;
+      status(key.get() ? "that key was refused" : "this server needs an API key");
+      return;
+    }
+    status(String(err));
+  }
+}
+
+async function showSessions(): Promise<void> {
+  const page = await api("GET", "/sessions?limit=100");
+  const list = $("sessions");
+  list.replaceChildren();
+  for (const session of page.items as { id: string; createdAt: string; activeRunId: string | null }[]) {
+    const item = el("li");
+    const button = el("button", { type: "button", "data-session": session.id }, session.id);
+    button.append(
+      el("small", {}, `${new Date(session.createdAt).toLocaleString()}${session.activeRunId ? " · running" : ""}`),
+    );
+    if (session.id === current) button.setAttribute("aria-current", "true");
+    button.onclick = () => void openSession(session.id);
+    item.append(button);
+    list.append(item);
+  }
+}
+
+async function openSession(id: string): Promise<void> {
+  stopWatching?.();
+  current = id;
+  location.hash = id;
+  const session = await api("GET", `/sessions/${id}`);
+  $("chat").hidden = false;
+  $("session-title").textContent = id;
+  $("history").replaceChildren();
+  $("approvals").replaceChildren();
+  $("run-state").textContent = "";
+  setLive(null);
+  activeRun = session.activeRunId;
+  // The history without the active run's messages: its events replay those, from the first.
+  const messages = await api("GET", `/sessions/${id}/messages?limit=200`);
+  for (const message of messages.items as Message[]) if (message.runId !== activeRun) showMessage(message);
+  if (activeRun) watch(activeRun);
+  setRunning(activeRun !== null);
+  await showSessions();
+}
+
+function showMessage(message: Message): void {
+  const item = el("li", { class: message.role + (message.isError ? " error" : ""), "data-message": message.id });
+  if (message.role === "tool")
+    item.textContent = `${message.isError ? "✗" : "✓"} ${message.toolCallId}: ${message.content}`;
+  else item.textContent = message.content;
+  for (const call of message.toolCalls ?? [])
+    item.append(el("div", { class: "call" }, `→ ${call.name}(${call.input})`));
+  $("history").append(item);
+}
+
+function setLive(text: string | null): void {
+  $("live").hidden = text === null;
+  $("live").textContent = text ?? "";
+}
+
+function setRunning(running: boolean): void {
+  $("cancel").hidden = !running;
+  $<HTMLButtonElement>("send").disabled = running;
+}
+
+function showApproval(event: Extract<RunEvent, { type: "approval.requested" }>): void {
+  const card = el("div", { class: "approval", "data-tool-call": event.toolCallId });
+  card.append(el("strong", {}, `${event.tool} asks for approval`), el("p", {}, event.reason));
+  card.append(el("pre", {}, JSON.stringify(event.input, null, 2)));
+  const reason = el("input", { class: "deny-reason", placeholder: "reason (optional)" }) as HTMLInputElement;
+  const decide = (decision: "approve" | "deny") => async () => {
+    try {
+      await api("POST", `/runs/${event.runId}/approvals/${encodeURIComponent(event.toolCallId)}`, {
+        decision,
+        ...(reason.value ? { reason: reason.value } : {}),
+      });
+    } catch (err) {
+      status(String(err));
+    }
+  };
+  const approve = el("button", { type: "button", class: "approve" }, "Approve");
+  const deny = el("button", { type: "button", class: "deny" }, "Deny");
+  approve.onclick = decide("approve");
+  deny.onclick = decide("deny");
+  card.append(approve, deny, reason);
+  $("approvals").append(card);
+}
+
+function watch(runId: string): void {
+  let live = "";
+  stopWatching = watchRun(
+    runId,
+    (event) => {
+      if (event.type === "turn.started") {
+        live = "";
+        setLive(live);
+      } else if (event.type === "text.delta") {
+        live += event.text;
+        setLive(live);
+      } else if (event.type === "message") {
+        if (event.message.role === "assistant") {
+          live = "";
+          setLive(null);
+        }
+        showMessage(event.message);
+      } else if (event.type === "approval.requested") showApproval(event);
+      else if (event.type === "approval.resolved")
+        document.querySelector(`.approval[data-tool-call="${CSS.escape(event.toolCallId)}"]`)?.remove();
+      else if (event.type === "run.finished") {
+        setLive(null);
+        $("approvals").replaceChildren();
+        const { stopReason, error } = event.run;
+        $("run-state").textContent = `run finished: ${stopReason}${error ? ` — ${error.message}` : ""}`;
+        activeRun = null;
+        setRunning(false);
+        void showSessions();
+      }
+    },
+    (state) => status(state === "live" ? `watching ${runId}` : state),
+  );
+}
+
+$("key-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  key.set($<HTMLInputElement>("key").value.trim());
+  void start();
+});
+$("forget-key").onclick = () => {
+  key.clear();
+  location.hash = "";
+  location.reload();
+};
+$("new-session").onclick = async () => {
+  const session = await api("POST", "/sessions", {});
+  await openSession(session.id);
+};
+$("prompt-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!current) return;
+  const input = $<HTMLTextAreaElement>("prompt").value;
+  try {
+    const run = await api("POST", `/sessions/${current}/runs`, { input });
+    $<HTMLTextAreaElement>("prompt").value = "";
+    $("run-state").textContent = "";
+    activeRun = run.id;
+    setRunning(true);
+    watch(run.id);
+  } catch (err) {
+    status(String(err));
+  }
+});
+$("cancel").onclick = async () => {
+  if (activeRun) await api("DELETE", `/runs/${activeRun}`).catch((err) => status(String(err)));
+};
+
+void start();

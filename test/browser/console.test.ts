@@ -1,0 +1,148 @@
+/** The operator console at `/`, served by the server, used in real Chromium with an API key. */
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gate } from "../fakes/gate.js";
+import { tempDir } from "../helpers/temp-dir.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { launchChromium, newPage, screenshot } from "./browser.js";
+
+const KEY = "console-key-0123456789";
+let browser: Browser;
+let server: TestServer;
+const shots = tempDir("browser-console-");
+
+beforeAll(async () => {
+  [browser, server] = await Promise.all([launchChromium(), startTestServer({ env: { AGENT_API_KEYS: KEY } })]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  console.log(`console screenshots: ${shots.path}`);
+});
+
+/** The console, signed in with the key, on a new session; returns the page and the session id. */
+async function signedIn(): Promise<{ page: Page; sessionId: string; problems: string[] }> {
+  const { page, problems } = await newPage(browser);
+  await page.goto(server.url);
+  await page.locator("#key-form").waitFor();
+  await page.fill("#key", KEY);
+  await page.click("#key-form button[type=submit]");
+  await page.locator("#new-session").click();
+  await page.locator("#chat").waitFor();
+  const sessionId = (await page.locator("#session-title").textContent()) ?? "";
+  return { page, sessionId, problems };
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.fill("#prompt", text);
+  await page.click("#send");
+}
+
+const historyText = (page: Page) => page.locator("#history li").allTextContents();
+
+describe("the console", () => {
+  it("asks for a key (kept for the tab only), shows a pending approval with tool, reason and arguments; Approve runs it", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"notes.txt","content":"hello"}' }] },
+      { text: "I wrote notes.txt" },
+    );
+    const { page, sessionId, problems } = await signedIn();
+    try {
+      await send(page, "write notes");
+      const card = page.locator('.approval[data-tool-call="call_w"]');
+      await card.waitFor();
+      expect(await card.textContent()).toMatch(/write_file asks for approval.*requires approval.*"path": "notes.txt"/s);
+      await screenshot(page, shots.path, "approval-pending");
+      await card.locator(".approve").click();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      expect(await card.count()).toBe(0);
+      const history = await historyText(page);
+      expect(history[0]).toBe("write notes");
+      expect(history.at(-1)).toBe("I wrote notes.txt");
+      expect(history.some((line) => line.startsWith("✓ call_w"))).toBe(true);
+      await screenshot(page, shots.path, "approved");
+      const session = (
+        await server.request("GET", `/sessions/${sessionId}`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).body;
+      expect(session.activeRunId).toBeNull();
+      // Another tab has no key: it asks again.
+      const other = await page.context().newPage();
+      await other.goto(server.url);
+      await other.locator("#key-form").waitFor();
+      expect(await other.evaluate(() => sessionStorage.length)).toBe(0);
+      expect(await page.evaluate(() => localStorage.length)).toBe(0);
+      // Only the key probes were refused (401 before a key was given).
+      expect(problems.filter((p) => !p.includes("status of 401"))).toEqual([]);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("Deny with a reason: the model gets the denial, the run goes on", async () => {
+    server.upstream.enqueue(
+      { toolCalls: [{ id: "call_sh", name: "shell", arguments: '{"command":"rm -rf build"}' }] },
+      { text: "ok, I will not" },
+    );
+    const { page, sessionId } = await signedIn();
+    try {
+      await send(page, "clean up");
+      const card = page.locator('.approval[data-tool-call="call_sh"]');
+      await card.waitFor();
+      await card.locator(".deny-reason").fill("not on this machine");
+      await card.locator(".deny").click();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      const denied = (await historyText(page)).find((line) => line.startsWith("✗ call_sh"));
+      expect(denied).toContain("not on this machine");
+      await screenshot(page, shots.path, "denied");
+      const messages = (
+        await server.request("GET", `/sessions/${sessionId}/messages`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).body.items;
+      expect(messages.find((m: { toolCallId?: string }) => m.toolCallId === "call_sh").metadata.errorCode).toBe(
+        "DENIED",
+      );
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("Cancel stops a live run: its streamed text goes, the run ends aborted", async () => {
+    const hold = gate();
+    server.upstream.enqueue({ text: ["thinking ", "hard"], gate: hold.wait });
+    const { page } = await signedIn();
+    try {
+      await send(page, "think");
+      await page.locator("#live", { hasText: "thinking hard" }).waitFor();
+      await screenshot(page, shots.path, "live-before-cancel");
+      await page.click("#cancel");
+      await page.locator("#run-state", { hasText: "run finished: aborted" }).waitFor();
+      hold.open();
+      expect(await page.locator("#live").isHidden()).toBe(true);
+      expect(await historyText(page)).toEqual(["think"]);
+      await screenshot(page, shots.path, "cancelled");
+    } finally {
+      hold.open();
+      await page.context().close();
+    }
+  });
+
+  it("a reload mid-run picks up where it left off: the streamed text again, then the rest, nothing twice", async () => {
+    const hold = gate();
+    server.upstream.enqueue({ text: ["half ", "an answer"], gate: hold.wait });
+    const { page } = await signedIn();
+    try {
+      await send(page, "answer");
+      await page.locator("#live", { hasText: "half an answer" }).waitFor();
+      await page.reload();
+      await page.locator("#live", { hasText: "half an answer" }).waitFor();
+      expect(await page.locator("#key-form").isHidden()).toBe(true);
+      await screenshot(page, shots.path, "reloaded-mid-run");
+      hold.open();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      expect(await historyText(page)).toEqual(["answer", "half an answer"]);
+      await screenshot(page, shots.path, "reloaded-finished");
+    } finally {
+      hold.open();
+      await page.context().close();
+    }
+  });
+});

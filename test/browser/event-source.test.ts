@@ -1,0 +1,218 @@
+/**
+ * A browser's own EventSource and fetch against the API from another origin, in real Chromium.
+ */
+import { Writable } from "node:stream";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { tempDir } from "../helpers/temp-dir.js";
+import { startTestServer } from "../helpers/test-server.js";
+import { launchChromium, newPage, screenshot, staticOrigin } from "./browser.js";
+
+const KEY = "browser-key-0123456789";
+const auth = { authorization: `Bearer ${KEY}` };
+let browser: Browser;
+let upstream: FakeUpstream;
+let origin: Awaited<ReturnType<typeof staticOrigin>>;
+const shots = tempDir("browser-event-source-");
+
+beforeAll(async () => {
+  [browser, upstream, origin] = await Promise.all([
+    launchChromium(),
+    startFakeUpstream(),
+    staticOrigin({ "/": { type: "text/html", body: "<!doctype html><title>client</title><pre id=log></pre>" } }),
+  ]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await origin?.close();
+  await upstream?.close();
+  console.log(`browser screenshots: ${shots.path}`);
+});
+
+/** Opens an EventSource in the page; events, opens and errors are kept in `window.es`. */
+async function openEventSource(page: Page, url: string): Promise<void> {
+  await page.evaluate((u) => {
+    const state = { events: [] as { id: string; type: string }[], opens: 0, errors: 0, readyState: 0 };
+    const w = window as unknown as { es: typeof state; source: EventSource };
+    w.es = state;
+    const source = new EventSource(u);
+    w.source = source;
+    const log = document.getElementById("log") as HTMLElement;
+    const types = ["run.started", "turn.started", "text.delta", "message", "approval.requested"];
+    for (const type of [...types, "approval.resolved", "tool.started", "run.finished"]) {
+      source.addEventListener(type, (e) => {
+        state.events.push({ id: (e as MessageEvent).lastEventId, type });
+        log.textContent += `${(e as MessageEvent).lastEventId} ${type}\n`;
+      });
+    }
+    source.onopen = () => {
+      state.opens++;
+      log.textContent += "(open)\n";
+    };
+    source.onerror = () => {
+      state.errors++;
+      state.readyState = source.readyState;
+      log.textContent += `(error, readyState ${source.readyState})\n`;
+    };
+  }, url);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the page's state is read as the page kept it.
+const pageState = (page: Page): Promise<any> => page.evaluate(() => (window as unknown as { es: unknown }).es);
+
+describe("EventSource in Chromium", () => {
+  it("without keys: receives every event, then stops reconnecting after run.finished (the resume is answered 204)", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const server = await startTestServer({
+      upstream,
+      env: { CORS_ORIGINS: origin.url },
+      logger: createLogger({ level: "info", destination: sink }),
+    });
+    const { page, problems } = await newPage(browser);
+    try {
+      upstream.enqueue({ toolCalls: [{ id: "call_ls", name: "list_files", arguments: "{}" }] }, { text: "empty" });
+      const session = await server.request("POST", "/sessions", { body: {} });
+      const run = (
+        await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "ls" } })
+      ).body.run;
+      const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
+      await page.goto(origin.url);
+      await openEventSource(page, `${server.url}/runs/${run.id}/events`);
+      // The stream ends after run.finished; EventSource reconnects once (retry: 2 s), gets 204 and gives up.
+      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+        timeout: 8000,
+      });
+      await page.waitForTimeout(2500);
+      const state = await pageState(page);
+      expect(state.events).toEqual(stored);
+      expect(state.opens).toBe(1);
+      expect(await page.evaluate(() => (window as unknown as { source: EventSource }).source.readyState)).toBe(2);
+      const requests = lines.filter((l) => l.includes(`"url":"/runs/${run.id}/events"`)).map((l) => JSON.parse(l));
+      expect(requests.map((r) => r.statusCode)).toEqual([200, 204]);
+      await screenshot(page, shots.path, "event-source-no-keys");
+      expect(problems.filter((p) => !p.includes("204"))).toEqual([]);
+    } finally {
+      await page.context().close();
+      await server.close();
+    }
+  });
+
+  it("with keys: a stream token opens it, it resumes across a server restart with Last-Event-ID, and stops after run.finished", async () => {
+    const dir = tempDir("browser-restart-");
+    const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url };
+    let server = await startTestServer({ upstream, env, dir: dir.path });
+    const port = Number(new URL(server.url).port);
+    const { page } = await newPage(browser);
+    try {
+      upstream.enqueue(
+        { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' }] },
+        { text: "written" },
+      );
+      const session = await server.request("POST", "/sessions", { body: {}, headers: auth });
+      const run = (
+        await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "w" }, headers: auth })
+      ).body;
+      await page.goto(origin.url);
+      // Without a token (EventSource cannot send the key) the stream is refused.
+      await openEventSource(page, `${server.url}/runs/${run.id}/events`);
+      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2);
+      expect((await pageState(page)).events).toEqual([]);
+
+      const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
+      await openEventSource(page, server.url + token.eventsUrl);
+      await page.waitForFunction(() =>
+        (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
+          (e) => e.type === "approval.requested",
+        ),
+      );
+      await server.close({ keepDir: true, resume: true });
+      server = await startTestServer({ upstream, env, dir: dir.path, port });
+      await page.waitForFunction(() => (window as unknown as { es: { opens: number } }).es.opens === 2, null, {
+        timeout: 8000,
+      });
+      const decided = await server.request("POST", `/runs/${run.id}/approvals/call_w`, {
+        body: { decision: "approve" },
+        headers: auth,
+      });
+      expect(decided.status).toBe(200);
+      await page.waitForFunction(() =>
+        (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === "run.finished"),
+      );
+      const state = await pageState(page);
+      const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
+      expect(state.events).toEqual(stored);
+      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+        timeout: 8000,
+      });
+      await screenshot(page, shots.path, "event-source-keys-restart");
+    } finally {
+      await page.context().close();
+      await server.close();
+      dir.cleanup();
+    }
+  });
+
+  it("CORS from another origin: the page reads Location, X-Request-Id and WWW-Authenticate; other origins are refused", async () => {
+    const server = await startTestServer({ upstream, env: { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url } });
+    const elsewhere = await staticOrigin({ "/": { type: "text/html", body: "<!doctype html><title>other</title>" } });
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(origin.url);
+      const seen = await page.evaluate(
+        async ({ api, key }) => {
+          const created = await fetch(`${api}/sessions`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ metadata: { from: "browser" } }),
+          });
+          const refused = await fetch(`${api}/sessions`);
+          const result = {
+            status: created.status,
+            location: created.headers.get("location"),
+            requestId: created.headers.get("x-request-id"),
+            id: (await created.json()).id,
+            refused: refused.status,
+            wwwAuthenticate: refused.headers.get("www-authenticate"),
+          };
+          document.body.textContent = JSON.stringify(result, null, 2);
+          return result;
+        },
+        { api: server.url, key: KEY },
+      );
+      expect(seen).toMatchObject({
+        status: 201,
+        location: `/sessions/${seen.id}`,
+        requestId: expect.stringMatching(/^req_/),
+        refused: 401,
+        wwwAuthenticate: 'Bearer realm="agent-server"',
+      });
+      await screenshot(page, shots.path, "cors-allowed");
+      await page.goto(elsewhere.url);
+      const blocked = await page.evaluate(async (api) => {
+        try {
+          await fetch(`${api}/sessions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: "{}",
+          });
+          return "read";
+        } catch (err) {
+          return String(err);
+        }
+      }, server.url);
+      expect(blocked).toMatch(/TypeError/);
+    } finally {
+      await page.context().close();
+      await elsewhere.close();
+      await server.close();
+    }
+  });
+});
