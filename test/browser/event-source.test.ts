@@ -1,11 +1,10 @@
 /**
  * A browser's own EventSource and fetch against the API from another origin, in real Chromium.
  */
-import { Writable } from "node:stream";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { capturedLogs } from "../helpers/captured-logs.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer } from "../helpers/test-server.js";
 import { launchChromium, newPage, screenshot, staticOrigin } from "./browser.js";
@@ -64,17 +63,11 @@ const pageState = (page: Page): Promise<any> => page.evaluate(() => (window as u
 
 describe("EventSource in Chromium", () => {
   it("without keys: receives every event, then stops reconnecting after run.finished (the resume is answered 204)", async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const { lines, logger } = capturedLogs();
     const server = await startTestServer({
       upstream,
       env: { CORS_ORIGINS: origin.url },
-      logger: createLogger({ level: "info", destination: sink }),
+      logger,
     });
     const { page, problems } = await newPage(browser);
     try {

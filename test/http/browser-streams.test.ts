@@ -1,8 +1,7 @@
 import http from "node:http";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { StreamTokens } from "../../src/http/stream-tokens.js";
-import { createLogger } from "../../src/logger.js";
+import { capturedLogs } from "../helpers/captured-logs.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
@@ -166,16 +165,10 @@ describe("stream tokens", () => {
   });
 
   it("never reach the request log", async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const { lines, logger } = capturedLogs();
     server = await startTestServer({
       env: { AGENT_API_KEYS: KEY_A, LOG_LEVEL: "info" },
-      logger: createLogger({ level: "info", destination: sink }),
+      logger,
     });
     const { runId } = await finishedRun(server, as(KEY_A));
     const { token } = (await server.request("POST", `/runs/${runId}/stream-token`, { headers: as(KEY_A) })).body;
