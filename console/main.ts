@@ -143,6 +143,7 @@ function watch(runId: string): void {
         $("run-state").textContent = `run finished: ${stopReason}${error ? ` — ${error.message}` : ""}`;
         activeRun = null;
         setRunning(false);
+        status("");
         void showSessions();
       }
     },

@@ -2,6 +2,7 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gate } from "../fakes/gate.js";
+import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { launchChromium, newPage, screenshot } from "./browser.js";
@@ -21,9 +22,9 @@ afterAll(async () => {
 });
 
 /** The console, signed in with the key, on a new session; returns the page and the session id. */
-async function signedIn(): Promise<{ page: Page; sessionId: string; problems: string[] }> {
+async function signedIn(at: TestServer = server): Promise<{ page: Page; sessionId: string; problems: string[] }> {
   const { page, problems } = await newPage(browser);
-  await page.goto(server.url);
+  await page.goto(at.url);
   await page.locator("#key-form").waitFor();
   await page.fill("#key", KEY);
   await page.click("#key-form button[type=submit]");
@@ -143,6 +144,42 @@ describe("the console", () => {
     } finally {
       hold.open();
       await page.context().close();
+    }
+  });
+
+  it("a server restart mid-run: the console reconnects and picks up where it left off, the pending approval still there", async () => {
+    const dir = tempDir("browser-console-restart-");
+    const env = { AGENT_API_KEYS: KEY };
+    const upstream = await startFakeUpstream();
+    let own = await startTestServer({ env, dir: dir.path, upstream });
+    const port = Number(new URL(own.url).port);
+    upstream.enqueue(
+      {
+        text: "Writing it. ",
+        toolCalls: [{ id: "call_r", name: "write_file", arguments: '{"path":"r.txt","content":"R"}' }],
+      },
+      { text: "written after the restart" },
+    );
+    const { page } = await signedIn(own);
+    try {
+      await send(page, "write r.txt");
+      await page.locator('.approval[data-tool-call="call_r"]').waitFor();
+      await own.close({ keepDir: true, resume: true });
+      await page.locator("#status", { hasText: "reconnecting" }).waitFor();
+      own = await startTestServer({ env, dir: dir.path, port, upstream });
+      // EventSource reconnects by itself (Last-Event-ID, the same stream token) and gets the rest.
+      await page.locator("#status", { hasText: "watching" }).waitFor({ timeout: 8000 });
+      await page.locator('.approval[data-tool-call="call_r"] .approve').click();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      const history = await historyText(page);
+      expect(history.filter((line) => line.startsWith("Writing it."))).toHaveLength(1);
+      expect(history.at(-1)).toBe("written after the restart");
+      await screenshot(page, shots.path, "restarted");
+    } finally {
+      await page.context().close();
+      await own.close();
+      await upstream.close();
+      dir.cleanup();
     }
   });
 });

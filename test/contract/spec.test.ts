@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { ChatBody } from "../../src/chat/chat-request.js";
 import {
   CreateSessionBody,
   DecisionBody,
@@ -134,6 +135,7 @@ describe("the spec and the code's request schemas", () => {
     expect(specShape("CreateSessionRequest")).toEqual(zodShape(CreateSessionBody));
     expect(specShape("StartRunRequest")).toEqual(zodShape(StartRunBody));
     expect(specShape("DecisionRequest")).toEqual(zodShape(DecisionBody));
+    expect(specShape("ChatRequest")).toEqual(zodShape(ChatBody));
   });
 
   it("query parameters are the ones the zod schemas accept", () => {
