@@ -47,6 +47,7 @@ import { newId } from "../src/ids.js";
 import { EventHub } from "../src/runs/event-hub.js";
 import { RunManager } from "../src/runs/run-manager.js";
 import { openDatabase } from "../src/store/database.js";
+import { defaultRunLimits } from "../src/store/runs.js";
 import { createSqliteStore } from "../src/store/sqlite-store.js";
 import type { SessionRecord, Store } from "../src/store/store.js";
 
@@ -208,6 +209,7 @@ async function newSession(): Promise<SessionRecord> {
     workspace: "bench",
     workspaceShared: true,
     providerProfile: null,
+    planning: false,
     metadata: null,
     createdAt: new Date().toISOString(),
   };
@@ -227,6 +229,8 @@ async function newRunRecord(session: SessionRecord, maxTurns: number): Promise<s
     input: "hi",
     maxTurns,
     contextMaxChars: null,
+    stopDetail: null,
+    ...defaultRunLimits(),
     stats: emptyStats(),
     createdAt: new Date().toISOString(),
     finishedAt: null,
@@ -313,7 +317,7 @@ async function storeAloneTurn(): Promise<number> {
   const callId = `call_${runId}`;
   const step: StepTrace = {
     turn: 1,
-    context: { messageCount: 1, estimatedTokens: 10, trimmedCount: 0 },
+    context: { messageCount: 1, estimatedTokens: 10, trimmedCount: 0, includedFiles: [] },
     model: {
       latencyMs: 0,
       firstTokenMs: 0,
@@ -374,6 +378,7 @@ async function storeAloneTurn(): Promise<number> {
       {
         toolCallId: callId,
         tool: TOOL_NAME,
+        fingerprint: "0000000000000000",
         status: "ok",
         errorCode: null,
         durationMs: 0,

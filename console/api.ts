@@ -103,5 +103,8 @@ export type RunEvent = { runId: string; seq: number; type: (typeof EVENT_TYPES)[
   | { type: "message"; message: Message }
   | { type: "approval.requested"; toolCallId: string; tool: string; input: unknown; reason: string }
   | { type: "approval.resolved"; toolCallId: string; decision: string }
-  | { type: "run.finished"; run: { stopReason: string; error: { message: string } | null } }
+  | {
+      type: "run.finished";
+      run: { stopReason: string; stopDetail?: string | null; error: { message: string } | null };
+    }
 );

@@ -139,8 +139,10 @@ function watch(runId: string): void {
       else if (event.type === "run.finished") {
         setLive(null);
         $("approvals").replaceChildren();
-        const { stopReason, error } = event.run;
-        $("run-state").textContent = `run finished: ${stopReason}${error ? ` — ${error.message}` : ""}`;
+        const { stopReason, stopDetail, error } = event.run;
+        // The error's own words, else the server's sentence on where it stopped and what to try.
+        const why = error?.message ?? stopDetail;
+        $("run-state").textContent = `run finished: ${stopReason}${why ? ` — ${why}` : ""}`;
         activeRun = null;
         setRunning(false);
         status("");

@@ -10,7 +10,7 @@ import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.j
 import { EventHub } from "./runs/event-hub.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
-import { RunService } from "./runs/run-service.js";
+import { type RunDefaults, RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
 import { openStoreOrExplain, prepareShellSandbox, prepareWorkspaceRoot } from "./startup-checks.js";
 import type { Store } from "./store/store.js";
@@ -91,7 +91,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     maxSessionsPerKey: config.MAX_SESSIONS_PER_KEY,
     approvalCeiling,
   });
-  const runs = new RunService({ store, manager, sessions, defaultMaxTurns: config.DEFAULT_MAX_TURNS });
+  const runs = new RunService({ store, manager, sessions, defaults: runDefaultsOf(config) });
   // What a call gets without any override, under the ceiling.
   const tools: ToolCatalogEntry[] = describeWorkspaceTools(shellSandbox).map((tool) => ({
     ...tool,
@@ -115,6 +115,15 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,
   };
 }
+
+/** What a start request leaves out, from the configuration. */
+const runDefaultsOf = (config: Config): RunDefaults => ({
+  maxTurns: config.DEFAULT_MAX_TURNS,
+  loopRepeatLimit: config.LOOP_REPEAT_LIMIT,
+  maxTokens: config.DEFAULT_MAX_TOKENS,
+  maxDurationMs: config.DEFAULT_MAX_DURATION_MS,
+  maxToolCalls: config.DEFAULT_MAX_TOOL_CALLS,
+});
 
 /**
  * Settles the runs a previous process left live (resumed or aborted, per ON_RESTART). Called

@@ -21,7 +21,7 @@ const toNumber = (raw: unknown) => (typeof raw === "string" && raw.trim() !== ""
 const intSetting = (fallback: number, bounds: { min?: number; max?: number } = {}) =>
   z.preprocess(toNumber, wholeNumber(bounds).default(fallback));
 
-/** A number whose default depends on other settings (resolved in loadConfig). */
+/** A number that may be left unset: no such limit, or a default that depends on other settings (see loadConfig). */
 const optionalIntSetting = (bounds: { min?: number; max?: number } = {}) =>
   z.preprocess(toNumber, wholeNumber(bounds).optional());
 
@@ -89,6 +89,11 @@ const EnvSchema = z.object({
     z.enum(["resume", "abort"]).default("resume"),
   ),
   DEFAULT_MAX_TURNS: intSetting(20, { min: 1, max: 1000 }),
+  // Stop conditions: the loop guard's repeat limit (0: off) and each run's default budgets (unset: none).
+  LOOP_REPEAT_LIMIT: intSetting(3, { min: 0, max: 1000 }).refine((n) => n !== 1, "must be 0 (off) or at least 2"),
+  DEFAULT_MAX_TOKENS: optionalIntSetting({ min: 1 }),
+  DEFAULT_MAX_DURATION_MS: optionalIntSetting({ min: 1, max: MAX_TIMER_MS }),
+  DEFAULT_MAX_TOOL_CALLS: optionalIntSetting({ min: 1, max: 100_000 }),
   MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),
   MODEL_REQUEST_TIMEOUT_MS: msSetting(60_000),
   MODEL_IDLE_TIMEOUT_MS: msSetting(60_000),

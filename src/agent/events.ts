@@ -1,4 +1,5 @@
 import type { AgentMessage } from "./messages.js";
+import type { Plan } from "./plan.js";
 
 /** The durable start of a tool: committed (awaited) before the tool runs. */
 export interface ToolStart {
@@ -10,8 +11,10 @@ export interface ToolStart {
 /**
  * What the loop hands to `commit`, awaited: a message, or a tool's start. Once `commit`
  * resolves it is durable; when it throws, the run ends with `error` (PERSISTENCE_FAILED).
+ * A message that changes the run's plan (a plan tool's successful result) carries the plan
+ * it makes: the host announces it (`plan.updated`) with the message, in the same write.
  */
-export type LoopCommit = { type: "message"; message: AgentMessage } | ToolStart;
+export type LoopCommit = { type: "message"; message: AgentMessage; plan?: Plan } | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */
 export type LoopNotice =

@@ -1,4 +1,5 @@
 import type { BeforeToolCall } from "./approval.js";
+import type { BudgetFinding, RunBudgets } from "./budget.js";
 import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
 import type { AgentMessage } from "./messages.js";
 import type { ModelClient } from "./model.js";
@@ -36,10 +37,17 @@ export interface LoopContext {
   /** Tool-call ids the conversation has already used: an id names one call, for results and approvals. */
   usedToolCallIds: Set<string>;
   stats: RunStats;
+  budgets: RunBudgets;
+  /** The run's wall time so far, counting earlier processes' share when resumed. */
+  elapsedMs: () => number;
 }
 
-/** How a phase ended when the run must stop. */
-export type PhaseStop = { stopReason: "aborted" } | { stopReason: "error"; error: RunError };
+/** How a phase ended when the run must stop; `toolCall`: the call it stopped at, if any. */
+export type PhaseStop = (
+  | { stopReason: "aborted" }
+  | { stopReason: "error"; error: RunError }
+  | { stopReason: "budget_exhausted"; budget: BudgetFinding }
+) & { toolCall?: { id: string; tool: string } };
 
 export class PersistenceError extends Error {
   readonly code = "PERSISTENCE_FAILED";

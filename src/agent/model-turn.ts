@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { durationSpent, withDeadline } from "./budget.js";
 import { selectContext } from "./context-window.js";
+import { includedFiles } from "./included-files.js";
 import { commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
 import { type AssistantMessage, type AssistantMetadata, type ToolCall, wellFormed } from "./messages.js";
 import type { ModelResult, ToolSpec } from "./model.js";
@@ -66,13 +68,15 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
 
   ctx.notify({ type: "turn.started", turn });
   ctx.stats.modelCalls++;
+  // The wall-time budget ends a request still streaming when it runs out; the turn is dropped.
+  const signal = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
   const result = await ctx.model.complete({
     model: ctx.modelName,
     providerProfile: ctx.providerProfile,
     system: ctx.system,
     messages: window.messages,
     tools: specs,
-    signal: ctx.signal,
+    signal,
     onTextDelta: (text) => ctx.notify({ type: "text.delta", text }),
     onReasoningDelta: (text) => ctx.notify({ type: "reasoning.delta", text }),
   });
@@ -83,6 +87,7 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
       messageCount: window.messages.length,
       estimatedTokens: estimateTokens(window.chars + (ctx.system?.length ?? 0)),
       trimmedCount: window.trimmedCount,
+      includedFiles: includedFiles(window.messages),
     },
     model: {
       latencyMs: result.timing.latencyMs,
@@ -95,6 +100,9 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   };
 
   if (!result.ok) {
+    if (signal.aborted && !ctx.signal.aborted) {
+      return { stop: { stopReason: "budget_exhausted", budget: durationSpent(ctx.budgets, ctx.elapsedMs()) }, trace };
+    }
     if (result.code === "MODEL_ABORTED" || ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };
     return { stop: { stopReason: "error", error: { code: result.code, message: result.message } }, trace };
   }

@@ -1,14 +1,20 @@
 import { randomUUID } from "node:crypto";
 import type { BeforeToolCall } from "./approval.js";
+import { type RunBudgets, spentBudget } from "./budget.js";
 import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
 import { assertValidHistory, pendingToolCalls } from "./history.js";
 import { commitMessage, type LoopContext, notifyOnly, type PhaseStop } from "./loop-context.js";
+import { DEFAULT_LOOP_REPEAT_LIMIT, detectLoop, type LoopFinding } from "./loop-guard.js";
 import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
+import { planFromMessages } from "./plan.js";
+import { type PlanState, planAfterCommit, planTools } from "./plan-tools.js";
 import type { RunError } from "./run-error.js";
 import { emptyStats, type RunStats } from "./stats.js";
 import type { StepTrace, ToolTrace } from "./step-trace.js";
+import { describeStop, type StopPoint } from "./stop-detail.js";
+import type { StopReason } from "./stop-reason.js";
 import type { AnyAgentTool } from "./tool.js";
 import { runToolCalls, traceOf } from "./tool-phase.js";
 
@@ -53,11 +59,23 @@ export interface RunAgentParams {
    */
   priorStep?: StepTrace;
   newId?: () => string;
+  /** The run's token, wall-time and tool-call budgets; an absent one is no limit. */
+  budgets?: RunBudgets;
+  /** The loop guard's repeat limit (see `detectLoop`); 0 turns it off. */
+  loopRepeatLimit?: number;
+  /** When resuming: the index in `history` of this run's first message (the loop guard counts from it). */
+  runStart?: number;
+  /** Offer the plan tools; the plan is derived from this run's messages and committed with the results that change it. */
+  planning?: boolean;
 }
 
 export interface AgentRunResult {
-  stopReason: "complete" | "max_turns" | "aborted" | "error";
+  stopReason: StopReason;
   error: RunError | null;
+  /** For every stop but `complete`: one sentence naming the step, the cause and what to try. */
+  stopDetail: string | null;
+  /** Where the run stopped (a caller that overrides the stop reason explains it from here). */
+  stopPoint: StopPoint;
   /** The messages this call committed, in order. */
   messages: AgentMessage[];
   stats: RunStats;
@@ -75,14 +93,20 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   const onStep = notifyOnly(params.onStep);
   const stats: RunStats = params.priorStats ? { ...params.priorStats } : emptyStats();
   const priorDuration = stats.durationMs;
+  const runStart = params.input === undefined ? (params.runStart ?? params.history.length) : params.history.length;
+  const plan: PlanState | null = params.planning ? { plan: planFromMessages(params.history.slice(runStart)) } : null;
   const ctx: LoopContext = {
     model: params.model,
     modelName: params.modelName,
     providerProfile: params.providerProfile,
     system: params.system,
-    tools: new Map(params.tools.map((tool) => [tool.name, tool])),
+    tools: new Map([...params.tools, ...(plan ? planTools(plan) : [])].map((tool) => [tool.name, tool])),
     beforeToolCall: params.beforeToolCall,
-    commit: params.commit,
+    commit: async (item, committedStats) => {
+      const updated = plan && item.type === "message" ? planAfterCommit(plan, ctx.history, item.message) : null;
+      await params.commit(updated && item.type === "message" ? { ...item, plan: updated } : item, committedStats);
+      if (plan && updated) plan.plan = updated;
+    },
     notify: notifyOnly(params.emit),
     checkpoint: params.checkpoint ?? (async () => {}),
     onStep: (step) => {
@@ -97,24 +121,40 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     // Ids unique in the whole conversation: some upstreams refuse a repeated tool-call id.
     usedToolCallIds: new Set(toolCallIdsIn(params.history)),
     stats,
+    budgets: params.budgets ?? {},
+    elapsedMs: () => priorDuration + (performance.now() - started),
   };
   const firstNew = ctx.history.length;
-  const finish = (stop: PhaseStop | { stopReason: "complete" | "max_turns" }): AgentRunResult => {
+  const repeatLimit = params.loopRepeatLimit ?? DEFAULT_LOOP_REPEAT_LIMIT;
+  const finish = (stop: LoopStop, phase: StopPoint["phase"]): AgentRunResult => {
     stats.durationMs = priorDuration + Math.round(performance.now() - started);
+    const turn = phase === "before_turn" ? stats.modelCalls + 1 : stats.modelCalls;
+    const point: StopPoint = {
+      phase,
+      turn,
+      ...("toolCall" in stop && stop.toolCall ? { toolCall: stop.toolCall } : {}),
+    };
     return {
       stopReason: stop.stopReason,
       error: stop.stopReason === "error" ? stop.error : null,
+      stopDetail: explain(stop, point, params.maxTurns, ctx.signal),
+      stopPoint: point,
       messages: ctx.history.slice(firstNew),
       stats,
     };
+  };
+  /** After a turn's results are committed, before the next model request: the loop guard. */
+  const loopStop = (): LoopStop | null => {
+    const loop = detectLoop(ctx.history, repeatLimit, runStart);
+    return loop ? { stopReason: "loop_detected", loop } : null;
   };
 
   if (params.input !== undefined) {
     // Checkpoint (a): cancelled before the run began: nothing is recorded.
     await ctx.checkpoint("input");
-    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" }, "before_turn");
     const stop = await commitMessage(ctx, { id: ctx.newId(), role: "user", content: wellFormed(params.input) });
-    if (stop) return finish(stop);
+    if (stop) return finish(stop, "before_turn");
   } else {
     // Resuming: calls of the last assistant message that still lack results run first.
     const pending = pendingToolCalls(ctx.history);
@@ -122,27 +162,62 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
       const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
       const stop = await runToolCalls(ctx, pending, step?.tools ?? []);
       if (step) ctx.onStep(step);
-      if (stop) return finish(stop);
+      if (stop) return finish(stop, "in_turn");
+      const loop = loopStop();
+      if (loop) return finish(loop, "after_turn");
     }
   }
 
   const specs = toolSpecs(ctx.tools);
   while (true) {
-    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
-    if (stats.modelCalls >= params.maxTurns) return finish({ stopReason: "max_turns" });
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" }, "before_turn");
+    if (stats.modelCalls >= params.maxTurns) return finish({ stopReason: "max_turns" }, "after_turn");
+    const budget = spentBudget(ctx.budgets, stats, ctx.elapsedMs(), "model_request");
+    if (budget) return finish({ stopReason: "budget_exhausted", budget }, "before_turn");
     await ctx.checkpoint("turn");
-    if (ctx.signal.aborted) return finish({ stopReason: "aborted" });
+    if (ctx.signal.aborted) return finish({ stopReason: "aborted" }, "before_turn");
     const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
     if (turn.stop) {
       if (turn.trace) ctx.onStep(turn.trace);
-      return finish(turn.stop);
+      return finish(turn.stop, "in_turn");
     }
     const calls = turn.assistant.toolCalls ?? [];
     const stop = calls.length ? await runToolCalls(ctx, calls, turn.trace.tools) : null;
     ctx.onStep(turn.trace);
-    if (stop) return finish(stop);
+    if (stop) return finish(stop, "in_turn");
     // Law 2: the run completes because the model made no tool call.
-    if (calls.length === 0) return finish({ stopReason: "complete" });
+    if (calls.length === 0) return finish({ stopReason: "complete" }, "after_turn");
+    const loop = loopStop();
+    if (loop) return finish(loop, "after_turn");
+  }
+}
+
+/** Every way the loop stops. */
+type LoopStop =
+  | PhaseStop
+  | { stopReason: "complete" | "max_turns" }
+  | { stopReason: "loop_detected"; loop: LoopFinding };
+
+/** Who cancelled, from the signal's reason ("by a DELETE /runs/{id} request"). */
+function cancelledBy(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name !== "AbortError" ? reason.message : "through its AbortSignal";
+}
+
+function explain(stop: LoopStop, point: StopPoint, maxTurns: number, signal: AbortSignal): string | null {
+  switch (stop.stopReason) {
+    case "complete":
+      return null;
+    case "max_turns":
+      return describeStop({ stopReason: "max_turns", point, maxTurns });
+    case "aborted":
+      return describeStop({ stopReason: "aborted", point, by: cancelledBy(signal) });
+    case "error":
+      return describeStop({ stopReason: "error", point, error: stop.error });
+    case "loop_detected":
+      return describeStop({ stopReason: "loop_detected", point, loop: stop.loop });
+    case "budget_exhausted":
+      return describeStop({ stopReason: "budget_exhausted", point, budget: stop.budget });
   }
 }
 

@@ -4,6 +4,8 @@ import type { ModelUsage } from "./model.js";
 export interface ToolTrace {
   toolCallId: string;
   tool: string;
+  /** The call's fingerprint (tool name and canonical arguments, hashed): equal for repeats the loop guard counts. */
+  fingerprint: string;
   status: "ok" | "error";
   errorCode: string | null;
   durationMs: number;
@@ -14,7 +16,13 @@ export interface ToolTrace {
 /** What one turn of the loop did: what it sent, how the model answered, what the tools did. */
 export interface StepTrace {
   turn: number;
-  context: { messageCount: number; estimatedTokens: number; trimmedCount: number };
+  context: {
+    messageCount: number;
+    estimatedTokens: number;
+    trimmedCount: number;
+    /** The workspace files whose content was sent (read_file / search_files results inside the window). */
+    includedFiles: string[];
+  };
   model: {
     latencyMs: number;
     firstTokenMs: number | null;

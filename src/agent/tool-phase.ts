@@ -1,12 +1,16 @@
 import type { ToolCallDecision } from "./approval.js";
+import { type BudgetFinding, durationSpent, spentBudget, withDeadline } from "./budget.js";
+import { callFingerprint } from "./fingerprint.js";
 import { commitItem, commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
 import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
+import { budgetUsage } from "./stop-detail.js";
 import type { ToolOutcome } from "./tool.js";
 import { overToolCallCap, placeInReply } from "./tool-call-cap.js";
 import {
   abortedOutcome,
+  budgetExhaustedOutcome,
   deniedOutcome,
   executionFailedOutcome,
   notExecutedOutcome,
@@ -58,10 +62,32 @@ export async function runToolCalls(
     }
     return null;
   };
+  /** Where in the turn the run stopped: at the call with this index. */
+  const at = (index: number) => {
+    const call = calls[Math.min(index, calls.length - 1)] as ToolCall;
+    return { id: call.id, tool: call.name };
+  };
+  /** Cancelled: the calls from `index` on are closed as aborted; the stop names the call at `stoppedAt`. */
+  const abortFrom = async (index: number, stoppedAt = index): Promise<PhaseStop> =>
+    (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted", toolCall: at(stoppedAt) };
+  /** Before a call starts: a spent budget (or `spent`) closes it and the rest as not executed. */
+  const budgetStop = async (index: number, spent?: BudgetFinding): Promise<PhaseStop | null> => {
+    const budget = spentBudget(ctx.budgets, ctx.stats, ctx.elapsedMs(), "tool") ?? spent;
+    if (!budget) return null;
+    return (
+      (await closeFrom(index, () => budgetExhaustedOutcome(budgetUsage(budget)))) ?? {
+        stopReason: "budget_exhausted",
+        budget,
+        toolCall: at(index),
+      }
+    );
+  };
 
   const reply = placeInReply(ctx.history, calls);
   for (const [index, call] of calls.entries()) {
-    if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+    if (ctx.signal.aborted) return abortFrom(index);
+    const overBudget = await budgetStop(index);
+    if (overBudget) return overBudget;
 
     const overCap = overToolCallCap({
       position: reply.offset + index,
@@ -82,22 +108,23 @@ export async function runToolCalls(
     }
 
     await ctx.checkpoint("approval");
-    if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+    if (ctx.signal.aborted) return abortFrom(index);
     let decision: ToolCallDecision | typeof ABORTED;
     try {
-      decision = await raceAbort(
-        ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: ctx.signal }),
-        ctx.signal,
-      );
+      // A tool that touches only the run's own state (the plan) needs nobody's approval.
+      decision = resolved.tool.alwaysAllowed
+        ? { decision: "approve" }
+        : await raceAbort(
+            ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: ctx.signal }),
+            ctx.signal,
+          );
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
-      if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+      if (ctx.signal.aborted) return abortFrom(index);
       return failAt(index, `approval failed for tool call ${call.id}: ${describeError(err)}`);
     }
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
-    if (decision === ABORTED || ctx.signal.aborted) {
-      return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
-    }
+    if (decision === ABORTED || ctx.signal.aborted) return abortFrom(index);
     if (decision.decision === "deny") {
       const stop = await record(call, deniedOutcome(decision.reason ?? null));
       if (stop) return stop;
@@ -105,21 +132,30 @@ export async function runToolCalls(
     }
 
     await ctx.checkpoint("tool");
-    if (ctx.signal.aborted) return (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted" };
+    if (ctx.signal.aborted) return abortFrom(index);
+    const spentWhileWaiting = await budgetStop(index);
+    if (spentWhileWaiting) return spentWhileWaiting;
     // Durable before the tool runs: the start could not be recorded, the tool does not run.
     const notStarted = await commitItem(ctx, { type: "tool.started", toolCallId: call.id, tool: call.name });
     if (notStarted) return notStarted;
     const started = performance.now();
+    // The wall-time budget stops a tool that outlasts it, as a cancellation would.
+    const signal = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
     let outcome: ToolOutcome;
     try {
-      outcome = await resolved.tool.execute(resolved.input, { toolCallId: call.id, signal: ctx.signal });
+      outcome = await resolved.tool.execute(resolved.input, { toolCallId: call.id, signal });
     } catch (err) {
+      if (signal.aborted && !ctx.signal.aborted) {
+        return (
+          (await record(call, executionFailedOutcome(), performance.now() - started)) ??
+          (await budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs())))
+        );
+      }
       if (ctx.signal.aborted) {
         // It started, so its outcome is recorded (generically); the run still ends aborted.
-        const stop =
-          (await record(call, executionFailedOutcome(), performance.now() - started)) ??
-          (await closeFrom(index + 1, abortedOutcome));
-        return stop ?? { stopReason: "aborted" };
+        return (
+          (await record(call, executionFailedOutcome(), performance.now() - started)) ?? abortFrom(index + 1, index)
+        );
       }
       return failAt(index, `tool ${call.name} failed: ${describeError(err)}`);
     }
@@ -127,7 +163,7 @@ export async function runToolCalls(
     if (stop) return stop;
     await ctx.checkpoint("tool-result");
     // Checkpoint (d): the tool's real result is kept; the rest are closed.
-    if (ctx.signal.aborted) return (await closeFrom(index + 1, abortedOutcome)) ?? { stopReason: "aborted" };
+    if (ctx.signal.aborted) return abortFrom(index + 1, index);
   }
   return null;
 
@@ -135,7 +171,7 @@ export async function runToolCalls(
   async function failAt(index: number, message: string): Promise<PhaseStop> {
     const call = calls[index] as ToolCall;
     const stop = (await record(call, executionFailedOutcome())) ?? (await closeFrom(index + 1, notExecutedOutcome));
-    return stop ?? { stopReason: "error", error: { code: "TOOL_EXECUTION_FAILED", message } };
+    return stop ?? { stopReason: "error", error: { code: "TOOL_EXECUTION_FAILED", message }, toolCall: at(index) };
   }
 }
 
@@ -144,6 +180,7 @@ export function traceOf(call: ToolCall, message: ToolMessage): ToolTrace {
   return {
     toolCallId: call.id,
     tool: call.name,
+    fingerprint: callFingerprint(call),
     status: message.isError ? "error" : "ok",
     errorCode: message.metadata.errorCode,
     durationMs: message.metadata.durationMs,

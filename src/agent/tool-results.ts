@@ -12,6 +12,7 @@ export const ToolResultCode = {
   executionFailed: "TOOL_EXECUTION_FAILED",
   interrupted: "INTERRUPTED",
   resultLost: "RESULT_LOST",
+  budgetExhausted: "BUDGET_EXHAUSTED",
 } as const;
 
 export interface ToolResultInput {
@@ -62,6 +63,10 @@ export const deniedOutcome = (reason: string | null): ToolOutcome =>
 
 export const abortedOutcome = (): ToolOutcome =>
   failure(ToolResultCode.aborted, "aborted before execution: the run was cancelled", false);
+
+/** `why`: which budget is spent, in words ("this run used 1,200 of its 1,000 tokens"). */
+export const budgetExhaustedOutcome = (why: string): ToolOutcome =>
+  failure(ToolResultCode.budgetExhausted, `not executed: budget exhausted (${why})`, false);
 
 export const notExecutedOutcome = (): ToolOutcome =>
   failure(ToolResultCode.notExecuted, "not executed after an earlier failure", true);

@@ -24,6 +24,8 @@ export interface AgentTool<Input = unknown> {
   inputSchema: z.ZodType<Input>;
   /** Read-only tools are allowed without asking by default. */
   readOnly: boolean;
+  /** Touches only the run's own state (the plan tools): executed without asking `beforeToolCall`. */
+  alwaysAllowed?: boolean;
   execute(input: Input, context: ToolExecutionContext): Promise<ToolOutcome>;
 }
 

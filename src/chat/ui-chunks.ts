@@ -1,3 +1,4 @@
+import type { StopReason } from "../agent/stop-reason.js";
 import type { RunEvent } from "../domain/run-events.js";
 
 /**
@@ -22,7 +23,15 @@ export type UiChunk =
   | { type: "abort"; reason?: string }
   | { type: "finish"; finishReason: "stop" | "length" | "error" | "tool-calls" | "other" };
 
-const FINISH_REASONS = { complete: "stop", max_turns: "length", error: "error", aborted: "other" } as const;
+/** The SDK's finish reason for each stop reason: a spent budget is a limit like the turn budget. */
+const FINISH_REASONS: Record<StopReason, Extract<UiChunk, { type: "finish" }>["finishReason"]> = {
+  complete: "stop",
+  max_turns: "length",
+  budget_exhausted: "length",
+  loop_detected: "other",
+  error: "error",
+  aborted: "other",
+};
 
 /** A tool call's arguments as the SDK shows them: the parsed JSON, else the raw text. */
 function parsedInput(text: string): unknown {

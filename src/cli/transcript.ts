@@ -102,5 +102,7 @@ function because(run: RunBody): string {
     return `: the turn budget${budget} is spent; go on with --session ${run.sessionId ?? "<id>"}, or allow more with --max-turns`;
   }
   if (run.stopReason === "aborted") return ": the run was cancelled";
+  // A loop guard or a budget: the server says where it stopped and what to try.
+  if (run.stopDetail) return `: ${printable(run.stopDetail)}`;
   return "";
 }

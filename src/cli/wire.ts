@@ -19,6 +19,8 @@ export const RunBody = z.object({
   sessionId: z.string().optional(),
   status: z.string(),
   stopReason: z.string().nullable(),
+  /** The server's one sentence on why the run stopped and what to try (absent from older servers). */
+  stopDetail: z.string().nullable().optional(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   maxTurns: z.number().optional(),
   stats: z.object({ turns: z.number(), toolCalls: z.number() }).partial().optional(),

@@ -1,4 +1,5 @@
 import type { ToolStart } from "../agent/events.js";
+import type { Plan } from "../agent/plan.js";
 import type { RunView } from "./run.js";
 import type { StoredMessage } from "./stored-message.js";
 
@@ -27,6 +28,8 @@ export type RunEventBody =
       reason: string | null;
     }
   | ToolStart
+  /** A plan tool's result changed the run's plan: written with that result. */
+  | { type: "plan.updated"; plan: Plan }
   | { type: "run.finished"; run: RunView };
 
 export type RunEventType = RunEventBody["type"];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TIMER_MS } from "../config.js";
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
 
@@ -21,16 +22,33 @@ export const CreateSessionBody = z
     approval: ApprovalPolicySchema.optional(),
     workspace: z.string().min(1).max(100).optional(),
     providerProfile: z.enum(PROVIDER_PROFILES).optional(),
+    planning: z.boolean().optional(),
     metadata: z.record(z.string().max(256), z.unknown()).optional(),
   })
   .nullish()
   .transform((body) => body ?? {});
+
+/** A run's budgets, loop-guard limit and planning switch; each falls back to the server's (or session's) setting. */
+const RunLimitsBody = z.strictObject({
+  maxTokens: z.number().int().min(1).optional(),
+  maxDurationMs: z.number().int().min(1).max(MAX_TIMER_MS).optional(),
+  maxToolCalls: z.number().int().min(1).max(100_000).optional(),
+  loopRepeatLimit: z
+    .number()
+    .int()
+    .min(0)
+    .max(1000)
+    .refine((n) => n !== 1, "loopRepeatLimit must be 0 (off) or at least 2")
+    .optional(),
+  planning: z.boolean().optional(),
+});
 
 export const StartRunBody = z.strictObject({
   input: z.string().min(1, "input must not be empty"),
   maxTurns: z.number().int().min(1).max(1000).optional(),
   contextMaxChars: z.number().int().min(1).optional(),
   approval: ApprovalPolicySchema.optional(),
+  ...RunLimitsBody.shape,
 });
 
 /** A boolean query flag: true, false, 1 or 0; absent is false. */

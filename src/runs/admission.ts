@@ -4,10 +4,11 @@ import type { RunView } from "../domain/run.js";
 import { conflict, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
-import { runView } from "../store/runs.js";
+import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
 import { differingFields } from "./idempotency.js";
 import type { LiveRuns } from "./registry.js";
+import { planOfRun } from "./run-plan.js";
 
 export interface StartRunInput {
   session: SessionRecord;
@@ -16,6 +17,8 @@ export interface StartRunInput {
   contextMaxChars?: number;
   approval?: ApprovalPolicy;
   idempotencyKey?: string;
+  /** Budgets, loop guard and planning; absent: none, the default guard, no planning. */
+  limits?: RunLimits;
 }
 
 export interface AdmissionDeps {
@@ -57,7 +60,7 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
   const { store, registry } = deps;
   const { session } = params;
   const repeated = await sameRequestRun(store, params);
-  if (repeated) return { created: false, run: runView(repeated) };
+  if (repeated) return { created: false, run: runView(repeated, await planOfRun(store, repeated)) };
   if (!deps.accepting()) throw shuttingDown();
   if (registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
   const perKey = deps.maxRunsPerKey ?? 0;
@@ -74,6 +77,8 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
     input: params.input,
     maxTurns: params.maxTurns,
     contextMaxChars: params.contextMaxChars ?? null,
+    ...(params.limits ?? defaultRunLimits()),
+    stopDetail: null,
     stats: emptyStats(),
     createdAt: new Date().toISOString(),
     finishedAt: null,
@@ -92,7 +97,7 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
     if (isConflict(err, "idempotency_key")) {
       // The same key, started concurrently: that request's run is this one's answer.
       const again = await sameRequestRun(store, params);
-      if (again) return { created: false, run: runView(again) };
+      if (again) return { created: false, run: runView(again, await planOfRun(store, again)) };
     }
     throw err;
   }

@@ -25,7 +25,7 @@ export interface ControlDeps {
 export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run: RunView; accepted: boolean }> {
   const live = deps.registry.get(runId);
   // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
-  const firing = live?.cancel("cancelled by request") ?? false;
+  const firing = live?.cancel("by a DELETE /runs/{id} request") ?? false;
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
   if (view.status === "finished") return { run: view, accepted: false };

@@ -13,9 +13,10 @@ import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
-import { suspendedView } from "./finish.js";
+import { type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { LiveRun } from "./live-run.js";
+import { failedDetail } from "./stop-details.js";
 
 export interface ExecutionDeps {
   store: Store;
@@ -57,7 +58,11 @@ async function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise
     return;
   }
   const { message } = item;
-  await live.recorder.commitMessage(message, message.role === "assistant" ? [counted] : []);
+  await live.recorder.commitMessage(message, {
+    changes: message.role === "assistant" ? [counted] : [],
+    // A result that changed the plan announces the plan in the same write.
+    events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
+  });
   if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
   if (message.role === "tool") {
     failpoint("after-tool-result-commit");
@@ -77,9 +82,12 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
     if (inputPending) params.onInputSettled?.();
     inputPending = false;
   };
-  let end: { stopReason: RunView["stopReason"] & string; error: RunView["error"]; stats: RunStats };
+  let end: Parameters<typeof finishWithRetry>[0]["end"];
   try {
-    const history = (await deps.store.messages.history(live.sessionId)).map(toAgentMessage);
+    const stored = await deps.store.messages.history(live.sessionId);
+    // Where this run's own messages begin: the loop guard counts its calls from there.
+    const runStart = stored.findIndex((m) => m.runId === live.id);
+    const history = stored.map(toAgentMessage);
     end = await runAgent({
       model: deps.model,
       modelName: live.session.model ?? deps.defaultModel,
@@ -109,17 +117,23 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       priorStats: params.priorStats,
       priorStep: params.priorStep,
       newId: () => newId("msg"),
+      budgets: {
+        maxTokens: live.record.maxTokens ?? undefined,
+        maxDurationMs: live.record.maxDurationMs ?? undefined,
+        maxToolCalls: live.record.maxToolCalls ?? undefined,
+      },
+      loopRepeatLimit: live.record.loopRepeatLimit,
+      runStart: runStart < 0 ? history.length : runStart,
+      planning: live.record.planning,
     });
   } catch (err) {
     inputSettled();
     if (live.stopped) return suspendedView(deps.store, live);
     log.error({ err }, "run failed");
     const code = (err as { code?: unknown }).code;
-    end = {
-      stopReason: "error",
-      error: { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message },
-      stats: params.priorStats ?? emptyStats(),
-    };
+    const error = { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message };
+    const stats = params.priorStats ?? emptyStats();
+    end = { stopReason: "error", stopDetail: failedDetail(error, stats), error, stats } satisfies RunEnd;
   }
   inputSettled();
   if (live.stopped) return suspendedView(deps.store, live);
@@ -136,6 +150,9 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
           : notExecutedOutcome(),
   });
   if (finished.status === "finished")
-    log.info({ stopReason: finished.stopReason, stats: finished.stats }, "run finished");
+    log.info(
+      { stopReason: finished.stopReason, stopDetail: finished.stopDetail, stats: finished.stats },
+      "run finished",
+    );
   return finished;
 }

@@ -1,3 +1,4 @@
+import type { StopPoint } from "../agent/stop-detail.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
 import { runView } from "../store/runs.js";
@@ -5,6 +6,7 @@ import type { ToolCallRecord } from "../store/store.js";
 import type { ExecutionDeps } from "./execution.js";
 import { finishRun, type RunEnd, suspendedView } from "./finish.js";
 import type { LiveRun } from "./live-run.js";
+import { abortedDetail, failedDetail } from "./stop-details.js";
 
 /** How often a run whose end could not be written tries again. */
 export const FINISH_RETRY_MS = 1000;
@@ -26,7 +28,8 @@ export async function finishWithRetry({
 }: {
   deps: Pick<ExecutionDeps, "store" | "finishReportMs" | "accepting" | "logger">;
   live: LiveRun;
-  end: RunEnd;
+  /** `stopPoint`: where the loop stopped, to explain an end a DELETE overrode. */
+  end: RunEnd & { stopPoint?: StopPoint };
   outcomeFor: (call: ToolCallRecord, stopReason: RunEnd["stopReason"]) => ToolOutcome;
 }): Promise<RunView> {
   const firstTry = Date.now();
@@ -34,9 +37,19 @@ export async function finishWithRetry({
     if (live.stopped) return suspendedView(deps.store, live);
     const fixed = live.phase.name === "ending" ? live.phase.view : null;
     const stopReason = fixed?.stopReason ?? (live.cancelRequested ? "aborted" : end.stopReason);
+    // A DELETE that overtook the loop's own end is what stopped the run.
+    const stopDetail =
+      stopReason === end.stopReason
+        ? end.stopDetail
+        : abortedDetail({ by: live.cancelReason, stats: end.stats, point: end.stopPoint });
     const runEnd: RunEnd = fixed
-      ? { stopReason: fixed.stopReason ?? "error", error: fixed.error, stats: fixed.stats }
-      : { stopReason, error: stopReason === "error" ? end.error : null, stats: end.stats };
+      ? {
+          stopReason: fixed.stopReason ?? "error",
+          stopDetail: fixed.stopDetail,
+          error: fixed.error,
+          stats: fixed.stats,
+        }
+      : { stopReason, stopDetail, error: stopReason === "error" ? end.error : null, stats: end.stats };
     try {
       const view = await finishRun({
         store: deps.store,
@@ -59,12 +72,9 @@ export async function finishWithRetry({
 /** Fixes the end of a run that storage does not take, and reports it to the run's waiters. */
 function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
   const succeeded = end.stopReason === "complete" || end.stopReason === "max_turns";
+  const error = { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${describe(err)}` };
   const reported: RunEnd = succeeded
-    ? {
-        stopReason: "error",
-        error: { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${describe(err)}` },
-        stats: end.stats,
-      }
+    ? { stopReason: "error", stopDetail: failedDetail(error, end.stats), error, stats: end.stats }
     : end;
   const view: RunView = {
     ...runView(live.record),

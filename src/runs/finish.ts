@@ -10,6 +10,7 @@ import { runView } from "../store/runs.js";
 import type { RunRecord, Store, ToolCallRecord } from "../store/store.js";
 import type { LiveRun } from "./live-run.js";
 import type { RunRecorder, Stamp, WriteBatch } from "./recorder.js";
+import { planOfRun } from "./run-plan.js";
 
 /** Picks the result a call still open at the end gets. */
 export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;
@@ -49,6 +50,8 @@ export async function closeOpenCalls({
 
 export interface RunEnd {
   stopReason: StopReason;
+  /** One sentence naming the step, the cause and what to try; null for `complete`. */
+  stopDetail: string | null;
   error: RunError | null;
   stats: RunStats;
 }
@@ -72,9 +75,9 @@ export async function finishRun({
   end: RunEnd;
   outcomeFor: OutcomeFor;
 }): Promise<RunView> {
-  const open = await store.toolCalls.open(record.id);
+  const [open, plan] = await Promise.all([store.toolCalls.open(record.id), planOfRun(store, record)]);
   const finishedAt = new Date().toISOString();
-  const view: RunView = { ...runView(record), status: "finished", ...end, finishedAt };
+  const view: RunView = { ...runView(record, plan), status: "finished", ...end, finishedAt };
   try {
     await recorder.write((stamp) => {
       const results = closingResults(open, outcomeFor, stamp);
@@ -86,7 +89,7 @@ export async function finishRun({
   } catch (err) {
     if (!isConflict(err, "run_not_live")) throw err;
     const stored = await store.runs.get(record.id);
-    return stored ? runView(stored) : view;
+    return stored ? runView(stored, plan) : view;
   }
   return view;
 }
@@ -94,5 +97,6 @@ export async function finishRun({
 /** A run left for the restart, as this process leaves it: unfinished. */
 export async function suspendedView(store: Store, live: LiveRun): Promise<RunView> {
   const stored = await store.runs.get(live.id).catch(() => null);
-  return runView(stored ?? live.record);
+  const record = stored ?? live.record;
+  return runView(record, await planOfRun(store, record).catch(() => null));
 }

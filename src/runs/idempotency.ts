@@ -1,5 +1,6 @@
+import { canonicalJson as canonical } from "../agent/canonical-json.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
-import type { RunRecord } from "../store/runs.js";
+import { defaultRunLimits, type RunLimits, type RunRecord } from "../store/runs.js";
 
 /** What a start request asked for, as an idempotency key's retry is compared with it. */
 export interface StartRequestBody {
@@ -7,15 +8,8 @@ export interface StartRequestBody {
   maxTurns: number;
   contextMaxChars?: number;
   approval?: ApprovalPolicy;
+  limits?: RunLimits;
 }
-
-/** JSON with object keys sorted, so that equal values compare equal whatever their key order. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 
 /**
  * The fields of a repeated start request that differ from the run its idempotency key
@@ -27,5 +21,9 @@ export function differingFields(existing: RunRecord, request: StartRequestBody):
   if (existing.maxTurns !== request.maxTurns) differs.push("maxTurns");
   if ((existing.contextMaxChars ?? null) !== (request.contextMaxChars ?? null)) differs.push("contextMaxChars");
   if (canonical(existing.approval ?? null) !== canonical(request.approval ?? null)) differs.push("approval");
+  const limits = request.limits ?? defaultRunLimits();
+  for (const field of Object.keys(limits) as (keyof RunLimits)[]) {
+    if (existing[field] !== limits[field]) differs.push(field);
+  }
   return differs;
 }

@@ -99,11 +99,18 @@ export class LiveRun {
     this.controller.abort(new Error("the server is shutting down"));
   }
 
-  /** Fires the signal; false when the run is past cancelling (already cancelled, stopped or ending). */
+  /** Who cancelled the run, as its stop detail says it ("by a DELETE /runs/{id} request"). */
+  cancelReason = "by a DELETE /runs/{id} request";
+
+  /**
+   * Fires the signal; false when the run is past cancelling (already cancelled, stopped or
+   * ending). `reason` goes on "the run was cancelled ..." in the run's stop detail.
+   */
   cancel(reason: string): boolean {
     const { phase } = this;
     if (phase.name === "cancelling" || phase.name === "stopped" || phase.name === "ending") return false;
     this.phase = { name: "cancelling" };
+    this.cancelReason = reason;
     this.waiters.clear();
     this.controller.abort(new Error(reason));
     return true;

@@ -187,14 +187,17 @@ export class RunRecorder {
     return events;
   }
 
-  /** Writes a message and its `message` event in one transaction, with `changes` (its stats). */
-  async commitMessage(message: AgentMessage, changes: RunChange[] = []): Promise<StoredMessage> {
+  /**
+   * Writes a message and its `message` event in one transaction, with `also`: the changes it
+   * brings (its stats) and the events it causes after it (a plan's update).
+   */
+  async commitMessage(message: AgentMessage, also: Partial<WriteBatch> = {}): Promise<StoredMessage> {
     let stored: StoredMessage | undefined;
     await this.write((stamp) => {
       stored = stamp(message);
       return {
-        changes: [{ kind: "message", message: stored }, ...changes],
-        events: [{ type: "message", message: stored }],
+        changes: [{ kind: "message", message: stored }, ...(also.changes ?? [])],
+        events: [{ type: "message", message: stored }, ...(also.events ?? [])],
       };
     });
     return stored as StoredMessage;

@@ -5,6 +5,7 @@ import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
 import type { RunManager } from "./run-manager.js";
+import { abortedDetail } from "./stop-details.js";
 
 export type RestartMode = "resume" | "abort";
 
@@ -48,7 +49,20 @@ export async function recoverRuns({
         store,
         recorder,
         record: run,
-        end: { stopReason: "aborted", error: null, stats: run.stats },
+        end: {
+          stopReason: "aborted",
+          stopDetail: abortedDetail({
+            by:
+              run.status === "cancelling"
+                ? "by a DELETE /runs/{id} request before the server restarted"
+                : !session
+                  ? "because its session was deleted"
+                  : "because the server restarted with ON_RESTART=abort",
+            stats: run.stats,
+          }),
+          error: null,
+          stats: run.stats,
+        },
         outcomeFor,
       });
       report.aborted.push(run.id);

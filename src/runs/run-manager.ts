@@ -14,6 +14,7 @@ import { type ExecuteParams, executeRun } from "./execution.js";
 import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./recorder.js";
 import { LiveRuns } from "./registry.js";
+import { planOfRun } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
 
 export type { StartRunInput } from "./admission.js";
@@ -112,7 +113,7 @@ export class RunManager {
     const live = this.#registry.get(runId);
     if (live?.phase.name === "ending") return live.phase.view;
     const record = await this.deps.store.runs.get(runId);
-    return record ? runView(record) : null;
+    return record ? runView(record, await planOfRun(this.deps.store, record)) : null;
   }
 
   /** Resolves with the run once it has finished (at once if it already has). */

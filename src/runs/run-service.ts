@@ -7,6 +7,7 @@ import type { SessionService } from "../sessions/session-service.js";
 import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import type { RunManager } from "./run-manager.js";
+import { planOfRun } from "./run-plan.js";
 
 export interface StartRunRequest {
   sessionId: string;
@@ -16,6 +17,20 @@ export interface StartRunRequest {
   contextMaxChars?: number;
   approval?: ApprovalPolicy;
   idempotencyKey?: string;
+  maxTokens?: number;
+  maxDurationMs?: number;
+  maxToolCalls?: number;
+  loopRepeatLimit?: number;
+  planning?: boolean;
+}
+
+/** The server's defaults for what a start request leaves out. */
+export interface RunDefaults {
+  maxTurns: number;
+  loopRepeatLimit: number;
+  maxTokens?: number;
+  maxDurationMs?: number;
+  maxToolCalls?: number;
 }
 
 /** A pending or decided approval as clients see it. */
@@ -50,18 +65,26 @@ function approvalView(call: ToolCallRecord): ApprovalView {
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
   constructor(
-    private readonly deps: { store: Store; manager: RunManager; sessions: SessionService; defaultMaxTurns: number },
+    private readonly deps: { store: Store; manager: RunManager; sessions: SessionService; defaults: RunDefaults },
   ) {}
 
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
     const session = await this.deps.sessions.record(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
+    const { defaults } = this.deps;
     return this.deps.manager.start({
       session,
       input: wellFormed(request.input),
-      maxTurns: request.maxTurns ?? this.deps.defaultMaxTurns,
+      maxTurns: request.maxTurns ?? defaults.maxTurns,
       contextMaxChars: request.contextMaxChars,
+      limits: {
+        maxTokens: request.maxTokens ?? defaults.maxTokens ?? null,
+        maxDurationMs: request.maxDurationMs ?? defaults.maxDurationMs ?? null,
+        maxToolCalls: request.maxToolCalls ?? defaults.maxToolCalls ?? null,
+        loopRepeatLimit: request.loopRepeatLimit ?? defaults.loopRepeatLimit,
+        planning: request.planning ?? session.planning,
+      },
       approval: request.approval,
       idempotencyKey: request.idempotencyKey,
     });
@@ -78,7 +101,9 @@ export class RunService {
     await this.deps.sessions.record(sessionId, owner);
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
-    return { items: result.items.map(runView), nextCursor: result.nextCursor };
+    const { store } = this.deps;
+    const items = await Promise.all(result.items.map(async (r) => runView(r, await planOfRun(store, r))));
+    return { items, nextCursor: result.nextCursor };
   }
 
   async cancel(runId: string, owner: string | null) {

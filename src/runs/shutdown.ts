@@ -24,7 +24,7 @@ async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<
 export async function stopLiveRuns(registry: LiveRuns, { graceMs, resume }: { graceMs: number; resume: boolean }) {
   const done = registry.values().map((live) => {
     if (resume && !live.cancelRequested) live.suspend();
-    else live.cancel("the server is shutting down");
+    else live.cancel("because the server shut down");
     return live.done;
   });
   await settledWithin(done, graceMs);

@@ -18,6 +18,7 @@ export interface CreateSessionInput {
   approval?: ApprovalPolicy;
   workspace?: string;
   providerProfile?: ProviderProfileName;
+  planning?: boolean;
   metadata?: Record<string, unknown>;
 }
 
@@ -109,6 +110,7 @@ export class SessionService {
         workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
         workspaceShared: workspace.shared,
         providerProfile: input.providerProfile ?? null,
+        planning: input.planning ?? false,
         metadata: input.metadata ?? null,
         createdAt,
       };

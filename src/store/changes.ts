@@ -24,6 +24,13 @@ export type RunChange =
   /** The run's stats so far (of an unfinished run). */
   | { kind: "stats"; stats: RunStats }
   /** The run's end; refused (StoreConflictError `run_not_live`) when it has already finished or is gone. */
-  | { kind: "finish"; stopReason: StopReason; error: RunError | null; stats: RunStats; finishedAt: string };
+  | {
+      kind: "finish";
+      stopReason: StopReason;
+      stopDetail: string | null;
+      error: RunError | null;
+      stats: RunStats;
+      finishedAt: string;
+    };
 
 export type RunChangeKind = RunChange["kind"];

@@ -12,6 +12,9 @@ export function migrationsDir(): string {
   throw new Error("migrations folder not found");
 }
 
+/** A migration whose first line is this runs with foreign keys off (a table rebuild), checked before it commits. */
+const FOREIGN_KEYS_OFF = "-- foreign-keys: off";
+
 /**
  * Applies the forward-only `NNNN_name.sql` files not yet applied, in order, each in
  * its own transaction together with its row in `schema_migrations`. Re-running is a no-op.
@@ -31,14 +34,25 @@ export function runMigrations(db: Database.Database, dir = migrationsDir()): str
     const version = Number(file.slice(0, 4));
     if (applied.has(version)) continue;
     const sql = readFileSync(join(dir, file), "utf8");
-    db.transaction(() => {
-      db.exec(sql);
-      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
-        version,
-        file,
-        new Date().toISOString(),
-      );
-    })();
+    // The pragma is a no-op inside a transaction, so it is set around it.
+    const keysOff = sql.startsWith(FOREIGN_KEYS_OFF) && db.pragma("foreign_keys", { simple: true }) === 1;
+    if (keysOff) db.pragma("foreign_keys = OFF");
+    try {
+      db.transaction(() => {
+        db.exec(sql);
+        const broken = keysOff ? (db.pragma("foreign_key_check") as unknown[]) : [];
+        if (broken.length) throw new Error(`migration ${file} breaks ${broken.length} foreign key references`);
+        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+          version,
+          file,
+          new Date().toISOString(),
+        );
+      })();
+    } finally {
+      if (keysOff) db.pragma("foreign_keys = ON");
+    }
+    // A rebuild leaves the old table's pages free: they are given back (outside any transaction).
+    if (keysOff) db.exec("VACUUM");
     ran.push(file);
   }
   return ran;

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { DEFAULT_LOOP_REPEAT_LIMIT } from "../agent/loop-guard.js";
+import type { Plan } from "../agent/plan.js";
 import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
@@ -8,20 +10,42 @@ import type { Db } from "./database.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
 
-export interface RunRecord extends RunView {
+/** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
+export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
   idempotencyKey: string | null;
 }
+
+/** What a run may spend and how it is guarded, fixed when it starts. */
+export type RunLimits = Pick<
+  RunRecord,
+  "maxTokens" | "maxDurationMs" | "maxToolCalls" | "loopRepeatLimit" | "planning"
+>;
+
+/** No budgets, the default loop guard, no planning: a run nobody set limits for. */
+export const defaultRunLimits = (): RunLimits => ({
+  maxTokens: null,
+  maxDurationMs: null,
+  maxToolCalls: null,
+  loopRepeatLimit: DEFAULT_LOOP_REPEAT_LIMIT,
+  planning: false,
+});
 
 interface RunRow {
   id: string;
   session_id: string;
   status: RunStatus;
   stop_reason: StopReason | null;
+  stop_detail: string | null;
   error: string | null;
   input: string;
   max_turns: number;
   context_max_chars: number | null;
+  max_tokens: number | null;
+  max_duration_ms: number | null;
+  max_tool_calls: number | null;
+  loop_repeat_limit: number;
+  planning: number;
   approval: string | null;
   idempotency_key: string | null;
   stats: string;
@@ -45,10 +69,16 @@ function fromRow(row: RunRow): RunRecord {
     sessionId: row.session_id,
     status: row.status,
     stopReason: row.stop_reason,
+    stopDetail: row.stop_detail,
     error: parseOptionalJsonColumn(RunErrorSchema, row.error, `run ${row.id} error`),
     input: row.input,
     maxTurns: row.max_turns,
     contextMaxChars: row.context_max_chars,
+    maxTokens: row.max_tokens,
+    maxDurationMs: row.max_duration_ms,
+    maxToolCalls: row.max_tool_calls,
+    loopRepeatLimit: row.loop_repeat_limit,
+    planning: row.planning === 1,
     stats: parseJsonColumn(RunStatsSchema, row.stats, `run ${row.id} stats`),
     createdAt: row.created_at,
     finishedAt: row.finished_at,
@@ -57,18 +87,20 @@ function fromRow(row: RunRow): RunRecord {
   };
 }
 
-/** The public view of a run record (drops the fields clients did not send back). */
-export function runView(record: RunRecord): RunView {
+/** The public view of a run record (drops the fields clients did not send back), with its plan. */
+export function runView(record: RunRecord, plan: Plan | null = null): RunView {
   const { approval: _approval, idempotencyKey: _key, ...view } = record;
-  return view;
+  return { ...view, plan };
 }
 
 export function runStore(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO runs (id, session_id, status, stop_reason, error, input, max_turns, context_max_chars, approval,
-       idempotency_key, stats, created_at, finished_at)
-     VALUES (@id, @session_id, @status, NULL, NULL, @input, @max_turns, @context_max_chars, @approval,
-       @idempotency_key, @stats, @created_at, NULL)`,
+    `INSERT INTO runs (id, session_id, status, stop_reason, error, input, max_turns, context_max_chars, max_tokens,
+       max_duration_ms, max_tool_calls, loop_repeat_limit, planning, approval, idempotency_key, stats, created_at,
+       finished_at)
+     VALUES (@id, @session_id, @status, NULL, NULL, @input, @max_turns, @context_max_chars, @max_tokens,
+       @max_duration_ms, @max_tool_calls, @loop_repeat_limit, @planning, @approval, @idempotency_key, @stats,
+       @created_at, NULL)`,
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
@@ -80,8 +112,8 @@ export function runStore(db: Db) {
   const setStatus = db.prepare("UPDATE runs SET status = ? WHERE id = ? AND status <> 'finished'");
   const saveStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ? AND status <> 'finished'");
   const finish = db.prepare(
-    `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, error = @error, stats = @stats,
-       finished_at = @finished_at WHERE id = @id AND status <> 'finished'`,
+    `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, stop_detail = @stop_detail, error = @error,
+       stats = @stats, finished_at = @finished_at WHERE id = @id AND status <> 'finished'`,
   );
 
   return {
@@ -93,6 +125,11 @@ export function runStore(db: Db) {
         input: run.input,
         max_turns: run.maxTurns,
         context_max_chars: run.contextMaxChars,
+        max_tokens: run.maxTokens,
+        max_duration_ms: run.maxDurationMs,
+        max_tool_calls: run.maxToolCalls,
+        loop_repeat_limit: run.loopRepeatLimit,
+        planning: run.planning ? 1 : 0,
         approval: toJson(run.approval),
         idempotency_key: run.idempotencyKey,
         stats: JSON.stringify(run.stats),
@@ -137,12 +174,19 @@ export function runStore(db: Db) {
     /** Marks the run finished; false when it already was (or is gone). */
     finish(
       id: string,
-      end: { stopReason: StopReason; error: RunError | null; stats: RunStats; finishedAt: string },
+      end: {
+        stopReason: StopReason;
+        stopDetail: string | null;
+        error: RunError | null;
+        stats: RunStats;
+        finishedAt: string;
+      },
     ): boolean {
       return (
         finish.run({
           id,
           stop_reason: end.stopReason,
+          stop_detail: end.stopDetail,
           error: toJson(end.error),
           stats: JSON.stringify(end.stats),
           finished_at: end.finishedAt,

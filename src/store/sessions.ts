@@ -17,6 +17,8 @@ export interface SessionRecord {
   workspaceShared: boolean;
   /** The provider profile the session's model requests use; null: OPENAI_PROVIDER, else detected. */
   providerProfile: ProviderProfileName | null;
+  /** Whether the session's runs are offered the plan tools (a run may set its own). */
+  planning: boolean;
   metadata: Record<string, unknown> | null;
   createdAt: string;
 }
@@ -31,6 +33,7 @@ interface SessionRow {
   workspace: string;
   workspace_shared: number;
   provider_profile: string | null;
+  planning: number;
   metadata: string | null;
   created_at: string;
 }
@@ -49,6 +52,7 @@ function fromRow(row: SessionRow): SessionRecord {
     workspace: row.workspace,
     workspaceShared: row.workspace_shared === 1,
     providerProfile: profileOf(row),
+    planning: row.planning === 1,
     metadata: parseOptionalJsonColumn(MetadataSchema, row.metadata, `session ${row.id} metadata`),
     createdAt: row.created_at,
   };
@@ -67,9 +71,9 @@ function profileOf(row: SessionRow): ProviderProfileName | null {
 export function sessionStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, provider_profile,
-       metadata, created_at)
+       planning, metadata, created_at)
      VALUES (@id, @owner, @system, @model, @tools, @approval, @workspace, @workspace_shared, @provider_profile,
-       @metadata, @created_at)`,
+       @planning, @metadata, @created_at)`,
   );
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
@@ -91,6 +95,7 @@ export function sessionStore(db: Db) {
         workspace: session.workspace,
         workspace_shared: session.workspaceShared ? 1 : 0,
         provider_profile: session.providerProfile,
+        planning: session.planning ? 1 : 0,
         metadata: toJson(session.metadata),
         created_at: session.createdAt,
       });

@@ -6,7 +6,13 @@ import { parseJsonColumn } from "./json.js";
 const UsageSchema = z.object({ inputTokens: z.number(), outputTokens: z.number() });
 const StepTraceSchema = z.object({
   turn: z.number(),
-  context: z.object({ messageCount: z.number(), estimatedTokens: z.number(), trimmedCount: z.number() }),
+  context: z.object({
+    messageCount: z.number(),
+    estimatedTokens: z.number(),
+    trimmedCount: z.number(),
+    // Traces written before these fields existed read back with them empty.
+    includedFiles: z.array(z.string()).default([]),
+  }),
   model: z.object({
     latencyMs: z.number(),
     firstTokenMs: z.number().nullable(),
@@ -18,6 +24,7 @@ const StepTraceSchema = z.object({
     z.object({
       toolCallId: z.string(),
       tool: z.string(),
+      fingerprint: z.string().default(""),
       status: z.enum(["ok", "error"]),
       errorCode: z.string().nullable(),
       durationMs: z.number(),

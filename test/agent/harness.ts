@@ -4,6 +4,7 @@ import type { BeforeToolCall, BeforeToolCallRequest, ToolCallDecision } from "..
 import type { LoopNotice, ToolStart } from "../../src/agent/events.js";
 import { assertValidHistory } from "../../src/agent/history.js";
 import { type AgentMessage, AgentMessageSchema, type ToolMessage } from "../../src/agent/messages.js";
+import type { Plan } from "../../src/agent/plan.js";
 import { type AgentRunResult, type RunAgentParams, runAgent } from "../../src/agent/run-agent.js";
 import type { AgentTool, AnyAgentTool, ToolExecutionContext, ToolOutcome } from "../../src/agent/tool.js";
 import { toolOk } from "../../src/agent/tool.js";
@@ -40,6 +41,8 @@ export class Harness {
   commitCalls = 0;
   /** The notices emitted and the tool starts committed, in order. */
   readonly events: HarnessEvent[] = [];
+  /** The plans committed messages carried (a plan tool's result), in order. */
+  readonly plans: Plan[] = [];
   readonly log: string[];
   readonly history: AgentMessage[];
 
@@ -72,6 +75,7 @@ export class Harness {
         this.log.push(`commit:${message.role}`);
         await o.onCommit?.(message, this.commitCalls);
         this.committed.push(structuredClone(message));
+        if (item.plan) this.plans.push(structuredClone(item.plan));
       },
       emit: (event) => {
         this.events.push(structuredClone(event));

@@ -7,6 +7,8 @@ import { EXIT, exitCodeForStopReason } from "../../src/cli/exit-codes.js";
 import { followRunEvents } from "../../src/cli/follow-events.js";
 import { readSse } from "../../src/cli/sse-reader.js";
 import { targetFromEnv } from "../../src/cli/target.js";
+import { Outputs } from "../../src/cli/terminal-out.js";
+import { Transcript } from "../../src/cli/transcript.js";
 import { freePort } from "../helpers/child-server.js";
 
 describe("the client's exit code for a finished run", () => {
@@ -141,5 +143,26 @@ describe("following a run's events", () => {
       /lost the events of run run_x and got nothing back for 1 s \(cannot reach .*ECONNREFUSED/,
     );
     expect(told).toHaveLength(1);
+  });
+});
+
+describe("the transcript's last line", () => {
+  it("a run a guard stopped ends with the server's stop detail", () => {
+    const notes: string[] = [];
+    const out = new Outputs({ write: () => {} }, { write: (line: string) => notes.push(line) });
+    const detail =
+      'stopped after turn 3: read_file {"path":"a.md"} failed with NOT_FOUND 3 times in a row; check the path';
+    new Transcript(out).show({
+      type: "run.finished",
+      run: {
+        id: "run_1",
+        status: "finished",
+        stopReason: "loop_detected",
+        stopDetail: detail,
+        error: null,
+        stats: { turns: 3, toolCalls: 3 },
+      },
+    });
+    expect(notes.join("")).toBe(`[run] loop_detected: ${detail} (3 turns, 3 tool calls)\n`);
   });
 });

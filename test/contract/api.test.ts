@@ -422,6 +422,58 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(steps.body.items[0].tools).toEqual([expect.objectContaining({ toolCallId: "call_ls", status: "ok" })]);
   });
 
+  it("stop conditions: a planning run shows its plan (plan.updated), stops loop_detected with a stopDetail; a token budget stops budget_exhausted", async () => {
+    server.upstream.enqueue(
+      {
+        toolCalls: [{ id: "call_plan", name: "create_plan", arguments: '{"steps":[{"title":"find the notes"}]}' }],
+      },
+      { toolCalls: [{ id: "call_r1", name: "read_file", arguments: '{"path":"notes.md"}' }] },
+      { toolCalls: [{ id: "call_r2", name: "read_file", arguments: '{ "path": "notes.md" }' }] },
+    );
+    const session = await call(server, "POST", "/sessions", { body: { planning: true } });
+    expect(session.body.planning).toBe(true);
+    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session.body.id },
+      body: { input: "read my notes", loopRepeatLimit: 2 },
+    });
+    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+    const plan = { steps: [{ title: "find the notes", status: "pending" }] };
+    expect(events.find((e) => e.event === "plan.updated")?.json.plan).toEqual(plan);
+    const finished = events.at(-1)?.json.run;
+    expect(finished).toMatchObject({ stopReason: "loop_detected", planning: true, loopRepeatLimit: 2, plan });
+    expect(finished.stopDetail).toBe(
+      'stopped after turn 3: read_file {"path":"notes.md"} failed with NOT_FOUND 2 times in a row; ' +
+        "check the file name or path (list_files shows what exists)",
+    );
+    expect((await call(server, "GET", "/runs/{id}", { params: { id: finished.id } })).body).toEqual(finished);
+    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.id } });
+    const [r1, r2] = [steps.body.items[1].tools[0], steps.body.items[2].tools[0]];
+    expect(r1.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+    expect(r2.fingerprint).toBe(r1.fingerprint);
+    expect(steps.body.items[2].context.includedFiles).toEqual([]);
+
+    server.upstream.enqueue({ toolCalls: [{ id: "call_ls2", name: "list_files", arguments: "{}" }] });
+    const budget = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: await createSession() },
+      query: "wait=true",
+      body: { input: "look", maxTokens: 15, maxToolCalls: 5, maxDurationMs: 60_000 },
+    });
+    expect(budget.body.run).toMatchObject({
+      stopReason: "budget_exhausted",
+      maxTokens: 15,
+      maxToolCalls: 5,
+      maxDurationMs: 60_000,
+      plan: null,
+      stopDetail: "stopped before turn 2: this run used 15 of its 15 tokens; raise maxTokens or start a new run",
+    });
+    const refused = await call(server, "POST", "/sessions/{id}/runs", {
+      params: { id: session.body.id },
+      body: { input: "x", loopRepeatLimit: 1 },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details[0]).toMatchObject({ path: "loopRepeatLimit" });
+  });
+
   it("Idempotency-Key replays the first run (201, Idempotent-Replayed); a different input with the same key is 409", async () => {
     const run = gate();
     server.upstream.enqueue({ text: "once", gate: run.promise });
@@ -552,7 +604,12 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(cancel.status).toBe(202);
     expect(cancel.body.status).toBe("cancelling");
     const events = await validatedStream("GET", "/runs/{id}/events", sse);
-    expect(events.at(-1)?.json.run).toMatchObject({ status: "finished", stopReason: "aborted" });
+    expect(events.at(-1)?.json.run).toMatchObject({
+      status: "finished",
+      stopReason: "aborted",
+      stopDetail:
+        "stopped in turn 1 at tool call call_s (shell): the run was cancelled by a DELETE /runs/{id} request; start a new run to continue",
+    });
     expect((await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(200);
     const late = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
       params: { id: run.body.id, toolCallId: "call_s" },
@@ -576,8 +633,11 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
     expect(res.body.run).toMatchObject({
       status: "finished",
       stopReason: "error",
-      error: { code: expect.any(String) },
+      error: { code: "MODEL_UPSTREAM" },
     });
+    expect(res.body.run.stopDetail).toMatch(
+      /^stopped in turn 1: the model upstream .* upstream exploded \(MODEL_UPSTREAM\); retry later; the model provider failed$/,
+    );
     expect(res.body.text).toBeNull();
     const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: res.body.run.id } });
     expect(steps.body.items[0].model.error).toEqual(expect.any(String));

@@ -1,4 +1,5 @@
 import { emptyStats } from "../../src/agent/stats.js";
+import { defaultRunLimits } from "../../src/store/runs.js";
 import type { RunRecord, SessionRecord, Store } from "../../src/store/store.js";
 
 /** Inserts a session row with defaults; `overrides` set any field. */
@@ -15,6 +16,7 @@ export async function seedSession(
     workspace: overrides.id,
     workspaceShared: false,
     providerProfile: null,
+    planning: false,
     metadata: null,
     createdAt: new Date().toISOString(),
     ...overrides,
@@ -32,6 +34,8 @@ export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionI
     input: "hi",
     maxTurns: 5,
     contextMaxChars: null,
+    stopDetail: null,
+    ...defaultRunLimits(),
     stats: emptyStats(),
     createdAt: new Date().toISOString(),
     finishedAt: null,

@@ -67,7 +67,9 @@ const write = (...events: RunEventBody[]) => recorder.write(() => ({ changes: []
 
 const finish = () =>
   recorder.write(() => ({
-    changes: [{ kind: "finish", stopReason: "complete", error: null, stats: emptyStats(), finishedAt: "now" }],
+    changes: [
+      { kind: "finish", stopReason: "complete", stopDetail: null, error: null, stats: emptyStats(), finishedAt: "now" },
+    ],
     events: [{ type: "run.finished", run: { id: "run_1" } as never }],
   }));
 

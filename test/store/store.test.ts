@@ -76,6 +76,7 @@ describe("store", () => {
     expect(applied).toEqual([
       { name: "0001_init.sql" },
       { name: "0002_one_active_run.sql" },
+      { name: "0003_stop_conditions.sql" },
       { name: "0004_session_provider_profile.sql" },
     ]);
   });
@@ -209,6 +210,7 @@ describe("store", () => {
         {
           kind: "finish",
           stopReason: "complete",
+          stopDetail: null,
           error: null,
           stats: runRecord({ id: "x", sessionId: "x" }).stats,
           finishedAt: "now",

@@ -1,0 +1,59 @@
+import type { RunStats } from "./stats.js";
+
+/** A run's budgets; an absent one is no limit. */
+export interface RunBudgets {
+  /** Input plus output tokens of this run's model calls, as the upstream reports them. */
+  maxTokens?: number;
+  /** Wall time of the run, from its start (a resumed run keeps counting). */
+  maxDurationMs?: number;
+  /** Tool executions started by this run. */
+  maxToolCalls?: number;
+}
+
+/** Which budget is spent, with what was used and what was allowed. */
+export type BudgetFinding = { budget: "tokens" | "duration" | "tool_calls"; used: number; limit: number };
+
+/**
+ * The first spent budget that forbids what comes next, or null. Each budget is checked where
+ * it is spent: tokens before a model request, tool calls before a tool starts, wall time before
+ * either; so a run never begins work its budgets do not allow (`elapsedMs`: its wall time so far).
+ */
+export function spentBudget(
+  budgets: RunBudgets,
+  stats: RunStats,
+  elapsedMs: number,
+  before: "model_request" | "tool",
+): BudgetFinding | null {
+  const tokens = stats.inputTokens + stats.outputTokens;
+  if (before === "model_request" && budgets.maxTokens !== undefined && tokens >= budgets.maxTokens) {
+    return { budget: "tokens", used: tokens, limit: budgets.maxTokens };
+  }
+  if (budgets.maxDurationMs !== undefined && elapsedMs >= budgets.maxDurationMs) {
+    return { budget: "duration", used: Math.round(elapsedMs), limit: budgets.maxDurationMs };
+  }
+  if (before === "tool" && budgets.maxToolCalls !== undefined && stats.toolCalls >= budgets.maxToolCalls) {
+    return { budget: "tool_calls", used: stats.toolCalls, limit: budgets.maxToolCalls };
+  }
+  return null;
+}
+
+/** Milliseconds left of the wall-time budget (null: none is set). */
+function timeLeftMs(budgets: RunBudgets, elapsedMs: number): number | null {
+  return budgets.maxDurationMs === undefined ? null : Math.max(0, budgets.maxDurationMs - elapsedMs);
+}
+
+/**
+ * The run's signal, also fired when the wall-time budget runs out: what a model request or a
+ * tool gets, so the budget stops work in flight as a cancellation would.
+ */
+export function withDeadline(signal: AbortSignal, budgets: RunBudgets, elapsedMs: number): AbortSignal {
+  const left = timeLeftMs(budgets, elapsedMs);
+  return left === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]);
+}
+
+/** The finding of a wall-time budget whose deadline fired (the timer may fire a hair early). */
+export const durationSpent = (budgets: RunBudgets, elapsedMs: number): BudgetFinding => ({
+  budget: "duration",
+  used: Math.max(Math.round(elapsedMs), budgets.maxDurationMs ?? 0),
+  limit: budgets.maxDurationMs ?? 0,
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { describeStop } from "../../src/agent/stop-detail.js";
+
+describe("stopDetail: one sentence naming the step, the cause and what to try", () => {
+  it("is written from the facts of each kind of stop", () => {
+    expect(describeStop({ stopReason: "max_turns", point: { phase: "after_turn", turn: 20 }, maxTurns: 20 })).toBe(
+      "stopped after turn 20: the run made its 20 model requests (maxTurns) and the model was still calling tools; " +
+        "raise maxTurns or continue in a new run",
+    );
+    expect(
+      describeStop({
+        stopReason: "aborted",
+        point: { phase: "in_turn", turn: 2, toolCall: { id: "call_7", tool: "shell" } },
+        by: "by a DELETE /runs/{id} request",
+      }),
+    ).toBe(
+      "stopped in turn 2 at tool call call_7 (shell): the run was cancelled by a DELETE /runs/{id} request; start a new run to continue",
+    );
+    expect(
+      describeStop({
+        stopReason: "error",
+        point: { phase: "in_turn", turn: 3 },
+        error: { code: "MODEL_RATE_LIMITED", message: "the upstream answered 429 three times" },
+      }),
+    ).toBe(
+      "stopped in turn 3: the upstream answered 429 three times (MODEL_RATE_LIMITED); retry later or lower the request rate",
+    );
+    expect(
+      describeStop({
+        stopReason: "budget_exhausted",
+        point: { phase: "before_turn", turn: 4 },
+        budget: { budget: "duration", used: 61_250, limit: 60_000 },
+      }),
+    ).toBe("stopped before turn 4: this run has run for 61.3 s of its 60 s; raise maxDurationMs or start a new run");
+    const long = { path: "x".repeat(200) };
+    const loop = describeStop({
+      stopReason: "loop_detected",
+      point: { phase: "after_turn", turn: 5 },
+      loop: {
+        kind: "same_error",
+        tool: "shell",
+        fingerprint: "0123456789abcdef",
+        arguments: JSON.stringify(long),
+        errorCode: "SOMETHING_NEW",
+        count: 3,
+      },
+    });
+    expect(loop).toMatch(
+      /^stopped after turn 5: shell \{"path":"x+\.\.\. failed with SOMETHING_NEW 3 times in a row; change the request, or raise loopRepeatLimit$/,
+    );
+  });
+});
