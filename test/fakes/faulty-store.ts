@@ -24,14 +24,16 @@ export class FaultyStore {
   #failAt = new Map<number, StorageErrorKind>();
   #failChanges: { match: ChangeMatch; kind: StorageErrorKind; times: number }[] = [];
   #failAll: StorageErrorKind | null = null;
-  #stall: Promise<void> | null = null;
+  #stall: { until: Promise<void>; match: ChangeMatch | null } | null = null;
   #failure: { at: number; message: string } | null = null;
 
   constructor(readonly inner: Store) {
     const write =
       <A extends unknown[], R>(fn: (...args: A) => Promise<R>, changesOf?: (...args: A) => readonly RunChange[]) =>
       async (...args: A): Promise<R> => {
-        if (this.#stall) await this.#stall;
+        if (this.#stall && (this.#stall.match === null || matches(this.#stall.match, changesOf?.(...args) ?? []))) {
+          await this.#stall.until;
+        }
         const kind = this.#faultFor(changesOf ? changesOf(...args) : null);
         if (kind) throw this.#fail(kind);
         const result = await fn(...args);
@@ -76,15 +78,19 @@ export class FaultyStore {
     this.#failAll = kind;
   }
 
-  /** Writes wait (before reaching the store) until the returned function is called. */
-  stallWrites(): () => void {
+  /**
+   * Writes wait (before reaching the store) until the returned function is called: every
+   * write, or with `match` only the commits holding a matching change.
+   */
+  stallWrites(match: ChangeMatch | null = null): () => void {
     let release!: () => void;
-    this.#stall = new Promise((resolve) => {
+    const until = new Promise<void>((resolve) => {
       release = () => {
         this.#stall = null;
         resolve();
       };
     });
+    this.#stall = { until, match };
     return release;
   }
 
@@ -107,8 +113,7 @@ export class FaultyStore {
     if (changes === null) return null;
     for (const rule of this.#failChanges) {
       if (rule.times <= 0) continue;
-      const hit = changes.some((c) => (typeof rule.match === "string" ? c.kind === rule.match : rule.match(c)));
-      if (hit) {
+      if (matches(rule.match, changes)) {
         rule.times--;
         return rule.kind;
       }
@@ -116,6 +121,9 @@ export class FaultyStore {
     return null;
   }
 }
+
+const matches = (match: ChangeMatch, changes: readonly RunChange[]): boolean =>
+  changes.some((c) => (typeof match === "string" ? c.kind === match : match(c)));
 
 const MESSAGES: Record<StorageErrorKind, string> = {
   full: "database or disk is full",

@@ -108,3 +108,24 @@ it("a tool result that cannot be written still leaves every call answered, and t
   const next = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "again" } });
   expect(next.body.run.stopReason).toBe("complete");
 });
+
+it("with writes that take their time, a started run answers 201 only once its input is committed", async () => {
+  server.upstream.enqueue({ text: "hello" });
+  const session = (await server.request("POST", "/sessions", { body: {} })).body;
+  // The run's row is written; the commit of its user message waits.
+  const release = faulty.stallWrites("message");
+  let answered = false;
+  const starting = server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "hi" } }).then((res) => {
+    answered = true;
+    return res;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(answered).toBe(false);
+  release();
+  const started = await starting;
+  expect(started.status).toBe(201);
+  // The answer came after the user message was stored: the history already holds it.
+  const messages = (await server.request("GET", `/sessions/${session.id}/messages`)).body.items;
+  expect(messages[0]).toMatchObject({ role: "user", content: "hi", runId: started.body.id });
+  await server.ctx.manager.waitForFinish(started.body.id);
+});

@@ -29,8 +29,9 @@ async function runAwaitingApproval() {
 describe("races, driven in a fixed order", () => {
   it("approve then DELETE in the same tick: the approval is recorded but no tool starts, the run ends aborted", async () => {
     const { session, run, watcher } = await runAwaitingApproval();
-    server.ctx.manager.decide({ runId: run.id, toolCallId: "call_1", decision: "approve" });
-    server.ctx.manager.cancel(run.id);
+    const decided = server.ctx.manager.decide({ runId: run.id, toolCallId: "call_1", decision: "approve" });
+    const cancelled = server.ctx.manager.cancel(run.id);
+    await Promise.all([decided, cancelled]);
     const events = await watcher.ended;
     expect(events.map((e) => e.event)).toContain("approval.resolved");
     expect(events.map((e) => e.event)).not.toContain("tool.started");
@@ -40,12 +41,33 @@ describe("races, driven in a fixed order", () => {
 
   it("DELETE then approve: the approval is refused with 409 and nothing runs", async () => {
     const { run, watcher } = await runAwaitingApproval();
-    server.ctx.manager.cancel(run.id);
+    await server.ctx.manager.cancel(run.id);
     const late = await server.request("POST", `/runs/${run.id}/approvals/call_1`, { body: { decision: "approve" } });
     expect(late.status).toBe(409);
     const events = await watcher.ended;
     expect(events.map((e) => e.event)).not.toContain("tool.started");
     expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+  });
+
+  it("ten concurrent starts on one session create exactly one run; the other nine are 409 SESSION_BUSY naming it", async () => {
+    let release!: () => void;
+    server.upstream.enqueue({ text: "the one", gate: new Promise<void>((r) => (release = r)) });
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const starts = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        server.request("POST", `/sessions/${session.id}/runs`, { body: { input: `start ${i}` } }),
+      ),
+    );
+    const created = starts.filter((res) => res.status === 201);
+    const busy = starts.filter((res) => res.status === 409);
+    expect(created).toHaveLength(1);
+    expect(busy).toHaveLength(9);
+    const runId = created[0]?.body.id;
+    for (const res of busy) expect(res.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId } });
+    release();
+    const runs = (await server.request("GET", `/sessions/${session.id}/runs`)).body.items;
+    expect(runs.map((r: { id: string }) => r.id)).toEqual([runId]);
+    expect((await server.ctx.manager.waitForFinish(runId)).stopReason).toBe("complete");
   });
 
   it("two watchers of one run receive identical, gapless streams", async () => {

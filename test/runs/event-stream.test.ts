@@ -44,6 +44,21 @@ function observedReads(inner: Store, before?: (after: number) => Promise<void>) 
   return { observed, reads };
 }
 
+/** A stream from the start over the observed store, its first frame read; `reads` are those after it. */
+async function streamPastStart() {
+  const { observed, reads } = observedReads(store);
+  const stream = runEventStream({
+    store: observed,
+    hub,
+    runId: "run_1",
+    after: 0,
+    closed: new AbortController().signal,
+  });
+  expect((await stream.next()).value?.id).toBe("1");
+  reads.length = 0;
+  return { stream, reads };
+}
+
 async function setUp() {
   hub = new LossyHub();
   await seedSession(store, { id: "ses_1" });
@@ -74,15 +89,7 @@ const finish = () =>
   }));
 
 it("a gap at the backlog/live seam is detected and healed from the database", async () => {
-  const { observed, reads } = observedReads(store);
-  const stream = runEventStream({
-    store: observed,
-    hub,
-    runId: "run_1",
-    after: 0,
-    closed: new AbortController().signal,
-  });
-  expect((await stream.next()).value?.id).toBe("1");
+  const { stream, reads } = await streamPastStart();
   // Seq 3 is stored but its publishing is lost: live delivers 2, then 4.
   hub.lost.add(3);
   await write({ type: "turn.started", turn: 1 });
@@ -206,16 +213,7 @@ it("a live stream resumed past the run's last event still ends when the run fini
 });
 
 it("a watcher that stops reading holds a bounded number of live events, then reads on from the database, gapless", async () => {
-  const { observed, reads } = observedReads(store);
-  const stream = runEventStream({
-    store: observed,
-    hub,
-    runId: "run_1",
-    after: 0,
-    closed: new AbortController().signal,
-  });
-  expect((await stream.next()).value?.id).toBe("1");
-  reads.length = 0;
+  const { stream, reads } = await streamPastStart();
   // The watcher reads nothing while the run writes far more than may be held for it.
   const count = MAX_HELD_EVENTS * 2 + 10;
   for (let i = 0; i < count; i++) await write({ type: "text.delta", text: `t${i}` });
@@ -228,16 +226,7 @@ it("a watcher that stops reading holds a bounded number of live events, then rea
 });
 
 it("one live event larger than the held-bytes bound is read from the database", async () => {
-  const { observed, reads } = observedReads(store);
-  const stream = runEventStream({
-    store: observed,
-    hub,
-    runId: "run_1",
-    after: 0,
-    closed: new AbortController().signal,
-  });
-  expect((await stream.next()).value?.id).toBe("1");
-  reads.length = 0;
+  const { stream, reads } = await streamPastStart();
   await write({ type: "text.delta", text: "x".repeat(MAX_HELD_BYTES + 1) });
   await finish();
   const frames: SseFrame[] = [];

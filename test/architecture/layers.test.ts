@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(join(root, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(join(root, path)).isDirectory() ? filesUnder(path) : path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** The project folders a file imports from (its relative imports, resolved), e.g. "src/store". */
+function importedFolders(file: string): string[] {
+  const source = readFileSync(join(root, file), "utf8");
+  const specifiers = [...source.matchAll(/(?:import|export)[^"']*?from\s+["']([^"']+)["']/g)].map((m) => m[1] ?? "");
+  return specifiers
+    .filter((s) => s.startsWith("."))
+    .map((s) => relative(root, resolve(root, dirname(file), s)))
+    .map((path) => (path.startsWith("routes/") ? "routes" : path.split("/").slice(0, 2).join("/")));
+}
+
+/** Each layer and the folders it may import from (besides itself and packages). */
+const LAYERS: Record<string, string[]> = {
+  "src/agent": [],
+  "src/domain": ["src/agent"],
+  "src/store": ["src/agent", "src/domain"],
+};
+
+describe("the layers of the code", () => {
+  for (const [layer, allowed] of Object.entries(LAYERS)) {
+    it(`${layer} imports only from ${allowed.length ? allowed.join(", ") : "itself"}`, () => {
+      const offending = filesUnder(layer).flatMap((file) =>
+        importedFolders(file)
+          .filter((folder) => folder !== layer && !allowed.includes(folder))
+          .map((folder) => `${file} -> ${folder}`),
+      );
+      expect(offending).toEqual([]);
+    });
+  }
+
+  it("the rule checker sees imports (src/runs imports src/store)", () => {
+    expect(filesUnder("src/runs").flatMap(importedFolders)).toContain("src/store");
+  });
+
+  it("outside src/store nothing names a SQLite error code or reaches the database handle", () => {
+    const offending = [...filesUnder("src"), ...filesUnder("routes")]
+      .filter((file) => !file.startsWith("src/store/"))
+      .filter((file) => /SQLITE_|\bstore\.db\b|better-sqlite3/.test(readFileSync(join(root, file), "utf8")));
+    expect(offending).toEqual([]);
+  });
+
+  it("no file in src/ is over 300 lines", () => {
+    const long = filesUnder("src")
+      .map((file) => ({ file, lines: readFileSync(join(root, file), "utf8").split("\n").length - 1 }))
+      .filter(({ lines }) => lines > 300);
+    expect(long).toEqual([]);
+  });
+});
