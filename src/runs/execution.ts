@@ -46,29 +46,47 @@ export interface ExecuteParams {
 }
 
 /** The loop's writes as RunChanges: a message (with the ledger and stats it changes) or a tool's start. */
-async function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
+function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
   const counted: RunChange = { kind: "stats", stats };
   if (item.type === "tool.started") {
     // Durable before the tool runs: after a crash the ledger says it had started.
-    await live.recorder.write(() => ({
-      changes: [{ kind: "toolCall.started", toolCallId: item.toolCallId, at: new Date().toISOString() }, counted],
-      events: [item],
-    }));
-    live.toolStarted(item.toolCallId);
-    return;
+    const changes: RunChange[] = [
+      { kind: "toolCall.started", toolCallId: item.toolCallId, at: new Date().toISOString() },
+      counted,
+    ];
+    return live.recorder
+      .write(() => ({ changes, events: [item] }))
+      .then(() => {
+        live.savedStats = stats;
+        live.toolStarted(item.toolCallId);
+      });
   }
   const { message } = item;
-  await live.recorder.commitMessage(message, {
-    changes: message.role === "assistant" ? [counted] : [],
-    // A result that changed the plan announces the plan in the same write.
-    events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
-  });
-  if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
-  if (message.role === "tool") {
-    failpoint("after-tool-result-commit");
-    live.toolFinished(message.toolCallId);
-  }
+  const counts = message.role === "assistant";
+  return live.recorder
+    .commitMessage(message, {
+      changes: counts ? [counted] : [],
+      // A result that changed the plan announces the plan in the same write.
+      events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
+    })
+    .then(() => {
+      if (counts) live.savedStats = stats;
+      if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
+      if (message.role === "tool") {
+        failpoint("after-tool-result-commit");
+        live.toolFinished(message.toolCallId);
+      }
+    });
 }
+
+/** Whether two stats agree on everything but the duration. */
+const sameCounts = (a: RunStats, b: RunStats | null): boolean =>
+  b !== null &&
+  a.modelCalls === b.modelCalls &&
+  a.toolCalls === b.toolCalls &&
+  a.turns === b.turns &&
+  a.inputTokens === b.inputTokens &&
+  a.outputTokens === b.outputTokens;
 
 /**
  * Runs the loop for a live run and writes its end. Resolves with the run as this process
@@ -97,18 +115,15 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       history,
       input: params.input,
       beforeToolCall: approvalGate(deps, live),
-      commit: async (item, stats) => {
-        try {
-          await commit(live, item, stats);
-        } finally {
-          inputSettled();
-        }
-      },
+      commit: (item, stats) =>
+        inputPending ? commit(live, item, stats).finally(inputSettled) : commit(live, item, stats),
       emit: (notice) => live.recorder.buffer(notice),
       checkpoint: async () => live.checkpoint(),
       onStep: (step, stats) => {
         live.recorder.defer({ kind: "step", step });
-        live.recorder.defer({ kind: "stats", stats });
+        // Saved with the step unless only the clock moved since the stats last saved.
+        if (!sameCounts(stats, live.savedStats)) live.recorder.defer({ kind: "stats", stats });
+        live.savedStats = stats;
       },
       signal: live.controller.signal,
       maxTurns: live.record.maxTurns,

@@ -1,3 +1,4 @@
+import type { RunStats } from "../agent/stats.js";
 import type { RunView } from "../domain/run.js";
 import type { RunRecord, SessionRecord } from "../store/store.js";
 import { ApprovalWaiters } from "./approval-waiters.js";
@@ -29,6 +30,8 @@ export class LiveRun {
   phase: RunPhase = { name: "running", tool: null };
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
+  /** The stats last handed to the recorder (a cache: the run's row holds them). */
+  savedStats: RunStats | null = null;
   /** Settles with the run's end as reported to waiters (stored, or known while storage fails). */
   readonly ended: Promise<RunView>;
   reportEnd!: (view: RunView) => void;

@@ -26,6 +26,13 @@ export class RunSuspendedError extends Error {
   }
 }
 
+/** The changes with only the last of their `stats` changes: each one replaces the ones before it. */
+function latestStatsOnly(changes: RunChange[]): RunChange[] {
+  let last = -1;
+  for (const [i, change] of changes.entries()) if (change.kind === "stats") last = i;
+  return last < 0 ? changes : changes.filter((change, i) => change.kind !== "stats" || i === last);
+}
+
 /** What a write is made of, built when its turn in the queue comes (seqs are given then). */
 export interface WriteBatch {
   changes: RunChange[];
@@ -49,6 +56,8 @@ export class RunRecorder {
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Writes started or queued and not yet settled. */
+  #inFlight = 0;
   /** The last write failed on storage: buffered events are kept (up to a cap) until one succeeds. */
   #failing = false;
   /** Sealed: nothing more is written for this run by this process (see `seal`). */
@@ -140,13 +149,20 @@ export class RunRecorder {
    * failed, and then nothing of it is stored or published.
    */
   write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
-    const next = this.#queue.then(() => this.#write(build));
-    this.#queue = next.catch(() => {});
+    // Nothing in flight: the write starts now (its batch is built in this tick), else it queues.
+    const next = this.#inFlight === 0 ? this.#write(build) : this.#queue.then(() => this.#write(build));
+    this.#inFlight++;
+    this.#queue = next.then(
+      () => void this.#inFlight--,
+      () => void this.#inFlight--,
+    );
     return next;
   }
 
-  async #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
-    if (this.#sealed) throw new RunSuspendedError();
+  // Written with promise callbacks rather than async/await: this is the hot path of every
+  // commit, and each async level costs the loop microtask turns.
+  #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
+    if (this.#sealed) return Promise.reject(new RunSuspendedError());
     if (this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;
@@ -162,7 +178,9 @@ export class RunRecorder {
     }));
     const buffered = this.#buffered;
     const deferred = this.#deferred;
-    if (!buffered.length && !deferred.length && !batch.changes.length && !batch.events.length) return [];
+    if (!buffered.length && !deferred.length && !batch.changes.length && !batch.events.length) {
+      return Promise.resolve([]);
+    }
     this.#buffered = [];
     this.#deferred = [];
     let seq = this.#nextSeq;
@@ -170,37 +188,38 @@ export class RunRecorder {
       ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
       ...batch.events.map((body) => ({ ...body, runId: this.runId, seq: seq++, at: createdAt }) as RunEvent),
     ];
-    let stored: Awaited<ReturnType<Store["commitRun"]>>;
-    try {
-      stored = await this.store.commitRun(this.runId, [...deferred, ...batch.changes], events);
-      this.#failing = false;
-    } catch (err) {
-      this.#failing = isStorageError(err);
-      // Kept for the next write, before anything queued meanwhile.
-      this.#buffered = [...buffered, ...this.#buffered];
-      this.#deferred = [...deferred, ...this.#deferred];
-      throw err;
-    }
-    this.#nextSeq = seq;
-    this.#nextMessageSeq = messageSeq;
-    this.hub.publish(this.runId, stored);
-    return events;
+    const changes = latestStatsOnly(deferred.length ? [...deferred, ...batch.changes] : batch.changes);
+    return this.store.commitRun(this.runId, changes, events).then(
+      (stored) => {
+        this.#failing = false;
+        this.#nextSeq = seq;
+        this.#nextMessageSeq = messageSeq;
+        this.hub.publish(this.runId, stored);
+        return events;
+      },
+      (err: unknown) => {
+        this.#failing = isStorageError(err);
+        // Kept for the next write, before anything queued meanwhile.
+        this.#buffered = [...buffered, ...this.#buffered];
+        this.#deferred = [...deferred, ...this.#deferred];
+        throw err;
+      },
+    );
   }
 
   /**
    * Writes a message and its `message` event in one transaction, with `also`: the changes it
    * brings (its stats) and the events it causes after it (a plan's update).
    */
-  async commitMessage(message: AgentMessage, also: Partial<WriteBatch> = {}): Promise<StoredMessage> {
+  commitMessage(message: AgentMessage, also: Partial<WriteBatch> = {}): Promise<StoredMessage> {
     let stored: StoredMessage | undefined;
-    await this.write((stamp) => {
+    return this.write((stamp) => {
       stored = stamp(message);
       return {
         changes: [{ kind: "message", message: stored }, ...(also.changes ?? [])],
         events: [{ type: "message", message: stored }, ...(also.events ?? [])],
       };
-    });
-    return stored as StoredMessage;
+    }).then(() => stored as StoredMessage);
   }
 
   /**
