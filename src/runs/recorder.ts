@@ -28,9 +28,15 @@ export class RunSuspendedError extends Error {
 
 /** The changes with only the last of their `stats` changes: each one replaces the ones before it. */
 function latestStatsOnly(changes: RunChange[]): RunChange[] {
+  let count = 0;
   let last = -1;
-  for (const [i, change] of changes.entries()) if (change.kind === "stats") last = i;
-  return last < 0 ? changes : changes.filter((change, i) => change.kind !== "stats" || i === last);
+  for (let i = 0; i < changes.length; i++) {
+    if (changes[i]?.kind === "stats") {
+      count++;
+      last = i;
+    }
+  }
+  return count < 2 ? changes : changes.filter((change, i) => change.kind !== "stats" || i === last);
 }
 
 /** What a write is made of, built when its turn in the queue comes (seqs are given then). */
@@ -184,11 +190,11 @@ export class RunRecorder {
     this.#buffered = [];
     this.#deferred = [];
     let seq = this.#nextSeq;
-    const events: RunEvent[] = [
-      ...buffered.map(({ body, at }) => ({ ...body, runId: this.runId, seq: seq++, at }) as RunEvent),
-      ...batch.events.map((body) => ({ ...body, runId: this.runId, seq: seq++, at: createdAt }) as RunEvent),
-    ];
-    const changes = latestStatsOnly(deferred.length ? [...deferred, ...batch.changes] : batch.changes);
+    const { runId } = this;
+    const events: RunEvent[] = [];
+    for (const { body, at } of buffered) events.push({ ...body, runId, seq: seq++, at } as RunEvent);
+    for (const body of batch.events) events.push({ ...body, runId, seq: seq++, at: createdAt } as RunEvent);
+    const changes = latestStatsOnly(deferred.length ? deferred.concat(batch.changes) : batch.changes);
     return this.store.commitRun(this.runId, changes, events).then(
       (stored) => {
         this.#failing = false;

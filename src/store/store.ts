@@ -17,8 +17,9 @@ export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
- * one process today, a shared database later) implements it. Every method returns a
- * promise and nothing may rely on a read happening "in the same tick" as anything else.
+ * one process today, a shared database later) implements it. Every method that touches
+ * the data returns a promise, and nothing may rely on a read happening "in the same tick"
+ * as anything else (`writeFailure` is this process's own memory of its last write).
  * Failures are StorageError (with a `kind`); a change the data refuses is
  * StoreConflictError (with its `rule`), and nothing of its batch is written.
  */
