@@ -54,12 +54,19 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
       { kind: "toolCall.started", toolCallId: item.toolCallId, at: new Date().toISOString() },
       counted,
     ];
+    // Marked first: a shutdown meanwhile lets the tool finish rather than stop the run under it.
+    live.toolStarted(item.toolCallId);
     return live.recorder
       .write(() => ({ changes, events: [item] }))
-      .then(() => {
-        live.savedStats = stats;
-        live.toolStarted(item.toolCallId);
-      });
+      .then(
+        () => {
+          live.savedStats = stats;
+        },
+        (err: unknown) => {
+          live.toolFinished(item.toolCallId);
+          throw err;
+        },
+      );
   }
   const { message } = item;
   const counts = message.role === "assistant";
@@ -78,6 +85,9 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
       }
     });
 }
+
+/** What the checkpoint hook returns: the check itself is synchronous here. */
+const SETTLED = Promise.resolve();
 
 /** Whether two stats agree on everything but the duration. */
 const sameCounts = (a: RunStats, b: RunStats | null): boolean =>
@@ -118,7 +128,10 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       commit: (item, stats) =>
         inputPending ? commit(live, item, stats).finally(inputSettled) : commit(live, item, stats),
       emit: (notice) => live.recorder.buffer(notice),
-      checkpoint: async () => live.checkpoint(),
+      checkpoint: () => {
+        live.checkpoint();
+        return SETTLED;
+      },
       onStep: (step, stats) => {
         live.recorder.defer({ kind: "step", step });
         // Saved with the step unless only the clock moved since the stats last saved.
