@@ -5,8 +5,9 @@
  * wire. The stream is read the same way for every provider (see stream-assembler.ts); only
  * what is sent differs.
  */
-export const PROVIDER_PROFILES = ["openai", "deepseek", "deepseek-thinking", "gemini"] as const;
-export type ProviderProfileName = (typeof PROVIDER_PROFILES)[number];
+import { isProfileName, PROVIDER_PROFILES, type ProviderProfileName } from "../domain/provider-profile-name.js";
+
+export { isProfileName, PROVIDER_PROFILES, type ProviderProfileName };
 
 export interface ProviderProfile {
   name: ProviderProfileName;
@@ -30,10 +31,6 @@ const TABLE: Record<ProviderProfileName, Omit<ProviderProfile, "name">> = {
 
 export function profileNamed(name: ProviderProfileName): ProviderProfile {
   return { name, ...TABLE[name] };
-}
-
-export function isProfileName(value: string): value is ProviderProfileName {
-  return (PROVIDER_PROFILES as readonly string[]).includes(value);
 }
 
 /**

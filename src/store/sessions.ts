@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
-import { isProfileName, type ProviderProfileName } from "../model/provider-profile.js";
+import { isProfileName, type ProviderProfileName } from "../domain/provider-profile-name.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
