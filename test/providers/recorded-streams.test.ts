@@ -52,6 +52,13 @@ async function runOnce(
 /** The messages the upstream was sent in request `n` (0-based). */
 const sent = (s: TestServer, n: number) => s.upstream.requests[n]?.body.messages;
 
+/** Runs a second turn and returns the messages it sent upstream: the history as the provider sees it. */
+async function nextRequestAfter(s: TestServer, sessionId: string) {
+  s.upstream.enqueue({ text: "ok" });
+  await s.request("POST", `/sessions/${sessionId}/runs?wait=true`, { body: { input: "thanks" } });
+  return sent(s, 1);
+}
+
 describe("recorded provider streams", () => {
   it("Mistral: content as an array of parts mixed with strings keeps every digit (391), thinking parts become reasoning", async () => {
     const { s, sessionId, run, messages } = await runOnce([recorded("mistral-small-mixed-content-parts.chunks.txt")]);
@@ -64,9 +71,7 @@ describe("recorded provider streams", () => {
     expect(answer.content).not.toContain("Okay");
 
     // The next request sends the answer back as text, and no reasoning (the openai profile strips it).
-    s.upstream.enqueue({ text: "ok" });
-    await s.request("POST", `/sessions/${sessionId}/runs?wait=true`, { body: { input: "thanks" } });
-    expect(sent(s, 1)).toEqual([
+    expect(await nextRequestAfter(s, sessionId)).toEqual([
       { role: "user", content: "go" },
       { role: "assistant", content: "391" },
       { role: "user", content: "thanks" },
@@ -82,10 +87,22 @@ describe("recorded provider streams", () => {
     });
   });
 
-  it("a clean end (usage, then [DONE]) without any finish_reason completes the run (constructed stream)", async () => {
-    const { run, text } = await runOnce([recorded("constructed-clean-end-without-finish-reason.sse")]);
-    expect(run).toMatchObject({ stopReason: "complete", error: null, stats: { inputTokens: 17, outputTokens: 6 } });
-    expect(text).toBe("The answer is 391.");
+  it("Snowflake Cortex: a clean end (usage, then [DONE]) with no finish_reason in any chunk completes the run", async () => {
+    const { s, sessionId, run, text, messages } = await runOnce([
+      recorded("snowflake-cortex-clean-end-without-finish-reason.sse"),
+    ]);
+    expect(run).toMatchObject({ stopReason: "complete", error: null, stats: { inputTokens: 22, outputTokens: 5 } });
+    expect(text).toBe("4");
+    expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "4" });
+    // Every chunk carries `"refusal":""`: an empty refusal is no refusal.
+    expect(messages.at(-1).metadata?.refusal).toBeUndefined();
+
+    // The next request sends the answer back as plain text.
+    expect(await nextRequestAfter(s, sessionId)).toEqual([
+      { role: "user", content: "go" },
+      { role: "assistant", content: "4" },
+      { role: "user", content: "thanks" },
+    ]);
   });
 
   it("Groq: usage only in x_groq.usage is counted", async () => {
@@ -133,7 +150,56 @@ describe("recorded provider streams", () => {
     );
   });
 
-  it("Gemini: calls without index and with empty ids are separate calls; the thought signature is stored and sent back (constructed stream)", async () => {
+  it("Gemini 2.5: two calls without any index in one chunk stay two calls, each with its own id and arguments", async () => {
+    const { s, run, messages } = await runOnce([
+      recorded("gemini-2.5-flash-lite-parallel-calls-without-index.sse"),
+      { text: "done" },
+    ]);
+    expect(run).toMatchObject({ stopReason: "complete", stats: { modelCalls: 2 } });
+    const calls = [
+      { id: "function-call-7026415214984972976", name: "get_weather", input: '{"city":"Seoul"}' },
+      { id: "function-call-7026415214984972901", name: "get_weather", input: '{"city":"Oslo"}' },
+    ];
+    expect(messages[1]).toMatchObject({ role: "assistant", content: "", toolCalls: calls });
+    expect(messages.slice(2, 4).map((m: { toolCallId: string }) => m.toolCallId)).toEqual(calls.map((c) => c.id));
+    // Gemini 2.5 signs nothing: the calls go back bare.
+    expect(sent(s, 1)[1].tool_calls).toEqual(
+      calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.input } })),
+    );
+  });
+
+  it("Gemini 3.1: calls without index in separate chunks, ended by finish_reason stop; the first call's thought signature is stored and sent back with it alone", async () => {
+    const { s, run, messages } = await runOnce(
+      [recorded("gemini-3.1-flash-lite-signed-calls-without-index.sse"), { text: "done" }],
+      { model: "gemini-3.1-flash-lite" },
+    );
+    expect(run).toMatchObject({ stopReason: "complete", stats: { modelCalls: 2 } });
+    const assistant = messages[1];
+    const calls = [
+      { id: "call_272732", name: "get_weather", input: '{"city":"Seoul"}' },
+      { id: "call_272740", name: "get_weather", input: '{"city":"Oslo"}' },
+    ];
+    expect(assistant).toMatchObject({ role: "assistant", content: "", toolCalls: calls });
+    const signature = { google: { thought_signature: "EnEKbwERTTIP0Zk3tjLvi9mRksxP" } };
+    expect(assistant.metadata).toEqual({ toolCallFields: { call_272732: { extra_content: signature } } });
+
+    const back = sent(s, 1)[1];
+    expect(back.tool_calls).toEqual([
+      {
+        id: "call_272732",
+        type: "function",
+        function: { name: "get_weather", arguments: '{"city":"Seoul"}' },
+        extra_content: signature,
+      },
+      { id: "call_272740", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
+    ]);
+    // No tool schema carries `$schema`, which Gemini's function declarations refuse.
+    for (const request of s.upstream.requests) {
+      for (const tool of request.body.tools) expect(tool.function.parameters).not.toHaveProperty("$schema");
+    }
+  });
+
+  it("Gemini: calls without index and with empty ids get ids of their own; the thought signature is stored and sent back (constructed stream: no recording with empty ids is public)", async () => {
     const { s, run, messages } = await runOnce([recorded("constructed-gemini-indexless-calls.sse"), { text: "done" }], {
       model: "gemini-3-flash-preview",
     });
