@@ -211,6 +211,7 @@ async function newSession(): Promise<SessionRecord> {
     providerProfile: null,
     planning: false,
     metadata: null,
+    webhook: null,
     createdAt: new Date().toISOString(),
   };
   await store.sessions.insert(session);
@@ -236,6 +237,7 @@ async function newRunRecord(session: SessionRecord, maxTurns: number): Promise<s
     finishedAt: null,
     approval: null,
     idempotencyKey: null,
+    webhook: null,
   } as const;
   await store.runs.create(record, []);
   return runId;

@@ -10,6 +10,7 @@ import type { RunService } from "./runs/run-service.js";
 import type { SessionService } from "./sessions/session-service.js";
 import type { Store } from "./store/store.js";
 import type { ShellSandbox } from "./tools/index.js";
+import type { WebhookWorker } from "./webhooks/worker.js";
 
 /** A tool as `GET /tools` lists it. */
 export interface ToolCatalogEntry {
@@ -30,6 +31,8 @@ export interface AppContext {
   manager: RunManager;
   runs: RunService;
   sessions: SessionService;
+  /** Sends the webhook outbox. */
+  webhooks: WebhookWorker;
   apiKeys: ApiKeys;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];

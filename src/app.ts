@@ -66,6 +66,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     } else parseJson(request, text, done);
   });
   app.setErrorHandler(errorHandler);
+  // Stopped with the server, before the store closes: a send in flight is awaited.
+  app.addHook("onClose", async () => ctx.webhooks.stop());
   app.setNotFoundHandler((request, reply) =>
     reply
       .status(404)

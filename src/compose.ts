@@ -4,6 +4,7 @@ import type { ModelClient } from "./agent/model.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
 import { type Config, ConfigError } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
+import { DEFAULT_WEBHOOK_EVENTS } from "./domain/webhook.js";
 import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
@@ -15,6 +16,9 @@ import { SessionService } from "./sessions/session-service.js";
 import { openStoreOrExplain, prepareShellSandbox, prepareWorkspaceRoot } from "./startup-checks.js";
 import type { Store } from "./store/store.js";
 import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES, workspaceToolsFor } from "./tools/index.js";
+import { WebhookSender } from "./webhooks/send.js";
+import { webhookKey } from "./webhooks/signature.js";
+import { WebhookWorker } from "./webhooks/worker.js";
 
 export interface ComposeOptions {
   /** Replaces the model client built from the configuration (tests, benchmarks). */
@@ -80,8 +84,10 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     finishReportMs: options.finishReportMs,
     approvalCeiling,
     maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
+    defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
     logger,
   });
+  const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,
     manager,
@@ -90,8 +96,25 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     logger,
     maxSessionsPerKey: config.MAX_SESSIONS_PER_KEY,
     approvalCeiling,
+    webhookPolicy,
   });
-  const runs = new RunService({ store, manager, sessions, defaults: runDefaultsOf(config) });
+  const webhooks = new WebhookWorker({
+    store,
+    sender: new WebhookSender({
+      key: webhookKey(config.WEBHOOK_SECRET),
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    }),
+    schedule: {
+      baseMs: config.WEBHOOK_RETRY_BASE_MS,
+      maxMs: config.WEBHOOK_RETRY_MAX_MS,
+      windowMs: config.WEBHOOK_RETRY_WINDOW_MS,
+    },
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    pollMs: config.WEBHOOK_POLL_MS,
+    logger,
+  });
+  const runs = new RunService({ store, manager, sessions, defaults: runDefaultsOf(config), webhookPolicy });
   // What a call gets without any override, under the ceiling.
   const tools: ToolCatalogEntry[] = describeWorkspaceTools(shellSandbox).map((tool) => ({
     ...tool,
@@ -104,6 +127,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     manager,
     sessions,
     runs,
+    webhooks,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),
@@ -132,4 +156,6 @@ const runDefaultsOf = (config: Config): RunDefaults => ({
  */
 export async function recoverLeftRuns(ctx: AppContext, logger: Logger): Promise<void> {
   await recoverRuns({ store: ctx.store, hub: ctx.hub, manager: ctx.manager, mode: ctx.config.ON_RESTART, logger });
+  // Deliveries left in the outbox by the previous process are sent from here on.
+  ctx.webhooks.start();
 }

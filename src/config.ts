@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
+import { WebhookTargetSchema } from "./domain/webhook.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
+import { webhookKey } from "./webhooks/signature.js";
+import { checkWebhookTarget } from "./webhooks/target-policy.js";
 
 /** The longest delay a Node timer takes; a longer one fires at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -135,6 +138,23 @@ const EnvSchema = z.object({
   SHELL_SANDBOX: choiceSetting(["auto", "bwrap", "off"], "auto"),
   /** `1` lets sandboxed shell commands reach the network. */
   SHELL_NETWORK: choiceSetting(["0", "1"], "0").transform((value) => value === "1"),
+
+  // Webhooks.
+  /** Where runs post their events when neither they nor their session name a target. */
+  WEBHOOK_URL: stringSetting(""),
+  /** Signs every delivery (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64. */
+  WEBHOOK_SECRET: stringSetting(""),
+  /** `1` lets webhooks reach private and loopback addresses. */
+  WEBHOOK_ALLOW_PRIVATE: choiceSetting(["0", "1"], "0").transform((value) => value === "1"),
+  /** How long one delivery may take. */
+  WEBHOOK_TIMEOUT_MS: msSetting(10_000, { min: 100, max: 120_000 }),
+  /** The wait after a delivery's first failure; each further one doubles it, up to WEBHOOK_RETRY_MAX_MS. */
+  WEBHOOK_RETRY_BASE_MS: msSetting(5_000, { min: 10 }),
+  WEBHOOK_RETRY_MAX_MS: msSetting(3_600_000, { min: 10 }),
+  /** How long after its event a delivery is still tried. */
+  WEBHOOK_RETRY_WINDOW_MS: msSetting(86_400_000, { min: 1_000 }),
+  /** How often the outbox is looked at for due deliveries. */
+  WEBHOOK_POLL_MS: msSetting(1_000, { min: 10, max: 60_000 }),
 });
 
 /** MAX_RUNS_PER_KEY's default with API keys: a quarter of the server's slots, at least 1. */
@@ -167,6 +187,29 @@ export class ConfigError extends Error {
   }
 }
 
+function webhookProblems(data: {
+  WEBHOOK_URL: string;
+  WEBHOOK_SECRET: string;
+  WEBHOOK_ALLOW_PRIVATE: boolean;
+}): string[] {
+  const problems: string[] = [];
+  if (data.WEBHOOK_SECRET !== "" && !webhookKey(data.WEBHOOK_SECRET)) {
+    problems.push("WEBHOOK_SECRET: must be whsec_ followed by 24 to 64 bytes in base64");
+  }
+  if (data.WEBHOOK_URL === "") return problems;
+  const target = WebhookTargetSchema.safeParse({ url: data.WEBHOOK_URL });
+  if (!target.success) problems.push("WEBHOOK_URL: must be an http or https URL");
+  else if (data.WEBHOOK_SECRET === "") problems.push("WEBHOOK_URL: needs WEBHOOK_SECRET (nothing is sent unsigned)");
+  else {
+    try {
+      checkWebhookTarget(target.data, { signing: true, allowPrivate: data.WEBHOOK_ALLOW_PRIVATE });
+    } catch (err) {
+      problems.push(`WEBHOOK_URL: ${(err as Error).message}`);
+    }
+  }
+  return problems;
+}
+
 /** Reads and validates the configuration; throws ConfigError naming each bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const problems: string[] = [];
@@ -189,6 +232,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (data.HEADERS_TIMEOUT_MS > data.REQUEST_TIMEOUT_MS) {
     problems.push("HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS");
   }
+  problems.push(...webhookProblems(data));
   if (problems.length || !ceiling.ok) throw new ConfigError(problems);
   return {
     ...data,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_TIMER_MS } from "../config.js";
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
+import { WebhookTargetSchema } from "../domain/webhook.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
 
 const id = z.string().min(1).max(64);
@@ -24,6 +25,7 @@ export const CreateSessionBody = z
     providerProfile: z.enum(PROVIDER_PROFILES).optional(),
     planning: z.boolean().optional(),
     metadata: z.record(z.string().max(256), z.unknown()).optional(),
+    webhook: WebhookTargetSchema.optional(),
   })
   .nullish()
   .transform((body) => body ?? {});
@@ -49,6 +51,7 @@ export const StartRunBody = z.strictObject({
   contextMaxChars: z.number().int().min(1).optional(),
   approval: ApprovalPolicySchema.optional(),
   ...RunLimitsBody.shape,
+  webhook: WebhookTargetSchema.optional(),
 });
 
 /** A boolean query flag: true, false, 1 or 0; absent is false. */

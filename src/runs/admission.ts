@@ -1,6 +1,7 @@
 import { emptyStats } from "../agent/stats.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { RunView } from "../domain/run.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { conflict, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
@@ -19,6 +20,8 @@ export interface StartRunInput {
   idempotencyKey?: string;
   /** Budgets, loop guard and planning; absent: none, the default guard, no planning. */
   limits?: RunLimits;
+  /** The run's own webhook target (else its session's, else the server's). */
+  webhook?: WebhookTarget;
 }
 
 export interface AdmissionDeps {
@@ -28,6 +31,8 @@ export interface AdmissionDeps {
   /** Live runs one owner (API key) may have at once; 0 or absent: no such limit. */
   maxRunsPerKey?: number;
   accepting: () => boolean;
+  /** WEBHOOK_URL's target; absent: none. */
+  defaultWebhook?: WebhookTarget | null;
 }
 
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
@@ -84,6 +89,7 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
     finishedAt: null,
     approval: params.approval ?? null,
     idempotencyKey: params.idempotencyKey ?? null,
+    webhook: params.webhook ?? session.webhook ?? deps.defaultWebhook ?? null,
   };
   let events: StoredEvent[];
   try {

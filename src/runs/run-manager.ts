@@ -4,6 +4,7 @@ import type { ModelClient } from "../agent/model.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { notFound, shuttingDown } from "../errors.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
@@ -36,6 +37,8 @@ export interface RunManagerDeps {
   maxToolCallsPerTurn?: number;
   /** How long a run's end may fail to be stored before it is reported anyway (default 5 s). */
   finishReportMs?: number;
+  /** WEBHOOK_URL's target: where a run posts when neither it nor its session names one. */
+  defaultWebhook?: WebhookTarget | null;
   logger: Logger;
 }
 

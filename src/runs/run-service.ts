@@ -1,11 +1,13 @@
 import { wellFormed } from "../agent/messages.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { RunView } from "../domain/run.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
+import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { RunManager } from "./run-manager.js";
 import { planOfRun } from "./run-plan.js";
 
@@ -22,6 +24,7 @@ export interface StartRunRequest {
   maxToolCalls?: number;
   loopRepeatLimit?: number;
   planning?: boolean;
+  webhook?: WebhookTarget;
 }
 
 /** The server's defaults for what a start request leaves out. */
@@ -65,7 +68,13 @@ function approvalView(call: ToolCallRecord): ApprovalView {
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
   constructor(
-    private readonly deps: { store: Store; manager: RunManager; sessions: SessionService; defaults: RunDefaults },
+    private readonly deps: {
+      store: Store;
+      manager: RunManager;
+      sessions: SessionService;
+      defaults: RunDefaults;
+      webhookPolicy: { signing: boolean; allowPrivate: boolean };
+    },
   ) {}
 
   async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
@@ -73,6 +82,7 @@ export class RunService {
     this.deps.sessions.checkToolNames({ approval: request.approval });
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
     const { defaults } = this.deps;
+    checkWebhookTarget(request.webhook, this.deps.webhookPolicy);
     return this.deps.manager.start({
       session,
       input: wellFormed(request.input),
@@ -87,6 +97,7 @@ export class RunService {
       },
       approval: request.approval,
       idempotencyKey: request.idempotencyKey,
+      webhook: request.webhook,
     });
   }
 
@@ -119,6 +130,16 @@ export class RunService {
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
     return { run, text: await this.deps.store.messages.finalAnswer(run.sessionId, runId) };
+  }
+
+  /** The run's webhook deliveries, oldest first: each try with its status code, and the next one's time. */
+  async webhooks(runId: string, owner: string | null) {
+    await this.get(runId, owner);
+    const items = (await this.deps.store.webhooks.ofRun(runId)).map(({ body: _body, nextAttemptAt, ...delivery }) => ({
+      ...delivery,
+      nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
+    }));
+    return { items, nextCursor: null };
   }
 
   async steps(runId: string, owner: string | null) {

@@ -2,12 +2,14 @@ import { join, relative, resolve } from "node:path";
 import type { Logger } from "pino";
 import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
+import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import { SessionQuota } from "./session-quota.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 
@@ -20,6 +22,7 @@ export interface CreateSessionInput {
   providerProfile?: ProviderProfileName;
   planning?: boolean;
   metadata?: Record<string, unknown>;
+  webhook?: WebhookTarget;
 }
 
 /** Sessions: their records, their workspaces, and who may see them (`owner`). */
@@ -35,6 +38,7 @@ export class SessionService {
       maxSessionsPerKey?: number;
       /** APPROVAL_POLICY_MAX; absent: no ceiling. */
       approvalCeiling?: ApprovalCeiling;
+      webhookPolicy: { signing: boolean; allowPrivate: boolean };
     },
   ) {
     this.#quota = new SessionQuota({ store: deps.store, limit: deps.maxSessionsPerKey ?? 0 });
@@ -87,6 +91,7 @@ export class SessionService {
     if (!this.deps.manager.accepting) throw shuttingDown();
     this.checkToolNames(input);
     this.checkApprovalCeiling({ approval: input.approval });
+    checkWebhookTarget(input.webhook, this.deps.webhookPolicy);
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
         "INVALID_WORKSPACE",
@@ -112,6 +117,7 @@ export class SessionService {
         providerProfile: input.providerProfile ?? null,
         planning: input.planning ?? false,
         metadata: input.metadata ?? null,
+        webhook: input.webhook ?? null,
         createdAt,
       };
       try {

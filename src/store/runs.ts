@@ -6,6 +6,7 @@ import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
 import type { RunStatus, RunView } from "../domain/run.js";
+import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
@@ -14,6 +15,8 @@ import { type ListPage, toPage } from "./page.js";
 export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
   idempotencyKey: string | null;
+  /** Where this run's events are posted: resolved at its start, null for nowhere. */
+  webhook: WebhookTarget | null;
 }
 
 /** What a run may spend and how it is guarded, fixed when it starts. */
@@ -51,6 +54,7 @@ interface RunRow {
   stats: string;
   created_at: string;
   finished_at: string | null;
+  webhook: string | null;
 }
 
 const RunErrorSchema = z.object({ code: z.string(), message: z.string() });
@@ -84,12 +88,13 @@ function fromRow(row: RunRow): RunRecord {
     finishedAt: row.finished_at,
     approval: parseOptionalJsonColumn(ApprovalPolicySchema, row.approval, `run ${row.id} approval`),
     idempotencyKey: row.idempotency_key,
+    webhook: parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, `run ${row.id} webhook`),
   };
 }
 
 /** The public view of a run record (drops the fields clients did not send back), with its plan. */
 export function runView(record: RunRecord, plan: Plan | null = null): RunView {
-  const { approval: _approval, idempotencyKey: _key, ...view } = record;
+  const { approval: _approval, idempotencyKey: _key, webhook: _webhook, ...view } = record;
   return { ...view, plan };
 }
 
@@ -97,10 +102,10 @@ export function runStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO runs (id, session_id, status, stop_reason, error, input, max_turns, context_max_chars, max_tokens,
        max_duration_ms, max_tool_calls, loop_repeat_limit, planning, approval, idempotency_key, stats, created_at,
-       finished_at)
+       finished_at, webhook)
      VALUES (@id, @session_id, @status, NULL, NULL, @input, @max_turns, @context_max_chars, @max_tokens,
        @max_duration_ms, @max_tool_calls, @loop_repeat_limit, @planning, @approval, @idempotency_key, @stats,
-       @created_at, NULL)`,
+       @created_at, NULL, @webhook)`,
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
@@ -134,6 +139,7 @@ export function runStore(db: Db) {
         idempotency_key: run.idempotencyKey,
         stats: JSON.stringify(run.stats),
         created_at: run.createdAt,
+        webhook: toJson(run.webhook),
       });
     },
     get(id: string): RunRecord | null {

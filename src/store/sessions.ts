@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
 import { isProfileName, type ProviderProfileName } from "../domain/provider-profile-name.js";
+import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
@@ -20,6 +21,8 @@ export interface SessionRecord {
   /** Whether the session's runs are offered the plan tools (a run may set its own). */
   planning: boolean;
   metadata: Record<string, unknown> | null;
+  /** Where the session's runs post their events (a run may name its own); null: the server's default. */
+  webhook: WebhookTarget | null;
   createdAt: string;
 }
 
@@ -35,6 +38,7 @@ interface SessionRow {
   provider_profile: string | null;
   planning: number;
   metadata: string | null;
+  webhook: string | null;
   created_at: string;
 }
 
@@ -54,6 +58,7 @@ function fromRow(row: SessionRow): SessionRecord {
     providerProfile: profileOf(row),
     planning: row.planning === 1,
     metadata: parseOptionalJsonColumn(MetadataSchema, row.metadata, `session ${row.id} metadata`),
+    webhook: parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, `session ${row.id} webhook`),
     createdAt: row.created_at,
   };
 }
@@ -71,9 +76,9 @@ function profileOf(row: SessionRow): ProviderProfileName | null {
 export function sessionStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, provider_profile,
-       planning, metadata, created_at)
+       planning, metadata, webhook, created_at)
      VALUES (@id, @owner, @system, @model, @tools, @approval, @workspace, @workspace_shared, @provider_profile,
-       @planning, @metadata, @created_at)`,
+       @planning, @metadata, @webhook, @created_at)`,
   );
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
@@ -97,6 +102,7 @@ export function sessionStore(db: Db) {
         provider_profile: session.providerProfile,
         planning: session.planning ? 1 : 0,
         metadata: toJson(session.metadata),
+        webhook: toJson(session.webhook),
         created_at: session.createdAt,
       });
     },

@@ -10,6 +10,7 @@ import { stepStore } from "./steps.js";
 import { StorageHealth } from "./storage-health.js";
 import type { Store } from "./store.js";
 import { toolCallStore } from "./tool-calls.js";
+import { webhookStore } from "./webhooks.js";
 
 const ROLLBACK = Symbol("rollback");
 
@@ -27,6 +28,7 @@ export function createSqliteStore(db: Db): Store {
     events: eventStore(db),
     toolCalls: toolCallStore(db),
     steps: stepStore(db),
+    webhooks: webhookStore(db),
   };
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
@@ -66,6 +68,7 @@ export function createSqliteStore(db: Db): Store {
       create: (run, events) =>
         write(() => {
           tables.runs.insert(run);
+          tables.webhooks.deriveFrom(events);
           return tables.events.insert(events);
         }),
       get: (id) => read(() => tables.runs.get(id)),
@@ -77,6 +80,8 @@ export function createSqliteStore(db: Db): Store {
     commitRun: (runId, changes, events) =>
       write(() => {
         for (const change of changes) applyRunChange(tables, runId, change);
+        // The outbox rows of these events, in their transaction: a crash loses none.
+        tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
       }),
     messages: {
@@ -97,6 +102,12 @@ export function createSqliteStore(db: Db): Store {
     },
     steps: {
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+    },
+    webhooks: {
+      claim: (query) => write(() => tables.webhooks.claim(query.now, query.leaseUntil, query.limit)),
+      record: (outcome) => write(() => tables.webhooks.record(outcome)),
+      ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
+      nextDue: () => read(() => tables.webhooks.nextDue()),
     },
     probeWrites: () =>
       write(() => {

@@ -7,6 +7,7 @@ import type { ListPage } from "./page.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
+import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { StoredEvent } from "./events.js";
@@ -14,6 +15,7 @@ export type { ListPage } from "./page.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
+export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
@@ -51,8 +53,9 @@ export interface Store {
     list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
   };
   /**
-   * The one write of a live run: `changes` and `events` in one transaction, all or nothing.
-   * Returns the events as stored, for publishing.
+   * The one write of a live run: `changes` and `events` in one transaction, all or nothing,
+   * with the webhook deliveries the events cause (see `webhooks`). `runs.create` writes those
+   * of its events too. Returns the events as stored, for publishing.
    */
   commitRun(runId: string, changes: readonly RunChange[], events: readonly RunEvent[]): Promise<StoredEvent[]>;
   messages: {
@@ -82,6 +85,18 @@ export interface Store {
   };
   steps: {
     ofRun(runId: string): Promise<StepTrace[]>;
+  };
+  /**
+   * The webhook outbox: a delivery for each event of a run whose stored target asked for its
+   * type, written with the event; the worker claims due ones and records each try.
+   */
+  webhooks: {
+    /** Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`. */
+    claim(query: { now: number; leaseUntil: number; limit: number }): Promise<WebhookDelivery[]>;
+    record(outcome: AttemptOutcome): Promise<void>;
+    ofRun(runId: string): Promise<WebhookDelivery[]>;
+    /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
+    nextDue(): Promise<number | null>;
   };
   /**
    * Proves the store takes writes (a full disk fails here): a write like any other, so a

@@ -342,6 +342,9 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       finishReason: "stop",
       usage: { inputTokens: 10, outputTokens: 5 },
     });
+    // Without a target (no WEBHOOK_URL, none named), a run has no deliveries.
+    const webhooks = await call(server, "GET", "/runs/{id}/webhooks", { params: { id: runId } });
+    expect(webhooks.body).toEqual({ items: [], nextCursor: null });
     const approvals = await call(server, "GET", "/runs/{id}/approvals", { params: { id: runId } });
     expect(approvals.body).toEqual({ items: [], nextCursor: null });
 
@@ -649,7 +652,7 @@ describe("contract: sessions, runs, events, approvals, tools", () => {
       headers: { accept: "text/event-stream" },
     });
     expect(unknown.status).toBe(404);
-    for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals"]) {
+    for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals", "/runs/{id}/webhooks"]) {
       expect((await call(server, "GET", id, { params: { id: "run_missing" } })).status).toBe(404);
     }
     expect((await call(server, "POST", "/runs/{id}/stream-token", { params: { id: "run_missing" } })).status).toBe(404);

@@ -18,6 +18,7 @@ export async function seedSession(
     providerProfile: null,
     planning: false,
     metadata: null,
+    webhook: null,
     createdAt: new Date().toISOString(),
     ...overrides,
   };
@@ -41,6 +42,7 @@ export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionI
     finishedAt: null,
     approval: null,
     idempotencyKey: null,
+    webhook: null,
     ...overrides,
   };
 }

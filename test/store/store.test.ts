@@ -78,6 +78,7 @@ describe("store", () => {
       { name: "0002_one_active_run.sql" },
       { name: "0003_stop_conditions.sql" },
       { name: "0004_session_provider_profile.sql" },
+      { name: "0005_webhooks.sql" },
     ]);
   });
 

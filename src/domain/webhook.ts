@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/** The events a webhook target may ask for. */
+export const WEBHOOK_EVENTS = ["run.finished", "approval.requested", "run.started"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+/** What a target gets when it names no events. */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEventType[] = ["run.finished", "approval.requested"];
+
+/** Where a session's or a run's events are posted, and which of them. */
+export interface WebhookTarget {
+  url: string;
+  events: WebhookEventType[];
+}
+
+export const WebhookTargetSchema = z
+  .strictObject({
+    url: z
+      .string()
+      .max(2048)
+      .refine(
+        (value) => {
+          try {
+            const { protocol } = new URL(value);
+            return protocol === "http:" || protocol === "https:";
+          } catch {
+            return false;
+          }
+        },
+        { error: "must be an http or https URL" },
+      ),
+    events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).max(WEBHOOK_EVENTS.length).optional(),
+  })
+  .transform(
+    (target): WebhookTarget => ({
+      url: target.url,
+      events: [...new Set(target.events ?? DEFAULT_WEBHOOK_EVENTS)],
+    }),
+  );
+
+/** The stored form (JSON read back from the database). */
+export const StoredWebhookTargetSchema = z.object({ url: z.string(), events: z.array(z.enum(WEBHOOK_EVENTS)) });

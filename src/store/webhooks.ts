@@ -1,0 +1,148 @@
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import type { RunEvent } from "../domain/run-events.js";
+import { StoredWebhookTargetSchema } from "../domain/webhook.js";
+import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
+import type { Db } from "./database.js";
+import { parseJsonColumn, parseOptionalJsonColumn } from "./json.js";
+
+/** One try of a delivery: the receiver's status code, or why there was none. */
+export interface WebhookAttempt {
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+}
+
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDelivery {
+  id: string;
+  runId: string;
+  type: string;
+  url: string;
+  body: string;
+  status: WebhookDeliveryStatus;
+  attempts: WebhookAttempt[];
+  /** When the next try is due (ms since the epoch); null once delivered or failed. */
+  nextAttemptAt: number | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+interface DeliveryRow {
+  id: string;
+  run_id: string;
+  type: string;
+  url: string;
+  body: string;
+  status: WebhookDeliveryStatus;
+  attempts: string;
+  next_attempt_at: number | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+const AttemptsSchema = z.array(
+  z.object({ at: z.string(), statusCode: z.number().nullable(), error: z.string().nullable() }),
+);
+
+function fromRow(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    type: row.type,
+    url: row.url,
+    body: row.body,
+    status: row.status,
+    attempts: parseJsonColumn(AttemptsSchema, row.attempts, `webhook delivery ${row.id} attempts`),
+    nextAttemptAt: row.next_attempt_at,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+/** The outcome of one try, as the worker records it. */
+export interface AttemptOutcome {
+  id: string;
+  attempt: WebhookAttempt;
+  /** `pending` with the next try's time, or the delivery's end. */
+  next: { status: "pending"; at: number } | { status: "delivered" | "failed" };
+}
+
+/** A delivery's `webhook-id`: unique, stable across its retries. */
+const deliveryId = (): string => `msg_${randomUUID().replaceAll("-", "")}`;
+
+/** The outbox of webhook deliveries. */
+export function webhookStore(db: Db) {
+  const targetOf = db.prepare("SELECT session_id, webhook FROM runs WHERE id = ?");
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts,
+       next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?)`,
+  );
+  const due = db.prepare(
+    "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+  );
+  const lease = db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?");
+  const byId = db.prepare("SELECT * FROM webhook_deliveries WHERE id = ?");
+  const record = db.prepare(
+    "UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, finished_at = ? WHERE id = ?",
+  );
+  const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = ? ORDER BY event_seq");
+  const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
+
+  return {
+    /**
+     * Writes a delivery for each event its run's target asked for; call inside the transaction
+     * that stores the events. Looks the target up only for events a webhook may carry.
+     */
+    deriveFrom(events: readonly RunEvent[]): number {
+      let written = 0;
+      let target: { sessionId: string; url: string; events: string[] } | null | undefined;
+      for (const event of events) {
+        if (!carriesWebhook(event.type)) continue;
+        if (target === undefined) {
+          const row = targetOf.get(event.runId) as { session_id: string; webhook: string | null } | undefined;
+          const stored = parseOptionalJsonColumn(StoredWebhookTargetSchema, row?.webhook ?? null, "run webhook");
+          target = row && stored ? { sessionId: row.session_id, ...stored } : null;
+        }
+        if (!target?.events.includes(event.type)) continue;
+        const payload = webhookPayload(event, target.sessionId);
+        if (!payload) continue;
+        insert.run(
+          deliveryId(),
+          event.runId,
+          event.seq,
+          payload.type,
+          target.url,
+          JSON.stringify(payload),
+          Date.now(),
+          event.at,
+        );
+        written++;
+      }
+      return written;
+    },
+    /** Claims up to `limit` due deliveries: each is leased until `leaseUntil` (a crash mid-send retries it then). */
+    claim(now: number, leaseUntil: number, limit: number): WebhookDelivery[] {
+      const rows = (due.all(now, limit) as DeliveryRow[]).map(fromRow);
+      for (const row of rows) lease.run(leaseUntil, row.id);
+      return rows.map((row) => ({ ...row, nextAttemptAt: leaseUntil }));
+    },
+    record({ id, attempt, next }: AttemptOutcome): void {
+      const row = byId.get(id) as DeliveryRow | undefined;
+      if (!row) return;
+      const attempts = [...fromRow(row).attempts, attempt];
+      const pending = next.status === "pending";
+      record.run(JSON.stringify(attempts), next.status, pending ? next.at : null, pending ? null : attempt.at, id);
+    },
+    ofRun(runId: string): WebhookDelivery[] {
+      return (ofRun.all(runId) as DeliveryRow[]).map(fromRow);
+    },
+    /** When the earliest pending delivery is due, or null when none is. */
+    nextDue(): number | null {
+      return (nextDue.get() as { at: number | null }).at;
+    },
+  };
+}
+
+export type WebhookStore = ReturnType<typeof webhookStore>;

@@ -1,0 +1,60 @@
+import { Agent, request } from "undici";
+import type { WebhookAttempt } from "../store/store.js";
+import { guardedLookup, isPrivateAddress, literalHost } from "./address-guard.js";
+import { signedHeaders } from "./signature.js";
+
+/** Why a delivery can never succeed as addressed: it is not tried again. */
+export class RefusedTarget extends Error {}
+
+/** Posts signed deliveries, refusing private and loopback targets unless `allowPrivate`. */
+export class WebhookSender {
+  readonly #dispatcher: Agent;
+
+  constructor(private readonly options: { key: Buffer | null; allowPrivate: boolean; timeoutMs: number }) {
+    // The check sits in the connection's own lookup: the address refused is the one connected to.
+    this.#dispatcher = new Agent({
+      connect: options.allowPrivate ? {} : { lookup: guardedLookup as never },
+      keepAliveTimeout: 10_000,
+    });
+  }
+
+  /**
+   * One try: the receiver's status code, or why there was none. Throws RefusedTarget when
+   * the target may not be reached at all. Redirects are not followed (a 3xx is a failure).
+   */
+  async send(delivery: { id: string; url: string; body: string }): Promise<WebhookAttempt> {
+    const at = new Date().toISOString();
+    const host = literalHost(delivery.url);
+    if (!this.options.allowPrivate && host !== null && isPrivateAddress(host)) {
+      throw new RefusedTarget(`${host} is a private or loopback address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`);
+    }
+    if (!this.options.key)
+      return { at, statusCode: null, error: "WEBHOOK_SECRET is not set: nothing is sent unsigned" };
+    const headers = signedHeaders({
+      key: this.options.key,
+      id: delivery.id,
+      timestamp: Math.floor(Date.now() / 1000),
+      body: delivery.body,
+    });
+    try {
+      const response = await request(delivery.url, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json", "user-agent": "agent-server-webhooks" },
+        body: delivery.body,
+        dispatcher: this.#dispatcher,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+      response.body.resume();
+      return { at, statusCode: response.statusCode, error: null };
+    } catch (err) {
+      const code = (err as { code?: string; cause?: { code?: string } }).code;
+      if (code === "WEBHOOK_PRIVATE_ADDRESS") throw new RefusedTarget((err as Error).message);
+      const name = (err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message;
+      return { at, statusCode: null, error: name };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#dispatcher.close();
+  }
+}

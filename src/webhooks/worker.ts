@@ -1,0 +1,104 @@
+import type { Logger } from "pino";
+import type { Store, WebhookDelivery } from "../store/store.js";
+import { RefusedTarget, type WebhookSender } from "./send.js";
+
+export interface RetrySchedule {
+  /** The wait after the first failed try; each further failure doubles it. */
+  baseMs: number;
+  /** The longest wait between tries. */
+  maxMs: number;
+  /** How long after its event a delivery is still tried (24 h). */
+  windowMs: number;
+}
+
+/** When the next try of a delivery that failed `failures` times is due; null once past its window. */
+export function nextTryAt(
+  schedule: RetrySchedule,
+  { failures, createdAt, now }: { failures: number; createdAt: number; now: number },
+): number | null {
+  const wait = Math.min(schedule.baseMs * 2 ** Math.max(0, failures - 1), schedule.maxMs);
+  const at = now + wait;
+  return at - createdAt > schedule.windowMs ? null : at;
+}
+
+/**
+ * Sends the outbox's due deliveries, one batch at a time: each is claimed with a lease (a
+ * crash mid-send retries it after the lease), sent, and its try recorded: 2xx delivered,
+ * anything else tried again on the schedule until its window closes.
+ */
+export class WebhookWorker {
+  #timer: NodeJS.Timeout | null = null;
+  #pass: Promise<void> | null = null;
+  #stopped = true;
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      sender: WebhookSender;
+      schedule: RetrySchedule;
+      timeoutMs: number;
+      pollMs: number;
+      logger: Logger;
+    },
+  ) {}
+
+  start(): void {
+    this.#stopped = false;
+    this.#wake(0);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#pass;
+    await this.deps.sender.close();
+  }
+
+  #wake(ms: number): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#pass = this.#drain().catch((err) => this.deps.logger.error({ err }, "webhook deliveries failed"));
+      void this.#pass.then(() => this.#wake(this.deps.pollMs));
+    }, ms);
+    this.#timer.unref();
+  }
+
+  async #drain(): Promise<void> {
+    const { store, timeoutMs } = this.deps;
+    while (!this.#stopped) {
+      const now = Date.now();
+      const batch = await store.webhooks.claim({ now, leaseUntil: now + timeoutMs * 2 + 1000, limit: 16 });
+      if (!batch.length) return;
+      await Promise.all(batch.map((delivery) => this.#deliver(delivery)));
+    }
+  }
+
+  async #deliver(delivery: WebhookDelivery): Promise<void> {
+    const { store, sender, schedule, logger } = this.deps;
+    try {
+      const attempt = await sender.send(delivery);
+      const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+      const at = ok
+        ? null
+        : nextTryAt(schedule, {
+            failures: delivery.attempts.length + 1,
+            createdAt: Date.parse(delivery.createdAt),
+            now: Date.now(),
+          });
+      const next = ok
+        ? ({ status: "delivered" } as const)
+        : at === null
+          ? ({ status: "failed" } as const)
+          : ({ status: "pending", at } as const);
+      await store.webhooks.record({ id: delivery.id, attempt, next });
+      if (next.status === "failed")
+        logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+    } catch (err) {
+      if (!(err instanceof RefusedTarget)) throw err;
+      const attempt = { at: new Date().toISOString(), statusCode: null, error: err.message };
+      await store.webhooks.record({ id: delivery.id, attempt, next: { status: "failed" } });
+      logger.warn({ deliveryId: delivery.id, runId: delivery.runId, reason: err.message }, "webhook target refused");
+    }
+  }
+}

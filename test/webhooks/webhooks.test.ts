@@ -1,0 +1,129 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { call } from "../contract/support.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
+
+const ENV = {
+  WEBHOOK_SECRET,
+  WEBHOOK_ALLOW_PRIVATE: "1",
+  WEBHOOK_RETRY_BASE_MS: "50",
+  WEBHOOK_POLL_MS: "20",
+};
+
+let server: TestServer | undefined;
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>> | undefined;
+afterEach(async () => {
+  await server?.close();
+  await receiver?.close();
+  server = receiver = undefined;
+});
+
+async function deliveriesUntil(runId: string, done: (items: { status: string }[]) => boolean) {
+  for (let i = 0; i < 200; i++) {
+    const res = await server?.request("GET", `/runs/${runId}/webhooks`);
+    if (res && done(res.body.items)) return res.body.items;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error("the deliveries did not settle");
+}
+
+describe("webhooks", () => {
+  it("posts a pending approval and a run's end, signed, retried after the receiver's 500s, each try listed", async () => {
+    receiver = await startWebhookReceiver((_delivery, tryNumber) => (tryNumber <= 2 ? 500 : 200));
+    server = await startTestServer({ env: ENV });
+    server.upstream.enqueue({ toolCalls: [{ id: "call_1", name: "list_files", arguments: "{}" }] }, { text: "done" });
+    const session = await server.request("POST", "/sessions", {
+      body: { approval: { tools: { list_files: "ask" } }, webhook: { url: receiver.url } },
+    });
+    expect(session.status).toBe(201);
+    expect(session.body.webhook).toEqual({ url: receiver.url, events: ["run.finished", "approval.requested"] });
+    const run = await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "list" } });
+    expect(run.status).toBe(201);
+
+    const asked = await receiver.until((d) => d.payload.type === "approval.requested" && d.answered === 200);
+    expect(asked.payload.data).toMatchObject({
+      runId: run.body.id,
+      sessionId: session.body.id,
+      toolCallId: "call_1",
+      tool: "list_files",
+    });
+    await server.request("POST", `/runs/${run.body.id}/approvals/call_1`, { body: { decision: "approve" } });
+    const finished = await receiver.until((d) => d.payload.type === "run.finished" && d.answered === 200);
+    expect(finished.payload.data.run).toMatchObject({ id: run.body.id, status: "finished", stopReason: "complete" });
+
+    expect(receiver.received.every((d) => d.signatureValid)).toBe(true);
+    // A retry is the same delivery: the same webhook-id, three tries each.
+    for (const id of [asked.id, finished.id]) {
+      expect(receiver.received.filter((d) => d.id === id).map((d) => d.answered)).toEqual([500, 500, 200]);
+    }
+    await deliveriesUntil(run.body.id, (list) => list.every((d) => d.status === "delivered"));
+    // As the spec describes it.
+    const { items } = (await call(server, "GET", "/runs/{id}/webhooks", { params: { id: run.body.id } })).body;
+    await call(server, "GET", "/sessions/{id}", { params: { id: session.body.id } });
+    expect(items).toMatchObject([
+      { id: asked.id, type: "approval.requested", url: receiver.url, status: "delivered", nextAttemptAt: null },
+      { id: finished.id, type: "run.finished", status: "delivered", nextAttemptAt: null },
+    ]);
+    expect(items[0].attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 200]);
+  });
+
+  it("a run's own target and events replace its session's; without either, WEBHOOK_URL gets the run's end", async () => {
+    receiver = await startWebhookReceiver();
+    server = await startTestServer({ env: { ...ENV, WEBHOOK_URL: `${receiver.url}?default` } });
+    server.upstream.enqueue({ text: "one" }, { text: "two" });
+    const session = await server.request("POST", "/sessions", { body: {} });
+    const own = await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, {
+      body: { input: "a", webhook: { url: `${receiver.url}?own`, events: ["run.started"] } },
+    });
+    const plain = await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "b" } });
+    await receiver.until((d) => d.payload.data.runId === plain.body.run.id);
+    await receiver.until((d) => d.payload.data.runId === own.body.run.id);
+    const types = (runId: string) =>
+      (receiver?.received ?? []).filter((d) => d.payload.data.runId === runId).map((d) => d.payload.type);
+    expect(types(own.body.run.id)).toEqual(["run.started"]);
+    expect(types(plain.body.run.id)).toEqual(["run.finished"]);
+    const listed = await server.request("GET", `/runs/${own.body.run.id}/webhooks`);
+    expect(listed.body.items.map((d: { url: string }) => d.url)).toEqual([`${receiver.url}?own`]);
+  });
+
+  it("refuses a private or loopback target: a literal address at creation (400), a name that resolves to one at delivery", async () => {
+    receiver = await startWebhookReceiver();
+    server = await startTestServer({ env: { ...ENV, WEBHOOK_ALLOW_PRIVATE: "0" } });
+    for (const url of [
+      "http://127.0.0.1:9/hook",
+      "http://[::1]/hook",
+      "http://[::ffff:127.0.0.1]/",
+      "http://10.1.2.3/",
+      "http://169.254.169.254/latest/meta-data",
+      "http://0.0.0.0/",
+    ]) {
+      const res = await server.request("POST", "/sessions", { body: { webhook: { url } } });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.code).toBe("WEBHOOK_TARGET_REFUSED");
+    }
+    const notHttp = await server.request("POST", "/sessions", { body: { webhook: { url: "file:///etc/passwd" } } });
+    expect(notHttp.status).toBe(400);
+
+    // `localhost` is a name: accepted here, refused on the address it resolves to.
+    server.upstream.enqueue({ text: "hi" });
+    const session = await server.request("POST", "/sessions", {
+      body: { webhook: { url: `http://localhost:${receiver.port}/hook` } },
+    });
+    expect(session.status).toBe(201);
+    const run = await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "hi" } });
+    const [delivery] = await deliveriesUntil(
+      run.body.run.id,
+      (list) => list.length === 1 && list[0]?.status !== "pending",
+    );
+    expect(delivery.status).toBe("failed");
+    expect(delivery.attempts[0].error).toMatch(/private or loopback/);
+    expect(receiver.received).toEqual([]);
+  });
+
+  it("refuses a webhook when the server has no WEBHOOK_SECRET (nothing is sent unsigned)", async () => {
+    server = await startTestServer();
+    const res = await server.request("POST", "/sessions", { body: { webhook: { url: "https://example.com/h" } } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("WEBHOOK_NOT_CONFIGURED");
+  });
+});
