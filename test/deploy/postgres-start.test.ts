@@ -1,42 +1,11 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
-import { api, freePort, startChildServer } from "../helpers/child-server.js";
+import { api, freePort, startChildServer, startRefused } from "../helpers/child-server.js";
 import { databaseUrl } from "../helpers/pg-cluster.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
-
-/** Runs the built server until it exits (it should refuse to start): its exit code and output. */
-function startRefused(dir: string, databaseUrlValue: string): Promise<{ status: number | null; output: string }> {
-  const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      DATABASE_URL: databaseUrlValue,
-      DATABASE_PATH: join(dir, "agent.db"),
-      WORKSPACE_ROOT: join(dir, "workspaces"),
-      OPENAI_API_KEY: "sk-test-key",
-      OPENAI_MODEL: "fake-model",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.on("data", (d) => {
-    output += d;
-  });
-  child.stderr.on("data", (d) => {
-    output += d;
-  });
-  return new Promise((resolve) => child.on("exit", (status) => resolve({ status, output })));
-}
 
 describe("DATABASE_URL selects PostgreSQL", () => {
   const dir = tempDir("pg-start-");
@@ -77,29 +46,28 @@ describe("DATABASE_URL selects PostgreSQL", () => {
 
   it("a database that does not exist, an unknown role or a refused connection: exit 2 naming DATABASE_URL and the server's reason", async () => {
     const server = inject("pgServerUrl");
-    const missing = await startRefused(dir.path, databaseUrl(server, "no_such_database"));
+    const missing = startRefused(dir.path, { DATABASE_URL: databaseUrl(server, "no_such_database") });
     expect(missing.status).toBe(2);
     expect(missing.output).toMatch(
       /DATABASE_URL: cannot use postgres:\/\/.*no_such_database.*: database "no_such_database" does not exist/,
     );
     expect(missing.output).not.toMatch(/\n\s+at /);
 
-    const role = await startRefused(
-      dir.path,
-      databaseUrl(server, "postgres").replace(/^postgres:\/\/[^@]*@/, "postgres://nobody_here@"),
-    );
+    const role = startRefused(dir.path, {
+      DATABASE_URL: databaseUrl(server, "postgres").replace(/^postgres:\/\/[^@]*@/, "postgres://nobody_here@"),
+    });
     expect(role.status).toBe(2);
     expect(role.output).toMatch(/DATABASE_URL: .*role "nobody_here" does not exist/);
 
     const port = await freePort();
-    const refused = await startRefused(dir.path, `postgres://agent:hunter2-secret@127.0.0.1:${port}/agent`);
+    const refused = startRefused(dir.path, { DATABASE_URL: `postgres://agent:hunter2-secret@127.0.0.1:${port}/agent` });
     expect(refused.status).toBe(2);
     expect(refused.output).toMatch(
       new RegExp(`DATABASE_URL: cannot use postgres://agent@127.0.0.1:${port}/agent: .*ECONNREFUSED`),
     );
     expect(refused.output).not.toContain("hunter2-secret");
 
-    const notPostgres = await startRefused(dir.path, "mysql://localhost/agent");
+    const notPostgres = startRefused(dir.path, { DATABASE_URL: "mysql://localhost/agent" });
     expect(notPostgres.status).toBe(2);
     expect(notPostgres.output).toMatch(/DATABASE_URL: must be a postgres:\/\//);
   });
