@@ -3,7 +3,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
-import type { Store } from "../../src/store/store.js";
+import type { RunChange, Store } from "../../src/store/store.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -49,38 +49,22 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     return { sessionId, runId };
   }
 
-  const finish = (runId: string) =>
-    store.commitRun(
-      runId,
-      [
-        {
-          kind: "finish",
-          stopReason: "complete",
-          stopDetail: null,
-          error: null,
-          stats: emptyStats(),
-          finishedAt: at(),
-        },
-      ],
-      [],
-    );
+  const finishChange = (): RunChange => ({
+    kind: "finish",
+    stopReason: "complete",
+    stopDetail: null,
+    error: null,
+    stats: emptyStats(),
+    finishedAt: at(),
+  });
+  const finish = (runId: string) => store.commitRun(runId, [finishChange()], []);
 
   it("a batch with a change the data refuses writes nothing of it, and the next batch takes the same seqs", async () => {
     const { sessionId, runId } = await liveRun();
     await finish(runId);
     const refused = store.commitRun(
       runId,
-      [
-        { kind: "message", message: message(sessionId, runId, 1) },
-        {
-          kind: "finish",
-          stopReason: "complete",
-          stopDetail: null,
-          error: null,
-          stats: emptyStats(),
-          finishedAt: at(),
-        },
-      ],
+      [{ kind: "message", message: message(sessionId, runId, 1) }, finishChange()],
       [event(runId, 2)],
     );
     await expect(refused).rejects.toSatisfy((err) => isConflict(err, "run_not_live"));
