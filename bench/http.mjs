@@ -15,6 +15,7 @@
 //   BENCH_OWN_UPSTREAM=1 / BENCH_OWN_LOAD=1 (use our fallbacks even when the kit is there),
 //   BENCH_SERVER_NODE_ARGS (extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 //   BENCH_KEEP_TMP=1 (keep the temp dir: database and the drivers' JSON results),
+//   DATABASE_URL (postgres://...: the server over that PostgreSQL database instead of a temp SQLite file),
 //   BENCH_SERVER_ENTRY (the server script, relative to the repo root; default dist/src/server.js;
 //   bench/stack-floor-server.mjs measures the stack floor: the same libraries, no product logic).
 // Profiling the server under this load:
@@ -227,6 +228,8 @@ const server = track(
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_PATH: join(tmp, "agent.db"),
+      // Set: the server keeps everything in that PostgreSQL database instead of the SQLite file.
+      ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
       WORKSPACE_ROOT: join(tmp, "workspaces"),
       OPENAI_BASE_URL: upstreamUrl,
       OPENAI_API_KEY: "bench-not-a-secret",
@@ -240,7 +243,10 @@ const server = track(
 );
 const serverUrl = `http://127.0.0.1:${port}`;
 await waitForHealth(serverUrl, server).catch((err) => fail(err.message));
-console.log(`  server: pid ${server.pid} at ${serverUrl} (${serverEntry}), database ${join(tmp, "agent.db")}`);
+const database = process.env.DATABASE_URL
+  ? `PostgreSQL ${process.env.DATABASE_URL.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, "$1@")} (its server's CPU is not counted below)`
+  : join(tmp, "agent.db");
+console.log(`  server: pid ${server.pid} at ${serverUrl} (${serverEntry}), database ${database}`);
 console.log(`  upstream: pid ${upstream.child.pid} at ${upstreamUrl}; tool called: list_files {}`);
 console.log(`  runs: C=1 n=${N1}, C=${C} n=${N25}, ${WARMUP} warm-up runs before each measurement`);
 console.log("");

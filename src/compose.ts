@@ -28,6 +28,8 @@ export interface ComposeOptions {
   wrapStore?: (store: Store) => Store;
   /** How long a run's end may fail to be stored before it is reported anyway. */
   finishReportMs?: number;
+  /** An opened store (PostgreSQL: see openPgStoreOrExplain); by default the SQLite file at DATABASE_PATH. */
+  store?: Store;
 }
 
 /**
@@ -55,7 +57,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     );
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
-  const opened = openStoreOrExplain(config.DATABASE_PATH);
+  const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
   const model =

@@ -41,6 +41,9 @@ function isOrigin(value: string): boolean {
   }
 }
 
+/** Whether `value` is a connection URL node-postgres takes (`postgres://` or `postgresql://`). */
+const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\/\S*$/.test(value);
+
 const stringSetting = (fallback: string) =>
   z.preprocess(
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
@@ -70,6 +73,11 @@ const EnvSchema = z.object({
   PORT: intSetting(3000, { min: 0, max: 65535 }),
   HOST: stringSetting("127.0.0.1"),
   DATABASE_PATH: stringSetting("./data/agent.db"),
+  /** `postgres://...`: the store is this PostgreSQL database instead of the SQLite file. */
+  DATABASE_URL: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z.string().refine(isPostgresUrl, { error: "must be a postgres:// (or postgresql://) connection URL" }).optional(),
+  ),
   WORKSPACE_ROOT: stringSetting("./workspaces"),
   AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
   LOG_LEVEL: z.preprocess(

@@ -3,7 +3,7 @@ import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
 import { createLogger } from "./logger.js";
-import { listenProblem, makeDatabasePrivate } from "./startup-checks.js";
+import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
 
 /**
  * The process entry: validated configuration, database, recovery of runs left by
@@ -29,6 +29,7 @@ async function main(): Promise<void> {
       ...config.AGENT_API_KEYS,
       ...(config.model.apiKey ? [config.model.apiKey] : []),
       ...(config.STREAM_TOKEN_SECRET ? [config.STREAM_TOKEN_SECRET] : []),
+      ...(config.DATABASE_URL ? [config.DATABASE_URL] : []),
     ],
   });
   const exposure = await exposureProblem({
@@ -45,13 +46,15 @@ async function main(): Promise<void> {
   }
   let ctx: ReturnType<typeof composeContext>;
   try {
-    ctx = composeContext(config, logger);
+    // DATABASE_URL set: PostgreSQL (connected and migrated here); otherwise the SQLite file.
+    const store = config.DATABASE_URL ? await openPgStoreOrExplain(config.DATABASE_URL) : undefined;
+    ctx = composeContext(config, logger, { store });
   } catch (err) {
-    // The database file or the workspace root cannot be used: named like a bad value.
+    // The database or the workspace root cannot be used: named like a bad value.
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
-  if (config.DATABASE_PATH !== ":memory:") makeDatabasePrivate(config.DATABASE_PATH);
+  if (!config.DATABASE_URL && config.DATABASE_PATH !== ":memory:") makeDatabasePrivate(config.DATABASE_PATH);
   const app = await buildApp(ctx, logger);
 
   let stopping: Promise<void> | null = null;

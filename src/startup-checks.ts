@@ -2,6 +2,7 @@ import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } f
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
+import { openPgStore } from "./store/pg/pg-store.js";
 import { openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 import { resolveShellSandbox, type ShellSandbox, type ShellSandboxMode } from "./tools/index.js";
@@ -47,6 +48,23 @@ export function openStoreOrExplain(path: string): Store {
     const code = (err as { code?: unknown }).code;
     if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
     throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
+  }
+}
+
+/** A connection URL without its password, fit for an error message or a log. */
+export const withoutPassword = (url: string): string => url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, "$1@");
+
+/**
+ * Connects to the PostgreSQL database at `url` and migrates it, or throws ConfigError naming
+ * DATABASE_URL (without its password) and the server's reason (authentication failed, database
+ * missing, connection refused). Any other failure (a migration that does not apply) is thrown as it is.
+ */
+export async function openPgStoreOrExplain(url: string): Promise<Store> {
+  try {
+    return await openPgStore({ url });
+  } catch (err) {
+    if (!(err instanceof StorageError)) throw err;
+    throw new ConfigError([`DATABASE_URL: cannot use ${withoutPassword(url)}: ${reason(err)}`]);
   }
 }
 

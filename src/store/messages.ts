@@ -4,7 +4,7 @@ import type { Db } from "./database.js";
 import { CorruptRowError, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
 
-interface MessageRow {
+export interface MessageRow {
   id: string;
   session_id: string;
   run_id: string;
@@ -18,7 +18,7 @@ interface MessageRow {
   created_at: string;
 }
 
-function fromRow(row: MessageRow): StoredMessage {
+export function messageFromRow(row: MessageRow): StoredMessage {
   let raw: Record<string, unknown>;
   try {
     raw = { id: row.id, role: row.role, content: row.content };
@@ -33,6 +33,30 @@ function fromRow(row: MessageRow): StoredMessage {
   if (!parsed.success)
     throw new CorruptRowError(`message ${row.id} does not match its schema: ${parsed.error.message}`);
   return { ...parsed.data, sessionId: row.session_id, runId: row.run_id, seq: row.seq, createdAt: row.created_at };
+}
+
+/** The columns a message is inserted with. */
+export function messageColumns(message: StoredMessage) {
+  return {
+    id: message.id,
+    session_id: message.sessionId,
+    run_id: message.runId,
+    seq: message.seq,
+    role: message.role,
+    content: message.content,
+    tool_calls: message.role === "assistant" ? toJson(message.toolCalls) : null,
+    tool_call_id: message.role === "tool" ? message.toolCallId : null,
+    is_error: message.role === "tool" ? (message.isError ? 1 : 0) : null,
+    metadata: message.role === "user" ? null : toJson(message.metadata),
+    created_at: message.createdAt,
+  };
+}
+
+/** The run's answer from its last assistant message (see MessageStore.finalAnswer). */
+export function finalAnswerOf(row: { content: string; tool_calls: string | null } | undefined): string | null {
+  if (!row || row.content === "") return null;
+  const calls = row.tool_calls === null ? [] : (JSON.parse(row.tool_calls) as unknown[]);
+  return calls.length === 0 ? row.content : null;
 }
 
 export function messageStore(db: Db) {
@@ -53,23 +77,11 @@ export function messageStore(db: Db) {
   return {
     /** Inserts one message; call inside the commit's transaction. */
     insert(message: StoredMessage): void {
-      insert.run({
-        id: message.id,
-        session_id: message.sessionId,
-        run_id: message.runId,
-        seq: message.seq,
-        role: message.role,
-        content: message.content,
-        tool_calls: message.role === "assistant" ? toJson(message.toolCalls) : null,
-        tool_call_id: message.role === "tool" ? message.toolCallId : null,
-        is_error: message.role === "tool" ? (message.isError ? 1 : 0) : null,
-        metadata: message.role === "user" ? null : toJson(message.metadata),
-        created_at: message.createdAt,
-      });
+      insert.run(messageColumns(message));
     },
     /** The whole committed history of a session, in order. */
     history(sessionId: string): StoredMessage[] {
-      return (all.all(sessionId) as MessageRow[]).map(fromRow);
+      return (all.all(sessionId) as MessageRow[]).map(messageFromRow);
     },
     /** A page of the history: messages after `afterSeq`, in order. */
     page({
@@ -82,10 +94,10 @@ export function messageStore(db: Db) {
       limit: number;
     }): ListPage<StoredMessage> {
       const rows = page.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as MessageRow[];
-      return toPage(rows, { limit, map: fromRow, cursorOf: (m) => String(m.seq) });
+      return toPage(rows, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
     },
     ofRun(sessionId: string, runId: string): StoredMessage[] {
-      return (ofRun.all(sessionId, runId) as MessageRow[]).map(fromRow);
+      return (ofRun.all(sessionId, runId) as MessageRow[]).map(messageFromRow);
     },
     /**
      * The run's answer: the text of its last assistant message when that message is final (it
@@ -93,10 +105,9 @@ export function messageStore(db: Db) {
      * calls is narration, not an answer), was empty, or there was none.
      */
     finalAnswer(sessionId: string, runId: string): string | null {
-      const row = lastAssistant.get(sessionId, runId) as { content: string; tool_calls: string | null } | undefined;
-      if (!row || row.content === "") return null;
-      const calls = row.tool_calls === null ? [] : (JSON.parse(row.tool_calls) as unknown[]);
-      return calls.length === 0 ? row.content : null;
+      return finalAnswerOf(
+        lastAssistant.get(sessionId, runId) as { content: string; tool_calls: string | null } | undefined,
+      );
     },
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): number {

@@ -3,37 +3,49 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type Database from "better-sqlite3";
 
-/** The project's `migrations/` folder, from `src/store/` or from `dist/src/store/`. */
-export function migrationsDir(): string {
+/** The SQL dialects with their own migrations; one version number means the same change in each. */
+export type Dialect = "sqlite" | "postgres";
+
+/** The dialect's folder under the project's `migrations/`, from `src/store/` or from `dist/src/store/`. */
+export function migrationsDir(dialect: Dialect = "sqlite"): string {
   for (const up of ["../../migrations", "../../../migrations"]) {
-    const dir = fileURLToPath(new URL(up, import.meta.url));
+    const dir = fileURLToPath(new URL(`${up}/${dialect}`, import.meta.url));
     if (existsSync(dir)) return dir;
   }
-  throw new Error("migrations folder not found");
+  throw new Error(`migrations folder for ${dialect} not found`);
+}
+
+export interface MigrationFile {
+  version: number;
+  file: string;
+  sql: string;
+}
+
+/** The forward-only `NNNN_name.sql` files of a folder, in version order. */
+export function migrationFiles(dir: string): MigrationFile[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((file) => ({ version: Number(file.slice(0, 4)), file, sql: readFileSync(join(dir, file), "utf8") }));
 }
 
 /** A migration whose first line is this runs with foreign keys off (a table rebuild), checked before it commits. */
 const FOREIGN_KEYS_OFF = "-- foreign-keys: off";
 
 /**
- * Applies the forward-only `NNNN_name.sql` files not yet applied, in order, each in
- * its own transaction together with its row in `schema_migrations`. Re-running is a no-op.
+ * Applies the SQLite migrations not yet applied, in order, each in its own transaction
+ * together with its row in `schema_migrations`. Re-running is a no-op.
  */
-export function runMigrations(db: Database.Database, dir = migrationsDir()): string[] {
+export function runMigrations(db: Database.Database, dir = migrationsDir("sqlite")): string[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
   );
   const applied = new Set(
     (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
   );
-  const files = readdirSync(dir)
-    .filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f))
-    .sort();
   const ran: string[] = [];
-  for (const file of files) {
-    const version = Number(file.slice(0, 4));
+  for (const { version, file, sql } of migrationFiles(dir)) {
     if (applied.has(version)) continue;
-    const sql = readFileSync(join(dir, file), "utf8");
     // The pragma is a no-op inside a transaction, so it is set around it.
     const keysOff = sql.startsWith(FOREIGN_KEYS_OFF) && db.pragma("foreign_keys", { simple: true }) === 1;
     if (keysOff) db.pragma("foreign_keys = OFF");

@@ -34,7 +34,7 @@ export const defaultRunLimits = (): RunLimits => ({
   planning: false,
 });
 
-interface RunRow {
+export interface RunRow {
   id: string;
   session_id: string;
   status: RunStatus;
@@ -67,7 +67,8 @@ const RunStatsSchema = z.object({
   durationMs: z.number(),
 });
 
-function fromRow(row: RunRow): RunRecord {
+/** A row read back, checked (JSON columns against their schemas). */
+export function runFromRow(row: RunRow): RunRecord {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -98,6 +99,28 @@ export function runView(record: RunRecord, plan: Plan | null = null): RunView {
   return { ...view, plan };
 }
 
+/** The columns a new run is inserted with (the others start NULL). */
+export function runColumns(run: RunRecord) {
+  return {
+    id: run.id,
+    session_id: run.sessionId,
+    status: run.status,
+    input: run.input,
+    max_turns: run.maxTurns,
+    context_max_chars: run.contextMaxChars,
+    max_tokens: run.maxTokens,
+    max_duration_ms: run.maxDurationMs,
+    max_tool_calls: run.maxToolCalls,
+    loop_repeat_limit: run.loopRepeatLimit,
+    planning: run.planning ? 1 : 0,
+    approval: toJson(run.approval),
+    idempotency_key: run.idempotencyKey,
+    stats: JSON.stringify(run.stats),
+    created_at: run.createdAt,
+    webhook: toJson(run.webhook),
+  };
+}
+
 export function runStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO runs (id, session_id, status, stop_reason, error, input, max_turns, context_max_chars, max_tokens,
@@ -123,41 +146,24 @@ export function runStore(db: Db) {
 
   return {
     insert(run: RunRecord): void {
-      insert.run({
-        id: run.id,
-        session_id: run.sessionId,
-        status: run.status,
-        input: run.input,
-        max_turns: run.maxTurns,
-        context_max_chars: run.contextMaxChars,
-        max_tokens: run.maxTokens,
-        max_duration_ms: run.maxDurationMs,
-        max_tool_calls: run.maxToolCalls,
-        loop_repeat_limit: run.loopRepeatLimit,
-        planning: run.planning ? 1 : 0,
-        approval: toJson(run.approval),
-        idempotency_key: run.idempotencyKey,
-        stats: JSON.stringify(run.stats),
-        created_at: run.createdAt,
-        webhook: toJson(run.webhook),
-      });
+      insert.run(runColumns(run));
     },
     get(id: string): RunRecord | null {
       const row = byId.get(id) as RunRow | undefined;
-      return row ? fromRow(row) : null;
+      return row ? runFromRow(row) : null;
     },
     byIdempotencyKey(sessionId: string, key: string): RunRecord | null {
       const row = byKey.get(sessionId, key) as RunRow | undefined;
-      return row ? fromRow(row) : null;
+      return row ? runFromRow(row) : null;
     },
     /** The session's unfinished run, if any. */
     active(sessionId: string): RunRecord | null {
       const row = active.get(sessionId) as RunRow | undefined;
-      return row ? fromRow(row) : null;
+      return row ? runFromRow(row) : null;
     },
     /** Every unfinished run: at start these are the runs the previous process left. */
     live(): RunRecord[] {
-      return (live.all() as RunRow[]).map(fromRow);
+      return (live.all() as RunRow[]).map(runFromRow);
     },
     list({
       sessionId,
@@ -169,7 +175,7 @@ export function runStore(db: Db) {
       cursor: string | null;
     }): ListPage<RunRecord> {
       const rows = page.all({ session: sessionId, cursor, limit: limit + 1 }) as RunRow[];
-      return toPage(rows, { limit, map: fromRow, cursorOf: (r) => r.id });
+      return toPage(rows, { limit, map: runFromRow, cursorOf: (r) => r.id });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run(status, id);

@@ -26,7 +26,7 @@ export interface SessionRecord {
   createdAt: string;
 }
 
-interface SessionRow {
+export interface SessionRow {
   id: string;
   owner: string | null;
   system: string | null;
@@ -45,7 +45,7 @@ interface SessionRow {
 const ToolNamesSchema = z.array(z.string());
 const MetadataSchema = z.record(z.string(), z.unknown());
 
-function fromRow(row: SessionRow): SessionRecord {
+export function sessionFromRow(row: SessionRow): SessionRecord {
   return {
     id: row.id,
     owner: row.owner,
@@ -73,6 +73,25 @@ function profileOf(row: SessionRow): ProviderProfileName | null {
   return row.provider_profile;
 }
 
+/** The columns a session is inserted with. */
+export function sessionColumns(session: SessionRecord) {
+  return {
+    id: session.id,
+    owner: session.owner,
+    system: session.system,
+    model: session.model,
+    tools: toJson(session.tools),
+    approval: toJson(session.approval),
+    workspace: session.workspace,
+    workspace_shared: session.workspaceShared ? 1 : 0,
+    provider_profile: session.providerProfile,
+    planning: session.planning ? 1 : 0,
+    metadata: toJson(session.metadata),
+    webhook: toJson(session.webhook),
+    created_at: session.createdAt,
+  };
+}
+
 export function sessionStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO sessions (id, owner, system, model, tools, approval, workspace, workspace_shared, provider_profile,
@@ -90,26 +109,12 @@ export function sessionStore(db: Db) {
 
   return {
     insert(session: SessionRecord): void {
-      insert.run({
-        id: session.id,
-        owner: session.owner,
-        system: session.system,
-        model: session.model,
-        tools: toJson(session.tools),
-        approval: toJson(session.approval),
-        workspace: session.workspace,
-        workspace_shared: session.workspaceShared ? 1 : 0,
-        provider_profile: session.providerProfile,
-        planning: session.planning ? 1 : 0,
-        metadata: toJson(session.metadata),
-        webhook: toJson(session.webhook),
-        created_at: session.createdAt,
-      });
+      insert.run(sessionColumns(session));
     },
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
     get(id: string, owner?: string | null): SessionRecord | null {
       const row = (owner === undefined ? byId.get(id) : byIdOwned.get(id, owner)) as SessionRow | undefined;
-      return row ? fromRow(row) : null;
+      return row ? sessionFromRow(row) : null;
     },
     /** Newest first; the cursor is the last id of the previous page. */
     list({
@@ -122,7 +127,7 @@ export function sessionStore(db: Db) {
       cursor: string | null;
     }): ListPage<SessionRecord> {
       const rows = page.all({ owner, cursor, limit: limit + 1 }) as SessionRow[];
-      return toPage(rows, { limit, map: fromRow, cursorOf: (s) => s.id });
+      return toPage(rows, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
     },
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): number {

@@ -4,7 +4,7 @@ import type { Db } from "./database.js";
 import { parseJsonColumn } from "./json.js";
 
 const UsageSchema = z.object({ inputTokens: z.number(), outputTokens: z.number() });
-const StepTraceSchema = z.object({
+export const StepTraceSchema = z.object({
   turn: z.number(),
   context: z.object({
     messageCount: z.number(),

@@ -22,7 +22,7 @@ export interface ToolCallRecord {
   resultMessageId: string | null;
 }
 
-interface ToolCallRow {
+export interface ToolCallRow {
   run_id: string;
   id: string;
   name: string;
@@ -39,7 +39,7 @@ interface ToolCallRow {
   result_message_id: string | null;
 }
 
-const fromRow = (row: ToolCallRow): ToolCallRecord => ({
+export const toolCallFromRow = (row: ToolCallRow): ToolCallRecord => ({
   runId: row.run_id,
   id: row.id,
   name: row.name,
@@ -99,17 +99,17 @@ export function toolCallStore(db: Db) {
     },
     get(runId: string, id: string): ToolCallRecord | null {
       const row = one.get(runId, id) as ToolCallRow | undefined;
-      return row ? fromRow(row) : null;
+      return row ? toolCallFromRow(row) : null;
     },
     ofRun(runId: string): ToolCallRecord[] {
-      return (ofRun.all(runId) as ToolCallRow[]).map(fromRow);
+      return (ofRun.all(runId) as ToolCallRow[]).map(toolCallFromRow);
     },
     /** The run's calls without a result yet, in order. */
     open(runId: string): ToolCallRecord[] {
-      return (open.all(runId) as ToolCallRow[]).map(fromRow);
+      return (open.all(runId) as ToolCallRow[]).map(toolCallFromRow);
     },
     inState(runId: string, state: ToolCallState): ToolCallRecord[] {
-      return (inState.all(runId, state) as ToolCallRow[]).map(fromRow);
+      return (inState.all(runId, state) as ToolCallRow[]).map(toolCallFromRow);
     },
   };
 }

@@ -29,7 +29,7 @@ export interface WebhookDelivery {
   finishedAt: string | null;
 }
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string;
   run_id: string;
   type: string;
@@ -46,7 +46,7 @@ const AttemptsSchema = z.array(
   z.object({ at: z.string(), statusCode: z.number().nullable(), error: z.string().nullable() }),
 );
 
-function fromRow(row: DeliveryRow): WebhookDelivery {
+export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
   return {
     id: row.id,
     runId: row.run_id,
@@ -72,6 +72,53 @@ export interface AttemptOutcome {
 /** A delivery's `webhook-id`: unique, stable across its retries. */
 const deliveryId = (): string => `msg_${randomUUID().replaceAll("-", "")}`;
 
+/** A run's stored target, with its session: what a delivery needs. */
+export interface RunWebhookTarget {
+  sessionId: string;
+  url: string;
+  events: string[];
+}
+
+/** The target stored on a run's row (`session_id`, `webhook`), or null when it has none. */
+export function targetOfRow(row: { session_id: string; webhook: string | null }): RunWebhookTarget | null {
+  const stored = parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, "run webhook");
+  return stored ? { sessionId: row.session_id, ...stored } : null;
+}
+
+/** The outbox rows `events` cause under `target` (none without one), due at once. */
+export function deliveriesFor(
+  events: readonly RunEvent[],
+  target: RunWebhookTarget | null,
+): {
+  id: string;
+  run_id: string;
+  event_seq: number;
+  type: string;
+  url: string;
+  body: string;
+  next_attempt_at: number;
+  created_at: string;
+}[] {
+  if (!target) return [];
+  const rows = [];
+  for (const event of events) {
+    if (!carriesWebhook(event.type) || !target.events.includes(event.type)) continue;
+    const payload = webhookPayload(event, target.sessionId);
+    if (!payload) continue;
+    rows.push({
+      id: deliveryId(),
+      run_id: event.runId,
+      event_seq: event.seq,
+      type: payload.type,
+      url: target.url,
+      body: JSON.stringify(payload),
+      next_attempt_at: Date.now(),
+      created_at: event.at,
+    });
+  }
+  return rows;
+}
+
 /** The outbox of webhook deliveries. */
 export function webhookStore(db: Db) {
   const targetOf = db.prepare("SELECT session_id, webhook FROM runs WHERE id = ?");
@@ -96,47 +143,30 @@ export function webhookStore(db: Db) {
      * that stores the events. Looks the target up only for events a webhook may carry.
      */
     deriveFrom(events: readonly RunEvent[]): number {
-      let written = 0;
-      let target: { sessionId: string; url: string; events: string[] } | null | undefined;
-      for (const event of events) {
-        if (!carriesWebhook(event.type)) continue;
-        if (target === undefined) {
-          const row = targetOf.get(event.runId) as { session_id: string; webhook: string | null } | undefined;
-          const stored = parseOptionalJsonColumn(StoredWebhookTargetSchema, row?.webhook ?? null, "run webhook");
-          target = row && stored ? { sessionId: row.session_id, ...stored } : null;
-        }
-        if (!target?.events.includes(event.type)) continue;
-        const payload = webhookPayload(event, target.sessionId);
-        if (!payload) continue;
-        insert.run(
-          deliveryId(),
-          event.runId,
-          event.seq,
-          payload.type,
-          target.url,
-          JSON.stringify(payload),
-          Date.now(),
-          event.at,
-        );
-        written++;
+      const first = events.find((event) => carriesWebhook(event.type));
+      if (!first) return 0;
+      const row = targetOf.get(first.runId) as { session_id: string; webhook: string | null } | undefined;
+      const rows = deliveriesFor(events, row ? targetOfRow(row) : null);
+      for (const d of rows) {
+        insert.run(d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at);
       }
-      return written;
+      return rows.length;
     },
     /** Claims up to `limit` due deliveries: each is leased until `leaseUntil` (a crash mid-send retries it then). */
     claim(now: number, leaseUntil: number, limit: number): WebhookDelivery[] {
-      const rows = (due.all(now, limit) as DeliveryRow[]).map(fromRow);
+      const rows = (due.all(now, limit) as DeliveryRow[]).map(deliveryFromRow);
       for (const row of rows) lease.run(leaseUntil, row.id);
       return rows.map((row) => ({ ...row, nextAttemptAt: leaseUntil }));
     },
     record({ id, attempt, next }: AttemptOutcome): void {
       const row = byId.get(id) as DeliveryRow | undefined;
       if (!row) return;
-      const attempts = [...fromRow(row).attempts, attempt];
+      const attempts = [...deliveryFromRow(row).attempts, attempt];
       const pending = next.status === "pending";
       record.run(JSON.stringify(attempts), next.status, pending ? next.at : null, pending ? null : attempt.at, id);
     },
     ofRun(runId: string): WebhookDelivery[] {
-      return (ofRun.all(runId) as DeliveryRow[]).map(fromRow);
+      return (ofRun.all(runId) as DeliveryRow[]).map(deliveryFromRow);
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

@@ -46,836 +46,861 @@ function gate(): { promise: Promise<void>; release: () => void } {
   return { promise, release };
 }
 
-describe("contract: sessions, runs, events, approvals, tools", () => {
-  beforeAll(async () => {
-    server = await startTestServer({
-      env: { BODY_LIMIT_BYTES: "2048" },
-      wrapStore: (store) => {
-        faulty = new FaultyStore(store);
-        return faulty.store;
-      },
-    });
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-
-  it("creates, gets, lists (paginated) sessions; unknown ids are 404", async () => {
-    const plain = await call(server, "POST", "/sessions");
-    expect(plain.status).toBe(201);
-    expect(plain.body).toMatchObject({ activeRunId: null, workspaceShared: false, approval: null });
-
-    const full = await call(server, "POST", "/sessions", {
-      body: {
-        system: "be brief",
-        model: "fake-model",
-        tools: ["list_files", "write_file"],
-        approval: { default: "ask", tools: { list_files: "allow" } },
-        workspace: "contract-shared",
-        metadata: { team: "contract", n: 1 },
-      },
-    });
-    expect(full.status).toBe(201);
-    expect(full.body).toMatchObject({
-      workspace: "contract-shared",
-      workspaceShared: true,
-      tools: ["list_files", "write_file"],
-    });
-
-    const fromNull = await call(server, "POST", "/sessions", { body: null });
-    expect(fromNull.status).toBe(201);
-
-    const one = await call(server, "GET", "/sessions/{id}", { params: { id: full.body.id } });
-    expect(one.status).toBe(200);
-    expect(one.body).toEqual(full.body);
-
-    const first = await call(server, "GET", "/sessions", { query: "limit=2" });
-    expect(first.status).toBe(200);
-    expect(first.body.items).toHaveLength(2);
-    expect(first.body.items[0].id).toBe(fromNull.body.id); // newest first
-    expect(typeof first.body.nextCursor).toBe("string");
-    const second = await call(server, "GET", "/sessions", { query: `limit=2&cursor=${first.body.nextCursor}` });
-    expect(second.body.items.map((s: { id: string }) => s.id)).toContain(plain.body.id);
-
-    const missing = await call(server, "GET", "/sessions/{id}", { params: { id: "ses_missing" } });
-    expect(missing.status).toBe(404);
-    expect(missing.body.error).toEqual({
-      code: "NOT_FOUND",
-      message: "session ses_missing not found",
-      details: { session: "ses_missing" },
-    });
-    for (const template of ["/sessions/{id}/messages", "/sessions/{id}/runs"]) {
-      expect((await call(server, "GET", template, { params: { id: "ses_missing" } })).status).toBe(404);
-    }
-    expect((await call(server, "DELETE", "/sessions/{id}", { params: { id: "ses_missing" } })).status).toBe(404);
-    const noSession = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: "ses_missing" },
-      body: { input: "hi" },
-    });
-    expect(noSession.status).toBe(404);
-  });
-
-  it("answers invalid requests 400 with a precise error code", async () => {
-    const invalid = await call(server, "POST", "/sessions", { body: { nope: 1 } });
-    expect(invalid.status).toBe(400);
-    expect(invalid.body.error.code).toBe("VALIDATION_FAILED");
-    expect(invalid.body.error.details).toEqual([{ in: "body", path: "(root)", message: expect.any(String) }]);
-
-    const unknownTool = await call(server, "POST", "/sessions", { body: { tools: ["teleport"] } });
-    expect(unknownTool.body.error.code).toBe("UNKNOWN_TOOL");
-    expect(unknownTool.body.error.details.available).toContain("shell");
-    // A misspelt tool in an approval override is refused, not left on its default (a "deny" lost).
-    const misspelt = await call(server, "POST", "/sessions", { body: { approval: { tools: { Shell: "deny" } } } });
-    expect(misspelt.status).toBe(400);
-    expect(misspelt.body.error).toMatchObject({ code: "UNKNOWN_TOOL", message: expect.stringContaining("Shell") });
-    const workspace = await call(server, "POST", "/sessions", { body: { workspace: ".hidden" } });
-    expect(workspace.body.error.code).toBe("INVALID_WORKSPACE");
-    const badLimit = await call(server, "GET", "/sessions", { query: "limit=0" });
-    expect(badLimit.body.error.details[0]).toMatchObject({ in: "querystring", path: "limit" });
-
-    const session = await createSession();
-    const cursor = await call(server, "GET", "/sessions/{id}/messages", {
-      params: { id: session },
-      query: "cursor=abc",
-    });
-    expect(cursor.body.error.code).toBe("INVALID_CURSOR");
-    const misspeltRun = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "hi", approval: { tools: { sehll: "deny" } } },
-    });
-    expect(misspeltRun.status).toBe(400);
-    expect(misspeltRun.body.error.code).toBe("UNKNOWN_TOOL");
-    const emptyInput = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "" },
-    });
-    expect(emptyInput.body.error).toMatchObject({
-      code: "VALIDATION_FAILED",
-      message: "body input: input must not be empty",
-    });
-    const badWait = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=yes",
-      body: { input: "x" },
-    });
-    expect(badWait.body.error.details[0]).toMatchObject({ in: "querystring", path: "wait" });
-
-    // Every route with a path parameter refuses an id over 64 characters.
-    for (const op of documentedOperations().filter((o) => o.path.includes("{id}"))) {
-      const res = await call(server, op.method, op.path, {
-        params: { ...DUMMY, id: LONG_ID },
-        ...(op.method === "POST" ? { body: {} } : {}),
+describe.each(["sqlite", "postgres"] as const)(
+  "contract on %s: sessions, runs, events, approvals, tools",
+  (backend) => {
+    beforeAll(async () => {
+      server = await startTestServer({
+        backend,
+        env: { BODY_LIMIT_BYTES: "2048" },
+        wrapStore: (store) => {
+          faulty = new FaultyStore(store);
+          return faulty.store;
+        },
       });
-      expect(res.status, `${op.method} ${op.path}`).toBe(400);
-      expect(res.body.error.code).toBe("VALIDATION_FAILED");
-    }
-  });
+    });
+    afterAll(async () => {
+      await server.close();
+    });
 
-  it("routes with a body answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
-    const bodyRoutes = documentedOperations().filter((o) => o.method === "POST" && !o.path.endsWith("/stream-token"));
-    expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
-      "/runs/{id}/approvals/{toolCallId}",
-      "/sessions",
-      "/sessions/{id}/chat",
-      "/sessions/{id}/runs",
-    ]);
-    for (const op of bodyRoutes) {
-      const where = `${op.method} ${op.path}`;
-      const broken = await call(server, "POST", op.path, {
-        params: DUMMY,
-        rawBody: '{"input": ',
+    it("creates, gets, lists (paginated) sessions; unknown ids are 404", async () => {
+      const plain = await call(server, "POST", "/sessions");
+      expect(plain.status).toBe(201);
+      expect(plain.body).toMatchObject({ activeRunId: null, workspaceShared: false, approval: null });
+
+      const full = await call(server, "POST", "/sessions", {
+        body: {
+          system: "be brief",
+          model: "fake-model",
+          tools: ["list_files", "write_file"],
+          approval: { default: "ask", tools: { list_files: "allow" } },
+          workspace: "contract-shared",
+          metadata: { team: "contract", n: 1 },
+        },
+      });
+      expect(full.status).toBe(201);
+      expect(full.body).toMatchObject({
+        workspace: "contract-shared",
+        workspaceShared: true,
+        tools: ["list_files", "write_file"],
+      });
+
+      const fromNull = await call(server, "POST", "/sessions", { body: null });
+      expect(fromNull.status).toBe(201);
+
+      const one = await call(server, "GET", "/sessions/{id}", { params: { id: full.body.id } });
+      expect(one.status).toBe(200);
+      expect(one.body).toEqual(full.body);
+
+      const first = await call(server, "GET", "/sessions", { query: "limit=2" });
+      expect(first.status).toBe(200);
+      expect(first.body.items).toHaveLength(2);
+      expect(first.body.items[0].id).toBe(fromNull.body.id); // newest first
+      expect(typeof first.body.nextCursor).toBe("string");
+      const second = await call(server, "GET", "/sessions", { query: `limit=2&cursor=${first.body.nextCursor}` });
+      expect(second.body.items.map((s: { id: string }) => s.id)).toContain(plain.body.id);
+
+      const missing = await call(server, "GET", "/sessions/{id}", { params: { id: "ses_missing" } });
+      expect(missing.status).toBe(404);
+      expect(missing.body.error).toEqual({
+        code: "NOT_FOUND",
+        message: "session ses_missing not found",
+        details: { session: "ses_missing" },
+      });
+      for (const template of ["/sessions/{id}/messages", "/sessions/{id}/runs"]) {
+        expect((await call(server, "GET", template, { params: { id: "ses_missing" } })).status).toBe(404);
+      }
+      expect((await call(server, "DELETE", "/sessions/{id}", { params: { id: "ses_missing" } })).status).toBe(404);
+      const noSession = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: "ses_missing" },
+        body: { input: "hi" },
+      });
+      expect(noSession.status).toBe(404);
+    });
+
+    it("answers invalid requests 400 with a precise error code", async () => {
+      const invalid = await call(server, "POST", "/sessions", { body: { nope: 1 } });
+      expect(invalid.status).toBe(400);
+      expect(invalid.body.error.code).toBe("VALIDATION_FAILED");
+      expect(invalid.body.error.details).toEqual([{ in: "body", path: "(root)", message: expect.any(String) }]);
+
+      const unknownTool = await call(server, "POST", "/sessions", { body: { tools: ["teleport"] } });
+      expect(unknownTool.body.error.code).toBe("UNKNOWN_TOOL");
+      expect(unknownTool.body.error.details.available).toContain("shell");
+      // A misspelt tool in an approval override is refused, not left on its default (a "deny" lost).
+      const misspelt = await call(server, "POST", "/sessions", { body: { approval: { tools: { Shell: "deny" } } } });
+      expect(misspelt.status).toBe(400);
+      expect(misspelt.body.error).toMatchObject({ code: "UNKNOWN_TOOL", message: expect.stringContaining("Shell") });
+      const workspace = await call(server, "POST", "/sessions", { body: { workspace: ".hidden" } });
+      expect(workspace.body.error.code).toBe("INVALID_WORKSPACE");
+      const badLimit = await call(server, "GET", "/sessions", { query: "limit=0" });
+      expect(badLimit.body.error.details[0]).toMatchObject({ in: "querystring", path: "limit" });
+
+      const session = await createSession();
+      const cursor = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id: session },
+        query: "cursor=abc",
+      });
+      expect(cursor.body.error.code).toBe("INVALID_CURSOR");
+      const misspeltRun = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "hi", approval: { tools: { sehll: "deny" } } },
+      });
+      expect(misspeltRun.status).toBe(400);
+      expect(misspeltRun.body.error.code).toBe("UNKNOWN_TOOL");
+      const emptyInput = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "" },
+      });
+      expect(emptyInput.body.error).toMatchObject({
+        code: "VALIDATION_FAILED",
+        message: "body input: input must not be empty",
+      });
+      const badWait = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=yes",
+        body: { input: "x" },
+      });
+      expect(badWait.body.error.details[0]).toMatchObject({ in: "querystring", path: "wait" });
+
+      // Every route with a path parameter refuses an id over 64 characters.
+      for (const op of documentedOperations().filter((o) => o.path.includes("{id}"))) {
+        const res = await call(server, op.method, op.path, {
+          params: { ...DUMMY, id: LONG_ID },
+          ...(op.method === "POST" ? { body: {} } : {}),
+        });
+        expect(res.status, `${op.method} ${op.path}`).toBe(400);
+        expect(res.body.error.code).toBe("VALIDATION_FAILED");
+      }
+    });
+
+    it("routes with a body answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
+      const bodyRoutes = documentedOperations().filter((o) => o.method === "POST" && !o.path.endsWith("/stream-token"));
+      expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
+        "/runs/{id}/approvals/{toolCallId}",
+        "/sessions",
+        "/sessions/{id}/chat",
+        "/sessions/{id}/runs",
+      ]);
+      for (const op of bodyRoutes) {
+        const where = `${op.method} ${op.path}`;
+        const broken = await call(server, "POST", op.path, {
+          params: DUMMY,
+          rawBody: '{"input": ',
+          contentType: "application/json",
+        });
+        expect(broken.status, where).toBe(400);
+        expect(broken.body.error.code).toBe("INVALID_JSON");
+        const large = await call(server, "POST", op.path, {
+          params: DUMMY,
+          body: { input: "y".repeat(4096), decision: "approve" },
+        });
+        expect(large.status, where).toBe(413);
+        expect(large.body.error.code).toBe("BODY_TOO_LARGE");
+        expect(large.body.error.message).toMatch(/\d+ bytes, BODY_LIMIT_BYTES/);
+        const xml = await call(server, "POST", op.path, {
+          params: DUMMY,
+          rawBody: "<input/>",
+          contentType: "application/xml",
+        });
+        expect(xml.status, where).toBe(415);
+        expect(xml.body.error.code).toBe("UNSUPPORTED_MEDIA_TYPE");
+        expect(xml.body.error.message).toContain("application/json");
+      }
+    });
+
+    it("an empty body with a JSON Content-Type is no body: DELETE and a bodiless POST /sessions work", async () => {
+      const created = await call(server, "POST", "/sessions", { rawBody: "", contentType: "application/json" });
+      expect(created.status).toBe(201);
+      const deleted = await call(server, "DELETE", "/sessions/{id}", {
+        params: { id: created.body.id },
+        rawBody: "",
         contentType: "application/json",
       });
-      expect(broken.status, where).toBe(400);
-      expect(broken.body.error.code).toBe("INVALID_JSON");
-      const large = await call(server, "POST", op.path, {
+      expect(deleted.status).toBe(204);
+      // A route whose body is required still says what is missing.
+      const noInput = await call(server, "POST", "/sessions/{id}/runs", {
         params: DUMMY,
-        body: { input: "y".repeat(4096), decision: "approve" },
+        rawBody: "",
+        contentType: "application/json",
       });
-      expect(large.status, where).toBe(413);
-      expect(large.body.error.code).toBe("BODY_TOO_LARGE");
-      expect(large.body.error.message).toMatch(/\d+ bytes, BODY_LIMIT_BYTES/);
-      const xml = await call(server, "POST", op.path, {
-        params: DUMMY,
-        rawBody: "<input/>",
-        contentType: "application/xml",
+      expect(noInput.status).toBe(400);
+      expect(noInput.body.error.code).toBe("VALIDATION_FAILED");
+    });
+
+    it("a request the HTTP parser refuses (a malformed Content-Length) still gets the error envelope", async () => {
+      const { port } = new URL(server.url);
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), "127.0.0.1", () => {
+          socket.end(
+            "POST /sessions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: abc\r\n\r\n{}",
+          );
+        });
+        let text = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk) => {
+          text += chunk;
+        });
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
       });
-      expect(xml.status, where).toBe(415);
-      expect(xml.body.error.code).toBe("UNSUPPORTED_MEDIA_TYPE");
-      expect(xml.body.error.message).toContain("application/json");
-    }
-  });
-
-  it("an empty body with a JSON Content-Type is no body: DELETE and a bodiless POST /sessions work", async () => {
-    const created = await call(server, "POST", "/sessions", { rawBody: "", contentType: "application/json" });
-    expect(created.status).toBe(201);
-    const deleted = await call(server, "DELETE", "/sessions/{id}", {
-      params: { id: created.body.id },
-      rawBody: "",
-      contentType: "application/json",
-    });
-    expect(deleted.status).toBe(204);
-    // A route whose body is required still says what is missing.
-    const noInput = await call(server, "POST", "/sessions/{id}/runs", {
-      params: DUMMY,
-      rawBody: "",
-      contentType: "application/json",
-    });
-    expect(noInput.status).toBe(400);
-    expect(noInput.body.error.code).toBe("VALIDATION_FAILED");
-  });
-
-  it("a request the HTTP parser refuses (a malformed Content-Length) still gets the error envelope", async () => {
-    const { port } = new URL(server.url);
-    const raw = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), "127.0.0.1", () => {
-        socket.end(
-          "POST /sessions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: abc\r\n\r\n{}",
-        );
-      });
-      let text = "";
-      socket.setEncoding("utf8");
-      socket.on("data", (chunk) => {
-        text += chunk;
-      });
-      socket.on("end", () => resolve(text));
-      socket.on("error", reject);
-    });
-    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
-    const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
-    expect(body).toEqual({ error: { code: "INVALID_CONTENT_LENGTH", message: expect.any(String) } });
-    validateSchema("ErrorResponse", body);
-  });
-
-  it("a list cursor this API did not give is 400 INVALID_CURSOR on every list", async () => {
-    const session = await call(server, "POST", "/sessions");
-    for (const [path, params] of [
-      ["/sessions", {}],
-      ["/sessions/{id}/runs", { id: session.body.id }],
-      ["/sessions/{id}/messages", { id: session.body.id }],
-    ] as const) {
-      const res = await call(server, "GET", path, { params, query: "cursor=zzz" });
-      expect(res.status, path).toBe(400);
-      expect(res.body.error.code, path).toBe("INVALID_CURSOR");
-    }
-    // A cursor the API gave still pages.
-    const page = await call(server, "GET", "/sessions", { query: "limit=1" });
-    const next = await call(server, "GET", "/sessions", { query: `limit=1&cursor=${page.body.nextCursor}` });
-    expect(next.status).toBe(200);
-  });
-
-  it("an unknown route or method is a 404 in the error envelope", async () => {
-    for (const [method, path] of [
-      ["GET", "/nope"],
-      ["PUT", "/sessions"],
-      ["POST", "/runs/run_x"],
-    ] as const) {
-      const res = await fetch(`${server.url}${path}`, { method });
-      expect(res.status).toBe(404);
-      const body = await res.json();
-      validateSchema("NotFoundError", body);
-      expect(body.error.message).toBe(`no route ${method} ${path}`);
-    }
-  });
-
-  it("provider state: ?reasoning=true streams reasoning.delta; an assistant message's metadata (reasoning, refusal) validates", async () => {
-    server.upstream.enqueue(recorded("magistral-thinking-parts.chunks.txt"), recorded("openai-gpt-4o-refusal.sse"));
-    const session = await createSession();
-    const first = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=true",
-      body: { input: "2+2?" },
-    });
-    const events = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", { params: { id: first.body.run.id }, query: "reasoning=true" }),
-    );
-    expect(events.map((e) => e.event)).toContain("reasoning.delta");
-    await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=true",
-      body: { input: "no" },
-    });
-    const messages = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session } });
-    expect(messages.body.items.map((m: { metadata?: unknown }) => m.metadata)).toEqual([
-      undefined,
-      { reasoning: expect.any(String) },
-      undefined,
-      { refusal: true },
-    ]);
-  });
-
-  it("?wait=true answers {run, text}; run, runs, messages, steps, approvals and events read back", async () => {
-    server.upstream.enqueue({ text: ["hello ", "there"] });
-    const session = await createSession();
-    const waited = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=true",
-      body: { input: "hi", maxTurns: 3, contextMaxChars: 10_000 },
-    });
-    expect(waited.status).toBe(200);
-    expect(waited.body.text).toBe("hello there");
-    expect(waited.body.run).toMatchObject({ status: "finished", stopReason: "complete", error: null, maxTurns: 3 });
-    const runId = waited.body.run.id as string;
-
-    const run = await call(server, "GET", "/runs/{id}", { params: { id: runId } });
-    expect(run.body).toEqual(waited.body.run);
-    const runs = await call(server, "GET", "/sessions/{id}/runs", { params: { id: session } });
-    expect(runs.body).toEqual({ items: [waited.body.run], nextCursor: null });
-
-    const page1 = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session }, query: "limit=1" });
-    expect(page1.body.items.map((m: { role: string }) => m.role)).toEqual(["user"]);
-    expect(page1.body.nextCursor).toBe("1");
-    const page2 = await call(server, "GET", "/sessions/{id}/messages", {
-      params: { id: session },
-      query: `cursor=${page1.body.nextCursor}`,
-    });
-    expect(page2.body).toMatchObject({
-      items: [{ role: "assistant", content: "hello there", seq: 2 }],
-      nextCursor: null,
+      expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+      const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+      expect(body).toEqual({ error: { code: "INVALID_CONTENT_LENGTH", message: expect.any(String) } });
+      validateSchema("ErrorResponse", body);
     });
 
-    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: runId } });
-    expect(steps.body.items).toHaveLength(1);
-    expect(steps.body.items[0].model).toMatchObject({
-      finishReason: "stop",
-      usage: { inputTokens: 10, outputTokens: 5 },
-    });
-    // Without a target (no WEBHOOK_URL, none named), a run has no deliveries.
-    const webhooks = await call(server, "GET", "/runs/{id}/webhooks", { params: { id: runId } });
-    expect(webhooks.body).toEqual({ items: [], nextCursor: null });
-    const approvals = await call(server, "GET", "/runs/{id}/approvals", { params: { id: runId } });
-    expect(approvals.body).toEqual({ items: [], nextCursor: null });
-
-    // Replays: from the start, after Last-Event-ID, after ?after=.
-    const all = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId } }),
-    );
-    expect(all[0]?.event).toBe("run.started");
-    expect(all.at(-1)?.event).toBe("run.finished");
-    expect(all.map((e) => e.event)).toEqual(expect.arrayContaining(["turn.started", "text.delta", "message"]));
-    const tail = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, headers: { "last-event-id": "2" } }),
-    );
-    expect(tail.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
-    const viaQuery = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, query: "after=3" }),
-    );
-    expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
-    // At the end of a finished run: 204, nothing more will come.
-    const past = await call(server, "GET", "/runs/{id}/events", {
-      params: { id: runId },
-      query: `after=${all.at(-1)?.id}`,
-    });
-    expect(past.status).toBe(204);
-    // A stream token reads the same stream.
-    const token = await call(server, "POST", "/runs/{id}/stream-token", { params: { id: runId } });
-    expect(token.status).toBe(200);
-    const viaToken = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", {
-        params: { id: runId },
-        query: `token=${encodeURIComponent(token.body.token)}`,
-      }),
-    );
-    expect(viaToken.map((e) => e.id)).toEqual(all.map((e) => e.id));
-
-    // Cancelling a finished run is a 200 no-op.
-    const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: runId } });
-    expect(cancel.status).toBe(200);
-    expect(cancel.body).toEqual(waited.body.run);
-  });
-
-  it("Accept: text/event-stream streams the run in the POST response (read-only tool, then text)", async () => {
-    server.upstream.enqueue(
-      { toolCalls: [{ id: "call_ls", name: "list_files", arguments: ["{", "}"] }] },
-      { text: ["nothing ", "here"] },
-    );
-    const session = await createSession();
-    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "look" },
-    });
-    expect(sse.status).toBe(200);
-    expect(sse.headers["content-type"]).toMatch(/^text\/event-stream/);
-    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
-    expect(events.map((e) => e.event)).toEqual(
-      expect.arrayContaining(["run.started", "turn.started", "tool.started", "message", "text.delta", "run.finished"]),
-    );
-    const roles = events.filter((e) => e.event === "message").map((e) => e.json.message.role);
-    expect(roles).toEqual(["user", "assistant", "tool", "assistant"]);
-    const toolMessage = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
-    expect(toolMessage).toMatchObject({ toolCallId: "call_ls", isError: false, metadata: { errorCode: null } });
-    const finished = events.at(-1)?.json;
-    expect(finished.run).toMatchObject({
-      status: "finished",
-      stopReason: "complete",
-      stats: { toolCalls: 1, turns: 2 },
-    });
-
-    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.runId } });
-    expect(steps.body.items[0].tools).toEqual([expect.objectContaining({ toolCallId: "call_ls", status: "ok" })]);
-  });
-
-  it("stop conditions: a planning run shows its plan (plan.updated), stops loop_detected with a stopDetail; a token budget stops budget_exhausted", async () => {
-    server.upstream.enqueue(
-      {
-        toolCalls: [{ id: "call_plan", name: "create_plan", arguments: '{"steps":[{"title":"find the notes"}]}' }],
-      },
-      { toolCalls: [{ id: "call_r1", name: "read_file", arguments: '{"path":"notes.md"}' }] },
-      { toolCalls: [{ id: "call_r2", name: "read_file", arguments: '{ "path": "notes.md" }' }] },
-    );
-    const session = await call(server, "POST", "/sessions", { body: { planning: true } });
-    expect(session.body.planning).toBe(true);
-    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session.body.id },
-      body: { input: "read my notes", loopRepeatLimit: 2 },
-    });
-    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
-    const plan = { steps: [{ title: "find the notes", status: "pending" }] };
-    expect(events.find((e) => e.event === "plan.updated")?.json.plan).toEqual(plan);
-    const finished = events.at(-1)?.json.run;
-    expect(finished).toMatchObject({ stopReason: "loop_detected", planning: true, loopRepeatLimit: 2, plan });
-    expect(finished.stopDetail).toBe(
-      'stopped after turn 3: read_file {"path":"notes.md"} failed with NOT_FOUND 2 times in a row; ' +
-        "check the file name or path (list_files shows what exists)",
-    );
-    expect((await call(server, "GET", "/runs/{id}", { params: { id: finished.id } })).body).toEqual(finished);
-    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.id } });
-    const [r1, r2] = [steps.body.items[1].tools[0], steps.body.items[2].tools[0]];
-    expect(r1.fingerprint).toMatch(/^[0-9a-f]{16}$/);
-    expect(r2.fingerprint).toBe(r1.fingerprint);
-    expect(steps.body.items[2].context.includedFiles).toEqual([]);
-
-    server.upstream.enqueue({ toolCalls: [{ id: "call_ls2", name: "list_files", arguments: "{}" }] });
-    const budget = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: await createSession() },
-      query: "wait=true",
-      body: { input: "look", maxTokens: 15, maxToolCalls: 5, maxDurationMs: 60_000 },
-    });
-    expect(budget.body.run).toMatchObject({
-      stopReason: "budget_exhausted",
-      maxTokens: 15,
-      maxToolCalls: 5,
-      maxDurationMs: 60_000,
-      plan: null,
-      stopDetail: "stopped before turn 2: this run used 15 of its 15 tokens; raise maxTokens or start a new run",
-    });
-    const refused = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session.body.id },
-      body: { input: "x", loopRepeatLimit: 1 },
-    });
-    expect(refused.status).toBe(400);
-    expect(refused.body.error.details[0]).toMatchObject({ path: "loopRepeatLimit" });
-  });
-
-  it("Idempotency-Key replays the first run (201, Idempotent-Replayed); a different input with the same key is 409", async () => {
-    const run = gate();
-    server.upstream.enqueue({ text: "once", gate: run.promise });
-    const session = await createSession();
-    const headers = { "idempotency-key": "contract-key-1" };
-    const first = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "x" },
-      headers,
-    });
-    expect(first.status).toBe(201);
-    expect(first.body.status).toBe("running");
-    const again = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "x" },
-      headers,
-    });
-    expect(again.status).toBe(201);
-    expect(again.headers.get("idempotent-replayed")).toBe("true");
-    expect(again.headers.get("location")).toBe(`/runs/${first.body.id}`);
-    expect(again.body.id).toBe(first.body.id);
-    const reused = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "other" },
-      headers,
-    });
-    expect(reused.status).toBe(409);
-    expect(reused.body.error).toMatchObject({
-      code: "IDEMPOTENCY_KEY_REUSED",
-      details: { runId: first.body.id, differs: ["input"] },
-    });
-    // The whole request counts, not only the input: a retry must not run with other settings.
-    const otherSettings = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "x", maxTurns: 50, approval: { default: "allow" } },
-      headers,
-    });
-    expect(otherSettings.status).toBe(409);
-    expect(otherSettings.body.error.details.differs).toEqual(["maxTurns", "approval"]);
-    const busy = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "two" } });
-    expect(busy.status).toBe(409);
-    expect(busy.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId: first.body.id } });
-    const view = await call(server, "GET", "/sessions/{id}", { params: { id: session } });
-    expect(view.body.activeRunId).toBe(first.body.id);
-    run.release();
-    await server.ctx.manager.waitForFinish(first.body.id);
-    expect((await call(server, "GET", "/runs/{id}", { params: { id: first.body.id } })).body.stopReason).toBe(
-      "complete",
-    );
-  });
-
-  it("approve: approval.requested, pending list, decision 200 (twice), conflicting decision 409", async () => {
-    server.upstream.enqueue(
-      { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
-      { text: "written" },
-    );
-    const session = await createSession();
-    const run = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "write" },
-    });
-    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
-    const requested = await sse.waitFor((e) => e.event === "approval.requested");
-    expect(requested.json).toMatchObject({ toolCallId: "call_w", tool: "write_file", input: { path: "a.txt" } });
-    const status = await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } });
-    expect(status.body.status).toBe("awaiting_approval");
-    const pending = await call(server, "GET", "/runs/{id}/approvals", { params: { id: run.body.id } });
-    expect(pending.body.items).toEqual([
-      expect.objectContaining({ toolCallId: "call_w", tool: "write_file", status: "pending", decidedAt: null }),
-    ]);
-
-    const decide = (decision: string) =>
-      call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-        params: { id: run.body.id, toolCallId: "call_w" },
-        body: { decision, reason: "looks fine" },
-      });
-    const approved = await decide("approve");
-    expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ status: "approved", decisionReason: "looks fine" });
-    expect((await decide("approve")).status).toBe(200);
-    const conflicting = await decide("deny");
-    expect(conflicting.status).toBe(409);
-    expect(conflicting.body.error).toMatchObject({ code: "APPROVAL_CONFLICT", details: { decision: "approve" } });
-
-    const events = await validatedStream("GET", "/runs/{id}/events", sse);
-    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(["approval.resolved", "tool.started"]));
-    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
-    const unknown = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-      params: { id: run.body.id, toolCallId: "nope" },
-      body: { decision: "approve" },
-    });
-    expect(unknown.status).toBe(404);
-    expect(unknown.body.error.details).toEqual({ approval: "nope" });
-  });
-
-  it("deny: the denial is a tool result the model sees, and the run completes", async () => {
-    server.upstream.enqueue(
-      { toolCalls: [{ id: "call_d", name: "write_file", arguments: '{"path":"b.txt","content":"no"}' }] },
-      { text: "understood" },
-    );
-    const session = await createSession();
-    const sse = await stream(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      body: { input: "write b" },
-    });
-    const requested = await sse.waitFor((e) => e.event === "approval.requested");
-    const denied = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-      params: { id: requested.json.runId, toolCallId: "call_d" },
-      body: { decision: "deny" },
-    });
-    expect(denied.status).toBe(200);
-    expect(denied.body).toMatchObject({ status: "denied", decisionReason: null });
-    const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
-    expect(events.find((e) => e.event === "approval.resolved")?.json).toMatchObject({ decision: "deny", reason: null });
-    expect(events.map((e) => e.event)).not.toContain("tool.started");
-    const result = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
-    expect(result).toMatchObject({ toolCallId: "call_d", isError: true });
-    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
-  });
-
-  it("cancel: DELETE answers 202 cancelling, run.finished aborted follows, then 200 and 409 RUN_FINISHED", async () => {
-    server.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"touch ran"}' }] });
-    const session = await createSession();
-    const run = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "go" } });
-    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
-    await sse.waitFor((e) => e.event === "approval.requested");
-    const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } });
-    expect(cancel.status).toBe(202);
-    expect(cancel.body.status).toBe("cancelling");
-    const events = await validatedStream("GET", "/runs/{id}/events", sse);
-    expect(events.at(-1)?.json.run).toMatchObject({
-      status: "finished",
-      stopReason: "aborted",
-      stopDetail:
-        "stopped in turn 1 at tool call call_s (shell): the run was cancelled by a DELETE /runs/{id} request; start a new run to continue",
-    });
-    expect((await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(200);
-    const late = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-      params: { id: run.body.id, toolCallId: "call_s" },
-      body: { decision: "approve" },
-    });
-    expect(late.status).toBe(409);
-    expect(late.body.error.code).toBe("RUN_FINISHED");
-  });
-
-  it("a failing model ends the run with stop reason error and an actionable error", async () => {
-    server.upstream.enqueue({
-      status: 500,
-      errorBody: { error: { message: "upstream exploded", type: "server_error", code: null, param: null } },
-    });
-    const session = await createSession();
-    const res = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=1",
-      body: { input: "x" },
-    });
-    expect(res.body.run).toMatchObject({
-      status: "finished",
-      stopReason: "error",
-      error: { code: "MODEL_UPSTREAM" },
-    });
-    expect(res.body.run.stopDetail).toMatch(
-      /^stopped in turn 1: the model upstream .* upstream exploded \(MODEL_UPSTREAM\); retry later; the model provider failed$/,
-    );
-    expect(res.body.text).toBeNull();
-    const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: res.body.run.id } });
-    expect(steps.body.items[0].model.error).toEqual(expect.any(String));
-  });
-
-  it("events: 404 unknown run, 400 bad Last-Event-ID or after; any Accept gets the stream", async () => {
-    const unknown = await call(server, "GET", "/runs/{id}/events", {
-      params: { id: "run_missing" },
-      headers: { accept: "text/event-stream" },
-    });
-    expect(unknown.status).toBe(404);
-    for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals", "/runs/{id}/webhooks"]) {
-      expect((await call(server, "GET", id, { params: { id: "run_missing" } })).status).toBe(404);
-    }
-    expect((await call(server, "POST", "/runs/{id}/stream-token", { params: { id: "run_missing" } })).status).toBe(404);
-    expect((await call(server, "DELETE", "/runs/{id}", { params: { id: "run_missing" } })).status).toBe(404);
-    const approve = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-      params: { id: "run_missing", toolCallId: "call_1" },
-      body: { decision: "approve" },
-    });
-    expect(approve.body.error.details).toEqual({ run: "run_missing" });
-
-    server.upstream.enqueue({ text: "done" });
-    const session = await createSession();
-    const run = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: session },
-      query: "wait=true",
-      body: { input: "x" },
-    });
-    const params = { id: run.body.run.id as string };
-    const badHeader = await call(server, "GET", "/runs/{id}/events", {
-      params,
-      headers: { accept: "text/event-stream", "last-event-id": "abc" },
-    });
-    expect(badHeader.status).toBe(400);
-    expect(badHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
-    const badAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=-1" });
-    expect(badAfter.body.error.code).toBe("VALIDATION_FAILED");
-    // The route negotiates nothing: whatever the Accept header, the answer is the stream.
-    const anyAccept = await validatedStream(
-      "GET",
-      "/runs/{id}/events",
-      await stream(server, "GET", "/runs/{id}/events", { params, headers: { accept: "application/json" } }),
-    );
-    expect(anyAccept.at(-1)?.event).toBe("run.finished");
-  });
-
-  it("chat (AI SDK protocol): a message streams as UI chunks; resume is 204 idle, a replay while a run is live; 409 busy", async () => {
-    const message = (text: string) => ({
-      id: "chat_1",
-      trigger: "submit-message",
-      messages: [{ id: "m1", role: "user", parts: [{ type: "text", text }] }],
-    });
-    server.upstream.enqueue({ text: ["hi ", "there"] });
-    const session = await createSession();
-    const params = { id: session };
-    const chat = await validatedStream(
-      "POST",
-      "/sessions/{id}/chat",
-      await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("hello") }),
-    );
-    expect(chat.map((e) => (e.data === "[DONE]" ? e.data : e.json.type))).toEqual([
-      "start",
-      "start-step",
-      "text-start",
-      "text-delta",
-      "text-end",
-      "finish-step",
-      "finish",
-      "[DONE]",
-    ]);
-    const byId = { id: session, chatId: "chat_1" };
-    expect((await call(server, "GET", "/sessions/{id}/chat/stream", { params })).status).toBe(204);
-    expect((await call(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId })).status).toBe(204);
-    const noText = await call(server, "POST", "/sessions/{id}/chat", {
-      params,
-      body: { messages: [{ role: "user", parts: [{ type: "file" }] }] },
-    });
-    expect(noText.body.error.code).toBe("EMPTY_MESSAGE");
-
-    const hold = gate();
-    server.upstream.enqueue({ text: ["slow ", "reply"], gate: hold.promise });
-    const live = await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("again") });
-    await live.waitFor((e) => e.json?.type === "text-delta");
-    const resumed = await stream(server, "GET", "/sessions/{id}/chat/stream", { params });
-    const resumedById = await stream(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId });
-    const busy = await call(server, "POST", "/sessions/{id}/chat", { params, body: message("third") });
-    expect(busy.status).toBe(409);
-    expect(busy.body.error.code).toBe("SESSION_BUSY");
-    hold.release();
-    const [a, b, c] = [
-      await validatedStream("POST", "/sessions/{id}/chat", live),
-      await validatedStream("GET", "/sessions/{id}/chat/stream", resumed),
-      await validatedStream("GET", "/sessions/{id}/chat/{chatId}/stream", resumedById),
-    ];
-    expect(b.map((e) => e.data)).toEqual(a.map((e) => e.data));
-    expect(c.map((e) => e.data)).toEqual(a.map((e) => e.data));
-
-    for (const [method, path] of [
-      ["GET", "/sessions/{id}/chat/stream"],
-      ["GET", "/sessions/{id}/chat/{chatId}/stream"],
-      ["POST", "/sessions/{id}/chat"],
-    ] as const) {
-      const missing = await call(server, method, path, {
-        params: { id: "ses_missing", chatId: "c" },
-        ...(method === "POST" ? { body: message("x") } : {}),
-      });
-      expect(missing.status, path).toBe(404);
-    }
-  });
-
-  it("DELETE a session with an active run aborts the run, then deletes both (204)", async () => {
-    server.upstream.enqueue({
-      toolCalls: [{ id: "call_e", name: "edit_file", arguments: '{"path":"a","oldText":"a","newText":"b"}' }],
-    });
-    const session = await createSession();
-    const run = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "edit" } });
-    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
-    await sse.waitFor((e) => e.event === "approval.requested");
-    const deleted = await call(server, "DELETE", "/sessions/{id}", { params: { id: session } });
-    expect(deleted.status).toBe(204);
-    expect(deleted.body).toBeNull();
-    const events = await validatedStream("GET", "/runs/{id}/events", sse);
-    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
-    expect((await call(server, "GET", "/sessions/{id}", { params: { id: session } })).status).toBe(404);
-    expect((await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(404);
-  });
-
-  it("GET /tools lists every tool with its JSON Schema, default approval and the shell's sandbox", async () => {
-    const tools = await call(server, "GET", "/tools");
-    expect(tools.status).toBe(200);
-    expect(tools.body.nextCursor).toBeNull();
-    const byName = Object.fromEntries(tools.body.items.map((t: { name: string }) => [t.name, t]));
-    // The read-only shell is offered only where the sandbox enforces it (bwrap works here, as in CI).
-    const sandbox = server.ctx.shellSandbox.kind;
-    expect(Object.keys(byName).sort()).toEqual([
-      "edit_file",
-      "list_files",
-      "read_file",
-      "search_files",
-      "shell",
-      ...(sandbox === "bwrap" ? ["shell_readonly"] : []),
-      "write_file",
-    ]);
-    expect(byName.shell.sandbox).toBe(sandbox);
-    if (sandbox === "bwrap") {
-      expect(byName.shell_readonly).toMatchObject({ readOnly: true, defaultApproval: "allow", sandbox: "bwrap" });
-    }
-    expect(byName.read_file).toMatchObject({
-      readOnly: true,
-      defaultApproval: "allow",
-      inputSchema: { type: "object" },
-    });
-    expect(byName.shell).toMatchObject({ readOnly: false, defaultApproval: "ask" });
-  });
-
-  it("console: / serves the page (open, no CDN: its assets are the server's own); an unknown asset is 404", async () => {
-    const page = await call(server, "GET", "/");
-    expect(page.status).toBe(200);
-    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
-    const assets = [...String(page.body).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
-    expect(assets.length).toBeGreaterThanOrEqual(2);
-    for (const asset of assets) {
-      expect(asset).toMatch(/^\/console\/assets\//);
-      const file = asset.replace("/console/assets/", "");
-      expect((await call(server, "GET", "/console/assets/{file}", { params: { file } })).status).toBe(200);
-    }
-    expect((await call(server, "GET", "/console/assets/{file}", { params: { file: "nope.js" } })).status).toBe(404);
-  });
-
-  it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
-    expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
-    const ready = await call(server, "GET", "/readyz");
-    expect(ready.body).toEqual({
-      ready: true,
-      checks: { accepting: { ok: true }, database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
-      shell:
-        server.ctx.shellSandbox.kind === "bwrap"
-          ? { sandbox: "bwrap", network: false }
-          : { sandbox: "none", network: true, reason: expect.any(String) },
-    });
-    const yaml = await call(server, "GET", "/openapi.yaml");
-    expect(yaml.status).toBe(200);
-    expect(yaml.contentType).toMatch(/^application\/yaml/);
-    expect(yaml.body).toBe(readFileSync(specPath, "utf8"));
-  });
-
-  it("503 STORAGE_UNAVAILABLE on writes while the database refuses them; /readyz says why", async () => {
-    server.upstream.enqueue(
-      { toolCalls: [{ id: "call_q", name: "write_file", arguments: '{"path":"q.txt","content":"q"}' }] },
-      { text: "ok" },
-    );
-    const busySession = await createSession();
-    const idleSession = await createSession();
-    const run = await call(server, "POST", "/sessions/{id}/runs", {
-      params: { id: busySession },
-      body: { input: "q" },
-    });
-    const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
-    await sse.waitFor((e) => e.event === "approval.requested");
-
-    faulty.failWrites("readonly");
-    try {
-      const writes = [
-        await call(server, "POST", "/sessions"),
-        await call(server, "POST", "/sessions/{id}/runs", { params: { id: idleSession }, body: { input: "x" } }),
-        await call(server, "DELETE", "/sessions/{id}", { params: { id: idleSession } }),
-        await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-          params: { id: run.body.id, toolCallId: "call_q" },
-          body: { decision: "approve" },
-        }),
-      ];
-      for (const res of writes) {
-        expect(res.status).toBe(503);
-        expect(res.body.error.code).toBe("STORAGE_UNAVAILABLE");
+    it("a list cursor this API did not give is 400 INVALID_CURSOR on every list", async () => {
+      const session = await call(server, "POST", "/sessions");
+      for (const [path, params] of [
+        ["/sessions", {}],
+        ["/sessions/{id}/runs", { id: session.body.id }],
+        ["/sessions/{id}/messages", { id: session.body.id }],
+      ] as const) {
+        const res = await call(server, "GET", path, { params, query: "cursor=zzz" });
+        expect(res.status, path).toBe(400);
+        expect(res.body.error.code, path).toBe("INVALID_CURSOR");
       }
-      const ready = await call(server, "GET", "/readyz");
-      expect(ready.status).toBe(503);
-      expect(ready.body).toMatchObject({
-        ready: false,
-        checks: { database: { ok: false, message: expect.any(String) } },
-      });
-    } finally {
-      faulty.heal();
-    }
-    // Nothing was half-done: the session still exists, the approval can still be given.
-    expect((await call(server, "GET", "/sessions/{id}", { params: { id: idleSession } })).status).toBe(200);
-    const approved = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
-      params: { id: run.body.id, toolCallId: "call_q" },
-      body: { decision: "approve" },
+      // A cursor the API gave still pages.
+      const page = await call(server, "GET", "/sessions", { query: "limit=1" });
+      const next = await call(server, "GET", "/sessions", { query: `limit=1&cursor=${page.body.nextCursor}` });
+      expect(next.status).toBe(200);
     });
-    expect(approved.status).toBe(200);
-    expect((await validatedStream("GET", "/runs/{id}/events", sse)).at(-1)?.json.run.stopReason).toBe("complete");
-  });
-});
+
+    it("an unknown route or method is a 404 in the error envelope", async () => {
+      for (const [method, path] of [
+        ["GET", "/nope"],
+        ["PUT", "/sessions"],
+        ["POST", "/runs/run_x"],
+      ] as const) {
+        const res = await fetch(`${server.url}${path}`, { method });
+        expect(res.status).toBe(404);
+        const body = await res.json();
+        validateSchema("NotFoundError", body);
+        expect(body.error.message).toBe(`no route ${method} ${path}`);
+      }
+    });
+
+    it("provider state: ?reasoning=true streams reasoning.delta; an assistant message's metadata (reasoning, refusal) validates", async () => {
+      server.upstream.enqueue(recorded("magistral-thinking-parts.chunks.txt"), recorded("openai-gpt-4o-refusal.sse"));
+      const session = await createSession();
+      const first = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=true",
+        body: { input: "2+2?" },
+      });
+      const events = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", {
+          params: { id: first.body.run.id },
+          query: "reasoning=true",
+        }),
+      );
+      expect(events.map((e) => e.event)).toContain("reasoning.delta");
+      await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=true",
+        body: { input: "no" },
+      });
+      const messages = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session } });
+      expect(messages.body.items.map((m: { metadata?: unknown }) => m.metadata)).toEqual([
+        undefined,
+        { reasoning: expect.any(String) },
+        undefined,
+        { refusal: true },
+      ]);
+    });
+
+    it("?wait=true answers {run, text}; run, runs, messages, steps, approvals and events read back", async () => {
+      server.upstream.enqueue({ text: ["hello ", "there"] });
+      const session = await createSession();
+      const waited = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=true",
+        body: { input: "hi", maxTurns: 3, contextMaxChars: 10_000 },
+      });
+      expect(waited.status).toBe(200);
+      expect(waited.body.text).toBe("hello there");
+      expect(waited.body.run).toMatchObject({ status: "finished", stopReason: "complete", error: null, maxTurns: 3 });
+      const runId = waited.body.run.id as string;
+
+      const run = await call(server, "GET", "/runs/{id}", { params: { id: runId } });
+      expect(run.body).toEqual(waited.body.run);
+      const runs = await call(server, "GET", "/sessions/{id}/runs", { params: { id: session } });
+      expect(runs.body).toEqual({ items: [waited.body.run], nextCursor: null });
+
+      const page1 = await call(server, "GET", "/sessions/{id}/messages", { params: { id: session }, query: "limit=1" });
+      expect(page1.body.items.map((m: { role: string }) => m.role)).toEqual(["user"]);
+      expect(page1.body.nextCursor).toBe("1");
+      const page2 = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id: session },
+        query: `cursor=${page1.body.nextCursor}`,
+      });
+      expect(page2.body).toMatchObject({
+        items: [{ role: "assistant", content: "hello there", seq: 2 }],
+        nextCursor: null,
+      });
+
+      const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: runId } });
+      expect(steps.body.items).toHaveLength(1);
+      expect(steps.body.items[0].model).toMatchObject({
+        finishReason: "stop",
+        usage: { inputTokens: 10, outputTokens: 5 },
+      });
+      // Without a target (no WEBHOOK_URL, none named), a run has no deliveries.
+      const webhooks = await call(server, "GET", "/runs/{id}/webhooks", { params: { id: runId } });
+      expect(webhooks.body).toEqual({ items: [], nextCursor: null });
+      const approvals = await call(server, "GET", "/runs/{id}/approvals", { params: { id: runId } });
+      expect(approvals.body).toEqual({ items: [], nextCursor: null });
+
+      // Replays: from the start, after Last-Event-ID, after ?after=.
+      const all = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", { params: { id: runId } }),
+      );
+      expect(all[0]?.event).toBe("run.started");
+      expect(all.at(-1)?.event).toBe("run.finished");
+      expect(all.map((e) => e.event)).toEqual(expect.arrayContaining(["turn.started", "text.delta", "message"]));
+      const tail = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, headers: { "last-event-id": "2" } }),
+      );
+      expect(tail.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+      const viaQuery = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", { params: { id: runId }, query: "after=3" }),
+      );
+      expect(viaQuery.map((e) => e.id)).toEqual(all.slice(3).map((e) => e.id));
+      // At the end of a finished run: 204, nothing more will come.
+      const past = await call(server, "GET", "/runs/{id}/events", {
+        params: { id: runId },
+        query: `after=${all.at(-1)?.id}`,
+      });
+      expect(past.status).toBe(204);
+      // A stream token reads the same stream.
+      const token = await call(server, "POST", "/runs/{id}/stream-token", { params: { id: runId } });
+      expect(token.status).toBe(200);
+      const viaToken = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", {
+          params: { id: runId },
+          query: `token=${encodeURIComponent(token.body.token)}`,
+        }),
+      );
+      expect(viaToken.map((e) => e.id)).toEqual(all.map((e) => e.id));
+
+      // Cancelling a finished run is a 200 no-op.
+      const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: runId } });
+      expect(cancel.status).toBe(200);
+      expect(cancel.body).toEqual(waited.body.run);
+    });
+
+    it("Accept: text/event-stream streams the run in the POST response (read-only tool, then text)", async () => {
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_ls", name: "list_files", arguments: ["{", "}"] }] },
+        { text: ["nothing ", "here"] },
+      );
+      const session = await createSession();
+      const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "look" },
+      });
+      expect(sse.status).toBe(200);
+      expect(sse.headers["content-type"]).toMatch(/^text\/event-stream/);
+      const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+      expect(events.map((e) => e.event)).toEqual(
+        expect.arrayContaining([
+          "run.started",
+          "turn.started",
+          "tool.started",
+          "message",
+          "text.delta",
+          "run.finished",
+        ]),
+      );
+      const roles = events.filter((e) => e.event === "message").map((e) => e.json.message.role);
+      expect(roles).toEqual(["user", "assistant", "tool", "assistant"]);
+      const toolMessage = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
+      expect(toolMessage).toMatchObject({ toolCallId: "call_ls", isError: false, metadata: { errorCode: null } });
+      const finished = events.at(-1)?.json;
+      expect(finished.run).toMatchObject({
+        status: "finished",
+        stopReason: "complete",
+        stats: { toolCalls: 1, turns: 2 },
+      });
+
+      const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.runId } });
+      expect(steps.body.items[0].tools).toEqual([expect.objectContaining({ toolCallId: "call_ls", status: "ok" })]);
+    });
+
+    it("stop conditions: a planning run shows its plan (plan.updated), stops loop_detected with a stopDetail; a token budget stops budget_exhausted", async () => {
+      server.upstream.enqueue(
+        {
+          toolCalls: [{ id: "call_plan", name: "create_plan", arguments: '{"steps":[{"title":"find the notes"}]}' }],
+        },
+        { toolCalls: [{ id: "call_r1", name: "read_file", arguments: '{"path":"notes.md"}' }] },
+        { toolCalls: [{ id: "call_r2", name: "read_file", arguments: '{ "path": "notes.md" }' }] },
+      );
+      const session = await call(server, "POST", "/sessions", { body: { planning: true } });
+      expect(session.body.planning).toBe(true);
+      const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session.body.id },
+        body: { input: "read my notes", loopRepeatLimit: 2 },
+      });
+      const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+      const plan = { steps: [{ title: "find the notes", status: "pending" }] };
+      expect(events.find((e) => e.event === "plan.updated")?.json.plan).toEqual(plan);
+      const finished = events.at(-1)?.json.run;
+      expect(finished).toMatchObject({ stopReason: "loop_detected", planning: true, loopRepeatLimit: 2, plan });
+      expect(finished.stopDetail).toBe(
+        'stopped after turn 3: read_file {"path":"notes.md"} failed with NOT_FOUND 2 times in a row; ' +
+          "check the file name or path (list_files shows what exists)",
+      );
+      expect((await call(server, "GET", "/runs/{id}", { params: { id: finished.id } })).body).toEqual(finished);
+      const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: finished.id } });
+      const [r1, r2] = [steps.body.items[1].tools[0], steps.body.items[2].tools[0]];
+      expect(r1.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+      expect(r2.fingerprint).toBe(r1.fingerprint);
+      expect(steps.body.items[2].context.includedFiles).toEqual([]);
+
+      server.upstream.enqueue({ toolCalls: [{ id: "call_ls2", name: "list_files", arguments: "{}" }] });
+      const budget = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: await createSession() },
+        query: "wait=true",
+        body: { input: "look", maxTokens: 15, maxToolCalls: 5, maxDurationMs: 60_000 },
+      });
+      expect(budget.body.run).toMatchObject({
+        stopReason: "budget_exhausted",
+        maxTokens: 15,
+        maxToolCalls: 5,
+        maxDurationMs: 60_000,
+        plan: null,
+        stopDetail: "stopped before turn 2: this run used 15 of its 15 tokens; raise maxTokens or start a new run",
+      });
+      const refused = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session.body.id },
+        body: { input: "x", loopRepeatLimit: 1 },
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.details[0]).toMatchObject({ path: "loopRepeatLimit" });
+    });
+
+    it("Idempotency-Key replays the first run (201, Idempotent-Replayed); a different input with the same key is 409", async () => {
+      const run = gate();
+      server.upstream.enqueue({ text: "once", gate: run.promise });
+      const session = await createSession();
+      const headers = { "idempotency-key": "contract-key-1" };
+      const first = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "x" },
+        headers,
+      });
+      expect(first.status).toBe(201);
+      expect(first.body.status).toBe("running");
+      const again = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "x" },
+        headers,
+      });
+      expect(again.status).toBe(201);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      expect(again.headers.get("location")).toBe(`/runs/${first.body.id}`);
+      expect(again.body.id).toBe(first.body.id);
+      const reused = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "other" },
+        headers,
+      });
+      expect(reused.status).toBe(409);
+      expect(reused.body.error).toMatchObject({
+        code: "IDEMPOTENCY_KEY_REUSED",
+        details: { runId: first.body.id, differs: ["input"] },
+      });
+      // The whole request counts, not only the input: a retry must not run with other settings.
+      const otherSettings = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "x", maxTurns: 50, approval: { default: "allow" } },
+        headers,
+      });
+      expect(otherSettings.status).toBe(409);
+      expect(otherSettings.body.error.details.differs).toEqual(["maxTurns", "approval"]);
+      const busy = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "two" },
+      });
+      expect(busy.status).toBe(409);
+      expect(busy.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId: first.body.id } });
+      const view = await call(server, "GET", "/sessions/{id}", { params: { id: session } });
+      expect(view.body.activeRunId).toBe(first.body.id);
+      run.release();
+      await server.ctx.manager.waitForFinish(first.body.id);
+      expect((await call(server, "GET", "/runs/{id}", { params: { id: first.body.id } })).body.stopReason).toBe(
+        "complete",
+      );
+    });
+
+    it("approve: approval.requested, pending list, decision 200 (twice), conflicting decision 409", async () => {
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
+        { text: "written" },
+      );
+      const session = await createSession();
+      const run = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "write" },
+      });
+      const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+      const requested = await sse.waitFor((e) => e.event === "approval.requested");
+      expect(requested.json).toMatchObject({ toolCallId: "call_w", tool: "write_file", input: { path: "a.txt" } });
+      const status = await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } });
+      expect(status.body.status).toBe("awaiting_approval");
+      const pending = await call(server, "GET", "/runs/{id}/approvals", { params: { id: run.body.id } });
+      expect(pending.body.items).toEqual([
+        expect.objectContaining({ toolCallId: "call_w", tool: "write_file", status: "pending", decidedAt: null }),
+      ]);
+
+      const decide = (decision: string) =>
+        call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+          params: { id: run.body.id, toolCallId: "call_w" },
+          body: { decision, reason: "looks fine" },
+        });
+      const approved = await decide("approve");
+      expect(approved.status).toBe(200);
+      expect(approved.body).toMatchObject({ status: "approved", decisionReason: "looks fine" });
+      expect((await decide("approve")).status).toBe(200);
+      const conflicting = await decide("deny");
+      expect(conflicting.status).toBe(409);
+      expect(conflicting.body.error).toMatchObject({ code: "APPROVAL_CONFLICT", details: { decision: "approve" } });
+
+      const events = await validatedStream("GET", "/runs/{id}/events", sse);
+      expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(["approval.resolved", "tool.started"]));
+      expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+      const unknown = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: run.body.id, toolCallId: "nope" },
+        body: { decision: "approve" },
+      });
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.error.details).toEqual({ approval: "nope" });
+    });
+
+    it("deny: the denial is a tool result the model sees, and the run completes", async () => {
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_d", name: "write_file", arguments: '{"path":"b.txt","content":"no"}' }] },
+        { text: "understood" },
+      );
+      const session = await createSession();
+      const sse = await stream(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "write b" },
+      });
+      const requested = await sse.waitFor((e) => e.event === "approval.requested");
+      const denied = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: requested.json.runId, toolCallId: "call_d" },
+        body: { decision: "deny" },
+      });
+      expect(denied.status).toBe(200);
+      expect(denied.body).toMatchObject({ status: "denied", decisionReason: null });
+      const events = await validatedStream("POST", "/sessions/{id}/runs", sse);
+      expect(events.find((e) => e.event === "approval.resolved")?.json).toMatchObject({
+        decision: "deny",
+        reason: null,
+      });
+      expect(events.map((e) => e.event)).not.toContain("tool.started");
+      const result = events.find((e) => e.event === "message" && e.json.message.role === "tool")?.json.message;
+      expect(result).toMatchObject({ toolCallId: "call_d", isError: true });
+      expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+    });
+
+    it("cancel: DELETE answers 202 cancelling, run.finished aborted follows, then 200 and 409 RUN_FINISHED", async () => {
+      server.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"touch ran"}' }] });
+      const session = await createSession();
+      const run = await call(server, "POST", "/sessions/{id}/runs", { params: { id: session }, body: { input: "go" } });
+      const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+      await sse.waitFor((e) => e.event === "approval.requested");
+      const cancel = await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } });
+      expect(cancel.status).toBe(202);
+      expect(cancel.body.status).toBe("cancelling");
+      const events = await validatedStream("GET", "/runs/{id}/events", sse);
+      expect(events.at(-1)?.json.run).toMatchObject({
+        status: "finished",
+        stopReason: "aborted",
+        stopDetail:
+          "stopped in turn 1 at tool call call_s (shell): the run was cancelled by a DELETE /runs/{id} request; start a new run to continue",
+      });
+      expect((await call(server, "DELETE", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(200);
+      const late = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: run.body.id, toolCallId: "call_s" },
+        body: { decision: "approve" },
+      });
+      expect(late.status).toBe(409);
+      expect(late.body.error.code).toBe("RUN_FINISHED");
+    });
+
+    it("a failing model ends the run with stop reason error and an actionable error", async () => {
+      server.upstream.enqueue({
+        status: 500,
+        errorBody: { error: { message: "upstream exploded", type: "server_error", code: null, param: null } },
+      });
+      const session = await createSession();
+      const res = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=1",
+        body: { input: "x" },
+      });
+      expect(res.body.run).toMatchObject({
+        status: "finished",
+        stopReason: "error",
+        error: { code: "MODEL_UPSTREAM" },
+      });
+      expect(res.body.run.stopDetail).toMatch(
+        /^stopped in turn 1: the model upstream .* upstream exploded \(MODEL_UPSTREAM\); retry later; the model provider failed$/,
+      );
+      expect(res.body.text).toBeNull();
+      const steps = await call(server, "GET", "/runs/{id}/steps", { params: { id: res.body.run.id } });
+      expect(steps.body.items[0].model.error).toEqual(expect.any(String));
+    });
+
+    it("events: 404 unknown run, 400 bad Last-Event-ID or after; any Accept gets the stream", async () => {
+      const unknown = await call(server, "GET", "/runs/{id}/events", {
+        params: { id: "run_missing" },
+        headers: { accept: "text/event-stream" },
+      });
+      expect(unknown.status).toBe(404);
+      for (const id of ["/runs/{id}", "/runs/{id}/steps", "/runs/{id}/approvals", "/runs/{id}/webhooks"]) {
+        expect((await call(server, "GET", id, { params: { id: "run_missing" } })).status).toBe(404);
+      }
+      expect((await call(server, "POST", "/runs/{id}/stream-token", { params: { id: "run_missing" } })).status).toBe(
+        404,
+      );
+      expect((await call(server, "DELETE", "/runs/{id}", { params: { id: "run_missing" } })).status).toBe(404);
+      const approve = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: "run_missing", toolCallId: "call_1" },
+        body: { decision: "approve" },
+      });
+      expect(approve.body.error.details).toEqual({ run: "run_missing" });
+
+      server.upstream.enqueue({ text: "done" });
+      const session = await createSession();
+      const run = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        query: "wait=true",
+        body: { input: "x" },
+      });
+      const params = { id: run.body.run.id as string };
+      const badHeader = await call(server, "GET", "/runs/{id}/events", {
+        params,
+        headers: { accept: "text/event-stream", "last-event-id": "abc" },
+      });
+      expect(badHeader.status).toBe(400);
+      expect(badHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
+      const badAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=-1" });
+      expect(badAfter.body.error.code).toBe("VALIDATION_FAILED");
+      // The route negotiates nothing: whatever the Accept header, the answer is the stream.
+      const anyAccept = await validatedStream(
+        "GET",
+        "/runs/{id}/events",
+        await stream(server, "GET", "/runs/{id}/events", { params, headers: { accept: "application/json" } }),
+      );
+      expect(anyAccept.at(-1)?.event).toBe("run.finished");
+    });
+
+    it("chat (AI SDK protocol): a message streams as UI chunks; resume is 204 idle, a replay while a run is live; 409 busy", async () => {
+      const message = (text: string) => ({
+        id: "chat_1",
+        trigger: "submit-message",
+        messages: [{ id: "m1", role: "user", parts: [{ type: "text", text }] }],
+      });
+      server.upstream.enqueue({ text: ["hi ", "there"] });
+      const session = await createSession();
+      const params = { id: session };
+      const chat = await validatedStream(
+        "POST",
+        "/sessions/{id}/chat",
+        await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("hello") }),
+      );
+      expect(chat.map((e) => (e.data === "[DONE]" ? e.data : e.json.type))).toEqual([
+        "start",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+        "[DONE]",
+      ]);
+      const byId = { id: session, chatId: "chat_1" };
+      expect((await call(server, "GET", "/sessions/{id}/chat/stream", { params })).status).toBe(204);
+      expect((await call(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId })).status).toBe(204);
+      const noText = await call(server, "POST", "/sessions/{id}/chat", {
+        params,
+        body: { messages: [{ role: "user", parts: [{ type: "file" }] }] },
+      });
+      expect(noText.body.error.code).toBe("EMPTY_MESSAGE");
+
+      const hold = gate();
+      server.upstream.enqueue({ text: ["slow ", "reply"], gate: hold.promise });
+      const live = await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("again") });
+      await live.waitFor((e) => e.json?.type === "text-delta");
+      const resumed = await stream(server, "GET", "/sessions/{id}/chat/stream", { params });
+      const resumedById = await stream(server, "GET", "/sessions/{id}/chat/{chatId}/stream", { params: byId });
+      const busy = await call(server, "POST", "/sessions/{id}/chat", { params, body: message("third") });
+      expect(busy.status).toBe(409);
+      expect(busy.body.error.code).toBe("SESSION_BUSY");
+      hold.release();
+      const [a, b, c] = [
+        await validatedStream("POST", "/sessions/{id}/chat", live),
+        await validatedStream("GET", "/sessions/{id}/chat/stream", resumed),
+        await validatedStream("GET", "/sessions/{id}/chat/{chatId}/stream", resumedById),
+      ];
+      expect(b.map((e) => e.data)).toEqual(a.map((e) => e.data));
+      expect(c.map((e) => e.data)).toEqual(a.map((e) => e.data));
+
+      for (const [method, path] of [
+        ["GET", "/sessions/{id}/chat/stream"],
+        ["GET", "/sessions/{id}/chat/{chatId}/stream"],
+        ["POST", "/sessions/{id}/chat"],
+      ] as const) {
+        const missing = await call(server, method, path, {
+          params: { id: "ses_missing", chatId: "c" },
+          ...(method === "POST" ? { body: message("x") } : {}),
+        });
+        expect(missing.status, path).toBe(404);
+      }
+    });
+
+    it("DELETE a session with an active run aborts the run, then deletes both (204)", async () => {
+      server.upstream.enqueue({
+        toolCalls: [{ id: "call_e", name: "edit_file", arguments: '{"path":"a","oldText":"a","newText":"b"}' }],
+      });
+      const session = await createSession();
+      const run = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "edit" },
+      });
+      const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+      await sse.waitFor((e) => e.event === "approval.requested");
+      const deleted = await call(server, "DELETE", "/sessions/{id}", { params: { id: session } });
+      expect(deleted.status).toBe(204);
+      expect(deleted.body).toBeNull();
+      const events = await validatedStream("GET", "/runs/{id}/events", sse);
+      expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+      expect((await call(server, "GET", "/sessions/{id}", { params: { id: session } })).status).toBe(404);
+      expect((await call(server, "GET", "/runs/{id}", { params: { id: run.body.id } })).status).toBe(404);
+    });
+
+    it("GET /tools lists every tool with its JSON Schema, default approval and the shell's sandbox", async () => {
+      const tools = await call(server, "GET", "/tools");
+      expect(tools.status).toBe(200);
+      expect(tools.body.nextCursor).toBeNull();
+      const byName = Object.fromEntries(tools.body.items.map((t: { name: string }) => [t.name, t]));
+      // The read-only shell is offered only where the sandbox enforces it (bwrap works here, as in CI).
+      const sandbox = server.ctx.shellSandbox.kind;
+      expect(Object.keys(byName).sort()).toEqual([
+        "edit_file",
+        "list_files",
+        "read_file",
+        "search_files",
+        "shell",
+        ...(sandbox === "bwrap" ? ["shell_readonly"] : []),
+        "write_file",
+      ]);
+      expect(byName.shell.sandbox).toBe(sandbox);
+      if (sandbox === "bwrap") {
+        expect(byName.shell_readonly).toMatchObject({ readOnly: true, defaultApproval: "allow", sandbox: "bwrap" });
+      }
+      expect(byName.read_file).toMatchObject({
+        readOnly: true,
+        defaultApproval: "allow",
+        inputSchema: { type: "object" },
+      });
+      expect(byName.shell).toMatchObject({ readOnly: false, defaultApproval: "ask" });
+    });
+
+    it("console: / serves the page (open, no CDN: its assets are the server's own); an unknown asset is 404", async () => {
+      const page = await call(server, "GET", "/");
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+      const assets = [...String(page.body).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+      expect(assets.length).toBeGreaterThanOrEqual(2);
+      for (const asset of assets) {
+        expect(asset).toMatch(/^\/console\/assets\//);
+        const file = asset.replace("/console/assets/", "");
+        expect((await call(server, "GET", "/console/assets/{file}", { params: { file } })).status).toBe(200);
+      }
+      expect((await call(server, "GET", "/console/assets/{file}", { params: { file: "nope.js" } })).status).toBe(404);
+    });
+
+    it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
+      expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
+      const ready = await call(server, "GET", "/readyz");
+      expect(ready.body).toEqual({
+        ready: true,
+        checks: { accepting: { ok: true }, database: { ok: true }, workspaces: { ok: true }, model: { ok: true } },
+        shell:
+          server.ctx.shellSandbox.kind === "bwrap"
+            ? { sandbox: "bwrap", network: false }
+            : { sandbox: "none", network: true, reason: expect.any(String) },
+      });
+      const yaml = await call(server, "GET", "/openapi.yaml");
+      expect(yaml.status).toBe(200);
+      expect(yaml.contentType).toMatch(/^application\/yaml/);
+      expect(yaml.body).toBe(readFileSync(specPath, "utf8"));
+    });
+
+    it("503 STORAGE_UNAVAILABLE on writes while the database refuses them; /readyz says why", async () => {
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_q", name: "write_file", arguments: '{"path":"q.txt","content":"q"}' }] },
+        { text: "ok" },
+      );
+      const busySession = await createSession();
+      const idleSession = await createSession();
+      const run = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: busySession },
+        body: { input: "q" },
+      });
+      const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: run.body.id } });
+      await sse.waitFor((e) => e.event === "approval.requested");
+
+      faulty.failWrites("readonly");
+      try {
+        const writes = [
+          await call(server, "POST", "/sessions"),
+          await call(server, "POST", "/sessions/{id}/runs", { params: { id: idleSession }, body: { input: "x" } }),
+          await call(server, "DELETE", "/sessions/{id}", { params: { id: idleSession } }),
+          await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+            params: { id: run.body.id, toolCallId: "call_q" },
+            body: { decision: "approve" },
+          }),
+        ];
+        for (const res of writes) {
+          expect(res.status).toBe(503);
+          expect(res.body.error.code).toBe("STORAGE_UNAVAILABLE");
+        }
+        const ready = await call(server, "GET", "/readyz");
+        expect(ready.status).toBe(503);
+        expect(ready.body).toMatchObject({
+          ready: false,
+          checks: { database: { ok: false, message: expect.any(String) } },
+        });
+      } finally {
+        faulty.heal();
+      }
+      // Nothing was half-done: the session still exists, the approval can still be given.
+      expect((await call(server, "GET", "/sessions/{id}", { params: { id: idleSession } })).status).toBe(200);
+      const approved = await call(server, "POST", "/runs/{id}/approvals/{toolCallId}", {
+        params: { id: run.body.id, toolCallId: "call_q" },
+        body: { decision: "approve" },
+      });
+      expect(approved.status).toBe(200);
+      expect((await validatedStream("GET", "/runs/{id}/events", sse)).at(-1)?.json.run.stopReason).toBe("complete");
+    });
+  },
+);
 
 describe("contract: authentication (AGENT_API_KEYS)", () => {
   let auth: TestServer;

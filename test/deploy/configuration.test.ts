@@ -1,15 +1,12 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { api, startChildServer } from "../helpers/child-server.js";
+import { api, startChildServer, startRefused } from "../helpers/child-server.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 type ToolEntry = { name: string; sandbox?: string };
 const base = { OPENAI_API_KEY: "sk-test-key", OPENAI_MODEL: "fake-model" };
 const cleanups: (() => unknown)[] = [];
@@ -44,26 +41,6 @@ describe("configuration values", () => {
     expect(() => loadConfig({ ...base, CORS_ORIGINS: "app.example.com" })).toThrow(/CORS_ORIGINS/);
   });
 });
-
-/** Runs the built server with `env` until it exits (it should refuse to start); its exit code and output. */
-function startRefused(dir: string, env: Record<string, string>): { status: number | null; output: string } {
-  const result = spawnSync(process.execPath, [join(root, "dist/src/server.js")], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      DATABASE_PATH: join(dir, "data", "agent.db"),
-      WORKSPACE_ROOT: join(dir, "workspaces"),
-      LOG_LEVEL: "warn",
-      ...base,
-      ...env,
-    },
-    encoding: "utf8",
-    timeout: 15_000,
-  });
-  return { status: result.status, output: `${result.stdout}${result.stderr}` };
-}
 
 describe("a server that cannot work refuses to start, exit code 2, naming the variable", () => {
   it("WORKSPACE_ROOT that is a file, DATABASE_PATH that is a directory or under a file", () => {

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -94,4 +94,25 @@ export async function api(url: string, method: string, path: string, body?: unkn
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** Runs the built server with `env` until it exits (it should refuse to start); its exit code and output. */
+export function startRefused(dir: string, env: Record<string, string>): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, [join(root, "dist/src/server.js")], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DATABASE_PATH: join(dir, "data", "agent.db"),
+      WORKSPACE_ROOT: join(dir, "workspaces"),
+      LOG_LEVEL: "warn",
+      OPENAI_API_KEY: "sk-test-key",
+      OPENAI_MODEL: "fake-model",
+      ...env,
+    },
+    encoding: "utf8",
+    timeout: 15_000,
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }

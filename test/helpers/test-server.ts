@@ -5,7 +5,10 @@ import type { App, AppContext } from "../../src/app-context.js";
 import { type ComposeOptions, composeContext, recoverLeftRuns } from "../../src/compose.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
+import { openPgStore } from "../../src/store/pg/pg-store.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { createTestPgDatabase } from "./pg-database.js";
+import type { BackendName } from "./store-backends.js";
 import { tempDir } from "./temp-dir.js";
 
 export interface TestServer {
@@ -42,6 +45,7 @@ export async function startTestServer({
   wrapStore,
   finishReportMs,
   port = 0,
+  backend = "sqlite",
 }: {
   env?: Record<string, string>;
   dir?: string;
@@ -51,6 +55,8 @@ export async function startTestServer({
   logger?: Logger;
   /** The port to listen on (default: any free one); a restart on the same port keeps clients' URLs. */
   port?: number;
+  /** The store: the SQLite file in the temp dir (default), or a fresh PostgreSQL database dropped at close. */
+  backend?: BackendName;
 } & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
@@ -65,7 +71,9 @@ export async function startTestServer({
     ...env,
   });
   const logger = givenLogger ?? createLogger({ level: config.LOG_LEVEL });
-  const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs });
+  const database = backend === "postgres" ? await createTestPgDatabase() : null;
+  const store = database ? await openPgStore({ url: database.url }) : undefined;
+  const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs, store });
   const app = await buildApp(ctx, logger);
   await app.listen({ port, host: "127.0.0.1" });
   await recoverLeftRuns(ctx, logger);
@@ -96,6 +104,7 @@ export async function startTestServer({
       await ctx.manager.shutdown({ graceMs: 2000, resume });
       await app.close();
       await ctx.store.close();
+      await database?.drop();
       if (!givenUpstream) await upstream.close();
       if (!keepDir) temp.cleanup();
     },

@@ -4,9 +4,6 @@ import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;
-beforeEach(async () => {
-  server = await startTestServer();
-});
 afterEach(async () => {
   await server.close();
 });
@@ -26,7 +23,11 @@ async function runAwaitingApproval() {
   return { session, run, watcher };
 }
 
-describe("races, driven in a fixed order", () => {
+describe.each(["sqlite", "postgres"] as const)("races on %s, driven in a fixed order", (backend) => {
+  beforeEach(async () => {
+    server = await startTestServer({ backend });
+  });
+
   it("approve then DELETE in the same tick: the approval is recorded but no tool starts, the run ends aborted", async () => {
     const { session, run, watcher } = await runAwaitingApproval();
     const decided = server.ctx.manager.decide({ runId: run.id, toolCallId: "call_1", decision: "approve" });
@@ -103,6 +104,10 @@ describe("races, driven in a fixed order", () => {
 });
 
 describe("tool refusals through the loop", () => {
+  beforeEach(async () => {
+    server = await startTestServer();
+  });
+
   it("each refusal is a tool result the model sees, and the run goes on", async () => {
     server.upstream.enqueue(
       {
@@ -136,6 +141,10 @@ describe("tool refusals through the loop", () => {
 });
 
 describe("idle streams", () => {
+  beforeEach(async () => {
+    server = await startTestServer();
+  });
+
   it("an idle event stream gets comment heartbeats and is marked unbuffered for proxies", async () => {
     await server.close();
     server = await startTestServer({ sseHeartbeatMs: 50 });

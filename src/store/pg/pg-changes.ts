@@ -1,0 +1,122 @@
+import type { RunEvent } from "../../domain/run-events.js";
+import type { RunChange } from "../changes.js";
+import { StoreConflictError } from "../errors.js";
+import type { StoredEvent } from "../events.js";
+import { toJson } from "../json.js";
+import { messageColumns } from "../messages.js";
+import { insertStatement, type Statement } from "./pg-batch.js";
+
+/**
+ * The statements that apply one change of a run (the PostgreSQL twin of apply-change.ts):
+ * the tool-call ledger is written only here.
+ */
+export function changeStatements(runId: string, change: RunChange): Statement[] {
+  switch (change.kind) {
+    case "message": {
+      const { message } = change;
+      const insert = insertStatement("messages", messageColumns(message));
+      if (message.role === "assistant" && message.toolCalls?.length) {
+        return [
+          insert,
+          ...message.toolCalls.map((call) => ({
+            text: `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
+                   VALUES ($1, $2, (SELECT count(*) FROM tool_calls WHERE run_id = $1), $3, $4, 'proposed', $5)`,
+            values: [runId, call.id, call.name, call.input, message.createdAt],
+          })),
+        ];
+      }
+      if (message.role === "tool") {
+        return [
+          insert,
+          {
+            text: "UPDATE tool_calls SET state = 'finished', finished_at = $1, result_message_id = $2 WHERE run_id = $3 AND id = $4",
+            values: [message.createdAt, message.id, runId, message.toolCallId],
+          },
+        ];
+      }
+      return [insert];
+    }
+    case "toolCall.awaitingApproval":
+      return [
+        {
+          text: `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = $1, approval_requested_at = $2
+                 WHERE run_id = $3 AND id = $4`,
+          values: [change.reason, change.at, runId, change.toolCallId],
+        },
+      ];
+    case "toolCall.decided":
+      return [
+        {
+          text: `UPDATE tool_calls SET state = CASE WHEN $1 = 'approve' THEN 'approved' ELSE 'denied' END,
+                   decision = $1, decision_reason = $2, decided_at = $3
+                 WHERE run_id = $4 AND id = $5 AND state IN ('proposed', 'awaiting_approval')`,
+          values: [change.decision, change.reason, change.at, runId, change.toolCallId],
+          orRefuse: () => new StoreConflictError("decided", `tool call ${change.toolCallId} was already decided`),
+        },
+      ];
+    case "toolCall.started":
+      return [
+        {
+          text: "UPDATE tool_calls SET state = 'started', started_at = $1 WHERE run_id = $2 AND id = $3",
+          values: [change.at, runId, change.toolCallId],
+        },
+      ];
+    case "status":
+      return [
+        {
+          text: "UPDATE runs SET status = $1 WHERE id = $2 AND status <> 'finished'",
+          values: [change.status, runId],
+        },
+      ];
+    case "step":
+      return [
+        {
+          text: `INSERT INTO run_steps (run_id, turn, data) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_id, turn) DO UPDATE SET data = excluded.data`,
+          values: [runId, change.step.turn, JSON.stringify(change.step)],
+        },
+      ];
+    case "stats":
+      return [
+        {
+          text: "UPDATE runs SET stats = $1 WHERE id = $2 AND status <> 'finished'",
+          values: [JSON.stringify(change.stats), runId],
+        },
+      ];
+    case "finish":
+      return [
+        {
+          text: `UPDATE runs SET status = 'finished', stop_reason = $1, stop_detail = $2, error = $3, stats = $4,
+                   finished_at = $5 WHERE id = $6 AND status <> 'finished'`,
+          values: [
+            change.stopReason,
+            change.stopDetail,
+            toJson(change.error),
+            JSON.stringify(change.stats),
+            change.finishedAt,
+            runId,
+          ],
+          orRefuse: () => new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`),
+        },
+      ];
+  }
+}
+
+/** The events as stored (their JSON exactly as it will be replayed) and the one statement inserting them. */
+export function eventRows(events: readonly RunEvent[]): { stored: StoredEvent[]; statement: Statement | null } {
+  const stored = events.map((event) => ({ seq: event.seq, type: event.type, data: JSON.stringify(event) }));
+  if (events.length === 0) return { stored, statement: null };
+  return {
+    stored,
+    statement: {
+      text: `INSERT INTO run_events (run_id, seq, type, data)
+             SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])`,
+      values: [
+        events.map((e) => e.runId),
+        stored.map((e) => e.seq),
+        stored.map((e) => e.type),
+        stored.map((e) => e.data),
+      ],
+    },
+  };
+}

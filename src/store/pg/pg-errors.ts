@@ -1,0 +1,49 @@
+import { StorageError, type StorageErrorKind, StoreConflictError } from "../errors.js";
+
+/** SQLSTATE codes (or their two-character class) and the kind of failure they are. */
+const KINDS: [codeOrClass: string, kind: StorageErrorKind][] = [
+  ["53100", "full"],
+  ["40001", "busy"],
+  ["40P01", "busy"],
+  ["55P03", "busy"],
+  ["57014", "busy"],
+  ["25006", "readonly"],
+  ["XX001", "corrupt"],
+  ["XX002", "corrupt"],
+  ["58", "io"],
+  ["08", "unavailable"],
+  ["28", "unavailable"],
+  ["3D", "unavailable"],
+  ["53", "unavailable"],
+  ["57", "unavailable"],
+];
+
+/** The unique indexes whose violation is a rule of the data, not a failure. */
+const RULES: [index: string, rule: StoreConflictError["rule"]][] = [
+  ["runs_one_active", "active_run"],
+  ["runs_idempotency", "idempotency_key"],
+];
+
+/** Socket-level failures of the connection (no SQLSTATE): the server cannot be reached. */
+const NETWORK = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOENT)$/;
+
+/**
+ * node-postgres's error as the store's: a StorageError with its kind, a StoreConflictError for
+ * a broken uniqueness rule, anything else (a bug) unchanged.
+ */
+export function translatePgError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const { code, constraint } = err as { code?: unknown; constraint?: unknown };
+  if (code === "23505") {
+    const rule = RULES.find(([index]) => index === constraint)?.[1];
+    return rule ? new StoreConflictError(rule, err.message) : err;
+  }
+  if (typeof code === "string" && NETWORK.test(code))
+    return new StorageError("unavailable", err.message, { cause: err });
+  if (code === undefined && /^Connection terminated|^timeout exceeded when trying to connect/.test(err.message)) {
+    return new StorageError("unavailable", err.message, { cause: err });
+  }
+  if (typeof code !== "string" || code.length !== 5) return err;
+  const kind = KINDS.find(([prefix]) => code.startsWith(prefix))?.[1];
+  return kind ? new StorageError(kind, err.message, { cause: err }) : err;
+}

@@ -1,0 +1,243 @@
+import pg from "pg";
+import { carriesWebhook } from "../../domain/webhook-payload.js";
+import { StorageError } from "../errors.js";
+import { parseJsonColumn } from "../json.js";
+import { finalAnswerOf, type MessageRow, messageFromRow } from "../messages.js";
+import { toPage } from "../page.js";
+import { type RunRow, runColumns, runFromRow } from "../runs.js";
+import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
+import { StepTraceSchema } from "../steps.js";
+import { StorageHealth } from "../storage-health.js";
+import type { Store, StoredEvent } from "../store.js";
+import { type ToolCallRow, toolCallFromRow } from "../tool-calls.js";
+import { targetOfRow } from "../webhooks.js";
+import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
+import { changeStatements, eventRows } from "./pg-changes.js";
+import { translatePgError } from "./pg-errors.js";
+import { runPgMigrations } from "./pg-migrations.js";
+import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
+
+export interface OpenPgStoreOptions {
+  /** A `postgres://` connection string. */
+  url: string;
+  /** Connections in the pool. */
+  maxConnections?: number;
+}
+
+/**
+ * The Store over a PostgreSQL pool (node-postgres). Reads are single statements on any pooled
+ * connection; every write is one batch of statements run by runBatch in one transaction.
+ */
+export function createPgStore(pool: pg.Pool): Store {
+  const health = new StorageHealth();
+  const rows = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> => {
+    try {
+      return (await pool.query<R>(text, values)).rows;
+    } catch (err) {
+      throw translatePgError(err);
+    }
+  };
+  const first = async <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | null> =>
+    (await rows<R>(text, values))[0] ?? null;
+  const write = async (statements: Statement[]): Promise<pg.QueryResult[]> => {
+    try {
+      const results = await runBatch(pool, statements);
+      health.recordSuccess();
+      return results;
+    } catch (err) {
+      const translated = translatePgError(err);
+      if (translated instanceof StorageError) health.recordFailure(translated);
+      throw translated;
+    }
+  };
+  const commitEvents = async (statements: Statement[], events: Parameters<typeof eventRows>[0]) => {
+    const { stored, statement } = eventRows(events);
+    await write(statement ? [...statements, statement] : statements);
+    return stored;
+  };
+  // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
+  pool.on("error", (err) => health.recordFailure(err));
+
+  return {
+    sessions: {
+      insert: async (session) => void (await write([insertStatement("sessions", sessionColumns(session))])),
+      get: async (id, owner) => {
+        const row =
+          owner === undefined
+            ? await first<SessionRow>("SELECT * FROM sessions WHERE id = $1", [id])
+            : await first<SessionRow>("SELECT * FROM sessions WHERE id = $1 AND owner IS NOT DISTINCT FROM $2", [
+                id,
+                owner,
+              ]);
+        return row ? sessionFromRow(row) : null;
+      },
+      list: async ({ owner, limit, cursor }) => {
+        const found = await rows<SessionRow>(
+          `SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR id < $2)
+           ORDER BY id DESC LIMIT $3`,
+          [owner, cursor, limit + 1],
+        );
+        return toPage(found, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
+      },
+      delete: async (id) => {
+        const [result] = await write([{ text: "DELETE FROM sessions WHERE id = $1", values: [id] }]);
+        return (result?.rowCount ?? 0) > 0;
+      },
+      countOf: async (owner) =>
+        Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
+    },
+    runs: {
+      create: (run, events) =>
+        commitEvents(
+          [
+            insertStatement("runs", runColumns(run)),
+            ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
+          ],
+          events,
+        ),
+      get: async (id) => {
+        const row = await first<RunRow>("SELECT * FROM runs WHERE id = $1", [id]);
+        return row ? runFromRow(row) : null;
+      },
+      byIdempotencyKey: async (sessionId, key) => {
+        const row = await first<RunRow>("SELECT * FROM runs WHERE session_id = $1 AND idempotency_key = $2", [
+          sessionId,
+          key,
+        ]);
+        return row ? runFromRow(row) : null;
+      },
+      active: async (sessionId) => {
+        const row = await first<RunRow>(
+          "SELECT * FROM runs WHERE session_id = $1 AND status <> 'finished' ORDER BY id LIMIT 1",
+          [sessionId],
+        );
+        return row ? runFromRow(row) : null;
+      },
+      unfinished: async () =>
+        (await rows<RunRow>("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id")).map(runFromRow),
+      list: async ({ sessionId, limit, cursor }) => {
+        const found = await rows<RunRow>(
+          "SELECT * FROM runs WHERE session_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
+          [sessionId, cursor, limit + 1],
+        );
+        return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
+      },
+    },
+    commitRun: async (runId, changes, events) => {
+      // A run's target is fixed when it is created, so it may be read before the batch.
+      const target = events.some((event) => carriesWebhook(event.type))
+        ? await first<{ session_id: string; webhook: string | null }>(
+            "SELECT session_id, webhook FROM runs WHERE id = $1",
+            [runId],
+          )
+        : null;
+      return commitEvents(
+        [
+          ...changes.flatMap((change) => changeStatements(runId, change)),
+          ...deliveryStatements(events, target ? targetOfRow(target) : null),
+        ],
+        events,
+      );
+    },
+    messages: {
+      history: async (sessionId) =>
+        (await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 ORDER BY seq", [sessionId])).map(
+          messageFromRow,
+        ),
+      page: async ({ sessionId, afterSeq, limit }) => {
+        const found = await rows<MessageRow>(
+          "SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+          [sessionId, afterSeq, limit + 1],
+        );
+        return toPage(found, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
+      },
+      ofRun: async (sessionId, runId) =>
+        (
+          await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 ORDER BY seq", [
+            sessionId,
+            runId,
+          ])
+        ).map(messageFromRow),
+      finalAnswer: async (sessionId, runId) =>
+        finalAnswerOf(
+          (await first<{ content: string; tool_calls: string | null }>(
+            `SELECT content, tool_calls FROM messages WHERE session_id = $1 AND run_id = $2 AND role = 'assistant'
+             ORDER BY seq DESC LIMIT 1`,
+            [sessionId, runId],
+          )) ?? undefined,
+        ),
+      lastSeq: async (sessionId) =>
+        (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM messages WHERE session_id = $1", [sessionId]))
+          ?.seq ?? 0,
+    },
+    events: {
+      after: (runId, seq, limit) =>
+        rows<StoredEvent>(
+          "SELECT seq, type, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+          [runId, seq, limit ?? null],
+        ),
+      lastSeq: async (runId) =>
+        (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM run_events WHERE run_id = $1", [runId]))
+          ?.seq ?? 0,
+    },
+    toolCalls: {
+      get: async (runId, id) => {
+        const row = await first<ToolCallRow>("SELECT * FROM tool_calls WHERE run_id = $1 AND id = $2", [runId, id]);
+        return row ? toolCallFromRow(row) : null;
+      },
+      open: async (runId) =>
+        (
+          await rows<ToolCallRow>(
+            "SELECT * FROM tool_calls WHERE run_id = $1 AND state <> 'finished' ORDER BY ordinal",
+            [runId],
+          )
+        ).map(toolCallFromRow),
+      inState: async (runId, state) =>
+        (
+          await rows<ToolCallRow>("SELECT * FROM tool_calls WHERE run_id = $1 AND state = $2 ORDER BY ordinal", [
+            runId,
+            state,
+          ])
+        ).map(toolCallFromRow),
+    },
+    steps: {
+      ofRun: async (runId) =>
+        (await rows<{ data: string }>("SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn", [runId])).map((r) =>
+          parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
+        ),
+    },
+    webhooks: pgWebhooks(rows, write),
+    probeWrites: async () => {
+      // The heartbeat, then a few pages written in a savepoint rolled back at once: a full disk fails here.
+      await write([
+        {
+          text: `INSERT INTO server_heartbeat (id, at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET at = excluded.at`,
+          values: [new Date().toISOString()],
+        },
+        { text: "SAVEPOINT probe" },
+        { text: "INSERT INTO server_probe (data) VALUES (decode(repeat('00', 16384), 'hex'))" },
+        { text: "ROLLBACK TO SAVEPOINT probe" },
+      ]);
+    },
+    writeFailure: () => health.failure,
+    close: () => pool.end(),
+  };
+}
+
+/**
+ * Connects to PostgreSQL, applies pending migrations (under an advisory lock: instances
+ * starting together do not race) and returns the Store. Throws StorageError (`unavailable`,
+ * with the server's own message: authentication failed, database missing, refused) when the
+ * database cannot be used.
+ */
+export async function openPgStore({ url, maxConnections = 10 }: OpenPgStoreOptions): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 10_000 });
+  pool.on("error", () => {});
+  try {
+    await runPgMigrations(pool);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw translatePgError(err);
+  }
+  return createPgStore(pool);
+}

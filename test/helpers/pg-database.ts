@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { inject } from "vitest";
+import { databaseUrl } from "./pg-cluster.js";
+
+export interface TestPgDatabase {
+  url: string;
+  /** Drops the database (its connections closed first). */
+  drop(): Promise<void>;
+}
+
+/** Runs one statement as the test server's superuser. */
+async function asAdmin(sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: inject("pgServerUrl") });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** A new database, already migrated (a copy of the suite's template), for one test file or test. */
+export async function createTestPgDatabase(): Promise<TestPgDatabase> {
+  const name = `agent_test_${randomBytes(6).toString("hex")}`;
+  // Copies of one template made at once may find it busy for a moment: tried again.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await asAdmin(`CREATE DATABASE ${name} TEMPLATE ${inject("pgTemplate")}`);
+      break;
+    } catch (err) {
+      if (attempt >= 20 || (err as { code?: string }).code !== "55006") throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
+    }
+  }
+  return {
+    url: databaseUrl(inject("pgServerUrl"), name),
+    drop: () => asAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}

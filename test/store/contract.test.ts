@@ -1,0 +1,235 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
+import type { RunEvent } from "../../src/domain/run-events.js";
+import type { StoredMessage } from "../../src/domain/stored-message.js";
+import { isConflict } from "../../src/store/errors.js";
+import type { RunChange, Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/** The Store's contract, the same for every backend: what the database itself guarantees. */
+describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+  let counter = 0;
+  /** Ids unique within the file: the tests share one database per backend. */
+  const fresh = (prefix: string) => `${prefix}_${String(++counter).padStart(4, "0")}`;
+
+  beforeAll(async () => {
+    opened = await backend.open();
+    store = opened.store;
+  });
+  afterAll(() => opened?.dispose());
+
+  const at = () => new Date().toISOString();
+  const event = (runId: string, seq: number, text = `t${seq}`): RunEvent => ({
+    type: "text.delta",
+    text,
+    runId,
+    seq,
+    at: at(),
+  });
+  const message = (sessionId: string, runId: string, seq: number, extra: Partial<StoredMessage> = {}) =>
+    ({
+      id: fresh("msg"),
+      role: "user",
+      content: `m${seq}`,
+      sessionId,
+      runId,
+      seq,
+      createdAt: at(),
+      ...extra,
+    }) as StoredMessage;
+
+  async function liveRun(): Promise<{ sessionId: string; runId: string }> {
+    const sessionId = fresh("ses");
+    const runId = fresh("run");
+    await seedSession(store, { id: sessionId });
+    await store.runs.create(runRecord({ id: runId, sessionId }), [{ type: "run.started", runId, seq: 1, at: at() }]);
+    return { sessionId, runId };
+  }
+
+  const finishChange = (): RunChange => ({
+    kind: "finish",
+    stopReason: "complete",
+    stopDetail: null,
+    error: null,
+    stats: emptyStats(),
+    finishedAt: at(),
+  });
+  const finish = (runId: string) => store.commitRun(runId, [finishChange()], []);
+
+  it("a batch with a change the data refuses writes nothing of it, and the next batch takes the same seqs", async () => {
+    const { sessionId, runId } = await liveRun();
+    await finish(runId);
+    const refused = store.commitRun(
+      runId,
+      [{ kind: "message", message: message(sessionId, runId, 1) }, finishChange()],
+      [event(runId, 2)],
+    );
+    await expect(refused).rejects.toSatisfy((err) => isConflict(err, "run_not_live"));
+    expect(await store.messages.history(sessionId)).toEqual([]);
+    expect(await store.events.lastSeq(runId)).toBe(1);
+    const stored = await store.commitRun(
+      runId,
+      [{ kind: "message", message: message(sessionId, runId, 1) }],
+      [event(runId, 2)],
+    );
+    expect(stored.map((e) => e.seq)).toEqual([2]);
+    expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1]);
+  });
+
+  it("ten runs started at once on one session: exactly one is created, the others are refused active_run", async () => {
+    const sessionId = fresh("ses");
+    await seedSession(store, { id: sessionId });
+    const ids = Array.from({ length: 10 }, () => fresh("run"));
+    const results = await Promise.allSettled(ids.map((id) => store.runs.create(runRecord({ id, sessionId }), [])));
+    const created = results.filter((r) => r.status === "fulfilled");
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+    expect(created).toHaveLength(1);
+    expect(refused).toHaveLength(9);
+    for (const r of refused) expect(isConflict(r.reason, "active_run"), String(r.reason)).toBe(true);
+    const active = await store.runs.active(sessionId);
+    expect(ids[results.findIndex((r) => r.status === "fulfilled")]).toBe(active?.id);
+    expect((await store.runs.list({ sessionId, limit: 20, cursor: null })).items).toHaveLength(1);
+  });
+
+  it("an idempotency key is taken once per session: a second run with it is refused, the first is found by it", async () => {
+    const sessionId = fresh("ses");
+    await seedSession(store, { id: sessionId });
+    const first = fresh("run");
+    await store.runs.create(runRecord({ id: first, sessionId, idempotencyKey: "key-1" }), []);
+    await finish(first);
+    const again = store.runs.create(runRecord({ id: fresh("run"), sessionId, idempotencyKey: "key-1" }), []);
+    await expect(again).rejects.toSatisfy((err) => isConflict(err, "idempotency_key"));
+    expect((await store.runs.byIdempotencyKey(sessionId, "key-1"))?.id).toBe(first);
+    // Another session may use the same key.
+    const other = fresh("ses");
+    await seedSession(store, { id: other });
+    await store.runs.create(runRecord({ id: fresh("run"), sessionId: other, idempotencyKey: "key-1" }), []);
+  });
+
+  it("a tool call is decided once: a second decision is refused (decided) and the first stands", async () => {
+    const { sessionId, runId } = await liveRun();
+    const call = { id: fresh("call"), name: "shell", input: '{"command":"ls"}' };
+    await store.commitRun(
+      runId,
+      [
+        {
+          kind: "message",
+          message: message(sessionId, runId, 1, { role: "assistant", content: "", toolCalls: [call] } as never),
+        },
+        { kind: "toolCall.awaitingApproval", toolCallId: call.id, reason: "shell asks", at: at() },
+        { kind: "status", status: "awaiting_approval" },
+      ],
+      [],
+    );
+    expect((await store.toolCalls.get(runId, call.id))?.state).toBe("awaiting_approval");
+    const decide = (decision: "approve" | "deny") =>
+      store.commitRun(runId, [{ kind: "toolCall.decided", toolCallId: call.id, decision, reason: null, at: at() }], []);
+    await decide("approve");
+    await expect(decide("deny")).rejects.toSatisfy((err) => isConflict(err, "decided"));
+    await expect(decide("approve")).rejects.toSatisfy((err) => isConflict(err, "decided"));
+    const stored = await store.toolCalls.get(runId, call.id);
+    expect(stored).toMatchObject({ state: "approved", decision: "approve", approvalReason: "shell asks" });
+    expect((await store.toolCalls.inState(runId, "approved")).map((c) => c.id)).toEqual([call.id]);
+    expect((await store.runs.get(runId))?.status).toBe("awaiting_approval");
+  });
+
+  it("events are kept per run in seq order, a seq is stored once, and reads page from any seq", async () => {
+    const { runId } = await liveRun();
+    for (let seq = 2; seq <= 40; seq += 3) {
+      await store.commitRun(runId, [], [event(runId, seq), event(runId, seq + 1), event(runId, seq + 2)]);
+    }
+    await expect(store.commitRun(runId, [], [event(runId, 41), event(runId, 30, "again")])).rejects.toThrow();
+    expect(await store.events.lastSeq(runId)).toBe(40);
+    const all = await store.events.after(runId, 0);
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(JSON.parse(all[29]?.data ?? "{}")).toMatchObject({ type: "text.delta", text: "t30", seq: 30, runId });
+    expect((await store.events.after(runId, 35, 3)).map((e) => e.seq)).toEqual([36, 37, 38]);
+    expect(await store.events.after(fresh("run"), 0)).toEqual([]);
+  });
+
+  it("lists page newest first by cursor, and history pages by seq", async () => {
+    const owner = fresh("owner");
+    const sessions: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = fresh("ses");
+      sessions.push(id);
+      await seedSession(store, { id, owner });
+    }
+    const page1 = await store.sessions.list({ owner, limit: 2, cursor: null });
+    const page2 = await store.sessions.list({ owner, limit: 2, cursor: page1.nextCursor });
+    const page3 = await store.sessions.list({ owner, limit: 2, cursor: page2.nextCursor });
+    expect([...page1.items, ...page2.items, ...page3.items].map((s) => s.id)).toEqual([...sessions].reverse());
+    expect(page3.nextCursor).toBeNull();
+    expect(await store.sessions.countOf(owner)).toBe(5);
+    expect(await store.sessions.get(sessions[0] as string, "someone else")).toBeNull();
+    expect((await store.sessions.get(sessions[0] as string, owner))?.id).toBe(sessions[0]);
+
+    const { sessionId, runId } = await liveRun();
+    const messages = [1, 2, 3].map((seq) => message(sessionId, runId, seq));
+    await store.commitRun(
+      runId,
+      messages.map((m) => ({ kind: "message" as const, message: m })),
+      [],
+    );
+    const first = await store.messages.page({ sessionId, afterSeq: 0, limit: 2 });
+    expect(first.items.map((m) => m.seq)).toEqual([1, 2]);
+    expect(first.nextCursor).toBe("2");
+    expect((await store.messages.page({ sessionId, afterSeq: 2, limit: 2 })).items.map((m) => m.seq)).toEqual([3]);
+    expect(await store.messages.lastSeq(sessionId)).toBe(3);
+  });
+
+  it("the webhook outbox: deliveries are written with the events that cause them, claimed once, and recorded", async () => {
+    const sessionId = fresh("ses");
+    const runId = fresh("run");
+    await seedSession(store, { id: sessionId });
+    const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const, "run.finished" as const] };
+    await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [
+      { type: "run.started", runId, seq: 1, at: at() },
+    ]);
+    // The run's end is a second delivery, written with its event.
+    await expect(
+      store.commitRun(
+        runId,
+        [{ kind: "message", message: message(sessionId, runId, 5) }, finishChange()],
+        [{ type: "run.finished", runId, seq: 2, at: at(), run: {} } as unknown as RunEvent],
+      ),
+    ).resolves.toBeDefined();
+    const deliveries = await store.webhooks.ofRun(runId);
+    expect(deliveries.map((d) => [d.type, d.status, d.url])).toEqual([
+      ["run.started", "pending", webhook.url],
+      ["run.finished", "pending", webhook.url],
+    ]);
+    expect(JSON.parse(deliveries[0]!.body)).toMatchObject({ type: "run.started", data: { runId, sessionId } });
+    const now = Date.now() + 1000;
+    const [first, second] = await Promise.all([
+      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10 }),
+      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10 }),
+    ]);
+    const claimed = [...first!, ...second!].filter((d) => d.runId === runId).map((d) => d.id);
+    expect(claimed.sort()).toEqual(deliveries.map((d) => d.id).sort());
+    const attempt = { at: at(), statusCode: 200, error: null };
+    await store.webhooks.record({ id: deliveries[0]!.id, attempt, next: { status: "delivered" } });
+    const after = await store.webhooks.ofRun(runId);
+    expect(after[0]).toMatchObject({ status: "delivered", attempts: [attempt], nextAttemptAt: null });
+    expect(after[1]).toMatchObject({ status: "pending", nextAttemptAt: now + 60_000 });
+  });
+
+  it("a finished run is no longer the session's active run, and deleting the session deletes its runs", async () => {
+    const { sessionId, runId } = await liveRun();
+    expect((await store.runs.unfinished()).map((r) => r.id)).toContain(runId);
+    await finish(runId);
+    await expect(finish(runId)).rejects.toSatisfy((err) => isConflict(err, "run_not_live"));
+    expect(await store.runs.active(sessionId)).toBeNull();
+    expect((await store.runs.unfinished()).map((r) => r.id)).not.toContain(runId);
+    expect((await store.runs.get(runId))?.stopReason).toBe("complete");
+    await store.probeWrites();
+    expect(store.writeFailure()).toBeNull();
+    expect(await store.sessions.delete(sessionId)).toBe(true);
+    expect(await store.runs.get(runId)).toBeNull();
+    expect(await store.events.after(runId, 0)).toEqual([]);
+    expect(await store.sessions.delete(sessionId)).toBe(false);
+  });
+});
