@@ -157,7 +157,15 @@ const runDefaultsOf = (config: Config): RunDefaults => ({
  * arrive meanwhile see the runs as stored (unfinished: their sessions are busy).
  */
 export async function recoverLeftRuns(ctx: AppContext, logger: Logger): Promise<void> {
-  await recoverRuns({ store: ctx.store, hub: ctx.hub, manager: ctx.manager, mode: ctx.config.ON_RESTART, logger });
+  const recovery = recoverRuns({
+    store: ctx.store,
+    hub: ctx.hub,
+    manager: ctx.manager,
+    mode: ctx.config.ON_RESTART,
+    logger,
+  });
+  ctx.manager.recovering(recovery);
+  await recovery;
   // Deliveries left in the outbox by the previous process are sent from here on.
   ctx.webhooks.start();
 }

@@ -49,6 +49,8 @@ export interface RunManagerDeps {
 export class RunManager {
   readonly #registry = new LiveRuns();
   #accepting = true;
+  /** Settles once start-up recovery has registered the runs a previous process left. */
+  #recovery: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: RunManagerDeps) {}
 
@@ -134,13 +136,22 @@ export class RunManager {
     return cancelRun(this.#controlDeps(), runId);
   }
 
+  /**
+   * Start-up recovery is under way until `recovery` settles: a decision for a run not yet
+   * registered waits for it, so it reaches the resumed run instead of being refused.
+   */
+  recovering(recovery: Promise<unknown>): void {
+    this.#recovery = recovery.catch(() => {});
+  }
+
   /** Answers a pending approval. The same decision again is answered again; a different one conflicts. */
-  decide(params: {
+  async decide(params: {
     runId: string;
     toolCallId: string;
     decision: ToolCallDecision["decision"];
     reason?: string | null;
   }): Promise<ToolCallRecord> {
+    if (!this.#registry.get(params.runId)) await this.#recovery;
     return decideApproval(this.#controlDeps(), params);
   }
 

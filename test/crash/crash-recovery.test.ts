@@ -127,32 +127,28 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     expect(JSON.stringify(history)).not.toContain("partial");
   });
 
-  // SQLite only for now: a decision posted between the restarted server's listen and its recovery
-  // of the run is refused 409 APPROVAL_NOT_PENDING; over PostgreSQL, under load, that window is
-  // wide enough for this test to hit it (a known race of start-up recovery, left to src/runs).
-  (backend === "sqlite" ? it : it.skip)(
-    "awaiting approval: the request is pending again after the restart and a decision continues the run",
-    async () => {
-      dir = tempDir();
-      const a = await start();
-      upstream.enqueue({
-        toolCalls: [{ id: "call_a", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }],
-      });
-      const run = await startRun(a);
-      await run.watcher?.waitFor((e) => e.event === "approval.requested");
-      await kill(a);
+  // A decision posted between the restarted server's listen and its recovery of the run waits
+  // for the recovery (over PostgreSQL that window is wide enough for this test to land in it).
+  it("awaiting approval: the request is pending again after the restart and a decision continues the run", async () => {
+    dir = tempDir();
+    const a = await start();
+    upstream.enqueue({
+      toolCalls: [{ id: "call_a", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }],
+    });
+    const run = await startRun(a);
+    await run.watcher?.waitFor((e) => e.event === "approval.requested");
+    await kill(a);
 
-      upstream.enqueue({ text: "done" });
-      const b = await start();
-      const pending = await api(b.url, "GET", `/runs/${run.runId}/approvals`);
-      expect(pending.body.items.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_a"]);
-      const decision = await api(b.url, "POST", `/runs/${run.runId}/approvals/call_a`, { decision: "approve" });
-      expect(decision.status).toBe(200);
-      const history = await settleAndCheck(b, run, "complete");
-      expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
-      expect(history.find((m) => m.role === "tool")?.isError).toBe(false);
-    },
-  );
+    upstream.enqueue({ text: "done" });
+    const b = await start();
+    const pending = await api(b.url, "GET", `/runs/${run.runId}/approvals`);
+    expect(pending.body.items.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_a"]);
+    const decision = await api(b.url, "POST", `/runs/${run.runId}/approvals/call_a`, { decision: "approve" });
+    expect(decision.status).toBe(200);
+    const history = await settleAndCheck(b, run, "complete");
+    expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
+    expect(history.find((m) => m.role === "tool")?.isError).toBe(false);
+  });
 
   it.each([
     ["off", "sleep 30.411"],
