@@ -6,10 +6,10 @@ import { type Config, ConfigError } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
 import { DEFAULT_WEBHOOK_EVENTS } from "./domain/webhook.js";
 import { ApiKeys } from "./http/auth.js";
+import { newId } from "./ids.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
-import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { type RunDefaults, RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
@@ -87,6 +87,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     approvalCeiling,
     maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
     defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
+    instance: { id: config.INSTANCE_ID ?? newId("inst"), leaseMs: config.RUN_LEASE_MS },
+    onRestart: config.ON_RESTART,
     logger,
   });
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
@@ -152,20 +154,17 @@ const runDefaultsOf = (config: Config): RunDefaults => ({
 });
 
 /**
- * Settles the runs a previous process left live (resumed or aborted, per ON_RESTART). Called
- * once the server listens: a server that fails to start never resumes a run. Requests that
- * arrive meanwhile see the runs as stored (unfinished: their sessions are busy).
+ * Settles the runs a previous process left live (resumed or aborted, per ON_RESTART), then,
+ * over a shared database, keeps renewing this instance's leases and reaping runs whose lease
+ * expired (see RunOwnership). Called once the server listens: a server that fails to start
+ * never resumes a run. Requests that arrive meanwhile see the runs as stored (unfinished:
+ * their sessions are busy).
  */
-export async function recoverLeftRuns(ctx: AppContext, logger: Logger): Promise<void> {
-  const recovery = recoverRuns({
-    store: ctx.store,
-    hub: ctx.hub,
-    manager: ctx.manager,
-    mode: ctx.config.ON_RESTART,
-    logger,
-  });
+export async function recoverLeftRuns(ctx: AppContext): Promise<void> {
+  const recovery = ctx.manager.ownership.recoverAtStart();
   ctx.manager.recovering(recovery);
   await recovery;
+  ctx.manager.ownership.start();
   // Deliveries left in the outbox by the previous process are sent from here on.
   ctx.webhooks.start();
 }

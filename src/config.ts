@@ -99,6 +99,22 @@ const EnvSchema = z.object({
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
     z.enum(["resume", "abort"]).default("resume"),
   ),
+  /**
+   * How long a lease on a live run holds unrenewed (renewed every third of it): over a shared
+   * database, how soon a peer takes over the runs of a lost instance.
+   */
+  RUN_LEASE_MS: msSetting(30_000, { min: 300, max: 3_600_000 }),
+  /**
+   * This instance's name as the owner of runs; by default a fresh one per process. A stable
+   * one (a pod or container name) lets a restarted instance take its own runs back at once.
+   */
+  INSTANCE_ID: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 letters, digits, dots, dashes, colons or underscores")
+      .optional(),
+  ),
   DEFAULT_MAX_TURNS: intSetting(20, { min: 1, max: 1000 }),
   // Stop conditions: the loop guard's repeat limit (0: off) and each run's default budgets (unset: none).
   LOOP_REPEAT_LIMIT: intSetting(3, { min: 0, max: 1000 }).refine((n) => n !== 1, "must be 0 (off) or at least 2"),

@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     await shutdown("listen failed", 2);
     return;
   }
-  await recoverLeftRuns(ctx, logger);
+  await recoverLeftRuns(ctx);
 }
 
 function exitWithConfigError(err: ConfigError): never {

@@ -6,7 +6,7 @@ import { conflict, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
-import type { RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
+import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
 import { differingFields } from "./idempotency.js";
 import type { LiveRuns } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
@@ -33,6 +33,8 @@ export interface AdmissionDeps {
   accepting: () => boolean;
   /** WEBHOOK_URL's target; absent: none. */
   defaultWebhook?: WebhookTarget | null;
+  /** The lease the admitting process takes on the run it inserts. */
+  lease: LeaseTerms;
 }
 
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
@@ -93,7 +95,11 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
   };
   let events: StoredEvent[];
   try {
-    events = await store.runs.create(record, [{ type: "run.started", runId: record.id, seq: 1, at: record.createdAt }]);
+    events = await store.runs.create(
+      record,
+      [{ type: "run.started", runId: record.id, seq: 1, at: record.createdAt }],
+      deps.lease,
+    );
   } catch (err) {
     slot.release();
     if (isConflict(err, "active_run")) {

@@ -23,6 +23,9 @@ export type RunPhase =
   | { name: "stopped" }
   | { name: "ending"; view: RunView; cancelled: boolean };
 
+/** Why a run stops when its lease is lost. */
+export const LEASE_LOST = "this server no longer holds the run's lease: another instance has taken it over";
+
 /** What this process holds for a run it executes: a cache of it and the means to control it. */
 export class LiveRun {
   readonly controller = new AbortController();
@@ -38,6 +41,9 @@ export class LiveRun {
   /** Settles when this process no longer executes the run (its end stored, or left for the restart). */
   done!: Promise<RunView>;
 
+  /** When this process began to hold the run (Date.now()): a lease renewal sent later covers it. */
+  readonly heldSince = Date.now();
+
   constructor(
     readonly record: RunRecord,
     readonly session: SessionRecord,
@@ -46,6 +52,8 @@ export class LiveRun {
     this.ended = new Promise((resolve) => {
       this.reportEnd = resolve;
     });
+    // Another instance holds the run now: it continues there, and nothing more runs here.
+    recorder.onFenced(() => this.stop(LEASE_LOST));
   }
 
   get id(): string {
@@ -93,13 +101,16 @@ export class LiveRun {
     if (this.phase.name === "suspending" && this.phase.tool === null) this.stop();
   }
 
-  /** Sealed: nothing more is written, approvals stop waiting, the signal stops what runs. */
-  stop(): void {
+  /**
+   * Sealed: nothing more is written, approvals stop waiting, the signal stops what runs (a
+   * tool's process group is killed). `reason` is the signal's.
+   */
+  stop(reason = "the server is shutting down"): void {
     if (this.phase.name === "stopped" || this.phase.name === "ending") return;
     this.phase = { name: "stopped" };
     this.recorder.seal();
     this.waiters.clear();
-    this.controller.abort(new Error("the server is shutting down"));
+    this.controller.abort(new Error(reason));
   }
 
   /** Who cancelled the run, as its stop detail says it ("by a DELETE /runs/{id} request"). */

@@ -1,8 +1,8 @@
 import type { AgentMessage } from "../agent/messages.js";
 import type { RunEvent, RunEventBody } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
-import { isStorageError } from "../store/errors.js";
-import type { RunChange, Store } from "../store/store.js";
+import { isConflict, isStorageError } from "../store/errors.js";
+import type { RunChange, RunLease, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 
 /** How long streamed text may wait before it is written and published. */
@@ -68,6 +68,8 @@ export class RunRecorder {
   #failing = false;
   /** Sealed: nothing more is written for this run by this process (see `seal`). */
   #sealed = false;
+  /** Told once when a write is refused because the lease no longer holds. */
+  #onFenced: (() => void) | null = null;
 
   private constructor(
     private readonly store: Store,
@@ -75,6 +77,8 @@ export class RunRecorder {
     readonly runId: string,
     readonly sessionId: string,
     seqs: { lastEvent: number; lastMessage: number },
+    /** The lease every write names (see Store.commitRun); null: unfenced. */
+    readonly lease: RunLease | null,
   ) {
     this.#nextSeq = seqs.lastEvent + 1;
     this.#nextMessageSeq = seqs.lastMessage + 1;
@@ -83,7 +87,7 @@ export class RunRecorder {
   /**
    * A recorder continuing from what is stored. One recorder writes a session's messages at
    * a time (the database keeps one unfinished run per session). `lastEvent` may be given
-   * when the caller just wrote the run's first events.
+   * when the caller just wrote the run's first events. With `lease`, every write is fenced by it.
    */
   static async open({
     store,
@@ -91,18 +95,29 @@ export class RunRecorder {
     runId,
     sessionId,
     lastEvent,
+    lease = null,
   }: {
     store: Store;
     hub: EventHub;
     runId: string;
     sessionId: string;
     lastEvent?: number;
+    lease?: RunLease | null;
   }): Promise<RunRecorder> {
     const [events, messages] = await Promise.all([
       lastEvent ?? store.events.lastSeq(runId),
       store.messages.lastSeq(sessionId),
     ]);
-    return new RunRecorder(store, hub, runId, sessionId, { lastEvent: events, lastMessage: messages });
+    return new RunRecorder(store, hub, runId, sessionId, { lastEvent: events, lastMessage: messages }, lease);
+  }
+
+  /**
+   * `listener` is told (once) when a write is refused because this process no longer holds
+   * the run (StoreConflictError `fenced`): the recorder is sealed by then, so nothing more of
+   * the run is written here.
+   */
+  onFenced(listener: () => void): void {
+    this.#onFenced = listener;
   }
 
   /** Queues a change that may wait for the next write (at most a few milliseconds). */
@@ -195,7 +210,7 @@ export class RunRecorder {
     for (const { body, at } of buffered) events.push({ ...body, runId, seq: seq++, at } as RunEvent);
     for (const body of batch.events) events.push({ ...body, runId, seq: seq++, at: createdAt } as RunEvent);
     const changes = latestStatsOnly(deferred.length ? deferred.concat(batch.changes) : batch.changes);
-    return this.store.commitRun(this.runId, changes, events).then(
+    return this.store.commitRun(this.runId, changes, events, this.lease ?? undefined).then(
       (stored) => {
         this.#failing = false;
         this.#nextSeq = seq;
@@ -204,6 +219,13 @@ export class RunRecorder {
         return events;
       },
       (err: unknown) => {
+        if (isConflict(err, "fenced")) {
+          this.seal();
+          const listener = this.#onFenced;
+          this.#onFenced = null;
+          listener?.();
+          throw err;
+        }
         this.#failing = isStorageError(err);
         // Kept for the next write, before anything queued meanwhile.
         this.#buffered = [...buffered, ...this.#buffered];

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
-import type { Store } from "../store/store.js";
+import type { ClaimedRun, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
@@ -15,70 +15,64 @@ export interface RecoveryReport {
   interruptedToolCalls: number;
 }
 
-/**
- * Settles every run the previous process left unfinished, from the database alone. A call
- * whose tool had started but has no result gets an INTERRUPTED result (it is never executed
- * twice). Then each run either resumes from its last commit, with the stats stored with its
- * last step (calls awaiting approval await it again, their timeout counted from their
- * request), or, in `abort` mode, ends `aborted` through the one finish of a run.
- */
-export async function recoverRuns({
-  store,
-  hub,
-  manager,
-  mode,
-  logger,
-}: {
+export const emptyReport = (): RecoveryReport => ({ resumed: [], aborted: [], interruptedToolCalls: 0 });
+
+export interface RecoveryDeps {
   store: Store;
   hub: EventHub;
   manager: RunManager;
   mode: RestartMode;
   logger: Logger;
-}): Promise<RecoveryReport> {
-  const report: RecoveryReport = { resumed: [], aborted: [], interruptedToolCalls: 0 };
-  for (const run of await store.runs.unfinished()) {
-    const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId });
-    const session = await store.sessions.get(run.sessionId);
-    // A run a client had cancelled is never continued.
-    const abort = mode === "abort" || !session || run.status === "cancelling";
-    const outcomeFor = (call: { state: string }) =>
-      call.state === "started" ? interruptedOutcome() : abortedOutcome();
-    if (abort) {
-      report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
-      await finishRun({
-        store,
-        recorder,
-        record: run,
-        end: {
-          stopReason: "aborted",
-          stopDetail: abortedDetail({
-            by:
-              run.status === "cancelling"
-                ? "by a DELETE /runs/{id} request before the server restarted"
-                : !session
-                  ? "because its session was deleted"
-                  : "because the server restarted with ON_RESTART=abort",
-            stats: run.stats,
-          }),
-          error: null,
-          stats: run.stats,
-        },
-        outcomeFor,
-      });
-      report.aborted.push(run.id);
-      continue;
-    }
-    // The other open calls are left to the loop (awaiting approval again, or not yet started).
-    report.interruptedToolCalls += await closeOpenCalls({
+}
+
+/**
+ * Settles one run this process has just claimed (left by a previous process, or by an
+ * instance that lost its lease), from the database alone, writing under the claimed lease.
+ * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
+ * executed twice). Then the run either resumes from its last commit, with the stats stored
+ * with its last step (calls awaiting approval await it again, their timeout counted from
+ * their request), or, in `abort` mode, ends `aborted` through the one finish of a run.
+ */
+export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: ClaimedRun, report: RecoveryReport) {
+  const { store, hub, manager, mode } = deps;
+  const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId, lease });
+  const session = await store.sessions.get(run.sessionId);
+  // A run a client had cancelled is never continued.
+  const abort = mode === "abort" || !session || run.status === "cancelling";
+  const outcomeFor = (call: { state: string }) => (call.state === "started" ? interruptedOutcome() : abortedOutcome());
+  if (abort) {
+    report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
+    await finishRun({
       store,
       recorder,
+      record: run,
+      end: {
+        stopReason: "aborted",
+        stopDetail: abortedDetail({
+          by:
+            run.status === "cancelling"
+              ? "by a DELETE /runs/{id} request before the server restarted"
+              : !session
+                ? "because its session was deleted"
+                : "because the server restarted with ON_RESTART=abort",
+          stats: run.stats,
+        }),
+        error: null,
+        stats: run.stats,
+      },
       outcomeFor,
-      only: (call) => call.state === "started",
     });
-    const restartInput = (await store.messages.ofRun(run.sessionId, run.id)).length === 0;
-    await manager.resume({ record: run, session, recorder, restartInput });
-    report.resumed.push(run.id);
+    report.aborted.push(run.id);
+    return;
   }
-  if (report.resumed.length || report.aborted.length) logger.info(report, "settled runs left by the previous process");
-  return report;
+  // The other open calls are left to the loop (awaiting approval again, or not yet started).
+  report.interruptedToolCalls += await closeOpenCalls({
+    store,
+    recorder,
+    outcomeFor,
+    only: (call) => call.state === "started",
+  });
+  const restartInput = (await store.messages.ofRun(run.sessionId, run.id)).length === 0;
+  await manager.resume({ record: run, session, recorder, restartInput });
+  report.resumed.push(run.id);
 }

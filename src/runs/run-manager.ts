@@ -6,6 +6,7 @@ import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import { notFound, shuttingDown } from "../errors.js";
+import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
@@ -16,6 +17,8 @@ import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./recorder.js";
 import { LiveRuns } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
+import { type InstanceIdentity, RunOwnership } from "./ownership.js";
+import type { RestartMode } from "./recovery.js";
 import { stopLiveRuns } from "./shutdown.js";
 
 export type { StartRunInput } from "./admission.js";
@@ -39,6 +42,10 @@ export interface RunManagerDeps {
   finishReportMs?: number;
   /** WEBHOOK_URL's target: where a run posts when neither it nor its session names one. */
   defaultWebhook?: WebhookTarget | null;
+  /** This process as the owner of the runs it executes (see RunOwnership); default: a fresh id, 30 s leases. */
+  instance?: InstanceIdentity;
+  /** How runs left by a lost or stopped process are taken up (ON_RESTART); default `resume`. */
+  onRestart?: RestartMode;
   logger: Logger;
 }
 
@@ -51,8 +58,23 @@ export class RunManager {
   #accepting = true;
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
+  readonly instance: InstanceIdentity;
+  /** Leases of the runs executed here, and the reaper that takes over runs of lost instances. */
+  readonly ownership: RunOwnership;
 
-  constructor(private readonly deps: RunManagerDeps) {}
+  constructor(private readonly deps: RunManagerDeps) {
+    this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };
+    this.ownership = new RunOwnership({
+      store: deps.store,
+      hub: deps.hub,
+      manager: this,
+      mode: deps.onRestart ?? "resume",
+      logger: deps.logger,
+      instance: this.instance,
+      liveRuns: () => this.#registry.values(),
+      freeSlots: () => (this.#accepting ? deps.maxConcurrentRuns - this.#registry.size : 0),
+    });
+  }
 
   /** False once shutdown began: no new run (or session) is taken, and readiness says so. */
   get accepting(): boolean {
@@ -73,7 +95,12 @@ export class RunManager {
    */
   async start(params: StartRunInput): Promise<{ run: RunView; created: boolean }> {
     const admission = await admitRun(
-      { ...this.deps, registry: this.#registry, accepting: () => this.#accepting },
+      {
+        ...this.deps,
+        registry: this.#registry,
+        accepting: () => this.#accepting,
+        lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
+      },
       params,
     );
     if (!admission.created) return admission;
@@ -81,7 +108,13 @@ export class RunManager {
     this.deps.hub.publish(record.id, events);
     let recorder: RunRecorder;
     try {
-      recorder = await RunRecorder.open({ ...this.deps, runId: record.id, sessionId: record.sessionId, lastEvent: 1 });
+      recorder = await RunRecorder.open({
+        ...this.deps,
+        runId: record.id,
+        sessionId: record.sessionId,
+        lastEvent: 1,
+        lease: { runId: record.id, owner: this.instance.id, epoch: 1 },
+      });
     } finally {
       admission.release();
     }
@@ -155,10 +188,19 @@ export class RunManager {
     return decideApproval(this.#controlDeps(), params);
   }
 
-  /** Stops accepting runs and stops the live ones within `graceMs` (see stopLiveRuns). */
+  /**
+   * Stops accepting runs and stops the live ones within `graceMs` (see stopLiveRuns), then
+   * gives up their leases, so that over a shared database a peer resumes them at once.
+   */
   async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
     this.#accepting = false;
+    this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
+    const released = await this.ownership.release().catch((err) => {
+      this.deps.logger.warn({ err }, "could not give up the leases of the stopped runs; they expire instead");
+      return 0;
+    });
+    if (released) this.deps.logger.info({ released }, "gave up the leases of the stopped runs");
   }
 
   #controlDeps() {

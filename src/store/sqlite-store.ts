@@ -1,7 +1,8 @@
 import { applyRunChange } from "./apply-change.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
-import { StorageError } from "./errors.js";
+import { StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
+import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
 import { runStore } from "./runs.js";
 import { sessionStore } from "./sessions.js";
@@ -29,6 +30,7 @@ export function createSqliteStore(db: Db): Store {
     toolCalls: toolCallStore(db),
     steps: stepStore(db),
     webhooks: webhookStore(db),
+    leases: leaseStore(db),
   };
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
@@ -57,6 +59,7 @@ export function createSqliteStore(db: Db): Store {
   };
 
   return {
+    shared: false,
     sessions: {
       insert: (session) => write(() => tables.sessions.insert(session)),
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
@@ -65,9 +68,10 @@ export function createSqliteStore(db: Db): Store {
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, lease) =>
         write(() => {
           tables.runs.insert(run);
+          if (lease) tables.leases.take(run.id, lease);
           tables.webhooks.deriveFrom(events);
           return tables.events.insert(events);
         }),
@@ -77,8 +81,11 @@ export function createSqliteStore(db: Db): Store {
       unfinished: () => read(() => tables.runs.live()),
       list: (query) => read(() => tables.runs.list(query)),
     },
-    commitRun: (runId, changes, events) =>
+    commitRun: (runId, changes, events, fence) =>
       write(() => {
+        if (fence && !tables.leases.holds(fence)) {
+          throw new StoreConflictError("fenced", `run ${runId} is no longer held by ${fence.owner} at epoch ${fence.epoch}`);
+        }
         for (const change of changes) applyRunChange(tables, runId, change);
         // The outbox rows of these events, in their transaction: a crash loses none.
         tables.webhooks.deriveFrom(events);
@@ -108,6 +115,11 @@ export function createSqliteStore(db: Db): Store {
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
+    },
+    leases: {
+      renew: (terms) => write(() => tables.leases.renew(terms)),
+      claim: (query) => write(() => tables.leases.claim(query)),
+      release: (owner) => write(() => tables.leases.release(owner)),
     },
     probeWrites: () =>
       write(() => {

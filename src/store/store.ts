@@ -3,6 +3,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
 import type { StoredEvent } from "./events.js";
+import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { ListPage } from "./page.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
@@ -11,6 +12,7 @@ import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { StoredEvent } from "./events.js";
+export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { ListPage } from "./page.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
@@ -26,6 +28,11 @@ export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks
  * StoreConflictError (with its `rule`), and nothing of its batch is written.
  */
 export interface Store {
+  /**
+   * Whether other processes may use the database at once (PostgreSQL): runs are then owned by
+   * lease and reaped by any instance. False for a SQLite file, which one process holds.
+   */
+  readonly shared: boolean;
   sessions: {
     insert(session: SessionRecord): Promise<void>;
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
@@ -41,9 +48,10 @@ export interface Store {
     /**
      * Inserts a new unfinished run with its first events. Refused (`active_run`) when its
      * session already has an unfinished run: this insert is the busy check. Refused
-     * (`idempotency_key`) when the session has a run with the same key.
+     * (`idempotency_key`) when the session has a run with the same key. With `lease`, its
+     * owner holds the run's first lease (epoch 1) from the insert on.
      */
-    create(run: RunRecord, events: readonly RunEvent[]): Promise<StoredEvent[]>;
+    create(run: RunRecord, events: readonly RunEvent[], lease?: LeaseTerms): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's unfinished run, if any (at most one: see `create`). */
@@ -55,9 +63,36 @@ export interface Store {
   /**
    * The one write of a live run: `changes` and `events` in one transaction, all or nothing,
    * with the webhook deliveries the events cause (see `webhooks`). `runs.create` writes those
-   * of its events too. Returns the events as stored, for publishing.
+   * of its events too. Returns the events as stored, for publishing. With `fence`, the batch is
+   * refused (StoreConflictError `fenced`) unless that lease still holds: the run's owner and
+   * epoch are still the ones it names.
    */
-  commitRun(runId: string, changes: readonly RunChange[], events: readonly RunEvent[]): Promise<StoredEvent[]>;
+  commitRun(
+    runId: string,
+    changes: readonly RunChange[],
+    events: readonly RunEvent[],
+    fence?: RunLease,
+  ): Promise<StoredEvent[]>;
+  /**
+   * Ownership of live runs, on the database's clock. An instance renews the leases it holds,
+   * claims runs whose lease has expired (another instance was lost) and gives up its leases
+   * when it stops, so that a peer takes the runs at once.
+   */
+  leases: {
+    /**
+     * Extends the leases `owner` holds on `runIds` (the runs it executes) by `ttlMs` from now;
+     * returns those it still holds. A run it holds but did not name is left to expire.
+     */
+    renew(terms: LeaseTerms & { runIds: readonly string[] }): Promise<RunLease[]>;
+    /**
+     * Claims up to `limit` live runs in `scope` (see ClaimScope) for `owner`, each with its
+     * epoch bumped: the previous holder's writes are refused from then on. Runs another claim
+     * is taking at the same moment are skipped, never taken twice.
+     */
+    claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): Promise<ClaimedRun[]>;
+    /** Gives up every lease `owner` holds (no owner, claimable at once); returns how many. */
+    release(owner: string): Promise<number>;
+  };
   messages: {
     /** The whole committed history of a session, in order. */
     history(sessionId: string): Promise<StoredMessage[]>;

@@ -45,7 +45,7 @@ export class FaultyStore {
       ...inner,
       sessions: { ...inner.sessions, insert: write(inner.sessions.insert), delete: write(inner.sessions.delete) },
       runs: { ...inner.runs, create: write(inner.runs.create) },
-      commitRun: async (runId, changes, events) => {
+      commitRun: async (runId, changes, events, fence) => {
         const n = ++this.#commitCount;
         this.commits.push({ runId, changes, events: events.map((e) => ({ seq: e.seq, type: e.type })) });
         const nth = this.#failAt.get(n);
@@ -53,7 +53,7 @@ export class FaultyStore {
           this.#failAt.delete(n);
           throw this.#fail(nth);
         }
-        return commitRun(runId, changes, events);
+        return commitRun(runId, changes, events, fence);
       },
       probeWrites: write(inner.probeWrites.bind(inner)),
       writeFailure: () => this.#failure ?? inner.writeFailure(),

@@ -76,7 +76,7 @@ export async function startTestServer({
   const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs, store });
   const app = await buildApp(ctx, logger);
   await app.listen({ port, host: "127.0.0.1" });
-  await recoverLeftRuns(ctx, logger);
+  await recoverLeftRuns(ctx);
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   return {

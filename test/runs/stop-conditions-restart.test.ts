@@ -12,7 +12,6 @@ import { type AgentTool, toolError } from "../../src/agent/tool.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { recoverRuns } from "../../src/runs/recovery.js";
 import { RunManager } from "../../src/runs/run-manager.js";
 import { defaultRunLimits, type RunLimits } from "../../src/store/runs.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
@@ -95,7 +94,7 @@ async function restartDuring(
   await one.close();
 
   const two = processOver(path, after);
-  await recoverRuns({ store: two.store, hub: two.hub, manager: two.manager, mode: "resume", logger });
+  await two.manager.ownership.recoverAtStart();
   const finished = await two.manager.waitForFinish(run.id);
   return { finished, planBefore, store: two.store, model: two.model, runId: run.id };
 }

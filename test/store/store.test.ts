@@ -5,7 +5,7 @@ import { toAgentMessage } from "../../src/domain/stored-message.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
-import { runMigrations } from "../../src/store/migrations.js";
+import { migrationFiles, migrationsDir, runMigrations } from "../../src/store/migrations.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { FaultyStore } from "../fakes/faulty-store.js";
@@ -73,13 +73,9 @@ describe("store", () => {
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(runMigrations(db)).toEqual([]);
     const applied = db.prepare("SELECT name FROM schema_migrations").all();
-    expect(applied).toEqual([
-      { name: "0001_init.sql" },
-      { name: "0002_one_active_run.sql" },
-      { name: "0003_stop_conditions.sql" },
-      { name: "0004_session_provider_profile.sql" },
-      { name: "0005_webhooks.sql" },
-    ]);
+    const files = migrationFiles(migrationsDir("sqlite")).map((m) => ({ name: m.file }));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    expect(applied).toEqual(files);
   });
 
   it("the history read back after reopening equals what was committed, with gapless events", async () => {

@@ -14,6 +14,7 @@ import { targetOfRow } from "../webhooks.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
+import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
@@ -59,6 +60,7 @@ export function createPgStore(pool: pg.Pool): Store {
   pool.on("error", (err) => health.recordFailure(err));
 
   return {
+    shared: true,
     sessions: {
       insert: async (session) => void (await write([insertStatement("sessions", sessionColumns(session))])),
       get: async (id, owner) => {
@@ -87,10 +89,11 @@ export function createPgStore(pool: pg.Pool): Store {
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, lease) =>
         commitEvents(
           [
             insertStatement("runs", runColumns(run)),
+            ...(lease ? [takeLeaseStatement(run.id, lease)] : []),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
           ],
           events,
@@ -123,7 +126,7 @@ export function createPgStore(pool: pg.Pool): Store {
         return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
       },
     },
-    commitRun: async (runId, changes, events) => {
+    commitRun: async (runId, changes, events, fence) => {
       // A run's target is fixed when it is created, so it may be read before the batch.
       const target = events.some((event) => carriesWebhook(event.type))
         ? await first<{ session_id: string; webhook: string | null }>(
@@ -133,6 +136,7 @@ export function createPgStore(pool: pg.Pool): Store {
         : null;
       return commitEvents(
         [
+          ...(fence ? [fenceStatement(fence)] : []),
           ...changes.flatMap((change) => changeStatements(runId, change)),
           ...deliveryStatements(events, target ? targetOfRow(target) : null),
         ],
@@ -207,6 +211,7 @@ export function createPgStore(pool: pg.Pool): Store {
         ),
     },
     webhooks: pgWebhooks(rows, write),
+    leases: pgLeases(rows, write),
     probeWrites: async () => {
       // The heartbeat, then a few pages written in a savepoint rolled back at once: a full disk fails here.
       await write([

@@ -1,0 +1,159 @@
+import type { ClaimScope } from "../store/store.js";
+import { LEASE_LOST, type LiveRun } from "./live-run.js";
+import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun } from "./recovery.js";
+
+/** This process as an owner of runs: its id and how long a lease it takes holds. */
+export interface InstanceIdentity {
+  id: string;
+  leaseMs: number;
+}
+
+export interface OwnershipDeps extends RecoveryDeps {
+  instance: InstanceIdentity;
+  /** The runs this process executes now. */
+  liveRuns: () => LiveRun[];
+  /** How many more runs this process may take on now (MAX_CONCURRENT_RUNS less those it has). */
+  freeSlots: () => number;
+}
+
+/** The most runs one reaper pass claims, whatever the free slots (a pass is one statement). */
+const MAX_CLAIM = 100;
+/** A lease not renewed for this share of its TTL is treated as lost here (the margin covers clock drift). */
+const SELF_EXPIRY = 0.9;
+
+/**
+ * Ownership of runs by lease, for this process. At start it claims the runs left without an
+ * owner (over a SQLite file, which no other process can open: every live run). Over a shared
+ * database it then renews the leases of the runs it executes every third of their TTL, in one statement,
+ * and stops a run whose lease it no longer holds (or could not renew in time: a peer may have
+ * claimed it), killing its tools; and it reaps: claims runs whose lease has expired (their
+ * instance was lost, paused or partitioned, or gave them up at shutdown) and recovers them
+ * as start-up recovery does.
+ */
+export class RunOwnership {
+  #timers: NodeJS.Timeout[] = [];
+  #reaping: Promise<RecoveryReport> | null = null;
+  #again = false;
+  /** When the last renewal that succeeded was sent (Date.now()). */
+  #renewedAt = Date.now();
+
+  constructor(private readonly deps: OwnershipDeps) {}
+
+  /** The claim at start (see the class); resolves with what it recovered. */
+  async recoverAtStart(): Promise<RecoveryReport> {
+    const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
+    const report = await this.#claim(scope, this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER);
+    if (report.resumed.length || report.aborted.length)
+      this.deps.logger.info(report, "settled runs left by a previous process");
+    return report;
+  }
+
+  /** Starts renewing and reaping (a shared database only). */
+  start(): void {
+    if (!this.deps.store.shared || this.#timers.length) return;
+    const { leaseMs } = this.deps.instance;
+    const renew = setInterval(() => void this.renew(), Math.max(1, Math.floor(leaseMs / 3)));
+    const reap = setInterval(() => void this.reap(), Math.max(1, Math.min(1000, Math.floor(leaseMs / 3))));
+    renew.unref();
+    reap.unref();
+    this.#timers.push(renew, reap);
+  }
+
+  stop(): void {
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#timers = [];
+  }
+
+  /** One renewal of every lease held here; runs whose lease is gone are stopped. */
+  async renew(): Promise<void> {
+    const { store, instance, logger } = this.deps;
+    const sentAt = Date.now();
+    const live = this.deps.liveRuns().filter((run) => run.recorder.lease !== null);
+    if (!live.length) {
+      this.#renewedAt = sentAt;
+      return;
+    }
+    let held: Set<string>;
+    try {
+      const leases = await store.leases.renew({
+        owner: instance.id,
+        ttlMs: instance.leaseMs,
+        runIds: live.map((run) => run.id),
+      });
+      held = new Set(leases.map((lease) => `${lease.runId}:${lease.epoch}`));
+      this.#renewedAt = sentAt;
+    } catch (err) {
+      const stale = live.filter(
+        (run) => Date.now() - Math.max(this.#renewedAt, run.heldSince) >= instance.leaseMs * SELF_EXPIRY,
+      );
+      if (stale.length) logger.error({ err, runs: stale.map((r) => r.id) }, "leases could not be renewed in time");
+      else logger.warn({ err }, "leases could not be renewed; trying again");
+      for (const run of stale) run.stop(LEASE_LOST);
+      return;
+    }
+    for (const run of live) {
+      const lease = run.recorder.lease as { runId: string; epoch: number };
+      if (held.has(`${lease.runId}:${lease.epoch}`)) continue;
+      logger.warn({ runId: run.id, epoch: lease.epoch }, "lost the lease of a run: another instance took it over");
+      run.stop(LEASE_LOST);
+    }
+  }
+
+  /** One reaper pass (a pass asked for while one runs is done right after it). */
+  reap(): Promise<RecoveryReport> {
+    if (this.#reaping) {
+      this.#again = true;
+      return this.#reaping;
+    }
+    this.#reaping = (async () => {
+      const report = emptyReport();
+      do {
+        this.#again = false;
+        const slots = Math.min(MAX_CLAIM, this.deps.freeSlots());
+        if (slots <= 0) break;
+        const pass = await this.#claim("expired", slots).catch((err) => {
+          this.deps.logger.warn({ err }, "the reaper could not claim runs; trying again");
+          return emptyReport();
+        });
+        report.resumed.push(...pass.resumed);
+        report.aborted.push(...pass.aborted);
+        report.interruptedToolCalls += pass.interruptedToolCalls;
+      } while (this.#again);
+      if (report.resumed.length || report.aborted.length)
+        this.deps.logger.info(report, "took over runs whose lease had expired");
+      return report;
+    })().finally(() => {
+      this.#reaping = null;
+    });
+    return this.#reaping;
+  }
+
+  /** Gives up every lease held here (shutdown, once the runs are stopped): a peer takes them at once. */
+  async release(): Promise<number> {
+    this.stop();
+    if (!this.deps.store.shared) return 0;
+    return this.deps.store.leases.release(this.deps.instance.id);
+  }
+
+  async #claim(scope: ClaimScope, limit: number): Promise<RecoveryReport> {
+    const report = emptyReport();
+    if (limit <= 0) return report;
+    const { store, instance, logger } = this.deps;
+    const claimed = await store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope });
+    for (const run of claimed) {
+      // Still winding down here after its lease was lost: it stops before it runs again.
+      const stale = this.deps.liveRuns().find((live) => live.id === run.record.id);
+      if (stale) {
+        stale.stop(LEASE_LOST);
+        await stale.done.catch(() => {});
+      }
+      try {
+        await recoverRun(this.deps, run, report);
+      } catch (err) {
+        // Its lease expires unrenewed (it is not live here), and the next pass tries again.
+        logger.error({ err, runId: run.record.id }, "could not recover a claimed run");
+      }
+    }
+    return report;
+  }
+}

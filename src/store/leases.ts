@@ -1,0 +1,103 @@
+import type { Db } from "./database.js";
+import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
+
+/**
+ * What an instance holds of a live run it executes: the right to write it, as long as the
+ * run's `epoch` is still this one (a claim by another instance bumps it) and it is still the
+ * run's owner. Every write of the run names it (see Store.commitRun) and is refused
+ * (StoreConflictError `fenced`) once it no longer holds.
+ */
+export interface RunLease {
+  runId: string;
+  owner: string;
+  epoch: number;
+}
+
+/** A lease taken for `ttlMs` from now, on the database's clock, by `owner` (an instance id). */
+export interface LeaseTerms {
+  owner: string;
+  ttlMs: number;
+}
+
+/**
+ * Which runs a claim takes: `expired` (no owner, or a lease past its expiry), `expired+own`
+ * (also runs `owner` holds: at start, when an instance with a stable id was restarted, its
+ * runs are its own again at once), `all` (every live run: the one process of a database no
+ * other process can open).
+ */
+export type ClaimScope = "expired" | "expired+own" | "all";
+
+export interface ClaimedRun {
+  record: RunRecord;
+  lease: RunLease;
+}
+
+/** A run that is claimable: live (not finished, not waiting in a queue). */
+export const CLAIMABLE_STATUS = "status NOT IN ('finished', 'queued')";
+
+/** Now in ms since the epoch, in SQLite. */
+const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
+
+export function leaseStore(db: Db) {
+  const take = db.prepare(
+    `UPDATE runs SET owner_instance = @owner, epoch = 1, lease_expires_at = ${NOW_MS} + @ttl WHERE id = @id`,
+  );
+  const renew = db.prepare(
+    `UPDATE runs SET lease_expires_at = ${NOW_MS} + @ttl
+     WHERE owner_instance = @owner AND status <> 'finished' AND id IN (SELECT value FROM json_each(@ids))
+     RETURNING id, epoch`,
+  );
+  const claimable = db.prepare(
+    `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (@all = 1 OR owner_instance IS NULL
+       OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (@own = 1 AND owner_instance = @owner))
+     ORDER BY id LIMIT @limit`,
+  );
+  const claim = db.prepare(
+    `UPDATE runs SET owner_instance = @owner, epoch = epoch + 1, lease_expires_at = ${NOW_MS} + @ttl
+     WHERE id = @id RETURNING *`,
+  );
+  const release = db.prepare(
+    `UPDATE runs SET owner_instance = NULL, lease_expires_at = NULL
+     WHERE owner_instance = @owner AND status <> 'finished'`,
+  );
+  const holds = db.prepare("SELECT 1 FROM runs WHERE id = ? AND epoch = ? AND owner_instance = ?");
+  const leaseOf = (row: { id: string; epoch: number }, owner: string): RunLease => ({
+    runId: row.id,
+    owner,
+    epoch: row.epoch,
+  });
+
+  return {
+    /** Makes `owner` the first holder of a run just inserted (epoch 1), in the insert's transaction. */
+    take(runId: string, terms: LeaseTerms): RunLease {
+      take.run({ id: runId, owner: terms.owner, ttl: terms.ttlMs });
+      return { runId, owner: terms.owner, epoch: 1 };
+    },
+    renew(terms: LeaseTerms & { runIds: readonly string[] }): RunLease[] {
+      return (renew.all({ owner: terms.owner, ttl: terms.ttlMs, ids: JSON.stringify(terms.runIds) }) as { id: string; epoch: number }[]).map((row) =>
+        leaseOf(row, terms.owner),
+      );
+    },
+    claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): ClaimedRun[] {
+      const ids = claimable.all({
+        owner: query.owner,
+        limit: query.limit,
+        all: query.scope === "all" ? 1 : 0,
+        own: query.scope === "expired+own" ? 1 : 0,
+      }) as { id: string }[];
+      return ids.map(({ id }) => {
+        const row = claim.get({ id, owner: query.owner, ttl: query.ttlMs }) as RunRow & { epoch: number };
+        return { record: runFromRow(row), lease: leaseOf(row, query.owner) };
+      });
+    },
+    release(owner: string): number {
+      return release.run({ owner }).changes;
+    },
+    /** Whether `lease` still holds (inside a write's transaction: the fence). */
+    holds(lease: RunLease): boolean {
+      return holds.get(lease.runId, lease.epoch, lease.owner) !== undefined;
+    },
+  };
+}
+
+export type LeaseStore = ReturnType<typeof leaseStore>;
