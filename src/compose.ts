@@ -6,8 +6,8 @@ import { type Config, ConfigError } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
 import { DEFAULT_WEBHOOK_EVENTS } from "./domain/webhook.js";
 import { ApiKeys } from "./http/auth.js";
-import { newId } from "./ids.js";
 import { StreamTokens } from "./http/stream-tokens.js";
+import { newId } from "./ids.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
 import { RunManager } from "./runs/run-manager.js";
@@ -44,7 +44,15 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       `APPROVAL_POLICY_MAX: unknown tools ${misnamed.join(", ")} (tools: ${WORKSPACE_TOOL_NAMES.join(", ")})`,
     ]);
   }
-  const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT);
+  const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
+  // Over a shared database a run may resume on another instance, in the same workspace path.
+  const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT, { shared: opened.shared });
+  if (opened.shared) {
+    logger.info(
+      { workspaceRoot: workspaceRealRoot },
+      "runs may move between instances: WORKSPACE_ROOT must be the same shared volume on every instance",
+    );
+  }
   const shellSandbox = prepareShellSandbox({
     mode: config.SHELL_SANDBOX,
     network: config.SHELL_NETWORK,
@@ -57,7 +65,6 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     );
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
-  const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
   const model =

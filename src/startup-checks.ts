@@ -30,11 +30,19 @@ export function workspaceRootProblem(root: string): string | null {
  * ConfigError naming the variable otherwise, so a server that could not create a single
  * session does not start.
  */
-export function prepareWorkspaceRoot(root: string): string {
+export function prepareWorkspaceRoot(root: string, { shared = false }: { shared?: boolean } = {}): string {
   const problem = workspaceRootProblem(root);
-  if (problem) throw new ConfigError([`WORKSPACE_ROOT: ${resolve(root)} cannot hold workspaces (${problem})`]);
+  if (problem) {
+    throw new ConfigError([
+      `WORKSPACE_ROOT: ${resolve(root)} cannot hold workspaces (${problem})${shared ? SHARED_ROOT_HINT : ""}`,
+    ]);
+  }
   return realpathSync(resolve(root));
 }
+
+/** What a start over a shared database says of WORKSPACE_ROOT when it cannot be used. */
+const SHARED_ROOT_HINT =
+  "; with DATABASE_URL set, runs move between instances, so WORKSPACE_ROOT must be one volume shared by every instance (a network file system mounted at the same path on each), writable by the server";
 
 /**
  * Opens the store, or throws ConfigError naming DATABASE_PATH and why the file cannot be used

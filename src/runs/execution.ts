@@ -15,7 +15,7 @@ import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
 import { type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
-import type { LiveRun } from "./live-run.js";
+import { LEASE_LOST, type LiveRun } from "./live-run.js";
 import { failedDetail } from "./stop-details.js";
 
 export interface ExecutionDeps {
@@ -98,6 +98,12 @@ const sameCounts = (a: RunStats, b: RunStats | null): boolean =>
   a.inputTokens === b.inputTokens &&
   a.outputTokens === b.outputTokens;
 
+/** A run this process stopped executing without ending it (shutdown, or its lease was lost). */
+function leftHere(deps: ExecutionDeps, live: LiveRun, log: Logger): Promise<RunView> {
+  if (live.stoppedBecause === LEASE_LOST) log.warn("stopped the run: another instance took it over");
+  return suspendedView(deps.store, live);
+}
+
 /**
  * Runs the loop for a live run and writes its end. Resolves with the run as this process
  * leaves it: finished, or unfinished for the restart when it was stopped.
@@ -156,7 +162,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
     });
   } catch (err) {
     inputSettled();
-    if (live.stopped) return suspendedView(deps.store, live);
+    if (live.stopped) return leftHere(deps, live, log);
     log.error({ err }, "run failed");
     const code = (err as { code?: unknown }).code;
     const error = { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message };
@@ -164,7 +170,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
     end = { stopReason: "error", stopDetail: failedDetail(error, stats), error, stats } satisfies RunEnd;
   }
   inputSettled();
-  if (live.stopped) return suspendedView(deps.store, live);
+  if (live.stopped) return leftHere(deps, live, log);
   if (end.stopReason === "error") log.warn({ error: end.error }, "run ended with an error");
   const finished = await finishWithRetry({
     deps,

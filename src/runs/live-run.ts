@@ -108,10 +108,14 @@ export class LiveRun {
   stop(reason = "the server is shutting down"): void {
     if (this.phase.name === "stopped" || this.phase.name === "ending") return;
     this.phase = { name: "stopped" };
+    this.stoppedBecause = reason;
     this.recorder.seal();
     this.waiters.clear();
     this.controller.abort(new Error(reason));
   }
+
+  /** Why the run was stopped (see `stop`); null while it was not. */
+  stoppedBecause: string | null = null;
 
   /** Who cancelled the run, as its stop detail says it ("by a DELETE /runs/{id} request"). */
   cancelReason = "by a DELETE /runs/{id} request";

@@ -14,11 +14,11 @@ import { cancelRun, decideApproval } from "./control.js";
 import type { EventHub } from "./event-hub.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { LiveRun } from "./live-run.js";
+import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { RunRecorder } from "./recorder.js";
+import type { RestartMode } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
-import { type InstanceIdentity, RunOwnership } from "./ownership.js";
-import type { RestartMode } from "./recovery.js";
 import { stopLiveRuns } from "./shutdown.js";
 
 export type { StartRunInput } from "./admission.js";

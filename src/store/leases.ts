@@ -74,9 +74,12 @@ export function leaseStore(db: Db) {
       return { runId, owner: terms.owner, epoch: 1 };
     },
     renew(terms: LeaseTerms & { runIds: readonly string[] }): RunLease[] {
-      return (renew.all({ owner: terms.owner, ttl: terms.ttlMs, ids: JSON.stringify(terms.runIds) }) as { id: string; epoch: number }[]).map((row) =>
-        leaseOf(row, terms.owner),
-      );
+      return (
+        renew.all({ owner: terms.owner, ttl: terms.ttlMs, ids: JSON.stringify(terms.runIds) }) as {
+          id: string;
+          epoch: number;
+        }[]
+      ).map((row) => leaseOf(row, terms.owner));
     },
     claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): ClaimedRun[] {
       const ids = claimable.all({

@@ -84,7 +84,10 @@ export function createSqliteStore(db: Db): Store {
     commitRun: (runId, changes, events, fence) =>
       write(() => {
         if (fence && !tables.leases.holds(fence)) {
-          throw new StoreConflictError("fenced", `run ${runId} is no longer held by ${fence.owner} at epoch ${fence.epoch}`);
+          throw new StoreConflictError(
+            "fenced",
+            `run ${runId} is no longer held by ${fence.owner} at epoch ${fence.epoch}`,
+          );
         }
         for (const change of changes) applyRunChange(tables, runId, change);
         // The outbox rows of these events, in their transaction: a crash loses none.

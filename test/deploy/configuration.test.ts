@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { api, startChildServer, startRefused } from "../helpers/child-server.js";
+import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
@@ -27,6 +28,14 @@ describe("configuration values", () => {
       expect(() => loadConfig({ ...base, [name]: "3000000000" }), name).toThrow(new RegExp(`${name}: .*2147483647`));
       expect(loadConfig({ ...base, [name]: "2147483647" })[name as "APPROVAL_TIMEOUT_MS"]).toBe(2_147_483_647);
     }
+  });
+
+  it("RUN_LEASE_MS is at least 300 ms and INSTANCE_ID a plain name; both have defaults", () => {
+    expect(loadConfig(base).RUN_LEASE_MS).toBe(30_000);
+    expect(loadConfig(base).INSTANCE_ID).toBeUndefined();
+    expect(() => loadConfig({ ...base, RUN_LEASE_MS: "100" })).toThrow(/RUN_LEASE_MS/);
+    expect(loadConfig({ ...base, INSTANCE_ID: "pod-7.agents_a:1" }).INSTANCE_ID).toBe("pod-7.agents_a:1");
+    expect(() => loadConfig({ ...base, INSTANCE_ID: "has space" })).toThrow(/INSTANCE_ID: must be 1-128 letters/);
   });
 
   it("CORS_ORIGINS takes exact origins or *, and names a value that is not one", () => {
@@ -61,6 +70,24 @@ describe("a server that cannot work refuses to start, exit code 2, naming the va
     const underFile = startRefused(temp.path, { DATABASE_PATH: join(temp.path, "a-file", "agent.db") });
     expect(underFile.status).toBe(2);
     expect(underFile.output).toMatch(/DATABASE_PATH: cannot use/);
+  });
+
+  it("over PostgreSQL, a WORKSPACE_ROOT that cannot be used is named with the shared volume it must be", async () => {
+    const temp = tempDir("config-shared-");
+    cleanups.push(temp.cleanup);
+    writeFileSync(join(temp.path, "a-file"), "x");
+    const database = await createTestPgDatabase();
+    try {
+      const refused = startRefused(temp.path, {
+        DATABASE_URL: database.url,
+        WORKSPACE_ROOT: join(temp.path, "a-file"),
+      });
+      expect(refused.status).toBe(2);
+      expect(refused.output).toMatch(/WORKSPACE_ROOT: .*a-file cannot hold workspaces/);
+      expect(refused.output).toMatch(/one volume shared by every instance .* at the same path on each/);
+    } finally {
+      await database.drop();
+    }
   });
 
   it("PORT already in use, HOST that is not an address of this machine", async () => {

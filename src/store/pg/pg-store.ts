@@ -236,7 +236,15 @@ export function createPgStore(pool: pg.Pool): Store {
  * database cannot be used.
  */
 export async function openPgStore({ url, maxConnections = 10 }: OpenPgStoreOptions): Promise<Store> {
-  const pool = new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: maxConnections,
+    connectionTimeoutMillis: 10_000,
+    // A batch is a few statements sent back to back: a transaction left idle this long belongs
+    // to a process that was paused or lost mid-batch, and its row locks would hold runs from
+    // the reaper. The server ends it (rolled back).
+    idle_in_transaction_session_timeout: 10_000,
+  });
   pool.on("error", () => {});
   try {
     await runPgMigrations(pool);

@@ -1,0 +1,203 @@
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { hostPids } from "../helpers/processes.js";
+import { openSse } from "../helpers/sse-client.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+/**
+ * Several server processes over one PostgreSQL database and one workspace volume: a run
+ * survives the loss of the instance that executes it. Each instance is a real `node
+ * dist/src/server.js` with its own INSTANCE_ID.
+ */
+let upstream: FakeUpstream;
+let database: TestPgDatabase;
+let dir: ReturnType<typeof tempDir>;
+const children: ChildServer[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+beforeEach(async () => {
+  database = await createTestPgDatabase();
+  dir = tempDir("cluster-");
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.process.signalCode === "SIGSTOP" || child.process.exitCode === null) child.process.kill("SIGCONT");
+    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
+    await child.exited;
+  }
+  await database.drop();
+  dir.cleanup();
+});
+
+/** An instance named `name`, with its own data dir, on the shared database and workspace volume. */
+async function instance(name: string, env: Record<string, string> = {}): Promise<ChildServer> {
+  const own = join(dir.path, name);
+  mkdirSync(own);
+  const child = await startChildServer({
+    dir: own,
+    upstreamURL: upstream.baseURL,
+    env: {
+      DATABASE_URL: database.url,
+      WORKSPACE_ROOT: join(dir.path, "workspaces"),
+      INSTANCE_ID: name,
+      SHELL_SANDBOX: "off",
+      LOG_LEVEL: "info",
+      ...env,
+    },
+  });
+  children.push(child);
+  return child;
+}
+
+async function startRun(server: ChildServer, session: Record<string, unknown>) {
+  const created = await api(server.url, "POST", "/sessions", session);
+  expect(created.status).toBe(201);
+  const run = await api(server.url, "POST", `/sessions/${created.body.id}/runs`, { input: "do the thing" });
+  expect(run.status).toBe(201);
+  return { sessionId: created.body.id as string, runId: run.body.id as string };
+}
+
+const countLines = (sessionId: string) => {
+  const path = join(dir.path, "workspaces", sessionId, "count.txt");
+  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+};
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** The run's stored end and history as `server` reads them, once it has finished. */
+async function finished(server: ChildServer, run: { sessionId: string; runId: string }, timeoutMs: number) {
+  const view = await waitFor(
+    "the run to finish",
+    async () => {
+      const got = await api(server.url, "GET", `/runs/${run.runId}`);
+      return got.body?.status === "finished" ? got.body : null;
+    },
+    timeoutMs,
+  );
+  const history = (await api(server.url, "GET", `/sessions/${run.sessionId}/messages?limit=200`)).body
+    .items as AgentMessage[];
+  expect(() => assertValidHistory(history)).not.toThrow();
+  const events = await (await openSse(`${server.url}/runs/${run.runId}/events`)).ended;
+  // Gapless from 1, ending with the one run.finished.
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  expect(events.filter((e) => e.event === "run.finished")).toHaveLength(1);
+  return { view, history, events };
+}
+
+const toolResults = (history: AgentMessage[]) =>
+  history.filter((m) => m.role === "tool") as (AgentMessage & { metadata?: { errorCode?: string } })[];
+
+describe("runs survive the loss of their instance (PostgreSQL, real processes)", () => {
+  it("kill -9 of the owner mid-tool: exactly one peer takes the run over, with one INTERRUPTED result, and finishes it", async () => {
+    const lease = { RUN_LEASE_MS: "1500" };
+    const a = await instance("a", lease);
+    const b = await instance("b", lease);
+    const c = await instance("c", lease);
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_t", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt; sleep 30.611" }) },
+      ],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    await waitFor("the command", async () => (hostPids(/^sleep 30\.611$/).length ? true : null), 10_000);
+    a.process.kill("SIGKILL");
+    await a.exited;
+    upstream.enqueue({ text: "taken over" });
+    const { view, history } = await finished(b, run, 15_000);
+    expect(view.stopReason).toBe("complete");
+    const results = toolResults(history);
+    expect(results).toHaveLength(1);
+    expect(results[0]?.metadata?.errorCode).toBe("INTERRUPTED");
+    expect(countLines(run.sessionId)).toBe(1);
+    // One takeover: one of the peers logged it, the other did not.
+    const tookOver = [b, c].filter((peer) => peer.output().includes("took over runs whose lease had expired"));
+    expect(tookOver).toHaveLength(1);
+    for (const pid of hostPids(/^sleep 30\.611$/)) process.kill(pid, "SIGKILL");
+  });
+
+  it("an owner paused past its lease (SIGSTOP) has its writes refused after SIGCONT and runs nothing twice", async () => {
+    const lease = { RUN_LEASE_MS: "1200" };
+    const a = await instance("a", lease);
+    const b = await instance("b", lease);
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_p", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt; sleep 2.713" }) },
+      ],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    await waitFor("the command", async () => (hostPids(/^sleep 2\.713$/).length ? true : null), 10_000);
+    a.process.kill("SIGSTOP");
+    upstream.enqueue({ text: "resumed elsewhere" });
+    const { history } = await finished(b, run, 15_000);
+    // The command (not stopped with its server) has ended by now; then the owner wakes up.
+    await waitFor("the command to end", async () => (hostPids(/^sleep 2\.713$/).length ? null : true), 10_000);
+    a.process.kill("SIGCONT");
+    await waitFor(
+      "the paused owner to notice",
+      async () => (a.output().includes("another instance") ? true : null),
+      10_000,
+    );
+    const after = await finished(b, run, 1_000);
+    expect(after.history).toEqual(history);
+    const results = toolResults(after.history);
+    expect(results).toHaveLength(1);
+    expect(results[0]?.metadata?.errorCode).toBe("INTERRUPTED");
+    expect(countLines(run.sessionId)).toBe(1);
+    // The woken owner is still up and serving.
+    expect((await api(a.url, "GET", `/runs/${run.runId}`)).body.status).toBe("finished");
+  });
+
+  it("SIGTERM on the owner: a peer resumes its run at once (long before the lease would expire), its approval still pending", async () => {
+    const lease = { RUN_LEASE_MS: "60000" };
+    const a = await instance("a", lease);
+    const b = await instance("b", lease);
+    upstream.enqueue({
+      toolCalls: [{ id: "call_a", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "ask" } } });
+    await waitFor(
+      "the approval request",
+      async () => ((await api(a.url, "GET", `/runs/${run.runId}/approvals`)).body?.items?.length ? true : null),
+      10_000,
+    );
+    const stoppedAt = Date.now();
+    a.process.kill("SIGTERM");
+    expect(await a.exited).toBe(0);
+    // The peer has taken the run when it accepts the decision (a run nobody executes refuses it).
+    await waitFor(
+      "the peer to take the run",
+      async () =>
+        (await api(b.url, "POST", `/runs/${run.runId}/approvals/call_a`, { decision: "approve" })).status === 200
+          ? true
+          : null,
+      10_000,
+    );
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    upstream.enqueue({ text: "done" });
+    const { view, history } = await finished(b, run, 10_000);
+    expect(view.stopReason).toBe("complete");
+    expect(toolResults(history)).toHaveLength(1);
+    expect(toolResults(history)[0]).toMatchObject({ toolCallId: "call_a", isError: false });
+    expect(countLines(run.sessionId)).toBe(1);
+  });
+});
