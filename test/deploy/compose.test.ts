@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { loadConfig } from "../../src/config.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const deploy = join(root, "deploy");
+
+interface Service {
+  build?: string;
+  image?: string;
+  environment?: Record<string, string>;
+  volumes?: string[];
+  stop_grace_period?: string;
+}
+
+/** What `${NAME:?message}` and `${NAME:-default}` become with these values set. */
+const substitute = (value: string, vars: Record<string, string>) =>
+  value.replace(/\$\{(\w+)(?::[?-][^}]*)?\}/g, (_, name: string) => vars[name] ?? "");
+
+// No Docker engine runs here: the example is checked for what it must say, and each
+// instance's environment is loaded by the server's own configuration schema.
+describe("the docker compose example of several instances (deploy/compose.yaml)", () => {
+  const compose = parse(readFileSync(join(deploy, "compose.yaml"), "utf8"), { merge: true }) as {
+    services: Record<string, Service>;
+  };
+  const agents = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
+  const vars = { POSTGRES_PASSWORD: "pw", AGENT_API_KEYS: "k".repeat(24), OPENAI_API_KEY: "sk-x" };
+
+  it("runs three instances of the image built from the repository, each a valid configuration", () => {
+    expect(agents.map(([name]) => name)).toEqual(["agent-1", "agent-2", "agent-3"]);
+    for (const [, service] of agents) {
+      expect(existsSync(join(deploy, service.build as string, "Dockerfile"))).toBe(true);
+      const env = Object.fromEntries(
+        Object.entries(service.environment ?? {}).map(([k, v]) => [k, substitute(String(v), vars)]),
+      );
+      const config = loadConfig(env);
+      expect(config.DATABASE_URL).toMatch(/^postgres:\/\/agent:pw@postgres:5432\/agent$/);
+      expect(config.AGENT_API_KEYS).toEqual([vars.AGENT_API_KEYS]);
+    }
+  });
+
+  it("the instances share the database and the workspace volume, each with its own INSTANCE_ID", () => {
+    const envs = agents.map(([, s]) => s.environment ?? {});
+    expect(new Set(envs.map((e) => e.DATABASE_URL)).size).toBe(1);
+    expect(new Set(envs.map((e) => e.INSTANCE_ID)).size).toBe(3);
+    for (const [, service] of agents) {
+      const root = service.environment?.WORKSPACE_ROOT;
+      expect(service.volumes).toContain(`workspaces:${root}`);
+      // Long enough for SHUTDOWN_GRACE_MS plus the 2 s the server takes at most after it.
+      expect(Number.parseInt(service.stop_grace_period ?? "10", 10)).toBeGreaterThanOrEqual(7);
+    }
+  });
+
+  it("the load balancer passes Server-Sent Events through unbuffered, with long read timeouts, to every instance", () => {
+    const lb = compose.services.lb as Service;
+    expect(lb.volumes?.some((v) => v.startsWith("./nginx.conf:"))).toBe(true);
+    const nginx = readFileSync(join(deploy, "nginx.conf"), "utf8");
+    expect(nginx).toMatch(/proxy_buffering off;/);
+    expect(nginx).toMatch(/proxy_http_version 1\.1;/);
+    const timeout = /proxy_read_timeout (\d+)(h|m|s);/.exec(nginx);
+    const seconds = Number(timeout?.[1]) * { h: 3600, m: 60, s: 1 }[timeout?.[2] as "h" | "m" | "s"];
+    // Far above the 15 s heartbeat of a quiet stream.
+    expect(seconds).toBeGreaterThanOrEqual(300);
+    const upstreams = [...nginx.matchAll(/server (agent-\d):3000;/g)].map((m) => m[1]);
+    expect(upstreams).toEqual(agents.map(([name]) => name));
+  });
+});
