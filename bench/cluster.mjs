@@ -12,7 +12,7 @@
 // corrupts). Env: BENCH_N (500 runs per measurement), BENCH_C (25), BENCH_WARMUP (50),
 // BENCH_ROUNDS (3: the scenarios alternate, medians are printed).
 import { execFileSync, spawn } from "node:child_process";
-import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import { join } from "node:path";
@@ -89,7 +89,8 @@ function startPostgres() {
     );
   if (asRoot) {
     const id = (flag) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
-    chownSync(tmp, id("-u"), id("-g"));
+    // The cluster's user reaches its directory (and nothing else here).
+    chmodSync(tmp, 0o711);
     chownSync(dir, id("-u"), id("-g"));
   }
   const data = join(dir, "data");
@@ -151,6 +152,8 @@ async function startInstance(name, { databaseUrl, workspaces, upstreamUrl }) {
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
       WORKSPACE_ROOT: workspaces,
       INSTANCE_ID: name,
+      // list_files needs no shell; the sandbox's probe at start is left out of the figures.
+      SHELL_SANDBOX: "off",
       OPENAI_BASE_URL: upstreamUrl,
       OPENAI_API_KEY: "bench-not-a-secret",
       OPENAI_MODEL: "fake-model",

@@ -28,7 +28,8 @@ export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run
   const firing = live?.cancel("by a DELETE /runs/{id} request") ?? false;
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
-  if (view.status === "finished") return { run: view, accepted: false };
+  // A run this request cancelled may have finished since (aborted): it was live when it was.
+  if (view.status === "finished" && !firing) return { run: view, accepted: false };
   if (firing || !live || live.stopped) {
     const recorded = live && !live.stopped ? live.recorder : null;
     try {

@@ -5,38 +5,54 @@ import type { StoreConflictError } from "../errors.js";
 export interface Statement {
   text: string;
   values?: unknown[];
-  /** When the statement changes no row, the batch is refused with this conflict. */
+  /**
+   * When the statement changes no row, the batch is refused with this conflict. The check
+   * runs in the server (see `checked`): the batch's COMMIT is already on its way by then.
+   */
   orRefuse?: () => StoreConflictError;
 }
 
+/** SQLSTATE of agent_expect_rows (migration 0009): the statement changed no row. */
+const NO_ROW_CHANGED = "AG001";
+
+/** The statement as sent: one whose refusal depends on its row count raises AG001 in the server. */
+const checked = (statement: Statement): string =>
+  statement.orRefuse
+    ? `WITH changed AS (${statement.text} RETURNING 1) SELECT agent_expect_rows(count(*)) FROM changed`
+    : statement.text;
+
 /**
- * Runs `statements` in one transaction on one pooled connection, all or nothing. This is the
- * only place a transaction spans awaits, and only the connection's own queries: the batch
- * is data, built before it starts, so no other work can run inside it.
+ * Runs `statements` in one transaction on one pooled connection, all or nothing, in one round
+ * trip: BEGIN, the statements and COMMIT are written at once (the pool's connections pipeline
+ * their queries) and the server runs them in order. A statement that fails aborts the
+ * transaction, so everything after it fails and the COMMIT rolls back; the first failure is
+ * thrown (a refused statement as its conflict). The batch is data, built before it starts,
+ * so no other work can run inside it.
  */
 export async function runBatch(pool: Pool, statements: readonly Statement[]): Promise<QueryResult[]> {
   const client = await pool.connect();
-  let broken: unknown;
+  let broken: Error | undefined;
   try {
-    await client.query("BEGIN");
-    const results: QueryResult[] = [];
-    for (const statement of statements) {
-      const result = await client.query(statement.text, statement.values);
-      if (statement.orRefuse && result.rowCount === 0) throw statement.orRefuse();
-      results.push(result);
+    const sent = [
+      client.query("BEGIN"),
+      ...statements.map((statement) => client.query(checked(statement), statement.values)),
+      client.query("COMMIT"),
+    ];
+    const settled = await Promise.allSettled(sent);
+    const failed = settled.findIndex((outcome) => outcome.status === "rejected");
+    if (failed >= 0) {
+      const reason = (settled[failed] as PromiseRejectedResult).reason as { code?: unknown };
+      const statement = statements[failed - 1];
+      if (reason?.code === NO_ROW_CHANGED && statement?.orRefuse) throw statement.orRefuse();
+      // A failure of BEGIN or COMMIT itself leaves the connection in an unknown state.
+      if (failed === 0 || failed === sent.length - 1)
+        broken = reason instanceof Error ? reason : new Error(String(reason));
+      throw reason;
     }
-    await client.query("COMMIT");
-    return results;
-  } catch (err) {
-    try {
-      await client.query("ROLLBACK");
-    } catch (rollbackErr) {
-      broken = rollbackErr;
-    }
-    throw err;
+    return settled.slice(1, -1).map((outcome) => (outcome as PromiseFulfilledResult<QueryResult>).value);
   } finally {
-    // A connection whose rollback failed is in an unknown state: it is dropped, not reused.
-    client.release(broken instanceof Error ? broken : undefined);
+    // A connection in an unknown state is dropped, not reused.
+    client.release(broken);
   }
 }
 

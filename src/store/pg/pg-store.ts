@@ -244,6 +244,8 @@ export async function openPgStore({ url, maxConnections = 10 }: OpenPgStoreOptio
     // to a process that was paused or lost mid-batch, and its row locks would hold runs from
     // the reaper. The server ends it (rolled back).
     idle_in_transaction_session_timeout: 10_000,
+    // A batch's statements are written at once and answered in order (see runBatch).
+    pipeline: true,
   });
   pool.on("error", () => {});
   try {
