@@ -9,6 +9,7 @@ import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
+import { EventRelay, waitForRelayedEnd } from "./runs/event-relay.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { type RunDefaults, RunService } from "./runs/run-service.js";
@@ -60,6 +61,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
+  const { notifications } = store;
   const model =
     options.model ??
     modelClientFromConfig(config.model, {
@@ -87,8 +89,14 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     approvalCeiling,
     maxToolCallsPerTurn: config.MAX_TOOL_CALLS_PER_TURN,
     defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
+    waitElsewhere: notifications ? (runId) => waitForRelayedEnd({ store, hub, runId }) : undefined,
     logger,
   });
+  // Over a database other instances share: their runs' events reach the watchers here.
+  const peers = notifications
+    ? new EventRelay({ store, hub, notifications, isLocal: (runId) => manager.executes(runId), logger })
+    : null;
+  peers?.start();
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,
@@ -130,6 +138,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sessions,
     runs,
     webhooks,
+    peers,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),

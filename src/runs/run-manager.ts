@@ -39,6 +39,11 @@ export interface RunManagerDeps {
   finishReportMs?: number;
   /** WEBHOOK_URL's target: where a run posts when neither it nor its session names one. */
   defaultWebhook?: WebhookTarget | null;
+  /**
+   * Resolves once a run another instance executes has finished (see waitForRelayedEnd);
+   * absent (one process over the database): a run not executed here is not waited for.
+   */
+  waitElsewhere?: (runId: string) => Promise<void>;
   logger: Logger;
 }
 
@@ -57,6 +62,11 @@ export class RunManager {
   /** False once shutdown began: no new run (or session) is taken, and readiness says so. */
   get accepting(): boolean {
     return this.#accepting;
+  }
+
+  /** Whether this process executes the run now. */
+  executes(runId: string): boolean {
+    return this.#registry.get(runId) !== undefined;
   }
 
   get liveCount(): number {
@@ -124,8 +134,13 @@ export class RunManager {
   /** Resolves with the run once it has finished (at once if it already has). */
   async waitForFinish(runId: string): Promise<RunView> {
     const live = this.#registry.get(runId);
-    const view = live ? await Promise.race([live.ended, live.done]) : await this.get(runId);
+    let view = live ? await Promise.race([live.ended, live.done]) : await this.get(runId);
     if (!view) throw notFound("run", runId);
+    if (!live && view.status !== "finished" && this.#accepting && this.deps.waitElsewhere) {
+      await this.deps.waitElsewhere(runId);
+      view = await this.get(runId);
+      if (!view) throw notFound("run", runId);
+    }
     // Left unfinished for the restart: it has no end to report yet.
     if (!this.#accepting && view.status !== "finished") throw shuttingDown();
     return view;

@@ -123,6 +123,8 @@ export function createSqliteStore(db: Db): Store {
         }
       }),
     writeFailure: () => health.failure,
+    // One process holds the file: there is nobody to hear from.
+    notifications: null,
     close: () => read(() => void db.close()),
   };
 }

@@ -3,6 +3,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
 import type { StoredEvent } from "./events.js";
+import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
@@ -11,6 +12,7 @@ import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { StoredEvent } from "./events.js";
+export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
@@ -105,5 +107,10 @@ export interface Store {
   probeWrites(): Promise<void>;
   /** The last write failure not yet followed by a successful write, if any. */
   writeFailure(): { at: number; message: string } | null;
+  /**
+   * Wake-ups from other instances over the same database (commits of events, control
+   * requests); null for a backend only one process uses (SQLite).
+   */
+  notifications: RunNotifications | null;
   close(): Promise<void>;
 }

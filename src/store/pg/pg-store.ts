@@ -14,6 +14,7 @@ import { targetOfRow } from "../webhooks.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
+import { eventsNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
@@ -50,11 +51,13 @@ export function createPgStore(pool: pg.Pool): Store {
       throw translated;
     }
   };
+  // The events' notification is sent in their transaction: peers hear of them once committed.
   const commitEvents = async (statements: Statement[], events: Parameters<typeof eventRows>[0]) => {
     const { stored, statement } = eventRows(events);
-    await write(statement ? [...statements, statement] : statements);
+    await write(statement ? [...statements, statement, eventsNotification(events)] : statements);
     return stored;
   };
+  const listener = new PgListener({ connection: pool.options });
   // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
   pool.on("error", (err) => health.recordFailure(err));
 
@@ -220,7 +223,11 @@ export function createPgStore(pool: pg.Pool): Store {
       ]);
     },
     writeFailure: () => health.failure,
-    close: () => pool.end(),
+    notifications: listener,
+    close: async () => {
+      await listener.close();
+      await pool.end();
+    },
   };
 }
 

@@ -1,0 +1,100 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { api } from "../helpers/child-server.js";
+import { expectWholeRun, type Instances, startInstances } from "../helpers/instances.js";
+import { openSse } from "../helpers/sse-client.js";
+
+let upstream: FakeUpstream;
+let cluster: Instances | null = null;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+afterEach(async () => {
+  await cluster?.stop();
+  cluster = null;
+});
+
+/** A promise and the function that settles it. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+async function startRun(url: string, session: Record<string, unknown> = {}) {
+  const created = await api(url, "POST", "/sessions", session);
+  expect(created.status).toBe(201);
+  const run = await api(url, "POST", `/sessions/${created.body.id}/runs`, { input: "do the thing" });
+  expect(run.status).toBe(201);
+  return { sessionId: created.body.id as string, runId: run.body.id as string };
+}
+
+const allowShell = { approval: { tools: { shell: "allow" } } };
+
+describe("two server processes over one PostgreSQL", () => {
+  it("a run executing on A is watched live on B: every event once, in order, to run.finished; Last-Event-ID resumes on B", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const held = gate();
+    upstream.enqueue(
+      { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
+      { text: ["one ", "two ", "three"], gate: held.promise },
+    );
+    const { runId } = await startRun(a.url, allowShell);
+    const whole = await openSse(`${b.url}/runs/${runId}/events`);
+    const resumed = await openSse(`${b.url}/runs/${runId}/events`);
+    // Live: B sees the streamed text while the run still waits on A.
+    await whole.waitFor((e) => e.event === "text.delta");
+    const seen = await resumed.waitFor((e) => e.event === "message" && e.json.message.role === "tool");
+    resumed.close();
+    const continuation = await openSse(`${b.url}/runs/${runId}/events`, {
+      headers: { "last-event-id": seen.id as string },
+    });
+    held.open();
+    const events = await whole.ended;
+    expectWholeRun(events);
+    expect(events.map((e) => e.event)).toContain("tool.started");
+    const rest = await continuation.ended;
+    expect(Number(rest[0]?.id)).toBe(Number(seen.id) + 1);
+    expect(rest.map((e) => e.data)).toEqual(events.slice(Number(seen.id)).map((e) => e.data));
+    // What B relayed is what A stored.
+    const onA = await (await openSse(`${a.url}/runs/${runId}/events`)).ended;
+    expect(events.map((e) => e.data)).toEqual(onA.map((e) => e.data));
+  });
+
+  it("the listening connection of B is terminated mid-run: B reconnects, and its watcher still gets the whole run", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const held = gate();
+    upstream.enqueue(
+      { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
+      { text: ["after ", "the ", "cut"], gate: held.promise },
+    );
+    const { runId } = await startRun(a.url, allowShell);
+    const watcher = await openSse(`${b.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "text.delta");
+    const name = `agent-listener-${b.pid}`;
+    const killed = await cluster.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1",
+      [name],
+    );
+    expect(killed).toEqual([{ ok: true }]);
+    // Committed while B's listener is down.
+    held.open();
+    expectWholeRun(await watcher.ended);
+    // B listens again, on a new connection.
+    const deadline = Date.now() + 10_000;
+    let listening: { pid: number }[] = [];
+    while (listening.length === 0 && Date.now() < deadline) {
+      listening = await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [name]);
+      if (listening.length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(listening).toHaveLength(1);
+  });
+});
