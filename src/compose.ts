@@ -9,7 +9,8 @@ import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
-import { EventRelay, waitForRelayedEnd } from "./runs/event-relay.js";
+import { waitForRelayedEnd } from "./runs/event-relay.js";
+import { peerWakeups } from "./runs/peers.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { type RunDefaults, RunService } from "./runs/run-service.js";
@@ -92,10 +93,9 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     waitElsewhere: notifications ? (runId) => waitForRelayedEnd({ store, hub, runId }) : undefined,
     logger,
   });
-  // Over a database other instances share: their runs' events reach the watchers here.
-  const peers = notifications
-    ? new EventRelay({ store, hub, notifications, isLocal: (runId) => manager.executes(runId), logger })
-    : null;
+  // Over a database other instances share: their runs' events reach the watchers here, and
+  // their requests the runs executing here.
+  const peers = notifications ? peerWakeups({ store, hub, notifications, manager, logger }) : null;
   peers?.start();
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({

@@ -9,7 +9,7 @@ import { notFound, shuttingDown } from "../errors.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
-import { cancelRun, decideApproval } from "./control.js";
+import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import type { EventHub } from "./event-hub.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { LiveRun } from "./live-run.js";
@@ -168,6 +168,18 @@ export class RunManager {
   }): Promise<ToolCallRecord> {
     if (!this.#registry.get(params.runId)) await this.#recovery;
     return decideApproval(this.#controlDeps(), params);
+  }
+
+  /**
+   * Acts on the cancel requests and decisions other instances stored for the runs executing
+   * here (`runId`: that run only, if it executes here).
+   */
+  applyStoredRequests(runId?: string): Promise<void> {
+    const live = runId === undefined ? this.#registry.values() : [this.#registry.get(runId)];
+    return applyStoredRequests(
+      this.deps.store,
+      live.filter((run) => run !== undefined),
+    );
   }
 
   /** Stops accepting runs and stops the live ones within `graceMs` (see stopLiveRuns). */

@@ -75,6 +75,7 @@ export function createSqliteStore(db: Db): Store {
       byIdempotencyKey: (sessionId, key) => read(() => tables.runs.byIdempotencyKey(sessionId, key)),
       active: (sessionId) => read(() => tables.runs.active(sessionId)),
       unfinished: () => read(() => tables.runs.live()),
+      cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
     },
     commitRun: (runId, changes, events) =>
@@ -83,6 +84,10 @@ export function createSqliteStore(db: Db): Store {
         // The outbox rows of these events, in their transaction: a crash loses none.
         tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
+      }),
+    commitRequest: (runId, changes) =>
+      write(() => {
+        for (const change of changes) applyRunChange(tables, runId, change);
       }),
     messages: {
       history: (sessionId) => read(() => tables.messages.history(sessionId)),

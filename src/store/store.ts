@@ -52,6 +52,8 @@ export interface Store {
     active(sessionId: string): Promise<RunRecord | null>;
     /** Every unfinished run: at start these are the runs the previous process left. */
     unfinished(): Promise<RunRecord[]>;
+    /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */
+    cancelRequested(ids: readonly string[]): Promise<string[]>;
     list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
   };
   /**
@@ -60,6 +62,13 @@ export interface Store {
    * of its events too. Returns the events as stored, for publishing.
    */
   commitRun(runId: string, changes: readonly RunChange[], events: readonly RunEvent[]): Promise<StoredEvent[]>;
+  /**
+   * A request for a run from whichever instance took it (`cancelRequested`, a decision for a
+   * call awaiting approval): `changes` committed as by commitRun, without events (the run's
+   * own writer records what follows), and the instance executing the run woken (see
+   * `notifications`). Refused like commitRun's changes are.
+   */
+  commitRequest(runId: string, changes: readonly RunChange[]): Promise<void>;
   messages: {
     /** The whole committed history of a session, in order. */
     history(sessionId: string): Promise<StoredMessage[]>;

@@ -1,4 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api } from "../helpers/child-server.js";
 import { expectWholeRun, type Instances, startInstances } from "../helpers/instances.js";
@@ -7,15 +9,14 @@ import { openSse } from "../helpers/sse-client.js";
 let upstream: FakeUpstream;
 let cluster: Instances | null = null;
 
-beforeAll(async () => {
+// A fresh upstream per test: a reply one test left queued never reaches the next.
+beforeEach(async () => {
   upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream.close();
 });
 afterEach(async () => {
   await cluster?.stop();
   cluster = null;
+  await upstream.close();
 });
 
 /** A promise and the function that settles it. */
@@ -96,5 +97,84 @@ describe("two server processes over one PostgreSQL", () => {
       if (listening.length === 0) await new Promise((r) => setTimeout(r, 50));
     }
     expect(listening).toHaveLength(1);
+  });
+
+  it("a decision posted on B reaches the run waiting on A: the same decision again is 200, a conflicting one 409", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    upstream.enqueue(
+      { toolCalls: [{ id: "call_ask", name: "shell", arguments: '{"command":"echo approved > out.txt"}' }] },
+      { text: "done" },
+    );
+    const { runId, sessionId } = await startRun(a.url);
+    const watcher = await openSse(`${b.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "approval.requested");
+    const pending = await api(b.url, "GET", `/runs/${runId}/approvals`);
+    expect(pending.body.items.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_ask"]);
+    const decided = await api(b.url, "POST", `/runs/${runId}/approvals/call_ask`, { decision: "approve" });
+    expect(decided.status).toBe(200);
+    expect(decided.body.status).toBe("approved");
+    expect((await api(b.url, "POST", `/runs/${runId}/approvals/call_ask`, { decision: "approve" })).status).toBe(200);
+    const conflicting = await api(b.url, "POST", `/runs/${runId}/approvals/call_ask`, { decision: "deny" });
+    expect(conflicting.status).toBe(409);
+    expect(conflicting.body.error.code).toBe("APPROVAL_CONFLICT");
+    const events = await watcher.ended;
+    expectWholeRun(events);
+    const resolved = events.filter((e) => e.event === "approval.resolved");
+    expect(resolved.map((e) => e.json.decision)).toEqual(["approve"]);
+    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+    expect(readFileSync(join(cluster.dir, "workspaces", sessionId, "out.txt"), "utf8")).toBe("approved\n");
+  });
+
+  it("DELETE /runs/{id} on B cancels the run executing on A: 202 cancelling, and the run ends aborted", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    upstream.enqueue({ text: ["never ", "ending"], gate: new Promise(() => {}) });
+    const { runId } = await startRun(a.url);
+    const watcher = await openSse(`${b.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "text.delta");
+    const cancelled = await api(b.url, "DELETE", `/runs/${runId}`);
+    expect(cancelled.status).toBe(202);
+    expect(cancelled.body.status).toBe("cancelling");
+    const events = await watcher.ended;
+    expectWholeRun(events);
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+    expect(events.at(-1)?.json.run.stopDetail).toContain("DELETE /runs/{id}");
+    expect((await api(a.url, "DELETE", `/runs/${runId}`)).status).toBe(200);
+  });
+
+  it("DELETE /sessions/{id} on B waits for the end of its run executing on A, then deletes the session", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    upstream.enqueue({ text: ["never ", "ending"], gate: new Promise(() => {}) });
+    const { runId, sessionId } = await startRun(a.url);
+    const watcher = await openSse(`${a.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "text.delta");
+    expect((await api(b.url, "DELETE", `/sessions/${sessionId}`)).status).toBe(204);
+    // The run had ended (aborted) before its session was deleted.
+    const events = await watcher.ended;
+    expect(events.at(-1)?.json.run.stopReason).toBe("aborted");
+    expect((await api(a.url, "GET", `/runs/${runId}`)).status).toBe(404);
+  });
+
+  it("A's listening connection terminated: a decision posted on B still reaches the run on A", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    upstream.enqueue(
+      { toolCalls: [{ id: "call_ask", name: "shell", arguments: '{"command":"echo ok"}' }] },
+      { text: "done" },
+    );
+    const { runId } = await startRun(a.url);
+    const watcher = await openSse(`${b.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "approval.requested");
+    const killed = await cluster.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1",
+      [`agent-listener-${a.pid}`],
+    );
+    expect(killed).toEqual([{ ok: true }]);
+    expect((await api(b.url, "POST", `/runs/${runId}/approvals/call_ask`, { decision: "deny" })).status).toBe(200);
+    const events = await watcher.ended;
+    expectWholeRun(events);
+    expect(events.filter((e) => e.event === "approval.resolved").map((e) => e.json.decision)).toEqual(["deny"]);
   });
 });

@@ -9,6 +9,8 @@ import { tempDir } from "./temp-dir.js";
 export interface Instances {
   servers: ChildServer[];
   database: TestPgDatabase;
+  /** The data directory every server uses (its `workspaces/` is the shared WORKSPACE_ROOT). */
+  dir: string;
   /** Runs one query on the test database. */
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
   stop(): Promise<void>;
@@ -54,6 +56,7 @@ export async function startInstances({
   return {
     servers,
     database,
+    dir: dir.path,
     query: async (text, values) => (await client.query(text, values)).rows,
     stop,
   };

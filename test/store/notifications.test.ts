@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import { listenerName } from "../../src/store/pg/pg-listener.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
@@ -79,6 +80,30 @@ describe("notifications between two PostgreSQL stores over one database (two ins
       "events run_n1:3",
       "events run_n1:4",
     ]);
+    heard.unsubscribe();
+  });
+
+  it("a stored request wakes with the run's id on the control channel; a refused one wakes nobody", async () => {
+    const heard = collect(b);
+    await heard.until(() => b.notifications?.connected === true);
+    const finish = {
+      kind: "finish",
+      stopReason: "aborted",
+      stopDetail: null,
+      error: null,
+      stats: emptyStats(),
+      finishedAt: at(),
+    } as const;
+    await seedSession(a, { id: "ses_n2" });
+    await a.runs.create(runRecord({ id: "run_n2", sessionId: "ses_n2" }), [
+      { type: "run.started", runId: "run_n2", seq: 1, at: at() },
+    ]);
+    await a.commitRun("run_n2", [finish], []);
+    // Finished: a second end is refused, and so nothing is announced.
+    await expect(a.commitRequest("run_n2", [finish])).rejects.toThrow();
+    await a.commitRequest("run_n1", [{ kind: "cancelRequested", at: at() }]);
+    await heard.until(() => heard.seen.includes("control run_n1"));
+    expect(heard.seen.filter((s) => s.startsWith("control"))).toEqual(["control run_n1"]);
     heard.unsubscribe();
   });
 

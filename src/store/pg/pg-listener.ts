@@ -25,6 +25,11 @@ export function eventsNotification(events: readonly RunEvent[]): Statement {
   return { text: "SELECT pg_notify($1, $2)", values: [EVENTS_CHANNEL, `${events[0]?.runId}:${last}`] };
 }
 
+/** The statement waking the instance that executes `runId` (sent at the commit of the batch it is in). */
+export function controlNotification(runId: string): Statement {
+  return { text: "SELECT pg_notify($1, $2)", values: [CONTROL_CHANNEL, runId] };
+}
+
 /** Parses `runId:seq`; null for anything else. */
 export function parseEventsPayload(payload: string): { runId: string; seq: number } | null {
   const colon = payload.lastIndexOf(":");

@@ -14,7 +14,7 @@ import { targetOfRow } from "../webhooks.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
-import { eventsNotification, PgListener } from "./pg-listener.js";
+import { controlNotification, eventsNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
@@ -116,6 +116,13 @@ export function createPgStore(pool: pg.Pool): Store {
         );
         return row ? runFromRow(row) : null;
       },
+      cancelRequested: async (ids) =>
+        (
+          await rows<{ id: string }>(
+            "SELECT id FROM runs WHERE id = ANY($1::text[]) AND cancel_requested_at IS NOT NULL AND status <> 'finished'",
+            [ids],
+          )
+        ).map((r) => r.id),
       unfinished: async () =>
         (await rows<RunRow>("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id")).map(runFromRow),
       list: async ({ sessionId, limit, cursor }) => {
@@ -142,6 +149,8 @@ export function createPgStore(pool: pg.Pool): Store {
         events,
       );
     },
+    commitRequest: async (runId, changes) =>
+      void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
     messages: {
       history: async (sessionId) =>
         (await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 ORDER BY seq", [sessionId])).map(
