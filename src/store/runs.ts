@@ -134,6 +134,11 @@ export function runStore(db: Db) {
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare("SELECT * FROM runs WHERE session_id = ? AND status <> 'finished' ORDER BY id LIMIT 1");
   const live = db.prepare("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id");
+  const unfinishedOf = db
+    .prepare(
+      "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = ? AND r.status <> 'finished'",
+    )
+    .pluck();
   const page = db.prepare(
     "SELECT * FROM runs WHERE session_id = @session AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
@@ -168,6 +173,10 @@ export function runStore(db: Db) {
     active(sessionId: string): RunRecord | null {
       const row = active.get(sessionId) as RunRow | undefined;
       return row ? runFromRow(row) : null;
+    },
+    /** How many unfinished runs the sessions of `owner` have. */
+    unfinishedOf(owner: string): number {
+      return unfinishedOf.get(owner) as number;
     },
     /** Every unfinished run: at start these are the runs the previous process left. */
     live(): RunRecord[] {

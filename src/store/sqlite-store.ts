@@ -1,6 +1,6 @@
 import { applyRunChange } from "./apply-change.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
-import { StorageError } from "./errors.js";
+import { ownerRunsFull, ownerSessionsFull, StorageError } from "./errors.js";
 import { eventStore } from "./events.js";
 import { messageStore } from "./messages.js";
 import { runStore } from "./runs.js";
@@ -58,15 +58,21 @@ export function createSqliteStore(db: Db): Store {
 
   return {
     sessions: {
-      insert: (session) => write(() => tables.sessions.insert(session)),
+      // One writer at a time holds the file: the count and the insert are one transaction.
+      insert: (session, limit) =>
+        write(() => {
+          if (limit && tables.sessions.countOf(limit.owner) >= limit.max) throw ownerSessionsFull(limit);
+          tables.sessions.insert(session);
+        }),
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
       list: (query) => read(() => tables.sessions.list(query)),
       delete: (id) => write(() => tables.sessions.delete(id)),
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, limit) =>
         write(() => {
+          if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
           tables.runs.insert(run);
           tables.webhooks.deriveFrom(events);
           return tables.events.insert(events);

@@ -2,6 +2,7 @@ import type { StepTrace } from "../agent/step-trace.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
+import type { OwnerLimit } from "./errors.js";
 import type { StoredEvent } from "./events.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
@@ -11,6 +12,7 @@ import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
+export type { OwnerLimit } from "./errors.js";
 export type { StoredEvent } from "./events.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
@@ -29,7 +31,8 @@ export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks
  */
 export interface Store {
   sessions: {
-    insert(session: SessionRecord): Promise<void>;
+    /** Refused (`owner_sessions`) when `limit` is given and its owner already has `limit.max` sessions. */
+    insert(session: SessionRecord, limit?: OwnerLimit): Promise<void>;
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
     get(id: string, owner?: string | null): Promise<SessionRecord | null>;
     /** Newest first; the cursor is the last id of the previous page. */
@@ -43,9 +46,10 @@ export interface Store {
     /**
      * Inserts a new unfinished run with its first events. Refused (`active_run`) when its
      * session already has an unfinished run: this insert is the busy check. Refused
-     * (`idempotency_key`) when the session has a run with the same key.
+     * (`idempotency_key`) when the session has a run with the same key. Refused (`owner_runs`)
+     * when `limit` is given and its owner's sessions already have `limit.max` unfinished runs.
      */
-    create(run: RunRecord, events: readonly RunEvent[]): Promise<StoredEvent[]>;
+    create(run: RunRecord, events: readonly RunEvent[], limit?: OwnerLimit): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's unfinished run, if any (at most one: see `create`). */

@@ -177,4 +177,35 @@ describe("two server processes over one PostgreSQL", () => {
     expectWholeRun(events);
     expect(events.filter((e) => e.event === "approval.resolved").map((e) => e.json.decision)).toEqual(["deny"]);
   });
+
+  it("per-key limits hold across the two: parallel session creations and runs through A and B stop at the key's quota", async () => {
+    const key = "key-cluster-0123456789abcdef";
+    cluster = await startInstances({
+      count: 2,
+      upstream,
+      env: { AGENT_API_KEYS: key, MAX_SESSIONS_PER_KEY: "5", MAX_RUNS_PER_KEY: "2" },
+    });
+    const urls = cluster.servers.map((server) => server.url);
+    const call = async (i: number, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${urls[i % urls.length]}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, body: await res.json() };
+    };
+    const sessions = await Promise.all(Array.from({ length: 12 }, (_, i) => call(i, "POST", "/sessions", {})));
+    expect(sessions.filter((r) => r.status === 201)).toHaveLength(5);
+    const refused = sessions.filter((r) => r.status !== 201);
+    expect(refused.map((r) => [r.status, r.body.error.code])).toEqual(refused.map(() => [429, "TOO_MANY_SESSIONS"]));
+
+    upstream.fallback = () => ({ text: "held", gate: new Promise(() => {}) });
+    const ids = sessions.filter((r) => r.status === 201).map((r) => r.body.id as string);
+    const runs = await Promise.all(ids.map((id, i) => call(i, "POST", `/sessions/${id}/runs`, { input: "hi" })));
+    expect(runs.filter((r) => r.status === 201)).toHaveLength(2);
+    const busy = runs.filter((r) => r.status !== 201);
+    expect(busy.map((r) => [r.status, r.body.error.code, r.body.error.details.scope])).toEqual(
+      busy.map(() => [429, "TOO_MANY_RUNS", "key"]),
+    );
+  });
 });

@@ -16,6 +16,7 @@ import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
 import { controlNotification, eventsNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
+import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -63,7 +64,11 @@ export function createPgStore(pool: pg.Pool): Store {
 
   return {
     sessions: {
-      insert: async (session) => void (await write([insertStatement("sessions", sessionColumns(session))])),
+      insert: async (session, limit) =>
+        void (await write([
+          ...ownerLimitStatements("sessions", limit),
+          insertStatement("sessions", sessionColumns(session)),
+        ])),
       get: async (id, owner) => {
         const row =
           owner === undefined
@@ -90,9 +95,10 @@ export function createPgStore(pool: pg.Pool): Store {
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, limit) =>
         commitEvents(
           [
+            ...ownerLimitStatements("runs", limit),
             insertStatement("runs", runColumns(run)),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
           ],
