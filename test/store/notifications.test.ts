@@ -1,12 +1,11 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import { listenerName } from "../../src/store/pg/pg-listener.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { NotificationHandlers, Store } from "../../src/store/store.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { STORE_BACKENDS } from "../helpers/store-backends.js";
 
 const at = () => new Date().toISOString();
@@ -86,14 +85,7 @@ describe("notifications between two PostgreSQL stores over one database (two ins
   it("a stored request wakes with the run's id on the control channel; a refused one wakes nobody", async () => {
     const heard = collect(b);
     await heard.until(() => b.notifications?.connected === true);
-    const finish = {
-      kind: "finish",
-      stopReason: "aborted",
-      stopDetail: null,
-      error: null,
-      stats: emptyStats(),
-      finishedAt: at(),
-    } as const;
+    const finish = finishChange("aborted");
     await seedSession(a, { id: "ses_n2" });
     await a.runs.create(runRecord({ id: "run_n2", sessionId: "ses_n2" }), [
       { type: "run.started", runId: "run_n2", seq: 1, at: at() },

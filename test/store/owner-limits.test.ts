@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import { isConflict } from "../../src/store/errors.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { SessionRecord, Store } from "../../src/store/store.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 const at = () => new Date().toISOString();
@@ -78,20 +77,7 @@ describe.each(STORE_BACKENDS)("per-owner limits enforced by the store on $name",
     expect(result).toEqual({ created: 2, refused: 4, other: [] });
     const active = await Promise.all(ids.map((id) => store.runs.active(id)));
     const first = active.find((run) => run !== null);
-    await store.commitRun(
-      first?.id as string,
-      [
-        {
-          kind: "finish",
-          stopReason: "complete",
-          stopDetail: null,
-          error: null,
-          stats: emptyStats(),
-          finishedAt: at(),
-        },
-      ],
-      [],
-    );
+    await store.commitRun(first?.id as string, [finishChange()], []);
     const free = ids.find((_, i) => active[i] === null) as string;
     const full = await store.runs
       .create(runRecord({ id: "run_full", sessionId: free }), [], { owner: "r", max: 1 })

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import { isConflict } from "../../src/store/errors.js";
 import type { Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /** Requests for a run stored by any instance (cancel, decisions): the same on every backend. */
@@ -40,14 +39,7 @@ describe.each(STORE_BACKENDS)("stored run requests on $name", (backend) => {
     await store.commitRun(other, [{ kind: "status", status: "awaiting_approval" }], []);
     expect((await store.runs.get(other))?.status).toBe("awaiting_approval");
 
-    const finish = {
-      kind: "finish",
-      stopReason: "aborted",
-      stopDetail: null,
-      error: null,
-      stats: emptyStats(),
-      finishedAt: at(),
-    } as const;
+    const finish = finishChange("aborted");
     await store.commitRun(done, [finish], []);
     await store.commitRequest(done, [{ kind: "cancelRequested", at: at() }]);
     expect((await store.runs.get(done))?.status).toBe("finished");
