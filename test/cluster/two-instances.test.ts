@@ -69,6 +69,38 @@ describe("two server processes over one PostgreSQL", () => {
     expect(events.map((e) => e.data)).toEqual(onA.map((e) => e.data));
   });
 
+  it("a retried POST ?wait=true (same Idempotency-Key) on B waits for the run executing on A and answers its end", async () => {
+    cluster = await startInstances({ count: 2, upstream });
+    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const held = gate();
+    upstream.enqueue({ text: ["the ", "answer"], gate: held.promise });
+    const session = await api(a.url, "POST", "/sessions", {});
+    const post = (url: string, query: string) =>
+      fetch(`${url}/sessions/${session.body.id}/runs${query}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "retry-1" },
+        body: JSON.stringify({ input: "do the thing" }),
+      });
+    const started = await post(a.url, "");
+    expect(started.status).toBe(201);
+    const runId = (await started.json()).id as string;
+    const watcher = await openSse(`${b.url}/runs/${runId}/events`);
+    await watcher.waitFor((e) => e.event === "text.delta");
+    let answered = false;
+    const waited = post(b.url, "?wait=true").then(async (res) => {
+      answered = true;
+      return { status: res.status, body: await res.json() };
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    held.open();
+    const result = await waited;
+    expect(result.status).toBe(200);
+    expect(result.body.run).toMatchObject({ id: runId, status: "finished", stopReason: "complete" });
+    expect(result.body.text).toBe("the answer");
+    expectWholeRun(await watcher.ended);
+  });
+
   it("the listening connection of B is terminated mid-run: B reconnects, and its watcher still gets the whole run", async () => {
     cluster = await startInstances({ count: 2, upstream });
     const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
