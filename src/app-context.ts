@@ -33,6 +33,8 @@ export interface AppContext {
   sessions: SessionService;
   /** Sends the webhook outbox. */
   webhooks: WebhookWorker;
+  /** What other instances over the same database commit, relayed here; null with SQLite. */
+  peers: { start(): void; stop(): void } | null;
   apiKeys: ApiKeys;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];

@@ -67,7 +67,10 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   });
   app.setErrorHandler(errorHandler);
   // Stopped with the server, before the store closes: a send in flight is awaited.
-  app.addHook("onClose", async () => ctx.webhooks.stop());
+  app.addHook("onClose", async () => {
+    ctx.peers?.stop();
+    await ctx.webhooks.stop();
+  });
   app.setNotFoundHandler((request, reply) =>
     reply
       .status(404)

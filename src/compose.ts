@@ -10,6 +10,8 @@ import { StreamTokens } from "./http/stream-tokens.js";
 import { newId } from "./ids.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
 import { EventHub } from "./runs/event-hub.js";
+import { waitForRelayedEnd } from "./runs/event-relay.js";
+import { peerWakeups } from "./runs/peers.js";
 import { RunManager } from "./runs/run-manager.js";
 import { type RunDefaults, RunService } from "./runs/run-service.js";
 import { SessionService } from "./sessions/session-service.js";
@@ -67,6 +69,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   const workspaceTools = workspaceToolsFor(shellSandbox);
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const hub = new EventHub();
+  const { notifications } = store;
   const model =
     options.model ??
     modelClientFromConfig(config.model, {
@@ -96,8 +99,13 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
     instance: { id: config.INSTANCE_ID ?? newId("inst"), leaseMs: config.RUN_LEASE_MS },
     onRestart: config.ON_RESTART,
+    waitElsewhere: notifications ? (runId) => waitForRelayedEnd({ store, hub, runId }) : undefined,
     logger,
   });
+  // Over a database other instances share: their runs' events reach the watchers here, and
+  // their requests the runs executing here.
+  const peers = notifications ? peerWakeups({ store, hub, notifications, manager, logger }) : null;
+  peers?.start();
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,
@@ -139,6 +147,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sessions,
     runs,
     webhooks,
+    peers,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),

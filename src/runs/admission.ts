@@ -28,7 +28,7 @@ export interface AdmissionDeps {
   store: Store;
   registry: LiveRuns;
   maxConcurrentRuns: number;
-  /** Live runs one owner (API key) may have at once; 0 or absent: no such limit. */
+  /** Unfinished runs one owner (API key) may have at once, on every instance; 0 or absent: no such limit. */
   maxRunsPerKey?: number;
   accepting: () => boolean;
   /** WEBHOOK_URL's target; absent: none. */
@@ -71,9 +71,8 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
   if (!deps.accepting()) throw shuttingDown();
   if (registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
   const perKey = deps.maxRunsPerKey ?? 0;
-  if (perKey > 0 && session.owner !== null && registry.countOf(session.owner) >= perKey) {
-    throw tooManyRuns(perKey, 1, "key");
-  }
+  // Counted by the database, with the runs every instance executes.
+  const ownerLimit = perKey > 0 && session.owner !== null ? { owner: session.owner, max: perKey } : undefined;
   const slot = registry.reserve(session.owner);
   const record: RunRecord = {
     id: newId("run"),
@@ -98,10 +97,11 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
     events = await store.runs.create(
       record,
       [{ type: "run.started", runId: record.id, seq: 1, at: record.createdAt }],
-      deps.lease,
+      { lease: deps.lease, limit: ownerLimit },
     );
   } catch (err) {
     slot.release();
+    if (isConflict(err, "owner_runs")) throw tooManyRuns(perKey, 1, "key");
     if (isConflict(err, "active_run")) {
       const active = await store.runs.active(session.id);
       throw sessionBusy(session.id, active?.id ?? "(finished meanwhile)");

@@ -27,6 +27,11 @@ export class ApprovalWaiters {
     });
   }
 
+  /** The calls waiting, by id. */
+  ids(): string[] {
+    return [...this.#pending.keys()];
+  }
+
   has(toolCallId: string): boolean {
     return this.#pending.has(toolCallId);
   }

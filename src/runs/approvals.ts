@@ -54,6 +54,25 @@ export async function resolveApproval(
 }
 
 /**
+ * A decision another instance wrote in the ledger for a call this run waits on: the
+ * `approval.resolved` event (with the run's status) is queued and the loop woken at once, so
+ * the event precedes whatever the loop writes next. Nothing happens when nothing waits for it.
+ */
+export async function applyLedgerDecision(
+  live: LiveRun,
+  { toolCallId, decision }: { toolCallId: string; decision: ToolCallDecision },
+): Promise<void> {
+  if (!live.waiters.has(toolCallId)) return;
+  const running = lastWaiting(live, toolCallId);
+  const written = live.recorder.write(() => ({
+    changes: running ? [{ kind: "status", status: "running" }] : [],
+    events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
+  }));
+  wake(live, toolCallId, decision);
+  await written;
+}
+
+/**
  * The `beforeToolCall` of a run: applies the approval policy, and for `ask` records the
  * request and waits for a person, or for the timeout (which denies), counted from the
  * request's stored time: a restart does not start it over. The ledger is the truth: a
@@ -118,10 +137,10 @@ async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): P
     const stored = isConflict(err, "decided")
       ? await deps.store.toolCalls.get(live.id, toolCallId).catch(() => null)
       : null;
-    wake(
-      live,
-      toolCallId,
-      stored?.decision ? { decision: stored.decision, reason: stored.decisionReason } : { decision: "deny", reason },
-    );
+    if (stored?.decision) {
+      // Decided elsewhere meanwhile (by another instance): that decision is recorded and stands.
+      const decision = { decision: stored.decision, reason: stored.decisionReason };
+      await applyLedgerDecision(live, { toolCallId, decision }).catch(() => wake(live, toolCallId, decision));
+    } else wake(live, toolCallId, { decision: "deny", reason });
   }
 }

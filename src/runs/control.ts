@@ -4,7 +4,7 @@ import { conflict, notFound, shuttingDown } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
-import { resolveApproval } from "./approvals.js";
+import { applyLedgerDecision, resolveApproval } from "./approvals.js";
 import type { LiveRun } from "./live-run.js";
 import type { LiveRuns } from "./registry.js";
 
@@ -19,8 +19,9 @@ export interface ControlDeps {
 /**
  * Cancels a run: fires a live run's AbortSignal (its end, `aborted`, is written by the run's
  * own finish), and records the request in the run's status. A run unfinished but not executing
- * here (left for the restart during a shutdown) gets the status only: the restart ends it
- * aborted. `accepted` is false for a run that had already finished.
+ * here gets a stored cancel request: the instance executing it acts on it (see
+ * applyStoredRequests), and a restart ends a run left with one aborted. `accepted` is false
+ * for a run that had already finished.
  */
 export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run: RunView; accepted: boolean }> {
   const live = deps.registry.get(runId);
@@ -34,7 +35,7 @@ export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run
     const recorded = live && !live.stopped ? live.recorder : null;
     try {
       if (recorded) await recorded.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
-      else await deps.store.commitRun(runId, [{ kind: "status", status: "cancelling" }], []);
+      else await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
     } catch {
       // The signal has fired: the run still ends aborted; only the status could not be shown.
     }
@@ -72,6 +73,20 @@ export async function decideApproval(
     // where the run finds it.
     const pending = await deps.store.toolCalls.get(runId, toolCallId);
     if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
+  } else if (!live && deps.accepting()) {
+    // Executed by another instance: the decision goes to the ledger, and that instance is woken
+    // to act on it (a run without one finds it there when it is resumed).
+    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    if (pending?.state === "awaiting_approval") {
+      const at = new Date().toISOString();
+      try {
+        await deps.store.commitRequest(runId, [
+          { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
+        ]);
+      } catch (err) {
+        if (!isConflict(err, "decided")) throw err;
+      }
+    }
   }
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
@@ -90,4 +105,29 @@ export async function decideApproval(
     "APPROVAL_NOT_PENDING",
     `tool call ${toolCallId} is not waiting for a decision (run is ${view.status})`,
   );
+}
+
+/**
+ * Acts on what other instances stored for runs executing here: a cancel request fires the
+ * run's signal; a decision in the ledger for a call the run waits on wakes it.
+ */
+export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]): Promise<void> {
+  const acting = runs.filter(takesDecisions);
+  if (acting.length === 0) return;
+  const cancelled = new Set(await store.runs.cancelRequested(acting.map((live) => live.id)));
+  for (const live of acting) {
+    if (cancelled.has(live.id)) {
+      live.cancel("by a DELETE /runs/{id} request");
+      continue;
+    }
+    for (const toolCallId of live.waiters.ids()) {
+      const call = await store.toolCalls.get(live.id, toolCallId);
+      if (call?.decision && takesDecisions(live)) {
+        await applyLedgerDecision(live, {
+          toolCallId,
+          decision: { decision: call.decision, reason: call.decisionReason },
+        });
+      }
+    }
+  }
 }

@@ -22,13 +22,6 @@ export class LiveRuns {
     return [...this.#runs.values()];
   }
 
-  /** Runs (live or being admitted) of one owner. */
-  countOf(owner: string): number {
-    let count = this.#reserved.filter((o) => o === owner).length;
-    for (const live of this.#runs.values()) if (live.session.owner === owner) count++;
-    return count;
-  }
-
   /** Takes a slot at once (before any await), so concurrent admissions respect the limits. */
   reserve(owner: string | null): { release: () => void } {
     this.#reserved.push(owner);

@@ -10,7 +10,7 @@ import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
-import { cancelRun, decideApproval } from "./control.js";
+import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import type { EventHub } from "./event-hub.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { LiveRun } from "./live-run.js";
@@ -46,6 +46,11 @@ export interface RunManagerDeps {
   instance?: InstanceIdentity;
   /** How runs left by a lost or stopped process are taken up (ON_RESTART); default `resume`. */
   onRestart?: RestartMode;
+  /**
+   * Resolves once a run another instance executes has finished (see waitForRelayedEnd);
+   * absent (one process over the database): a run not executed here is not waited for.
+   */
+  waitElsewhere?: (runId: string) => Promise<void>;
   logger: Logger;
 }
 
@@ -79,6 +84,11 @@ export class RunManager {
   /** False once shutdown began: no new run (or session) is taken, and readiness says so. */
   get accepting(): boolean {
     return this.#accepting;
+  }
+
+  /** Whether this process executes the run now. */
+  executes(runId: string): boolean {
+    return this.#registry.get(runId) !== undefined;
   }
 
   get liveCount(): number {
@@ -157,8 +167,13 @@ export class RunManager {
   /** Resolves with the run once it has finished (at once if it already has). */
   async waitForFinish(runId: string): Promise<RunView> {
     const live = this.#registry.get(runId);
-    const view = live ? await Promise.race([live.ended, live.done]) : await this.get(runId);
+    let view = live ? await Promise.race([live.ended, live.done]) : await this.get(runId);
     if (!view) throw notFound("run", runId);
+    if (!live && view.status !== "finished" && this.#accepting && this.deps.waitElsewhere) {
+      await this.deps.waitElsewhere(runId);
+      view = await this.get(runId);
+      if (!view) throw notFound("run", runId);
+    }
     // Left unfinished for the restart: it has no end to report yet.
     if (!this.#accepting && view.status !== "finished") throw shuttingDown();
     return view;
@@ -186,6 +201,18 @@ export class RunManager {
   }): Promise<ToolCallRecord> {
     if (!this.#registry.get(params.runId)) await this.#recovery;
     return decideApproval(this.#controlDeps(), params);
+  }
+
+  /**
+   * Acts on the cancel requests and decisions other instances stored for the runs executing
+   * here (`runId`: that run only, if it executes here).
+   */
+  applyStoredRequests(runId?: string): Promise<void> {
+    const live = runId === undefined ? this.#registry.values() : [this.#registry.get(runId)];
+    return applyStoredRequests(
+      this.deps.store,
+      live.filter((run) => run !== undefined),
+    );
   }
 
   /**

@@ -121,10 +121,10 @@ export class SessionService {
         createdAt,
       };
       try {
-        await this.deps.store.sessions.insert(record);
+        await this.deps.store.sessions.insert(record, this.#quota.limitOf(owner));
       } catch (err) {
         await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
-        throw err;
+        throw this.#quota.refusal(err);
       }
       return sessionView(record, null);
     });

@@ -42,6 +42,9 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
     case "status":
       tables.runs.setStatus(runId, change.status);
       return;
+    case "cancelRequested":
+      tables.runs.requestCancel(runId, change.at);
+      return;
     case "step":
       tables.steps.save(runId, change.step);
       return;

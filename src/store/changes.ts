@@ -17,8 +17,13 @@ export type RunChange =
   /** Refused (StoreConflictError `decided`) when the call was already decided or is past deciding. */
   | { kind: "toolCall.decided"; toolCallId: string; decision: "approve" | "deny"; reason: string | null; at: string }
   | { kind: "toolCall.started"; toolCallId: string; at: string }
-  /** A status of an unfinished run; ignored once the run has finished. */
+  /**
+   * A status of an unfinished run; ignored once the run has finished, and, once a cancel was
+   * requested (`cancelRequested`), any status but `cancelling`.
+   */
   | { kind: "status"; status: Exclude<RunStatus, "finished"> }
+  /** A client asked to cancel the run (first request's time kept); its status is `cancelling` from now on. */
+  | { kind: "cancelRequested"; at: string }
   /** A turn's trace; a turn asked again after a restart replaces the lost attempt. */
   | { kind: "step"; step: StepTrace }
   /** The run's stats so far (of an unfinished run). */

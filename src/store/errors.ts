@@ -21,9 +21,27 @@ export class StorageError extends Error {
  * Which rule a refused change broke: `active_run` (the session already has an unfinished
  * run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
  * decided, or is past deciding), `run_not_live` (the run has finished or is gone), `fenced`
- * (the writer's lease on the run no longer holds: another instance has claimed it).
+ * (the writer's lease on the run no longer holds: another instance has claimed it),
+ * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
+ * unfinished runs; see OwnerLimit).
  */
-export type ConflictRule = "active_run" | "idempotency_key" | "decided" | "run_not_live" | "fenced";
+export type ConflictRule =
+  | "active_run"
+  | "idempotency_key"
+  | "decided"
+  | "run_not_live"
+  | "fenced"
+  | "owner_sessions"
+  | "owner_runs";
+
+/**
+ * At most `max` of something per owner (an API key's hash), counted in the transaction of the
+ * insert that would pass it, one such insert of an owner at a time (whatever the instance).
+ */
+export interface OwnerLimit {
+  owner: string;
+  max: number;
+}
 
 /** A change the data refused (a rule of the schema); nothing of its batch was written. */
 export class StoreConflictError extends Error {
@@ -36,6 +54,11 @@ export class StoreConflictError extends Error {
     this.name = "StoreConflictError";
   }
 }
+
+export const ownerSessionsFull = (limit: OwnerLimit): StoreConflictError =>
+  new StoreConflictError("owner_sessions", `the owner already has ${limit.max} sessions`);
+export const ownerRunsFull = (limit: OwnerLimit): StoreConflictError =>
+  new StoreConflictError("owner_runs", `the owner already has ${limit.max} unfinished runs`);
 
 export const isStorageError = (err: unknown): err is StorageError => err instanceof StorageError;
 export const isConflict = (err: unknown, rule?: ConflictRule): err is StoreConflictError =>

@@ -134,10 +134,23 @@ export function runStore(db: Db) {
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare("SELECT * FROM runs WHERE session_id = ? AND status <> 'finished' ORDER BY id LIMIT 1");
   const live = db.prepare("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id");
+  const unfinishedOf = db
+    .prepare(
+      "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = ? AND r.status <> 'finished'",
+    )
+    .pluck();
   const page = db.prepare(
     "SELECT * FROM runs WHERE session_id = @session AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
   );
-  const setStatus = db.prepare("UPDATE runs SET status = ? WHERE id = ? AND status <> 'finished'");
+  const setStatus = db.prepare(
+    "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",
+  );
+  const requestCancel = db.prepare(
+    "UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, ?) WHERE id = ? AND status <> 'finished'",
+  );
+  const cancelRequested = db.prepare(
+    "SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?)) AND cancel_requested_at IS NOT NULL AND status <> 'finished'",
+  );
   const saveStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ? AND status <> 'finished'");
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, stop_detail = @stop_detail, error = @error,
@@ -161,6 +174,10 @@ export function runStore(db: Db) {
       const row = active.get(sessionId) as RunRow | undefined;
       return row ? runFromRow(row) : null;
     },
+    /** How many unfinished runs the sessions of `owner` have. */
+    unfinishedOf(owner: string): number {
+      return unfinishedOf.get(owner) as number;
+    },
     /** Every unfinished run: at start these are the runs the previous process left. */
     live(): RunRecord[] {
       return (live.all() as RunRow[]).map(runFromRow);
@@ -178,7 +195,14 @@ export function runStore(db: Db) {
       return toPage(rows, { limit, map: runFromRow, cursorOf: (r) => r.id });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
-      setStatus.run(status, id);
+      setStatus.run({ status, id });
+    },
+    requestCancel(id: string, at: string): void {
+      requestCancel.run(at, id);
+    },
+    /** Those of `ids` unfinished with a cancel requested. */
+    cancelRequested(ids: readonly string[]): string[] {
+      return (cancelRequested.all(JSON.stringify(ids)) as { id: string }[]).map((r) => r.id);
     },
     saveStats(id: string, stats: RunStats): void {
       saveStats.run(JSON.stringify(stats), id);

@@ -1,6 +1,6 @@
 import { applyRunChange } from "./apply-change.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
-import { StorageError, StoreConflictError } from "./errors.js";
+import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
@@ -61,15 +61,21 @@ export function createSqliteStore(db: Db): Store {
   return {
     shared: false,
     sessions: {
-      insert: (session) => write(() => tables.sessions.insert(session)),
+      // One writer at a time holds the file: the count and the insert are one transaction.
+      insert: (session, limit) =>
+        write(() => {
+          if (limit && tables.sessions.countOf(limit.owner) >= limit.max) throw ownerSessionsFull(limit);
+          tables.sessions.insert(session);
+        }),
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
       list: (query) => read(() => tables.sessions.list(query)),
       delete: (id) => write(() => tables.sessions.delete(id)),
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events, lease) =>
+      create: (run, events, { lease, limit } = {}) =>
         write(() => {
+          if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
           tables.runs.insert(run);
           if (lease) tables.leases.take(run.id, lease);
           tables.webhooks.deriveFrom(events);
@@ -79,6 +85,7 @@ export function createSqliteStore(db: Db): Store {
       byIdempotencyKey: (sessionId, key) => read(() => tables.runs.byIdempotencyKey(sessionId, key)),
       active: (sessionId) => read(() => tables.runs.active(sessionId)),
       unfinished: () => read(() => tables.runs.live()),
+      cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
     },
     commitRun: (runId, changes, events, fence) =>
@@ -93,6 +100,10 @@ export function createSqliteStore(db: Db): Store {
         // The outbox rows of these events, in their transaction: a crash loses none.
         tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
+      }),
+    commitRequest: (runId, changes) =>
+      write(() => {
+        for (const change of changes) applyRunChange(tables, runId, change);
       }),
     messages: {
       history: (sessionId) => read(() => tables.messages.history(sessionId)),
@@ -138,6 +149,8 @@ export function createSqliteStore(db: Db): Store {
         }
       }),
     writeFailure: () => health.failure,
+    // One process holds the file: there is nobody to hear from.
+    notifications: null,
     close: () => read(() => void db.close()),
   };
 }

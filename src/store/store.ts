@@ -2,8 +2,10 @@ import type { StepTrace } from "../agent/step-trace.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
+import type { OwnerLimit } from "./errors.js";
 import type { StoredEvent } from "./events.js";
 import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
+import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
@@ -11,8 +13,10 @@ import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
+export type { OwnerLimit } from "./errors.js";
 export type { StoredEvent } from "./events.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
+export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
@@ -34,7 +38,8 @@ export interface Store {
    */
   readonly shared: boolean;
   sessions: {
-    insert(session: SessionRecord): Promise<void>;
+    /** Refused (`owner_sessions`) when `limit` is given and its owner already has `limit.max` sessions. */
+    insert(session: SessionRecord, limit?: OwnerLimit): Promise<void>;
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
     get(id: string, owner?: string | null): Promise<SessionRecord | null>;
     /** Newest first; the cursor is the last id of the previous page. */
@@ -49,15 +54,22 @@ export interface Store {
      * Inserts a new unfinished run with its first events. Refused (`active_run`) when its
      * session already has an unfinished run: this insert is the busy check. Refused
      * (`idempotency_key`) when the session has a run with the same key. With `lease`, its
-     * owner holds the run's first lease (epoch 1) from the insert on.
+     * owner holds the run's first lease (epoch 1) from the insert on. Refused (`owner_runs`)
+     * when `limit` is given and its owner's sessions already have `limit.max` unfinished runs.
      */
-    create(run: RunRecord, events: readonly RunEvent[], lease?: LeaseTerms): Promise<StoredEvent[]>;
+    create(
+      run: RunRecord,
+      events: readonly RunEvent[],
+      options?: { lease?: LeaseTerms; limit?: OwnerLimit },
+    ): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's unfinished run, if any (at most one: see `create`). */
     active(sessionId: string): Promise<RunRecord | null>;
     /** Every unfinished run: at start these are the runs the previous process left. */
     unfinished(): Promise<RunRecord[]>;
+    /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */
+    cancelRequested(ids: readonly string[]): Promise<string[]>;
     list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
   };
   /**
@@ -93,6 +105,13 @@ export interface Store {
     /** Gives up every lease `owner` holds (no owner, claimable at once); returns how many. */
     release(owner: string): Promise<number>;
   };
+  /**
+   * A request for a run from whichever instance took it (`cancelRequested`, a decision for a
+   * call awaiting approval): `changes` committed as by commitRun, without events (the run's
+   * own writer records what follows), and the instance executing the run woken (see
+   * `notifications`). Refused like commitRun's changes are.
+   */
+  commitRequest(runId: string, changes: readonly RunChange[]): Promise<void>;
   messages: {
     /** The whole committed history of a session, in order. */
     history(sessionId: string): Promise<StoredMessage[]>;
@@ -140,5 +159,10 @@ export interface Store {
   probeWrites(): Promise<void>;
   /** The last write failure not yet followed by a successful write, if any. */
   writeFailure(): { at: number; message: string } | null;
+  /**
+   * Wake-ups from other instances over the same database (commits of events, control
+   * requests); null for a backend only one process uses (SQLite).
+   */
+  notifications: RunNotifications | null;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { emptyStats } from "../../src/agent/stats.js";
+import type { StopReason } from "../../src/agent/stop-reason.js";
 import { defaultRunLimits } from "../../src/store/runs.js";
-import type { RunRecord, SessionRecord, Store } from "../../src/store/store.js";
+import type { RunChange, RunRecord, SessionRecord, Store } from "../../src/store/store.js";
 
 /** Inserts a session row with defaults; `overrides` set any field. */
 export async function seedSession(
@@ -46,3 +47,13 @@ export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionI
     ...overrides,
   };
 }
+
+/** The change that ends a run, as its finish writes it. */
+export const finishChange = (stopReason: StopReason = "complete"): RunChange => ({
+  kind: "finish",
+  stopReason,
+  stopDetail: null,
+  error: null,
+  stats: emptyStats(),
+  finishedAt: new Date().toISOString(),
+});

@@ -28,8 +28,7 @@ describe.each(STORE_BACKENDS)("run leases on $name", (backend) => {
     const runId = fresh("run");
     await seedSession(store, { id: sessionId });
     await store.runs.create(runRecord({ id: runId, sessionId }), [{ type: "run.started", runId, seq: 1, at: at() }], {
-      owner,
-      ttlMs,
+      lease: { owner, ttlMs },
     });
     return { sessionId, runId };
   }

@@ -6,8 +6,9 @@ export interface Statement {
   text: string;
   values?: unknown[];
   /**
-   * When the statement changes no row, the batch is refused with this conflict. The check
-   * runs in the server (see `checked`): the batch's COMMIT is already on its way by then.
+   * When the statement changes no row (a SELECT: finds none), the batch is refused with this
+   * conflict. The check runs in the server (see `checked`): the batch's COMMIT is already on
+   * its way by then.
    */
   orRefuse?: () => StoreConflictError;
 }
@@ -15,11 +16,15 @@ export interface Statement {
 /** SQLSTATE of agent_expect_rows (migration 0009): the statement changed no row. */
 const NO_ROW_CHANGED = "AG001";
 
-/** The statement as sent: one whose refusal depends on its row count raises AG001 in the server. */
-const checked = (statement: Statement): string =>
-  statement.orRefuse
-    ? `WITH changed AS (${statement.text} RETURNING 1) SELECT agent_expect_rows(count(*)) FROM changed`
-    : statement.text;
+/**
+ * The statement as sent: one whose refusal depends on its row count (rows changed, or for a
+ * SELECT rows found) raises AG001 in the server when there are none.
+ */
+const checked = (statement: Statement): string => {
+  if (!statement.orRefuse) return statement.text;
+  const rows = /^\s*SELECT\b/i.test(statement.text) ? statement.text : `${statement.text} RETURNING 1`;
+  return `WITH changed AS (${rows}) SELECT agent_expect_rows(count(*)) FROM changed`;
+};
 
 /**
  * Runs `statements` in one transaction on one pooled connection, all or nothing, in one round

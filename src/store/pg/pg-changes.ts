@@ -64,8 +64,17 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
     case "status":
       return [
         {
-          text: "UPDATE runs SET status = $1 WHERE id = $2 AND status <> 'finished'",
+          text: `UPDATE runs SET status = $1::text WHERE id = $2 AND status <> 'finished'
+                 AND (cancel_requested_at IS NULL OR $1::text = 'cancelling')`,
           values: [change.status, runId],
+        },
+      ];
+    case "cancelRequested":
+      return [
+        {
+          text: `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, $1)
+                 WHERE id = $2 AND status <> 'finished'`,
+          values: [change.at, runId],
         },
       ];
     case "step":

@@ -3,14 +3,12 @@ import { CLAIMABLE_STATUS, type LeaseTerms, type RunLease } from "../leases.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
+import { RELEASED_CHANNEL } from "./pg-listener.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
 
 /** Now in ms since the epoch on the database's clock (not the transaction's start). */
 const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::float8";
-
-/** The channel a release is announced on: peers' reapers claim the runs at once. */
-export const RELEASED_CHANNEL = "agent_runs_released";
 
 /** The statement that makes `terms.owner` the first holder (epoch 1) of a run inserted in the same batch. */
 export function takeLeaseStatement(runId: string, terms: LeaseTerms): Statement {

@@ -15,7 +15,9 @@ import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
+import { controlNotification, eventsNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
+import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -51,18 +53,24 @@ export function createPgStore(pool: pg.Pool): Store {
       throw translated;
     }
   };
+  // The events' notification is sent in their transaction: peers hear of them once committed.
   const commitEvents = async (statements: Statement[], events: Parameters<typeof eventRows>[0]) => {
     const { stored, statement } = eventRows(events);
-    await write(statement ? [...statements, statement] : statements);
+    await write(statement ? [...statements, statement, eventsNotification(events)] : statements);
     return stored;
   };
+  const listener = new PgListener({ connection: pool.options });
   // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
   pool.on("error", (err) => health.recordFailure(err));
 
   return {
     shared: true,
     sessions: {
-      insert: async (session) => void (await write([insertStatement("sessions", sessionColumns(session))])),
+      insert: async (session, limit) =>
+        void (await write([
+          ...ownerLimitStatements("sessions", limit),
+          insertStatement("sessions", sessionColumns(session)),
+        ])),
       get: async (id, owner) => {
         const row =
           owner === undefined
@@ -89,9 +97,10 @@ export function createPgStore(pool: pg.Pool): Store {
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events, lease) =>
+      create: (run, events, { lease, limit } = {}) =>
         commitEvents(
           [
+            ...ownerLimitStatements("runs", limit),
             insertStatement("runs", runColumns(run)),
             ...(lease ? [takeLeaseStatement(run.id, lease)] : []),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
@@ -116,6 +125,13 @@ export function createPgStore(pool: pg.Pool): Store {
         );
         return row ? runFromRow(row) : null;
       },
+      cancelRequested: async (ids) =>
+        (
+          await rows<{ id: string }>(
+            "SELECT id FROM runs WHERE id = ANY($1::text[]) AND cancel_requested_at IS NOT NULL AND status <> 'finished'",
+            [ids],
+          )
+        ).map((r) => r.id),
       unfinished: async () =>
         (await rows<RunRow>("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id")).map(runFromRow),
       list: async ({ sessionId, limit, cursor }) => {
@@ -143,6 +159,8 @@ export function createPgStore(pool: pg.Pool): Store {
         events,
       );
     },
+    commitRequest: async (runId, changes) =>
+      void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
     messages: {
       history: async (sessionId) =>
         (await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 ORDER BY seq", [sessionId])).map(
@@ -225,7 +243,11 @@ export function createPgStore(pool: pg.Pool): Store {
       ]);
     },
     writeFailure: () => health.failure,
-    close: () => pool.end(),
+    notifications: listener,
+    close: async () => {
+      await listener.close();
+      await pool.end();
+    },
   };
 }
 

@@ -1,0 +1,149 @@
+import type { Logger } from "pino";
+import type { RunNotifications, Store } from "../store/store.js";
+import type { EventHub } from "./event-hub.js";
+import { startWakePoll } from "./wake-poll.js";
+
+/** Stored events read per query. */
+const PAGE = 500;
+
+export interface EventRelayDeps {
+  store: Store;
+  hub: EventHub;
+  notifications: RunNotifications;
+  /** Whether this process executes the run (its recorder publishes its events itself). */
+  isLocal: (runId: string) => boolean;
+  logger: Logger;
+  /** Poll intervals (see startWakePoll). */
+  downPollMs?: number;
+  safetyPollMs?: number;
+}
+
+interface Relayed {
+  /** The last seq published from the database; null until the first read. */
+  cursor: number | null;
+  reading: boolean;
+  /** Another read was asked for while one ran. */
+  again: boolean;
+}
+
+/**
+ * Publishes into this process's EventHub the events of runs watched here but executed by
+ * another instance: a notification (or the poll) says a run has new events, and one reader
+ * per run reads them from the database after the last seq it published. The first read of a
+ * run publishes its last stored event again: a watcher that missed what was committed while
+ * it subscribed sees a gap there and reads it from the database (the event stream heals
+ * gaps and drops what it has sent), so nothing is lost and nothing is sent twice.
+ */
+export class EventRelay {
+  readonly #runs = new Map<string, Relayed>();
+  #stops: (() => void)[] = [];
+
+  constructor(private readonly deps: EventRelayDeps) {}
+
+  start(): void {
+    const { hub, notifications } = this.deps;
+    hub.observe((runId, watched) => (watched ? this.#watch(runId) : this.#runs.delete(runId)));
+    for (const runId of hub.watchedRuns()) this.#watch(runId);
+    this.#stops = [
+      notifications.subscribe({
+        events: (runId, seq) => this.#notified(runId, seq),
+        resync: () => this.#readAll(),
+      }),
+      startWakePoll({
+        notifications,
+        poll: async () => this.#readAll(),
+        downMs: this.deps.downPollMs,
+        safetyMs: this.deps.safetyPollMs,
+      }),
+      () => hub.observe(null),
+    ];
+  }
+
+  stop(): void {
+    for (const stop of this.#stops.splice(0)) stop();
+    this.#runs.clear();
+  }
+
+  #watch(runId: string): void {
+    if (!this.#runs.has(runId)) this.#runs.set(runId, { cursor: null, reading: false, again: false });
+    void this.#read(runId);
+  }
+
+  #notified(runId: string, seq: number): void {
+    const relayed = this.#runs.get(runId);
+    if (!relayed || (relayed.cursor !== null && seq <= relayed.cursor)) return;
+    void this.#read(runId);
+  }
+
+  #readAll(): void {
+    for (const runId of this.#runs.keys()) void this.#read(runId);
+  }
+
+  async #read(runId: string): Promise<void> {
+    const relayed = this.#runs.get(runId);
+    if (!relayed) return;
+    if (relayed.reading) {
+      relayed.again = true;
+      return;
+    }
+    relayed.reading = true;
+    try {
+      do {
+        relayed.again = false;
+        // Executed here: its recorder publishes; a later read starts over from the last event.
+        if (this.deps.isLocal(runId)) {
+          relayed.cursor = null;
+          continue;
+        }
+        await this.#catchUp(runId, relayed);
+      } while (relayed.again && this.#runs.get(runId) === relayed);
+    } catch (err) {
+      // Read again at the next notification or poll.
+      this.deps.logger.warn({ err, runId }, "could not read the events of a run executed elsewhere");
+    } finally {
+      relayed.reading = false;
+    }
+  }
+
+  async #catchUp(runId: string, relayed: Relayed): Promise<void> {
+    const { store, hub } = this.deps;
+    if (relayed.cursor === null) relayed.cursor = Math.max(0, (await store.events.lastSeq(runId)) - 1);
+    for (;;) {
+      const page = await store.events.after(runId, relayed.cursor, PAGE);
+      if (this.#runs.get(runId) !== relayed || this.deps.isLocal(runId)) return;
+      const last = page.at(-1);
+      if (!last) return;
+      relayed.cursor = last.seq;
+      hub.publish(runId, page);
+      if (page.length < PAGE) return;
+    }
+  }
+}
+
+/**
+ * Resolves once a run executed elsewhere has finished: its `run.finished` event reaches this
+ * process's hub (through the relay), or the database says so already.
+ */
+export async function waitForRelayedEnd({
+  store,
+  hub,
+  runId,
+}: {
+  store: Store;
+  hub: EventHub;
+  runId: string;
+}): Promise<void> {
+  let ended!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  const unsubscribe = hub.subscribe(runId, (event) => {
+    if (event.type === "run.finished") ended();
+  });
+  try {
+    if ((await store.runs.get(runId))?.status === "finished") return;
+    await finished;
+  } finally {
+    unsubscribe();
+  }
+}

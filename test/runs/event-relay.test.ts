@@ -1,0 +1,52 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { RunEvent } from "../../src/domain/run-events.js";
+import { createLogger } from "../../src/logger.js";
+import { EventHub } from "../../src/runs/event-hub.js";
+import { EventRelay } from "../../src/runs/event-relay.js";
+import type { RunNotifications, StoredEvent } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/** Notifications whose listening connection is down for good: nothing is heard. */
+const deaf: RunNotifications = { connected: false, subscribe: () => () => {}, close: async () => {} };
+
+const at = () => new Date().toISOString();
+const delta = (runId: string, seq: number): RunEvent => ({ type: "text.delta", text: `t${seq}`, runId, seq, at: at() });
+
+describe.each(STORE_BACKENDS)("the event relay without notifications, on $name", (backend) => {
+  let opened: OpenedBackend | null = null;
+  let relay: EventRelay | null = null;
+  afterEach(async () => {
+    relay?.stop();
+    await opened?.dispose();
+  });
+
+  it("its poll publishes what another instance commits to the watchers here, in order, once each", async () => {
+    opened = await backend.open();
+    const { store } = opened;
+    await seedSession(store, { id: "ses_relay" });
+    await store.runs.create(runRecord({ id: "run_relay", sessionId: "ses_relay" }), [
+      { type: "run.started", runId: "run_relay", seq: 1, at: at() },
+    ]);
+    const hub = new EventHub();
+    relay = new EventRelay({
+      store,
+      hub,
+      notifications: deaf,
+      isLocal: () => false,
+      logger: createLogger({ level: "silent" }),
+      downPollMs: 50,
+    });
+    relay.start();
+    const seen: StoredEvent[] = [];
+    hub.subscribe("run_relay", (event) => seen.push(event));
+    for (let seq = 2; seq <= 6; seq++) await store.commitRun("run_relay", [], [delta("run_relay", seq)]);
+    const deadline = Date.now() + 5000;
+    while (seen.at(-1)?.seq !== 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // The first read starts at the last stored event (a watcher's gap shows there), then each once.
+    const seqs = seen.map((e) => e.seq);
+    expect(seqs.at(-1)).toBe(6);
+    expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
+    expect(seqs[0]).toBeLessThanOrEqual(2);
+  });
+});
