@@ -3,6 +3,7 @@ import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
+import { queueLeftInput } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import type { RunManager } from "./run-manager.js";
 import { abortedDetail } from "./stop-details.js";
@@ -13,6 +14,10 @@ export interface RecoveryReport {
   resumed: string[];
   aborted: string[];
   interruptedToolCalls: number;
+  /** Queued runs started (their sessions had no active run left). */
+  started: string[];
+  /** Steered input left on runs that had ended, queued as new runs. */
+  requeuedInputs: number;
 }
 
 /**
@@ -20,7 +25,9 @@ export interface RecoveryReport {
  * whose tool had started but has no result gets an INTERRUPTED result (it is never executed
  * twice). Then each run either resumes from its last commit, with the stats stored with its
  * last step (calls awaiting approval await it again, their timeout counted from their
- * request), or, in `abort` mode, ends `aborted` through the one finish of a run.
+ * request), or, in `abort` mode, ends `aborted` through the one finish of a run. Then steered
+ * input left on ended runs is queued as new runs, and each session with queued runs and no
+ * active run starts its oldest.
  */
 export async function recoverRuns({
   store,
@@ -35,7 +42,7 @@ export async function recoverRuns({
   mode: RestartMode;
   logger: Logger;
 }): Promise<RecoveryReport> {
-  const report: RecoveryReport = { resumed: [], aborted: [], interruptedToolCalls: 0 };
+  const report: RecoveryReport = { resumed: [], aborted: [], interruptedToolCalls: 0, started: [], requeuedInputs: 0 };
   for (const run of await store.runs.unfinished()) {
     const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId });
     const session = await store.sessions.get(run.sessionId);
@@ -79,6 +86,14 @@ export async function recoverRuns({
     await manager.resume({ record: run, session, recorder, restartInput });
     report.resumed.push(run.id);
   }
-  if (report.resumed.length || report.aborted.length) logger.info(report, "settled runs left by the previous process");
+  for (const input of await store.inputs.orphaned()) {
+    if (await queueLeftInput({ store, hub }, input)) report.requeuedInputs++;
+  }
+  for (const sessionId of await store.runs.queuedSessions()) {
+    const started = await manager.startQueued(sessionId);
+    if (started) report.started.push(started.id);
+  }
+  if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
+    logger.info(report, "settled runs left by the previous process");
   return report;
 }

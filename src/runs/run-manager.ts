@@ -5,20 +5,31 @@ import type { AnyAgentTool } from "../agent/tool.js";
 import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { notFound, shuttingDown } from "../errors.js";
+import { AppError, notFound, shuttingDown } from "../errors.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
 import { cancelRun, decideApproval } from "./control.js";
 import type { EventHub } from "./event-hub.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
+import { interruptActive } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
+import { startQueuedRun } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import { LiveRuns } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
+import { steerActive } from "./steer.js";
 
 export type { StartRunInput } from "./admission.js";
+
+/** A start's answer: the run, whether this request created it, and whether its input joined the active run. */
+export interface StartedRun {
+  run: RunView;
+  created: boolean;
+  /** `ifBusy: "steer"`: the input was taken by the active run, which `run` is. */
+  steered?: boolean;
+}
 
 export interface RunManagerDeps {
   store: Store;
@@ -69,13 +80,37 @@ export class RunManager {
 
   /**
    * Starts a run, or returns the run an earlier request with the same idempotency key started.
-   * Resolves once the run's input is committed (or the run ended before it was).
+   * Resolves once the run's input is committed (or the run ended before it was). On a session
+   * with an active run, `ifBusy` decides: `reject` (409 SESSION_BUSY), `enqueue` (stored
+   * `queued`, started when the runs ahead of it end), `interrupt` (the active run is cancelled,
+   * then this one starts) or `steer` (the input joins the active run; a new run when that run
+   * ends before taking it).
    */
-  async start(params: StartRunInput): Promise<{ run: RunView; created: boolean }> {
-    const admission = await admitRun(
-      { ...this.deps, registry: this.#registry, accepting: () => this.#accepting },
-      params,
-    );
+  async start(params: StartRunInput): Promise<StartedRun> {
+    switch (params.ifBusy ?? "reject") {
+      case "reject":
+        return this.#startNow(params);
+      case "enqueue":
+        return this.#enqueue(params);
+      case "interrupt": {
+        await interruptActive(this.#controlDeps(), params.session.id);
+        try {
+          return await this.#startNow(params);
+        } finally {
+          // The interrupted run left the queue to this run; if it did not start, the queue goes on.
+          this.#startNext(params.session.id);
+        }
+      }
+      case "steer": {
+        const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
+        if (steered.to === "taken") return { run: steered.run, created: false, steered: true };
+        return this.#enqueue(params);
+      }
+    }
+  }
+
+  async #startNow(params: StartRunInput): Promise<StartedRun> {
+    const admission = await admitRun(this.#admissionDeps(), params);
     if (!admission.created) return admission;
     const { record, events } = admission;
     this.deps.hub.publish(record.id, events);
@@ -85,14 +120,63 @@ export class RunManager {
     } finally {
       admission.release();
     }
-    const live = new LiveRun(record, params.session, recorder);
+    await this.#execute(new LiveRun(record, params.session, recorder));
+    return { run: runView(record), created: true };
+  }
+
+  /**
+   * Starts the run at once when the session is idle and nothing is queued; else stores it
+   * `queued` and starts the session's queue (this run, when nothing is ahead of it any more).
+   */
+  async #enqueue(params: StartRunInput): Promise<StartedRun> {
+    if ((await this.deps.store.runs.queued(params.session.id)).length === 0) {
+      try {
+        return await this.#startNow(params);
+      } catch (err) {
+        if (!(err instanceof AppError && err.code === "SESSION_BUSY")) throw err;
+      }
+    }
+    const admission = await admitRun(this.#admissionDeps(), params, { queued: true });
+    if (!admission.created) return admission;
+    const { record, events } = admission;
+    this.deps.hub.publish(record.id, events);
+    const started = await this.startQueued(record.sessionId);
+    if (started?.id === record.id) return { run: runView(started.record), created: true };
+    return { run: (await this.get(record.id)) ?? runView(record), created: true };
+  }
+
+  /**
+   * Starts the session's oldest queued run if the session has no active run, and executes it
+   * here; resolves once its input is committed. Null when none started.
+   */
+  async startQueued(sessionId: string): Promise<LiveRun | null> {
+    if (!this.#accepting) return null;
+    const started = await startQueuedRun(this.deps, sessionId);
+    if (!started) return null;
+    const live = new LiveRun(started.record, started.session, started.recorder);
+    const executing = this.#execute(live);
+    // A DELETE that came between the start and the run's registration here wrote only its status.
+    if ((await this.deps.store.runs.get(live.id))?.status === "cancelling")
+      live.cancel("by a DELETE /runs/{id} request");
+    await executing;
+    return live;
+  }
+
+  /** Starts the session's queue in the background (after a run's end); failures are logged. */
+  #startNext(sessionId: string): void {
+    this.startQueued(sessionId).catch((err) =>
+      this.deps.logger.error({ err, sessionId }, "could not start the session's next queued run"),
+    );
+  }
+
+  /** Launches a new run's execution; resolves once its input is committed (or it ended first). */
+  async #execute(live: LiveRun): Promise<void> {
     let inputSettled!: () => void;
     const input = new Promise<void>((resolve) => {
       inputSettled = resolve;
     });
-    this.#launch(live, { input: params.input, onInputSettled: inputSettled });
+    this.#launch(live, { input: live.record.input, onInputSettled: inputSettled });
     await Promise.race([input, live.done.catch(() => {})]);
-    return { run: runView(record), created: true };
   }
 
   /** Continues a run the previous process left unfinished (see recovery). */
@@ -161,9 +245,14 @@ export class RunManager {
     await stopLiveRuns(this.#registry, { graceMs, resume });
   }
 
+  #admissionDeps() {
+    return { ...this.deps, registry: this.#registry, accepting: () => this.#accepting };
+  }
+
   #controlDeps() {
     return {
       store: this.deps.store,
+      hub: this.deps.hub,
       registry: this.#registry,
       accepting: () => this.#accepting,
       get: (runId: string) => this.get(runId),
@@ -177,10 +266,16 @@ export class RunManager {
       finishReportMs: this.deps.finishReportMs ?? 5000,
       accepting: () => this.#accepting,
     };
-    live.done = executeRun(deps, live, params).finally(() => {
-      live.recorder.dispose();
-      this.#registry.remove(live);
-    });
+    live.done = executeRun(deps, live, params)
+      .finally(() => {
+        live.recorder.dispose();
+        this.#registry.remove(live);
+      })
+      .then((view) => {
+        // The one place a run executed here ends: the session's queue goes on (unless a run took its place).
+        if (view.status === "finished" && !live.handedOver) this.#startNext(live.sessionId);
+        return view;
+      });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.
     live.done.catch((err) => this.deps.logger.error({ err, runId: live.id }, "the run could not be finished"));
   }

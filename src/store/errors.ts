@@ -20,9 +20,10 @@ export class StorageError extends Error {
 /**
  * Which rule a refused change broke: `active_run` (the session already has an unfinished
  * run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
- * decided, or is past deciding), `run_not_live` (the run has finished or is gone).
+ * decided, or is past deciding), `run_not_live` (the run has finished or is gone, or is not
+ * in the status a change requires), `input_taken` (steered input no longer pending).
  */
-export type ConflictRule = "active_run" | "idempotency_key" | "decided" | "run_not_live";
+export type ConflictRule = "active_run" | "idempotency_key" | "decided" | "run_not_live" | "input_taken";
 
 /** A change the data refused (a rule of the schema); nothing of its batch was written. */
 export class StoreConflictError extends Error {

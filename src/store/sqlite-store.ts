@@ -3,6 +3,7 @@ import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { StorageError } from "./errors.js";
 import { eventStore } from "./events.js";
 import { messageStore } from "./messages.js";
+import { queueStore, startedEvent } from "./queue.js";
 import { runStore } from "./runs.js";
 import { sessionStore } from "./sessions.js";
 import { translateSqliteError } from "./sqlite-errors.js";
@@ -29,6 +30,7 @@ export function createSqliteStore(db: Db): Store {
     toolCalls: toolCallStore(db),
     steps: stepStore(db),
     webhooks: webhookStore(db),
+    queue: queueStore(db),
   };
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
@@ -76,6 +78,17 @@ export function createSqliteStore(db: Db): Store {
       active: (sessionId) => read(() => tables.runs.active(sessionId)),
       unfinished: () => read(() => tables.runs.live()),
       list: (query) => read(() => tables.runs.list(query)),
+      queued: (sessionId) => read(() => tables.queue.queued(sessionId)),
+      queuedSessions: () => read(() => tables.queue.sessions()),
+      startQueued: (sessionId, at) =>
+        write(() => {
+          const next = tables.queue.oldest(sessionId);
+          if (!next || tables.runs.active(sessionId)) return null;
+          tables.queue.start(next.id);
+          const events = [startedEvent(next.id, tables.events.lastSeq(next.id) + 1, at)];
+          tables.webhooks.deriveFrom(events);
+          return { run: { ...next, status: "running" as const }, events: tables.events.insert(events) };
+        }),
     },
     commitRun: (runId, changes, events) =>
       write(() => {
@@ -102,6 +115,12 @@ export function createSqliteStore(db: Db): Store {
     },
     steps: {
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+    },
+    inputs: {
+      add: (input) => write(() => tables.queue.addInput(input)),
+      pending: (runId) => read(() => tables.queue.pending(runId)),
+      withdraw: (id) => write(() => tables.queue.withdraw(id)),
+      orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query.now, query.leaseUntil, query.limit)),

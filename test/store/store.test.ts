@@ -79,6 +79,7 @@ describe("store", () => {
       { name: "0003_stop_conditions.sql" },
       { name: "0004_session_provider_profile.sql" },
       { name: "0005_webhooks.sql" },
+      { name: "0006_busy_sessions.sql" },
     ]);
   });
 

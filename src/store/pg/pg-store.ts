@@ -15,6 +15,7 @@ import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
 import { runPgMigrations } from "./pg-migrations.js";
+import { pgInputs, pgQueue } from "./pg-queue.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -108,13 +109,15 @@ export function createPgStore(pool: pg.Pool): Store {
       },
       active: async (sessionId) => {
         const row = await first<RunRow>(
-          "SELECT * FROM runs WHERE session_id = $1 AND status <> 'finished' ORDER BY id LIMIT 1",
+          "SELECT * FROM runs WHERE session_id = $1 AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
           [sessionId],
         );
         return row ? runFromRow(row) : null;
       },
       unfinished: async () =>
-        (await rows<RunRow>("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id")).map(runFromRow),
+        (await rows<RunRow>("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id")).map(
+          runFromRow,
+        ),
       list: async ({ sessionId, limit, cursor }) => {
         const found = await rows<RunRow>(
           "SELECT * FROM runs WHERE session_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
@@ -122,6 +125,7 @@ export function createPgStore(pool: pg.Pool): Store {
         );
         return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
       },
+      ...pgQueue(rows, write),
     },
     commitRun: async (runId, changes, events) => {
       // A run's target is fixed when it is created, so it may be read before the batch.
@@ -206,6 +210,7 @@ export function createPgStore(pool: pg.Pool): Store {
           parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
         ),
     },
+    inputs: pgInputs(rows, write),
     webhooks: pgWebhooks(rows, write),
     probeWrites: async () => {
       // The heartbeat, then a few pages written in a savepoint rolled back at once: a full disk fails here.
