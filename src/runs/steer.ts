@@ -17,7 +17,7 @@ export interface SteerDeps {
 
 /**
  * Where steered input went: `taken` by the active run (committed as a user message before its
- * next model request, or, during a shutdown, stored for the run to take after the restart);
+ * next model request, or, during a shutdown, left stored for the restart);
  * `ended`: the run ended before taking it (the input is withdrawn: the caller starts a new
  * run with it); `idle`: the session has no active run.
  */
@@ -53,13 +53,14 @@ export async function steerActive(
     while (true) {
       const pending = (await deps.store.inputs.pending(active.id)).some((i) => i.id === id);
       if (!pending) return { to: "taken", run: await viewOf(deps, active.id) };
+      // Shutting down: the input stays stored for the restart, which gives it to the run, or
+      // queues it as a new run if the run has ended.
+      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id) };
       const run = await deps.store.runs.get(active.id);
       if (!run || run.status === "finished") {
         if (await deps.store.inputs.withdraw(id)) return { to: "ended" };
         continue;
       }
-      // Left for the restart: the run takes the stored input when it resumes.
-      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id) };
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, POLL_MS);
         wake = () => {
