@@ -44,7 +44,7 @@ it("a shutdown starts no queued run; the restart starts the queue, and queues in
   server.upstream.enqueue({ text: "queued done" }, { text: "steered done" });
   const runs = await until(
     async () => (await server?.request("GET", `/sessions/${session}/runs`))?.body.items,
-    (items: { status: string }[]) => items.length === 3 && items.every((r) => r.status === "finished"),
+    (items: { status: string; input: string }[]) => items.length === 3 && items.every((r) => r.status === "finished"),
     "the queue to run",
   );
   const byInput = Object.fromEntries(runs.map((r: { input: string }) => [r.input, r]));
