@@ -43,7 +43,10 @@ describe("contract: ifBusy", () => {
     const events = await validatedStream("GET", "/runs/{id}/events", sse);
     expect(events.map((e) => e.event)).toEqual(["run.queued", "run.finished"]);
 
-    const steering = call(server, "POST", "/sessions/{id}/runs", { params, body: { input: "and more", ifBusy: "steer" } });
+    const steering = call(server, "POST", "/sessions/{id}/runs", {
+      params,
+      body: { input: "and more", ifBusy: "steer" },
+    });
     // Stored while the model's reply with the call is held: the run takes it before its next request.
     while ((await server.ctx.store.inputs.pending(active.body.id)).length === 0) {
       await new Promise((resolve) => setTimeout(resolve, 10));

@@ -23,12 +23,20 @@ it("a shutdown starts no queued run; the restart starts the queue, and queues in
   first.upstream.enqueue({ text: "never finished", gate: new Promise(() => {}) });
   const session = (await first.request("POST", "/sessions", { body: {} })).body.id as string;
   const active = (await first.request("POST", `/sessions/${session}/runs`, { body: { input: "active" } })).body;
-  await until(async () => first.upstream.requests.length, (n) => n === 1, "the model request");
+  await until(
+    async () => first.upstream.requests.length,
+    (n) => n === 1,
+    "the model request",
+  );
   const queued = (
     await first.request("POST", `/sessions/${session}/runs`, { body: { input: "queued", ifBusy: "enqueue" } })
   ).body;
   const steering = first.request("POST", `/sessions/${session}/runs`, { body: { input: "steered", ifBusy: "steer" } });
-  await until(() => first.ctx.store.inputs.pending(active.id), (p) => p.length === 1, "the steered input");
+  await until(
+    () => first.ctx.store.inputs.pending(active.id),
+    (p) => p.length === 1,
+    "the steered input",
+  );
   const dir = first.dir;
   // A shutdown that cancels its runs: the active run ends aborted, and nothing else starts.
   await first.close({ keepDir: true });
