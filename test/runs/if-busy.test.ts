@@ -170,6 +170,18 @@ describe.each(["sqlite", "postgres"] as const)("ifBusy on %s", (backend) => {
     expect(askedInputs()).toEqual(["old", "new"]);
   });
 
+  it("DELETE of a session with queued runs starts none of them when its active run is aborted", async () => {
+    const { sessionId, first } = await busySession();
+    const queued = await start(sessionId, { input: "never", ifBusy: "enqueue" });
+    expect(queued.body.status).toBe("queued");
+    expect((await server.request("DELETE", `/sessions/${sessionId}`)).status).toBe(204);
+    expect((await server.request("GET", `/runs/${first.id}`)).status).toBe(404);
+    expect((await server.request("GET", `/runs/${queued.body.id}`)).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(askedInputs()).toEqual(["first"]);
+    expect(server.ctx.manager.liveCount).toBe(0);
+  });
+
   it("interrupt on an idle session starts the run", async () => {
     server.upstream.enqueue({ text: "fine" });
     const session = (await server.request("POST", "/sessions", { body: {} })).body;
