@@ -15,7 +15,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * Cancels the session's active run exactly as DELETE does (every call closed, `aborted`) and
  * resolves once its end is stored, or after INTERRUPT_WAIT_MS (the new run's insert is then
  * refused as busy: the one-active rule stays the judge). A run this process executes is
- * marked handed over: its end leaves the session's queue for the new run.
+ * marked handed over meanwhile: its end leaves the session's queue for the new run.
  */
 export async function interruptActive(deps: ControlDeps, sessionId: string): Promise<void> {
   const active = await deps.store.runs.active(sessionId);
@@ -25,7 +25,15 @@ export async function interruptActive(deps: ControlDeps, sessionId: string): Pro
   await cancelRun(deps, active.id, INTERRUPTED_BY);
   const deadline = Date.now() + INTERRUPT_WAIT_MS;
   if (live) {
-    await Promise.race([live.done.catch(() => {}), sleep(INTERRUPT_WAIT_MS)]);
+    const ended = await Promise.race([
+      live.done.then(
+        () => true,
+        () => true,
+      ),
+      sleep(INTERRUPT_WAIT_MS).then(() => false),
+    ]);
+    // Still ending: the new run will be refused, so this run's end starts the queue after all.
+    if (!ended) live.handedOver = false;
     return;
   }
   // Executed elsewhere (or left for a restart): its end comes from there.

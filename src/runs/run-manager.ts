@@ -96,9 +96,10 @@ export class RunManager {
         await interruptActive(this.#controlDeps(), params.session.id);
         try {
           return await this.#startNow(params);
-        } finally {
-          // The interrupted run left the queue to this run; if it did not start, the queue goes on.
+        } catch (err) {
+          // The interrupted run left the queue to this run, which did not start: the queue goes on.
           this.#startNext(params.session.id);
+          throw err;
         }
       }
       case "steer": {

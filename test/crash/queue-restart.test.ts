@@ -8,6 +8,7 @@ import { api, type ChildServer, startChildServer } from "../helpers/child-server
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { openSse } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 let upstream: FakeUpstream;
 let dir: ReturnType<typeof tempDir>;
@@ -42,15 +43,6 @@ async function openStore(): Promise<Store> {
   return database
     ? openPgStore({ url: database.url, maxConnections: 2 })
     : openSqliteStore({ path: join(dir.path, "agent.db") });
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe.each(["sqlite", "postgres"] as const)("queued runs and steered input across kill -9 (%s)", (backend) => {

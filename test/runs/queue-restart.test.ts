@@ -2,21 +2,13 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 it("a shutdown starts no queued run; the restart starts the queue, and queues input left on a run that ended", async () => {
   const first = await startTestServer();

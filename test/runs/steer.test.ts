@@ -4,27 +4,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validHistory } from "../helpers/history.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer;
 afterEach(async () => {
   await server.close();
 });
 
-async function until<T>(read: () => Promise<T> | T, done: (value: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const finished = (runId: string) =>
-  until(
-    async () => (await server.request("GET", `/runs/${runId}`)).body,
-    (run) => run.status === "finished",
-    `run ${runId} to finish`,
-  );
+const finished = (runId: string) => finishedRun(server, runId);
 
 const steer = (sessionId: string, input: string) =>
   server.request("POST", `/sessions/${sessionId}/runs`, { body: { input, ifBusy: "steer" } });
