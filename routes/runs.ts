@@ -19,7 +19,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
       // A replay is answered as the first request was; input that joined the active run, 202.
       reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
-      if (!created) reply.header("idempotent-replayed", "true");
+      if (!created && !steered) reply.header("idempotent-replayed", "true");
       return reply.send(run);
     },
   );

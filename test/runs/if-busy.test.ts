@@ -169,6 +169,29 @@ describe.each(["sqlite", "postgres"] as const)("ifBusy on %s", (backend) => {
     expect(server.ctx.manager.liveCount).toBe(0);
   });
 
+  it("two interrupts at once: the active run ends aborted once, and one new run ends complete", async () => {
+    const { sessionId, first } = await busySession();
+    server.upstream.fallback = () => ({ text: "winner" });
+    const answers = await Promise.all([
+      start(sessionId, { input: "a", ifBusy: "interrupt" }),
+      start(sessionId, { input: "b", ifBusy: "interrupt" }),
+    ]);
+    // Either the second came while the first waited (409, the session taken), or after the
+    // first's run had started (it interrupts that run in turn).
+    const created = answers.filter((r) => r.status === 201).map((r) => r.body);
+    for (const res of answers.filter((r) => r.status !== 201)) {
+      expect(res.status).toBe(409);
+      expect(res.body.error.code).toBe("SESSION_BUSY");
+    }
+    expect(await finished(first.id)).toMatchObject({ stopReason: "aborted" });
+    const ends = await Promise.all(created.map(async (run) => (await finished(run.id)).stopReason));
+    expect(ends.filter((reason) => reason === "complete")).toHaveLength(1);
+    expect(ends.filter((reason) => reason !== "complete")).toEqual(created.length === 2 ? ["aborted"] : []);
+    const runs = (await server.request("GET", `/sessions/${sessionId}/runs`)).body.items;
+    expect(runs.map((r: { id: string }) => r.id).sort()).toEqual([first.id, ...created.map((r) => r.id)].sort());
+    await validHistory(server, sessionId);
+  });
+
   it("interrupt on an idle session starts the run", async () => {
     server.upstream.enqueue({ text: "fine" });
     const session = (await server.request("POST", "/sessions", { body: {} })).body;

@@ -50,6 +50,7 @@ describe.each(["sqlite", "postgres"] as const)("ifBusy steer on %s", (backend) =
     const res = await steered;
     expect(res.status).toBe(202);
     expect(res.body.id).toBe(run.id);
+    expect(res.headers.get("idempotent-replayed")).toBeNull();
     const events = await watcher.ended;
     expect(events.at(-1)?.json.run.stopReason).toBe("complete");
     const messages = events.filter((e) => e.event === "message").map((e) => e.json.message);
