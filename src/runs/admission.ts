@@ -24,6 +24,8 @@ export interface StartRunInput {
   webhook?: WebhookTarget;
   /** What to do when the session has an active run (default `reject`: 409 SESSION_BUSY). */
   ifBusy?: IfBusy;
+  /** The steered input this run is made from: removed with the run's insert (see Store.runs.create). */
+  takesInput?: string;
 }
 
 export interface AdmissionDeps {
@@ -126,9 +128,11 @@ export async function admitRun(
   const record = newRunRecord(params, { status: queued ? "queued" : "running", defaultWebhook: deps.defaultWebhook });
   let events: StoredEvent[];
   try {
-    events = await store.runs.create(record, [
-      { type: queued ? "run.queued" : "run.started", runId: record.id, seq: 1, at: record.createdAt },
-    ]);
+    events = await store.runs.create(
+      record,
+      [{ type: queued ? "run.queued" : "run.started", runId: record.id, seq: 1, at: record.createdAt }],
+      params.takesInput === undefined ? undefined : { takesInput: params.takesInput },
+    );
   } catch (err) {
     slot.release();
     if (isConflict(err, "active_run")) {

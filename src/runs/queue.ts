@@ -1,5 +1,6 @@
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
+import { isConflict } from "../store/errors.js";
 import type { RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
 import { runLike } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
@@ -72,16 +73,18 @@ export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: st
 /**
  * Queues the input of a run that ended before taking it (left by a process that stopped
  * waiting for it) as a new run of its session, with that run's settings. The input is
- * withdrawn first, so it starts one run at most. Null when it was taken meanwhile.
+ * removed in the run's insert, so it starts one run at most. Null when it was taken meanwhile.
  */
 export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<RunRecord | null> {
   const from = await deps.store.runs.get(input.runId);
-  const withdrawn = await deps.store.inputs.withdraw(input.id);
-  if (!from || !withdrawn) return null;
-  const record = runLike(from, withdrawn.content);
-  deps.hub.publish(
-    record.id,
-    await deps.store.runs.create(record, [{ type: "run.queued", runId: record.id, seq: 1, at: record.createdAt }]),
-  );
+  if (!from) return null;
+  const record = runLike(from, input.content);
+  const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
+  try {
+    deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));
+  } catch (err) {
+    if (isConflict(err, "input_taken")) return null;
+    throw err;
+  }
   return record;
 }

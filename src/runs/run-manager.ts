@@ -105,7 +105,7 @@ export class RunManager {
       case "steer": {
         const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
         if (steered.to === "taken") return { run: steered.run, created: false, steered: true };
-        return this.#enqueue(params);
+        return this.#enqueue(steered.to === "ended" ? { ...params, takesInput: steered.inputId } : params);
       }
     }
   }

@@ -18,10 +18,11 @@ export interface SteerDeps {
 /**
  * Where steered input went: `taken` by the active run (committed as a user message before its
  * next model request, or, during a shutdown, left stored for the restart);
- * `ended`: the run ended before taking it (the input is withdrawn: the caller starts a new
- * run with it); `idle`: the session has no active run.
+ * `ended`: the run ended before taking it (the caller starts a new run with it; `inputId`: the
+ * stored input, still pending, which that run's insert removes); `idle`: the session has no
+ * active run, or one that takes no input any more.
  */
-export type SteerOutcome = { to: "taken"; run: RunView } | { to: "ended" } | { to: "idle" };
+export type SteerOutcome = { to: "taken"; run: RunView } | { to: "ended"; inputId?: string } | { to: "idle" };
 
 /**
  * Joins `input` to the session's active run: stored (in the database, so whichever process
@@ -49,7 +50,7 @@ export async function steerActive(
       createdAt: new Date().toISOString(),
     });
     // Ending already (cancelling): it takes no input.
-    if (!added) return { to: "ended" };
+    if (!added) return { to: "idle" };
     while (true) {
       const pending = (await deps.store.inputs.pending(active.id)).some((i) => i.id === id);
       if (!pending) return { to: "taken", run: await viewOf(deps, active.id) };
@@ -57,10 +58,8 @@ export async function steerActive(
       // queues it as a new run if the run has ended.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id) };
       const run = await deps.store.runs.get(active.id);
-      if (!run || run.status === "finished") {
-        if (await deps.store.inputs.withdraw(id)) return { to: "ended" };
-        continue;
-      }
+      if (!run) throw notFound("run", active.id);
+      if (run.status === "finished") return { to: "ended", inputId: id };
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, POLL_MS);
         wake = () => {

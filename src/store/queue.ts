@@ -48,7 +48,7 @@ export function queueStore(db: Db) {
   );
   const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = ? ORDER BY created_at, id");
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
-  const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ? RETURNING *");
+  const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   const orphaned = db.prepare(
     `SELECT i.* FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE r.status = 'finished'
      ORDER BY i.created_at, i.id`,
@@ -83,9 +83,9 @@ export function queueStore(db: Db) {
     take(runId: string, inputId: string): boolean {
       return take.run(inputId, runId).changes > 0;
     },
-    withdraw(id: string): RunInput | null {
-      const row = withdraw.get(id) as RunInputRow | undefined;
-      return row ? runInputFromRow(row) : null;
+    /** Removes a pending input (a new run is made from it); false when it was not pending. */
+    withdraw(id: string): boolean {
+      return withdraw.run(id).changes > 0;
     },
     orphaned(): RunInput[] {
       return (orphaned.all() as RunInputRow[]).map(runInputFromRow);

@@ -1,6 +1,6 @@
 import { applyRunChange } from "./apply-change.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
-import { StorageError } from "./errors.js";
+import { StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
 import { messageStore } from "./messages.js";
 import { queueStore, startedEvent } from "./queue.js";
@@ -67,8 +67,12 @@ export function createSqliteStore(db: Db): Store {
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, options) =>
         write(() => {
+          const input = options?.takesInput;
+          if (input !== undefined && !tables.queue.withdraw(input)) {
+            throw new StoreConflictError("input_taken", `input ${input} is no longer pending`);
+          }
           tables.runs.insert(run);
           tables.webhooks.deriveFrom(events);
           return tables.events.insert(events);
@@ -119,7 +123,6 @@ export function createSqliteStore(db: Db): Store {
     inputs: {
       add: (input) => write(() => tables.queue.addInput(input)),
       pending: (runId) => read(() => tables.queue.pending(runId)),
-      withdraw: (id) => write(() => tables.queue.withdraw(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

@@ -43,9 +43,11 @@ export interface Store {
     /**
      * Inserts a new unfinished run with its first events. Refused (`active_run`) when it is
      * active (not `queued`) and its session already has an active run: this insert is the busy
-     * check. Refused (`idempotency_key`) when the session has a run with the same key.
+     * check. Refused (`idempotency_key`) when the session has a run with the same key. With
+     * `takesInput`, that steered input is removed in the same transaction (the run is made
+     * from it), and the insert is refused (`input_taken`) when it is no longer pending.
      */
-    create(run: RunRecord, events: readonly RunEvent[]): Promise<StoredEvent[]>;
+    create(run: RunRecord, events: readonly RunEvent[], options?: { takesInput?: string }): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
@@ -107,8 +109,6 @@ export interface Store {
     add(input: RunInput): Promise<boolean>;
     /** The run's inputs not yet taken, oldest first. */
     pending(runId: string): Promise<RunInput[]>;
-    /** Removes an input not yet taken and returns it; null when it was taken or is gone. */
-    withdraw(id: string): Promise<RunInput | null>;
     /** Inputs no run will take: their run has finished. */
     orphaned(): Promise<RunInput[]>;
   };

@@ -102,7 +102,7 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.get(started))?.status).toBe("running");
   });
 
-  it("steered input: taken by a live run only, once, in the batch of its message; withdrawn once; orphans listed", async () => {
+  it("steered input: taken by a live run only, once, in the batch of its message; a new run made of it once; orphans listed", async () => {
     const sessionId = await session();
     const live = await run(sessionId, "running");
     const queued = await run(sessionId, "queued");
@@ -146,9 +146,22 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     await store.commitRun(live, [finishChange()], []);
     expect(await store.inputs.add(input("msg_late", live))).toBe(false);
     expect((await store.inputs.orphaned()).map((i) => i.id)).toContain("msg_b");
-    const withdrawals = await Promise.all([store.inputs.withdraw("msg_b"), store.inputs.withdraw("msg_b")]);
-    expect(withdrawals.filter((w) => w !== null)).toEqual([expect.objectContaining({ id: "msg_b", runId: live })]);
+    // Two new runs made of the left input at once: one is created (and takes it), the other refused.
+    const made = await Promise.allSettled(
+      [fresh("run"), fresh("run")].map((id) => {
+        const createdAt = at();
+        return store.runs.create(
+          runRecord({ id, sessionId, status: "queued", input: "steer msg_b", createdAt }),
+          [{ type: "run.queued", runId: id, seq: 1, at: createdAt }],
+          { takesInput: "msg_b" },
+        );
+      }),
+    );
+    expect(made.map((m) => m.status).sort()).toEqual(["fulfilled", "rejected"]);
+    const refused = made.find((m) => m.status === "rejected");
+    expect(isConflict((refused as PromiseRejectedResult).reason, "input_taken")).toBe(true);
     expect(await store.inputs.pending(live)).toEqual([]);
+    expect((await store.runs.queued(sessionId)).map((r) => r.input)).toEqual(["hi", "steer msg_b"]);
   });
 
   it("a queued run's run.queued and its later run.started go to a target that asked for them", async () => {

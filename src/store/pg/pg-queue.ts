@@ -63,6 +63,13 @@ export function pgQueue(rows: Rows, write: Write): Pick<Store["runs"], "queued" 
   };
 }
 
+/** Removes a steered input a new run is made from; the batch is refused (`input_taken`) when it is gone. */
+export const takeInputStatement = (id: string): Statement => ({
+  text: "DELETE FROM run_inputs WHERE id = $1",
+  values: [id],
+  orRefuse: () => new StoreConflictError("input_taken", `input ${id} is no longer pending`),
+});
+
 interface RunInputRow extends Record<string, unknown> {
   id: string;
   run_id: string;
@@ -88,11 +95,6 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
       (await rows<RunInputRow>("SELECT * FROM run_inputs WHERE run_id = $1 ORDER BY created_at, id", [runId])).map(
         runInputFromRow,
       ),
-    withdraw: async (id) => {
-      const [result] = await write([{ text: "DELETE FROM run_inputs WHERE id = $1 RETURNING *", values: [id] }]);
-      const row = result?.rows[0] as RunInputRow | undefined;
-      return row ? runInputFromRow(row) : null;
-    },
     orphaned: async () =>
       (
         await rows<RunInputRow>(

@@ -15,7 +15,7 @@ import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
 import { runPgMigrations } from "./pg-migrations.js";
-import { pgInputs, pgQueue } from "./pg-queue.js";
+import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -88,9 +88,10 @@ export function createPgStore(pool: pg.Pool): Store {
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events) =>
+      create: (run, events, options) =>
         commitEvents(
           [
+            ...(options?.takesInput === undefined ? [] : [takeInputStatement(options.takesInput)]),
             insertStatement("runs", runColumns(run)),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
           ],
