@@ -13,8 +13,9 @@ export interface ToolStart {
  * resolves it is durable; when it throws, the run ends with `error` (PERSISTENCE_FAILED).
  * A message that changes the run's plan (a plan tool's successful result) carries the plan
  * it makes: the host announces it (`plan.updated`) with the message, in the same write.
+ * A user message made from the host's pending input (see PendingInputHook) names it: `inputId`.
  */
-export type LoopCommit = { type: "message"; message: AgentMessage; plan?: Plan } | ToolStart;
+export type LoopCommit = { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string } | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */
 export type LoopNotice =

@@ -8,6 +8,7 @@ import { DEFAULT_LOOP_REPEAT_LIMIT, detectLoop, type LoopFinding } from "./loop-
 import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
+import { type PendingInputHook, takePendingInput } from "./pending-input.js";
 import { planFromMessages } from "./plan.js";
 import { type PlanState, planAfterCommit, planTools } from "./plan-tools.js";
 import type { RunError } from "./run-error.js";
@@ -67,6 +68,8 @@ export interface RunAgentParams {
   runStart?: number;
   /** Offer the plan tools; the plan is derived from this run's messages and committed with the results that change it. */
   planning?: boolean;
+  /** Input that joined the run, committed as user messages before each model request; absent: none. */
+  pendingInput?: PendingInputHook;
 }
 
 export interface AgentRunResult {
@@ -176,6 +179,10 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     if (budget) return finish({ stopReason: "budget_exhausted", budget }, "before_turn");
     await ctx.checkpoint("turn");
     if (ctx.signal.aborted) return finish({ stopReason: "aborted" }, "before_turn");
+    if (params.pendingInput) {
+      const taken = await takePendingInput(ctx, params.pendingInput);
+      if (taken) return finish(taken, "before_turn");
+    }
     const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
     if (turn.stop) {
       if (turn.trace) ctx.onStep(turn.trace);

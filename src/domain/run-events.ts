@@ -8,6 +8,8 @@ import type { StoredMessage } from "./stored-message.js";
  * table and test assertions. `seq` is per run, starting at 1, without gaps.
  */
 export type RunEventBody =
+  /** The run waits in its session's queue (its `run.started` follows when it starts). */
+  | { type: "run.queued" }
   | { type: "run.started" }
   | { type: "turn.started"; turn: number }
   | { type: "text.delta"; text: string }

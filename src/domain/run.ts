@@ -3,7 +3,12 @@ import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
 
-export type RunStatus = "running" | "awaiting_approval" | "cancelling" | "finished";
+/** `queued`: stored behind the session's active run, started when the runs ahead of it end. */
+export type RunStatus = "queued" | "running" | "awaiting_approval" | "cancelling" | "finished";
+
+/** What a start on a session with an active run does (see RunManager.start). */
+export const IF_BUSY = ["reject", "enqueue", "interrupt", "steer"] as const;
+export type IfBusy = (typeof IF_BUSY)[number];
 
 /** A run as clients see it (HTTP responses and the `run.finished` event). */
 export interface RunView {

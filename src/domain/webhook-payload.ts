@@ -16,7 +16,8 @@ export function webhookPayload(event: RunEvent, sessionId: string): WebhookPaylo
   const base = { runId: event.runId, sessionId };
   switch (event.type) {
     case "run.started":
-      return { type: "run.started", timestamp: event.at, data: base };
+    case "run.queued":
+      return { type: event.type, timestamp: event.at, data: base };
     case "run.finished":
       return { type: "run.finished", timestamp: event.at, data: { ...base, run: event.run } };
     case "approval.requested":
@@ -32,4 +33,4 @@ export function webhookPayload(event: RunEvent, sessionId: string): WebhookPaylo
 
 /** Whether an event of this type may become a delivery (checked before any lookup). */
 export const carriesWebhook = (type: string): boolean =>
-  type === "run.finished" || type === "approval.requested" || type === "run.started";
+  type === "run.finished" || type === "approval.requested" || type === "run.started" || type === "run.queued";

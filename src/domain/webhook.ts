@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** The events a webhook target may ask for. */
-export const WEBHOOK_EVENTS = ["run.finished", "approval.requested", "run.started"] as const;
+export const WEBHOOK_EVENTS = ["run.finished", "approval.requested", "run.started", "run.queued"] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 /** What a target gets when it names no events. */

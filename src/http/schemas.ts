@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_TIMER_MS } from "../config.js";
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
+import { IF_BUSY } from "../domain/run.js";
 import { WebhookTargetSchema } from "../domain/webhook.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
 
@@ -52,6 +53,7 @@ export const StartRunBody = z.strictObject({
   approval: ApprovalPolicySchema.optional(),
   ...RunLimitsBody.shape,
   webhook: WebhookTargetSchema.optional(),
+  ifBusy: z.enum(IF_BUSY).optional(),
 });
 
 /** A boolean query flag: true, false, 1 or 0; absent is false. */

@@ -1,6 +1,6 @@
 import { emptyStats } from "../agent/stats.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
-import type { RunView } from "../domain/run.js";
+import type { IfBusy, RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import { conflict, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
@@ -22,6 +22,10 @@ export interface StartRunInput {
   limits?: RunLimits;
   /** The run's own webhook target (else its session's, else the server's). */
   webhook?: WebhookTarget;
+  /** What to do when the session has an active run (default `reject`: 409 SESSION_BUSY). */
+  ifBusy?: IfBusy;
+  /** The steered input this run is made from: removed with the run's insert (see Store.runs.create). */
+  takesInput?: string;
 }
 
 export interface AdmissionDeps {
@@ -57,27 +61,15 @@ export type Admission =
   | { created: false; run: RunView }
   | { created: true; record: RunRecord; events: StoredEvent[]; release: () => void };
 
-/**
- * Admits a new run: the same run again for a repeated idempotency key; else, within this
- * process's limits, the run's row and `run.started` event are written. The database decides
- * whether the session is busy: the insert is refused while it has an unfinished run (409
- * SESSION_BUSY naming it). A created run holds a slot of the registry until `release`.
- */
-export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Promise<Admission> {
-  const { store, registry } = deps;
-  const { session } = params;
-  const repeated = await sameRequestRun(store, params);
-  if (repeated) return { created: false, run: runView(repeated, await planOfRun(store, repeated)) };
-  if (!deps.accepting()) throw shuttingDown();
-  if (registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
-  const perKey = deps.maxRunsPerKey ?? 0;
-  // Counted by the database, with the runs every instance executes.
-  const ownerLimit = perKey > 0 && session.owner !== null ? { owner: session.owner, max: perKey } : undefined;
-  const slot = registry.reserve(session.owner);
-  const record: RunRecord = {
+/** A new run's record: `queued`, or `running` (the default). */
+export function newRunRecord(
+  params: StartRunInput,
+  { status = "running", defaultWebhook }: { status?: "queued" | "running"; defaultWebhook?: WebhookTarget | null },
+): RunRecord {
+  return {
     id: newId("run"),
-    sessionId: session.id,
-    status: "running",
+    sessionId: params.session.id,
+    status,
     stopReason: null,
     error: null,
     input: params.input,
@@ -90,14 +82,59 @@ export async function admitRun(deps: AdmissionDeps, params: StartRunInput): Prom
     finishedAt: null,
     approval: params.approval ?? null,
     idempotencyKey: params.idempotencyKey ?? null,
-    webhook: params.webhook ?? session.webhook ?? deps.defaultWebhook ?? null,
+    webhook: params.webhook ?? params.session.webhook ?? defaultWebhook ?? null,
   };
+}
+
+/** A new queued run of `from`'s session with `input`, with `from`'s settings and webhook target. */
+export function runLike(from: RunRecord, input: string): RunRecord {
+  return {
+    ...from,
+    id: newId("run"),
+    status: "queued",
+    stopReason: null,
+    stopDetail: null,
+    error: null,
+    input,
+    stats: emptyStats(),
+    createdAt: new Date().toISOString(),
+    finishedAt: null,
+    idempotencyKey: null,
+  };
+}
+
+/**
+ * Admits a new run: the same run again for a repeated idempotency key; else, within this
+ * process's limits, the run's row and `run.started` event are written. The database decides
+ * whether the session is busy: the insert is refused while it has an active run (409
+ * SESSION_BUSY naming it), and counts the owner's unfinished runs, every instance's
+ * (MAX_RUNS_PER_KEY). A created run holds a slot of the registry until `release`, and this
+ * process holds its lease. With `queued`, the run is stored `queued` with its `run.queued`
+ * event instead: it takes no slot and no lease and is never refused as busy (see queue.ts for
+ * its start).
+ */
+export async function admitRun(
+  deps: AdmissionDeps,
+  params: StartRunInput,
+  { queued = false }: { queued?: boolean } = {},
+): Promise<Admission> {
+  const { store, registry } = deps;
+  const { session } = params;
+  const repeated = await sameRequestRun(store, params);
+  if (repeated) return { created: false, run: runView(repeated, await planOfRun(store, repeated)) };
+  if (!deps.accepting()) throw shuttingDown();
+  if (!queued && registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
+  const perKey = deps.maxRunsPerKey ?? 0;
+  // Counted by the database, with the runs every instance executes.
+  const ownerLimit = perKey > 0 && session.owner !== null ? { owner: session.owner, max: perKey } : undefined;
+  const slot = queued ? { release: () => {} } : registry.reserve(session.owner);
+  const record = newRunRecord(params, { status: queued ? "queued" : "running", defaultWebhook: deps.defaultWebhook });
   let events: StoredEvent[];
   try {
     events = await store.runs.create(
       record,
-      [{ type: "run.started", runId: record.id, seq: 1, at: record.createdAt }],
-      { lease: deps.lease, limit: ownerLimit },
+      [{ type: queued ? "run.queued" : "run.started", runId: record.id, seq: 1, at: record.createdAt }],
+      { lease: queued ? undefined : deps.lease, limit: ownerLimit, takesInput: params.takesInput },
     );
   } catch (err) {
     slot.release();

@@ -5,11 +5,14 @@ import { failpoint } from "../failpoints.js";
 import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { applyLedgerDecision, resolveApproval } from "./approvals.js";
+import type { EventHub } from "./event-hub.js";
 import type { LiveRun } from "./live-run.js";
+import { cancelQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 
 export interface ControlDeps {
   store: Store;
+  hub: EventHub;
   registry: LiveRuns;
   accepting: () => boolean;
   /** The run as clients see it now. */
@@ -20,22 +23,37 @@ export interface ControlDeps {
  * Cancels a run: fires a live run's AbortSignal (its end, `aborted`, is written by the run's
  * own finish), and records the request in the run's status. A run unfinished but not executing
  * here gets a stored cancel request: the instance executing it acts on it (see
- * applyStoredRequests), and a restart ends a run left with one aborted. `accepted` is false
- * for a run that had already finished.
+ * applyStoredRequests), and a restart ends a run left with one aborted. A queued run ends
+ * `aborted` at once, without running. `accepted` is false for a run that had already
+ * finished. `by`: who cancels, as the run's stop detail says it.
  */
-export async function cancelRun(deps: ControlDeps, runId: string): Promise<{ run: RunView; accepted: boolean }> {
+export async function cancelRun(
+  deps: ControlDeps,
+  runId: string,
+  by = "by a DELETE /runs/{id} request",
+): Promise<{ run: RunView; accepted: boolean }> {
   const live = deps.registry.get(runId);
   // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
-  const firing = live?.cancel("by a DELETE /runs/{id} request") ?? false;
+  const firing = live?.cancel(by) ?? false;
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
   // A run this request cancelled may have finished since (aborted): it was live when it was.
   if (view.status === "finished" && !firing) return { run: view, accepted: false };
+  if (view.status === "queued") {
+    const record = await deps.store.runs.get(runId);
+    const ended = record ? await cancelQueuedRun(deps, record, by) : view;
+    // Started meanwhile: cancelled as the live run it now is.
+    return ended.status === "finished" ? { run: ended, accepted: true } : cancelRun(deps, runId, by);
+  }
   if (firing || !live || live.stopped) {
     const recorded = live && !live.stopped ? live.recorder : null;
     try {
       if (recorded) await recorded.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
-      else await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
+      else {
+        await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
+        // A queued run that started meanwhile may be registered here by now.
+        deps.registry.get(runId)?.cancel(by);
+      }
     } catch {
       // The signal has fired: the run still ends aborted; only the status could not be shown.
     }

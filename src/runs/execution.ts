@@ -70,9 +70,12 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
   }
   const { message } = item;
   const counts = message.role === "assistant";
+  const changes: RunChange[] = counts ? [counted] : [];
+  // Steered input becomes this message: taken from the store in its write (once, whoever writes it).
+  if (item.inputId !== undefined) changes.push({ kind: "input.taken", inputId: item.inputId });
   return live.recorder
     .commitMessage(message, {
-      changes: counts ? [counted] : [],
+      changes,
       // A result that changed the plan announces the plan in the same write.
       events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
     })
@@ -159,6 +162,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       loopRepeatLimit: live.record.loopRepeatLimit,
       runStart: runStart < 0 ? history.length : runStart,
       planning: live.record.planning,
+      pendingInput: () => deps.store.inputs.pending(live.id),
     });
   } catch (err) {
     inputSettled();

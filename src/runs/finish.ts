@@ -60,7 +60,8 @@ export interface RunEnd {
  * The one way a run ends, for execution, cancellation and recovery alike: in one write, a
  * result for every call still open (a write that failed mid-turn leaves some), the run's
  * final state and its `run.finished` event. Resolves with the finished run; a run already
- * finished (or gone with its session) is reported as it is.
+ * finished (or gone with its session), or with `from` no longer in that status (a queued run
+ * that started meanwhile), is reported as it is.
  */
 export async function finishRun({
   store,
@@ -68,12 +69,14 @@ export async function finishRun({
   record,
   end,
   outcomeFor,
+  from,
 }: {
   store: Store;
   recorder: RunRecorder;
   record: RunRecord;
   end: RunEnd;
   outcomeFor: OutcomeFor;
+  from?: "queued";
 }): Promise<RunView> {
   const [open, plan] = await Promise.all([store.toolCalls.open(record.id), planOfRun(store, record)]);
   const finishedAt = new Date().toISOString();
@@ -82,7 +85,7 @@ export async function finishRun({
     await recorder.write((stamp) => {
       const results = closingResults(open, outcomeFor, stamp);
       return {
-        changes: [...results.changes, { kind: "finish", ...end, finishedAt }],
+        changes: [...results.changes, { kind: "finish", ...end, finishedAt, ...(from ? { from } : {}) }],
         events: [...results.events, { type: "run.finished", run: view }],
       };
     });

@@ -33,6 +33,8 @@ export class LiveRun {
   phase: RunPhase = { name: "running", tool: null };
   /** Continued after a restart: its ledger may already hold decisions. */
   resumed = false;
+  /** Interrupted by a new run that takes its place: its end does not start the session's queue. */
+  handedOver = false;
   /** The stats last handed to the recorder (a cache: the run's row holds them). */
   savedStats: RunStats | null = null;
   /** Settles with the run's end as reported to waiters (stored, or known while storage fails). */

@@ -1,6 +1,6 @@
 import type { ClaimScope } from "../store/store.js";
 import { LEASE_LOST, type LiveRun } from "./live-run.js";
-import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun } from "./recovery.js";
+import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun, settleQueues } from "./recovery.js";
 
 /** This process as an owner of runs: its id and how long a lease it takes holds. */
 export interface InstanceIdentity {
@@ -43,7 +43,8 @@ export class RunOwnership {
   async recoverAtStart(): Promise<RecoveryReport> {
     const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
     const report = await this.#claim(scope, this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER);
-    if (report.resumed.length || report.aborted.length)
+    await settleQueues(this.deps, report);
+    if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
       this.deps.logger.info(report, "settled runs left by a previous process");
     return report;
   }
@@ -119,7 +120,11 @@ export class RunOwnership {
         report.aborted.push(...pass.aborted);
         report.interruptedToolCalls += pass.interruptedToolCalls;
       } while (this.#again);
-      if (report.resumed.length || report.aborted.length)
+      // Queues whose run ahead ended on an instance that was lost before it started the next.
+      await settleQueues(this.deps, report).catch((err) =>
+        this.deps.logger.warn({ err }, "the reaper could not move the queues on; trying again"),
+      );
+      if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
         this.deps.logger.info(report, "took over runs whose lease had expired");
       return report;
     })().finally(() => {
@@ -132,7 +137,12 @@ export class RunOwnership {
   async release(): Promise<number> {
     this.stop();
     if (!this.deps.store.shared) return 0;
-    return this.deps.store.leases.release(this.deps.instance.id);
+    const released = await this.deps.store.leases.release(this.deps.instance.id).catch((err) => {
+      this.deps.logger.warn({ err }, "could not give up the leases of the stopped runs; they expire instead");
+      return 0;
+    });
+    if (released) this.deps.logger.info({ released }, "gave up the leases of the stopped runs");
+    return released;
   }
 
   async #claim(scope: ClaimScope, limit: number): Promise<RecoveryReport> {

@@ -3,6 +3,7 @@ import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { ClaimedRun, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
+import { queueLeftInput } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import type { RunManager } from "./run-manager.js";
 import { abortedDetail } from "./stop-details.js";
@@ -13,9 +14,19 @@ export interface RecoveryReport {
   resumed: string[];
   aborted: string[];
   interruptedToolCalls: number;
+  /** Queued runs started (their sessions had no active run left). */
+  started: string[];
+  /** Steered input left on runs that had ended, queued as new runs. */
+  requeuedInputs: number;
 }
 
-export const emptyReport = (): RecoveryReport => ({ resumed: [], aborted: [], interruptedToolCalls: 0 });
+export const emptyReport = (): RecoveryReport => ({
+  resumed: [],
+  aborted: [],
+  interruptedToolCalls: 0,
+  started: [],
+  requeuedInputs: 0,
+});
 
 export interface RecoveryDeps {
   store: Store;
@@ -75,4 +86,21 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
   const restartInput = (await store.messages.ofRun(run.sessionId, run.id)).length === 0;
   await manager.resume({ record: run, session, recorder, restartInput });
   report.resumed.push(run.id);
+}
+
+/**
+ * Moves the queues on where nobody did (the process that ended a run ahead was lost, or
+ * stopped): steered input left on ended runs is queued as new runs, and each session with
+ * queued runs and no active run starts its oldest here. Starting is the store's to decide,
+ * so instances doing this at once start each run once.
+ */
+export async function settleQueues(deps: RecoveryDeps, report: RecoveryReport): Promise<void> {
+  const { store, hub, manager } = deps;
+  for (const input of await store.inputs.orphaned()) {
+    if (await queueLeftInput({ store, hub }, input)) report.requeuedInputs++;
+  }
+  for (const sessionId of await store.runs.queuedSessions()) {
+    const started = await manager.startQueued(sessionId);
+    if (started) report.started.push(started.id);
+  }
 }

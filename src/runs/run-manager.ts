@@ -1,58 +1,25 @@
-import type { Logger } from "pino";
 import type { ToolCallDecision } from "../agent/approval.js";
-import type { ModelClient } from "../agent/model.js";
-import type { AnyAgentTool } from "../agent/tool.js";
-import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
-import type { WebhookTarget } from "../domain/webhook.js";
-import { notFound, shuttingDown } from "../errors.js";
+import { AppError, notFound, shuttingDown } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
-import type { RunRecord, SessionRecord, Store, ToolCallRecord } from "../store/store.js";
+import type { ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
-import type { EventHub } from "./event-hub.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
+import { interruptActive } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
+import { startQueuedRun } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
-import type { RestartMode } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
+import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { planOfRun } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
+import { steerActive } from "./steer.js";
 
 export type { StartRunInput } from "./admission.js";
-
-export interface RunManagerDeps {
-  store: Store;
-  hub: EventHub;
-  model: ModelClient;
-  defaultModel?: string;
-  /** The tools a session's runs may use, bound to its workspace. */
-  toolsFor: (session: SessionRecord) => AnyAgentTool[];
-  maxConcurrentRuns: number;
-  /** Live runs one owner (API key) may have at once; 0 or absent: no such limit. */
-  maxRunsPerKey?: number;
-  approvalTimeoutMs: number;
-  /** APPROVAL_POLICY_MAX; absent: no ceiling. */
-  approvalCeiling?: ApprovalCeiling;
-  /** Tool calls of one model reply that are executed (MAX_TOOL_CALLS_PER_TURN). */
-  maxToolCallsPerTurn?: number;
-  /** How long a run's end may fail to be stored before it is reported anyway (default 5 s). */
-  finishReportMs?: number;
-  /** WEBHOOK_URL's target: where a run posts when neither it nor its session names one. */
-  defaultWebhook?: WebhookTarget | null;
-  /** This process as the owner of the runs it executes (see RunOwnership); default: a fresh id, 30 s leases. */
-  instance?: InstanceIdentity;
-  /** How runs left by a lost or stopped process are taken up (ON_RESTART); default `resume`. */
-  onRestart?: RestartMode;
-  /**
-   * Resolves once a run another instance executes has finished (see waitForRelayedEnd);
-   * absent (one process over the database): a run not executed here is not waited for.
-   */
-  waitElsewhere?: (runId: string) => Promise<void>;
-  logger: Logger;
-}
+export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 
 /**
  * The runs of this process, as one object: admission, the registry of live runs,
@@ -101,18 +68,38 @@ export class RunManager {
 
   /**
    * Starts a run, or returns the run an earlier request with the same idempotency key started.
-   * Resolves once the run's input is committed (or the run ended before it was).
+   * Resolves once the run's input is committed (or the run ended before it was). On a session
+   * with an active run, `ifBusy` decides: `reject` (409 SESSION_BUSY), `enqueue` (stored
+   * `queued`, started when the runs ahead of it end), `interrupt` (the active run is cancelled,
+   * then this one starts) or `steer` (the input joins the active run; a new run when that run
+   * ends before taking it).
    */
-  async start(params: StartRunInput): Promise<{ run: RunView; created: boolean }> {
-    const admission = await admitRun(
-      {
-        ...this.deps,
-        registry: this.#registry,
-        accepting: () => this.#accepting,
-        lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
-      },
-      params,
-    );
+  async start(params: StartRunInput): Promise<StartedRun> {
+    switch (params.ifBusy ?? "reject") {
+      case "reject":
+        return this.#startNow(params);
+      case "enqueue":
+        return this.#enqueue(params);
+      case "interrupt": {
+        await interruptActive(this.#controlDeps(), params.session.id);
+        try {
+          return await this.#startNow(params);
+        } catch (err) {
+          // The interrupted run left the queue to this run, which did not start: the queue goes on.
+          this.#startNext(params.session.id);
+          throw err;
+        }
+      }
+      case "steer": {
+        const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
+        if (steered.to === "taken") return { run: steered.run, created: false, steered: true };
+        return this.#enqueue(steered.to === "ended" ? { ...params, takesInput: steered.inputId } : params);
+      }
+    }
+  }
+
+  async #startNow(params: StartRunInput): Promise<StartedRun> {
+    const admission = await admitRun(this.#admissionDeps(), params);
     if (!admission.created) return admission;
     const { record, events } = admission;
     this.deps.hub.publish(record.id, events);
@@ -128,28 +115,70 @@ export class RunManager {
     } finally {
       admission.release();
     }
-    const live = new LiveRun(record, params.session, recorder);
+    await this.#execute(new LiveRun(record, params.session, recorder));
+    return { run: runView(record), created: true };
+  }
+
+  /**
+   * Starts the run at once when the session is idle and nothing is queued; else stores it
+   * `queued` and starts the session's queue (this run, when nothing is ahead of it any more).
+   */
+  async #enqueue(params: StartRunInput): Promise<StartedRun> {
+    if ((await this.deps.store.runs.queued(params.session.id)).length === 0) {
+      try {
+        return await this.#startNow(params);
+      } catch (err) {
+        if (!(err instanceof AppError && err.code === "SESSION_BUSY")) throw err;
+      }
+    }
+    const admission = await admitRun(this.#admissionDeps(), params, { queued: true });
+    if (!admission.created) return admission;
+    const { record, events } = admission;
+    this.deps.hub.publish(record.id, events);
+    const started = await this.startQueued(record.sessionId);
+    if (started?.id === record.id) return { run: runView(started.record), created: true };
+    return { run: (await this.get(record.id)) ?? runView(record), created: true };
+  }
+
+  /**
+   * Starts the session's oldest queued run if the session has no active run, and executes it
+   * here; resolves once its input is committed. Null when none started.
+   */
+  async startQueued(sessionId: string): Promise<LiveRun | null> {
+    if (!this.#accepting) return null;
+    const started = await startQueuedRun(
+      { ...this.deps, lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs } },
+      sessionId,
+    );
+    if (!started) return null;
+    const live = new LiveRun(started.record, started.session, started.recorder);
+    const executing = this.#execute(live);
+    // A DELETE that came between the start and the run's registration here wrote only its status.
+    if ((await this.deps.store.runs.get(live.id))?.status === "cancelling")
+      live.cancel("by a DELETE /runs/{id} request");
+    await executing;
+    return live;
+  }
+
+  /** Starts the session's queue in the background (after a run's end); failures are logged. */
+  #startNext(sessionId: string): void {
+    this.startQueued(sessionId).catch((err) =>
+      this.deps.logger.error({ err, sessionId }, "could not start the session's next queued run"),
+    );
+  }
+
+  /** Launches a new run's execution; resolves once its input is committed (or it ended first). */
+  async #execute(live: LiveRun): Promise<void> {
     let inputSettled!: () => void;
     const input = new Promise<void>((resolve) => {
       inputSettled = resolve;
     });
-    this.#launch(live, { input: params.input, onInputSettled: inputSettled });
+    this.#launch(live, { input: live.record.input, onInputSettled: inputSettled });
     await Promise.race([input, live.done.catch(() => {})]);
-    return { run: runView(record), created: true };
   }
 
   /** Continues a run the previous process left unfinished (see recovery). */
-  async resume({
-    record,
-    session,
-    recorder,
-    restartInput,
-  }: {
-    record: RunRecord;
-    session: SessionRecord;
-    recorder: RunRecorder;
-    restartInput: boolean;
-  }): Promise<void> {
+  async resume({ record, session, recorder, restartInput }: ResumeParams): Promise<void> {
     const live = new LiveRun(record, session, recorder);
     live.resumed = true;
     const priorStep = restartInput ? undefined : (await this.deps.store.steps.ofRun(record.id)).at(-1);
@@ -223,16 +252,22 @@ export class RunManager {
     this.#accepting = false;
     this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
-    const released = await this.ownership.release().catch((err) => {
-      this.deps.logger.warn({ err }, "could not give up the leases of the stopped runs; they expire instead");
-      return 0;
-    });
-    if (released) this.deps.logger.info({ released }, "gave up the leases of the stopped runs");
+    await this.ownership.release();
+  }
+
+  #admissionDeps() {
+    return {
+      ...this.deps,
+      registry: this.#registry,
+      accepting: () => this.#accepting,
+      lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
+    };
   }
 
   #controlDeps() {
     return {
       store: this.deps.store,
+      hub: this.deps.hub,
       registry: this.#registry,
       accepting: () => this.#accepting,
       get: (runId: string) => this.get(runId),
@@ -246,10 +281,16 @@ export class RunManager {
       finishReportMs: this.deps.finishReportMs ?? 5000,
       accepting: () => this.#accepting,
     };
-    live.done = executeRun(deps, live, params).finally(() => {
-      live.recorder.dispose();
-      this.#registry.remove(live);
-    });
+    live.done = executeRun(deps, live, params)
+      .finally(() => {
+        live.recorder.dispose();
+        this.#registry.remove(live);
+      })
+      .then((view) => {
+        // The one place a run executed here ends: the session's queue goes on (unless a run took its place).
+        if (view.status === "finished" && !live.handedOver) this.#startNext(live.sessionId);
+        return view;
+      });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.
     live.done.catch((err) => this.deps.logger.error({ err, runId: live.id }, "the run could not be finished"));
   }

@@ -1,6 +1,6 @@
 import { wellFormed } from "../agent/messages.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
-import type { RunView } from "../domain/run.js";
+import type { IfBusy, RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
@@ -8,7 +8,7 @@ import type { SessionService } from "../sessions/session-service.js";
 import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
-import type { RunManager } from "./run-manager.js";
+import type { RunManager, StartedRun } from "./run-manager.js";
 import { planOfRun } from "./run-plan.js";
 
 export interface StartRunRequest {
@@ -25,6 +25,7 @@ export interface StartRunRequest {
   loopRepeatLimit?: number;
   planning?: boolean;
   webhook?: WebhookTarget;
+  ifBusy?: IfBusy;
 }
 
 /** The server's defaults for what a start request leaves out. */
@@ -77,7 +78,7 @@ export class RunService {
     },
   ) {}
 
-  async start(request: StartRunRequest): Promise<{ run: RunView; created: boolean }> {
+  async start(request: StartRunRequest): Promise<StartedRun> {
     const session = await this.deps.sessions.record(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
@@ -98,6 +99,7 @@ export class RunService {
       approval: request.approval,
       idempotencyKey: request.idempotencyKey,
       webhook: request.webhook,
+      ifBusy: request.ifBusy,
     });
   }
 

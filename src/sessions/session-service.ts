@@ -164,9 +164,13 @@ export class SessionService {
     return join(resolve(this.deps.workspaceRoot), record.workspace);
   }
 
-  /** Aborts the active run (waiting for its end), then deletes the session, its runs and its own workspace. */
+  /**
+   * Ends the queued runs (none starts when the active run ends), aborts the active run (waiting
+   * for its end), then deletes the session, its runs and its own workspace.
+   */
   async delete(id: string, owner: string | null): Promise<void> {
     const record = await this.record(id, owner);
+    for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
     const active = await this.deps.manager.activeRunId(id);
     if (active) {
       await this.deps.manager.cancel(active);

@@ -1,6 +1,7 @@
 import type { RunChange } from "./changes.js";
 import { StoreConflictError } from "./errors.js";
 import type { MessageStore } from "./messages.js";
+import type { QueueStore } from "./queue.js";
 import type { RunStore } from "./runs.js";
 import type { StepStore } from "./steps.js";
 import type { ToolCallStore } from "./tool-calls.js";
@@ -10,6 +11,7 @@ export interface Tables {
   messages: MessageStore;
   toolCalls: ToolCallStore;
   steps: StepStore;
+  queue: QueueStore;
 }
 
 /**
@@ -50,6 +52,11 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       return;
     case "stats":
       tables.runs.saveStats(runId, change.stats);
+      return;
+    case "input.taken":
+      if (!tables.queue.take(runId, change.inputId)) {
+        throw new StoreConflictError("input_taken", `input ${change.inputId} is not pending for run ${runId}`);
+      }
       return;
     case "finish":
       if (!tables.runs.finish(runId, change)) {

@@ -28,9 +28,15 @@ export type RunChange =
   | { kind: "step"; step: StepTrace }
   /** The run's stats so far (of an unfinished run). */
   | { kind: "stats"; stats: RunStats }
-  /** The run's end; refused (StoreConflictError `run_not_live`) when it has already finished or is gone. */
+  /** Steered input the run takes (its user message is in the same batch); refused (`input_taken`) when not pending. */
+  | { kind: "input.taken"; inputId: string }
+  /**
+   * The run's end; refused (StoreConflictError `run_not_live`) when it has already finished or
+   * is gone, or, with `from`, when it is not in that status (a queued run that started meanwhile).
+   */
   | {
       kind: "finish";
+      from?: "queued";
       stopReason: StopReason;
       stopDetail: string | null;
       error: RunError | null;

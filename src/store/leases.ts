@@ -42,6 +42,10 @@ export function leaseStore(db: Db) {
   const take = db.prepare(
     `UPDATE runs SET owner_instance = @owner, epoch = 1, lease_expires_at = ${NOW_MS} + @ttl WHERE id = @id`,
   );
+  const takeOver = db.prepare(
+    `UPDATE runs SET owner_instance = @owner, epoch = epoch + 1, lease_expires_at = ${NOW_MS} + @ttl
+     WHERE id = @id RETURNING epoch`,
+  );
   const renew = db.prepare(
     `UPDATE runs SET lease_expires_at = ${NOW_MS} + @ttl
      WHERE owner_instance = @owner AND status <> 'finished' AND id IN (SELECT value FROM json_each(@ids))
@@ -72,6 +76,11 @@ export function leaseStore(db: Db) {
     take(runId: string, terms: LeaseTerms): RunLease {
       take.run({ id: runId, owner: terms.owner, ttl: terms.ttlMs });
       return { runId, owner: terms.owner, epoch: 1 };
+    },
+    /** Makes `owner` the holder of a run it starts (a queued one), at the next epoch. */
+    takeOver(runId: string, terms: LeaseTerms): RunLease {
+      const { epoch } = takeOver.get({ id: runId, owner: terms.owner, ttl: terms.ttlMs }) as { epoch: number };
+      return { runId, owner: terms.owner, epoch };
     },
     renew(terms: LeaseTerms & { runIds: readonly string[] }): RunLease[] {
       return (

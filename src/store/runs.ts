@@ -132,8 +132,10 @@ export function runStore(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
-  const active = db.prepare("SELECT * FROM runs WHERE session_id = ? AND status <> 'finished' ORDER BY id LIMIT 1");
-  const live = db.prepare("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id");
+  const active = db.prepare(
+    "SELECT * FROM runs WHERE session_id = ? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
+  );
+  const live = db.prepare("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id");
   const unfinishedOf = db
     .prepare(
       "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = ? AND r.status <> 'finished'",
@@ -154,7 +156,8 @@ export function runStore(db: Db) {
   const saveStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ? AND status <> 'finished'");
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, stop_detail = @stop_detail, error = @error,
-       stats = @stats, finished_at = @finished_at WHERE id = @id AND status <> 'finished'`,
+       stats = @stats, finished_at = @finished_at
+     WHERE id = @id AND status <> 'finished' AND (@from IS NULL OR status = @from)`,
   );
 
   return {
@@ -169,16 +172,16 @@ export function runStore(db: Db) {
       const row = byKey.get(sessionId, key) as RunRow | undefined;
       return row ? runFromRow(row) : null;
     },
-    /** The session's unfinished run, if any. */
+    /** The session's active run (unfinished, not queued), if any. */
     active(sessionId: string): RunRecord | null {
       const row = active.get(sessionId) as RunRow | undefined;
       return row ? runFromRow(row) : null;
     },
-    /** How many unfinished runs the sessions of `owner` have. */
+    /** How many unfinished runs (queued ones too) the sessions of `owner` have. */
     unfinishedOf(owner: string): number {
       return unfinishedOf.get(owner) as number;
     },
-    /** Every unfinished run: at start these are the runs the previous process left. */
+    /** Every active run: at start these are the runs the previous process left live. */
     live(): RunRecord[] {
       return (live.all() as RunRow[]).map(runFromRow);
     },
@@ -207,7 +210,7 @@ export function runStore(db: Db) {
     saveStats(id: string, stats: RunStats): void {
       saveStats.run(JSON.stringify(stats), id);
     },
-    /** Marks the run finished; false when it already was (or is gone). */
+    /** Marks the run finished; false when it already was (or is gone, or is not in status `from`). */
     finish(
       id: string,
       end: {
@@ -216,6 +219,7 @@ export function runStore(db: Db) {
         error: RunError | null;
         stats: RunStats;
         finishedAt: string;
+        from?: "queued";
       },
     ): boolean {
       return (
@@ -226,6 +230,7 @@ export function runStore(db: Db) {
           error: toJson(end.error),
           stats: JSON.stringify(end.stats),
           finished_at: end.finishedAt,
+          from: end.from ?? null,
         }).changes > 0
       );
     },

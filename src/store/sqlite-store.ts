@@ -4,6 +4,7 @@ import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } fr
 import { eventStore } from "./events.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
+import { queueStore, startedEvent } from "./queue.js";
 import { runStore } from "./runs.js";
 import { sessionStore } from "./sessions.js";
 import { translateSqliteError } from "./sqlite-errors.js";
@@ -31,6 +32,7 @@ export function createSqliteStore(db: Db): Store {
     steps: stepStore(db),
     webhooks: webhookStore(db),
     leases: leaseStore(db),
+    queue: queueStore(db),
   };
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
@@ -73,9 +75,12 @@ export function createSqliteStore(db: Db): Store {
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events, { lease, limit } = {}) =>
+      create: (run, events, { lease, limit, takesInput } = {}) =>
         write(() => {
           if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
+          if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
+            throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);
+          }
           tables.runs.insert(run);
           if (lease) tables.leases.take(run.id, lease);
           tables.webhooks.deriveFrom(events);
@@ -87,6 +92,18 @@ export function createSqliteStore(db: Db): Store {
       unfinished: () => read(() => tables.runs.live()),
       cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
+      queued: (sessionId) => read(() => tables.queue.queued(sessionId)),
+      queuedSessions: () => read(() => tables.queue.sessions()),
+      startQueued: (sessionId, at, terms) =>
+        write(() => {
+          const next = tables.queue.oldest(sessionId);
+          if (!next || tables.runs.active(sessionId)) return null;
+          tables.queue.start(next.id);
+          const lease = tables.leases.takeOver(next.id, terms);
+          const events = [startedEvent(next.id, tables.events.lastSeq(next.id) + 1, at)];
+          tables.webhooks.deriveFrom(events);
+          return { run: { ...next, status: "running" as const }, events: tables.events.insert(events), lease };
+        }),
     },
     commitRun: (runId, changes, events, fence) =>
       write(() => {
@@ -123,6 +140,11 @@ export function createSqliteStore(db: Db): Store {
     },
     steps: {
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+    },
+    inputs: {
+      add: (input) => write(() => tables.queue.addInput(input)),
+      pending: (runId) => read(() => tables.queue.pending(runId)),
+      orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query.now, query.leaseUntil, query.limit)),

@@ -7,6 +7,7 @@ import type { StoredEvent } from "./events.js";
 import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
+import type { RunInput } from "./queue.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
@@ -18,6 +19,7 @@ export type { StoredEvent } from "./events.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
+export type { RunInput } from "./queue.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
@@ -51,25 +53,44 @@ export interface Store {
   };
   runs: {
     /**
-     * Inserts a new unfinished run with its first events. Refused (`active_run`) when its
-     * session already has an unfinished run: this insert is the busy check. Refused
-     * (`idempotency_key`) when the session has a run with the same key. With `lease`, its
-     * owner holds the run's first lease (epoch 1) from the insert on. Refused (`owner_runs`)
-     * when `limit` is given and its owner's sessions already have `limit.max` unfinished runs.
+     * Inserts a new unfinished run with its first events. Refused (`active_run`) when it is
+     * active (not `queued`) and its session already has an active run: this insert is the busy
+     * check. Refused (`idempotency_key`) when the session has a run with the same key. With
+     * `lease`, its owner holds the run's first lease (epoch 1) from the insert on. Refused
+     * (`owner_runs`) when `limit` is given and its owner's sessions already have `limit.max`
+     * unfinished runs. With `takesInput`, that steered input is removed in the same
+     * transaction (the run is made from it), and the insert is refused (`input_taken`) when it
+     * is no longer pending.
      */
     create(
       run: RunRecord,
       events: readonly RunEvent[],
-      options?: { lease?: LeaseTerms; limit?: OwnerLimit },
+      options?: { lease?: LeaseTerms; limit?: OwnerLimit; takesInput?: string },
     ): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
-    /** The session's unfinished run, if any (at most one: see `create`). */
+    /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
     active(sessionId: string): Promise<RunRecord | null>;
-    /** Every unfinished run: at start these are the runs the previous process left. */
+    /** Every active run: at start these are the runs the previous process left live. */
     unfinished(): Promise<RunRecord[]>;
     /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */
     cancelRequested(ids: readonly string[]): Promise<string[]>;
+    /** The session's queued runs, oldest first: the order they start in. */
+    queued(sessionId: string): Promise<RunRecord[]>;
+    /** The sessions that have a queued run. */
+    queuedSessions(): Promise<string[]>;
+    /**
+     * Starts the session's oldest queued run: in one transaction its status becomes `running`
+     * and its `run.started` event (at `at`) is written with the deliveries it causes. Null when
+     * the session has no queued run, or has an active run (the one-active rule refuses it).
+     * `lease`: the starting instance holds the run from then on (see `leases`); its epoch is
+     * the one returned.
+     */
+    startQueued(
+      sessionId: string,
+      at: string,
+      lease: LeaseTerms,
+    ): Promise<{ run: RunRecord; events: StoredEvent[]; lease: RunLease } | null>;
     list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
   };
   /**
@@ -139,6 +160,18 @@ export interface Store {
   };
   steps: {
     ofRun(runId: string): Promise<StepTrace[]>;
+  };
+  /**
+   * Input steered into an active run, kept until the run takes it (the change `input.taken`,
+   * in the commit of the user message it becomes) or it is withdrawn to start a new run.
+   */
+  inputs: {
+    /** Stores input for a run that takes it (running or awaiting approval); false when the run does not. */
+    add(input: RunInput): Promise<boolean>;
+    /** The run's inputs not yet taken, oldest first. */
+    pending(runId: string): Promise<RunInput[]>;
+    /** Inputs no run will take: their run has finished. */
+    orphaned(): Promise<RunInput[]>;
   };
   /**
    * The webhook outbox: a delivery for each event of a run whose stored target asked for its

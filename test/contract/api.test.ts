@@ -616,6 +616,48 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(events.at(-1)?.json.run.stopReason).toBe("complete");
     });
 
+    it("ifBusy: enqueue 201 queued (listed, run.queued), DELETE of it 202 finished, steer 202, an unknown mode 400", async () => {
+      const held = gate();
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_w", name: "shell", arguments: '{"command":"true"}' }], gate: held.promise },
+        { text: "steered" },
+      );
+      const params = { id: await createSession({ approval: { tools: { shell: "allow" } } }) };
+      const active = await call(server, "POST", "/sessions/{id}/runs", { params, body: { input: "go" } });
+      expect(active.status).toBe(201);
+      const queued = await call(server, "POST", "/sessions/{id}/runs", {
+        params,
+        body: { input: "later", ifBusy: "enqueue" },
+      });
+      expect(queued.status).toBe(201);
+      expect(queued.body.status).toBe("queued");
+      const listed = await call(server, "GET", "/sessions/{id}/runs", { params });
+      expect(listed.body.items.map((r: { status: string }) => r.status)).toEqual(["queued", "running"]);
+      expect((await call(server, "GET", "/runs/{id}", { params: { id: queued.body.id } })).body.status).toBe("queued");
+      const sse = await stream(server, "GET", "/runs/{id}/events", { params: { id: queued.body.id } });
+      const cancelled = await call(server, "DELETE", "/runs/{id}", { params: { id: queued.body.id } });
+      expect(cancelled.status).toBe(202);
+      expect(cancelled.body).toMatchObject({ status: "finished", stopReason: "aborted" });
+      const events = await validatedStream("GET", "/runs/{id}/events", sse);
+      expect(events.map((e) => e.event)).toEqual(["run.queued", "run.finished"]);
+
+      const steering = call(server, "POST", "/sessions/{id}/runs", {
+        params,
+        body: { input: "and more", ifBusy: "steer" },
+      });
+      // Stored while the model's reply with the call is held: the run takes it before its next request.
+      while ((await server.ctx.store.inputs.pending(active.body.id)).length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      held.release();
+      const steered = await steering;
+      expect(steered.status).toBe(202);
+      expect(steered.body.id).toBe(active.body.id);
+
+      const bad = await call(server, "POST", "/sessions/{id}/runs", { params, body: { input: "x", ifBusy: "wait" } });
+      expect(bad.status).toBe(400);
+    });
+
     it("cancel: DELETE answers 202 cancelling, run.finished aborted follows, then 200 and 409 RUN_FINISHED", async () => {
       server.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"touch ran"}' }] });
       const session = await createSession();

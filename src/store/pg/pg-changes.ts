@@ -92,11 +92,20 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
           values: [JSON.stringify(change.stats), runId],
         },
       ];
+    case "input.taken":
+      return [
+        {
+          text: "DELETE FROM run_inputs WHERE id = $1 AND run_id = $2",
+          values: [change.inputId, runId],
+          orRefuse: () =>
+            new StoreConflictError("input_taken", `input ${change.inputId} is not pending for run ${runId}`),
+        },
+      ];
     case "finish":
       return [
         {
           text: `UPDATE runs SET status = 'finished', stop_reason = $1, stop_detail = $2, error = $3, stats = $4,
-                   finished_at = $5 WHERE id = $6 AND status <> 'finished'`,
+                   finished_at = $5 WHERE id = $6 AND status <> 'finished' AND ($7::text IS NULL OR status = $7)`,
           values: [
             change.stopReason,
             change.stopDetail,
@@ -104,6 +113,7 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
             JSON.stringify(change.stats),
             change.finishedAt,
             runId,
+            change.from ?? null,
           ],
           orRefuse: () => new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`),
         },

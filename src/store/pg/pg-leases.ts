@@ -18,6 +18,15 @@ export function takeLeaseStatement(runId: string, terms: LeaseTerms): Statement 
   };
 }
 
+/** The statement that makes `terms.owner` the holder of a run it starts (a queued one), at the next epoch. */
+export function takeOverStatement(runId: string, terms: LeaseTerms): Statement {
+  return {
+    text: `UPDATE runs SET owner_instance = $2, epoch = epoch + 1, lease_expires_at = ${NOW_MS} + $3
+           WHERE id = $1 RETURNING epoch`,
+    values: [runId, terms.owner, terms.ttlMs],
+  };
+}
+
 /**
  * The fence of a batch, its first statement: it locks the run's row (a claim meanwhile waits,
  * or skips it) and refuses the batch unless `lease` still holds.

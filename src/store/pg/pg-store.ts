@@ -18,6 +18,7 @@ import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
 import { controlNotification, eventsNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
+import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -97,10 +98,11 @@ export function createPgStore(pool: pg.Pool): Store {
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events, { lease, limit } = {}) =>
+      create: (run, events, { lease, limit, takesInput } = {}) =>
         commitEvents(
           [
             ...ownerLimitStatements("runs", limit),
+            ...(takesInput === undefined ? [] : [takeInputStatement(takesInput)]),
             insertStatement("runs", runColumns(run)),
             ...(lease ? [takeLeaseStatement(run.id, lease)] : []),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
@@ -120,7 +122,7 @@ export function createPgStore(pool: pg.Pool): Store {
       },
       active: async (sessionId) => {
         const row = await first<RunRow>(
-          "SELECT * FROM runs WHERE session_id = $1 AND status <> 'finished' ORDER BY id LIMIT 1",
+          "SELECT * FROM runs WHERE session_id = $1 AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
           [sessionId],
         );
         return row ? runFromRow(row) : null;
@@ -133,7 +135,9 @@ export function createPgStore(pool: pg.Pool): Store {
           )
         ).map((r) => r.id),
       unfinished: async () =>
-        (await rows<RunRow>("SELECT * FROM runs WHERE status <> 'finished' ORDER BY id")).map(runFromRow),
+        (await rows<RunRow>("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id")).map(
+          runFromRow,
+        ),
       list: async ({ sessionId, limit, cursor }) => {
         const found = await rows<RunRow>(
           "SELECT * FROM runs WHERE session_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
@@ -141,6 +145,7 @@ export function createPgStore(pool: pg.Pool): Store {
         );
         return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
       },
+      ...pgQueue(rows, write),
     },
     commitRun: async (runId, changes, events, fence) => {
       // A run's target is fixed when it is created, so it may be read before the batch.
@@ -228,6 +233,7 @@ export function createPgStore(pool: pg.Pool): Store {
           parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
         ),
     },
+    inputs: pgInputs(rows, write),
     webhooks: pgWebhooks(rows, write),
     leases: pgLeases(rows, write),
     probeWrites: async () => {

@@ -1,0 +1,37 @@
+import { commitItem, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { type AgentMessage, wellFormed } from "./messages.js";
+
+/** Input the host holds for a running loop: it becomes a user message with this id. */
+export interface PendingInput {
+  id: string;
+  content: string;
+}
+
+/**
+ * Asked before each model request (after the turn's tool results, so never between an
+ * assistant message with tool calls and its results): the input that joined the run since,
+ * oldest first. Each is committed as a user message (its commit carries `inputId`) before the
+ * request is made.
+ */
+export type PendingInputHook = () => Promise<readonly PendingInput[]>;
+
+/** Commits the hook's input as user messages; a hook that throws, or a failed commit, stops the run. */
+export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook): Promise<PhaseStop | null> {
+  let inputs: readonly PendingInput[];
+  try {
+    inputs = await hook();
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return {
+      stopReason: "error",
+      error: { code: "PENDING_INPUT_FAILED", message: `could not read input: ${message}` },
+    };
+  }
+  for (const input of inputs) {
+    const message: AgentMessage = { id: input.id, role: "user", content: wellFormed(input.content) };
+    const stop = await commitItem(ctx, { type: "message", message, inputId: input.id });
+    if (stop) return stop;
+    ctx.history.push(message);
+  }
+  return null;
+}

@@ -1,0 +1,45 @@
+import type { ControlDeps } from "./control.js";
+import { cancelRun } from "./control.js";
+
+/** How long an interrupting start waits for the interrupted run's end to be stored. */
+const INTERRUPT_WAIT_MS = 10_000;
+/** How often the end of a run executed elsewhere is looked for. */
+const POLL_MS = 50;
+
+/** Who cancelled an interrupted run, as its stop detail says it. */
+export const INTERRUPTED_BY = 'by a new run started with ifBusy "interrupt"';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * Cancels the session's active run exactly as DELETE does (every call closed, `aborted`) and
+ * resolves once its end is stored, or after INTERRUPT_WAIT_MS (the new run's insert is then
+ * refused as busy: the one-active rule stays the judge). A run this process executes is
+ * marked handed over meanwhile: its end leaves the session's queue for the new run.
+ */
+export async function interruptActive(deps: ControlDeps, sessionId: string): Promise<void> {
+  const active = await deps.store.runs.active(sessionId);
+  if (!active) return;
+  const live = deps.registry.get(active.id);
+  if (live) live.handedOver = true;
+  await cancelRun(deps, active.id, INTERRUPTED_BY);
+  const deadline = Date.now() + INTERRUPT_WAIT_MS;
+  if (live) {
+    const ended = await Promise.race([
+      live.done.then(
+        () => true,
+        () => true,
+      ),
+      sleep(INTERRUPT_WAIT_MS).then(() => false),
+    ]);
+    // Still ending: the new run will be refused, so this run's end starts the queue after all.
+    if (!ended) live.handedOver = false;
+    return;
+  }
+  // Executed elsewhere (or left for a restart): its end comes from there.
+  while (Date.now() < deadline) {
+    const run = await deps.store.runs.get(active.id);
+    if (!run || run.status === "finished") return;
+    await sleep(POLL_MS);
+  }
+}

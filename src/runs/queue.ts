@@ -1,0 +1,96 @@
+import { abortedOutcome } from "../agent/tool-results.js";
+import type { RunView } from "../domain/run.js";
+import { isConflict } from "../store/errors.js";
+import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
+import { runLike } from "./admission.js";
+import type { EventHub } from "./event-hub.js";
+import { finishRun } from "./finish.js";
+import { RunRecorder } from "./recorder.js";
+import { abortedDetail } from "./stop-details.js";
+
+export interface QueueDeps {
+  store: Store;
+  hub: EventHub;
+}
+
+/** What starting a queued run needs besides: the lease the starting process takes on it. */
+export interface StartQueueDeps extends QueueDeps {
+  lease: LeaseTerms;
+}
+
+/** A queued run just started: what this process needs to execute it. */
+export interface StartedQueuedRun {
+  record: RunRecord;
+  session: SessionRecord;
+  recorder: RunRecorder;
+}
+
+/**
+ * Starts the session's oldest queued run when the session has no active run (the store
+ * decides: see Store.runs.startQueued) and publishes its `run.started`. Returns the run for
+ * the caller to execute; null when none started (none queued, the session busy or deleted).
+ */
+export async function startQueuedRun(deps: StartQueueDeps, sessionId: string): Promise<StartedQueuedRun | null> {
+  const started = await deps.store.runs.startQueued(sessionId, new Date().toISOString(), deps.lease);
+  if (!started) return null;
+  const { run } = started;
+  deps.hub.publish(run.id, started.events);
+  const [session, recorder] = await Promise.all([
+    deps.store.sessions.get(sessionId),
+    RunRecorder.open({
+      ...deps,
+      runId: run.id,
+      sessionId,
+      lastEvent: started.events.at(-1)?.seq,
+      lease: started.lease,
+    }),
+  ]);
+  // Deleted meanwhile, with its runs: nothing is left to execute.
+  if (!session) return null;
+  return { record: run, session, recorder };
+}
+
+/**
+ * Cancels a run still queued: it ends `aborted` without running, with its `run.finished`,
+ * through the one finish of a run, provided it is still queued then. Resolves with the run as
+ * it is: finished, or (started meanwhile) live, for the caller to cancel as a live run.
+ */
+export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: string): Promise<RunView> {
+  const recorder = await RunRecorder.open({ ...deps, runId: record.id, sessionId: record.sessionId });
+  try {
+    return await finishRun({
+      store: deps.store,
+      recorder,
+      record,
+      end: {
+        stopReason: "aborted",
+        stopDetail: abortedDetail({ by, stats: record.stats, point: { phase: "before_turn", turn: 1 } }),
+        error: null,
+        stats: record.stats,
+      },
+      outcomeFor: abortedOutcome,
+      from: "queued",
+    });
+  } finally {
+    recorder.dispose();
+  }
+}
+
+/**
+ * Queues the input of a run that ended before taking it (left by a process that stopped
+ * waiting for it) as a new run of its session, with that run's settings. The input is
+ * removed in the run's insert, so it starts one run at most. Null when it was taken meanwhile.
+ */
+export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<RunRecord | null> {
+  const from = await deps.store.runs.get(input.runId);
+  if (!from) return null;
+  const record = runLike(from, input.content);
+  const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
+  try {
+    deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));
+  } catch (err) {
+    if (isConflict(err, "input_taken")) return null;
+    throw err;
+  }
+  return record;
+}

@@ -1,0 +1,113 @@
+import { isConflict, StoreConflictError } from "../errors.js";
+import { type RunInput, runInputFromRow, startedEvent } from "../queue.js";
+import { type RunRow, runFromRow } from "../runs.js";
+import type { Store } from "../store.js";
+import type { Statement } from "./pg-batch.js";
+import { eventRows } from "./pg-changes.js";
+import { takeOverStatement } from "./pg-leases.js";
+import { deliveryStatements } from "./pg-webhooks.js";
+
+type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
+type Write = (statements: Statement[]) => Promise<{ rowCount: number | null; rows: unknown[] }[]>;
+
+/** A queued run another instance starts or cancels meanwhile is passed over for the next; at most this often. */
+const START_ATTEMPTS = 8;
+
+/** A session's queue of runs over PostgreSQL: each start is one batch, its status change conditional. */
+export function pgQueue(rows: Rows, write: Write): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued"> {
+  return {
+    queued: async (sessionId) =>
+      (
+        await rows<RunRow & Record<string, unknown>>(
+          "SELECT * FROM runs WHERE session_id = $1 AND status = 'queued' ORDER BY created_at, id",
+          [sessionId],
+        )
+      ).map(runFromRow),
+    queuedSessions: async () =>
+      (
+        await rows<{ session_id: string }>(
+          "SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id",
+        )
+      ).map((r) => r.session_id),
+    startQueued: async (sessionId, at, terms) => {
+      for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+        const [row] = await rows<RunRow & Record<string, unknown>>(
+          "SELECT * FROM runs WHERE session_id = $1 AND status = 'queued' ORDER BY created_at, id LIMIT 1",
+          [sessionId],
+        );
+        if (!row) return null;
+        const run = runFromRow(row);
+        const [last] = await rows<{ seq: number | null }>("SELECT max(seq) AS seq FROM run_events WHERE run_id = $1", [
+          run.id,
+        ]);
+        const events = [startedEvent(run.id, (last?.seq ?? 0) + 1, at)];
+        const { stored, statement } = eventRows(events);
+        try {
+          const [, taken] = await write([
+            {
+              text: "UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'queued'",
+              values: [run.id],
+              orRefuse: () => new StoreConflictError("run_not_live", `run ${run.id} is no longer queued`),
+            },
+            takeOverStatement(run.id, terms),
+            ...(statement ? [statement] : []),
+            ...deliveryStatements(events, run.webhook ? { sessionId, ...run.webhook } : null),
+          ]);
+          const { epoch } = (taken as { rows: { epoch: number }[] }).rows[0] as { epoch: number };
+          return {
+            run: { ...run, status: "running" as const },
+            events: stored,
+            lease: { runId: run.id, owner: terms.owner, epoch },
+          };
+        } catch (err) {
+          // The session has an active run: the queue waits for its end.
+          if (isConflict(err, "active_run")) return null;
+          if (!isConflict(err, "run_not_live")) throw err;
+        }
+      }
+      return null;
+    },
+  };
+}
+
+/** Removes a steered input a new run is made from; the batch is refused (`input_taken`) when it is gone. */
+export const takeInputStatement = (id: string): Statement => ({
+  text: "DELETE FROM run_inputs WHERE id = $1",
+  values: [id],
+  orRefuse: () => new StoreConflictError("input_taken", `input ${id} is no longer pending`),
+});
+
+interface RunInputRow extends Record<string, unknown> {
+  id: string;
+  run_id: string;
+  content: string;
+  created_at: string;
+}
+
+/** Steered input over PostgreSQL. */
+export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
+  return {
+    add: async (input: RunInput) => {
+      const [result] = await write([
+        {
+          text: `INSERT INTO run_inputs (id, run_id, content, created_at)
+                 SELECT $1, $2, $3, $4
+                 WHERE EXISTS (SELECT 1 FROM runs WHERE id = $2 AND status IN ('running', 'awaiting_approval'))`,
+          values: [input.id, input.runId, input.content, input.createdAt],
+        },
+      ]);
+      return (result?.rowCount ?? 0) > 0;
+    },
+    pending: async (runId) =>
+      (await rows<RunInputRow>("SELECT * FROM run_inputs WHERE run_id = $1 ORDER BY created_at, id", [runId])).map(
+        runInputFromRow,
+      ),
+    orphaned: async () =>
+      (
+        await rows<RunInputRow>(
+          `SELECT i.* FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE r.status = 'finished'
+           ORDER BY i.created_at, i.id`,
+        )
+      ).map(runInputFromRow),
+  };
+}

@@ -1,0 +1,96 @@
+import type { RunEvent } from "../domain/run-events.js";
+import type { Db } from "./database.js";
+import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
+
+/** Input steered into an active run, stored until the run takes it as a user message. */
+export interface RunInput {
+  /** The id of the user message it becomes. */
+  id: string;
+  runId: string;
+  content: string;
+  createdAt: string;
+}
+
+interface RunInputRow {
+  id: string;
+  run_id: string;
+  content: string;
+  created_at: string;
+}
+
+export const runInputFromRow = (row: RunInputRow): RunInput => ({
+  id: row.id,
+  runId: row.run_id,
+  content: row.content,
+  createdAt: row.created_at,
+});
+
+/** A queued run's `run.started`, as the event its start writes. */
+export const startedEvent = (runId: string, seq: number, at: string): RunEvent => ({
+  type: "run.started",
+  runId,
+  seq,
+  at,
+});
+
+/** The SQLite tables of a session's queue of runs and of steered input (see migration 0006). */
+export function queueStore(db: Db) {
+  const queued = db.prepare("SELECT * FROM runs WHERE session_id = ? AND status = 'queued' ORDER BY created_at, id");
+  const oldest = db.prepare(
+    "SELECT * FROM runs WHERE session_id = ? AND status = 'queued' ORDER BY created_at, id LIMIT 1",
+  );
+  const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
+  const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
+  const addInput = db.prepare(
+    `INSERT INTO run_inputs (id, run_id, content, created_at)
+     SELECT @id, @run_id, @content, @created_at
+     WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))`,
+  );
+  const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = ? ORDER BY created_at, id");
+  const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
+  const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
+  const orphaned = db.prepare(
+    `SELECT i.* FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE r.status = 'finished'
+     ORDER BY i.created_at, i.id`,
+  );
+
+  return {
+    queued(sessionId: string): RunRecord[] {
+      return (queued.all(sessionId) as RunRow[]).map(runFromRow);
+    },
+    oldest(sessionId: string): RunRecord | null {
+      const row = oldest.get(sessionId) as RunRow | undefined;
+      return row ? runFromRow(row) : null;
+    },
+    sessions(): string[] {
+      return (sessions.all() as { session_id: string }[]).map((r) => r.session_id);
+    },
+    /** Marks a queued run running; false when it is not queued (any more). */
+    start(runId: string): boolean {
+      return start.run(runId).changes > 0;
+    },
+    /** False when the run does not take input (not running nor awaiting approval). */
+    addInput(input: RunInput): boolean {
+      return (
+        addInput.run({ id: input.id, run_id: input.runId, content: input.content, created_at: input.createdAt })
+          .changes > 0
+      );
+    },
+    pending(runId: string): RunInput[] {
+      return (pending.all(runId) as RunInputRow[]).map(runInputFromRow);
+    },
+    /** Removes a pending input the run takes; false when it was not pending. */
+    take(runId: string, inputId: string): boolean {
+      return take.run(inputId, runId).changes > 0;
+    },
+    /** Removes a pending input (a new run is made from it); false when it was not pending. */
+    withdraw(id: string): boolean {
+      return withdraw.run(id).changes > 0;
+    },
+    orphaned(): RunInput[] {
+      return (orphaned.all() as RunInputRow[]).map(runInputFromRow);
+    },
+  };
+}
+
+export type QueueStore = ReturnType<typeof queueStore>;

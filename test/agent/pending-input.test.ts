@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import type { PendingInput } from "../../src/agent/pending-input.js";
+import { toolCall } from "../fakes/scripted-model.js";
+import { expectConsistent, Harness, testTool } from "./harness.js";
+
+describe("input that joins a running loop (the pendingInput hook)", () => {
+  it("is committed as user messages after a turn's tool results and sent with the next model request", async () => {
+    const list = testTool({ name: "list_files" });
+    const h = new Harness({
+      tools: [list],
+      steps: [{ toolCalls: [toolCall("c1", "list_files", {}), toolCall("c2", "list_files", {})] }, { text: "done" }],
+    });
+    const queue: PendingInput[] = [];
+    let asked = 0;
+    const commits: string[] = [];
+    const result = await h.run({
+      pendingInput: async () => {
+        asked++;
+        // Arrives during the first turn's tools: taken before the second model request.
+        if (asked === 1) queue.push({ id: "in_1", content: "also this" }, { id: "in_2", content: "and that" });
+        return asked === 2 ? queue.splice(0) : [];
+      },
+      commit: async (item) => {
+        if (item.type === "message") {
+          commits.push(`${item.message.role}${item.inputId ? `:${item.inputId}` : ""}`);
+          h.committed.push(structuredClone(item.message));
+        }
+      },
+    });
+    expect(result.stopReason).toBe("complete");
+    expect(asked).toBe(2);
+    expect(commits).toEqual(["user", "assistant", "tool", "tool", "user:in_1", "user:in_2", "assistant"]);
+    expect(h.model.requests[0]?.messages.map((m) => m.role)).toEqual(["user"]);
+    const second = h.model.requests[1]?.messages ?? [];
+    expect(second.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "user", "user"]);
+    expect(second.slice(-2).map((m) => [m.id, m.content])).toEqual([
+      ["in_1", "also this"],
+      ["in_2", "and that"],
+    ]);
+    expectConsistent(h, result);
+  });
+
+  it("a hook that throws stops the run with error before the model request; a failed commit of the input too", async () => {
+    const h = new Harness({ steps: [] });
+    const failed = await h.run({
+      pendingInput: async () => {
+        throw new Error("database gone");
+      },
+    });
+    expect(failed.stopReason).toBe("error");
+    expect(failed.error).toMatchObject({ code: "PENDING_INPUT_FAILED" });
+    expect(failed.error?.message).toContain("database gone");
+    expect(h.model.requests).toHaveLength(0);
+
+    const refused = new Harness({
+      steps: [],
+      onCommit: (m) => {
+        if (m.role === "user" && m.content === "late") throw new Error("input_taken");
+      },
+    });
+    const stopped = await refused.run({ pendingInput: async () => [{ id: "in_x", content: "late" }] });
+    expect(stopped.stopReason).toBe("error");
+    expect(stopped.error).toMatchObject({ code: "PERSISTENCE_FAILED" });
+    expect(refused.model.requests).toHaveLength(0);
+    expect(refused.committed.map((m) => m.content)).not.toContain("late");
+  });
+});

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
+import type { StoredMessage } from "../../src/domain/stored-message.js";
+import { isConflict } from "../../src/store/errors.js";
+import type { RunChange, Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/** The Store's contract for a session's queue of runs and for steered input, on every backend. */
+/** The instance that starts queued runs in these tests, holding their leases. */
+const starter = { owner: "inst_q", ttlMs: 60_000 };
+
+describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+  let counter = 0;
+  const fresh = (prefix: string) => `${prefix}_${String(++counter).padStart(4, "0")}`;
+  /** Times one millisecond apart, so "oldest first" is decided by creation time. */
+  let clock = Date.parse("2030-01-01T00:00:00Z");
+  const at = () => new Date(++clock).toISOString();
+
+  beforeAll(async () => {
+    opened = await backend.open();
+    store = opened.store;
+  });
+  afterAll(() => opened?.dispose());
+
+  async function session(): Promise<string> {
+    const id = fresh("ses");
+    await seedSession(store, { id });
+    return id;
+  }
+  async function run(sessionId: string, status: "running" | "queued") {
+    const id = fresh("run");
+    const createdAt = at();
+    await store.runs.create(runRecord({ id, sessionId, status, createdAt }), [
+      { type: status === "queued" ? "run.queued" : "run.started", runId: id, seq: 1, at: createdAt },
+    ]);
+    return id;
+  }
+  const finishChange = (from?: "queued"): RunChange => ({
+    kind: "finish",
+    stopReason: "aborted",
+    stopDetail: "cancelled",
+    error: null,
+    stats: emptyStats(),
+    finishedAt: at(),
+    ...(from ? { from } : {}),
+  });
+
+  it("queued runs are not active: a busy session takes them, they list oldest first and none is 'unfinished'", async () => {
+    const sessionId = await session();
+    const active = await run(sessionId, "running");
+    const second = await run(sessionId, "queued");
+    const third = await run(sessionId, "queued");
+    await expect(run(sessionId, "running")).rejects.toSatisfy((err) => isConflict(err, "active_run"));
+    expect((await store.runs.active(sessionId))?.id).toBe(active);
+    expect((await store.runs.queued(sessionId)).map((r) => r.id)).toEqual([second, third]);
+    expect((await store.runs.queued(sessionId)).map((r) => r.status)).toEqual(["queued", "queued"]);
+    expect(await store.runs.queuedSessions()).toContain(sessionId);
+    const unfinished = (await store.runs.unfinished()).map((r) => r.id);
+    expect(unfinished).toContain(active);
+    expect(unfinished).not.toContain(second);
+    expect((await store.events.after(second, 0)).map((e) => e.type)).toEqual(["run.queued"]);
+  });
+
+  it("startQueued waits for the active run's end, then starts the oldest with its run.started; once at a time", async () => {
+    const sessionId = await session();
+    const active = await run(sessionId, "running");
+    const first = await run(sessionId, "queued");
+    const second = await run(sessionId, "queued");
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await store.commitRun(active, [finishChange()], []);
+    // Five at once: one starts the oldest, the others find the session busy.
+    const starts = await Promise.all(Array.from({ length: 5 }, () => store.runs.startQueued(sessionId, at(), starter)));
+    const started = starts.filter((s) => s !== null);
+    expect(started).toHaveLength(1);
+    expect(started[0]?.run).toMatchObject({ id: first, status: "running" });
+    expect(started[0]?.events.map((e) => [e.seq, e.type])).toEqual([[2, "run.started"]]);
+    // The starter holds the started run: its fenced writes go through, its renewals cover it.
+    expect(started[0]?.lease).toEqual({ runId: first, owner: "inst_q", epoch: 1 });
+    expect(await store.leases.renew({ ...starter, runIds: [first] })).toEqual([started[0]?.lease]);
+    expect(JSON.parse(started[0]?.events[0]?.data ?? "{}")).toMatchObject({
+      type: "run.started",
+      runId: first,
+      seq: 2,
+    });
+    expect((await store.events.after(first, 0)).map((e) => e.type)).toEqual(["run.queued", "run.started"]);
+    expect((await store.runs.active(sessionId))?.id).toBe(first);
+    expect((await store.runs.queued(sessionId)).map((r) => r.id)).toEqual([second]);
+    await store.commitRun(first, [finishChange()], []);
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(second);
+    await store.commitRun(second, [finishChange()], []);
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    expect(await store.runs.queuedSessions()).not.toContain(sessionId);
+  });
+
+  it("a finish `from: queued` ends a queued run, and is refused (run_not_live) once the run has started", async () => {
+    const sessionId = await session();
+    const cancelled = await run(sessionId, "queued");
+    const started = await run(sessionId, "queued");
+    await store.commitRun(cancelled, [finishChange("queued")], []);
+    expect((await store.runs.get(cancelled))?.status).toBe("finished");
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(started);
+    await expect(store.commitRun(started, [finishChange("queued")], [])).rejects.toSatisfy((err) =>
+      isConflict(err, "run_not_live"),
+    );
+    expect((await store.runs.get(started))?.status).toBe("running");
+  });
+
+  it("steered input: taken by a live run only, once, in the batch of its message; a new run made of it once; orphans listed", async () => {
+    const sessionId = await session();
+    const live = await run(sessionId, "running");
+    const queued = await run(sessionId, "queued");
+    const input = (id: string, runId: string) => ({ id, runId, content: `steer ${id}`, createdAt: at() });
+    expect(await store.inputs.add(input("msg_a", live))).toBe(true);
+    expect(await store.inputs.add(input("msg_b", live))).toBe(true);
+    expect(await store.inputs.add(input("msg_q", queued))).toBe(false);
+    expect((await store.inputs.pending(live)).map((i) => i.id)).toEqual(["msg_a", "msg_b"]);
+    const message = {
+      id: "msg_a",
+      role: "user",
+      content: "steer msg_a",
+      sessionId,
+      runId: live,
+      seq: 1,
+      createdAt: at(),
+    } as StoredMessage;
+    await store.commitRun(
+      live,
+      [
+        { kind: "message", message },
+        { kind: "input.taken", inputId: "msg_a" },
+      ],
+      [],
+    );
+    // Taken again (another writer of the run): refused, and nothing of the batch is written.
+    const again = { ...message, id: "msg_a2", seq: 2 };
+    await expect(
+      store.commitRun(
+        live,
+        [
+          { kind: "message", message: again },
+          { kind: "input.taken", inputId: "msg_a" },
+        ],
+        [],
+      ),
+    ).rejects.toSatisfy((err) => isConflict(err, "input_taken"));
+    expect((await store.messages.history(sessionId)).map((m) => m.id)).toEqual(["msg_a"]);
+    expect((await store.inputs.pending(live)).map((i) => i.id)).toEqual(["msg_b"]);
+    expect(await store.inputs.orphaned()).not.toContainEqual(expect.objectContaining({ id: "msg_b" }));
+    await store.commitRun(live, [finishChange()], []);
+    expect(await store.inputs.add(input("msg_late", live))).toBe(false);
+    expect((await store.inputs.orphaned()).map((i) => i.id)).toContain("msg_b");
+    // Two new runs made of the left input at once: one is created (and takes it), the other refused.
+    const made = await Promise.allSettled(
+      [fresh("run"), fresh("run")].map((id) => {
+        const createdAt = at();
+        return store.runs.create(
+          runRecord({ id, sessionId, status: "queued", input: "steer msg_b", createdAt }),
+          [{ type: "run.queued", runId: id, seq: 1, at: createdAt }],
+          { takesInput: "msg_b" },
+        );
+      }),
+    );
+    expect(made.map((m) => m.status).sort()).toEqual(["fulfilled", "rejected"]);
+    const refused = made.find((m) => m.status === "rejected");
+    expect(isConflict((refused as PromiseRejectedResult).reason, "input_taken")).toBe(true);
+    expect(await store.inputs.pending(live)).toEqual([]);
+    expect((await store.runs.queued(sessionId)).map((r) => r.input)).toEqual(["hi", "steer msg_b"]);
+  });
+
+  it("a queued run's run.queued and its later run.started go to a target that asked for them", async () => {
+    const sessionId = await session();
+    const id = fresh("run");
+    const webhook = { url: "https://hooks.example.com/x", events: ["run.queued" as const, "run.started" as const] };
+    await run(sessionId, "running");
+    const createdAt = at();
+    await store.runs.create(runRecord({ id, sessionId, status: "queued", createdAt, webhook }), [
+      { type: "run.queued", runId: id, seq: 1, at: createdAt },
+    ]);
+    expect((await store.webhooks.ofRun(id)).map((d) => d.type)).toEqual(["run.queued"]);
+    const active = await store.runs.active(sessionId);
+    await store.commitRun(active?.id ?? "", [finishChange()], []);
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(id);
+    expect((await store.webhooks.ofRun(id)).map((d) => d.type)).toEqual(["run.queued", "run.started"]);
+  });
+});
