@@ -3,7 +3,9 @@ import type { RunEvent } from "../../src/domain/run-events.js";
 import { createLogger } from "../../src/logger.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { EventRelay } from "../../src/runs/event-relay.js";
-import type { RunNotifications, StoredEvent } from "../../src/store/store.js";
+import { openPgStore } from "../../src/store/pg/pg-store.js";
+import type { RunNotifications, Store, StoredEvent } from "../../src/store/store.js";
+import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -48,5 +50,64 @@ describe.each(STORE_BACKENDS)("the event relay without notifications, on $name",
     expect(seqs.at(-1)).toBe(6);
     expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
     expect(seqs[0]).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("the event relay over two PostgreSQL stores on one database (two instances)", () => {
+  let database: TestPgDatabase | null = null;
+  const stores: Store[] = [];
+  let relay: EventRelay | null = null;
+  afterEach(async () => {
+    relay?.stop();
+    for (const store of stores.splice(0)) await store.close();
+    await database?.drop();
+  });
+
+  it("three watchers of one run: one read of the database per notification, each watcher gets every event once", async () => {
+    database = await createTestPgDatabase();
+    const a = await openPgStore({ url: database.url, maxConnections: 2 });
+    const b = await openPgStore({ url: database.url, maxConnections: 2 });
+    stores.push(a, b);
+    let reads = 0;
+    const after: Store["events"]["after"] = (...args) => {
+      reads++;
+      return b.events.after(...args);
+    };
+    const counted: Store = { ...b, events: { ...b.events, after } };
+    await seedSession(a, { id: "ses_fan" });
+    await a.runs.create(runRecord({ id: "run_fan", sessionId: "ses_fan" }), [
+      { type: "run.started", runId: "run_fan", seq: 1, at: at() },
+    ]);
+    const hub = new EventHub();
+    relay = new EventRelay({
+      store: counted,
+      hub,
+      notifications: b.notifications as RunNotifications,
+      isLocal: () => false,
+      logger: createLogger({ level: "silent" }),
+    });
+    relay.start();
+    const watchers = [[], [], []].map((seen: number[]) => {
+      hub.subscribe("run_fan", (event) => seen.push(event.seq));
+      return seen;
+    });
+    const until = async (seq: number) => {
+      const deadline = Date.now() + 5000;
+      while (!watchers.every((seen) => seen.includes(seq)) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    await until(1);
+    while (!b.notifications?.connected) await new Promise((r) => setTimeout(r, 10));
+    const before = reads;
+    for (let seq = 2; seq <= 6; seq++) {
+      await a.commitRun("run_fan", [], [delta("run_fan", seq)]);
+      await until(seq);
+    }
+    for (const seen of watchers) expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+    // Five commits: five reads (one more if the listener's first resync came after `before`),
+    // where a reader per watcher would make fifteen.
+    expect(reads - before).toBeGreaterThanOrEqual(5);
+    expect(reads - before).toBeLessThanOrEqual(6);
   });
 });

@@ -5,6 +5,7 @@ import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
 import { insertStatement, type Statement } from "./pg-batch.js";
+import { EVENTS_CHANNEL } from "./pg-listener.js";
 
 /**
  * The statements that apply one change of a run (the PostgreSQL twin of apply-change.ts):
@@ -121,20 +122,29 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
   }
 }
 
-/** The events as stored (their JSON exactly as it will be replayed) and the one statement inserting them. */
+/**
+ * The events as stored (their JSON exactly as it will be replayed) and the one statement
+ * inserting them, which also announces them (`runId:lastSeq` on the events channel; sent when
+ * the batch commits, never when it is refused). The events of one batch are of one run.
+ */
 export function eventRows(events: readonly RunEvent[]): { stored: StoredEvent[]; statement: Statement | null } {
   const stored = events.map((event) => ({ seq: event.seq, type: event.type, data: JSON.stringify(event) }));
   if (events.length === 0) return { stored, statement: null };
+  const lastSeq = stored.reduce((max, event) => Math.max(max, event.seq), 0);
   return {
     stored,
     statement: {
-      text: `INSERT INTO run_events (run_id, seq, type, data)
-             SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[])`,
+      text: `WITH inserted AS (
+               INSERT INTO run_events (run_id, seq, type, data)
+               SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[]))
+             SELECT pg_notify($5, $6)`,
       values: [
         events.map((e) => e.runId),
         stored.map((e) => e.seq),
         stored.map((e) => e.type),
         stored.map((e) => e.data),
+        EVENTS_CHANNEL,
+        `${events[0]?.runId}:${lastSeq}`,
       ],
     },
   };

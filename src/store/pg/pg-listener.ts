@@ -1,5 +1,4 @@
 import pg from "pg";
-import type { RunEvent } from "../../domain/run-events.js";
 import type { NotificationHandlers, RunNotifications } from "../notifications.js";
 import type { Statement } from "./pg-batch.js";
 
@@ -19,12 +18,6 @@ export interface PgListenerOptions {
   /** First wait before reconnecting, doubled up to `maxBackoffMs`. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
-}
-
-/** The statement announcing a batch of one run's events (sent at the commit of the batch it is in). */
-export function eventsNotification(events: readonly RunEvent[]): Statement {
-  const last = events.reduce((max, event) => Math.max(max, event.seq), 0);
-  return { text: "SELECT pg_notify($1, $2)", values: [EVENTS_CHANNEL, `${events[0]?.runId}:${last}`] };
 }
 
 /** The statement waking the instance that executes `runId` (sent at the commit of the batch it is in). */

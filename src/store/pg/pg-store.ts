@@ -15,7 +15,7 @@ import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
-import { controlNotification, eventsNotification, PgListener } from "./pg-listener.js";
+import { controlNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
@@ -54,10 +54,10 @@ export function createPgStore(pool: pg.Pool): Store {
       throw translated;
     }
   };
-  // The events' notification is sent in their transaction: peers hear of them once committed.
+  // The events' statement announces them too: peers hear of them once committed.
   const commitEvents = async (statements: Statement[], events: Parameters<typeof eventRows>[0]) => {
     const { stored, statement } = eventRows(events);
-    await write(statement ? [...statements, statement, eventsNotification(events)] : statements);
+    await write(statement ? [...statements, statement] : statements);
     return stored;
   };
   const listener = new PgListener({ connection: pool.options });
