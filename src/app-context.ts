@@ -4,6 +4,8 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Config } from "./config.js";
 import type { ApiKeys } from "./http/auth.js";
 import type { StreamTokens } from "./http/stream-tokens.js";
+import type { Metrics } from "./observability/metrics.js";
+import type { Tracing } from "./observability/tracing.js";
 import type { EventHub } from "./runs/event-hub.js";
 import type { RunManager } from "./runs/run-manager.js";
 import type { RunService } from "./runs/run-service.js";
@@ -33,6 +35,10 @@ export interface AppContext {
   sessions: SessionService;
   /** Sends the webhook outbox. */
   webhooks: WebhookWorker;
+  /** GET /metrics. */
+  metrics: Metrics;
+  /** The trace exporter, null when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
+  tracing: Tracing | null;
   apiKeys: ApiKeys;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];

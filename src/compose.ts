@@ -8,7 +8,7 @@ import { DEFAULT_WEBHOOK_EVENTS } from "./domain/webhook.js";
 import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
-import { EventHub } from "./runs/event-hub.js";
+import { observeRuns } from "./observability/observability.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunManager } from "./runs/run-manager.js";
 import { type RunDefaults, RunService } from "./runs/run-service.js";
@@ -58,8 +58,11 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
   const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
-  const store = options.wrapStore ? options.wrapStore(opened) : opened;
-  const hub = new EventHub();
+  // Every run's writes and deliveries pass these two, observed for metrics and traces.
+  const { store, hub, metrics, tracing } = observeRuns({
+    config,
+    store: options.wrapStore ? options.wrapStore(opened) : opened,
+  });
   const model =
     options.model ??
     modelClientFromConfig(config.model, {
@@ -89,6 +92,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
     logger,
   });
+  metrics.readFrom({ liveRuns: () => manager.liveCount });
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,
@@ -130,6 +134,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sessions,
     runs,
     webhooks,
+    metrics,
+    tracing,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),

@@ -1,0 +1,40 @@
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
+import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { type RunDescription, RunTracer } from "./run-tracer.js";
+
+/** The OpenTelemetry SDK of a server that exports traces, and the runs' tracer that feeds it. */
+export interface Tracing {
+  runs: RunTracer;
+  /** Ends the spans of runs left open, exports what is buffered and stops the exporter. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts the trace SDK exporting over OTLP/HTTP (JSON) to `${endpoint}/v1/traces`, batched.
+ * The service is `agent-server` unless OTEL_SERVICE_NAME names another; the exporter reads
+ * OTEL_EXPORTER_OTLP_HEADERS (and the other OTEL_ variables of its own) as usual.
+ */
+export function startTracing({
+  endpoint,
+  serviceName,
+  describe,
+}: {
+  endpoint: string;
+  serviceName: string;
+  describe: (runId: string) => Promise<RunDescription>;
+}): Tracing {
+  const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` });
+  const provider = new TracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes({ "service.name": serviceName })),
+    spanProcessors: [new BatchSpanProcessor({ exporter })],
+  });
+  const runs = new RunTracer(provider.getTracer("agent-server"), describe);
+  return {
+    runs,
+    async shutdown() {
+      await runs.endOpenRuns();
+      await provider.shutdown();
+    },
+  };
+}
