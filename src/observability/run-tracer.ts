@@ -36,6 +36,8 @@ interface TracedRun {
  */
 export class RunTracer implements RunFacts {
   readonly #runs = new Map<string, TracedRun>();
+  /** Queued operations not yet done (of finished runs too): awaited before the exporter stops. */
+  readonly #pending = new Set<Promise<void>>();
 
   constructor(
     private readonly tracer: Tracer,
@@ -103,18 +105,20 @@ export class RunTracer implements RunFacts {
     this.#runs.delete(view.id);
   }
 
-  /** Ends the spans of runs still open (left for a restart): called before the exporter stops. */
+  /**
+   * Ends the spans of runs still open (left for a restart) once their queued operations are
+   * done, and resolves when every span is ended: called before the exporter stops.
+   */
   async endOpenRuns(): Promise<void> {
-    const open = [...this.#runs.values()];
-    this.#runs.clear();
     const now = Date.now();
-    for (const run of open) {
-      run.queue = run.queue.then(() => {
+    for (const [runId, run] of this.#runs) {
+      this.#on(runId, now, () => {
         run.span?.setAttribute("agent_server.run.suspended", true);
         run.span?.end(now);
       });
     }
-    await Promise.all(open.map((run) => run.queue));
+    this.#runs.clear();
+    await Promise.all([...this.#pending]);
   }
 
   /** Queues `operation` on the run's spans; the first fact of a run (at `at`) starts its span. */
@@ -146,7 +150,10 @@ export class RunTracer implements RunFacts {
       run = traced;
     }
     const current = run;
-    current.queue = current.queue.then(() => operation(current)).catch(() => {});
+    const queued = current.queue.then(() => operation(current)).catch(() => {});
+    current.queue = queued;
+    this.#pending.add(queued);
+    void queued.then(() => this.#pending.delete(queued));
   }
 
   #common(run: TracedRun, operation: string): Attributes {
