@@ -2,8 +2,8 @@ import { buildApp } from "./app.js";
 import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
+import { listenForMetrics } from "./http/metrics-server.js";
 import { createLogger } from "./logger.js";
-import { listenForMetrics } from "./observability/metrics-server.js";
 import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
 
 /**
@@ -87,16 +87,13 @@ async function main(): Promise<void> {
   // A deep accept queue: many watchers may reconnect at once.
   try {
     await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
-    metricsApp = await listenForMetrics(ctx).catch((err) => {
-      throw Object.assign(err, { variable: "METRICS_PORT" });
-    });
+    metricsApp = await listenForMetrics(ctx);
   } catch (err) {
-    const metricsPort = (err as { variable?: string }).variable === "METRICS_PORT";
-    const problem = listenProblem(err, {
-      host: config.HOST,
-      port: metricsPort ? (config.METRICS_PORT ?? 0) : config.PORT,
-      variable: metricsPort ? "METRICS_PORT" : "PORT",
-    });
+    // listenForMetrics explains its own failures (naming METRICS_PORT).
+    const problem =
+      err instanceof ConfigError
+        ? err.problems.join("; ")
+        : listenProblem(err, { host: config.HOST, port: config.PORT });
     if (!problem) throw err;
     process.stderr.write(`${new ConfigError([problem]).message}\n`);
     await shutdown("listen failed", 2);
