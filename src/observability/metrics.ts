@@ -90,7 +90,7 @@ export class Metrics implements RunFacts {
     });
     new Gauge({
       name: "agent_sse_connections",
-      help: "Event streams (SSE responses) open now.",
+      help: "Run event streams (SSE responses) open now.",
       registers,
       collect() {
         this.set(sources.sseConnections?.() ?? 0);

@@ -2,7 +2,9 @@
  * GET /metrics after real runs over HTTP (the fake upstream as the model), read with a
  * Prometheus text-format parser: the counters, gauges and histograms move as the runs did.
  */
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { Metrics } from "../../src/observability/metrics.js";
 import { Exposition } from "../helpers/prometheus-text.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -162,5 +164,16 @@ describe("GET /metrics", () => {
   it("is not served on PORT when METRICS_PORT is set", async () => {
     server = await startTestServer({ env: { METRICS_PORT: "0" } });
     expect((await fetch(`${server.url}/metrics`)).status).toBe(404);
+  });
+
+  it("the README's Observability section lists exactly the server's own metrics", async () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const section = readme.slice(readme.indexOf("## Observability"), readme.indexOf("**Traces.**"));
+    const listed = [...section.matchAll(/^\| `(agent_\w+)`/gm)].map((m) => m[1]).sort();
+    const defined = (await new Metrics().registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .filter((name) => name.startsWith("agent_"))
+      .sort();
+    expect(listed).toEqual(defined);
   });
 });
