@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { ModelClient } from "./agent/model.js";
+import { PlanToolName } from "./agent/plan.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
 import { type Config, ConfigError } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
@@ -62,6 +63,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   const { store, hub, metrics, tracing } = observeRuns({
     config,
     store: options.wrapStore ? options.wrapStore(opened) : opened,
+    toolNames: [...WORKSPACE_TOOL_NAMES, ...Object.values(PlanToolName)],
   });
   const model =
     options.model ??

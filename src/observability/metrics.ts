@@ -21,6 +21,8 @@ export interface GaugeSources {
 export class Metrics implements RunFacts {
   readonly registry = new Registry();
   readonly #sources: GaugeSources = {};
+  /** The tools a `tool` label may name; any other name (the model may make one up) is `(unknown)`. */
+  readonly #toolNames: ReadonlySet<string>;
   readonly #runsStarted: Counter;
   readonly #runsFinished: Counter<"status" | "stop_reason">;
   readonly #modelDuration: Histogram<"outcome">;
@@ -32,8 +34,14 @@ export class Metrics implements RunFacts {
   readonly #deliveryLag: Histogram;
   readonly #commitDuration: Histogram<"operation" | "outcome">;
   readonly #checkpointDuration: Histogram;
+  /** The commit histogram's series, bound once: a commit is the hottest path observed. */
+  readonly #commits: Record<
+    CommittedBatch["operation"],
+    { ok: Histogram.Internal<"operation" | "outcome">; error: Histogram.Internal<"operation" | "outcome"> }
+  >;
 
-  constructor() {
+  constructor({ toolNames }: { toolNames: readonly string[] }) {
+    this.#toolNames = new Set(toolNames);
     const registers = [this.registry];
     const sources = this.#sources;
     this.#runsStarted = new Counter({ name: "agent_runs_started_total", help: "Runs started.", registers });
@@ -109,6 +117,11 @@ export class Metrics implements RunFacts {
       buckets: FAST_BUCKETS,
       registers,
     });
+    const commitSeries = (operation: CommittedBatch["operation"]) => ({
+      ok: this.#commitDuration.labels({ operation, outcome: "ok" }),
+      error: this.#commitDuration.labels({ operation, outcome: "error" }),
+    });
+    this.#commits = { create_run: commitSeries("create_run"), commit_run: commitSeries("commit_run") };
     this.#checkpointDuration = new Histogram({
       name: "agent_store_checkpoint_duration_seconds",
       help: "SQLite WAL checkpoints.",
@@ -134,7 +147,7 @@ export class Metrics implements RunFacts {
   }
 
   committed(batch: CommittedBatch): void {
-    this.#commitDuration.observe({ operation: batch.operation, outcome: batch.ok ? "ok" : "error" }, batch.seconds);
+    this.#commits[batch.operation][batch.ok ? "ok" : "error"].observe(batch.seconds);
   }
 
   delivered(delivery: Delivery): void {
@@ -160,7 +173,7 @@ export class Metrics implements RunFacts {
 
   toolResult(fact: ToolResultFact): void {
     // A name the model made up is not a label value: there could be any number of them.
-    const labels = { tool: fact.outcome === "UNKNOWN_TOOL" ? "(unknown)" : fact.tool, outcome: fact.outcome };
+    const labels = { tool: this.#toolNames.has(fact.tool) ? fact.tool : "(unknown)", outcome: fact.outcome };
     this.#toolCalls.inc(labels);
     if (fact.executed) this.#toolDuration.observe(labels, fact.durationMs / 1000);
   }

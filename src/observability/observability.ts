@@ -20,8 +20,17 @@ export interface Observability {
  * Metrics always, traces when an OTLP endpoint is configured: both fed by the runs' writes
  * through the store and the event hub, which this returns observed.
  */
-export function observeRuns({ config, store }: { config: Config; store: Store }): Observability {
-  const metrics = new Metrics();
+export function observeRuns({
+  config,
+  store,
+  toolNames,
+}: {
+  config: Config;
+  store: Store;
+  /** Every tool a run may be offered (the `tool` label's values). */
+  toolNames: readonly string[];
+}): Observability {
+  const metrics = new Metrics({ toolNames });
   const endpoint = config.OTEL_EXPORTER_OTLP_ENDPOINT;
   const tracing = endpoint
     ? startTracing({

@@ -170,7 +170,7 @@ describe("GET /metrics", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const section = readme.slice(readme.indexOf("## Observability"), readme.indexOf("**Traces.**"));
     const listed = [...section.matchAll(/^\| `(agent_\w+)`/gm)].map((m) => m[1]).sort();
-    const defined = (await new Metrics().registry.getMetricsAsJSON())
+    const defined = (await new Metrics({ toolNames: [] }).registry.getMetricsAsJSON())
       .map((m) => m.name)
       .filter((name) => name.startsWith("agent_"))
       .sort();
