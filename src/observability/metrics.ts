@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { FastHistogram, type HistogramSeries } from "./fast-histogram.js";
 import type { CommittedBatch, Delivery } from "./observer.js";
 import type { ModelRequestFact, RunFacts, ToolResultFact } from "./run-digest.js";
 
@@ -31,14 +32,10 @@ export class Metrics implements RunFacts {
   readonly #toolCalls: Counter<"tool" | "outcome">;
   readonly #toolDuration: Histogram<"tool" | "outcome">;
   readonly #approvalsPending: Gauge;
-  readonly #deliveryLag: Histogram;
-  readonly #commitDuration: Histogram<"operation" | "outcome">;
+  /** Every commit and every delivery is observed: their histograms are the cheap kind. */
+  readonly #deliveryLag: HistogramSeries;
+  readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
-  /** The commit histogram's series, bound once: a commit is the hottest path observed. */
-  readonly #commits: Record<
-    CommittedBatch["operation"],
-    { ok: Histogram.Internal<"operation" | "outcome">; error: Histogram.Internal<"operation" | "outcome"> }
-  >;
 
   constructor({ toolNames }: { toolNames: readonly string[] }) {
     this.#toolNames = new Set(toolNames);
@@ -104,22 +101,21 @@ export class Metrics implements RunFacts {
         this.set(sources.sseConnections?.() ?? 0);
       },
     });
-    this.#deliveryLag = new Histogram({
-      name: "agent_event_delivery_lag_seconds",
-      help: "From the end of an event batch's commit to the last live watcher having it.",
-      buckets: FAST_BUCKETS,
-      registers,
-    });
-    this.#commitDuration = new Histogram({
-      name: "agent_store_commit_duration_seconds",
-      help: "Run writes to the database (create_run, commit_run), by outcome (ok, error).",
-      labelNames: ["operation", "outcome"],
-      buckets: FAST_BUCKETS,
-      registers,
-    });
+    this.#deliveryLag = new FastHistogram(
+      "agent_event_delivery_lag_seconds",
+      "From the end of an event batch's commit to the last live watcher having it.",
+      FAST_BUCKETS,
+      this.registry,
+    ).series();
+    const commitDuration = new FastHistogram(
+      "agent_store_commit_duration_seconds",
+      "Run writes to the database (create_run, commit_run), by outcome (ok, error).",
+      FAST_BUCKETS,
+      this.registry,
+    );
     const commitSeries = (operation: CommittedBatch["operation"]) => ({
-      ok: this.#commitDuration.labels({ operation, outcome: "ok" }),
-      error: this.#commitDuration.labels({ operation, outcome: "error" }),
+      ok: commitDuration.series({ operation, outcome: "ok" }),
+      error: commitDuration.series({ operation, outcome: "error" }),
     });
     this.#commits = { create_run: commitSeries("create_run"), commit_run: commitSeries("commit_run") };
     this.#checkpointDuration = new Histogram({

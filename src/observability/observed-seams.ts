@@ -1,9 +1,9 @@
 import { EventHub } from "../runs/event-hub.js";
 import type { Store, StoredEvent } from "../store/store.js";
-import type { RunObserver } from "./observer.js";
+import type { CommittedBatch, RunObserver } from "./observer.js";
 
-/** When each stored event's commit ended (performance.now()), for the delivery lag. */
-type CommitTimes = WeakMap<StoredEvent, number>;
+/** When each stored batch's commit ended (performance.now()), for the delivery lag. */
+type CommitTimes = WeakMap<readonly StoredEvent[], number>;
 
 const elapsed = (since: number): number => (performance.now() - since) / 1000;
 
@@ -17,62 +17,57 @@ function safely(report: () => void): void {
 }
 
 /**
+ * Observes one write: `write`'s promise is returned as it is (no extra step on the commit
+ * path), and the report runs in a reaction registered before the caller's, so the batch is
+ * stamped before the caller publishes it.
+ */
+function observeWrite(
+  write: Promise<StoredEvent[]>,
+  batch: CommittedBatch,
+  observer: RunObserver,
+  times: CommitTimes,
+): Promise<StoredEvent[]> {
+  const started = performance.now();
+  write.then(
+    (stored) => {
+      const now = performance.now();
+      times.set(stored, now);
+      batch.seconds = (now - started) / 1000;
+      safely(() => observer.committed(batch));
+    },
+    () => {
+      batch.ok = false;
+      batch.seconds = elapsed(started);
+      safely(() => observer.committed(batch));
+    },
+  );
+  return write;
+}
+
+/**
  * The store with its run writes (`runs.create`, `commitRun`) timed and reported to `observer`;
  * everything else passes through untouched.
  */
 function observedStore(store: Store, observer: RunObserver, times: CommitTimes): Store {
-  const stamp = (stored: StoredEvent[]): StoredEvent[] => {
-    const at = performance.now();
-    for (const event of stored) times.set(event, at);
-    return stored;
-  };
   return {
     ...store,
     runs: {
       ...store.runs,
-      create(run, events) {
-        const started = performance.now();
-        const report = (ok: boolean) =>
-          safely(() =>
-            observer.committed({
-              runId: run.id,
-              operation: "create_run",
-              run,
-              changes: [],
-              events,
-              ok,
-              seconds: elapsed(started),
-            }),
-          );
-        return store.runs.create(run, events).then(
-          (stored) => {
-            report(true);
-            return stamp(stored);
-          },
-          (err: unknown) => {
-            report(false);
-            throw err;
-          },
-        );
-      },
+      create: (run, events) =>
+        observeWrite(
+          store.runs.create(run, events),
+          { runId: run.id, operation: "create_run", run, changes: [], events, ok: true, seconds: 0 },
+          observer,
+          times,
+        ),
     },
-    commitRun(runId, changes, events) {
-      const started = performance.now();
-      const report = (ok: boolean) =>
-        safely(() =>
-          observer.committed({ runId, operation: "commit_run", changes, events, ok, seconds: elapsed(started) }),
-        );
-      return store.commitRun(runId, changes, events).then(
-        (stored) => {
-          report(true);
-          return stamp(stored);
-        },
-        (err: unknown) => {
-          report(false);
-          throw err;
-        },
-      );
-    },
+    commitRun: (runId, changes, events) =>
+      observeWrite(
+        store.commitRun(runId, changes, events),
+        { runId, operation: "commit_run", changes, events, ok: true, seconds: 0 },
+        observer,
+        times,
+      ),
   };
 }
 
@@ -87,13 +82,12 @@ class ObservedEventHub extends EventHub {
 
   override publish(runId: string, events: readonly StoredEvent[]): void {
     super.publish(runId, events);
+    const committedAt = this.times.get(events);
+    if (committedAt === undefined) return;
     const watchers = this.watcherCount(runId);
-    const first = events[0];
-    const committedAt = first ? this.times.get(first) : undefined;
-    if (watchers > 0 && committedAt !== undefined) {
-      const lagSeconds = elapsed(committedAt);
-      safely(() => this.observer.delivered({ runId, events: events.length, watchers, lagSeconds }));
-    }
+    if (watchers === 0) return;
+    const lagSeconds = elapsed(committedAt);
+    safely(() => this.observer.delivered({ runId, events: events.length, watchers, lagSeconds }));
   }
 }
 
