@@ -4,6 +4,7 @@
  * endpoint.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
@@ -130,6 +131,56 @@ describe("OpenTelemetry traces", () => {
     expect(failedChat?.status.code).toBe(STATUS_ERROR);
     expect(failedChat?.attributes["error.type"]).toBe("MODEL_UPSTREAM");
     expect(spans).toHaveLength(2 + 4 + 1);
+  });
+
+  it("a run left for the restart ends its span as suspended; its resumed part is a trace of its own", async () => {
+    receiver = await startOtlpReceiver();
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url };
+    // The upstream outlives the first server.
+    const upstream = await startFakeUpstream();
+    const first = await startTestServer({ env, upstream });
+    server = first;
+    const session = await first.request("POST", "/sessions", { body: {} });
+    upstream.enqueue(
+      { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"a"}' }] },
+      { text: "written" },
+    );
+    const run = await first.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "write" } });
+    const waiting = async () => (await first.request("GET", `/runs/${run.body.id}`)).body.status;
+    for (let i = 0; i < 100 && (await waiting()) !== "awaiting_approval"; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    await first.close({ keepDir: true, resume: true });
+    server = undefined;
+    const suspended = receiver.spans.filter((s) => s.name === "invoke_agent");
+    expect(suspended).toHaveLength(1);
+    expect(suspended[0]?.attributes).toMatchObject({
+      "agent_server.run.id": run.body.id,
+      "agent_server.run.suspended": true,
+    });
+    expect(receiver.spans.map((s) => s.name).sort()).toEqual(["chat fake-model", "invoke_agent"]);
+
+    const second = await startTestServer({ env, dir: first.dir, upstream });
+    server = second;
+    const decided = await second.request("POST", `/runs/${run.body.id}/approvals/call_w`, {
+      body: { decision: "approve" },
+    });
+    expect(decided.status).toBe(200);
+    expect((await second.ctx.manager.waitForFinish(run.body.id)).stopReason).toBe("complete");
+    await second.close();
+    server = undefined;
+    await upstream.close();
+    const resumed = receiver.spans.filter(
+      (s) => s.name === "invoke_agent" && s.attributes["agent_server.run.id"] === run.body.id && s !== suspended[0],
+    );
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]?.traceId).not.toBe(suspended[0]?.traceId);
+    expect(resumed[0]?.attributes).toMatchObject({
+      "gen_ai.conversation.id": session.body.id,
+      "agent_server.run.stop_reason": "complete",
+    });
+    const children = receiver.spans.filter((s) => s.parentSpanId === resumed[0]?.spanId).map((s) => s.name);
+    // The tool call, and the model request after it; the first request was the first process's.
+    expect(children.sort()).toEqual(["chat fake-model", "execute_tool write_file"]);
   });
 
   it("starts no trace SDK and exports nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset", async () => {
