@@ -1,8 +1,8 @@
 /**
  * METRICS_PORT on the real server process: GET /metrics is served there (without keys) and
- * not on PORT; a bad or busy METRICS_PORT stops the start naming it.
+ * not on PORT; a bad METRICS_PORT stops the start naming it (a busy one: see
+ * test/deploy/configuration.test.ts).
  */
-import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
@@ -65,18 +65,6 @@ describe("METRICS_PORT", () => {
 
     child.process.kill("SIGTERM");
     expect(await child.exited).toBe(0);
-  });
-
-  it("a METRICS_PORT in use stops the start, naming it", async () => {
-    const dir = tempDir("agent-metrics-busy-");
-    cleanups.push(dir.cleanup);
-    const busy = createServer().listen(0, "127.0.0.1");
-    await new Promise((resolve) => busy.once("listening", resolve));
-    cleanups.push(() => new Promise((resolve) => busy.close(resolve)));
-    const port = (busy.address() as { port: number }).port;
-    const refused = startRefused(dir.path, { METRICS_PORT: String(port) });
-    expect(refused.status).toBe(2);
-    expect(refused.output).toContain(`METRICS_PORT: ${port} is already in use on 127.0.0.1`);
   });
 
   it("must be a port other than PORT", () => {
