@@ -27,15 +27,15 @@ export interface ReceivedSpan {
   resource: Record<string, unknown>;
 }
 
-const valueOf = (value: AnyValue): unknown =>
+const plainValue = (value: AnyValue): unknown =>
   value.stringValue ??
   (value.intValue !== undefined ? Number(value.intValue) : undefined) ??
   value.doubleValue ??
   value.boolValue ??
-  value.arrayValue?.values.map(valueOf);
+  value.arrayValue?.values.map(plainValue);
 
 const attributesOf = (list: { key: string; value: AnyValue }[] = []): Record<string, unknown> =>
-  Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
+  Object.fromEntries(list.map(({ key, value }) => [key, plainValue(value)]));
 
 const ms = (nanos: string | number): number => Number(BigInt(nanos) / 1_000_000n);
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
-import { freePort, startChildServer, startRefused } from "../helpers/child-server.js";
+import { freePort, startChildServer } from "../helpers/child-server.js";
 import { Exposition } from "../helpers/prometheus-text.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
