@@ -43,81 +43,84 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
 }
 
 describe("GET /metrics", () => {
-  it("counts runs, model requests, tokens, tool calls, approvals, streams, commits and deliveries", async () => {
-    server = await startTestServer();
-    const sessionId = await newSession();
-    const before = await scrape();
-    expect(before.value("agent_runs_started_total")).toBe(0);
-    expect(before.type("agent_model_request_duration_seconds")).toBe("HISTOGRAM");
-    // prom-client's process metrics.
-    expect(before.type("process_cpu_user_seconds_total")).toBe("COUNTER");
-    expect(before.type("nodejs_eventloop_lag_seconds")).toBe("GAUGE");
+  it.each(["sqlite", "postgres"] as const)(
+    "counts runs, model requests, tokens, tool calls, approvals, streams, commits and deliveries (%s)",
+    async (backend) => {
+      server = await startTestServer({ backend });
+      const sessionId = await newSession();
+      const before = await scrape();
+      expect(before.value("agent_runs_started_total")).toBe(0);
+      expect(before.type("agent_model_request_duration_seconds")).toBe("HISTOGRAM");
+      // prom-client's process metrics.
+      expect(before.type("process_cpu_user_seconds_total")).toBe("COUNTER");
+      expect(before.type("nodejs_eventloop_lag_seconds")).toBe("GAUGE");
 
-    // A successful tool, then a failing one (a missing file), each followed by an answer.
-    server.upstream.enqueue(
-      {
-        toolCalls: [{ id: "call_list", name: "list_files", arguments: "{}" }],
-        usage: { prompt_tokens: 11, completion_tokens: 3 },
-      },
-      { text: "empty", usage: { prompt_tokens: 20, completion_tokens: 4 } },
-      { toolCalls: [{ id: "call_read", name: "read_file", arguments: '{"path":"missing.txt"}' }] },
-      { text: "no such file" },
-    );
-    expect((await runToEnd(sessionId, "list")).stopReason).toBe("complete");
-    expect((await runToEnd(sessionId, "read")).stopReason).toBe("complete");
+      // A successful tool, then a failing one (a missing file), each followed by an answer.
+      server.upstream.enqueue(
+        {
+          toolCalls: [{ id: "call_list", name: "list_files", arguments: "{}" }],
+          usage: { prompt_tokens: 11, completion_tokens: 3 },
+        },
+        { text: "empty", usage: { prompt_tokens: 20, completion_tokens: 4 } },
+        { toolCalls: [{ id: "call_read", name: "read_file", arguments: '{"path":"missing.txt"}' }] },
+        { text: "no such file" },
+      );
+      expect((await runToEnd(sessionId, "list")).stopReason).toBe("complete");
+      expect((await runToEnd(sessionId, "read")).stopReason).toBe("complete");
 
-    // A call that needs approval, watched over SSE while it waits.
-    server.upstream.enqueue(
-      { toolCalls: [{ id: "call_write", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
-      { text: "written" },
-    );
-    const started = await server.request("POST", `/sessions/${sessionId}/runs`, { body: { input: "write" } });
-    expect(started.status).toBe(201);
-    const runId = started.body.id;
-    const watcher = await openSse(`${server.url}/runs/${runId}/events`);
-    await watcher.waitFor((e) => e.event === "approval.requested");
-    const waiting = await scrape();
-    expect(waiting.value("agent_approvals_pending")).toBe(1);
-    expect(waiting.value("agent_sse_connections")).toBe(1);
-    expect(waiting.value("agent_runs_live")).toBe(1);
-    const decided = await server.request("POST", `/runs/${runId}/approvals/call_write`, {
-      body: { decision: "approve" },
-    });
-    expect(decided.status).toBe(200);
-    const events = await watcher.ended;
-    expect(events.at(-1)?.json.run.stopReason).toBe("complete");
+      // A call that needs approval, watched over SSE while it waits.
+      server.upstream.enqueue(
+        { toolCalls: [{ id: "call_write", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
+        { text: "written" },
+      );
+      const started = await server.request("POST", `/sessions/${sessionId}/runs`, { body: { input: "write" } });
+      expect(started.status).toBe(201);
+      const runId = started.body.id;
+      const watcher = await openSse(`${server.url}/runs/${runId}/events`);
+      await watcher.waitFor((e) => e.event === "approval.requested");
+      const waiting = await scrape();
+      expect(waiting.value("agent_approvals_pending")).toBe(1);
+      expect(waiting.value("agent_sse_connections")).toBe(1);
+      expect(waiting.value("agent_runs_live")).toBe(1);
+      const decided = await server.request("POST", `/runs/${runId}/approvals/call_write`, {
+        body: { decision: "approve" },
+      });
+      expect(decided.status).toBe(200);
+      const events = await watcher.ended;
+      expect(events.at(-1)?.json.run.stopReason).toBe("complete");
 
-    const after = await until(scrape, (m) => m.value("agent_sse_connections") === 0);
-    expect(after.value("agent_runs_started_total")).toBe(3);
-    expect(after.value("agent_runs_finished_total", { status: "finished", stop_reason: "complete" })).toBe(3);
-    expect(after.value("agent_runs_live")).toBe(0);
-    expect(after.value("agent_approvals_pending")).toBe(0);
-    expect(after.value("agent_sse_connections")).toBe(0);
+      const after = await until(scrape, (m) => m.value("agent_sse_connections") === 0);
+      expect(after.value("agent_runs_started_total")).toBe(3);
+      expect(after.value("agent_runs_finished_total", { status: "finished", stop_reason: "complete" })).toBe(3);
+      expect(after.value("agent_runs_live")).toBe(0);
+      expect(after.value("agent_approvals_pending")).toBe(0);
+      expect(after.value("agent_sse_connections")).toBe(0);
 
-    expect(after.histogram("agent_model_request_duration_seconds", { outcome: "ok" }).count).toBe(6);
-    expect(after.histogram("agent_model_request_duration_seconds", { outcome: "error" }).count).toBe(0);
-    expect(after.histogram("agent_model_time_to_first_token_seconds").count).toBe(6);
-    // 11 + 20, then the fake's default usage (10 in, 5 out) for the 4 other requests.
-    expect(after.value("agent_model_tokens_total", { type: "input" })).toBe(31 + 40);
-    expect(after.value("agent_model_tokens_total", { type: "output" })).toBe(7 + 20);
+      expect(after.histogram("agent_model_request_duration_seconds", { outcome: "ok" }).count).toBe(6);
+      expect(after.histogram("agent_model_request_duration_seconds", { outcome: "error" }).count).toBe(0);
+      expect(after.histogram("agent_model_time_to_first_token_seconds").count).toBe(6);
+      // 11 + 20, then the fake's default usage (10 in, 5 out) for the 4 other requests.
+      expect(after.value("agent_model_tokens_total", { type: "input" })).toBe(31 + 40);
+      expect(after.value("agent_model_tokens_total", { type: "output" })).toBe(7 + 20);
 
-    expect(after.value("agent_tool_calls_total", { tool: "list_files", outcome: "ok" })).toBe(1);
-    expect(after.value("agent_tool_calls_total", { tool: "read_file", outcome: "NOT_FOUND" })).toBe(1);
-    expect(after.value("agent_tool_calls_total", { tool: "write_file", outcome: "ok" })).toBe(1);
-    expect(after.histogram("agent_tool_duration_seconds", { tool: "read_file", outcome: "NOT_FOUND" }).count).toBe(1);
-    expect(after.histogram("agent_tool_duration_seconds", { tool: "write_file", outcome: "ok" }).count).toBe(1);
+      expect(after.value("agent_tool_calls_total", { tool: "list_files", outcome: "ok" })).toBe(1);
+      expect(after.value("agent_tool_calls_total", { tool: "read_file", outcome: "NOT_FOUND" })).toBe(1);
+      expect(after.value("agent_tool_calls_total", { tool: "write_file", outcome: "ok" })).toBe(1);
+      expect(after.histogram("agent_tool_duration_seconds", { tool: "read_file", outcome: "NOT_FOUND" }).count).toBe(1);
+      expect(after.histogram("agent_tool_duration_seconds", { tool: "write_file", outcome: "ok" }).count).toBe(1);
 
-    expect(
-      after.histogram("agent_store_commit_duration_seconds", { operation: "create_run", outcome: "ok" }).count,
-    ).toBe(3);
-    // At least: the user message, the assistant message, the tool's start and result, the end.
-    expect(
-      after.histogram("agent_store_commit_duration_seconds", { operation: "commit_run", outcome: "ok" }).count,
-    ).toBeGreaterThanOrEqual(15);
-    // The watched run's deliveries: at least approval.resolved, tool.started, the messages, the end.
-    expect(after.histogram("agent_event_delivery_lag_seconds").count).toBeGreaterThanOrEqual(4);
-    server.upstream.assertComplete();
-  });
+      expect(
+        after.histogram("agent_store_commit_duration_seconds", { operation: "create_run", outcome: "ok" }).count,
+      ).toBe(3);
+      // At least: the user message, the assistant message, the tool's start and result, the end.
+      expect(
+        after.histogram("agent_store_commit_duration_seconds", { operation: "commit_run", outcome: "ok" }).count,
+      ).toBeGreaterThanOrEqual(15);
+      // The watched run's deliveries: at least approval.resolved, tool.started, the messages, the end.
+      expect(after.histogram("agent_event_delivery_lag_seconds").count).toBeGreaterThanOrEqual(4);
+      server.upstream.assertComplete();
+    },
+  );
 
   it("counts a denied call, an unknown tool and a failed model request by their outcomes", async () => {
     server = await startTestServer();

@@ -33,105 +33,108 @@ const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan): ReceivedSpan[]
     .sort((a, b) => a.startMs - b.startMs || a.name.localeCompare(b.name));
 
 describe("OpenTelemetry traces", () => {
-  it("exports invoke_agent, chat and execute_tool spans of each run, linked and described", async () => {
-    receiver = await startOtlpReceiver();
-    server = await startTestServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } });
-    const session = await server.request("POST", "/sessions", { body: {} });
-    const sessionId = session.body.id;
-    server.upstream.enqueue(
-      {
-        toolCalls: [
-          { id: "call_list", name: "list_files", arguments: "{}" },
-          { id: "call_read", name: "read_file", arguments: '{"path":"missing.txt"}' },
-        ],
-        usage: { prompt_tokens: 12, completion_tokens: 7 },
-      },
-      { text: "nothing there", usage: { prompt_tokens: 30, completion_tokens: 4 } },
-      { status: 500, errorBody: { error: { message: "upstream broke" } } },
-    );
-    const good = await runToEnd(server, sessionId, "look around");
-    expect(good.stopReason).toBe("complete");
-    const bad = await runToEnd(server, sessionId, "again");
-    expect(bad.stopReason).toBe("error");
-    // Closing the server exports what the batch processor holds.
-    await server.close();
-    server = undefined;
+  it.each(["sqlite", "postgres"] as const)(
+    "exports invoke_agent, chat and execute_tool spans of each run, linked and described (%s)",
+    async (backend) => {
+      receiver = await startOtlpReceiver();
+      server = await startTestServer({ backend, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } });
+      const session = await server.request("POST", "/sessions", { body: {} });
+      const sessionId = session.body.id;
+      server.upstream.enqueue(
+        {
+          toolCalls: [
+            { id: "call_list", name: "list_files", arguments: "{}" },
+            { id: "call_read", name: "read_file", arguments: '{"path":"missing.txt"}' },
+          ],
+          usage: { prompt_tokens: 12, completion_tokens: 7 },
+        },
+        { text: "nothing there", usage: { prompt_tokens: 30, completion_tokens: 4 } },
+        { status: 500, errorBody: { error: { message: "upstream broke" } } },
+      );
+      const good = await runToEnd(server, sessionId, "look around");
+      expect(good.stopReason).toBe("complete");
+      const bad = await runToEnd(server, sessionId, "again");
+      expect(bad.stopReason).toBe("error");
+      // Closing the server exports what the batch processor holds.
+      await server.close();
+      server = undefined;
 
-    expect(receiver.posts.every((p) => p.path === "/v1/traces" && p.contentType === "application/json")).toBe(true);
-    const { spans } = receiver;
-    const runs = spans.filter((s) => s.name === "invoke_agent");
-    expect(runs.map((s) => s.attributes["agent_server.run.id"]).sort()).toEqual([good.id, bad.id].sort());
-    for (const run of runs) {
-      expect(run.parentSpanId).toBeUndefined();
-      expect(run.kind).toBe(KIND_INTERNAL);
-      expect(run.resource["service.name"]).toBe("agent-server");
-      expect(run.attributes).toMatchObject({
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.conversation.id": sessionId,
-        "gen_ai.request.model": "fake-model",
-      });
-      // Every span of a run is in its trace.
-      for (const child of childrenOf(spans, run)) {
-        expect(child.traceId).toBe(run.traceId);
-        expect(child.startMs).toBeGreaterThanOrEqual(run.startMs);
-        expect(child.endMs).toBeLessThanOrEqual(run.endMs);
-        expect(child.attributes["gen_ai.conversation.id"]).toBe(sessionId);
+      expect(receiver.posts.every((p) => p.path === "/v1/traces" && p.contentType === "application/json")).toBe(true);
+      const { spans } = receiver;
+      const runs = spans.filter((s) => s.name === "invoke_agent");
+      expect(runs.map((s) => s.attributes["agent_server.run.id"]).sort()).toEqual([good.id, bad.id].sort());
+      for (const run of runs) {
+        expect(run.parentSpanId).toBeUndefined();
+        expect(run.kind).toBe(KIND_INTERNAL);
+        expect(run.resource["service.name"]).toBe("agent-server");
+        expect(run.attributes).toMatchObject({
+          "gen_ai.operation.name": "invoke_agent",
+          "gen_ai.provider.name": "openai",
+          "gen_ai.conversation.id": sessionId,
+          "gen_ai.request.model": "fake-model",
+        });
+        // Every span of a run is in its trace.
+        for (const child of childrenOf(spans, run)) {
+          expect(child.traceId).toBe(run.traceId);
+          expect(child.startMs).toBeGreaterThanOrEqual(run.startMs);
+          expect(child.endMs).toBeLessThanOrEqual(run.endMs);
+          expect(child.attributes["gen_ai.conversation.id"]).toBe(sessionId);
+        }
       }
-    }
 
-    const goodRun = runs.find((s) => s.attributes["agent_server.run.id"] === good.id) as ReceivedSpan;
-    expect(goodRun.status.code).not.toBe(STATUS_ERROR);
-    expect(goodRun.attributes).toMatchObject({
-      "gen_ai.usage.input_tokens": 42,
-      "gen_ai.usage.output_tokens": 11,
-      "agent_server.run.stop_reason": "complete",
-    });
-    const children = childrenOf(spans, goodRun);
-    expect(children.map((s) => s.name)).toEqual([
-      "chat fake-model",
-      "execute_tool list_files",
-      "execute_tool read_file",
-      "chat fake-model",
-    ]);
-    const [firstChat, list, read, secondChat] = children as [ReceivedSpan, ReceivedSpan, ReceivedSpan, ReceivedSpan];
-    expect(firstChat.kind).toBe(KIND_CLIENT);
-    expect(firstChat.attributes).toMatchObject({
-      "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": "openai",
-      "gen_ai.request.model": "fake-model",
-      "gen_ai.usage.input_tokens": 12,
-      "gen_ai.usage.output_tokens": 7,
-      "gen_ai.response.finish_reasons": ["tool_calls"],
-    });
-    expect(secondChat.attributes).toMatchObject({
-      "gen_ai.usage.input_tokens": 30,
-      "gen_ai.response.finish_reasons": ["stop"],
-    });
-    // The tools ran after the model's reply and before the next request.
-    expect(list.startMs).toBeGreaterThanOrEqual(firstChat.endMs);
-    expect(read.endMs).toBeLessThanOrEqual(secondChat.startMs);
-    expect(list.kind).toBe(KIND_INTERNAL);
-    expect(list.attributes).toMatchObject({
-      "gen_ai.operation.name": "execute_tool",
-      "gen_ai.tool.name": "list_files",
-      "gen_ai.tool.call.id": "call_list",
-      "gen_ai.tool.type": "function",
-    });
-    expect(list.status.code).not.toBe(STATUS_ERROR);
-    expect(read.attributes).toMatchObject({ "gen_ai.tool.call.id": "call_read", "error.type": "NOT_FOUND" });
-    expect(read.status.code).toBe(STATUS_ERROR);
+      const goodRun = runs.find((s) => s.attributes["agent_server.run.id"] === good.id) as ReceivedSpan;
+      expect(goodRun.status.code).not.toBe(STATUS_ERROR);
+      expect(goodRun.attributes).toMatchObject({
+        "gen_ai.usage.input_tokens": 42,
+        "gen_ai.usage.output_tokens": 11,
+        "agent_server.run.stop_reason": "complete",
+      });
+      const children = childrenOf(spans, goodRun);
+      expect(children.map((s) => s.name)).toEqual([
+        "chat fake-model",
+        "execute_tool list_files",
+        "execute_tool read_file",
+        "chat fake-model",
+      ]);
+      const [firstChat, list, read, secondChat] = children as [ReceivedSpan, ReceivedSpan, ReceivedSpan, ReceivedSpan];
+      expect(firstChat.kind).toBe(KIND_CLIENT);
+      expect(firstChat.attributes).toMatchObject({
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "fake-model",
+        "gen_ai.usage.input_tokens": 12,
+        "gen_ai.usage.output_tokens": 7,
+        "gen_ai.response.finish_reasons": ["tool_calls"],
+      });
+      expect(secondChat.attributes).toMatchObject({
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.response.finish_reasons": ["stop"],
+      });
+      // The tools ran after the model's reply and before the next request.
+      expect(list.startMs).toBeGreaterThanOrEqual(firstChat.endMs);
+      expect(read.endMs).toBeLessThanOrEqual(secondChat.startMs);
+      expect(list.kind).toBe(KIND_INTERNAL);
+      expect(list.attributes).toMatchObject({
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "list_files",
+        "gen_ai.tool.call.id": "call_list",
+        "gen_ai.tool.type": "function",
+      });
+      expect(list.status.code).not.toBe(STATUS_ERROR);
+      expect(read.attributes).toMatchObject({ "gen_ai.tool.call.id": "call_read", "error.type": "NOT_FOUND" });
+      expect(read.status.code).toBe(STATUS_ERROR);
 
-    const badRun = runs.find((s) => s.attributes["agent_server.run.id"] === bad.id) as ReceivedSpan;
-    expect(badRun.status.code).toBe(STATUS_ERROR);
-    expect(badRun.attributes["error.type"]).toBe("MODEL_UPSTREAM");
-    const [failedChat, ...rest] = childrenOf(spans, badRun);
-    expect(rest).toEqual([]);
-    expect(failedChat?.name).toBe("chat fake-model");
-    expect(failedChat?.status.code).toBe(STATUS_ERROR);
-    expect(failedChat?.attributes["error.type"]).toBe("MODEL_UPSTREAM");
-    expect(spans).toHaveLength(2 + 4 + 1);
-  });
+      const badRun = runs.find((s) => s.attributes["agent_server.run.id"] === bad.id) as ReceivedSpan;
+      expect(badRun.status.code).toBe(STATUS_ERROR);
+      expect(badRun.attributes["error.type"]).toBe("MODEL_UPSTREAM");
+      const [failedChat, ...rest] = childrenOf(spans, badRun);
+      expect(rest).toEqual([]);
+      expect(failedChat?.name).toBe("chat fake-model");
+      expect(failedChat?.status.code).toBe(STATUS_ERROR);
+      expect(failedChat?.attributes["error.type"]).toBe("MODEL_UPSTREAM");
+      expect(spans).toHaveLength(2 + 4 + 1);
+    },
+  );
 
   it("a run left for the restart ends its span as suspended; its resumed part is a trace of its own", async () => {
     receiver = await startOtlpReceiver();
