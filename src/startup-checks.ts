@@ -82,7 +82,7 @@ export function makeDatabasePrivate(path: string): void {
   }
 }
 
-/** What a failed listen means for the operator, naming PORT or HOST; null when it is neither. */
+/** What a failed listen means for the operator, naming PORT (or `variable`) or HOST; null when it is neither. */
 export function listenProblem(
   err: unknown,
   { host, port, variable = "PORT" }: { host: string; port: number; variable?: string },
