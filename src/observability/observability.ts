@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import { DEFAULT_BASE_URL } from "../model/openai-client.js";
 import type { EventHub } from "../runs/event-hub.js";
 import type { Store } from "../store/store.js";
 import { Metrics } from "./metrics.js";
@@ -36,6 +37,7 @@ export function observeRuns({
     ? startTracing({
         endpoint,
         serviceName: config.OTEL_SERVICE_NAME,
+        modelBaseURL: config.model.baseURL ?? DEFAULT_BASE_URL,
         describe: async (runId) => {
           const run = await store.runs.get(runId);
           const session = run ? await store.sessions.get(run.sessionId) : null;

@@ -56,13 +56,15 @@ interface RunState {
   toolNames: Map<string, string>;
   toolStarts: Map<string, number>;
   pendingApprovals: Set<string>;
+  /** A failed model request, reported with the run's end (which it causes) and its error code. */
+  failedRequest: ModelRequestFact | null;
 }
 
 /**
  * Turns the committed writes of runs into facts for `sinks`. A model request is reported
  * from its turn's first step trace written after a `turn.started` this process saw, so a
  * trace written again (the model's part first, then the whole turn; or after a restart)
- * counts once.
+ * counts once; a failed one with its run's end, whose error code it takes.
  */
 export class RunDigest implements RunObserver {
   readonly #runs = new Map<string, RunState>();
@@ -80,6 +82,7 @@ export class RunDigest implements RunObserver {
         toolNames: new Map(),
         toolStarts: new Map(),
         pendingApprovals: new Set(),
+        failedRequest: null,
       };
       this.#runs.set(batch.runId, state);
     }
@@ -87,10 +90,7 @@ export class RunDigest implements RunObserver {
       if (event.type === "turn.started") state.turnStarts.set(event.turn, Date.parse(event.at));
       else if (event.type === "message") state.sessionId ??= event.message.sessionId;
     }
-    const finished = batch.events.find((e) => e.type === "run.finished");
-    for (const change of batch.changes) {
-      if (change.kind === "step") this.#step(batch.runId, state, change.step, finished?.run.error?.code);
-    }
+    for (const change of batch.changes) if (change.kind === "step") this.#step(batch.runId, state, change.step);
     for (const event of batch.events) this.#event(state, event);
   }
 
@@ -98,7 +98,8 @@ export class RunDigest implements RunObserver {
     for (const sink of this.sinks) sink.delivered?.(delivery);
   }
 
-  #step(runId: string, state: RunState, step: StepTrace, runErrorCode: string | undefined): void {
+  /** A failed request ends its run: it is reported with the run's end, which names its error. */
+  #step(runId: string, state: RunState, step: StepTrace): void {
     const startedAt = state.turnStarts.get(step.turn);
     if (startedAt === undefined) return;
     state.turnStarts.delete(step.turn);
@@ -112,10 +113,11 @@ export class RunDigest implements RunObserver {
       firstTokenMs: model.firstTokenMs,
       usage: model.usage,
       finishReason: model.finishReason,
-      errorType: model.error === null ? null : (runErrorCode ?? "_OTHER"),
+      errorType: model.error === null ? null : "_OTHER",
       errorMessage: model.error,
     };
-    for (const sink of this.sinks) sink.modelRequest?.(fact);
+    if (fact.errorType === null) for (const sink of this.sinks) sink.modelRequest?.(fact);
+    else state.failedRequest = fact;
   }
 
   #event(state: RunState, event: RunEvent): void {
@@ -141,6 +143,10 @@ export class RunDigest implements RunObserver {
         this.#message(state, event);
         return;
       case "run.finished":
+        if (state.failedRequest) {
+          const fact = { ...state.failedRequest, errorType: event.run.error?.code ?? "_OTHER" };
+          for (const sink of this.sinks) sink.modelRequest?.(fact);
+        }
         for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
         for (const sink of this.sinks) sink.runFinished?.({ run: event.run, at: Date.parse(event.at) });
         this.#runs.delete(runId);

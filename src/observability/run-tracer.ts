@@ -42,6 +42,8 @@ export class RunTracer implements RunFacts {
   constructor(
     private readonly tracer: Tracer,
     private readonly describe: (runId: string) => Promise<RunDescription>,
+    /** The model server's host and port, for the `chat` spans (`server.address`, `server.port`). */
+    private readonly server: { address: string; port: number } | null = null,
   ) {}
 
   runStarted({ runId, at }: { runId: string; at: number }): void {
@@ -58,6 +60,8 @@ export class RunTracer implements RunFacts {
         "gen_ai.usage.input_tokens": fact.usage?.inputTokens,
         "gen_ai.usage.output_tokens": fact.usage?.outputTokens,
         "gen_ai.response.time_to_first_chunk": fact.firstTokenMs === null ? undefined : fact.firstTokenMs / 1000,
+        "server.address": this.server?.address,
+        "server.port": this.server?.port,
       };
       const span = this.tracer.startSpan(
         model ? `chat ${model}` : "chat",

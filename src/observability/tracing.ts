@@ -18,10 +18,13 @@ export interface Tracing {
 export function startTracing({
   endpoint,
   serviceName,
+  modelBaseURL,
   describe,
 }: {
   endpoint: string;
   serviceName: string;
+  /** Where model requests go (OPENAI_BASE_URL), named on the `chat` spans. */
+  modelBaseURL: string;
   describe: (runId: string) => Promise<RunDescription>;
 }): Tracing {
   const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` });
@@ -29,7 +32,7 @@ export function startTracing({
     resource: defaultResource().merge(resourceFromAttributes({ "service.name": serviceName })),
     spanProcessors: [new BatchSpanProcessor({ exporter })],
   });
-  const runs = new RunTracer(provider.getTracer("agent-server"), describe);
+  const runs = new RunTracer(provider.getTracer("agent-server"), describe, serverOf(modelBaseURL));
   return {
     runs,
     async shutdown() {
@@ -37,4 +40,14 @@ export function startTracing({
       await provider.shutdown();
     },
   };
+}
+
+/** A URL's host and port (the scheme's default when it names none). */
+function serverOf(url: string): { address: string; port: number } | null {
+  try {
+    const { hostname, port, protocol } = new URL(url);
+    return { address: hostname, port: port ? Number(port) : protocol === "https:" ? 443 : 80 };
+  } catch {
+    return null;
+  }
 }

@@ -38,6 +38,7 @@ describe("OpenTelemetry traces", () => {
     async (backend) => {
       receiver = await startOtlpReceiver();
       server = await startTestServer({ backend, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } });
+      const upstreamPort = Number(new URL(server.upstream.baseURL).port);
       const session = await server.request("POST", "/sessions", { body: {} });
       const sessionId = session.body.id;
       server.upstream.enqueue(
@@ -105,6 +106,8 @@ describe("OpenTelemetry traces", () => {
         "gen_ai.usage.input_tokens": 12,
         "gen_ai.usage.output_tokens": 7,
         "gen_ai.response.finish_reasons": ["tool_calls"],
+        "server.address": "127.0.0.1",
+        "server.port": upstreamPort,
       });
       expect(secondChat.attributes).toMatchObject({
         "gen_ai.usage.input_tokens": 30,
