@@ -3,10 +3,16 @@ import { defaultResource, resourceFromAttributes } from "@opentelemetry/resource
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { type RunDescription, RunTracer } from "./run-tracer.js";
 
+/** How long stopping may wait for the last export: a collector that does not answer cannot hold up a shutdown. */
+const SHUTDOWN_EXPORT_MS = 1000;
+
 /** The OpenTelemetry SDK of a server that exports traces, and the runs' tracer that feeds it. */
 export interface Tracing {
   runs: RunTracer;
-  /** Ends the spans of runs left open, exports what is buffered and stops the exporter. */
+  /**
+   * Ends the spans of runs left open, exports what is buffered and stops the exporter; never
+   * rejects, and after SHUTDOWN_EXPORT_MS what is not exported yet is dropped.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -36,8 +42,17 @@ export function startTracing({
   return {
     runs,
     async shutdown() {
-      await runs.endOpenRuns();
-      await provider.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_EXPORT_MS);
+      });
+      // A failed last export loses those spans, nothing else.
+      const stopped = runs
+        .endOpenRuns()
+        .then(() => provider.shutdown())
+        .catch(() => {});
+      await Promise.race([stopped, late]);
+      clearTimeout(timer);
     },
   };
 }

@@ -3,6 +3,9 @@
  * receiver in the test: GenAI spans with their parent links and attributes; none without an
  * endpoint.
  */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
@@ -187,6 +190,26 @@ describe("OpenTelemetry traces", () => {
     const children = receiver.spans.filter((s) => s.parentSpanId === resumed[0]?.spanId).map((s) => s.name);
     // The tool call, and the model request after it; the first request was the first process's.
     expect(children.sort()).toEqual(["chat fake-model", "execute_tool write_file"]);
+  });
+
+  it("a collector that never answers does not hold up the shutdown", async () => {
+    // Accepts the export and never answers: the exporter would wait its own 10 s timeout.
+    const silent = createServer(() => {});
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const { port } = silent.address() as AddressInfo;
+    server = await startTestServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` } });
+    const session = await server.request("POST", "/sessions", { body: {} });
+    server.upstream.enqueue({ text: "ok" });
+    expect((await runToEnd(server, session.body.id, "hi")).stopReason).toBe("complete");
+    const exported = once(silent, "request");
+    const closing = server.close();
+    server = undefined;
+    await exported;
+    // Resolves although no answer came (the exporter would fail the shutdown after its 10 s).
+    await closing;
+    silent.closeAllConnections();
+    await new Promise((resolve) => silent.close(resolve));
   });
 
   it("starts no trace SDK and exports nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset", async () => {
