@@ -71,7 +71,10 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
   };
 }
 
-/** An event hub that reports each delivery of committed events to live watchers. */
+/**
+ * An event hub that reports each delivery of committed events to live watchers: those it is
+ * given as the store returned them (the batch the commit stamped).
+ */
 class ObservedEventHub extends EventHub {
   constructor(
     private readonly observer: RunObserver,
@@ -80,8 +83,9 @@ class ObservedEventHub extends EventHub {
     super();
   }
 
-  override publish(runId: string, events: readonly StoredEvent[]): void {
-    super.publish(runId, events);
+  override publish(...args: Parameters<EventHub["publish"]>): void {
+    super.publish(...args);
+    const [runId, events] = args;
     const committedAt = this.times.get(events);
     if (committedAt === undefined) return;
     const watchers = this.watcherCount(runId);
