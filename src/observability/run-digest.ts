@@ -14,7 +14,7 @@ export interface ModelRequestFact {
   firstTokenMs: number | null;
   usage: ModelUsage | null;
   finishReason: string | null;
-  /** Null when the request succeeded; else a stable code (the run's error code, or `_OTHER`). */
+  /** Null when the request succeeded; else a stable code (the run's error code, or its stop reason). */
   errorType: string | null;
   errorMessage: string | null;
 }
@@ -144,7 +144,9 @@ export class RunDigest implements RunObserver {
         return;
       case "run.finished":
         if (state.failedRequest) {
-          const fact = { ...state.failedRequest, errorType: event.run.error?.code ?? "_OTHER" };
+          // A request cut by a cancel or a spent budget ends the run without an error: its stop names it.
+          const errorType = event.run.error?.code ?? event.run.stopReason ?? "_OTHER";
+          const fact = { ...state.failedRequest, errorType };
           for (const sink of this.sinks) sink.modelRequest?.(fact);
         }
         for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);

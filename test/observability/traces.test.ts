@@ -192,6 +192,27 @@ describe("OpenTelemetry traces", () => {
     expect(children.sort()).toEqual(["chat fake-model", "execute_tool write_file"]);
   });
 
+  it("a model request cut by a cancel is a failed chat span in a run that is not failed", async () => {
+    receiver = await startOtlpReceiver();
+    server = await startTestServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } });
+    const session = await server.request("POST", "/sessions", { body: {} });
+    server.upstream.enqueue({ text: ["partial", " answer"], hang: "after-chunks", afterChunks: 2 });
+    const run = await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "go" } });
+    // Cancelled while the model streams.
+    for (let i = 0; i < 100 && server.upstream.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect((await server.request("DELETE", `/runs/${run.body.id}`)).status).toBe(202);
+    expect((await server.ctx.manager.waitForFinish(run.body.id)).stopReason).toBe("aborted");
+    await server.close();
+    server = undefined;
+    const runSpan = receiver.spans.find((s) => s.name === "invoke_agent") as ReceivedSpan;
+    expect(runSpan.status.code).not.toBe(STATUS_ERROR);
+    expect(runSpan.attributes["agent_server.run.stop_reason"]).toBe("aborted");
+    const [chat, ...rest] = childrenOf(receiver.spans, runSpan);
+    expect(rest).toEqual([]);
+    expect(chat?.status.code).toBe(STATUS_ERROR);
+    expect(chat?.attributes["error.type"]).toBe("aborted");
+  });
+
   it("a collector that never answers does not hold up the shutdown", async () => {
     // Accepts the export and never answers: the exporter would wait its own 10 s timeout.
     const silent = createServer(() => {});
