@@ -44,7 +44,7 @@ const observed = (sinks: (metrics: Metrics) => RunFacts[]): Way => {
   const metrics = new Metrics({ toolNames: ["list_files"] });
   return observedSeams(noIoStore, new RunDigest(sinks(metrics)));
 };
-const tracer = new RunTracer(new TracerProvider().getTracer("bench"), async () => ({
+const tracer = new RunTracer(Promise.resolve(new TracerProvider().getTracer("bench")), async () => ({
   sessionId: "ses_bench",
   model: "fake-model",
 }));

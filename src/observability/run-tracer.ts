@@ -23,6 +23,8 @@ const PROVIDER = "openai";
 interface TracedRun {
   /** The run's operations on its spans, in the order of its facts, once it is described. */
   queue: Promise<void>;
+  /** Set once the SDK is loaded, before any operation of the run runs. */
+  tracer: Tracer | null;
   description: RunDescription;
   span: Span | null;
   context: Context;
@@ -40,11 +42,15 @@ export class RunTracer implements RunFacts {
   readonly #pending = new Set<Promise<void>>();
 
   constructor(
-    private readonly tracer: Tracer,
+    /** Resolves once the SDK is loaded; the runs' operations wait for it. */
+    private readonly tracer: Promise<Tracer>,
     private readonly describe: (runId: string) => Promise<RunDescription>,
     /** The model server's host and port, for the `chat` spans (`server.address`, `server.port`). */
     private readonly server: { address: string; port: number } | null = null,
-  ) {}
+  ) {
+    // An SDK that failed to load makes no spans; the runs' operations see that themselves.
+    tracer.catch(() => {});
+  }
 
   runStarted({ runId, at }: { runId: string; at: number }): void {
     this.#on(runId, at, () => {});
@@ -63,7 +69,7 @@ export class RunTracer implements RunFacts {
         "server.address": this.server?.address,
         "server.port": this.server?.port,
       };
-      const span = this.tracer.startSpan(
+      const span = (run.tracer as Tracer).startSpan(
         model ? `chat ${model}` : "chat",
         { kind: SpanKind.CLIENT, startTime: fact.startedAt, attributes },
         run.context,
@@ -75,7 +81,7 @@ export class RunTracer implements RunFacts {
 
   toolResult(fact: ToolResultFact): void {
     this.#on(fact.runId, fact.startedAt, (run) => {
-      const span = this.tracer.startSpan(
+      const span = (run.tracer as Tracer).startSpan(
         `execute_tool ${fact.tool}`,
         {
           kind: SpanKind.INTERNAL,
@@ -131,25 +137,26 @@ export class RunTracer implements RunFacts {
     if (!run) {
       const traced: TracedRun = {
         queue: Promise.resolve(),
+        tracer: null,
         description: { sessionId: null, model: null },
         span: null,
         context: ROOT_CONTEXT,
       };
-      traced.queue = this.describe(runId)
-        .catch(() => traced.description)
-        .then((description) => {
-          traced.description = description;
-          traced.span = this.tracer.startSpan("invoke_agent", {
-            kind: SpanKind.INTERNAL,
-            startTime: at,
-            attributes: {
-              ...this.#common(traced, "invoke_agent"),
-              "gen_ai.request.model": description.model ?? undefined,
-              "agent_server.run.id": runId,
-            },
-          });
-          traced.context = trace.setSpan(ROOT_CONTEXT, traced.span);
+      const described = this.describe(runId).catch(() => traced.description);
+      traced.queue = Promise.all([described, this.tracer]).then(([description, tracer]) => {
+        traced.description = description;
+        traced.tracer = tracer;
+        traced.span = tracer.startSpan("invoke_agent", {
+          kind: SpanKind.INTERNAL,
+          startTime: at,
+          attributes: {
+            ...this.#common(traced, "invoke_agent"),
+            "gen_ai.request.model": description.model ?? undefined,
+            "agent_server.run.id": runId,
+          },
         });
+        traced.context = trace.setSpan(ROOT_CONTEXT, traced.span);
+      });
       this.#runs.set(runId, traced);
       run = traced;
     }

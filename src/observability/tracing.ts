@@ -1,6 +1,3 @@
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { type RunDescription, RunTracer } from "./run-tracer.js";
 
 /** How long stopping may wait for the last export: a collector that does not answer cannot hold up a shutdown. */
@@ -17,9 +14,10 @@ export interface Tracing {
 }
 
 /**
- * Starts the trace SDK exporting over OTLP/HTTP (JSON) to `${endpoint}/v1/traces`, batched.
- * The service is `agent-server` unless OTEL_SERVICE_NAME names another; the exporter reads
- * OTEL_EXPORTER_OTLP_HEADERS (and the other OTEL_ variables of its own) as usual.
+ * Starts the trace SDK (loaded now, in the background: see otel-sdk.ts) exporting over
+ * OTLP/HTTP (JSON) to `${endpoint}/v1/traces`, batched. The service is `agent-server` unless
+ * OTEL_SERVICE_NAME names another; the exporter reads OTEL_EXPORTER_OTLP_HEADERS (and the
+ * other OTEL_ variables of its own) as usual.
  */
 export function startTracing({
   endpoint,
@@ -33,12 +31,12 @@ export function startTracing({
   modelBaseURL: string;
   describe: (runId: string) => Promise<RunDescription>;
 }): Tracing {
-  const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, "")}/v1/traces` });
-  const provider = new TracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ "service.name": serviceName })),
-    spanProcessors: [new BatchSpanProcessor({ exporter })],
-  });
-  const runs = new RunTracer(provider.getTracer("agent-server"), describe, serverOf(modelBaseURL));
+  const sdk = import("./otel-sdk.js").then(({ startSdk }) => startSdk({ endpoint, serviceName }));
+  const runs = new RunTracer(
+    sdk.then((started) => started.tracer),
+    describe,
+    serverOf(modelBaseURL),
+  );
   return {
     runs,
     async shutdown() {
@@ -49,7 +47,8 @@ export function startTracing({
       // A failed last export loses those spans, nothing else.
       const stopped = runs
         .endOpenRuns()
-        .then(() => provider.shutdown())
+        .then(() => sdk)
+        .then((started) => started.shutdown())
         .catch(() => {});
       await Promise.race([stopped, late]);
       clearTimeout(timer);

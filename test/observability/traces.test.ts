@@ -3,12 +3,15 @@
  * receiver in the test: GenAI spans with their parent links and attributes; none without an
  * endpoint.
  */
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
+import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer | undefined;
@@ -231,6 +234,37 @@ describe("OpenTelemetry traces", () => {
     await closing;
     silent.closeAllConnections();
     await new Promise((resolve) => silent.close(resolve));
+  });
+
+  it("loads the trace SDK only when OTEL_EXPORTER_OTLP_ENDPOINT is set", () => {
+    const loadsSdk = (endpoint: string | null): boolean => {
+      const dir = tempDir("agent-otel-load-");
+      // The built server's composition, in a process of its own, noting every module resolved.
+      const script = `
+        import { registerHooks } from "node:module";
+        const resolved = [];
+        registerHooks({ resolve(specifier, context, next) { resolved.push(specifier); return next(specifier, context); } });
+        const { loadConfig } = await import("./dist/src/config.js");
+        const { composeContext } = await import("./dist/src/compose.js");
+        const { createLogger } = await import("./dist/src/logger.js");
+        const env = { DATABASE_PATH: "${dir.path}/agent.db", WORKSPACE_ROOT: "${dir.path}/ws", OPENAI_MODEL: "m", OPENAI_API_KEY: "k", LOG_LEVEL: "silent" };
+        ${endpoint ? `env.OTEL_EXPORTER_OTLP_ENDPOINT = "${endpoint}";` : ""}
+        const ctx = composeContext(loadConfig(env), createLogger({ level: "silent" }));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await ctx.tracing?.shutdown();
+        await ctx.store.close();
+        console.log(JSON.stringify(resolved.some((s) => s.startsWith("@opentelemetry/sdk-trace"))));
+      `;
+      const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: fileURLToPath(new URL("../..", import.meta.url)),
+        encoding: "utf8",
+      });
+      dir.cleanup();
+      expect(child.status, child.stderr).toBe(0);
+      return JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "null");
+    };
+    expect(loadsSdk(null)).toBe(false);
+    expect(loadsSdk("http://127.0.0.1:9")).toBe(true);
   });
 
   it("starts no trace SDK and exports nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset", async () => {
