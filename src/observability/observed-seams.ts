@@ -2,15 +2,22 @@ import { EventHub } from "../runs/event-hub.js";
 import type { Store, StoredEvent } from "../store/store.js";
 import type { CommittedBatch, RunObserver } from "./observer.js";
 
-/** When each stored batch's commit ended (performance.now()), for the delivery lag. */
-type CommitTimes = WeakMap<readonly StoredEvent[], number>;
+/**
+ * When each run's last commit ended (performance.now()), until its events are published: a
+ * run's writes are one at a time, each published before the next begins.
+ */
+type CommitTimes = Map<string, number>;
 
 const elapsed = (since: number): number => (performance.now() - since) / 1000;
 
-/** Runs an observer's callback; what it throws never reaches the write it observes. */
-function safely(report: () => void): void {
+/** Reports to the observer; what it throws never reaches the write it observes. */
+function report<K extends keyof RunObserver>(
+  observer: RunObserver,
+  what: K,
+  fact: Parameters<RunObserver[K]>[0],
+): void {
   try {
-    report();
+    (observer[what] as (fact: Parameters<RunObserver[K]>[0]) => void)(fact);
   } catch {
     // An observer's failure loses a measurement, nothing else.
   }
@@ -18,8 +25,8 @@ function safely(report: () => void): void {
 
 /**
  * Observes one write: `write`'s promise is returned as it is (no extra step on the commit
- * path), and the report runs in a reaction registered before the caller's, so the batch is
- * stamped before the caller publishes it.
+ * path), and the report runs in a reaction registered before the caller's, so the commit's end
+ * is noted before the caller publishes its events.
  */
 function observeWrite(
   write: Promise<StoredEvent[]>,
@@ -29,16 +36,16 @@ function observeWrite(
 ): Promise<StoredEvent[]> {
   const started = performance.now();
   write.then(
-    (stored) => {
+    () => {
       const now = performance.now();
-      times.set(stored, now);
+      times.set(batch.runId, now);
       batch.seconds = (now - started) / 1000;
-      safely(() => observer.committed(batch));
+      report(observer, "committed", batch);
     },
     () => {
       batch.ok = false;
       batch.seconds = elapsed(started);
-      safely(() => observer.committed(batch));
+      report(observer, "committed", batch);
     },
   );
   return write;
@@ -72,8 +79,8 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
 }
 
 /**
- * An event hub that reports each delivery of committed events to live watchers: those it is
- * given as the store returned them (the batch the commit stamped).
+ * An event hub that reports each delivery of committed events to live watchers: the events
+ * of its run's last commit.
  */
 class ObservedEventHub extends EventHub {
   constructor(
@@ -86,17 +93,18 @@ class ObservedEventHub extends EventHub {
   override publish(...args: Parameters<EventHub["publish"]>): void {
     super.publish(...args);
     const [runId, events] = args;
-    const committedAt = this.times.get(events);
+    const committedAt = this.times.get(runId);
     if (committedAt === undefined) return;
+    this.times.delete(runId);
     const watchers = this.watcherCount(runId);
     if (watchers === 0) return;
     const lagSeconds = elapsed(committedAt);
-    safely(() => this.observer.delivered({ runId, events: events.length, watchers, lagSeconds }));
+    report(this.observer, "delivered", { runId, events: events.length, watchers, lagSeconds });
   }
 }
 
 /** The store and the event hub every run goes through, reporting to `observer`. */
 export function observedSeams(store: Store, observer: RunObserver): { store: Store; hub: EventHub } {
-  const times: CommitTimes = new WeakMap();
+  const times: CommitTimes = new Map();
   return { store: observedStore(store, observer, times), hub: new ObservedEventHub(observer, times) };
 }
