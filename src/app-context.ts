@@ -4,6 +4,8 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Config } from "./config.js";
 import type { ApiKeys } from "./http/auth.js";
 import type { StreamTokens } from "./http/stream-tokens.js";
+import type { Metrics } from "./observability/metrics.js";
+import type { Tracing } from "./observability/tracing.js";
 import type { EventHub } from "./runs/event-hub.js";
 import type { RunManager } from "./runs/run-manager.js";
 import type { RunService } from "./runs/run-service.js";
@@ -35,6 +37,10 @@ export interface AppContext {
   webhooks: WebhookWorker;
   /** What other instances over the same database commit, relayed here; null with SQLite. */
   peers: { start(): void; stop(): void } | null;
+  /** GET /metrics. */
+  metrics: Metrics;
+  /** The trace exporter, null when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
+  tracing: Tracing | null;
   apiKeys: ApiKeys;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];

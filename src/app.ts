@@ -8,6 +8,7 @@ import chatRoutes from "../routes/chat.js";
 import consoleRoutes from "../routes/console.js";
 import eventRoutes from "../routes/events.js";
 import healthRoutes from "../routes/health.js";
+import metricsRoutes from "../routes/metrics.js";
 import openapiRoutes from "../routes/openapi.js";
 import runRoutes from "../routes/runs.js";
 import sessionRoutes from "../routes/sessions.js";
@@ -66,10 +67,12 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     } else parseJson(request, text, done);
   });
   app.setErrorHandler(errorHandler);
-  // Stopped with the server, before the store closes: a send in flight is awaited.
+  // Stopped with the server, before the store closes: a send in flight is awaited, the
+  // spans of runs are exported.
   app.addHook("onClose", async () => {
     ctx.peers?.stop();
     await ctx.webhooks.stop();
+    await ctx.tracing?.shutdown();
   });
   app.setNotFoundHandler((request, reply) =>
     reply
@@ -98,6 +101,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     });
   }
   trackOpenStreams(app);
+  ctx.metrics.readFrom({ sseConnections: () => app.openStreams.size });
   // Event data is stored as JSON text and sent as it is.
   await app.register(fastifySSE, {
     heartbeatInterval: ctx.sseHeartbeatMs,
@@ -143,6 +147,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     approvalRoutes,
     chatRoutes,
     consoleRoutes,
+    // On METRICS_PORT instead when that is set (see listenForMetrics).
+    ...(ctx.config.METRICS_PORT === undefined ? [metricsRoutes] : []),
   ]) {
     routes(app, ctx);
   }

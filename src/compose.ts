@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { ModelClient } from "./agent/model.js";
+import { PlanToolName } from "./agent/plan.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
 import { type Config, ConfigError } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
@@ -9,7 +10,7 @@ import { ApiKeys } from "./http/auth.js";
 import { StreamTokens } from "./http/stream-tokens.js";
 import { newId } from "./ids.js";
 import { modelClientFromConfig, modelNotConfiguredReason } from "./model/index.js";
-import { EventHub } from "./runs/event-hub.js";
+import { observeRuns } from "./observability/observability.js";
 import { waitForRelayedEnd } from "./runs/event-relay.js";
 import { peerWakeups } from "./runs/peers.js";
 import { RunManager } from "./runs/run-manager.js";
@@ -67,8 +68,12 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     );
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
-  const store = options.wrapStore ? options.wrapStore(opened) : opened;
-  const hub = new EventHub();
+  // Every run's writes and deliveries pass these two, observed for metrics and traces.
+  const { store, hub, metrics, tracing } = observeRuns({
+    config,
+    store: options.wrapStore ? options.wrapStore(opened) : opened,
+    toolNames: [...WORKSPACE_TOOL_NAMES, ...Object.values(PlanToolName)],
+  });
   const { notifications } = store;
   const model =
     options.model ??
@@ -106,6 +111,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   // their requests the runs executing here.
   const peers = notifications ? peerWakeups({ store, hub, notifications, manager, logger }) : null;
   peers?.start();
+  metrics.readFrom({ liveRuns: () => manager.liveCount });
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,
@@ -148,6 +154,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     runs,
     webhooks,
     peers,
+    metrics,
+    tracing,
     apiKeys: new ApiKeys(config.AGENT_API_KEYS),
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),

@@ -179,6 +179,21 @@ const EnvSchema = z.object({
   WEBHOOK_RETRY_WINDOW_MS: msSetting(86_400_000, { min: 1_000 }),
   /** How often the outbox is looked at for due deliveries. */
   WEBHOOK_POLL_MS: msSetting(1_000, { min: 10, max: 60_000 }),
+
+  // Observability.
+  /** Serves GET /metrics on this port of HOST (without keys) instead of on PORT. */
+  METRICS_PORT: optionalIntSetting({ min: 0, max: 65535 }),
+  /** Where traces are exported over OTLP/HTTP (`/v1/traces` is appended); unset: no tracing at all. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.preprocess(
+    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
+    z
+      .string()
+      .refine((value) => /^https?:\/\/[^/\s]+/.test(value) && URL.canParse(value), {
+        error: "must be an http or https URL (the collector's base, e.g. http://127.0.0.1:4318)",
+      })
+      .optional(),
+  ),
+  OTEL_SERVICE_NAME: stringSetting("agent-server"),
 });
 
 /** MAX_RUNS_PER_KEY's default with API keys: a quarter of the server's slots, at least 1. */
@@ -257,6 +272,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push("HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS");
   }
   problems.push(...webhookProblems(data));
+  if (data.METRICS_PORT !== undefined && data.METRICS_PORT !== 0 && data.METRICS_PORT === data.PORT) {
+    problems.push("METRICS_PORT: must differ from PORT");
+  }
   if (problems.length || !ceiling.ok) throw new ConfigError(problems);
   return {
     ...data,

@@ -2,6 +2,7 @@ import { buildApp } from "./app.js";
 import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
+import { listenForMetrics } from "./http/metrics-server.js";
 import { createLogger } from "./logger.js";
 import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
 
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
   if (!config.DATABASE_URL && config.DATABASE_PATH !== ":memory:") makeDatabasePrivate(config.DATABASE_PATH);
   const app = await buildApp(ctx, logger);
 
+  let metricsApp: Awaited<ReturnType<typeof listenForMetrics>> = null;
   let stopping: Promise<void> | null = null;
   const shutdown = (signal: string, exitCode = 0) => {
     if (stopping) return stopping;
@@ -69,6 +71,7 @@ async function main(): Promise<void> {
     stopping = (async () => {
       await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume: config.ON_RESTART === "resume" });
       await app.close();
+      await metricsApp?.close();
       await ctx.store.close();
       logger.info("stopped");
       process.exit(exitCode);
@@ -84,8 +87,13 @@ async function main(): Promise<void> {
   // A deep accept queue: many watchers may reconnect at once.
   try {
     await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
+    metricsApp = await listenForMetrics(ctx);
   } catch (err) {
-    const problem = listenProblem(err, { host: config.HOST, port: config.PORT });
+    // listenForMetrics explains its own failures (naming METRICS_PORT).
+    const problem =
+      err instanceof ConfigError
+        ? err.problems.join("; ")
+        : listenProblem(err, { host: config.HOST, port: config.PORT });
     if (!problem) throw err;
     process.stderr.write(`${new ConfigError([problem]).message}\n`);
     await shutdown("listen failed", 2);

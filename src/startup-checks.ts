@@ -90,11 +90,15 @@ export function makeDatabasePrivate(path: string): void {
   }
 }
 
-/** What a failed listen means for the operator, naming PORT or HOST; null when it is neither. */
-export function listenProblem(err: unknown, { host, port }: { host: string; port: number }): string | null {
+/** What a failed listen means for the operator, naming PORT (or `variable`) or HOST; null when it is neither. */
+export function listenProblem(
+  err: unknown,
+  { host, port, variable = "PORT" }: { host: string; port: number; variable?: string },
+): string | null {
   const code = (err as { code?: unknown }).code;
-  if (code === "EADDRINUSE") return `PORT: ${port} is already in use on ${host}`;
-  if (code === "EACCES") return `PORT: this process may not listen on port ${port} (below 1024 needs privileges)`;
+  if (code === "EADDRINUSE") return `${variable}: ${port} is already in use on ${host}`;
+  if (code === "EACCES")
+    return `${variable}: this process may not listen on port ${port} (below 1024 needs privileges)`;
   if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" || code === "EAI_NONAME") {
     return `HOST: cannot listen on ${JSON.stringify(host)} (${code}): use an address of this machine, e.g. 127.0.0.1 or 0.0.0.0`;
   }

@@ -27,6 +27,7 @@ const LAYERS: Record<string, string[]> = {
   "src/agent": [],
   "src/domain": ["src/agent"],
   "src/store": ["src/agent", "src/domain"],
+  "src/observability": ["src/agent", "src/domain", "src/store", "src/runs", "src/model", "src/config.js"],
 };
 
 describe("the layers of the code", () => {
@@ -43,6 +44,13 @@ describe("the layers of the code", () => {
 
   it("the rule checker sees imports (src/runs imports src/store)", () => {
     expect(filesUnder("src/runs").flatMap(importedFolders)).toContain("src/store");
+  });
+
+  it("the loop and the runs know nothing of metrics or traces (they are fed from compose.ts)", () => {
+    const offending = [...filesUnder("src/agent"), ...filesUnder("src/runs")].filter((file) =>
+      /from "(prom-client|@opentelemetry\/[^"]+)"|observability\//.test(readFileSync(join(root, file), "utf8")),
+    );
+    expect(offending).toEqual([]);
   });
 
   it("outside src/store nothing names a SQLite error code or reaches the database handle", () => {

@@ -108,7 +108,7 @@ const toolResults = (history: AgentMessage[]) =>
   history.filter((m) => m.role === "tool") as (AgentMessage & { metadata?: { errorCode?: string } })[];
 
 describe("runs survive the loss of their instance (PostgreSQL, real processes)", () => {
-  it("kill -9 of the owner mid-tool: exactly one peer takes the run over, with one INTERRUPTED result, and finishes it", async () => {
+  it("run on A, watched on B, approved on C; kill -9 of A mid-tool: one takeover, one INTERRUPTED result, B's stream gapless to run.finished", async () => {
     const lease = { RUN_LEASE_MS: "1500" };
     const a = await instance("a", lease);
     const b = await instance("b", lease);
@@ -118,13 +118,23 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
         { id: "call_t", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt; sleep 30.611" }) },
       ],
     });
-    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    const run = await startRun(a, { approval: { tools: { shell: "ask" } } });
+    const watcher = await openSse(`${b.url}/runs/${run.runId}/events`);
+    await watcher.waitFor((e) => e.event === "approval.requested");
+    const approved = await api(c.url, "POST", `/runs/${run.runId}/approvals/call_t`, { decision: "approve" });
+    expect(approved.status).toBe(200);
+    await watcher.waitFor((e) => e.event === "tool.started");
     await waitFor("the command", async () => (hostPids(/^sleep 30\.611$/).length ? true : null), 10_000);
     a.process.kill("SIGKILL");
     await a.exited;
     upstream.enqueue({ text: "taken over" });
-    const { view, history } = await finished(b, run, 15_000);
-    expect(view.stopReason).toBe("complete");
+    const streamed = await watcher.ended;
+    // Live on B across the takeover: every event once, in order, ending with the run's end.
+    expect(streamed.map((e) => Number(e.id))).toEqual(streamed.map((_, i) => i + 1));
+    expect(streamed.at(-1)?.event).toBe("run.finished");
+    expect(streamed.at(-1)?.json.run.stopReason).toBe("complete");
+    const { history, events } = await finished(b, run, 15_000);
+    expect(streamed.map((e) => e.id)).toEqual(events.map((e) => e.id));
     const results = toolResults(history);
     expect(results).toHaveLength(1);
     expect(results[0]?.metadata?.errorCode).toBe("INTERRUPTED");

@@ -879,7 +879,7 @@ describe.each(["sqlite", "postgres"] as const)(
       expect((await call(server, "GET", "/console/assets/{file}", { params: { file: "nope.js" } })).status).toBe(404);
     });
 
-    it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec", async () => {
+    it("health: /healthz 200, /readyz 200, /openapi.yaml serves this spec, /metrics the metrics", async () => {
       expect((await call(server, "GET", "/healthz")).body).toEqual({ status: "ok" });
       const ready = await call(server, "GET", "/readyz");
       expect(ready.body).toEqual({
@@ -894,6 +894,9 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(yaml.status).toBe(200);
       expect(yaml.contentType).toMatch(/^application\/yaml/);
       expect(yaml.body).toBe(readFileSync(specPath, "utf8"));
+      const metrics = await call(server, "GET", "/metrics");
+      expect(metrics.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(metrics.body).toMatch(/^# TYPE agent_runs_started_total counter$/m);
     });
 
     it("503 STORAGE_UNAVAILABLE on writes while the database refuses them; /readyz says why", async () => {

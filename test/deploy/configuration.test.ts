@@ -1,9 +1,8 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { api, startChildServer, startRefused } from "../helpers/child-server.js";
+import { api, busyPort, startChildServer, startRefused } from "../helpers/child-server.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -90,17 +89,18 @@ describe("a server that cannot work refuses to start, exit code 2, naming the va
     }
   });
 
-  it("PORT already in use, HOST that is not an address of this machine", async () => {
+  it("PORT or METRICS_PORT already in use, HOST that is not an address of this machine", async () => {
     const temp = tempDir("config-listen-");
     cleanups.push(temp.cleanup);
-    const taken = createServer().listen(0, "127.0.0.1");
-    await new Promise((resolve) => taken.once("listening", resolve));
-    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
-    const port = (taken.address() as { port: number }).port;
+    const { port, close } = await busyPort();
+    cleanups.push(close);
 
     const inUse = startRefused(temp.path, { PORT: String(port) });
     expect(inUse.status).toBe(2);
     expect(inUse.output).toContain(`PORT: ${port} is already in use on 127.0.0.1`);
+    const metricsInUse = startRefused(temp.path, { METRICS_PORT: String(port) });
+    expect(metricsInUse.status).toBe(2);
+    expect(metricsInUse.output).toContain(`METRICS_PORT: ${port} is already in use on 127.0.0.1`);
 
     const badHost = startRefused(temp.path, { HOST: "not a host!" });
     expect(badHost.status).toBe(2);

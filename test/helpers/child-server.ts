@@ -27,6 +27,17 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** A port something listens on (127.0.0.1) until `close`. */
+export async function busyPort(): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  return {
+    port: typeof address === "object" && address ? address.port : 0,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 /**
  * Starts the built server (`node dist/src/server.js`, as in production) over the
  * data directory `dir`, and resolves once `/healthz` answers.

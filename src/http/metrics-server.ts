@@ -1,0 +1,26 @@
+import Fastify from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import metricsRoutes from "../../routes/metrics.js";
+import type { App, AppContext } from "../app-context.js";
+import { ConfigError } from "../config.js";
+import { listenProblem } from "../startup-checks.js";
+
+/**
+ * With METRICS_PORT set, GET /metrics is served there (on HOST, without API keys: keep that
+ * port off networks that should not read the metrics) and not on PORT. Resolves with the
+ * listening app, to close at shutdown; null when METRICS_PORT is unset. A port it cannot listen
+ * on is a ConfigError naming METRICS_PORT.
+ */
+export async function listenForMetrics(ctx: AppContext): Promise<App | null> {
+  const port = ctx.config.METRICS_PORT;
+  if (port === undefined) return null;
+  const app: App = Fastify({ forceCloseConnections: true }).withTypeProvider<ZodTypeProvider>();
+  metricsRoutes(app, ctx);
+  try {
+    await app.listen({ port, host: ctx.config.HOST });
+  } catch (err) {
+    const problem = listenProblem(err, { host: ctx.config.HOST, port, variable: "METRICS_PORT" });
+    throw problem ? new ConfigError([problem]) : err;
+  }
+  return app;
+}

@@ -1,0 +1,184 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { FastHistogram, type HistogramSeries } from "./fast-histogram.js";
+import type { CommittedBatch, Delivery } from "./observer.js";
+import type { ModelRequestFact, RunFacts, ToolResultFact } from "./run-digest.js";
+
+/** Buckets for things that take milliseconds (commits, deliveries, checkpoints). */
+const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5];
+/** Buckets for things that take seconds (model requests, tools). */
+const SLOW_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+/** Gauges read when scraped, from parts built after the metrics. */
+export interface GaugeSources {
+  liveRuns?: () => number;
+  sseConnections?: () => number;
+}
+
+/**
+ * The server's Prometheus metrics (GET /metrics), in a registry of their own: the runs'
+ * facts, the store's commit and checkpoint times, the event hub's delivery lag, the open
+ * SSE streams, and the process metrics of prom-client.
+ */
+export class Metrics implements RunFacts {
+  readonly registry = new Registry();
+  readonly #sources: GaugeSources = {};
+  /** The tools a `tool` label may name; any other name (the model may make one up) is `(unknown)`. */
+  readonly #toolNames: ReadonlySet<string>;
+  readonly #runsStarted: Counter;
+  readonly #runsFinished: Counter<"status" | "stop_reason">;
+  readonly #modelDuration: Histogram<"outcome">;
+  readonly #firstToken: Histogram;
+  readonly #tokens: Counter<"type">;
+  readonly #toolCalls: Counter<"tool" | "outcome">;
+  readonly #toolDuration: Histogram<"tool" | "outcome">;
+  readonly #approvalsPending: Gauge;
+  /** Every commit and every delivery is observed: their histograms are the cheap kind. */
+  readonly #deliveryLag: HistogramSeries;
+  readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
+  readonly #checkpointDuration: Histogram;
+
+  constructor({ toolNames }: { toolNames: readonly string[] }) {
+    this.#toolNames = new Set(toolNames);
+    const registers = [this.registry];
+    const sources = this.#sources;
+    this.#runsStarted = new Counter({ name: "agent_runs_started_total", help: "Runs started.", registers });
+    this.#runsFinished = new Counter({
+      name: "agent_runs_finished_total",
+      help: "Runs finished, by final status and stop reason.",
+      labelNames: ["status", "stop_reason"],
+      registers,
+    });
+    new Gauge({
+      name: "agent_runs_live",
+      help: "Runs this process executes now.",
+      registers,
+      collect() {
+        this.set(sources.liveRuns?.() ?? 0);
+      },
+    });
+    this.#modelDuration = new Histogram({
+      name: "agent_model_request_duration_seconds",
+      help: "Model requests, from sending to the end of the stream, by outcome (ok, error).",
+      labelNames: ["outcome"],
+      buckets: SLOW_BUCKETS,
+      registers,
+    });
+    this.#firstToken = new Histogram({
+      name: "agent_model_time_to_first_token_seconds",
+      help: "Model requests, from sending to the first streamed token.",
+      buckets: SLOW_BUCKETS,
+      registers,
+    });
+    this.#tokens = new Counter({
+      name: "agent_model_tokens_total",
+      help: "Tokens the model reported, by type (input, output).",
+      labelNames: ["type"],
+      registers,
+    });
+    this.#toolCalls = new Counter({
+      name: "agent_tool_calls_total",
+      help: "Tool-call results, by tool and outcome (ok, or the result's error code such as DENIED).",
+      labelNames: ["tool", "outcome"],
+      registers,
+    });
+    this.#toolDuration = new Histogram({
+      name: "agent_tool_duration_seconds",
+      help: "Tool executions (calls whose tool ran), by tool and outcome.",
+      labelNames: ["tool", "outcome"],
+      buckets: SLOW_BUCKETS,
+      registers,
+    });
+    this.#approvalsPending = new Gauge({
+      name: "agent_approvals_pending",
+      help: "Tool calls waiting for an approval decision (asked since this process started).",
+      registers,
+    });
+    new Gauge({
+      name: "agent_sse_connections",
+      help: "Run event streams (SSE responses) open now.",
+      registers,
+      collect() {
+        this.set(sources.sseConnections?.() ?? 0);
+      },
+    });
+    this.#deliveryLag = new FastHistogram(
+      "agent_event_delivery_lag_seconds",
+      "From the end of an event batch's commit to the last live watcher having it.",
+      FAST_BUCKETS,
+      this.registry,
+    ).series();
+    const commitDuration = new FastHistogram(
+      "agent_store_commit_duration_seconds",
+      "Run writes to the database (create_run, commit_run), by outcome (ok, error).",
+      FAST_BUCKETS,
+      this.registry,
+    );
+    const commitSeries = (operation: CommittedBatch["operation"]) => ({
+      ok: commitDuration.series({ operation, outcome: "ok" }),
+      error: commitDuration.series({ operation, outcome: "error" }),
+    });
+    this.#commits = { create_run: commitSeries("create_run"), commit_run: commitSeries("commit_run") };
+    this.#checkpointDuration = new Histogram({
+      name: "agent_store_checkpoint_duration_seconds",
+      help: "SQLite WAL checkpoints.",
+      buckets: FAST_BUCKETS,
+      registers,
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the gauges read at scrape time come from. */
+  readFrom(sources: GaugeSources): void {
+    Object.assign(this.#sources, sources);
+  }
+
+  /** A WAL checkpoint took `seconds`. */
+  observeCheckpoint(seconds: number): void {
+    this.#checkpointDuration.observe(seconds);
+  }
+
+  /** The metrics in the Prometheus text format, and its content type. */
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+
+  committed(batch: CommittedBatch): void {
+    this.#commits[batch.operation][batch.ok ? "ok" : "error"].observe(batch.seconds);
+  }
+
+  delivered(delivery: Delivery): void {
+    this.#deliveryLag.observe(delivery.lagSeconds);
+  }
+
+  runStarted(): void {
+    this.#runsStarted.inc();
+  }
+
+  runFinished({ run }: Parameters<NonNullable<RunFacts["runFinished"]>>[0]): void {
+    this.#runsFinished.inc({ status: run.status, stop_reason: run.stopReason ?? "none" });
+  }
+
+  modelRequest(fact: ModelRequestFact): void {
+    this.#modelDuration.observe({ outcome: fact.errorType === null ? "ok" : "error" }, fact.latencyMs / 1000);
+    if (fact.firstTokenMs !== null) this.#firstToken.observe(fact.firstTokenMs / 1000);
+    if (fact.usage) {
+      this.#tokens.inc({ type: "input" }, fact.usage.inputTokens);
+      this.#tokens.inc({ type: "output" }, fact.usage.outputTokens);
+    }
+  }
+
+  toolResult(fact: ToolResultFact): void {
+    // A name the model made up is not a label value: there could be any number of them.
+    const labels = { tool: this.#toolNames.has(fact.tool) ? fact.tool : "(unknown)", outcome: fact.outcome };
+    this.#toolCalls.inc(labels);
+    if (fact.executed) this.#toolDuration.observe(labels, fact.durationMs / 1000);
+  }
+
+  approvalRequested(): void {
+    this.#approvalsPending.inc();
+  }
+
+  approvalSettled(): void {
+    this.#approvalsPending.dec();
+  }
+}

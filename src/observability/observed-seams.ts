@@ -1,0 +1,110 @@
+import { EventHub } from "../runs/event-hub.js";
+import type { Store, StoredEvent } from "../store/store.js";
+import type { CommittedBatch, RunObserver } from "./observer.js";
+
+/**
+ * When each run's last commit ended (performance.now()), until its events are published: a
+ * run's writes are one at a time, each published before the next begins.
+ */
+type CommitTimes = Map<string, number>;
+
+const elapsed = (since: number): number => (performance.now() - since) / 1000;
+
+/** Reports to the observer; what it throws never reaches the write it observes. */
+function report<K extends keyof RunObserver>(
+  observer: RunObserver,
+  what: K,
+  fact: Parameters<RunObserver[K]>[0],
+): void {
+  try {
+    (observer[what] as (fact: Parameters<RunObserver[K]>[0]) => void)(fact);
+  } catch {
+    // An observer's failure loses a measurement, nothing else.
+  }
+}
+
+/**
+ * Observes one write: `write`'s promise is returned as it is (no extra step on the commit
+ * path), and the report runs in a reaction registered before the caller's, so the commit's end
+ * is noted before the caller publishes its events.
+ */
+function observeWrite(
+  write: Promise<StoredEvent[]>,
+  batch: CommittedBatch,
+  observer: RunObserver,
+  times: CommitTimes,
+): Promise<StoredEvent[]> {
+  const started = performance.now();
+  write.then(
+    () => {
+      const now = performance.now();
+      times.set(batch.runId, now);
+      batch.seconds = (now - started) / 1000;
+      report(observer, "committed", batch);
+    },
+    () => {
+      batch.ok = false;
+      batch.seconds = elapsed(started);
+      report(observer, "committed", batch);
+    },
+  );
+  return write;
+}
+
+/**
+ * The store with its run writes (`runs.create`, `commitRun`) timed and reported to `observer`;
+ * everything else (their options and fences too) passes through untouched.
+ */
+function observedStore(store: Store, observer: RunObserver, times: CommitTimes): Store {
+  return {
+    ...store,
+    runs: {
+      ...store.runs,
+      create: (run, events, options) =>
+        observeWrite(
+          store.runs.create(run, events, options),
+          { runId: run.id, operation: "create_run", run, changes: [], events, ok: true, seconds: 0 },
+          observer,
+          times,
+        ),
+    },
+    commitRun: (runId, changes, events, fence) =>
+      observeWrite(
+        store.commitRun(runId, changes, events, fence),
+        { runId, operation: "commit_run", changes, events, ok: true, seconds: 0 },
+        observer,
+        times,
+      ),
+  };
+}
+
+/**
+ * An event hub that reports each delivery of committed events to live watchers: the events
+ * of its run's last commit.
+ */
+class ObservedEventHub extends EventHub {
+  constructor(
+    private readonly observer: RunObserver,
+    private readonly times: CommitTimes,
+  ) {
+    super();
+  }
+
+  override publish(...args: Parameters<EventHub["publish"]>): void {
+    super.publish(...args);
+    const [runId, events] = args;
+    const committedAt = this.times.get(runId);
+    if (committedAt === undefined) return;
+    this.times.delete(runId);
+    const watchers = this.watcherCount(runId);
+    if (watchers === 0) return;
+    const lagSeconds = elapsed(committedAt);
+    report(this.observer, "delivered", { runId, events: events.length, watchers, lagSeconds });
+  }
+}
+
+/** The store and the event hub every run goes through, reporting to `observer`. */
+export function observedSeams(store: Store, observer: RunObserver): { store: Store; hub: EventHub } {
+  const times: CommitTimes = new Map();
+  return { store: observedStore(store, observer, times), hub: new ObservedEventHub(observer, times) };
+}

@@ -1,0 +1,39 @@
+import type { RunEvent } from "../domain/run-events.js";
+import type { RunRecord } from "../store/runs.js";
+import type { RunChange } from "../store/store.js";
+
+/** One write of a run as the store took it (or refused it: `ok` false). */
+export interface CommittedBatch {
+  runId: string;
+  /** `create_run`: the run's insert with its first events; `commit_run`: any later write. */
+  operation: "create_run" | "commit_run";
+  /** The inserted run (`create_run` only). */
+  run?: RunRecord;
+  changes: readonly RunChange[];
+  events: readonly RunEvent[];
+  ok: boolean;
+  /** How long the store took. */
+  seconds: number;
+}
+
+/** Committed events handed to the live watchers of their run. */
+export interface Delivery {
+  runId: string;
+  events: number;
+  watchers: number;
+  /** From the end of the events' commit to the last watcher having them. */
+  lagSeconds: number;
+}
+
+/**
+ * What the server's runs do, as seen from the seams every run passes through: the store's
+ * writes (every change and event of a run, in order) and the event hub's deliveries. The
+ * loop knows nothing of it; compose.ts injects one, and NO_OBSERVER changes nothing.
+ * Implementations must not throw and must not block: they are called on the commit path.
+ */
+export interface RunObserver {
+  committed(batch: CommittedBatch): void;
+  delivered(delivery: Delivery): void;
+}
+
+export const NO_OBSERVER: RunObserver = { committed() {}, delivered() {} };

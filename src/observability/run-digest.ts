@@ -1,0 +1,187 @@
+import type { ModelUsage } from "../agent/model.js";
+import type { StepTrace } from "../agent/step-trace.js";
+import type { RunView } from "../domain/run.js";
+import type { RunEvent } from "../domain/run-events.js";
+import type { CommittedBatch, Delivery, RunObserver } from "./observer.js";
+
+/** One model request of a run, reported once its trace is committed. Times are ms since the epoch. */
+export interface ModelRequestFact {
+  runId: string;
+  sessionId: string | null;
+  turn: number;
+  startedAt: number;
+  latencyMs: number;
+  firstTokenMs: number | null;
+  usage: ModelUsage | null;
+  finishReason: string | null;
+  /** Null when the request succeeded; else a stable code (the run's error code, or its stop reason). */
+  errorType: string | null;
+  errorMessage: string | null;
+}
+
+/** One tool call's result (every call gets one); `executed`: its tool ran (its start was committed). */
+export interface ToolResultFact {
+  runId: string;
+  sessionId: string | null;
+  toolCallId: string;
+  tool: string;
+  /** `ok`, or the result's error code. */
+  outcome: string;
+  executed: boolean;
+  startedAt: number;
+  durationMs: number;
+}
+
+/**
+ * What metrics and traces are made of: what runs did, derived from their committed writes.
+ * Every method is optional; none may throw.
+ */
+export interface RunFacts {
+  committed?(batch: CommittedBatch): void;
+  delivered?(delivery: Delivery): void;
+  runStarted?(fact: { runId: string; sessionId: string | null; at: number }): void;
+  modelRequest?(fact: ModelRequestFact): void;
+  toolResult?(fact: ToolResultFact): void;
+  /** A call waits for a decision; `approvalSettled` follows once for each (decided, or its run ended). */
+  approvalRequested?(fact: { runId: string; toolCallId: string }): void;
+  approvalSettled?(fact: { runId: string; toolCallId: string }): void;
+  runFinished?(fact: { run: RunView; at: number }): void;
+}
+
+/** What the digest remembers of a run between its writes (dropped at its end). */
+interface RunState {
+  sessionId: string | null;
+  /** Turns whose `turn.started` was seen and whose model request is not yet reported. */
+  turnStarts: Map<number, number>;
+  toolNames: Map<string, string>;
+  toolStarts: Map<string, number>;
+  pendingApprovals: Set<string>;
+  /** A failed model request, reported with the run's end (which it causes) and its error code. */
+  failedRequest: ModelRequestFact | null;
+}
+
+/**
+ * Turns the committed writes of runs into facts for `sinks`. A model request is reported
+ * from its turn's first step trace written after a `turn.started` this process saw, so a
+ * trace written again (the model's part first, then the whole turn; or after a restart)
+ * counts once; a failed one with its run's end, whose error code it takes.
+ */
+export class RunDigest implements RunObserver {
+  readonly #runs = new Map<string, RunState>();
+
+  constructor(private readonly sinks: readonly RunFacts[]) {}
+
+  committed(batch: CommittedBatch): void {
+    for (const sink of this.sinks) sink.committed?.(batch);
+    if (!batch.ok) return;
+    let state = this.#runs.get(batch.runId);
+    if (!state) {
+      state = {
+        sessionId: batch.run?.sessionId ?? null,
+        turnStarts: new Map(),
+        toolNames: new Map(),
+        toolStarts: new Map(),
+        pendingApprovals: new Set(),
+        failedRequest: null,
+      };
+      this.#runs.set(batch.runId, state);
+    }
+    for (const event of batch.events) {
+      if (event.type === "turn.started") state.turnStarts.set(event.turn, Date.parse(event.at));
+      else if (event.type === "message") state.sessionId ??= event.message.sessionId;
+    }
+    for (const change of batch.changes) if (change.kind === "step") this.#step(batch.runId, state, change.step);
+    for (const event of batch.events) this.#event(state, event);
+  }
+
+  delivered(delivery: Delivery): void {
+    for (const sink of this.sinks) sink.delivered?.(delivery);
+  }
+
+  /** A failed request ends its run: it is reported with the run's end, which names its error. */
+  #step(runId: string, state: RunState, step: StepTrace): void {
+    const startedAt = state.turnStarts.get(step.turn);
+    if (startedAt === undefined) return;
+    state.turnStarts.delete(step.turn);
+    const { model } = step;
+    const fact: ModelRequestFact = {
+      runId,
+      sessionId: state.sessionId,
+      turn: step.turn,
+      startedAt,
+      latencyMs: model.latencyMs,
+      firstTokenMs: model.firstTokenMs,
+      usage: model.usage,
+      finishReason: model.finishReason,
+      errorType: model.error === null ? null : "_OTHER",
+      errorMessage: model.error,
+    };
+    if (fact.errorType === null) for (const sink of this.sinks) sink.modelRequest?.(fact);
+    else state.failedRequest = fact;
+  }
+
+  #event(state: RunState, event: RunEvent): void {
+    const { runId } = event;
+    switch (event.type) {
+      case "run.started":
+        for (const sink of this.sinks)
+          sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) });
+        return;
+      case "tool.started":
+        state.toolNames.set(event.toolCallId, event.tool);
+        state.toolStarts.set(event.toolCallId, Date.parse(event.at));
+        return;
+      case "approval.requested":
+        state.toolNames.set(event.toolCallId, event.tool);
+        state.pendingApprovals.add(event.toolCallId);
+        for (const sink of this.sinks) sink.approvalRequested?.({ runId, toolCallId: event.toolCallId });
+        return;
+      case "approval.resolved":
+        this.#settleApproval(state, runId, event.toolCallId);
+        return;
+      case "message":
+        this.#message(state, event);
+        return;
+      case "run.finished":
+        if (state.failedRequest) {
+          // A request cut by a cancel or a spent budget ends the run without an error: its stop names it.
+          const errorType = event.run.error?.code ?? event.run.stopReason ?? "_OTHER";
+          const fact = { ...state.failedRequest, errorType };
+          for (const sink of this.sinks) sink.modelRequest?.(fact);
+        }
+        for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
+        for (const sink of this.sinks) sink.runFinished?.({ run: event.run, at: Date.parse(event.at) });
+        this.#runs.delete(runId);
+        return;
+    }
+  }
+
+  #message(state: RunState, event: Extract<RunEvent, { type: "message" }>): void {
+    const { message } = event;
+    if (message.role === "assistant") {
+      for (const call of message.toolCalls ?? []) state.toolNames.set(call.id, call.name);
+      return;
+    }
+    if (message.role !== "tool") return;
+    const id = message.toolCallId;
+    const started = state.toolStarts.get(id);
+    const fact: ToolResultFact = {
+      runId: event.runId,
+      sessionId: message.sessionId,
+      toolCallId: id,
+      tool: state.toolNames.get(id) ?? "unknown",
+      outcome: message.isError ? (message.metadata.errorCode ?? "error") : "ok",
+      executed: started !== undefined,
+      startedAt: started ?? Date.parse(message.createdAt),
+      durationMs: started !== undefined ? message.metadata.durationMs : 0,
+    };
+    state.toolNames.delete(id);
+    state.toolStarts.delete(id);
+    for (const sink of this.sinks) sink.toolResult?.(fact);
+  }
+
+  #settleApproval(state: RunState, runId: string, toolCallId: string): void {
+    if (!state.pendingApprovals.delete(toolCallId)) return;
+    for (const sink of this.sinks) sink.approvalSettled?.({ runId, toolCallId });
+  }
+}
