@@ -15,7 +15,8 @@
 // text answer as N content deltas, one every FAKE_TOKEN_INTERVAL_MS (20); each delta is
 // "~<send time> " (performance.timeOrigin + performance.now(), ms, 3 decimals), so a reader
 // in another process measures each token's latency (see bench/token-stamps.mjs). With
-// FAKE_HOLD_TEXT=1 text answers wait (headers sent) until POST /release.
+// FAKE_HOLD_TEXT=1 text answers wait (headers sent) until POST /release; POST /hold holds
+// the next ones again.
 // GET /stats -> request counters; GET /v1/models -> the one model.
 import { createServer } from "node:http";
 
@@ -110,7 +111,8 @@ async function chatCompletions(res, raw) {
   }
   if (body.stream_options?.include_usage) chunks.push({ ...base, object: "chat.completion.chunk", choices: [], usage });
   await wait(latencyMs);
-  if (!callTool && textTokens > 0) return streamTokens(res, chunk, chunks.slice(-(body.stream_options?.include_usage ? 2 : 1)));
+  if (!callTool && textTokens > 0)
+    return streamTokens(res, chunk, chunks.slice(-(body.stream_options?.include_usage ? 2 : 1)));
   if (res.destroyed) return;
   for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\n\n`);
   res.end("data: [DONE]\n\n");
@@ -140,6 +142,10 @@ const server = createServer((req, res) => {
     held = null;
     for (const resolve of waiting) resolve();
     return json(res, 200, { released: waiting.length });
+  }
+  if (req.method === "POST" && path === "/hold") {
+    held ??= [];
+    return json(res, 200, { held: held.length });
   }
   if (req.method === "GET" && path === "/stats") return json(res, 200, counters);
   if (req.method === "GET" && (path === "/v1/models" || path === "/models")) {

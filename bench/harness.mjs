@@ -106,7 +106,9 @@ export function createHarness(name) {
     const timer = setTimeout(() => {
       for (const child of alive) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     }, ms);
-    await Promise.all(alive.map((child) => new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)))));
+    await Promise.all(
+      alive.map((child) => new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)))),
+    );
     clearTimeout(timer);
   };
   const fail = (message) => {

@@ -329,7 +329,9 @@ console.log(
 );
 if (out.tokenMs) {
   const t = out.tokenMs;
-  console.log(`  token latency (upstream send -> received) ms: p50 ${t.p50}  p99 ${t.p99}  max ${t.max}  (${t.count} tokens)`);
+  console.log(
+    `  token latency (upstream send -> received) ms: p50 ${t.p50}  p99 ${t.p99}  max ${t.max}  (${t.count} tokens)`,
+  );
 }
 if (s) {
   console.log(

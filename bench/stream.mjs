@@ -52,14 +52,17 @@ const servers = {
   }),
   ours: await h.startServer({ entry: oursEntry, label: "ours", upstreamUrl: upstream.url, env: serverEnv, nodeArgs }),
 };
-console.log(`  upstream pid ${upstream.child.pid}, stack fixture pid ${servers.stack.child.pid}, ours pid ${servers.ours.child.pid}`);
+console.log(
+  `  upstream pid ${upstream.child.pid}, stack fixture pid ${servers.stack.child.pid}, ours pid ${servers.ours.child.pid}`,
+);
 if (Object.keys(extraEnv).length) console.log(`  our server's extra env: ${JSON.stringify(extraEnv)}`);
 
 const loadScript = join(root, "bench/mini-load.mjs");
 /** One measurement of `subject` at concurrency `c`: the driver's result. */
 function measure(subject, c, n = c * WAVES) {
   const common = ["--n", String(n), "--c", String(c), "--warmup", "0", "--tokens", "1"];
-  if (subject === "floor") return h.runLoad(loadScript, `floor C=${c}`, ["--adapter", "floor", "--url", upstream.url, ...common]);
+  if (subject === "floor")
+    return h.runLoad(loadScript, `floor C=${c}`, ["--adapter", "floor", "--url", upstream.url, ...common]);
   const server = servers[subject];
   return h.runLoad(loadScript, `${subject} C=${c}`, [
     "--adapter",
@@ -108,7 +111,18 @@ await h.stop();
 
 console.log("summary (token latency = upstream send -> client receive; medians over the repetitions):");
 console.log(
-  `  ${"C".padStart(6)}${["floor p50", "p99", "stack p50", "p99", "ours p50", "p99", "stack CPU/run", "ours CPU/run", "ratio", "errors s/o"]
+  `  ${"C".padStart(6)}${[
+    "floor p50",
+    "p99",
+    "stack p50",
+    "p99",
+    "ours p50",
+    "p99",
+    "stack CPU/run",
+    "ours CPU/run",
+    "ratio",
+    "errors s/o",
+  ]
     .map((x) => x.padStart(14))
     .join("")}`,
 );
