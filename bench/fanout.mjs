@@ -7,12 +7,13 @@
 // reads to the run's end. Figures: connect time (all W connected; per-watcher p99), token
 // latency p50/p99 over every watcher's tokens (upstream send -> watcher receive), server CPU
 // while streaming (/proc), RSS per connected watcher, this client's own CPU. A benchmark,
-// not a test: figures and a last summary line. Everything on 127.0.0.1.
+// not a test: figures and a last summary line. Everything on 127.0.0.1. BENCH_BASE_ROOT (another
+// built checkout) measures its server too, as "base", in alternation with ours.
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
+import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
 import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const WS = (process.env.BENCH_WATCHERS ?? "1000,5000").split(",").map(Number);
@@ -33,12 +34,14 @@ const upstream = await h
     FAKE_HOLD_TEXT: "1",
   })
   .catch((err) => h.fail(err.message));
-const server = await h
-  .startServer({ entry: join(root, "dist/src/server.js"), label: "ours", upstreamUrl: upstream.url })
-  .catch((err) => h.fail(err.message));
-const origin = new URL(server.url);
+const servers = await h.startOurs({ upstreamUrl: upstream.url }).catch((err) => h.fail(err.message));
+const SUBJECTS = Object.keys(servers);
 const upstreamOrigin = new URL(upstream.url);
-console.log(`  server pid ${server.child.pid}, upstream pid ${upstream.child.pid}`);
+console.log(
+  `  upstream pid ${upstream.child.pid}, ${Object.entries(servers)
+    .map(([name, s]) => `${name} pid ${s.child.pid}`)
+    .join(", ")}${servers.base ? ` (base: ${process.env.BENCH_BASE_ROOT}, measured in alternation with ours)` : ""}`,
+);
 
 /** One JSON request; resolves with { status, body }. */
 function call(base, method, path, body) {
@@ -73,7 +76,7 @@ const rssKb = (pid) => {
  * A watcher on a raw socket: `connected` resolves at its first bytes (the status line must
  * be 200); `done` resolves when the server closes the stream. Token latencies go to `into`.
  */
-function watch(runId, into) {
+function watch(origin, runId, into) {
   const started = performance.now();
   const socket = connect({ host: origin.hostname, port: Number(origin.port) });
   socket.setEncoding("latin1");
@@ -118,7 +121,8 @@ function watch(runId, into) {
   return { connected, done };
 }
 
-async function once(w) {
+async function once(w, server) {
+  const origin = new URL(server.url);
   const session = await call(origin, "POST", "/sessions", {});
   const run = await call(origin, "POST", `/sessions/${session.body.id}/runs`, { input: "hi" });
   if (run.status !== 201) throw new Error(`POST /runs answered ${run.status}`);
@@ -139,7 +143,7 @@ async function once(w) {
   const connector = async () => {
     while (next < w) {
       next++;
-      const watcher = watch(run.body.id, latencies);
+      const watcher = watch(origin, run.body.id, latencies);
       watchers.push(watcher);
       connectMs.push(await watcher.connected);
     }
@@ -149,10 +153,8 @@ async function once(w) {
   const rssPerWatcherKb = (rssKb(server.child.pid) - rss0) / w;
   const cpu0 = cpuMsOf(server.child.pid);
   const client0 = process.cpuUsage();
-  const s0 = performance.now();
   await call(upstreamOrigin, "POST", "/release");
   const ends = await Promise.all(watchers.map((x) => x.done));
-  const streamS = (performance.now() - s0) / 1000;
   const client = process.cpuUsage(client0);
   const serverCpuMs = cpuMsOf(server.child.pid) - cpu0;
   await call(upstreamOrigin, "POST", "/hold");
@@ -168,8 +170,7 @@ async function once(w) {
     tokens: latencies.length,
     incomplete,
     serverCpuMs,
-    serverCpuShare: serverCpuMs / 1000 / streamS,
-    clientCpuShare: (client.user + client.system) / 1e6 / streamS,
+    clientCpuMs: (client.user + client.system) / 1000,
     rssPerWatcherKb,
   };
 }
@@ -177,37 +178,47 @@ async function once(w) {
 let textsSoFar = 0;
 const rows = [];
 for (const w of WS) {
-  const results = [];
+  const results = Object.fromEntries(SUBJECTS.map((name) => [name, []]));
   for (let rep = 0; rep < REPS; rep++) {
-    const r = await once(w).catch((err) => h.fail(err.message));
-    results.push(r);
-    console.log(
-      `  W=${w} #${rep + 1}: connect all ${fmt(r.allConnectedMs, 0)} ms (p99 ${fmt(r.connectP99)}), token p50 ${fmt(r.p50)} ` +
-        `p99 ${fmt(r.p99)} max ${fmt(r.max)} ms over ${r.tokens} tokens, ${r.incomplete} watchers incomplete; server CPU ` +
-        `${fmt(r.serverCpuMs, 0)} ms (${fmt(r.serverCpuShare * 100, 0)}% of a core), client ${fmt(r.clientCpuShare * 100, 0)}%, ` +
-        `RSS ${fmt(r.rssPerWatcherKb)} KB/watcher`,
-    );
+    for (let k = 0; k < SUBJECTS.length; k++) {
+      const name = SUBJECTS[(k + rep) % SUBJECTS.length];
+      const r = await once(w, servers[name]).catch((err) => h.fail(err.message));
+      results[name].push(r);
+      console.log(
+        `  ${name} W=${w} #${rep + 1}: connect all ${fmt(r.allConnectedMs, 0)} ms (p99 ${fmt(r.connectP99)}), token p50 ${fmt(r.p50)} ` +
+          `p99 ${fmt(r.p99)} max ${fmt(r.max)} ms over ${r.tokens} tokens, ${r.incomplete} watchers incomplete; server CPU ` +
+          `${fmt(r.serverCpuMs, 0)} ms, client CPU ${fmt(r.clientCpuMs, 0)} ms, RSS ${fmt(r.rssPerWatcherKb)} KB/watcher`,
+      );
+    }
   }
-  const m = (key) => median(results.map((r) => r[key]));
-  rows.push({
-    w,
-    connect: m("allConnectedMs"),
-    p50: m("p50"),
-    p99: m("p99"),
-    cpu: m("serverCpuMs"),
-    incomplete: results.reduce((a, r) => a + r.incomplete, 0),
-    rss: m("rssPerWatcherKb"),
-  });
+  for (const name of SUBJECTS) {
+    const m = (key) => median(results[name].map((r) => r[key]));
+    rows.push({
+      name,
+      w,
+      connect: m("allConnectedMs"),
+      p50: m("p50"),
+      p99: m("p99"),
+      cpu: m("serverCpuMs"),
+      incomplete: results[name].reduce((a, r) => a + r.incomplete, 0),
+      rss: m("rssPerWatcherKb"),
+    });
+  }
 }
 await h.stop();
-console.log("summary (medians):");
+console.log(`summary (medians of ${REPS}; server CPU from the release of the tokens to the last watcher's end):`);
 for (const r of rows) {
   console.log(
-    `  W=${String(r.w).padEnd(6)} connect ${fmt(r.connect, 0).padStart(6)} ms  token p50 ${fmt(r.p50).padStart(6)}  ` +
+    `  ${r.name.padEnd(5)} W=${String(r.w).padEnd(6)} connect ${fmt(r.connect, 0).padStart(6)} ms  token p50 ${fmt(r.p50).padStart(6)}  ` +
       `p99 ${fmt(r.p99).padStart(6)} ms  server CPU ${fmt(r.cpu, 0).padStart(6)} ms/run  RSS ${fmt(r.rss)} KB/watcher  incomplete ${r.incomplete}`,
   );
 }
 console.log(
-  `bench:fanout: ${rows.map((r) => `W=${r.w} token p99 ${fmt(r.p99)} ms (p50 ${fmt(r.p50)}), connect ${fmt(r.connect, 0)} ms, server CPU ${fmt(r.cpu, 0)} ms`).join("; ")}`,
+  `bench:fanout: ${rows
+    .map(
+      (r) =>
+        `${r.name} W=${r.w} token p99 ${fmt(r.p99)} ms (p50 ${fmt(r.p50)}), connect ${fmt(r.connect, 0)} ms, server CPU ${fmt(r.cpu, 0)} ms`,
+    )
+    .join("; ")}; load average ${machineLoad()}`,
 );
 h.cleanup();

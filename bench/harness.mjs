@@ -41,14 +41,17 @@ export function cpuMsOf(pid) {
   }
 }
 
-/** One line on the machine: cpu, node, load average. */
-export function machineLine() {
-  const cpus = os.cpus();
-  const load = os
+/** The load average (1, 5, 15 minutes). */
+export const machineLoad = () =>
+  os
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(" ");
-  return `machine: ${cpus[0]?.model?.trim() ?? "unknown cpu"} x${cpus.length}, node ${process.version}, load average ${load}`;
+
+/** One line on the machine: cpu, node, load average. */
+export function machineLine() {
+  const cpus = os.cpus();
+  return `machine: ${cpus[0]?.model?.trim() ?? "unknown cpu"} x${cpus.length}, node ${process.version}, load average ${machineLoad()}`;
 }
 
 export function freePort() {
@@ -150,12 +153,12 @@ export function createHarness(name) {
    * database and workspaces, against `upstreamUrl`; resolves once /healthz answers, with
    * { child, url, dbPath }.
    */
-  const startServer = async ({ entry, label, upstreamUrl, env = {}, nodeArgs = [] }) => {
+  const startServer = async ({ entry, label, upstreamUrl, env = {}, nodeArgs = [], cwd = root }) => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmp, `${label}-`));
     const child = track(
       spawn(process.execPath, [...nodeArgs, entry], {
-        cwd: root,
+        cwd,
         env: {
           PATH: process.env.PATH ?? "",
           HOME: process.env.HOME ?? tmp,
@@ -205,7 +208,30 @@ export function createHarness(name) {
     });
   };
 
-  return { tmp, track, stop, fail, cleanup, startUpstream, startServer, runLoad };
+  /**
+   * The servers a benchmark compares: ours (dist/src/server.js), and with BENCH_BASE_ROOT set
+   * (another checkout of this repository, built) "base", that checkout's server, measured
+   * in alternation with ours in the same sitting (a before/after on a noisy machine).
+   */
+  const startOurs = async ({ upstreamUrl, env = {}, nodeArgs = [] }) => {
+    const servers = {
+      ours: await startServer({ entry: join(root, "dist/src/server.js"), label: "ours", upstreamUrl, env, nodeArgs }),
+    };
+    const base = process.env.BENCH_BASE_ROOT;
+    if (base) {
+      servers.base = await startServer({
+        entry: join(base, "dist/src/server.js"),
+        label: "base",
+        upstreamUrl,
+        env,
+        nodeArgs,
+        cwd: base,
+      });
+    }
+    return servers;
+  };
+
+  return { tmp, track, stop, fail, cleanup, startUpstream, startServer, startOurs, runLoad };
 }
 
 export async function waitForHealth(url, child, ms = 20_000) {

@@ -9,11 +9,12 @@
 // (2) waves of C runs. A benchmark, not a test: it prints figures and a last summary line.
 //
 // Env: BENCH_CS ("100,200,300,500,700,1000"), BENCH_REPS, BENCH_TOKENS, BENCH_TOKEN_MS,
-//   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
-//   BENCH_SERVER_NODE_ARGS, BENCH_KEEP_TMP=1. Everything on 127.0.0.1.
+//   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
+//   BENCH_SERVER_NODE_ARGS, BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another built checkout: its server
+//   is measured too, as "base", in the same alternation). Everything on 127.0.0.1.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
+import { createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
 
 const CS = (process.env.BENCH_CS ?? "100,200,300,500,700,1000").split(",").map(Number);
 const REPS = envInt("BENCH_REPS", 3);
@@ -50,10 +51,13 @@ const servers = {
     label: "stack",
     upstreamUrl: upstream.url,
   }),
-  ours: await h.startServer({ entry: oursEntry, label: "ours", upstreamUrl: upstream.url, env: serverEnv, nodeArgs }),
+  ...(await h.startOurs({ upstreamUrl: upstream.url, env: serverEnv, nodeArgs })),
 };
+const SUBJECTS = ["floor", "stack", ...(servers.base ? ["base"] : []), "ours"];
 console.log(
-  `  upstream pid ${upstream.child.pid}, stack fixture pid ${servers.stack.child.pid}, ours pid ${servers.ours.child.pid}`,
+  `  upstream pid ${upstream.child.pid}, ${Object.entries(servers)
+    .map(([name, s]) => `${name} pid ${s.child.pid}`)
+    .join(", ")}`,
 );
 if (Object.keys(extraEnv).length) console.log(`  our server's extra env: ${JSON.stringify(extraEnv)}`);
 
@@ -76,13 +80,12 @@ function measure(subject, c, n = c * WAVES) {
 }
 
 // Warm-up: each subject's code paths compiled before anything is measured.
-for (const subject of ["floor", "stack", "ours"]) await measure(subject, 20, 20);
+for (const subject of SUBJECTS) await measure(subject, 20, 20);
 console.log("");
 
-const SUBJECTS = ["floor", "stack", "ours"];
 const table = [];
 for (const c of CS) {
-  const reps = { floor: [], stack: [], ours: [] };
+  const reps = Object.fromEntries(SUBJECTS.map((s) => [s, []]));
   for (let rep = 0; rep < REPS; rep++) {
     // Rotated per repetition, so no subject always runs first after a pause.
     for (let k = 0; k < SUBJECTS.length; k++) {
@@ -103,9 +106,10 @@ for (const c of CS) {
   table.push(row);
   console.log(
     `== C=${c}: token p99 floor ${fmt(row.floor.p99)} / stack ${fmt(row.stack.p99)} / ours ${fmt(row.ours.p99)} ms; ` +
-      `CPU per run stack ${fmt(row.stack.cpuMsPerRun)} / ours ${fmt(row.ours.cpuMsPerRun)} ms (medians of ${REPS})\n`,
+      `CPU per run stack ${fmt(row.stack.cpuMsPerRun)} / ours ${fmt(row.ours.cpuMsPerRun)} ms (medians of ${REPS})` +
+      `${row.base ? `; base p99 ${fmt(row.base.p99)} ms, CPU per run ${fmt(row.base.cpuMsPerRun)} ms` : ""}\n`,
   );
-  if (!(row.ours.p99 <= P99_MS) || row.ours.errors > 0) break;
+  if ((!(row.ours.p99 <= P99_MS) || row.ours.errors > 0) && process.env.BENCH_ALL !== "1") break;
 }
 await h.stop();
 
@@ -144,6 +148,15 @@ for (const r of table) {
       .join("")}`,
   );
 }
+if (servers.base) {
+  console.log("  base (BENCH_BASE_ROOT), measured in the same alternation:");
+  for (const r of table) {
+    console.log(
+      `  ${String(r.c).padStart(6)}  base p50 ${fmt(r.base.p50)} p99 ${fmt(r.base.p99)} ms, CPU/run ${fmt(r.base.cpuMsPerRun)} ms ` +
+        `(${fmt(r.base.cpuMsPerRun / r.stack.cpuMsPerRun, 2)}x the stack; ours/base ${fmt(r.ours.cpuMsPerRun / r.base.cpuMsPerRun, 2)}), errors ${r.base.errors}`,
+    );
+  }
+}
 const passing = table.filter((r) => r.ours.p99 <= P99_MS && r.ours.errors === 0);
 const best = passing.at(-1);
 const first = table[0];
@@ -152,6 +165,7 @@ console.log(
   `bench:stream: largest C with our token p99 <= ${P99_MS} ms: ${best ? best.c : "none"}` +
     `${over ? ` (C=${over.c}: p99 ${fmt(over.ours.p99)} ms, ${over.ours.errors} errors)` : " (the largest measured)"}; ` +
     `at C=${first.c} p99 ours ${fmt(first.ours.p99)} / stack ${fmt(first.stack.p99)} / floor ${fmt(first.floor.p99)} ms, ` +
-    `CPU per run ours ${fmt(first.ours.cpuMsPerRun)} / stack ${fmt(first.stack.cpuMsPerRun)} ms (${fmt(first.ours.cpuMsPerRun / first.stack.cpuMsPerRun, 2)}x)`,
+    `CPU per run ours ${fmt(first.ours.cpuMsPerRun)} / stack ${fmt(first.stack.cpuMsPerRun)} ms (${fmt(first.ours.cpuMsPerRun / first.stack.cpuMsPerRun, 2)}x)` +
+    `${first.base ? `, base ${fmt(first.base.cpuMsPerRun)} ms (p99 ${fmt(first.base.p99)})` : ""}; load average ${machineLoad()}`,
 );
 h.cleanup();
