@@ -12,8 +12,7 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
-import { join } from "node:path";
-import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
+import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median } from "./harness.mjs";
 import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const WS = (process.env.BENCH_WATCHERS ?? "1000,5000").split(",").map(Number);
@@ -26,13 +25,7 @@ const h = createHarness("bench-fanout");
 console.log(`bench:fanout: one run streaming ${TOKENS} tokens at one per ${TOKEN_MS} ms to W watchers`);
 console.log(`  ${machineLine()}`);
 const upstream = await h
-  .startUpstream(join(root, "bench/fake-upstream.mjs"), {
-    FAKE_TOOL_NAME: "list_files",
-    FAKE_TOOL_ARGS: "{}",
-    FAKE_TEXT_TOKENS: String(TOKENS),
-    FAKE_TOKEN_INTERVAL_MS: String(TOKEN_MS),
-    FAKE_HOLD_TEXT: "1",
-  })
+  .startStreamingUpstream({ tokens: TOKENS, intervalMs: TOKEN_MS, hold: true })
   .catch((err) => h.fail(err.message));
 const servers = await h.startOurs({ upstreamUrl: upstream.url }).catch((err) => h.fail(err.message));
 const SUBJECTS = Object.keys(servers);

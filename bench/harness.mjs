@@ -149,6 +149,19 @@ export function createHarness(name) {
   };
 
   /**
+   * The fake upstream streaming `tokens` stamped tokens, one per `intervalMs`, after one
+   * list_files call (see bench/fake-upstream.mjs); `hold` holds text answers until POST /release.
+   */
+  const startStreamingUpstream = ({ tokens, intervalMs, hold = false }) =>
+    startUpstream(join(root, "bench/fake-upstream.mjs"), {
+      FAKE_TOOL_NAME: "list_files",
+      FAKE_TOOL_ARGS: "{}",
+      FAKE_TEXT_TOKENS: String(tokens),
+      FAKE_TOKEN_INTERVAL_MS: String(intervalMs),
+      ...(hold ? { FAKE_HOLD_TEXT: "1" } : {}),
+    });
+
+  /**
    * Starts a server (`entry`, relative to the repo or absolute) on a free port with a temp
    * database and workspaces, against `upstreamUrl`; resolves once /healthz answers, with
    * { child, url, dbPath }.
@@ -231,7 +244,7 @@ export function createHarness(name) {
     return servers;
   };
 
-  return { tmp, track, stop, fail, cleanup, startUpstream, startServer, startOurs, runLoad };
+  return { tmp, track, stop, fail, cleanup, startUpstream, startStreamingUpstream, startServer, startOurs, runLoad };
 }
 
 export async function waitForHealth(url, child, ms = 20_000) {

@@ -36,12 +36,7 @@ console.log(`bench:stream: C runs streaming ${TOKENS} tokens at one per ${TOKEN_
 console.log(`  ${machineLine()}`);
 
 const upstream = await h
-  .startUpstream(join(root, "bench/fake-upstream.mjs"), {
-    FAKE_TOOL_NAME: "list_files",
-    FAKE_TOOL_ARGS: "{}",
-    FAKE_TEXT_TOKENS: String(TOKENS),
-    FAKE_TOKEN_INTERVAL_MS: String(TOKEN_MS),
-  })
+  .startStreamingUpstream({ tokens: TOKENS, intervalMs: TOKEN_MS })
   .catch((err) => h.fail(err.message));
 const serverEnv = { MAX_CONCURRENT_RUNS: "100000", ...extraEnv };
 const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);

@@ -1,6 +1,5 @@
-import type { Store, StoredEvent } from "../store/store.js";
-import type { EventHub } from "./event-hub.js";
-import { MAX_HELD_BYTES, MAX_HELD_EVENTS } from "./event-stream.js";
+import type { StoredEvent } from "../store/store.js";
+import { MAX_HELD_BYTES, MAX_HELD_EVENTS, type RunEventsQuery } from "./event-stream.js";
 
 /** Stored events read per query while replaying. */
 const BACKLOG_PAGE = 500;
@@ -32,16 +31,7 @@ export function followRunEvents({
   closed,
   sink,
   reasoning = false,
-}: {
-  store: Store;
-  hub: EventHub;
-  runId: string;
-  after: number;
-  closed: AbortSignal;
-  sink: FeedSink;
-  /** Include `reasoning.delta` events; skipped otherwise (their seqs then look skipped to the client). */
-  reasoning?: boolean;
-}): Promise<void> {
+}: RunEventsQuery & { sink: FeedSink }): Promise<void> {
   return new Promise<void>((resolveDone, rejectDone) => {
     let last = after;
     let live = false;

@@ -1,13 +1,12 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEventBody } from "../../src/domain/run-events.js";
 import { type FeedSink, followRunEvents } from "../../src/runs/event-feed.js";
-import { EventHub } from "../../src/runs/event-hub.js";
 import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store, StoredEvent } from "../../src/store/store.js";
+import { finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -15,17 +14,6 @@ let dir: ReturnType<typeof tempDir>;
 let store: Store;
 let hub: LossyHub;
 let recorder: RunRecorder;
-
-/** A hub that loses the publishing of some seqs, as a seam between a read and the switch to live might. */
-class LossyHub extends EventHub {
-  readonly lost = new Set<number>();
-  override publish(runId: string, events: readonly StoredEvent[]): void {
-    super.publish(
-      runId,
-      events.filter((e) => !this.lost.has(e.seq)),
-    );
-  }
-}
 
 /** A sink that keeps what it is sent; `stalled` reports a backlog past the bound until `drain()`. */
 class CollectingSink implements FeedSink {
@@ -68,14 +56,8 @@ function observed(inner: Store) {
   return { wrapped, reads };
 }
 
-const write = (...events: RunEventBody[]) => recorder.write(() => ({ changes: [], events }));
-const finish = () =>
-  recorder.write(() => ({
-    changes: [
-      { kind: "finish", stopReason: "complete", stopDetail: null, error: null, stats: emptyStats(), finishedAt: "now" },
-    ],
-    events: [{ type: "run.finished", run: { id: "run_1" } as never }],
-  }));
+const write = (...events: RunEventBody[]) => writeEvents(recorder, ...events);
+const finish = () => finishRun(recorder);
 const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
 
 function follow(after = 0, options: { s?: Store; closed?: AbortSignal; reasoning?: boolean } = {}) {
