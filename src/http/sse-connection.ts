@@ -2,15 +2,18 @@ import type { ServerResponse } from "node:http";
 import type { FeedSink } from "../runs/event-feed.js";
 import type { StoredEvent } from "../store/store.js";
 
-/** Each event's SSE frame, encoded once however many connections send it (live events are shared objects). */
-const frames = new WeakMap<StoredEvent, string>();
+/**
+ * Each event's SSE frame, encoded (to UTF-8 bytes) once however many connections send it:
+ * live events are shared objects, so its watchers write the same buffer.
+ */
+const frames = new WeakMap<StoredEvent, Buffer>();
 
 /** The SSE frame of a stored event: `id: <seq>`, `event: <type>`, its data (one `data:` line a line). */
-export function sseFrame(event: StoredEvent): string {
+export function sseFrame(event: StoredEvent): Buffer {
   let frame = frames.get(event);
   if (frame === undefined) {
     const data = event.data.includes("\n") ? event.data.split("\n").join("\ndata: ") : event.data;
-    frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${data}\n\n`;
+    frame = Buffer.from(`id: ${event.seq}\nevent: ${event.type}\ndata: ${data}\n\n`);
     frames.set(event, frame);
   }
   return frame;
@@ -30,12 +33,17 @@ function flushDue(): void {
  * leave in one write per connection (so a commit's events, or a burst, cost one syscall).
  */
 export class SseConnection implements FeedSink {
-  #pending = "";
+  #pending: Buffer[] = [];
+  #bytes = 0;
 
   constructor(private readonly raw: ServerResponse) {}
 
   send(events: readonly StoredEvent[]): void {
-    for (const event of events) this.#pending += sseFrame(event);
+    for (const event of events) {
+      const frame = sseFrame(event);
+      this.#pending.push(frame);
+      this.#bytes += frame.length;
+    }
     due.add(this);
     if (!flushScheduled) {
       flushScheduled = true;
@@ -44,7 +52,7 @@ export class SseConnection implements FeedSink {
   }
 
   backlogBytes(): number {
-    return this.#pending.length + this.raw.writableLength;
+    return this.#bytes + this.raw.writableLength;
   }
 
   drained(): Promise<void> {
@@ -63,10 +71,14 @@ export class SseConnection implements FeedSink {
 
   /** Writes what is pending now (also before the response ends). */
   flush(): void {
-    if (!this.#pending) return;
-    const text = this.#pending;
-    this.#pending = "";
+    const pending = this.#pending;
+    if (pending.length === 0) return;
+    const bytes = this.#bytes;
+    this.#pending = [];
+    this.#bytes = 0;
     due.delete(this);
-    if (!this.raw.destroyed && !this.raw.writableEnded) this.raw.write(text);
+    if (this.raw.destroyed || this.raw.writableEnded) return;
+    // One frame: its shared buffer as it is; several: joined into one write.
+    this.raw.write(pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, bytes));
   }
 }

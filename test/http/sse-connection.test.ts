@@ -19,7 +19,7 @@ async function serve(handle: (res: ServerResponse, writes: string[]) => Promise<
     const writes: string[] = [];
     const write = res.write.bind(res) as (chunk: string) => boolean;
     res.write = ((chunk: string) => {
-      writes.push(String(chunk));
+      writes.push(chunk.toString());
       return write(chunk);
     }) as typeof res.write;
     void handle(res, writes).then(() => res.end());
@@ -48,21 +48,22 @@ it("frames sent in one turn of the event loop leave in one write per connection,
     expect(writes).toEqual([]);
     expect(connection.backlogBytes()).toBeGreaterThan(0);
     await new Promise((resolve) => setImmediate(resolve));
-    connection.send([event(4, '{"d":4}')]);
+    connection.send([event(4, '{"d":"é🙂"}')]);
     connection.flush();
     seen = writes;
   });
   expect(seen).toHaveLength(2);
   expect(body).toBe(
     'id: 1\nevent: text.delta\ndata: {"a":1}\n\nid: 2\nevent: text.delta\ndata: {"b":2}\n\n' +
-      'id: 3\nevent: text.delta\ndata: {"c":3}\n\nid: 4\nevent: text.delta\ndata: {"d":4}\n\n',
+      'id: 3\nevent: text.delta\ndata: {"c":3}\n\nid: 4\nevent: text.delta\ndata: {"d":"é🙂"}\n\n',
   );
 });
 
 it("an event's frame is encoded once and shared; data with line breaks becomes one data line a line", () => {
   const shared = event(7, "one\ntwo", "message");
-  expect(sseFrame(shared)).toBe("id: 7\nevent: message\ndata: one\ndata: two\n\n");
+  expect(sseFrame(shared).toString()).toBe("id: 7\nevent: message\ndata: one\ndata: two\n\n");
+  // The same bytes, not a copy, for every connection that sends it.
   expect(sseFrame(shared)).toBe(sseFrame(shared));
   // Another object with the same seq is encoded on its own (the cache is by event, not seq).
-  expect(sseFrame(event(7, "other", "message"))).toBe("id: 7\nevent: message\ndata: other\n\n");
+  expect(sseFrame(event(7, "other", "message")).toString()).toBe("id: 7\nevent: message\ndata: other\n\n");
 });
