@@ -55,7 +55,9 @@ export class SseConnection implements FeedSink {
     return this.#bytes + this.raw.writableLength;
   }
 
+  /** Writes what is pending now, then resolves once the response has drained (or closed). */
   drained(): Promise<void> {
+    this.flush();
     const raw = this.raw;
     if (raw.destroyed || raw.writableEnded || !raw.writableNeedDrain) return Promise.resolve();
     return new Promise((resolve) => {

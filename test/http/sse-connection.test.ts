@@ -59,6 +59,23 @@ it("frames sent in one turn of the event loop leave in one write per connection,
   );
 });
 
+it("waiting for the client to drain writes what is pending first, so a replay holds at most a page in memory", async () => {
+  let before = -1;
+  let after = -1;
+  const big = "x".repeat(4 << 20);
+  const body = await serve(async (res, writes) => {
+    const connection = new SseConnection(res);
+    connection.send([event(1, big)]);
+    before = writes.length;
+    const drained = connection.drained();
+    after = writes.length;
+    await drained;
+    expect(connection.backlogBytes()).toBeLessThan(1 << 20);
+  });
+  expect([before, after]).toEqual([0, 1]);
+  expect(body.length).toBe(big.length + "id: 1\nevent: text.delta\ndata: \n\n".length);
+});
+
 it("an event's frame is encoded once and shared; data with line breaks becomes one data line a line", () => {
   const shared = event(7, "one\ntwo", "message");
   expect(sseFrame(shared).toString()).toBe("id: 7\nevent: message\ndata: one\ndata: two\n\n");
