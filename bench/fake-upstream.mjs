@@ -11,12 +11,21 @@
 // With `stream_options.include_usage` a last chunk carries the usage. Then `data: [DONE]`.
 // Env: PORT (0 = any free port), HOST (127.0.0.1), FAKE_LATENCY_MS (wait before the first
 // chunk), FAKE_TOOL_NAME, FAKE_TOOL_ARGS. Prints the port alone on its first stdout line.
+// Streaming text (`npm run bench:stream`, `bench:fanout`): FAKE_TEXT_TOKENS=N streams the
+// text answer as N content deltas, one every FAKE_TOKEN_INTERVAL_MS (20); each delta is
+// "~<send time> " (performance.timeOrigin + performance.now(), ms, 3 decimals), so a reader
+// in another process measures each token's latency (see bench/token-stamps.mjs). With
+// FAKE_HOLD_TEXT=1 text answers wait (headers sent) until POST /release; POST /hold holds
+// the next ones again.
 // GET /stats -> request counters; GET /v1/models -> the one model.
 import { createServer } from "node:http";
 
 const latencyMs = Math.max(0, Number(process.env.FAKE_LATENCY_MS ?? 0) || 0);
 const toolName = process.env.FAKE_TOOL_NAME || "lookup";
 const toolArgs = process.env.FAKE_TOOL_ARGS || '{"key":"x"}';
+const textTokens = Math.max(0, Number(process.env.FAKE_TEXT_TOKENS ?? 0) || 0);
+const tokenIntervalMs = Math.max(1, Number(process.env.FAKE_TOKEN_INTERVAL_MS ?? 20) || 20);
+let held = process.env.FAKE_HOLD_TEXT === "1" ? [] : null;
 const counters = { requests: 0, toolCalls: 0, texts: 0 };
 let nextId = 0;
 
@@ -102,13 +111,42 @@ async function chatCompletions(res, raw) {
   }
   if (body.stream_options?.include_usage) chunks.push({ ...base, object: "chat.completion.chunk", choices: [], usage });
   await wait(latencyMs);
+  if (!callTool && textTokens > 0)
+    return streamTokens(res, chunk, chunks.slice(-(body.stream_options?.include_usage ? 2 : 1)));
   if (res.destroyed) return;
   for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\n\n`);
   res.end("data: [DONE]\n\n");
 }
 
+/** Streams FAKE_TEXT_TOKENS stamped deltas, one per interval, then `tail` and [DONE]. */
+async function streamTokens(res, chunk, tail) {
+  res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: "" }))}\n\n`);
+  if (held) await new Promise((resolve) => held.push(resolve));
+  const prefix = `data: ${JSON.stringify(chunk({ content: "\u0000" })).split("\\u0000")[0]}`;
+  const suffix = JSON.stringify(chunk({ content: "\u0000" })).split("\\u0000")[1];
+  const start = performance.now();
+  for (let i = 0; i < textTokens; i++) {
+    // Paced against the start, so timer lateness does not accumulate.
+    await wait(start + (i + 1) * tokenIntervalMs - performance.now());
+    if (res.destroyed) return;
+    res.write(`${prefix}~${(performance.timeOrigin + performance.now()).toFixed(3)} ${suffix}\n\n`);
+  }
+  for (const c of tail) res.write(`data: ${JSON.stringify(c)}\n\n`);
+  res.end("data: [DONE]\n\n");
+}
+
 const server = createServer((req, res) => {
   const path = (req.url || "/").split("?")[0];
+  if (req.method === "POST" && path === "/release") {
+    const waiting = held ?? [];
+    held = null;
+    for (const resolve of waiting) resolve();
+    return json(res, 200, { released: waiting.length });
+  }
+  if (req.method === "POST" && path === "/hold") {
+    held ??= [];
+    return json(res, 200, { held: held.length });
+  }
   if (req.method === "GET" && path === "/stats") return json(res, 200, counters);
   if (req.method === "GET" && (path === "/v1/models" || path === "/models")) {
     return json(res, 200, {

@@ -21,22 +21,10 @@
 // Profiling the server under this load:
 //   BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node bench/http.mjs
 //   node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import os from "node:os";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { cpuMsOf, createHarness, envInt, machineLine, root } from "./harness.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const envInt = (name, fallback) => {
-  const value = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(value) || value < 0) {
-    console.error(`${name} must be a non-negative integer`);
-    process.exit(2);
-  }
-  return value;
-};
 const N1 = envInt("BENCH_N1", 200);
 const N25 = envInt("BENCH_N25", 500);
 const C = envInt("BENCH_C", 25);
@@ -59,193 +47,54 @@ const serverEntry = resolve(root, process.env.BENCH_SERVER_ENTRY || "dist/src/se
 /** How the measured server is labelled: "ours", or "stack" for the stack-floor fixture (any other entry). */
 const subject = process.env.BENCH_SERVER_ENTRY ? "stack" : "ours";
 
-const tmp = mkdtempSync(join(os.tmpdir(), "bench-http-"));
-const children = new Set();
-let cleaned = false;
-
-function cleanup() {
-  if (cleaned) return;
-  cleaned = true;
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  }
-  if (process.env.BENCH_KEEP_TMP !== "1") rmSync(tmp, { recursive: true, force: true });
-}
-/** Waits for every child to exit, killing whatever is still alive after `ms`. */
-async function stopChildren(ms = 5000) {
-  const alive = [...children].filter((c) => c.exitCode === null && c.signalCode === null);
-  for (const child of alive) child.kill("SIGTERM");
-  const timer = setTimeout(() => {
-    for (const child of alive) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  }, ms);
-  await Promise.all(alive.map((child) => new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)))));
-  clearTimeout(timer);
-}
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    console.error(`\n${signal}: stopping the children`);
-    cleanup();
-    process.exit(130);
-  });
-}
-process.on("exit", cleanup);
-
-function fail(message) {
-  console.error(`bench:http: ${message}`);
-  cleanup();
-  process.exit(1);
-}
-
-function track(child, name) {
-  children.add(child);
-  child.once("exit", (code, signal) => {
-    children.delete(child);
-    if (!cleaned && !child.expectedExit) console.error(`${name} exited (code ${code}, signal ${signal})`);
-  });
-  return child;
-}
-
-/** Starts the fake upstream and resolves with its port (its first stdout line). */
-function startUpstream() {
-  const child = track(
-    spawn(process.execPath, [upstreamScript], {
-      env: { ...process.env, PORT: "0", HOST: "127.0.0.1", FAKE_TOOL_NAME: "list_files", FAKE_TOOL_ARGS: "{}" },
-      stdio: ["ignore", "pipe", "inherit"],
-    }),
-    "fake upstream",
-  );
-  return new Promise((resolvePort, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error("the fake upstream printed no port within 10 s")), 10_000);
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (text) => {
-      out += text;
-      const nl = out.indexOf("\n");
-      if (nl >= 0) {
-        clearTimeout(timer);
-        child.stdout.removeAllListeners("data");
-        child.stdout.resume();
-        resolvePort({ child, port: Number(out.slice(0, nl).trim()) });
-      }
-    });
-    child.once("exit", () => reject(new Error("the fake upstream exited before printing its port")));
-  });
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
-
-async function waitForHealth(url, child, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the server exited (code ${child.exitCode}) before it was healthy`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url}/healthz did not answer 200 within ${ms} ms`);
-}
-
-/** CPU ms (utime + stime, 10 ms ticks) a process has used, from /proc; null where /proc is missing. */
-function cpuMsOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
+const h = createHarness("bench-http");
+const { fail, cleanup } = h;
 
 /**
  * Runs the load driver once; its output goes straight to ours; resolves with its --json
  * result, plus the fake upstream's CPU per run (warm-up runs included in the division).
  */
-function load(label, args) {
-  const jsonPath = join(tmp, `${label.replace(/\W+/g, "-")}.json`);
+async function load(label, args) {
   const upstreamCpu0 = cpuMsOf(upstream.child.pid);
-  return new Promise((resolveResult) => {
-    const child = track(
-      spawn(process.execPath, [loadScript, ...args, "--label", label, "--json", jsonPath], {
-        stdio: ["ignore", "inherit", "inherit"],
-      }),
-      `load driver (${label})`,
-    );
-    child.expectedExit = true;
-    child.once("exit", (code) => {
-      let result = null;
-      try {
-        result = JSON.parse(readFileSync(jsonPath, "utf8"));
-      } catch {
-        // no result written
-      }
-      if (code !== 0) console.error(`  (load driver for ${label} exited ${code})`);
-      const upstreamCpu1 = cpuMsOf(upstream.child.pid);
-      if (result && upstreamCpu0 !== null && upstreamCpu1 !== null) {
-        result.upstreamCpuMsPerRun = (upstreamCpu1 - upstreamCpu0) / (result.completed + (result.warmup ?? 0));
-      }
-      resolveResult(result);
-    });
-  });
+  const result = await h.runLoad(loadScript, label, args);
+  const upstreamCpu1 = cpuMsOf(upstream.child.pid);
+  if (result && upstreamCpu0 !== null && upstreamCpu1 !== null) {
+    result.upstreamCpuMsPerRun = (upstreamCpu1 - upstreamCpu0) / (result.completed + (result.warmup ?? 0));
+  }
+  return result;
 }
 
 // ---------- start ----------
-const cpus = os.cpus();
 console.log("bench:http: the server over HTTP/SSE vs the floor, fake upstream, loopback");
-console.log(
-  `  machine: ${cpus[0]?.model?.trim() ?? "unknown cpu"} x${cpus.length}, node ${process.version}, load average ${os
-    .loadavg()
-    .map((x) => x.toFixed(2))
-    .join(" ")}`,
-);
+console.log(`  ${machineLine()}`);
 console.log(`  fake upstream: ${upstreamScript}${useSharedUpstream ? "" : " (own fallback)"}`);
 if (useSharedLoad) console.log(`  load driver:   ${loadScript}`);
 else console.log(`  load driver:   ${sharedLoad} is missing (or BENCH_OWN_LOAD=1): using ${loadScript}`);
 if (!existsSync(serverEntry)) fail(`${serverEntry} is missing: run \`npm run build\` (npm run bench:http does)`);
 
-const upstream = await startUpstream().catch((err) => fail(err.message));
-const upstreamUrl = `http://127.0.0.1:${upstream.port}/v1`;
-const port = await freePort();
+const upstream = await h
+  .startUpstream(upstreamScript, { FAKE_TOOL_NAME: "list_files", FAKE_TOOL_ARGS: "{}" })
+  .catch((err) => fail(err.message));
+const upstreamUrl = upstream.url;
 const serverArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
-const server = track(
-  spawn(process.execPath, [...serverArgs, serverEntry], {
-    cwd: root,
+const started = await h
+  .startServer({
+    entry: serverEntry,
+    label: "server",
+    upstreamUrl,
+    nodeArgs: serverArgs,
     env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? tmp,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DATABASE_PATH: join(tmp, "agent.db"),
       // Set: the server keeps everything in that PostgreSQL database instead of the SQLite file.
       ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
-      WORKSPACE_ROOT: join(tmp, "workspaces"),
-      OPENAI_BASE_URL: upstreamUrl,
-      OPENAI_API_KEY: "bench-not-a-secret",
-      OPENAI_MODEL: "fake-model",
-      LOG_LEVEL: "warn",
       MAX_CONCURRENT_RUNS: String(Math.max(1000, C * 4)),
     },
-    stdio: ["ignore", "inherit", "inherit"],
-  }),
-  "server",
-);
-const serverUrl = `http://127.0.0.1:${port}`;
-await waitForHealth(serverUrl, server).catch((err) => fail(err.message));
+  })
+  .catch((err) => fail(err.message));
+const server = started.child;
+const serverUrl = started.url;
 const database = process.env.DATABASE_URL
   ? `PostgreSQL ${process.env.DATABASE_URL.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, "$1@")} (its server's CPU is not counted below)`
-  : join(tmp, "agent.db");
+  : started.dbPath;
 console.log(`  server: pid ${server.pid} at ${serverUrl} (${serverEntry}), database ${database}`);
 console.log(`  upstream: pid ${upstream.child.pid} at ${upstreamUrl}; tool called: list_files {}`);
 console.log(`  runs: C=1 n=${N1}, C=${C} n=${N25}, ${WARMUP} warm-up runs before each measurement`);
@@ -273,9 +122,7 @@ const oursC = await load(`${subject} C=${C}`, [
   ...common(N25, C),
 ]);
 
-server.expectedExit = true;
-upstream.child.expectedExit = true;
-await stopChildren();
+await h.stop();
 
 // ---------- summary ----------
 const f = (x, digits = 1) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits) : "n/a");

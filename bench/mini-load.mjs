@@ -4,14 +4,18 @@
 // Same command line (the subset bench/http.mjs uses), same figures, same --json fields.
 //
 //   node bench/mini-load.mjs --adapter ours|floor --url URL [--n 200] [--c 1] [--warmup 5]
-//                            [--pid N] [--input hi] [--label L] [--json PATH]
+//                            [--pid N] [--input hi] [--label L] [--json PATH] [--tokens 1]
 //
 // ours:  POST /sessions, then POST /sessions/{id}/runs (Accept: text/event-stream) read to
 //        its end; ok when the last frame is `run.finished` with stopReason "complete" and
 //        the ids ran 1, 2, 3 ... without a gap.
 // floor: the two model requests of a run made directly against the fake upstream.
+// --tokens 1: the upstream streams stamped tokens (FAKE_TEXT_TOKENS, see bench/token-stamps.mjs):
+//        each token's latency (upstream send -> received here) is measured, and the text
+//        answer may be anything.
 import { readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const opts = {};
 for (let i = 2; i < process.argv.length; i++) {
@@ -31,6 +35,9 @@ const concurrency = Number(opts.c ?? 1);
 const warmup = Number(opts.warmup ?? 5);
 const pid = opts.pid ? Number(opts.pid) : undefined;
 const input = opts.input ?? "hi";
+const tokens = opts.tokens === "1";
+/** Token latencies (ms) of the measured runs; warm-up runs leave theirs out. */
+let tokenMs = [];
 if (!baseUrl || !(total > 0) || !(concurrency > 0) || !["ours", "floor"].includes(adapterName)) {
   console.error("usage: node bench/mini-load.mjs --adapter ours|floor --url URL [--n N] [--c C] [--pid PID]");
   process.exit(2);
@@ -121,6 +128,7 @@ const adapters = {
         if (Number(frame.id) !== expected && !problem) problem = `event id ${frame.id}, expected ${expected}`;
         expected++;
         if (frame.event === "run.finished") finished = JSON.parse(frame.data).run;
+        else if (tokens && frame.event === "text.delta") stampLatencies(frame.data, wallMs(), tokenMs);
       });
       if (!problem && !finished) problem = "the stream ended without run.finished";
       if (!problem && finished.stopReason !== "complete") problem = `stopReason ${finished.stopReason}`;
@@ -149,7 +157,10 @@ const adapters = {
           first ??= performance.now();
           const choice = JSON.parse(frame.data).choices?.[0];
           if (!choice) return;
-          if (choice.delta?.content) out.text += choice.delta.content;
+          if (choice.delta?.content) {
+            out.text += choice.delta.content;
+            if (tokens) stampLatencies(choice.delta.content, wallMs(), tokenMs);
+          }
           for (const tc of choice.delta?.tool_calls ?? []) {
             out.calls[tc.index] ??= { id: "", name: "", arguments: "" };
             const call = out.calls[tc.index];
@@ -176,7 +187,7 @@ const adapters = {
       });
       messages.push({ role: "tool", tool_call_id: a.calls[0].id, content: "value" });
       const b = await ask(messages);
-      const ok = b.finish === "stop" && b.text === "done";
+      const ok = b.finish === "stop" && (tokens || b.text === "done");
       return { ok, detail: ok ? undefined : `second answer: ${b.finish} ${b.text}`, events: 2, first, lastAt };
     },
   },
@@ -233,14 +244,10 @@ const procRssMb = (p, key) => {
     return null;
   }
 };
-const percentile = (xs, p) => {
-  if (xs.length === 0) return Number.NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-};
 const round1 = (x) => Math.round(x * 10) / 10;
 
 if (warmup > 0) await runMany(warmup, Math.min(concurrency, warmup), []);
+tokenMs = [];
 const cpu0 = pid ? procCpuMs(pid) : null;
 const rss0 = pid ? procRssMb(pid, "VmRSS") : null;
 let peakRss = rss0 ?? 0;
@@ -283,6 +290,14 @@ const out = {
   createMs: stat("createMs"),
   ttfeMs: stat("ttfeMs"),
   lastEvMs: stat("lastEvMs"),
+  tokenMs: tokens
+    ? {
+        count: tokenMs.length,
+        p50: round1(percentile(tokenMs, 50)),
+        p99: round1(percentile(tokenMs, 99, true)),
+        max: round1(tokenMs.at(-1) ?? Number.NaN),
+      }
+    : null,
   eventsPerRun: ok.length ? round1(ok.reduce((a, r) => a + (r.events ?? 0), 0) / ok.length) : 0,
   server: pid
     ? {
@@ -312,6 +327,12 @@ console.log(`  latency run stream ms:         p50 ${out.runMs.p50}  p95 ${out.ru
 console.log(
   `  run start -> last event ms:    p50 ${out.lastEvMs.p50}  p95 ${out.lastEvMs.p95}  p99 ${out.lastEvMs.p99}`,
 );
+if (out.tokenMs) {
+  const t = out.tokenMs;
+  console.log(
+    `  token latency (upstream send -> received) ms: p50 ${t.p50}  p99 ${t.p99}  max ${t.max}  (${t.count} tokens)`,
+  );
+}
 if (s) {
   console.log(
     `  server pid ${s.pid}: VmRSS start ${s.rssMbStart} MB, end ${s.rssMbEnd} MB, peak(sampled) ${s.rssMbPeakSampled} MB, VmHWM ${s.hwmMb} MB; CPU ${s.cpuMs} ms (${s.cpuMsPerRun} ms/run)`,

@@ -1,7 +1,8 @@
 import type { FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import { badRequest } from "../errors.js";
-import { runEventStream } from "../runs/event-stream.js";
+import { followRunEvents } from "../runs/event-feed.js";
+import { SseConnection } from "./sse-connection.js";
 
 /**
  * Where a replay starts: `Last-Event-ID` wins over `?after=`; neither means from
@@ -71,8 +72,12 @@ export async function streamRunEvents(
   { runId, after, reasoning = false }: { runId: string; after: number; reasoning?: boolean },
 ): Promise<void> {
   const closed = openStream(reply);
-  const frames = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after, closed, reasoning });
-  await reply.sse?.send(corkedBatches(frames, reply.raw));
+  const sink = new SseConnection(reply.raw);
+  try {
+    await followRunEvents({ store: ctx.store, hub: ctx.hub, runId, after, closed, sink, reasoning });
+  } finally {
+    sink.flush();
+  }
 }
 
 /**

@@ -17,6 +17,17 @@ const BACKLOG_PAGE = 500;
 export const MAX_HELD_EVENTS = 2000;
 export const MAX_HELD_BYTES = 1 << 20;
 
+/** Which of a run's events a watcher is sent: those after `after`, until `closed` aborts. */
+export interface RunEventsQuery {
+  store: Store;
+  hub: EventHub;
+  runId: string;
+  after: number;
+  closed: AbortSignal;
+  /** Include `reasoning.delta` events (a client asked with `?reasoning=true`); skipped otherwise. */
+  reasoning?: boolean;
+}
+
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
 
 /** A FIFO of live events: amortised O(1) at both ends (Array#shift is O(n) on long arrays). */
@@ -72,15 +83,7 @@ export async function* runEventStream({
   after,
   closed,
   reasoning = false,
-}: {
-  store: Store;
-  hub: EventHub;
-  runId: string;
-  after: number;
-  closed: AbortSignal;
-  /** Include `reasoning.delta` events (a client asked with `?reasoning=true`); skipped otherwise. */
-  reasoning?: boolean;
-}): AsyncGenerator<SseFrame> {
+}: RunEventsQuery): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
   /** Live events are not held (too many were): the stream reads on from the database. */
   let overflowed = false;

@@ -5,7 +5,11 @@ import { isConflict, isStorageError } from "../store/errors.js";
 import type { RunChange, RunLease, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 
-/** How long streamed text may wait before it is written and published. */
+/**
+ * How long deferred changes, and buffered events while writes are failing, may wait before
+ * they are written. Buffered events otherwise go out once the current turn of the event
+ * loop is done (see `buffer`).
+ */
 const BUFFER_DELAY_MS = 10;
 /** A buffer this long is written at once rather than after the delay. */
 const FLUSH_AT = 256;
@@ -52,8 +56,9 @@ export type Stamp = (message: AgentMessage) => StoredMessage;
  * The one writer of a run: every change of it goes through here as RunChanges with the
  * events they cause, one batch per `Store.commitRun`. Writes are queued (one at a time, in
  * order), seqs are gapless, and each event is in the database before any watcher sees it.
- * Text deltas and turn starts are buffered briefly and go out with the next write, as do
- * deferred changes (a step trace and its stats).
+ * Text deltas and turn starts are buffered until the current turn of the event loop is done
+ * (what arrives meanwhile, or while a write is in flight, goes out in one write); deferred
+ * changes (a step trace and its stats) wait a few milliseconds for the next write.
  */
 export class RunRecorder {
   #nextSeq: number;
@@ -61,6 +66,8 @@ export class RunRecorder {
   #deferred: RunChange[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
+  /** A write of what is buffered, due once the current turn of the event loop is done. */
+  #immediate: NodeJS.Immediate | null = null;
   #queue: Promise<unknown> = Promise.resolve();
   /** Writes started or queued and not yet settled. */
   #inFlight = 0;
@@ -124,13 +131,16 @@ export class RunRecorder {
   defer(change: RunChange): void {
     if (this.#sealed) return;
     this.#deferred.push(change);
-    this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+    if (!this.#immediate) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
   }
 
   /**
-   * Queues an event that may wait a few milliseconds (text and reasoning deltas, turn
-   * starts); deltas of one kind queued one after another become one. A failed background write keeps the
-   * events for the next write (which reports the failure); while writes keep failing the
+   * Queues an event that may wait for the end of this turn of the event loop (text and
+   * reasoning deltas, turn starts): nothing waits on a timer, and what arrives together (the
+   * chunks of one read, or everything queued while a write is in flight, which this write
+   * then waits behind) is written together; deltas of one kind queued one after another
+   * become one. A failed background write keeps the events for the next write (which
+   * reports the failure), retried after BUFFER_DELAY_MS; while writes keep failing the
    * oldest text deltas beyond a cap are dropped.
    */
   buffer(body: RunEventBody): void {
@@ -153,11 +163,25 @@ export class RunRecorder {
         return;
       }
     }
-    this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+    if (this.#failing) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+    else if (!this.#immediate) {
+      this.#immediate = setImmediate(() => this.#flushInBackground());
+      if (this.#timer) {
+        clearTimeout(this.#timer);
+        this.#timer = null;
+      }
+    }
+  }
+
+  #clearScheduled(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#immediate) clearImmediate(this.#immediate);
+    this.#timer = null;
+    this.#immediate = null;
   }
 
   #flushInBackground(): void {
-    this.#timer = null;
+    this.#clearScheduled();
     this.write(() => ({ changes: [], events: [] })).catch(() => {
       // Kept buffered; the next write (a commit) fails with the cause, or succeeds with them.
     });
@@ -184,10 +208,7 @@ export class RunRecorder {
   // commit, and each async level costs the loop microtask turns.
   #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
     if (this.#sealed) return Promise.reject(new RunSuspendedError());
-    if (this.#timer) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
-    }
+    this.#clearScheduled();
     let messageSeq = this.#nextMessageSeq;
     const createdAt = new Date().toISOString();
     const batch = build((message) => ({
@@ -263,7 +284,6 @@ export class RunRecorder {
   }
 
   dispose(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#clearScheduled();
   }
 }

@@ -1,12 +1,11 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEventBody } from "../../src/domain/run-events.js";
-import { EventHub } from "../../src/runs/event-hub.js";
 import { MAX_HELD_BYTES, MAX_HELD_EVENTS, runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
-import type { Store, StoredEvent } from "../../src/store/store.js";
+import type { Store } from "../../src/store/store.js";
+import { finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -14,17 +13,6 @@ let dir: ReturnType<typeof tempDir>;
 let store: Store;
 let hub: LossyHub;
 let recorder: RunRecorder;
-
-/** A hub that loses the publishing of some seqs, as a seam between a read and the switch to live might. */
-class LossyHub extends EventHub {
-  readonly lost = new Set<number>();
-  override publish(runId: string, events: readonly StoredEvent[]): void {
-    super.publish(
-      runId,
-      events.filter((e) => !this.lost.has(e.seq)),
-    );
-  }
-}
 
 /** The store with its event reads observed: the resume point of each, in order. */
 function observedReads(inner: Store, before?: (after: number) => Promise<void>) {
@@ -78,15 +66,8 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-const write = (...events: RunEventBody[]) => recorder.write(() => ({ changes: [], events }));
-
-const finish = () =>
-  recorder.write(() => ({
-    changes: [
-      { kind: "finish", stopReason: "complete", stopDetail: null, error: null, stats: emptyStats(), finishedAt: "now" },
-    ],
-    events: [{ type: "run.finished", run: { id: "run_1" } as never }],
-  }));
+const write = (...events: RunEventBody[]) => writeEvents(recorder, ...events);
+const finish = () => finishRun(recorder);
 
 it("a gap at the backlog/live seam is detected and healed from the database", async () => {
   const { stream, reads } = await streamPastStart();

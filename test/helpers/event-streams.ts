@@ -1,0 +1,29 @@
+import { emptyStats } from "../../src/agent/stats.js";
+import type { RunEventBody } from "../../src/domain/run-events.js";
+import { EventHub } from "../../src/runs/event-hub.js";
+import type { RunRecorder } from "../../src/runs/recorder.js";
+import type { StoredEvent } from "../../src/store/store.js";
+
+/** A hub that loses the publishing of some seqs, as a seam between a read and the switch to live might. */
+export class LossyHub extends EventHub {
+  readonly lost = new Set<number>();
+  override publish(runId: string, events: readonly StoredEvent[]): void {
+    super.publish(
+      runId,
+      events.filter((e) => !this.lost.has(e.seq)),
+    );
+  }
+}
+
+/** Writes `events` in one batch through the recorder (stored, then published). */
+export const writeEvents = (recorder: RunRecorder, ...events: RunEventBody[]) =>
+  recorder.write(() => ({ changes: [], events }));
+
+/** Finishes the recorder's run ("complete") with its `run.finished` event. */
+export const finishRun = (recorder: RunRecorder) =>
+  recorder.write(() => ({
+    changes: [
+      { kind: "finish", stopReason: "complete", stopDetail: null, error: null, stats: emptyStats(), finishedAt: "now" },
+    ],
+    events: [{ type: "run.finished", run: { id: "run_1" } as never }],
+  }));

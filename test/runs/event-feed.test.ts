@@ -1,0 +1,187 @@
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import type { RunEventBody } from "../../src/domain/run-events.js";
+import { type FeedSink, followRunEvents } from "../../src/runs/event-feed.js";
+import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
+import { RunRecorder } from "../../src/runs/recorder.js";
+import { openSqliteStore } from "../../src/store/sqlite-store.js";
+import type { Store, StoredEvent } from "../../src/store/store.js";
+import { finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let dir: ReturnType<typeof tempDir>;
+let store: Store;
+let hub: LossyHub;
+let recorder: RunRecorder;
+
+/** A sink that keeps what it is sent; `stalled` reports a backlog past the bound until `drain()`. */
+class CollectingSink implements FeedSink {
+  readonly events: StoredEvent[] = [];
+  readonly batches: number[] = [];
+  stalled = false;
+  #drained: (() => void) | null = null;
+  send(events: readonly StoredEvent[]): void {
+    this.events.push(...events);
+    this.batches.push(events.length);
+  }
+  backlogBytes(): number {
+    return this.stalled ? MAX_HELD_BYTES + 1 : 0;
+  }
+  drained(): Promise<void> {
+    return this.stalled ? new Promise((resolve) => (this.#drained = resolve)) : Promise.resolve();
+  }
+  drain(): void {
+    this.stalled = false;
+    this.#drained?.();
+  }
+  get seqs(): number[] {
+    return this.events.map((e) => e.seq);
+  }
+}
+
+/** The store with its event reads observed: the resume point of each, in order. */
+function observed(inner: Store) {
+  const reads: number[] = [];
+  const wrapped: Store = {
+    ...inner,
+    events: {
+      ...inner.events,
+      after: (runId, seq, limit) => {
+        reads.push(seq);
+        return inner.events.after(runId, seq, limit);
+      },
+    },
+  };
+  return { wrapped, reads };
+}
+
+const write = (...events: RunEventBody[]) => writeEvents(recorder, ...events);
+const finish = () => finishRun(recorder);
+const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+
+function follow(after = 0, options: { s?: Store; closed?: AbortSignal; reasoning?: boolean } = {}) {
+  const sink = new CollectingSink();
+  const done = followRunEvents({
+    store: options.s ?? store,
+    hub,
+    runId: "run_1",
+    after,
+    closed: options.closed ?? new AbortController().signal,
+    sink,
+    reasoning: options.reasoning,
+  });
+  return { sink, done };
+}
+
+beforeEach(async () => {
+  dir = tempDir();
+  store = openSqliteStore({ path: join(dir.path, "a.db") });
+  hub = new LossyHub();
+  await seedSession(store, { id: "ses_1" });
+  const record = runRecord({ id: "run_1", sessionId: "ses_1" });
+  await store.runs.create(record, [{ type: "run.started", runId: "run_1", seq: 1, at: record.createdAt }]);
+  recorder = await RunRecorder.open({ store, hub, runId: "run_1", sessionId: "ses_1" });
+});
+afterEach(async () => {
+  recorder.dispose();
+  await store.close();
+  dir.cleanup();
+});
+
+it("replays the backlog, then sends live events from inside the publish, and ends after run.finished", async () => {
+  await write({ type: "turn.started", turn: 1 });
+  const { sink, done } = follow();
+  await turnEnd();
+  expect(sink.seqs).toEqual([1, 2]);
+  await write({ type: "text.delta", text: "a" });
+  // Live and caught up: the event was handed over by the publish itself.
+  expect(sink.seqs).toEqual([1, 2, 3]);
+  await finish();
+  await done;
+  expect(sink.events.map((e) => e.type)).toEqual(["run.started", "turn.started", "text.delta", "run.finished"]);
+  expect(hub.watcherCount("run_1")).toBe(0);
+});
+
+it("a gap in what is published is healed from the database, gapless and in order", async () => {
+  const { wrapped, reads } = observed(store);
+  const { sink, done } = follow(0, { s: wrapped });
+  await turnEnd();
+  hub.lost.add(3);
+  await write({ type: "turn.started", turn: 1 });
+  await write({ type: "text.delta", text: "lost live" });
+  await write({ type: "text.delta", text: "after" });
+  await finish();
+  await done;
+  expect(sink.seqs).toEqual([1, 2, 3, 4, 5]);
+  expect(JSON.parse(sink.events[2]?.data ?? "{}").text).toBe("lost live");
+  expect(reads).toContain(2);
+});
+
+it("events published while the backlog is read are sent once, after it; repeats of stored ones are dropped", async () => {
+  for (let i = 0; i < 1200; i++) await write({ type: "text.delta", text: `t${i}` });
+  const { sink, done } = follow();
+  // The first page is being read: what is published now is held, repeats included.
+  await write({ type: "text.delta", text: "live" });
+  hub.publish("run_1", await store.events.after("run_1", 1195, 3));
+  await finish();
+  await done;
+  expect(sink.seqs).toEqual(Array.from({ length: 1203 }, (_, i) => i + 1));
+});
+
+it("a finished run replays from `after` and ends; at or past its end it ends at once", async () => {
+  await finish();
+  for (const [after, expected] of [
+    [0, [1, 2]],
+    [1, [2]],
+    [2, []],
+    [9, []],
+  ] as const) {
+    const { sink, done } = follow(after);
+    await done;
+    expect(sink.seqs).toEqual(expected);
+  }
+});
+
+it("resumed past the run's last event, it still ends when the run finishes", async () => {
+  const { sink, done } = follow(50);
+  await turnEnd();
+  await write({ type: "turn.started", turn: 1 });
+  await finish();
+  await done;
+  expect(sink.seqs).toEqual([]);
+});
+
+it("a client not keeping up is fed from the database at its own pace, gapless, holding nothing", async () => {
+  const { wrapped, reads } = observed(store);
+  const { sink, done } = follow(0, { s: wrapped });
+  await turnEnd();
+  expect(sink.seqs).toEqual([1]);
+  sink.stalled = true;
+  for (let i = 0; i < 50; i++) await write({ type: "text.delta", text: `t${i}` });
+  // The first event past the bound sent it back to reading, which waits for the client.
+  expect(sink.seqs).toEqual([1]);
+  reads.length = 0;
+  sink.drain();
+  await finish();
+  await done;
+  expect(sink.seqs).toEqual(Array.from({ length: 52 }, (_, i) => i + 1));
+  expect(reads[0]).toBe(1);
+});
+
+it("closing ends the feed and unsubscribes; reasoning deltas are left out unless asked for", async () => {
+  await write({ type: "reasoning.delta", text: "hmm" }, { type: "text.delta", text: "a" });
+  const closed = new AbortController();
+  const plain = follow(0, { closed: closed.signal });
+  const withReasoning = follow(0, { reasoning: true });
+  await turnEnd();
+  expect(plain.sink.events.map((e) => e.type)).toEqual(["run.started", "text.delta"]);
+  expect(withReasoning.sink.events.map((e) => e.type)).toEqual(["run.started", "reasoning.delta", "text.delta"]);
+  closed.abort();
+  await plain.done;
+  expect(hub.watcherCount("run_1")).toBe(1);
+  await finish();
+  await withReasoning.done;
+  expect(plain.sink.seqs).toEqual([1, 3]);
+  expect(hub.watcherCount("run_1")).toBe(0);
+});

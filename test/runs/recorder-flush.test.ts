@@ -1,0 +1,102 @@
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { EventHub } from "../../src/runs/event-hub.js";
+import { RunRecorder } from "../../src/runs/recorder.js";
+import { openSqliteStore } from "../../src/store/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+let dir: ReturnType<typeof tempDir>;
+let store: Store;
+
+beforeEach(async () => {
+  dir = tempDir();
+  store = openSqliteStore({ path: join(dir.path, "a.db") });
+  await seedSession(store, { id: "ses_1" });
+  await store.runs.create(runRecord({ id: "run_1", sessionId: "ses_1" }), []);
+});
+afterEach(async () => {
+  await store.close();
+  dir.cleanup();
+});
+
+/** The end of this turn of the event loop (callbacks queued before it run first). */
+const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The store with every commit held until `release()`, and the commits counted. */
+function gatedStore(inner: Store) {
+  let open: (() => void) | null = null;
+  let gate: Promise<void> | null = null;
+  const counts = { commits: 0 };
+  const gated: Store = {
+    ...inner,
+    commitRun: async (runId, changes, events) => {
+      counts.commits++;
+      if (gate) await gate;
+      return inner.commitRun(runId, changes, events);
+    },
+  };
+  return {
+    store: gated,
+    counts,
+    hold: () => {
+      gate = new Promise((resolve) => (open = resolve));
+    },
+    release: () => {
+      gate = null;
+      open?.();
+    },
+  };
+}
+
+it("a buffered text delta is stored, then published, once this turn of the event loop is done (no timer)", async () => {
+  const hub = new EventHub();
+  const seen: { seq: number; storedSeqs: number[] }[] = [];
+  hub.subscribe("run_1", (event) => {
+    // The SQLite store settles at once: what is stored when the event is seen can be read here.
+    void store.events
+      .after("run_1", 0)
+      .then((rows) => seen.push({ seq: event.seq, storedSeqs: rows.map((r) => r.seq) }));
+  });
+  const recorder = await RunRecorder.open({ store, hub, runId: "run_1", sessionId: "ses_1" });
+  recorder.buffer({ type: "text.delta", text: "hel" });
+  recorder.buffer({ type: "text.delta", text: "lo" });
+  expect(seen).toEqual([]);
+  await turnEnd();
+  const stored = await store.events.after("run_1", 0);
+  expect(stored.map((e) => [e.seq, JSON.parse(e.data).text])).toEqual([[1, "hello"]]);
+  await turnEnd();
+  expect(seen).toEqual([{ seq: 1, storedSeqs: [1] }]);
+  recorder.dispose();
+});
+
+it("deltas that arrive while a write is in flight go out together in the next write, gapless", async () => {
+  const hub = new EventHub();
+  const published: number[] = [];
+  const gated = gatedStore(store);
+  hub.subscribe("run_1", (event) => published.push(event.seq));
+  const recorder = await RunRecorder.open({ store: gated.store, hub, runId: "run_1", sessionId: "ses_1" });
+  gated.hold();
+  const message = recorder.commitMessage({ id: "m1", role: "assistant", content: "a" });
+  for (const piece of ["b", "c", "d"]) {
+    recorder.buffer({ type: "text.delta", text: piece });
+    await turnEnd();
+  }
+  // The message's write is still held: nothing is published before it is stored.
+  expect(published).toEqual([]);
+  gated.release();
+  await message;
+  await turnEnd();
+  await turnEnd();
+  const events = await store.events.after("run_1", 0);
+  expect(events.map((e) => [e.seq, e.type])).toEqual([
+    [1, "message"],
+    [2, "text.delta"],
+  ]);
+  expect(JSON.parse(events[1]?.data ?? "{}").text).toBe("bcd");
+  expect(published).toEqual([1, 2]);
+  // The held write, the one that took the three deltas, and the empty ones after it.
+  expect(gated.counts.commits).toBe(2);
+  recorder.dispose();
+});
