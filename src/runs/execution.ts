@@ -8,13 +8,13 @@ import type { AnyAgentTool } from "../agent/tool.js";
 import { abortedOutcome, notExecutedOutcome, resultLostOutcome } from "../agent/tool-results.js";
 import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
-import { toAgentMessage } from "../domain/stored-message.js";
 import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
 import { type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
+import type { HistoryTail } from "./history-tail.js";
 import { LEASE_LOST, type LiveRun } from "./live-run.js";
 import { failedDetail } from "./stop-details.js";
 
@@ -33,6 +33,8 @@ export interface ExecutionDeps {
   finishReportMs: number;
   /** False once shutdown began. */
   accepting: () => boolean;
+  /** Where a run reads its session's history from (a cache of the store's). */
+  history: HistoryTail;
   logger: Logger;
 }
 
@@ -121,10 +123,9 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
   };
   let end: Parameters<typeof finishWithRetry>[0]["end"];
   try {
-    const stored = await deps.store.messages.history(live.sessionId);
+    const { stored, messages: history } = await deps.history.read(live.sessionId);
     // Where this run's own messages begin: the loop guard counts its calls from there.
     const runStart = stored.findIndex((m) => m.runId === live.id);
-    const history = stored.map(toAgentMessage);
     end = await runAgent({
       model: deps.model,
       modelName: live.session.model ?? deps.defaultModel,

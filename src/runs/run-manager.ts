@@ -7,6 +7,7 @@ import type { ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
+import { HistoryTail } from "./history-tail.js";
 import { interruptActive } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
@@ -33,9 +34,12 @@ export class RunManager {
   readonly instance: InstanceIdentity;
   /** Leases of the runs executed here, and the reaper that takes over runs of lost instances. */
   readonly ownership: RunOwnership;
+  /** The histories of sessions that ran here lately (see HistoryTail). */
+  readonly history: HistoryTail;
 
   constructor(private readonly deps: RunManagerDeps) {
     this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };
+    this.history = new HistoryTail(deps.store);
     this.ownership = new RunOwnership({
       store: deps.store,
       hub: deps.hub,
@@ -67,12 +71,10 @@ export class RunManager {
   }
 
   /**
-   * Starts a run, or returns the run an earlier request with the same idempotency key started.
-   * Resolves once the run's input is committed (or the run ended before it was). On a session
-   * with an active run, `ifBusy` decides: `reject` (409 SESSION_BUSY), `enqueue` (stored
-   * `queued`, started when the runs ahead of it end), `interrupt` (the active run is cancelled,
-   * then this one starts) or `steer` (the input joins the active run; a new run when that run
-   * ends before taking it).
+   * Starts a run (or returns the one an earlier request with the same idempotency key started),
+   * resolving once its input is committed. On a busy session `ifBusy` decides: `reject` (409),
+   * `enqueue` (queued, started when the runs ahead end), `interrupt` (the active run cancelled
+   * first) or `steer` (the input joins the active run, or starts a new one if that run ends first).
    */
   async start(params: StartRunInput): Promise<StartedRun> {
     switch (params.ifBusy ?? "reject") {
@@ -280,6 +282,7 @@ export class RunManager {
       ...this.deps,
       finishReportMs: this.deps.finishReportMs ?? 5000,
       accepting: () => this.#accepting,
+      history: this.history,
     };
     live.done = executeRun(deps, live, params)
       .finally(() => {

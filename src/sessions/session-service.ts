@@ -177,6 +177,7 @@ export class SessionService {
       await this.deps.manager.waitForFinish(active);
     }
     await this.deps.store.sessions.delete(id);
+    this.deps.manager.history.forget(id);
     try {
       await removeSessionWorkspace({
         root: this.deps.workspaceRoot,

@@ -64,7 +64,7 @@ export function messageStore(db: Db) {
     `INSERT INTO messages (id, session_id, run_id, seq, role, content, tool_calls, tool_call_id, is_error, metadata, created_at)
      VALUES (@id, @session_id, @run_id, @seq, @role, @content, @tool_calls, @tool_call_id, @is_error, @metadata, @created_at)`,
   );
-  const all = db.prepare("SELECT * FROM messages WHERE session_id = ? ORDER BY seq");
+  const all = db.prepare("SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq");
   const page = db.prepare(
     "SELECT * FROM messages WHERE session_id = @session AND seq > @after ORDER BY seq LIMIT @limit",
   );
@@ -80,8 +80,8 @@ export function messageStore(db: Db) {
       insert.run(messageColumns(message));
     },
     /** The whole committed history of a session, in order. */
-    history(sessionId: string): StoredMessage[] {
-      return (all.all(sessionId) as MessageRow[]).map(messageFromRow);
+    history(sessionId: string, afterSeq = 0): StoredMessage[] {
+      return (all.all(sessionId, afterSeq) as MessageRow[]).map(messageFromRow);
     },
     /** A page of the history: messages after `afterSeq`, in order. */
     page({

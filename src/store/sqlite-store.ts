@@ -123,7 +123,7 @@ export function createSqliteStore(db: Db): Store {
         for (const change of changes) applyRunChange(tables, runId, change);
       }),
     messages: {
-      history: (sessionId) => read(() => tables.messages.history(sessionId)),
+      history: (sessionId, afterSeq) => read(() => tables.messages.history(sessionId, afterSeq)),
       page: (query) => read(() => tables.messages.page(query)),
       ofRun: (sessionId, runId) => read(() => tables.messages.ofRun(sessionId, runId)),
       finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),

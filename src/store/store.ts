@@ -134,8 +134,8 @@ export interface Store {
    */
   commitRequest(runId: string, changes: readonly RunChange[]): Promise<void>;
   messages: {
-    /** The whole committed history of a session, in order. */
-    history(sessionId: string): Promise<StoredMessage[]>;
+    /** The committed history of a session, in order: all of it, or the messages after `afterSeq`. */
+    history(sessionId: string, afterSeq?: number): Promise<StoredMessage[]>;
     /** Messages after `afterSeq`, in order. */
     page(query: { sessionId: string; afterSeq: number; limit: number }): Promise<ListPage<StoredMessage>>;
     ofRun(sessionId: string, runId: string): Promise<StoredMessage[]>;

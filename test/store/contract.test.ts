@@ -179,6 +179,9 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(first.nextCursor).toBe("2");
     expect((await store.messages.page({ sessionId, afterSeq: 2, limit: 2 })).items.map((m) => m.seq)).toEqual([3]);
     expect(await store.messages.lastSeq(sessionId)).toBe(3);
+    expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1, 2, 3]);
+    expect(await store.messages.history(sessionId, 1)).toEqual((await store.messages.history(sessionId)).slice(1));
+    expect(await store.messages.history(sessionId, 3)).toEqual([]);
   });
 
   it("the webhook outbox: deliveries are written with the events that cause them, claimed once, and recorded", async () => {

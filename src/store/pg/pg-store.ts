@@ -167,10 +167,13 @@ export function createPgStore(pool: pg.Pool): Store {
     commitRequest: async (runId, changes) =>
       void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
     messages: {
-      history: async (sessionId) =>
-        (await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 ORDER BY seq", [sessionId])).map(
-          messageFromRow,
-        ),
+      history: async (sessionId, afterSeq = 0) =>
+        (
+          await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq", [
+            sessionId,
+            afterSeq,
+          ])
+        ).map(messageFromRow),
       page: async ({ sessionId, afterSeq, limit }) => {
         const found = await rows<MessageRow>(
           "SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",

@@ -1,0 +1,84 @@
+import type { AgentMessage } from "../agent/messages.js";
+import { type StoredMessage, toAgentMessage } from "../domain/stored-message.js";
+import type { Store } from "../store/store.js";
+
+/** A session's history as a run starts from it: as stored, and as the loop takes it. */
+export interface SessionHistory {
+  stored: readonly StoredMessage[];
+  messages: readonly AgentMessage[];
+}
+
+interface Entry extends SessionHistory {
+  lastSeq: number;
+  chars: number;
+}
+
+/** Characters a message holds, roughly (its text and its calls' arguments): what the bound counts. */
+function charsOf(message: StoredMessage): number {
+  let chars = 64 + message.content.length;
+  if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += call.input.length + 64;
+  return chars;
+}
+
+/**
+ * The histories of the sessions that ran here lately, kept in memory so that a run reads and
+ * validates only the messages committed since the last one, not the whole history. Sound
+ * because a session's messages are append-only with increasing seqs (its one active run
+ * writes them, whichever instance executes it): reading after the last seq seen picks up
+ * everything, also what another instance wrote meanwhile. The database stays the truth; this
+ * holds only what was read from it. Bounded by `maxChars`: the sessions used least recently
+ * are dropped first.
+ */
+export class HistoryTail {
+  readonly #entries = new Map<string, Entry>();
+  #chars = 0;
+
+  constructor(
+    private readonly store: Pick<Store, "messages">,
+    private readonly maxChars = 64 * 1024 * 1024,
+  ) {}
+
+  /** The session's whole committed history, in order (the read of a run's start). */
+  async read(sessionId: string): Promise<SessionHistory> {
+    const known = this.#entries.get(sessionId);
+    const newer = await this.store.messages.history(sessionId, known?.lastSeq ?? 0);
+    // Another read of the session may have moved the entry on meanwhile: the later one stands.
+    const current = this.#entries.get(sessionId);
+    const base = current && current.lastSeq >= (known?.lastSeq ?? 0) ? current : known;
+    const fresh = base ? newer.filter((m) => m.seq > base.lastSeq) : newer;
+    const entry: Entry = {
+      stored: base ? base.stored.concat(fresh) : fresh,
+      messages: (base?.messages ?? []).concat(fresh.map(toAgentMessage)),
+      lastSeq: fresh.at(-1)?.seq ?? base?.lastSeq ?? 0,
+      chars: (base?.chars ?? 0) + fresh.reduce((sum, m) => sum + charsOf(m), 0),
+    };
+    this.#put(sessionId, entry);
+    return entry;
+  }
+
+  /** Drops what is kept of a session (deleted). */
+  forget(sessionId: string): void {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return;
+    this.#entries.delete(sessionId);
+    this.#chars -= entry.chars;
+  }
+
+  /** How many characters are kept, over how many sessions. */
+  get size(): { sessions: number; chars: number } {
+    return { sessions: this.#entries.size, chars: this.#chars };
+  }
+
+  #put(sessionId: string, entry: Entry): void {
+    this.forget(sessionId);
+    // A history larger than the whole bound is not kept (the next run reads it again).
+    if (entry.chars > this.maxChars) return;
+    this.#entries.set(sessionId, entry);
+    this.#chars += entry.chars;
+    for (const [id, oldest] of this.#entries) {
+      if (this.#chars <= this.maxChars) break;
+      this.#entries.delete(id);
+      this.#chars -= oldest.chars;
+    }
+  }
+}
