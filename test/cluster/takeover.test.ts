@@ -145,6 +145,33 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     for (const pid of hostPids(/^sleep 30\.611$/)) process.kill(pid, "SIGKILL");
   });
 
+  it("an interrupting start posted to B while the session's run awaits approval on A: A's run ends aborted, the new run starts and completes", async () => {
+    const a = await instance("a");
+    const b = await instance("b");
+    upstream.enqueue({
+      toolCalls: [{ id: "call_i", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
+    });
+    const first = await startRun(a, { approval: { tools: { shell: "ask" } } });
+    await waitFor(
+      "the approval request",
+      async () => ((await api(a.url, "GET", `/runs/${first.runId}/approvals`)).body?.items?.length ? true : null),
+      10_000,
+    );
+    upstream.enqueue({ text: "the new run's answer" });
+    const second = await api(b.url, "POST", `/sessions/${first.sessionId}/runs`, {
+      input: "instead",
+      ifBusy: "interrupt",
+    });
+    expect(second.status).toBe(201);
+    const ended = (await api(b.url, "GET", `/runs/${first.runId}`)).body;
+    expect(ended).toMatchObject({ status: "finished", stopReason: "aborted" });
+    const { view, history } = await finished(b, { sessionId: first.sessionId, runId: second.body.id }, 15_000);
+    expect(view.stopReason).toBe("complete");
+    // The interrupted call was closed, never run.
+    expect(toolResults(history).map((m) => m.metadata?.errorCode)).toEqual(["ABORTED"]);
+    expect(countLines(first.sessionId)).toBe(0);
+  });
+
   it("an owner paused past its lease (SIGSTOP) has its writes refused after SIGCONT and runs nothing twice", async () => {
     const lease = { RUN_LEASE_MS: "1200" };
     const a = await instance("a", lease);
