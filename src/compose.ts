@@ -47,7 +47,14 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       `APPROVAL_POLICY_MAX: unknown tools ${misnamed.join(", ")} (tools: ${WORKSPACE_TOOL_NAMES.join(", ")})`,
     ]);
   }
-  const opened = options.store ?? openStoreOrExplain(config.DATABASE_PATH);
+  // Checkpoint durations go to the metrics, which observe the store once it is open.
+  let observeCheckpoint = (_durationMs: number) => {};
+  const opened =
+    options.store ??
+    openStoreOrExplain(config.DATABASE_PATH, {
+      onCheckpoint: (durationMs) => observeCheckpoint(durationMs),
+      onCheckpointError: (message) => logger.warn({ message }, "a WAL checkpoint failed; the next one tries again"),
+    });
   // Over a shared database a run may resume on another instance, in the same workspace path.
   const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT, { shared: opened.shared });
   if (opened.shared) {
@@ -74,6 +81,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     store: options.wrapStore ? options.wrapStore(opened) : opened,
     toolNames: [...WORKSPACE_TOOL_NAMES, ...Object.values(PlanToolName)],
   });
+  observeCheckpoint = (durationMs) => metrics.observeCheckpoint(durationMs / 1000);
   const { notifications } = store;
   const model =
     options.model ??

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
 import { openPgStore } from "./store/pg/pg-store.js";
-import { openSqliteStore } from "./store/sqlite-store.js";
+import { type OpenSqliteStoreOptions, openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 import { resolveShellSandbox, type ShellSandbox, type ShellSandboxMode } from "./tools/index.js";
 
@@ -49,9 +49,12 @@ const SHARED_ROOT_HINT =
  * (a storage failure, or a file system error: a path, permission, lock or format problem).
  * Any other failure (a migration that does not apply, say) is thrown as it is.
  */
-export function openStoreOrExplain(path: string): Store {
+export function openStoreOrExplain(
+  path: string,
+  checkpoints: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError"> = {},
+): Store {
   try {
-    return openSqliteStore({ path });
+    return openSqliteStore({ path, ...checkpoints });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;

@@ -14,30 +14,65 @@ export interface OpenDatabaseOptions {
 }
 
 /**
- * Opens (creating if needed) the SQLite file with WAL, foreign keys, a busy timeout and
- * an exclusive lock held by this process, and applies pending migrations before returning.
- * Throws StorageError when the file cannot be used (kind `busy`, naming the file, when another
- * process holds it); a migration that does not apply is thrown as it is.
+ * Holds the lock that makes one server process the owner of the database file: a write
+ * transaction on the sidecar file `<path>-lock`, taken at open and held until close (the
+ * operating system drops it with the process). The database itself is opened in SQLite's
+ * normal locking mode, so that the checkpoint worker (see Checkpointer) can have a
+ * connection of its own; every other process fails here.
  */
-export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  let db: Database.Database;
+function takeOwnerLock(path: string): Database.Database {
+  const lock = new Database(`${path}-lock`, { timeout: 0 });
   try {
-    db = new Database(path, { timeout: busyTimeoutMs });
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("BEGIN EXCLUSIVE");
   } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new StorageError(
+        "busy",
+        `the database ${path} is in use by another process (is another server running on it?)`,
+      );
+    }
     throw translateSqliteError(err);
   }
+  return lock;
+}
+
+/**
+ * Opens (creating if needed) the SQLite file with WAL, foreign keys and a busy timeout, owned
+ * by this process (see takeOwnerLock; released when the returned connection is closed), and
+ * applies pending migrations before returning. Throws StorageError when the file cannot be
+ * used (kind `busy`, naming the file, when another process holds it); a migration that does
+ * not apply is thrown as it is.
+ */
+export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
+  const onDisk = path !== ":memory:";
+  if (onDisk) mkdirSync(dirname(path), { recursive: true });
+  let lock: Database.Database | null = null;
+  let db: Database.Database;
   try {
-    // One server process owns the file: the lock is taken now and held until close, so a
-    // second server on the same DATABASE_PATH fails at start instead of resuming runs this
-    // one is executing. (It also spares WAL its shared-memory index.)
-    db.pragma("locking_mode = EXCLUSIVE");
+    // One server process owns the file: a second server on the same DATABASE_PATH fails at
+    // start instead of resuming runs this one is executing.
+    if (onDisk) lock = takeOwnerLock(path);
+    db = new Database(path, { timeout: busyTimeoutMs });
+  } catch (err) {
+    lock?.close();
+    throw err instanceof StorageError ? err : translateSqliteError(err);
+  }
+  const close = db.close.bind(db);
+  db.close = () => {
+    close();
+    lock?.close();
+    return db;
+  };
+  try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
     // Commits write their pages to the WAL without fsync (synchronous=NORMAL: a crash of the
     // process loses nothing, a power loss at most the last commits). Checkpoints are what
     // fsync; fewer, larger ones write each hot page once instead of once per 1000 pages.
+    // (A store opened on a file checkpoints on a worker instead: see openSqliteStore.)
     db.pragma("wal_autocheckpoint = 10000");
     // 8 MiB of page cache holds the live runs' pages (the recent end of each table); older
     // pages come from the OS's file cache. A larger cache only grows the RSS for longer.
@@ -46,12 +81,6 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
     db.exec("BEGIN IMMEDIATE; COMMIT");
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new StorageError(
-        "busy",
-        `the database ${path} is in use by another process (is another server running on it?)`,
-      );
-    }
     throw translateSqliteError(err);
   }
   runMigrations(db);

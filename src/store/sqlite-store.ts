@@ -1,4 +1,5 @@
 import { applyRunChange } from "./apply-change.js";
+import { Checkpointer } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
@@ -177,7 +178,38 @@ export function createSqliteStore(db: Db): Store {
   };
 }
 
-/** Opens the SQLite file (see openDatabase) and returns the Store over it. */
-export function openSqliteStore(options: OpenDatabaseOptions): Store {
-  return createSqliteStore(openDatabase(options));
+export interface OpenSqliteStoreOptions extends OpenDatabaseOptions {
+  /** Told of each WAL checkpoint with its duration in ms (see Checkpointer). */
+  onCheckpoint?: (durationMs: number) => void;
+  /** Told when a checkpoint failed. */
+  onCheckpointError?: (message: string) => void;
+  /** How often the WAL is checkpointed (CHECKPOINT_INTERVAL_MS by default). */
+  checkpointIntervalMs?: number;
+}
+
+/**
+ * Opens the SQLite file (see openDatabase) and returns the Store over it. A file's WAL is
+ * checkpointed by a worker thread (see Checkpointer), never inside a commit: the connection's
+ * automatic checkpoint is off.
+ */
+export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
+  const { onCheckpoint, onCheckpointError, checkpointIntervalMs, ...open } = options;
+  const db = openDatabase(open);
+  const store = createSqliteStore(db);
+  if (open.path === ":memory:") return store;
+  db.pragma("wal_autocheckpoint = 0");
+  const checkpointer = new Checkpointer({
+    path: open.path,
+    intervalMs: checkpointIntervalMs,
+    onCheckpoint,
+    onError: onCheckpointError,
+  });
+  return {
+    ...store,
+    // The worker's connection first; the last one to close checkpoints what is left.
+    close: async () => {
+      await checkpointer.close();
+      await store.close();
+    },
+  };
 }

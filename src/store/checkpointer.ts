@@ -1,0 +1,65 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import {
+  CHECKPOINT_WORKER_SOURCE,
+  type CheckpointReport,
+  type CheckpointWorkerData,
+} from "./checkpoint-worker-source.js";
+
+/** How often the WAL is checkpointed by default. */
+export const CHECKPOINT_INTERVAL_MS = 1000;
+
+export interface CheckpointerOptions {
+  path: string;
+  intervalMs?: number;
+  /** Told of each checkpoint that found frames to copy, with how long it took (ms). */
+  onCheckpoint?: (durationMs: number) => void;
+  /** Told when a checkpoint failed (a full disk, say); the next one tries again. */
+  onError?: (message: string) => void;
+}
+
+/**
+ * WAL checkpoints off the server's thread: a worker with its own connection to the database
+ * (see CHECKPOINT_WORKER_SOURCE), so the copy into the database file and its fsync never
+ * stall a commit or the event loop. The server's connection has its automatic checkpoint
+ * off; at close the last connection checkpoints what is left.
+ */
+export class Checkpointer {
+  readonly #worker: Worker;
+  #closed: Promise<void> | null = null;
+
+  constructor({ path, intervalMs = CHECKPOINT_INTERVAL_MS, onCheckpoint, onError }: CheckpointerOptions) {
+    const data: CheckpointWorkerData = {
+      path,
+      driver: createRequire(import.meta.url).resolve("better-sqlite3"),
+      intervalMs,
+    };
+    this.#worker = new Worker(CHECKPOINT_WORKER_SOURCE, { eval: true, workerData: data });
+    // The worker alone never keeps the process alive.
+    this.#worker.unref();
+    this.#worker.on("message", (report: CheckpointReport) => {
+      if (report.kind === "checkpoint") onCheckpoint?.(report.durationMs);
+      else if (report.kind === "error") onError?.(report.message);
+    });
+    this.#worker.on("error", (err) => onError?.(err.message));
+  }
+
+  /** Asks for a checkpoint now (it runs on the worker, after the one in progress if any). */
+  checkpointNow(): void {
+    this.#worker.postMessage("checkpoint");
+  }
+
+  /** Closes the worker's connection and stops it; resolves once it is gone. */
+  close(): Promise<void> {
+    this.#closed ??= new Promise<void>((resolve) => {
+      const done = () => resolve();
+      // Held until it is gone: a close is awaited even when nothing else keeps the process up.
+      this.#worker.ref();
+      this.#worker.once("exit", done);
+      this.#worker.postMessage("close");
+      // A worker that does not close in time is stopped.
+      setTimeout(() => void this.#worker.terminate().then(done, done), 2000).unref();
+    });
+    return this.#closed;
+  }
+}

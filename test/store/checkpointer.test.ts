@@ -1,0 +1,77 @@
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("WAL checkpoints run on a worker thread, not inside commits", () => {
+  let dir: ReturnType<typeof tempDir> | null = null;
+  let store: Store | null = null;
+  afterEach(async () => {
+    await store?.close();
+    store = null;
+    dir?.cleanup();
+    dir = null;
+  });
+
+  async function writeEvents(s: Store, count: number, chars = 200): Promise<void> {
+    await seedSession(s, { id: "ses_c" });
+    await s.runs.create(runRecord({ id: "run_c", sessionId: "ses_c" }), []);
+    const text = "x".repeat(chars);
+    for (let seq = 1; seq <= count; seq++) {
+      await s.commitRun("run_c", [], [{ type: "text.delta", text, runId: "run_c", seq, at: "t" }]);
+    }
+  }
+
+  it("the worker copies the WAL into the database file and reports each checkpoint's duration", async () => {
+    dir = tempDir("checkpoint-");
+    const path = join(dir.path, "agent.db");
+    const reported: number[] = [];
+    store = openSqliteStore({ path, checkpointIntervalMs: 50, onCheckpoint: (ms) => reported.push(ms) });
+    const before = statSync(path).size;
+    await writeEvents(store, 500);
+    for (let i = 0; i < 100 && reported.length === 0; i++) await sleep(20);
+    expect(reported.length).toBeGreaterThan(0);
+    expect(reported.every((ms) => ms >= 0)).toBe(true);
+    // The events' pages reached the database file itself, by the worker's checkpoint alone.
+    for (let i = 0; i < 100 && statSync(path).size <= before; i++) await sleep(20);
+    expect(statSync(path).size).toBeGreaterThan(before);
+  });
+
+  it("nothing is checkpointed inside a commit: without the worker's pass the database file does not grow", async () => {
+    dir = tempDir("checkpoint-");
+    const path = join(dir.path, "agent.db");
+    store = openSqliteStore({ path, checkpointIntervalMs: 3_600_000 });
+    const before = statSync(path).size;
+    await writeEvents(store, 6000, 1500);
+    // Past the 10,000 frames at which SQLite's own checkpoint would have run inside a commit.
+    expect(statSync(`${path}-wal`).size).toBeGreaterThan(10_000 * 4096);
+    expect(statSync(path).size).toBe(before);
+  });
+
+  it("close checkpoints what is left and releases the file: it reopens, here or in another connection", async () => {
+    dir = tempDir("checkpoint-");
+    const path = join(dir.path, "agent.db");
+    const first = openSqliteStore({ path, checkpointIntervalMs: 3_600_000 });
+    await writeEvents(first, 50);
+    await first.close();
+    expect(existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0).toBe(0);
+    const plain = new Database(path, { readonly: true });
+    expect((plain.prepare("SELECT count(*) AS n FROM run_events").get() as { n: number }).n).toBe(50);
+    plain.close();
+    store = openSqliteStore({ path });
+    expect(await store.events.lastSeq("run_c")).toBe(50);
+  });
+
+  it("a second store on the same file in this process is refused while the first is open", async () => {
+    dir = tempDir("checkpoint-");
+    const path = join(dir.path, "agent.db");
+    store = openSqliteStore({ path });
+    expect(() => openSqliteStore({ path })).toThrow(/in use by another process/);
+  });
+});
