@@ -15,14 +15,16 @@ export type CheckpointReport =
 
 /**
  * The checkpoint worker, as source (run with `eval: true`, so it needs no file of its own in
- * dist/ or in the sources tests run from). On its own connection to the database it runs a
+ * dist/ or in the sources tests run from; written to run as a script or as a module, which an
+ * eval'd worker becomes when module hooks are registered). On its own connection to the database it runs a
  * PASSIVE checkpoint every `intervalMs`: the WAL's frames are copied into the database file
  * and fsynced on this thread, never inside a commit of the server's thread. PASSIVE never
  * waits for the writer; a checkpoint it could not finish is completed by the next.
  */
 export const CHECKPOINT_WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const Database = require(workerData.driver);
+const { parentPort, workerData } = process.getBuiltinModule("node:worker_threads");
+const { createRequire } = process.getBuiltinModule("node:module");
+const Database = createRequire(workerData.driver)(workerData.driver);
 const db = new Database(workerData.path, { timeout: 0, fileMustExist: true });
 function checkpoint() {
   const started = performance.now();

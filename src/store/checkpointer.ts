@@ -16,6 +16,8 @@ export interface CheckpointerOptions {
   onCheckpoint?: (durationMs: number) => void;
   /** Told when a checkpoint failed (a full disk, say); the next one tries again. */
   onError?: (message: string) => void;
+  /** Told when the worker stopped without being closed: no checkpoint runs from then on. */
+  onLost?: () => void;
 }
 
 /**
@@ -27,8 +29,10 @@ export interface CheckpointerOptions {
 export class Checkpointer {
   readonly #worker: Worker;
   #closed: Promise<void> | null = null;
+  /** Settles when the worker is gone (closed, or ended by an error). */
+  readonly #exited: Promise<void>;
 
-  constructor({ path, intervalMs = CHECKPOINT_INTERVAL_MS, onCheckpoint, onError }: CheckpointerOptions) {
+  constructor({ path, intervalMs = CHECKPOINT_INTERVAL_MS, onCheckpoint, onError, onLost }: CheckpointerOptions) {
     const data: CheckpointWorkerData = {
       path,
       driver: createRequire(import.meta.url).resolve("better-sqlite3"),
@@ -42,6 +46,12 @@ export class Checkpointer {
       else if (report.kind === "error") onError?.(report.message);
     });
     this.#worker.on("error", (err) => onError?.(err.message));
+    this.#exited = new Promise((resolve) =>
+      this.#worker.once("exit", () => {
+        if (!this.#closed) onLost?.();
+        resolve();
+      }),
+    );
   }
 
   /** Asks for a checkpoint now (it runs on the worker, after the one in progress if any). */
@@ -51,15 +61,15 @@ export class Checkpointer {
 
   /** Closes the worker's connection and stops it; resolves once it is gone. */
   close(): Promise<void> {
-    this.#closed ??= new Promise<void>((resolve) => {
-      const done = () => resolve();
+    this.#closed ??= (async () => {
       // Held until it is gone: a close is awaited even when nothing else keeps the process up.
       this.#worker.ref();
-      this.#worker.once("exit", done);
       this.#worker.postMessage("close");
       // A worker that does not close in time is stopped.
-      setTimeout(() => void this.#worker.terminate().then(done, done), 2000).unref();
-    });
+      const late = setTimeout(() => void this.#worker.terminate().catch(() => {}), 2000);
+      await this.#exited;
+      clearTimeout(late);
+    })();
     return this.#closed;
   }
 }

@@ -203,6 +203,11 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
     intervalMs: checkpointIntervalMs,
     onCheckpoint,
     onError: onCheckpointError,
+    onLost: () => {
+      // Without the worker the WAL would only grow: SQLite checkpoints inside commits again.
+      if (db.open) db.pragma("wal_autocheckpoint = 10000");
+      onCheckpointError?.("the checkpoint worker stopped; checkpoints run inside commits again");
+    },
   });
   return {
     ...store,

@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { Checkpointer } from "../../src/store/checkpointer.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
@@ -66,6 +67,23 @@ describe("WAL checkpoints run on a worker thread, not inside commits", () => {
     plain.close();
     store = openSqliteStore({ path });
     expect(await store.events.lastSeq("run_c")).toBe(50);
+  });
+
+  it("a worker that cannot run is reported lost (the store then checkpoints inside commits again)", async () => {
+    dir = tempDir("checkpoint-");
+    const errors: string[] = [];
+    let reportLost!: () => void;
+    const lost = new Promise<void>((resolve) => {
+      reportLost = resolve;
+    });
+    const checkpointer = new Checkpointer({
+      path: join(dir.path, "missing", "agent.db"),
+      onError: (message) => errors.push(message),
+      onLost: () => reportLost(),
+    });
+    await lost;
+    await checkpointer.close();
+    expect(errors.join(" ")).toMatch(/unable to open|directory does not exist|no such file/i);
   });
 
   it("a second store on the same file in this process is refused while the first is open", async () => {
