@@ -76,10 +76,26 @@ export async function decideApproval(
 ): Promise<ToolCallRecord> {
   const { runId, toolCallId, decision } = params;
   const live = deps.registry.get(runId);
+  // Executed by another instance: the decision goes to the ledger, and that instance is woken
+  // to act on it (a run without one finds it there when it is resumed).
+  const toLedger = async () => {
+    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    if (pending?.state !== "awaiting_approval") return;
+    const at = new Date().toISOString();
+    try {
+      await deps.store.commitRequest(runId, [
+        { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
+      ]);
+    } catch (err) {
+      if (!isConflict(err, "decided")) throw err;
+    }
+  };
   const resolve = async (run: LiveRun) => {
     try {
       await resolveApproval(run, { toolCallId, decision, reason: params.reason ?? null });
     } catch (err) {
+      // Taken over by another instance before this one noticed: the decision is that instance's.
+      if (isConflict(err, "fenced") && deps.accepting()) return toLedger();
       if (!isConflict(err, "decided")) throw err;
     }
   };
@@ -91,20 +107,9 @@ export async function decideApproval(
     // where the run finds it.
     const pending = await deps.store.toolCalls.get(runId, toolCallId);
     if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
-  } else if (!live && deps.accepting()) {
-    // Executed by another instance: the decision goes to the ledger, and that instance is woken
-    // to act on it (a run without one finds it there when it is resumed).
-    const pending = await deps.store.toolCalls.get(runId, toolCallId);
-    if (pending?.state === "awaiting_approval") {
-      const at = new Date().toISOString();
-      try {
-        await deps.store.commitRequest(runId, [
-          { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
-        ]);
-      } catch (err) {
-        if (!isConflict(err, "decided")) throw err;
-      }
-    }
+  } else if ((!live || live.stopped) && deps.accepting()) {
+    // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
+    await toLedger();
   }
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);

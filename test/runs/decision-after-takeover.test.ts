@@ -1,0 +1,46 @@
+import { afterEach, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+it("a decision posted to an instance whose run was taken over before it noticed goes to the ledger, for the new owner", async () => {
+  server = await startTestServer({ backend: "postgres" });
+  const current = server;
+  current.upstream.enqueue({
+    toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
+  });
+  const session = (await current.request("POST", "/sessions", { body: {} })).body;
+  const run = (await current.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write" } })).body;
+  await until(
+    async () => (await current.request("GET", `/runs/${run.id}`)).body.status,
+    (status) => status === "awaiting_approval",
+    "the approval request",
+  );
+  // Another instance takes the run over; this one has not renewed (nor noticed) yet.
+  const [claimed] = await current.ctx.store.leases.claim({
+    owner: "inst-other",
+    ttlMs: 60_000,
+    limit: 10,
+    scope: "all",
+  });
+  expect(claimed?.record.id).toBe(run.id);
+
+  const decided = await current.request("POST", `/runs/${run.id}/approvals/call_w`, {
+    body: { decision: "approve", reason: "ok" },
+  });
+  expect(decided.status).toBe(200);
+  expect(decided.body).toMatchObject({ toolCallId: "call_w", decisionReason: "ok" });
+  // In the ledger, where the instance that holds the run now finds it.
+  expect((await current.ctx.store.toolCalls.get(run.id, "call_w"))?.decision).toBe("approve");
+  // Nothing of the run is executed here any more.
+  await until(
+    () => current.ctx.manager.executes(run.id),
+    (executes) => !executes,
+    "the run to be given up here",
+  );
+});
