@@ -47,13 +47,19 @@ export async function cancelRun(
   }
   if (firing || !live || live.stopped) {
     const recorded = live && !live.stopped ? live.recorder : null;
+    const request = async () => {
+      await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
+      // A queued run that started meanwhile may be registered here by now.
+      deps.registry.get(runId)?.cancel(by);
+    };
     try {
-      if (recorded) await recorded.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
-      else {
-        await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
-        // A queued run that started meanwhile may be registered here by now.
-        deps.registry.get(runId)?.cancel(by);
-      }
+      if (recorded) {
+        await recorded
+          .write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }))
+          // Stopped meanwhile while accepting: taken over by another instance (this run's writes
+          // were fenced), for which the request is stored.
+          .catch((err) => (live?.stopped && deps.accepting() ? request() : Promise.reject(err)));
+      } else await request();
     } catch {
       // The signal has fired: the run still ends aborted; only the status could not be shown.
     }
