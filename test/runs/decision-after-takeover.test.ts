@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from "vitest";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -9,16 +10,7 @@ afterEach(async () => {
 });
 
 async function takenOverWhileAwaitingApproval(current: TestServer): Promise<string> {
-  current.upstream.enqueue({
-    toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
-  });
-  const session = (await current.request("POST", "/sessions", { body: {} })).body;
-  const run = (await current.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write" } })).body;
-  await until(
-    async () => (await current.request("GET", `/runs/${run.id}`)).body.status,
-    (status) => status === "awaiting_approval",
-    "the approval request",
-  );
+  const { runId } = await runAwaitingApproval(current);
   // Another instance takes the run over; this one has not renewed (nor noticed) yet.
   const [claimed] = await current.ctx.store.leases.claim({
     owner: "inst-other",
@@ -26,8 +18,8 @@ async function takenOverWhileAwaitingApproval(current: TestServer): Promise<stri
     limit: 10,
     scope: "all",
   });
-  expect(claimed?.record.id).toBe(run.id);
-  return run.id;
+  expect(claimed?.record.id).toBe(runId);
+  return runId;
 }
 
 it("a decision posted to an instance whose run was taken over before it noticed goes to the ledger, for the new owner", async () => {

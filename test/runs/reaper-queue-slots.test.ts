@@ -1,7 +1,8 @@
 import { afterEach, expect, it } from "vitest";
 import { newRunRecord } from "../../src/runs/admission.js";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -13,18 +14,8 @@ it("the reaper starts a queue left by a lost instance only within MAX_CONCURRENT
   server = await startTestServer({ backend: "postgres", env: { MAX_CONCURRENT_RUNS: "1" } });
   const current = server;
   const { store, manager } = current.ctx;
-  current.upstream.enqueue(
-    { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
-    { text: "written" },
-    { text: "the queued run's answer" },
-  );
-  const busy = (await current.request("POST", "/sessions", { body: {} })).body;
-  const run = (await current.request("POST", `/sessions/${busy.id}/runs`, { body: { input: "write" } })).body;
-  await until(
-    async () => (await current.request("GET", `/runs/${run.id}`)).body.status,
-    (status) => status === "awaiting_approval",
-    "the approval request",
-  );
+  const run = { id: (await runAwaitingApproval(current)).runId };
+  current.upstream.enqueue({ text: "written" }, { text: "the queued run's answer" });
   // A run queued in another session whose run ahead ended on an instance lost before it started it.
   const idle = (await current.request("POST", "/sessions", { body: {} })).body;
   const queued = newRunRecord(

@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from "vitest";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -23,16 +24,7 @@ it("renewals that never answer (a partitioned database) stop the runs once their
     }),
   });
   const current = server;
-  current.upstream.enqueue({
-    toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
-  });
-  const session = (await current.request("POST", "/sessions", { body: {} })).body;
-  const run = (await current.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write" } })).body;
-  await until(
-    async () => (await current.request("GET", `/runs/${run.id}`)).body.status,
-    (status) => status === "awaiting_approval",
-    "the approval request",
-  );
+  const run = { id: (await runAwaitingApproval(current)).runId };
   hang = true;
   const live = current.ctx.manager;
   expect(live.executes(run.id)).toBe(true);
