@@ -47,13 +47,19 @@ export async function cancelRun(
   }
   if (firing || !live || live.stopped) {
     const recorded = live && !live.stopped ? live.recorder : null;
+    const request = async () => {
+      await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
+      // A queued run that started meanwhile may be registered here by now.
+      deps.registry.get(runId)?.cancel(by);
+    };
     try {
-      if (recorded) await recorded.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
-      else {
-        await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
-        // A queued run that started meanwhile may be registered here by now.
-        deps.registry.get(runId)?.cancel(by);
-      }
+      if (recorded) {
+        await recorded
+          .write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }))
+          // Stopped meanwhile while accepting: taken over by another instance (this run's writes
+          // were fenced), for which the request is stored.
+          .catch((err) => (live?.stopped && deps.accepting() ? request() : Promise.reject(err)));
+      } else await request();
     } catch {
       // The signal has fired: the run still ends aborted; only the status could not be shown.
     }
@@ -76,10 +82,26 @@ export async function decideApproval(
 ): Promise<ToolCallRecord> {
   const { runId, toolCallId, decision } = params;
   const live = deps.registry.get(runId);
+  // Executed by another instance: the decision goes to the ledger, and that instance is woken
+  // to act on it (a run without one finds it there when it is resumed).
+  const toLedger = async () => {
+    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    if (pending?.state !== "awaiting_approval") return;
+    const at = new Date().toISOString();
+    try {
+      await deps.store.commitRequest(runId, [
+        { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
+      ]);
+    } catch (err) {
+      if (!isConflict(err, "decided")) throw err;
+    }
+  };
   const resolve = async (run: LiveRun) => {
     try {
       await resolveApproval(run, { toolCallId, decision, reason: params.reason ?? null });
     } catch (err) {
+      // Taken over by another instance before this one noticed: the decision is that instance's.
+      if (isConflict(err, "fenced") && deps.accepting()) return toLedger();
       if (!isConflict(err, "decided")) throw err;
     }
   };
@@ -91,20 +113,9 @@ export async function decideApproval(
     // where the run finds it.
     const pending = await deps.store.toolCalls.get(runId, toolCallId);
     if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
-  } else if (!live && deps.accepting()) {
-    // Executed by another instance: the decision goes to the ledger, and that instance is woken
-    // to act on it (a run without one finds it there when it is resumed).
-    const pending = await deps.store.toolCalls.get(runId, toolCallId);
-    if (pending?.state === "awaiting_approval") {
-      const at = new Date().toISOString();
-      try {
-        await deps.store.commitRequest(runId, [
-          { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
-        ]);
-      } catch (err) {
-        if (!isConflict(err, "decided")) throw err;
-      }
-    }
+  } else if ((!live || live.stopped) && deps.accepting()) {
+    // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
+    await toLedger();
   }
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);

@@ -105,10 +105,11 @@ export class LiveRun {
 
   /**
    * Sealed: nothing more is written, approvals stop waiting, the signal stops what runs (a
-   * tool's process group is killed). `reason` is the signal's.
+   * tool's process group is killed). `reason` is the signal's. A run `ending` is stopped too
+   * (its lease is lost: its end is no longer this process's to store).
    */
   stop(reason = "the server is shutting down"): void {
-    if (this.phase.name === "stopped" || this.phase.name === "ending") return;
+    if (this.phase.name === "stopped") return;
     this.phase = { name: "stopped" };
     this.stoppedBecause = reason;
     this.recorder.seal();

@@ -43,7 +43,7 @@ export class RunOwnership {
   async recoverAtStart(): Promise<RecoveryReport> {
     const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
     const report = await this.#claim(scope, this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER);
-    await settleQueues(this.deps, report);
+    await settleQueues(this.deps, report, this.deps.store.shared ? this.deps.freeSlots : undefined);
     if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
       this.deps.logger.info(report, "settled runs left by a previous process");
     return report;
@@ -65,10 +65,27 @@ export class RunOwnership {
     this.#timers = [];
   }
 
-  /** One renewal of every lease held here; runs whose lease is gone are stopped. */
+  /**
+   * One renewal of every lease held here; runs whose lease is gone are stopped, and so are
+   * runs not renewed in time (a renewal that fails, or that has not answered yet).
+   */
   async renew(): Promise<void> {
     const { store, instance, logger } = this.deps;
     const sentAt = Date.now();
+    const stale = (err?: unknown) => {
+      const late = this.deps
+        .liveRuns()
+        .filter(
+          (run) =>
+            run.recorder.lease !== null &&
+            !run.stopped &&
+            Date.now() - Math.max(this.#renewedAt, run.heldSince) >= instance.leaseMs * SELF_EXPIRY,
+        );
+      if (late.length) logger.error({ err, runs: late.map((r) => r.id) }, "leases could not be renewed in time");
+      for (const run of late) run.stop(LEASE_LOST);
+    };
+    // The renewals sent before may still be waiting for an answer.
+    stale();
     const live = this.deps.liveRuns().filter((run) => run.recorder.lease !== null);
     if (!live.length) {
       this.#renewedAt = sentAt;
@@ -82,14 +99,10 @@ export class RunOwnership {
         runIds: live.map((run) => run.id),
       });
       held = new Set(leases.map((lease) => `${lease.runId}:${lease.epoch}`));
-      this.#renewedAt = sentAt;
+      this.#renewedAt = Math.max(this.#renewedAt, sentAt);
     } catch (err) {
-      const stale = live.filter(
-        (run) => Date.now() - Math.max(this.#renewedAt, run.heldSince) >= instance.leaseMs * SELF_EXPIRY,
-      );
-      if (stale.length) logger.error({ err, runs: stale.map((r) => r.id) }, "leases could not be renewed in time");
-      else logger.warn({ err }, "leases could not be renewed; trying again");
-      for (const run of stale) run.stop(LEASE_LOST);
+      logger.warn({ err }, "leases could not be renewed; trying again");
+      stale(err);
       return;
     }
     for (const run of live) {
@@ -121,7 +134,7 @@ export class RunOwnership {
         report.interruptedToolCalls += pass.interruptedToolCalls;
       } while (this.#again);
       // Queues whose run ahead ended on an instance that was lost before it started the next.
-      await settleQueues(this.deps, report).catch((err) =>
+      await settleQueues(this.deps, report, this.deps.freeSlots).catch((err) =>
         this.deps.logger.warn({ err }, "the reaper could not move the queues on; trying again"),
       );
       if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)

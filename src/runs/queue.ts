@@ -1,11 +1,13 @@
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
 import { isConflict } from "../store/errors.js";
+import { runView } from "../store/runs.js";
 import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
 import { runLike } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
+import { planOfRun } from "./run-plan.js";
 import { abortedDetail } from "./stop-details.js";
 
 export interface QueueDeps {
@@ -76,6 +78,29 @@ export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: st
   }
 }
 
+/** The id of the run a left input is queued as (see queueLeftInput): its steering request finds it. */
+export const runOfInput = (inputId: string): string => `run_${inputId.slice(inputId.indexOf("_") + 1)}`;
+
+/**
+ * Starts the run of a steer that found no run to take its input: `start` (with `inputId`, the
+ * input its run ended without, which the insert takes). When a pass moving the queues on
+ * queued that input first (see queueLeftInput), the request's run is that one.
+ */
+export async function startOfInput<T extends { run: RunView; created: boolean }>(
+  { inputId }: { to: string; inputId?: string },
+  start: (takesInput: string | undefined) => Promise<T>,
+  store: Store,
+): Promise<T | { run: RunView; created: boolean }> {
+  try {
+    return await start(inputId);
+  } catch (err) {
+    if (inputId === undefined || !isConflict(err, "input_taken")) throw err;
+    const made = await store.runs.get(runOfInput(inputId));
+    if (!made) throw err;
+    return { run: runView(made, await planOfRun(store, made)), created: true };
+  }
+}
+
 /**
  * Queues the input of a run that ended before taking it (left by a process that stopped
  * waiting for it) as a new run of its session, with that run's settings. The input is
@@ -84,7 +109,7 @@ export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: st
 export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<RunRecord | null> {
   const from = await deps.store.runs.get(input.runId);
   if (!from) return null;
-  const record = runLike(from, input.content);
+  const record = { ...runLike(from, input.content), id: runOfInput(input.id) };
   const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
   try {
     deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));

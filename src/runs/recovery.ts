@@ -91,15 +91,22 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
 /**
  * Moves the queues on where nobody did (the process that ended a run ahead was lost, or
  * stopped): steered input left on ended runs is queued as new runs, and each session with
- * queued runs and no active run starts its oldest here. Starting is the store's to decide,
+ * queued runs and no active run starts its oldest here, while `freeSlots` leaves room (a
+ * shared database; over SQLite nobody else would start them). Starting is the store's to decide,
  * so instances doing this at once start each run once.
  */
-export async function settleQueues(deps: RecoveryDeps, report: RecoveryReport): Promise<void> {
+export async function settleQueues(
+  deps: RecoveryDeps,
+  report: RecoveryReport,
+  freeSlots: () => number = () => Number.MAX_SAFE_INTEGER,
+): Promise<void> {
   const { store, hub, manager } = deps;
   for (const input of await store.inputs.orphaned()) {
     if (await queueLeftInput({ store, hub }, input)) report.requeuedInputs++;
   }
   for (const sessionId of await store.runs.queuedSessions()) {
+    // No room here: the queue is left for a peer with room, or for a later pass.
+    if (freeSlots() <= 0) break;
     const started = await manager.startQueued(sessionId);
     if (started) report.started.push(started.id);
   }

@@ -11,7 +11,7 @@ import { HistoryTail } from "./history-tail.js";
 import { interruptActive } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
-import { startQueuedRun } from "./queue.js";
+import { startOfInput, startQueuedRun } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
@@ -95,7 +95,7 @@ export class RunManager {
       case "steer": {
         const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
         if (steered.to === "taken") return { run: steered.run, created: false, steered: true };
-        return this.#enqueue(steered.to === "ended" ? { ...params, takesInput: steered.inputId } : params);
+        return startOfInput(steered, (t) => this.#enqueue({ ...params, takesInput: t }), this.deps.store);
       }
     }
   }
