@@ -43,3 +43,27 @@ export async function interruptActive(deps: ControlDeps, sessionId: string): Pro
     await sleep(POLL_MS);
   }
 }
+
+/** How long an interrupting start holds the session's queue at most: its wait, and a margin. */
+const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
+
+/**
+ * `ifBusy: "interrupt"`: the session's queue is held (see Store.runs.holdQueue) from before the
+ * active run is cancelled until `start` has inserted the new run, so the run that ends does not
+ * start a queued run in its place, whichever instance executes it; then the queue is released
+ * and moved on (it starts nothing while the new run is active, and goes on if it did not start).
+ */
+export async function interruptAndStart<T>(
+  deps: ControlDeps,
+  { sessionId, start, startQueue }: { sessionId: string; start: () => Promise<T>; startQueue: () => void },
+): Promise<T> {
+  await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
+  try {
+    await interruptActive(deps, sessionId);
+    return await start();
+  } finally {
+    // A release that fails leaves the hold to expire by itself.
+    await deps.store.runs.holdQueue(sessionId, null).catch(() => {});
+    startQueue();
+  }
+}

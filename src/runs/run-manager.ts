@@ -8,7 +8,7 @@ import { admitRun, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { HistoryTail } from "./history-tail.js";
-import { interruptActive } from "./interrupt.js";
+import { interruptAndStart } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { startOfInput, startQueuedRun } from "./queue.js";
@@ -82,16 +82,12 @@ export class RunManager {
         return this.#startNow(params);
       case "enqueue":
         return this.#enqueue(params);
-      case "interrupt": {
-        await interruptActive(this.#controlDeps(), params.session.id);
-        try {
-          return await this.#startNow(params);
-        } catch (err) {
-          // The interrupted run left the queue to this run, which did not start: the queue goes on.
-          this.#startNext(params.session.id);
-          throw err;
-        }
-      }
+      case "interrupt":
+        return interruptAndStart(this.#controlDeps(), {
+          sessionId: params.session.id,
+          start: () => this.#startNow(params),
+          startQueue: () => this.#startNext(params.session.id),
+        });
       case "steer": {
         const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
         if (steered.to === "taken") return { run: steered.run, created: false, steered: true };

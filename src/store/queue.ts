@@ -41,6 +41,13 @@ export function queueStore(db: Db) {
   );
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
+  const hold = db.prepare(
+    "UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE " +
+      "(julianday('now') - 2440587.5) * 86400000.0 + @ms END WHERE id = @id",
+  );
+  const held = db.prepare(
+    "SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > (julianday('now') - 2440587.5) * 86400000.0",
+  );
   const addInput = db.prepare(
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at
@@ -64,6 +71,14 @@ export function queueStore(db: Db) {
     },
     sessions(): string[] {
       return (sessions.all() as { session_id: string }[]).map((r) => r.session_id);
+    },
+    /** Holds the session's queue for `ms` from now, or releases it (null). */
+    hold(sessionId: string, ms: number | null): void {
+      hold.run({ id: sessionId, ms });
+    },
+    /** Whether the session's queue is held now. */
+    held(sessionId: string): boolean {
+      return held.get(sessionId) !== undefined;
     },
     /** Marks a queued run running; false when it is not queued (any more). */
     start(runId: string): boolean {

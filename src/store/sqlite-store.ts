@@ -95,10 +95,11 @@ export function createSqliteStore(db: Db): Store {
       list: (query) => read(() => tables.runs.list(query)),
       queued: (sessionId) => read(() => tables.queue.queued(sessionId)),
       queuedSessions: () => read(() => tables.queue.sessions()),
+      holdQueue: (sessionId, forMs) => write(() => tables.queue.hold(sessionId, forMs)),
       startQueued: (sessionId, at, terms) =>
         write(() => {
           const next = tables.queue.oldest(sessionId);
-          if (!next || tables.runs.active(sessionId)) return null;
+          if (!next || tables.runs.active(sessionId) || tables.queue.held(sessionId)) return null;
           tables.queue.start(next.id);
           const lease = tables.leases.takeOver(next.id, terms);
           const events = [startedEvent(next.id, tables.events.lastSeq(next.id) + 1, at)];

@@ -82,10 +82,16 @@ export interface Store {
     /**
      * Starts the session's oldest queued run: in one transaction its status becomes `running`
      * and its `run.started` event (at `at`) is written with the deliveries it causes. Null when
-     * the session has no queued run, or has an active run (the one-active rule refuses it).
+     * the session has no queued run, has an active run (the one-active rule refuses it), or its
+     * queue is held (see holdQueue).
      * `lease`: the starting instance holds the run from then on (see `leases`); its epoch is
      * the one returned.
      */
+    /**
+     * Holds the session's queue for `forMs` from now (null: releases it): while held, startQueued
+     * starts none of its runs. A hold that is not released ends by itself.
+     */
+    holdQueue(sessionId: string, forMs: number | null): Promise<void>;
     startQueued(
       sessionId: string,
       at: string,

@@ -172,6 +172,35 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     expect(countLines(first.sessionId)).toBe(0);
   });
 
+  it("an interrupting start on B with a run queued behind A's: the new run starts first, the queued one after it", async () => {
+    const a = await instance("a");
+    const b = await instance("b");
+    upstream.enqueue({
+      toolCalls: [{ id: "call_q", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
+    });
+    const first = await startRun(a, { approval: { tools: { shell: "ask" } } });
+    await waitFor(
+      "the approval request",
+      async () => ((await api(a.url, "GET", `/runs/${first.runId}/approvals`)).body?.items?.length ? true : null),
+      10_000,
+    );
+    const queued = await api(a.url, "POST", `/sessions/${first.sessionId}/runs`, { input: "later", ifBusy: "enqueue" });
+    expect(queued.body.status).toBe("queued");
+    upstream.enqueue({ text: "the interrupting run's answer" }, { text: "the queued run's answer" });
+    const second = await api(b.url, "POST", `/sessions/${first.sessionId}/runs`, { input: "now", ifBusy: "interrupt" });
+    expect(second.status).toBe(201);
+    const interrupting = await finished(b, { sessionId: first.sessionId, runId: second.body.id }, 15_000);
+    const later = await finished(b, { sessionId: first.sessionId, runId: queued.body.id }, 15_000);
+    expect(interrupting.view.stopReason).toBe("complete");
+    expect(later.view.stopReason).toBe("complete");
+    // In that order: the interrupting run ran before the one that was queued.
+    expect(Date.parse(later.view.createdAt)).toBeLessThan(Date.parse(interrupting.view.createdAt));
+    const startedAt = (events: { event: string; json: { at: string } }[]) =>
+      Date.parse(events.find((e) => e.event === "run.started")?.json.at ?? "");
+    expect(startedAt(interrupting.events)).toBeLessThan(startedAt(later.events));
+    expect((await api(b.url, "GET", `/runs/${first.runId}`)).body.stopReason).toBe("aborted");
+  });
+
   it("an owner paused past its lease (SIGSTOP) has its writes refused after SIGCONT and runs nothing twice", async () => {
     const lease = { RUN_LEASE_MS: "1200" };
     const a = await instance("a", lease);

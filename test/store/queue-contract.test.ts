@@ -95,6 +95,21 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect(await store.runs.queuedSessions()).not.toContain(sessionId);
   });
 
+  it("a held queue starts nothing until it is released, or until its hold runs out", async () => {
+    const sessionId = await session();
+    const queued = await run(sessionId, "queued");
+    await store.runs.holdQueue(sessionId, 60_000);
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await store.runs.holdQueue(sessionId, null);
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(queued);
+    await store.commitRun(queued, [finishChange()], []);
+    const next = await run(sessionId, "queued");
+    await store.runs.holdQueue(sessionId, 50);
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(next);
+  });
+
   it("a finish `from: queued` ends a queued run, and is refused (run_not_live) once the run has started", async () => {
     const sessionId = await session();
     const cancelled = await run(sessionId, "queued");

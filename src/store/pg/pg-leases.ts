@@ -8,7 +8,7 @@ import { RELEASED_CHANNEL } from "./pg-listener.js";
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
 
 /** Now in ms since the epoch on the database's clock (not the transaction's start). */
-const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::float8";
+export const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::float8";
 
 /** The statement that makes `terms.owner` the first holder (epoch 1) of a run inserted in the same batch. */
 export function takeLeaseStatement(runId: string, terms: LeaseTerms): Statement {

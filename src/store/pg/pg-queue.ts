@@ -4,7 +4,7 @@ import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
 import { eventRows } from "./pg-changes.js";
-import { takeOverStatement } from "./pg-leases.js";
+import { NOW_MS, takeOverStatement } from "./pg-leases.js";
 import { deliveryStatements } from "./pg-webhooks.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
@@ -14,7 +14,10 @@ type Write = (statements: Statement[]) => Promise<{ rowCount: number | null; row
 const START_ATTEMPTS = 8;
 
 /** A session's queue of runs over PostgreSQL: each start is one batch, its status change conditional. */
-export function pgQueue(rows: Rows, write: Write): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued"> {
+export function pgQueue(
+  rows: Rows,
+  write: Write,
+): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued" | "holdQueue"> {
   return {
     queued: async (sessionId) =>
       (
@@ -29,6 +32,15 @@ export function pgQueue(rows: Rows, write: Write): Pick<Store["runs"], "queued" 
           "SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id",
         )
       ).map((r) => r.session_id),
+    holdQueue: async (sessionId, forMs) => {
+      await write([
+        {
+          text: `UPDATE sessions SET queue_held_until = CASE WHEN $2::float8 IS NULL THEN NULL ELSE ${NOW_MS} + $2::float8 END
+                 WHERE id = $1`,
+          values: [sessionId, forMs],
+        },
+      ]);
+    },
     startQueued: async (sessionId, at, terms) => {
       for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
         const [row] = await rows<RunRow & Record<string, unknown>>(
@@ -43,7 +55,13 @@ export function pgQueue(rows: Rows, write: Write): Pick<Store["runs"], "queued" 
         const events = [startedEvent(run.id, (last?.seq ?? 0) + 1, at)];
         const { stored, statement } = eventRows(events);
         try {
-          const [, taken] = await write([
+          const [, , taken] = await write([
+            {
+              // A held queue waits like a busy one (see holdQueue).
+              text: `SELECT 1 FROM sessions WHERE id = $1 AND (queue_held_until IS NULL OR queue_held_until <= ${NOW_MS})`,
+              values: [sessionId],
+              orRefuse: () => new StoreConflictError("active_run", `the queue of session ${sessionId} is held`),
+            },
             {
               text: "UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'queued'",
               values: [run.id],
