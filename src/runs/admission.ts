@@ -127,7 +127,7 @@ export async function admitRun(
   const perKey = deps.maxRunsPerKey ?? 0;
   // Counted by the database, with the runs every instance executes.
   const ownerLimit = perKey > 0 && session.owner !== null ? { owner: session.owner, max: perKey } : undefined;
-  const slot = queued ? { release: () => {} } : registry.reserve(session.owner);
+  const slot = queued ? { release: () => {} } : registry.reserve();
   const record = newRunRecord(params, { status: queued ? "queued" : "running", defaultWebhook: deps.defaultWebhook });
   let events: StoredEvent[];
   try {

@@ -7,11 +7,11 @@ import type { LiveRun } from "./live-run.js";
  */
 export class LiveRuns {
   readonly #runs = new Map<string, LiveRun>();
-  /** Slots taken by admissions still writing their run, by owner (null: no key). */
-  readonly #reserved: (string | null)[] = [];
+  /** Slots taken by admissions still writing their run. */
+  #reserved = 0;
 
   get size(): number {
-    return this.#runs.size + this.#reserved.length;
+    return this.#runs.size + this.#reserved;
   }
 
   get(runId: string): LiveRun | undefined {
@@ -23,14 +23,14 @@ export class LiveRuns {
   }
 
   /** Takes a slot at once (before any await), so concurrent admissions respect the limits. */
-  reserve(owner: string | null): { release: () => void } {
-    this.#reserved.push(owner);
+  reserve(): { release: () => void } {
+    this.#reserved++;
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        this.#reserved.splice(this.#reserved.indexOf(owner), 1);
+        this.#reserved--;
       },
     };
   }

@@ -36,7 +36,7 @@ export interface ClaimedRun {
 export const CLAIMABLE_STATUS = "status NOT IN ('finished', 'queued')";
 
 /** Now in ms since the epoch, in SQLite. */
-const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
+export const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
 
 export function leaseStore(db: Db) {
   const take = db.prepare(

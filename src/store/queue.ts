@@ -1,5 +1,6 @@
 import type { RunEvent } from "../domain/run-events.js";
 import type { Db } from "./database.js";
+import { NOW_MS } from "./leases.js";
 import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
 
 /** Input steered into an active run, stored until the run takes it as a user message. */
@@ -42,12 +43,9 @@ export function queueStore(db: Db) {
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
   const hold = db.prepare(
-    "UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE " +
-      "(julianday('now') - 2440587.5) * 86400000.0 + @ms END WHERE id = @id",
+    `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END WHERE id = @id`,
   );
-  const held = db.prepare(
-    "SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > (julianday('now') - 2440587.5) * 86400000.0",
-  );
+  const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
   const addInput = db.prepare(
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at

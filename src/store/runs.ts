@@ -181,7 +181,7 @@ export function runStore(db: Db) {
     unfinishedOf(owner: string): number {
       return unfinishedOf.get(owner) as number;
     },
-    /** Every active run: at start these are the runs the previous process left live. */
+    /** Every active run (unfinished, not queued), oldest first. */
     live(): RunRecord[] {
       return (live.all() as RunRow[]).map(runFromRow);
     },

@@ -71,7 +71,7 @@ export interface Store {
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
     active(sessionId: string): Promise<RunRecord | null>;
-    /** Every active run: at start these are the runs the previous process left live. */
+    /** Every active run (unfinished, not queued), oldest first. */
     unfinished(): Promise<RunRecord[]>;
     /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */
     cancelRequested(ids: readonly string[]): Promise<string[]>;
