@@ -16,6 +16,7 @@ describe("migrations per dialect", () => {
   beforeAll(async () => {
     database = await createTestPgDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on("error", () => {});
   });
   afterAll(async () => {
     await pool?.end();
@@ -60,7 +61,12 @@ describe("migrations per dialect", () => {
     const reset = new pg.Pool({ connectionString: fresh.url, max: 1 });
     await reset.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
     await reset.end();
-    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: fresh.url, max: 2 }));
+    const pools = Array.from({ length: 3 }, () => {
+      const each = new pg.Pool({ connectionString: fresh.url, max: 2 });
+      // A connection still closing when the database is dropped (WITH FORCE) is terminated: expected.
+      each.on("error", () => {});
+      return each;
+    });
     try {
       const ran = await Promise.all(pools.map((p) => runPgMigrations(p)));
       expect(ran.flat().sort()).toEqual(migrationFiles(migrationsDir("postgres")).map((m) => m.file));
