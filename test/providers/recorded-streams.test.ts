@@ -199,7 +199,7 @@ describe("recorded provider streams", () => {
     }
   });
 
-  it("Gemini: calls without index and with empty ids get ids of their own; the thought signature is stored and sent back (constructed stream: no recording with empty ids is public)", async () => {
+  it("Gemini: calls without index and with empty ids get ids of their own; the thought signature is stored and sent back (constructed stream: no public recording has two calls with empty ids)", async () => {
     const { s, run, messages } = await runOnce([recorded("constructed-gemini-indexless-calls.sse"), { text: "done" }], {
       model: "gemini-3-flash-preview",
     });
@@ -227,6 +227,41 @@ describe("recorded provider streams", () => {
     for (const request of s.upstream.requests) {
       for (const tool of request.body.tools) expect(tool.function.parameters).not.toHaveProperty("$schema");
     }
+  });
+
+  it("Gemini 2.5 Pro: text, then a call without index and with an empty id; the call gets an id of its own, its result and the next request use it", async () => {
+    const { s, run, messages } = await runOnce([
+      recorded("gemini-2.5-pro-empty-id-call-without-index.sse"),
+      { text: "done" },
+    ]);
+    expect(run).toMatchObject({ stopReason: "complete", error: null, stats: { modelCalls: 2 } });
+    const assistant = messages[1];
+    expect(assistant).toMatchObject({
+      role: "assistant",
+      content:
+        "Okay, I will help you refine your `README.md`. To do this effectively, I need to analyze the content of both your `README.md` and the core header file `include/argparse/argparse.hpp`.\n\nPlease provide the content of these two files. I'll start by reading them.",
+    });
+    expect(assistant.toolCalls).toHaveLength(1);
+    const [call] = assistant.toolCalls;
+    expect(call).toMatchObject({
+      name: "read_multiple_files",
+      input: '{"paths":["README.md","include/argparse/argparse.hpp"]}',
+    });
+    expect(call.id).toMatch(/^call_[0-9a-f]{32}$/);
+    // Gemini 2.5 signs nothing and sent no reasoning: no provider state to keep.
+    expect(assistant.metadata ?? {}).toEqual({});
+    // The tool is not one of the session's: its result is a failure value, answering the new id.
+    expect(messages[2]).toMatchObject({ role: "tool", toolCallId: call.id });
+    expect(messages[2].content).toMatch(/^unknown tool "read_multiple_files"/);
+
+    // The next request carries the call under its new id, and the result answers that id.
+    const back = sent(s, 1);
+    expect(back[1]).toMatchObject({
+      role: "assistant",
+      tool_calls: [{ id: call.id, type: "function", function: { name: call.name, arguments: call.input } }],
+    });
+    expect(back[1].tool_calls[0]).not.toHaveProperty("extra_content");
+    expect(back[2]).toMatchObject({ role: "tool", tool_call_id: call.id });
   });
 
   it("DeepSeek thinking mode: the reasoning of an assistant message with tool calls goes back as reasoning_content", async () => {
