@@ -11,10 +11,11 @@
 // Env: BENCH_CS ("100,200,300,500,700,1000"), BENCH_REPS, BENCH_TOKENS, BENCH_TOKEN_MS,
 //   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
 //   BENCH_SERVER_NODE_ARGS, BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another built checkout: its server
-//   is measured too, as "base", in the same alternation). Everything on 127.0.0.1.
+//   is measured too, as "base", in the same alternation), BENCH_BASE_ENV (extra env for that one:
+//   the same checkout with another setting, e.g. "SQLITE_GROUP_COMMIT_MS=0"). Everything on 127.0.0.1.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
+import { createHarness, envInt, envPairs, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
 
 const CS = (process.env.BENCH_CS ?? "100,200,300,500,700,1000").split(",").map(Number);
 const REPS = envInt("BENCH_REPS", 3);
@@ -22,12 +23,7 @@ const TOKENS = envInt("BENCH_TOKENS", 200);
 const TOKEN_MS = envInt("BENCH_TOKEN_MS", 20);
 const P99_MS = envInt("BENCH_P99_MS", 50);
 const WAVES = envInt("BENCH_RUNS_PER_C", 2);
-const extraEnv = Object.fromEntries(
-  (process.env.BENCH_SERVER_ENV ?? "")
-    .split(/\s+/)
-    .filter(Boolean)
-    .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
-);
+const extraEnv = envPairs(process.env.BENCH_SERVER_ENV);
 
 const h = createHarness("bench-stream");
 const oursEntry = join(root, "dist/src/server.js");

@@ -51,10 +51,10 @@ const SHARED_ROOT_HINT =
  */
 export function openStoreOrExplain(
   path: string,
-  checkpoints: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError"> = {},
+  options: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError" | "groupCommitMs"> = {},
 ): Store {
   try {
-    return openSqliteStore({ path, ...checkpoints });
+    return openSqliteStore({ path, ...options });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;

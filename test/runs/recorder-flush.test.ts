@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
@@ -87,8 +87,8 @@ it("deltas that arrive while a write is in flight go out together in the next wr
   expect(published).toEqual([]);
   gated.release();
   await message;
-  await turnEnd();
-  await turnEnd();
+  // The next write waits for its group's commit (see GroupCommit), then publishes.
+  await vi.waitFor(() => expect(published).toEqual([1, 2]));
   const events = await store.events.after("run_1", 0);
   expect(events.map((e) => [e.seq, e.type])).toEqual([
     [1, "message"],
