@@ -10,7 +10,13 @@ import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 const at = () => new Date().toISOString();
-const delta = (runId: string, seq: number, text = "x"): RunEvent => ({ type: "text.delta", text, runId, seq, at: at() });
+const delta = (runId: string, seq: number, text = "x"): RunEvent => ({
+  type: "text.delta",
+  text,
+  runId,
+  seq,
+  at: at(),
+});
 
 describe("GroupCommit over a real SQLite file", () => {
   let dir: ReturnType<typeof tempDir>;
@@ -74,7 +80,11 @@ describe("GroupCommit over a real SQLite file", () => {
 
   it("when one write of a group throws, nothing of the group is kept and each write runs again alone: the others are stored once, the failing one rejects", async () => {
     db.prepare("INSERT INTO t (k) VALUES ('taken')").run();
-    const results = await Promise.allSettled([group.add(insert("a")), group.add(insert("taken")), group.add(insert("b"))]);
+    const results = await Promise.allSettled([
+      group.add(insert("a")),
+      group.add(insert("taken")),
+      group.add(insert("b")),
+    ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
     expect(keys()).toEqual(["taken", "a", "b"]);
