@@ -4,7 +4,8 @@
 // token p99 (upstream send -> client receive) passes BENCH_P99_MS (50). At each C, in
 // alternation, BENCH_REPS (3) times: the floor (a client reading the fake upstream
 // directly), the stack fixture (bench/stack-floor-server.mjs: the same libraries, deltas
-// forwarded at once, nothing stored) and our server. Medians over the repetitions; the
+// forwarded at once, nothing stored), the same fixture storing each delta before sending it
+// ("stored", FIXTURE_STORE_DELTAS=1: the floor for a server that keeps every event) and our server. Medians over the repetitions; the
 // server CPU per run is from /proc of the server child (10 ms ticks) over BENCH_RUNS_PER_C
 // (2) waves of C runs. A benchmark, not a test: it prints figures and a last summary line.
 //
@@ -42,9 +43,17 @@ const servers = {
     label: "stack",
     upstreamUrl: upstream.url,
   }),
+  // The same fixture storing every text delta before sending it (grouped as our store does):
+  // the floor for a server whose every event is stored.
+  stored: await h.startServer({
+    entry: join(root, "bench/stack-floor-server.mjs"),
+    label: "stored",
+    upstreamUrl: upstream.url,
+    env: { FIXTURE_STORE_DELTAS: "1" },
+  }),
   ...(await h.startOurs({ upstreamUrl: upstream.url, env: serverEnv, nodeArgs })),
 };
-const SUBJECTS = ["floor", "stack", ...(servers.base ? ["base"] : []), "ours"];
+const SUBJECTS = ["floor", "stack", "stored", ...(servers.base ? ["base"] : []), "ours"];
 console.log(
   `  upstream pid ${upstream.child.pid}, ${Object.entries(servers)
     .map(([name, s]) => `${name} pid ${s.child.pid}`)
@@ -96,8 +105,8 @@ for (const c of CS) {
   }
   table.push(row);
   console.log(
-    `== C=${c}: token p99 floor ${fmt(row.floor.p99)} / stack ${fmt(row.stack.p99)} / ours ${fmt(row.ours.p99)} ms; ` +
-      `CPU per run stack ${fmt(row.stack.cpuMsPerRun)} / ours ${fmt(row.ours.cpuMsPerRun)} ms (medians of ${REPS})` +
+    `== C=${c}: token p99 floor ${fmt(row.floor.p99)} / stack ${fmt(row.stack.p99)} / stored ${fmt(row.stored.p99)} / ours ${fmt(row.ours.p99)} ms; ` +
+      `CPU per run stack ${fmt(row.stack.cpuMsPerRun)} / stored ${fmt(row.stored.cpuMsPerRun)} / ours ${fmt(row.ours.cpuMsPerRun)} ms (medians of ${REPS})` +
       `${row.base ? `; base p99 ${fmt(row.base.p99)} ms, CPU per run ${fmt(row.base.cpuMsPerRun)} ms` : ""}\n`,
   );
   if ((!(row.ours.p99 <= P99_MS) || row.ours.errors > 0) && process.env.BENCH_ALL !== "1") break;
@@ -113,12 +122,15 @@ console.log(
     "p99",
     "ours p50",
     "p99",
+    "stored p99",
     "stack CPU/run",
+    "stored CPU/run",
     "ours CPU/run",
-    "ratio",
+    "ours/stack",
+    "ours/stored",
     "errors s/o",
   ]
-    .map((x) => x.padStart(14))
+    .map((x) => x.padStart(15))
     .join("")}`,
 );
 for (const r of table) {
@@ -130,12 +142,15 @@ for (const r of table) {
       fmt(r.stack.p99),
       fmt(r.ours.p50),
       fmt(r.ours.p99),
+      fmt(r.stored.p99),
       fmt(r.stack.cpuMsPerRun),
+      fmt(r.stored.cpuMsPerRun),
       fmt(r.ours.cpuMsPerRun),
       fmt(r.ours.cpuMsPerRun / r.stack.cpuMsPerRun, 2),
+      fmt(r.ours.cpuMsPerRun / r.stored.cpuMsPerRun, 2),
       `${r.stack.errors}/${r.ours.errors}`,
     ]
-      .map((x) => x.padStart(14))
+      .map((x) => x.padStart(15))
       .join("")}`,
   );
 }
@@ -157,6 +172,7 @@ console.log(
     `${over ? ` (C=${over.c}: p99 ${fmt(over.ours.p99)} ms, ${over.ours.errors} errors)` : " (the largest measured)"}; ` +
     `at C=${first.c} p99 ours ${fmt(first.ours.p99)} / stack ${fmt(first.stack.p99)} / floor ${fmt(first.floor.p99)} ms, ` +
     `CPU per run ours ${fmt(first.ours.cpuMsPerRun)} / stack ${fmt(first.stack.cpuMsPerRun)} ms (${fmt(first.ours.cpuMsPerRun / first.stack.cpuMsPerRun, 2)}x)` +
+    ` / stack storing deltas ${fmt(first.stored.cpuMsPerRun)} ms (${fmt(first.ours.cpuMsPerRun / first.stored.cpuMsPerRun, 2)}x)` +
     `${first.base ? `, base ${fmt(first.base.cpuMsPerRun)} ms (p99 ${fmt(first.base.p99)})` : ""}; load average ${machineLoad()}`,
 );
 h.cleanup();
