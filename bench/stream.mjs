@@ -13,7 +13,7 @@
 //   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
 //   BENCH_SERVER_NODE_ARGS, BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another built checkout: its server
 //   is measured too, as "base", in the same alternation), BENCH_BASE_ENV (extra env for that one:
-//   the same checkout with another setting, e.g. "SQLITE_GROUP_COMMIT_MS=0"). Everything on 127.0.0.1.
+//   the same checkout with another setting, e.g. "GROUP_COMMIT_MS=0"). Everything on 127.0.0.1.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createHarness, envInt, envPairs, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";

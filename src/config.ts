@@ -82,7 +82,7 @@ const EnvSchema = z.object({
    * SQLite: at most one transaction per this many ms for the commits of live runs (text
    * deltas, messages); commits made meanwhile share it (0: one per turn of the event loop).
    */
-  SQLITE_GROUP_COMMIT_MS: intSetting(2, { min: 0, max: 50 }),
+  GROUP_COMMIT_MS: intSetting(2, { min: 0, max: 50 }),
   WORKSPACE_ROOT: stringSetting("./workspaces"),
   AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
   LOG_LEVEL: z.preprocess(

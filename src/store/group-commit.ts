@@ -32,8 +32,8 @@ export interface GroupCommitOptions {
  * publishes anything. If the group fails (one of its writes throws, or the commit does),
  * nothing of it is kept and each write runs again alone: each settles as it would have
  * without grouping. A write's `work` must touch nothing but the database, since it may run
- * twice. `flush` commits the waiting group at once: the store calls it before any other read
- * or write, so every caller sees the writes in the order they were made.
+ * twice. `flush` commits the waiting group at once: the store calls it before any other
+ * write, so writes take effect in the order they were made.
  */
 export class GroupCommit {
   #pending: PendingWrite[] = [];

@@ -30,7 +30,8 @@ export interface SqliteStoreOptions {
  * The Store over one SQLite connection (better-sqlite3, synchronous). Each method does its
  * work at once and returns a settled promise, except `commitRun`, whose batches wait (at most
  * `groupCommitMs`) to share one transaction with other runs' (see GroupCommit); every other
- * call commits the waiting group first, so calls take effect in the order they were made. A
+ * write commits the waiting group first, so writes take effect in the order they were made,
+ * and a read sees what is committed (a batch once its promise settled). A
  * batch of changes is applied inside one synchronous `db.transaction()`, so no transaction is
  * ever held across an await.
  */
@@ -70,9 +71,8 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
     writeAlone,
     onCommitted: () => health.recordSuccess(),
   });
-  /** A read, after the waiting group: its errors translated, nothing recorded. */
+  /** A read of what is committed (not of a group still waiting): its errors translated, nothing recorded. */
   const read = <T>(fn: () => T): Promise<T> => {
-    group.flush();
     try {
       return Promise.resolve(fn());
     } catch (err) {
@@ -203,7 +203,11 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
     writeFailure: () => health.failure,
     // One process holds the file: there is nobody to hear from.
     notifications: null,
-    close: () => read(() => void db.close()),
+    close: () =>
+      read(() => {
+        group.flush();
+        db.close();
+      }),
   };
 }
 

@@ -120,11 +120,16 @@ describe("the SQLite store's commits of live runs, grouped", () => {
   });
   const lease = (runId: string, epoch = 1): RunLease => ({ runId, owner: "inst_a", epoch });
 
-  it("a read made while commits wait for their group sees them: calls take effect in the order they were made", async () => {
+  it("a read sees a commit once it settled, not while it waits for its group; a write made meanwhile goes after it", async () => {
     const commit = store.commitRun("run_1", [], [delta("run_1", 1, "hello")], lease("run_1"));
-    const rows = await store.events.after("run_1", 0);
-    expect(rows.map((r) => JSON.parse(r.data).text)).toEqual(["hello"]);
+    expect(await store.events.after("run_1", 0)).toEqual([]);
     await commit;
+    expect((await store.events.after("run_1", 0)).map((r) => JSON.parse(r.data).text)).toEqual(["hello"]);
+    // A delete of the run's session made while the run's commit waits: the commit is stored first.
+    const waiting = store.commitRun("run_1", [], [delta("run_1", 2)], lease("run_1"));
+    await store.sessions.delete("ses_1");
+    await expect(waiting).resolves.toHaveLength(1);
+    expect(await store.events.after("run_1", 0)).toEqual([]);
   });
 
   it("a run whose lease was claimed is refused in a group while the other run's commit in it is stored", async () => {
