@@ -10,7 +10,7 @@
 // (2) waves of C runs. A benchmark, not a test: it prints figures and a last summary line.
 //
 // Env: BENCH_CS ("100,200,300,500,700,1000"), BENCH_REPS, BENCH_TOKENS, BENCH_TOKEN_MS,
-//   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
+//   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_SUBJECTS (a comma-separated subset of floor, stack, stored, base, ours), BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, "K=V K2=V2"),
 //   BENCH_SERVER_NODE_ARGS, BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another built checkout: its server
 //   is measured too, as "base", in the same alternation), BENCH_BASE_ENV (extra env for that one:
 //   the same checkout with another setting, e.g. "GROUP_COMMIT_MS=0"). Everything on 127.0.0.1.
@@ -53,7 +53,10 @@ const servers = {
   }),
   ...(await h.startOurs({ upstreamUrl: upstream.url, env: serverEnv, nodeArgs })),
 };
-const SUBJECTS = ["floor", "stack", "stored", ...(servers.base ? ["base"] : []), "ours"];
+const ALL_SUBJECTS = ["floor", "stack", "stored", ...(servers.base ? ["base"] : []), "ours"];
+// BENCH_SUBJECTS: only these (e.g. "floor": what the client and the fake upstream alone reach here).
+const only = process.env.BENCH_SUBJECTS?.split(",").filter(Boolean);
+const SUBJECTS = only ? ALL_SUBJECTS.filter((s) => only.includes(s)) : ALL_SUBJECTS;
 console.log(
   `  upstream pid ${upstream.child.pid}, ${Object.entries(servers)
     .map(([name, s]) => `${name} pid ${s.child.pid}`)
@@ -93,7 +96,8 @@ for (const c of CS) {
       reps[subject].push(await measure(subject, c));
     }
   }
-  const row = { c };
+  // Subjects not measured (BENCH_SUBJECTS) print as "-".
+  const row = { c, ...Object.fromEntries(ALL_SUBJECTS.map((subject) => [subject, {}])) };
   for (const subject of SUBJECTS) {
     const results = reps[subject];
     row[subject] = {
@@ -109,7 +113,9 @@ for (const c of CS) {
       `CPU per run stack ${fmt(row.stack.cpuMsPerRun)} / stored ${fmt(row.stored.cpuMsPerRun)} / ours ${fmt(row.ours.cpuMsPerRun)} ms (medians of ${REPS})` +
       `${row.base ? `; base p99 ${fmt(row.base.p99)} ms, CPU per run ${fmt(row.base.cpuMsPerRun)} ms` : ""}\n`,
   );
-  if ((!(row.ours.p99 <= P99_MS) || row.ours.errors > 0) && process.env.BENCH_ALL !== "1") break;
+  // Growing C stops once the last subject measured (ours, unless BENCH_SUBJECTS) passes the p99 aim.
+  const gate = row[SUBJECTS.at(-1)];
+  if ((!(gate.p99 <= P99_MS) || gate.errors > 0) && process.env.BENCH_ALL !== "1") break;
 }
 await h.stop();
 
@@ -148,7 +154,7 @@ for (const r of table) {
       fmt(r.ours.cpuMsPerRun),
       fmt(r.ours.cpuMsPerRun / r.stack.cpuMsPerRun, 2),
       fmt(r.ours.cpuMsPerRun / r.stored.cpuMsPerRun, 2),
-      `${r.stack.errors}/${r.ours.errors}`,
+      `${r.stack.errors ?? "-"}/${r.ours.errors ?? "-"}`,
     ]
       .map((x) => x.padStart(15))
       .join("")}`,

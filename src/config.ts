@@ -79,8 +79,8 @@ const EnvSchema = z.object({
     z.string().refine(isPostgresUrl, { error: "must be a postgres:// (or postgresql://) connection URL" }).optional(),
   ),
   /**
-   * SQLite: at most one transaction per this many ms for the commits of live runs (text
-   * deltas, messages); commits made meanwhile share it (0: one per turn of the event loop).
+   * At most one transaction per this many ms for the commits of live runs (text deltas,
+   * messages); commits made meanwhile share it (0: one per turn of the event loop).
    */
   GROUP_COMMIT_MS: intSetting(2, { min: 0, max: 50 }),
   WORKSPACE_ROOT: stringSetting("./workspaces"),

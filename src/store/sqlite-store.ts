@@ -3,7 +3,7 @@ import { Checkpointer } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
-import { GroupCommit } from "./group-commit.js";
+import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
 import { queueStore, startedEvent } from "./queue.js";
@@ -12,14 +12,11 @@ import { sessionStore } from "./sessions.js";
 import { translateSqliteError } from "./sqlite-errors.js";
 import { stepStore } from "./steps.js";
 import { StorageHealth } from "./storage-health.js";
-import type { Store } from "./store.js";
+import type { Store, StoredEvent } from "./store.js";
 import { toolCallStore } from "./tool-calls.js";
 import { webhookStore } from "./webhooks.js";
 
 const ROLLBACK = Symbol("rollback");
-
-/** How often, at most, commits of live runs share one transaction (see GroupCommit). */
-export const GROUP_COMMIT_WINDOW_MS = 2;
 
 export interface SqliteStoreOptions {
   /** GroupCommit's window for `commitRun`; GROUP_COMMIT_WINDOW_MS by default. */
@@ -65,11 +62,18 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
       return Promise.reject(translated);
     }
   };
-  const group = new GroupCommit({
+  const group = new GroupCommit<() => unknown>({
     windowMs: options.groupCommitMs ?? GROUP_COMMIT_WINDOW_MS,
-    inTransaction,
-    writeAlone,
-    onCommitted: () => health.recordSuccess(),
+    commitGroup: (works) => {
+      try {
+        const results = inTransaction(() => works.map((work) => work())) as unknown[];
+        health.recordSuccess();
+        return Promise.resolve(results);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    commitAlone: writeAlone,
   });
   /** A read of what is committed (not of a group still waiting): its errors translated, nothing recorded. */
   const read = <T>(fn: () => T): Promise<T> => {
@@ -136,7 +140,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
         }),
     },
     commitRun: (runId, changes, events, fence) =>
-      group.add(() => {
+      group.add<StoredEvent[]>(() => {
         if (fence && !tables.leases.holds(fence)) {
           throw new StoreConflictError(
             "fenced",

@@ -7,6 +7,7 @@ import { GroupCommit } from "../../src/store/group-commit.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { RunLease, Store } from "../../src/store/store.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 const at = () => new Date().toISOString();
@@ -22,7 +23,7 @@ describe("GroupCommit over a real SQLite file", () => {
   let dir: ReturnType<typeof tempDir>;
   let db: Database.Database;
   let transactions: number;
-  let group: GroupCommit;
+  let group: GroupCommit<() => unknown>;
   const insert = (key: string) => () => db.prepare("INSERT INTO t (k) VALUES (?)").run(key).changes;
   const keys = () => (db.prepare("SELECT k FROM t ORDER BY rowid").all() as { k: string }[]).map((r) => r.k);
 
@@ -37,17 +38,22 @@ describe("GroupCommit over a real SQLite file", () => {
       transactions++;
       return inTransaction(fn);
     };
-    group = new GroupCommit({
+    group = new GroupCommit<() => unknown>({
       windowMs: 5,
-      inTransaction: counted,
-      writeAlone: (work) => {
+      commitGroup: (works) => {
+        try {
+          return Promise.resolve(counted(() => works.map((work) => work())) as unknown[]);
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      },
+      commitAlone: (work) => {
         try {
           return Promise.resolve(counted(work));
         } catch (err) {
           return Promise.reject(err);
         }
       },
-      onCommitted: () => {},
     });
   });
   afterEach(() => {
@@ -100,6 +106,17 @@ describe("GroupCommit over a real SQLite file", () => {
   });
 });
 
+/** Two live runs, each leased by inst_a at epoch 1. */
+async function twoLeasedRuns(store: Store): Promise<void> {
+  for (const id of ["1", "2"]) {
+    await seedSession(store, { id: `ses_${id}` });
+    await store.runs.create(runRecord({ id: `run_${id}`, sessionId: `ses_${id}` }), [], {
+      lease: { owner: "inst_a", ttlMs: 60_000 },
+    });
+  }
+}
+const lease = (runId: string, epoch = 1): RunLease => ({ runId, owner: "inst_a", epoch });
+
 describe("the SQLite store's commits of live runs, grouped", () => {
   let dir: ReturnType<typeof tempDir>;
   let store: Store;
@@ -107,18 +124,12 @@ describe("the SQLite store's commits of live runs, grouped", () => {
   beforeEach(async () => {
     dir = tempDir();
     store = openSqliteStore({ path: join(dir.path, "a.db"), groupCommitMs: 50 });
-    for (const id of ["1", "2"]) {
-      await seedSession(store, { id: `ses_${id}` });
-      await store.runs.create(runRecord({ id: `run_${id}`, sessionId: `ses_${id}` }), [], {
-        lease: { owner: "inst_a", ttlMs: 60_000 },
-      });
-    }
+    await twoLeasedRuns(store);
   });
   afterEach(async () => {
     await store.close();
     dir.cleanup();
   });
-  const lease = (runId: string, epoch = 1): RunLease => ({ runId, owner: "inst_a", epoch });
 
   it("a read sees a commit once it settled, not while it waits for its group; a write made meanwhile goes after it", async () => {
     const commit = store.commitRun("run_1", [], [delta("run_1", 1, "hello")], lease("run_1"));
@@ -131,10 +142,34 @@ describe("the SQLite store's commits of live runs, grouped", () => {
     await expect(waiting).resolves.toHaveLength(1);
     expect(await store.events.after("run_1", 0)).toEqual([]);
   });
+});
+
+describe.each(STORE_BACKENDS)("grouped commits of live runs on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+
+  beforeEach(async () => {
+    opened = await backend.open();
+    store = opened.store;
+    await twoLeasedRuns(store);
+  });
+  afterEach(() => opened?.dispose());
+
+  it("commits of several runs made together are all stored, each run's events gapless", async () => {
+    await Promise.all(
+      [1, 2, 3].flatMap((seq) => [
+        store.commitRun("run_1", [], [delta("run_1", seq)], lease("run_1")),
+        store.commitRun("run_2", [], [delta("run_2", seq)], lease("run_2")),
+      ]),
+    );
+    for (const runId of ["run_1", "run_2"]) {
+      expect((await store.events.after(runId, 0)).map((r) => r.seq)).toEqual([1, 2, 3]);
+    }
+  });
 
   it("a run whose lease was claimed is refused in a group while the other run's commit in it is stored", async () => {
     await store.commitRun("run_1", [], [delta("run_1", 1)], lease("run_1"));
-    // The store's only other statements that move a lease: here a claim of every run, at epoch 2.
+    // A claim of every run (as a start-up recovery makes), at epoch 2.
     await store.leases.claim({ owner: "inst_a", ttlMs: 60_000, limit: 10, scope: "all" });
     const [stale, fresh] = await Promise.allSettled([
       store.commitRun("run_1", [], [delta("run_1", 2)], lease("run_1", 1)),
