@@ -236,7 +236,7 @@ export function createHarness(name) {
         entry: join(base, "dist/src/server.js"),
         label: "base",
         upstreamUrl,
-        env,
+        env: { ...env, ...envPairs(process.env.BENCH_BASE_ENV) },
         nodeArgs,
         cwd: base,
       });
@@ -245,6 +245,16 @@ export function createHarness(name) {
   };
 
   return { tmp, track, stop, fail, cleanup, startUpstream, startStreamingUpstream, startServer, startOurs, runLoad };
+}
+
+/** "K=V K2=V2" as an object (BENCH_SERVER_ENV, BENCH_BASE_ENV). */
+export function envPairs(text = "") {
+  return Object.fromEntries(
+    text
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
 }
 
 export async function waitForHealth(url, child, ms = 20_000) {

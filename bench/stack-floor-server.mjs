@@ -12,8 +12,15 @@
 //
 //   BENCH_SERVER_ENTRY=bench/stack-floor-server.mjs node bench/http.mjs
 //
+// With FIXTURE_STORE_DELTAS=1 it also stores each text delta before sending it, as the laws
+// make our server do (an event is stored before anyone sees it, and replays after a restart):
+// the deltas of every run pending within 2 ms of the last write share one transaction (the
+// group commit of src/store/group-commit.ts), and each frame is sent once its row committed.
+// That is the floor for a server that keeps every event.
+//
 // Env: PORT (3000), HOST (127.0.0.1), DATABASE_PATH (./floor.db), WORKSPACE_ROOT or
-// WORKSPACE_DIR (./workspaces), OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (fake-model).
+// WORKSPACE_DIR (./workspaces), OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (fake-model),
+// FIXTURE_STORE_DELTAS.
 import { mkdirSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -68,6 +75,31 @@ const sql = {
 };
 /** Runs `fn` in one transaction (BEGIN/COMMIT). */
 const commit = db.transaction((fn) => fn());
+
+/** FIXTURE_STORE_DELTAS: deltas waiting for their group's transaction, then sent. */
+const GROUP_MS = 2;
+let pendingDeltas = [];
+let deltaFlush = null;
+let lastGroupAt = Number.NEGATIVE_INFINITY;
+function flushDeltas() {
+  clearTimeout(deltaFlush);
+  clearImmediate(deltaFlush);
+  deltaFlush = null;
+  const group = pendingDeltas;
+  pendingDeltas = [];
+  lastGroupAt = performance.now();
+  commit(() => {
+    for (const d of group) sql.event.run(d.runId, d.seq, "text.delta", d.frame.data);
+  });
+  for (const d of group) d.send(d.frame);
+}
+function storeDelta(runId, seq, frame, send) {
+  pendingDeltas.push({ runId, seq, frame, send });
+  if (deltaFlush) return;
+  const wait = lastGroupAt + GROUP_MS - performance.now();
+  deltaFlush = wait > 0 ? setTimeout(flushDeltas, wait) : setImmediate(flushDeltas);
+}
+const storeDeltas = env.FIXTURE_STORE_DELTAS === "1";
 
 let idCounter = 0;
 const newId = (prefix) => `${prefix}_${Date.now().toString(36)}${(++idCounter).toString(36).padStart(8, "0")}`;
@@ -202,6 +234,12 @@ app.post("/sessions/:id/runs", { sse: { kind: "dual" } }, async (request, reply)
     sql.event.run(runId, seq, type, frame.data);
     return frame;
   };
+  /** A text delta: sent at once, or (FIXTURE_STORE_DELTAS) once stored. */
+  const onText = (text) => {
+    const frame = event("text.delta", { text });
+    if (storeDeltas) storeDelta(runId, seq, frame, send);
+    else send(frame);
+  };
   /** Stores a message and its `message` event; returns the event's frame. */
   const storeMessage = (role, content, { toolCalls = null, toolCallId = null, extra = {} } = {}) => {
     const message = { id: newId("msg"), role, content, ...extra, sessionId, runId, seq: ++msgSeq };
@@ -227,7 +265,8 @@ app.post("/sessions/:id/runs", { sse: { kind: "dual" } }, async (request, reply)
 
   // 2. Model request 1: the tool call.
   const history = [{ role: "user", content: input }];
-  const first = await complete(history, (text) => send(event("text.delta", { text })));
+  const first = await complete(history, onText);
+  if (storeDeltas && pendingDeltas.length) flushDeltas();
   const calls = first.calls; // [{id, name, input}]
   send(commit(() => storeMessage("assistant", first.text, { toolCalls: calls, extra: { toolCalls: calls } })));
   history.push({
@@ -260,8 +299,9 @@ app.post("/sessions/:id/runs", { sse: { kind: "dual" } }, async (request, reply)
   for (const frame of frames) send(frame);
   history.push({ role: "tool", tool_call_id: call.id, content: output });
 
-  // 4. Model request 2: the final text (its deltas are sent, not stored), then the run's end.
-  const second = await complete(history, (text) => send(event("text.delta", { text })));
+  // 4. Model request 2: the final text (its deltas sent, stored with FIXTURE_STORE_DELTAS), then the run's end.
+  const second = await complete(history, onText);
+  if (storeDeltas && pendingDeltas.length) flushDeltas();
   const finishedAt = new Date().toISOString();
   const tokens = (k) => (first.usage?.[k] ?? 0) + (second.usage?.[k] ?? 0);
   const [inputTokens, outputTokens] = [tokens("prompt_tokens"), tokens("completion_tokens")];

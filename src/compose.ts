@@ -52,6 +52,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   const opened =
     options.store ??
     openStoreOrExplain(config.DATABASE_PATH, {
+      groupCommitMs: config.GROUP_COMMIT_MS,
       onCheckpoint: (durationMs) => observeCheckpoint(durationMs),
       onCheckpointError: (message) => logger.warn({ message }, "a WAL checkpoint failed; the next one tries again"),
     });

@@ -78,6 +78,11 @@ const EnvSchema = z.object({
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
     z.string().refine(isPostgresUrl, { error: "must be a postgres:// (or postgresql://) connection URL" }).optional(),
   ),
+  /**
+   * At most one transaction per this many ms for the commits of live runs (text deltas,
+   * messages); commits made meanwhile share it (0: one per turn of the event loop).
+   */
+  GROUP_COMMIT_MS: intSetting(2, { min: 0, max: 50 }),
   WORKSPACE_ROOT: stringSetting("./workspaces"),
   AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
   LOG_LEVEL: z.preprocess(

@@ -48,7 +48,9 @@ async function main(): Promise<void> {
   let ctx: ReturnType<typeof composeContext>;
   try {
     // DATABASE_URL set: PostgreSQL (connected and migrated here); otherwise the SQLite file.
-    const store = config.DATABASE_URL ? await openPgStoreOrExplain(config.DATABASE_URL) : undefined;
+    const store = config.DATABASE_URL
+      ? await openPgStoreOrExplain(config.DATABASE_URL, { groupCommitMs: config.GROUP_COMMIT_MS })
+      : undefined;
     ctx = composeContext(config, logger, { store });
   } catch (err) {
     // The database or the workspace root cannot be used: named like a bad value.

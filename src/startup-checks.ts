@@ -51,10 +51,10 @@ const SHARED_ROOT_HINT =
  */
 export function openStoreOrExplain(
   path: string,
-  checkpoints: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError"> = {},
+  options: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError" | "groupCommitMs"> = {},
 ): Store {
   try {
-    return openSqliteStore({ path, ...checkpoints });
+    return openSqliteStore({ path, ...options });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
@@ -70,9 +70,12 @@ export const withoutPassword = (url: string): string => url.replace(/^(\w+:\/\/[
  * DATABASE_URL (without its password) and the server's reason (authentication failed, database
  * missing, connection refused). Any other failure (a migration that does not apply) is thrown as it is.
  */
-export async function openPgStoreOrExplain(url: string): Promise<Store> {
+export async function openPgStoreOrExplain(
+  url: string,
+  { groupCommitMs }: { groupCommitMs?: number } = {},
+): Promise<Store> {
   try {
-    return await openPgStore({ url });
+    return await openPgStore({ url, groupCommitMs });
   } catch (err) {
     if (!(err instanceof StorageError)) throw err;
     throw new ConfigError([`DATABASE_URL: cannot use ${withoutPassword(url)}: ${reason(err)}`]);

@@ -1,6 +1,6 @@
 import { APIError } from "openai";
 import type { ModelFailure } from "./classify-error.js";
-import { SseEventTooLargeError, sseEvents } from "./sse-events.js";
+import { type SseEvent, type SseEventTooLargeError, SseParser } from "./sse-events.js";
 import { type StreamAssembler, tooLargeMessage } from "./stream-assembler.js";
 
 /** The largest one stream event may be, whatever the output cap leaves. */
@@ -42,40 +42,53 @@ export async function readChatStream({
 }): Promise<StreamEnd> {
   const remaining = () => assembler.remainingChars();
   const maxEventBytes = () => Math.min(MAX_EVENT_BYTES, EVENT_OVERHEAD_BYTES + BYTES_PER_CHAR * remaining());
-  try {
-    for await (const sse of sseEvents(body, maxEventBytes)) {
-      onEvent();
-      if (sse.data === "[DONE]") return { ok: true, sawDone: true };
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(sse.data);
-      } catch {
-        return bad("the model upstream sent a stream chunk that is not valid JSON");
-      }
-      const error = (chunk as { error?: unknown } | null)?.error;
-      if (sse.event === "error" || (error !== undefined && error !== null)) {
-        throw new APIError(undefined, (error ?? chunk) as object, undefined, headers);
-      }
-      const accepted = assembler.accept(chunk);
-      if (!accepted.ok) {
-        return {
-          ok: false,
-          failure: {
-            code: accepted.tooLarge ? "MODEL_OUTPUT_TOO_LARGE" : "MODEL_BAD_RESPONSE",
-            message: accepted.message,
-          },
-        };
-      }
+  const parser = new SseParser(maxEventBytes);
+  const events: SseEvent[] = [];
+  /** The events parsed so far, in order: an end when one ends the stream. */
+  const take = (): StreamEnd | null => {
+    for (const sse of events) {
+      const end = onSse(sse);
+      if (end) return end;
     }
-  } catch (error) {
-    if (!(error instanceof SseEventTooLargeError)) throw error;
-    const message =
-      error.limit === MAX_EVENT_BYTES
-        ? `the model upstream sent one stream event of more than ${MAX_EVENT_BYTES} bytes; it was cut off there and none of the reply was kept`
-        : tooLargeMessage(maxOutputChars);
-    return { ok: false, failure: { code: "MODEL_OUTPUT_TOO_LARGE", message } };
+    events.length = 0;
+    return parser.failure ? tooLarge(parser.failure, maxOutputChars) : null;
+  };
+  const onSse = (sse: SseEvent): StreamEnd | null => {
+    onEvent();
+    if (sse.data === "[DONE]") return { ok: true, sawDone: true };
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(sse.data);
+    } catch {
+      return bad("the model upstream sent a stream chunk that is not valid JSON");
+    }
+    const error = (chunk as { error?: unknown } | null)?.error;
+    if (sse.event === "error" || (error !== undefined && error !== null)) {
+      throw new APIError(undefined, (error ?? chunk) as object, undefined, headers);
+    }
+    const accepted = assembler.accept(chunk);
+    if (accepted.ok) return null;
+    return {
+      ok: false,
+      failure: { code: accepted.tooLarge ? "MODEL_OUTPUT_TOO_LARGE" : "MODEL_BAD_RESPONSE", message: accepted.message },
+    };
+  };
+  // The body's chunks parsed synchronously as they come: one async step per chunk, not per event.
+  for await (const chunk of body) {
+    parser.push(chunk, events);
+    const end = take();
+    if (end) return end;
   }
-  return { ok: true, sawDone: false };
+  parser.end(events);
+  return take() ?? { ok: true, sawDone: false };
+}
+
+function tooLarge(error: SseEventTooLargeError, maxOutputChars: number | undefined): StreamEnd {
+  const message =
+    error.limit === MAX_EVENT_BYTES
+      ? `the model upstream sent one stream event of more than ${MAX_EVENT_BYTES} bytes; it was cut off there and none of the reply was kept`
+      : tooLargeMessage(maxOutputChars);
+  return { ok: false, failure: { code: "MODEL_OUTPUT_TOO_LARGE", message } };
 }
 
 function bad(message: string): StreamEnd {

@@ -46,8 +46,9 @@ export function guardRequest({ signal, idleTimeoutMs }: { signal: AbortSignal; i
     cause: () => stopCause,
     touch() {
       if (stopCause !== null) return;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => stop("idle"), idleTimeoutMs);
+      // Re-arming the one timer in place: this runs on every chunk of the stream.
+      if (timer) timer.refresh();
+      else timer = setTimeout(() => stop("idle"), idleTimeoutMs);
     },
     dispose() {
       if (timer) clearTimeout(timer);

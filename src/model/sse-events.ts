@@ -15,38 +15,43 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * The events of a `text/event-stream` body, parsed as the SSE spec says (lines end in LF,
- * CRLF or CR; `:` starts a comment; a blank line ends an event; an event without data is
- * dropped), plus a last event left unterminated at the end of the body. The limit is
- * checked as bytes arrive: an event whose bytes pass `maxEventBytes()` (asked anew for each
- * event) throws {@link SseEventTooLargeError} as soon as that many have been read, before
- * any of it is decoded, so one huge line costs neither the memory nor the time to parse it.
+ * The event-stream format parsed as the SSE spec says (lines end in LF, CRLF or CR; `:`
+ * starts a comment; a blank line ends an event; an event without data is dropped), fed bytes
+ * as they arrive, synchronously: `push` appends the events its bytes complete to `out`, `end`
+ * those of a last event left unterminated. The limit is checked as bytes arrive: once an
+ * event's bytes pass `maxEventBytes()` (asked anew for each event), parsing stops there,
+ * before any of it is decoded, and `failure` holds the {@link SseEventTooLargeError}; the
+ * events completed before it are still in `out`. So one huge line costs neither the memory
+ * nor the time to parse it.
  */
-export async function* sseEvents(
-  body: AsyncIterable<Uint8Array>,
-  maxEventBytes: () => number,
-): AsyncGenerator<SseEvent> {
-  let limit = maxEventBytes();
+export class SseParser {
+  #limit: number;
   /** Bytes of the line being read, not yet ended. */
-  let partial: Buffer[] = [];
-  let partialBytes = 0;
+  #partial: Buffer[] = [];
+  #partialBytes = 0;
   /** Bytes of the event being read so far (its ended lines and the partial one). */
-  let eventBytes = 0;
-  let data: string[] = [];
-  let name: string | null = null;
+  #eventBytes = 0;
+  #data: string[] = [];
+  #name: string | null = null;
   /** The previous chunk ended in CR: an LF starting this one belongs to that line end. */
-  let afterCR = false;
+  #afterCR = false;
+  /** Set when an event passed its limit: nothing more is parsed. */
+  failure: SseEventTooLargeError | null = null;
 
-  const endLine = (tail: Buffer): SseEvent | null => {
-    const line = (partialBytes === 0 ? tail : Buffer.concat([...partial, tail])).toString("utf8");
-    partial = [];
-    partialBytes = 0;
+  constructor(private readonly maxEventBytes: () => number) {
+    this.#limit = maxEventBytes();
+  }
+
+  #endLine(tail: Buffer): SseEvent | null {
+    const line = (this.#partialBytes === 0 ? tail : Buffer.concat([...this.#partial, tail])).toString("utf8");
+    this.#partial = [];
+    this.#partialBytes = 0;
     if (line === "") {
-      const event = data.length > 0 ? { event: name, data: data.join("\n") } : null;
-      data = [];
-      name = null;
-      eventBytes = 0;
-      limit = maxEventBytes();
+      const event = this.#data.length > 0 ? { event: this.#name, data: this.#data.join("\n") } : null;
+      this.#data = [];
+      this.#name = null;
+      this.#eventBytes = 0;
+      this.#limit = this.maxEventBytes();
       return event;
     }
     if (line.startsWith(":")) return null;
@@ -54,42 +59,51 @@ export async function* sseEvents(
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") data.push(value);
-    else if (field === "event") name = value;
+    if (field === "data") this.#data.push(value);
+    else if (field === "event") this.#name = value;
     return null;
-  };
+  }
 
-  for await (const raw of body) {
+  push(raw: Uint8Array, out: SseEvent[]): void {
+    if (this.failure) return;
     const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
     let pos = 0;
-    if (afterCR && chunk.length > 0 && chunk[0] === LF) pos = 1;
-    afterCR = false;
+    if (this.#afterCR && chunk.length > 0 && chunk[0] === LF) pos = 1;
+    this.#afterCR = false;
     let nextCR = chunk.indexOf(CR, pos);
     while (pos < chunk.length) {
       const nextLF = chunk.indexOf(LF, pos);
       if (nextCR !== -1 && nextCR < pos) nextCR = chunk.indexOf(CR, pos);
       const end = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
       const lineEnd = end === -1 ? chunk.length : end;
-      eventBytes += lineEnd - pos + (end === -1 ? 0 : 1);
-      if (eventBytes > limit) throw new SseEventTooLargeError(limit);
-      if (end === -1) {
-        partial.push(chunk.subarray(pos));
-        partialBytes += chunk.length - pos;
-        break;
+      this.#eventBytes += lineEnd - pos + (end === -1 ? 0 : 1);
+      if (this.#eventBytes > this.#limit) {
+        this.failure = new SseEventTooLargeError(this.#limit);
+        return;
       }
-      const event = endLine(chunk.subarray(pos, end));
+      if (end === -1) {
+        this.#partial.push(chunk.subarray(pos));
+        this.#partialBytes += chunk.length - pos;
+        return;
+      }
+      const event = this.#endLine(chunk.subarray(pos, end));
       pos = end + 1;
       if (chunk[end] === CR) {
         // CRLF is one line end, also when the LF comes in the next chunk.
-        if (pos === chunk.length) afterCR = true;
+        if (pos === chunk.length) this.#afterCR = true;
         else if (chunk[pos] === LF) pos++;
       }
-      if (event) yield event;
+      if (event) out.push(event);
     }
   }
-  if (partialBytes > 0) {
-    const event = endLine(Buffer.alloc(0));
-    if (event) yield event;
+
+  /** The body ended: a last event left unterminated, if any. */
+  end(out: SseEvent[]): void {
+    if (this.failure) return;
+    if (this.#partialBytes > 0) {
+      const event = this.#endLine(Buffer.alloc(0));
+      if (event) out.push(event);
+    }
+    if (this.#data.length > 0) out.push({ event: this.#name, data: this.#data.join("\n") });
   }
-  if (data.length > 0) yield { event: name, data: data.join("\n") };
 }

@@ -35,6 +35,9 @@ export interface ClaimedRun {
 /** A run that is claimable: live (not finished, not waiting in a queue). */
 export const CLAIMABLE_STATUS = "status NOT IN ('finished', 'queued')";
 
+/** At most this many leases are remembered as holding (see `held`). */
+const MAX_HELD = 10_000;
+
 /** Now in ms since the epoch, in SQLite. */
 export const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
 
@@ -65,6 +68,15 @@ export function leaseStore(db: Db) {
      WHERE owner_instance = @owner AND status <> 'finished'`,
   );
   const holds = db.prepare("SELECT 1 FROM runs WHERE id = ? AND epoch = ? AND owner_instance = ?");
+  /**
+   * Leases found to hold, as `runId owner epoch`. This connection is the file's only writer
+   * (see openDatabase), and a lease stops holding only through a statement of this store
+   * (a claim, a takeover, a release) or the deletion of its run: each of those forgets them
+   * all (`forget`), so a lease found here holds in the database too.
+   */
+  const held = new Set<string>();
+  const heldKey = (lease: RunLease) => `${lease.runId} ${lease.owner} ${lease.epoch}`;
+  const forget = () => held.clear();
   const leaseOf = (row: { id: string; epoch: number }, owner: string): RunLease => ({
     runId: row.id,
     owner,
@@ -79,6 +91,7 @@ export function leaseStore(db: Db) {
     },
     /** Makes `owner` the holder of a run it starts (a queued one), at the next epoch. */
     takeOver(runId: string, terms: LeaseTerms): RunLease {
+      forget();
       const { epoch } = takeOver.get({ id: runId, owner: terms.owner, ttl: terms.ttlMs }) as { epoch: number };
       return { runId, owner: terms.owner, epoch };
     },
@@ -91,6 +104,7 @@ export function leaseStore(db: Db) {
       ).map((row) => leaseOf(row, terms.owner));
     },
     claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): ClaimedRun[] {
+      forget();
       const ids = claimable.all({
         owner: query.owner,
         limit: query.limit,
@@ -103,12 +117,20 @@ export function leaseStore(db: Db) {
       });
     },
     release(owner: string): number {
+      forget();
       return release.run({ owner }).changes;
     },
     /** Whether `lease` still holds (inside a write's transaction: the fence). */
     holds(lease: RunLease): boolean {
-      return holds.get(lease.runId, lease.epoch, lease.owner) !== undefined;
+      const key = heldKey(lease);
+      if (held.has(key)) return true;
+      if (holds.get(lease.runId, lease.epoch, lease.owner) === undefined) return false;
+      if (held.size >= MAX_HELD) held.clear();
+      held.add(key);
+      return true;
     },
+    /** To call when runs are deleted: no lease is known to hold any more. */
+    forget,
   };
 }
 

@@ -3,6 +3,7 @@ import { Checkpointer } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
+import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
 import { queueStore, startedEvent } from "./queue.js";
@@ -11,18 +12,27 @@ import { sessionStore } from "./sessions.js";
 import { translateSqliteError } from "./sqlite-errors.js";
 import { stepStore } from "./steps.js";
 import { StorageHealth } from "./storage-health.js";
-import type { Store } from "./store.js";
+import type { Store, StoredEvent } from "./store.js";
 import { toolCallStore } from "./tool-calls.js";
 import { webhookStore } from "./webhooks.js";
 
 const ROLLBACK = Symbol("rollback");
 
+export interface SqliteStoreOptions {
+  /** GroupCommit's window for `commitRun`; GROUP_COMMIT_WINDOW_MS by default. */
+  groupCommitMs?: number;
+}
+
 /**
  * The Store over one SQLite connection (better-sqlite3, synchronous). Each method does its
- * work at once and returns a settled promise; a batch of changes is applied inside one
- * synchronous `db.transaction()`, so no transaction is ever held across an await.
+ * work at once and returns a settled promise, except `commitRun`, whose batches wait (at most
+ * `groupCommitMs`) to share one transaction with other runs' (see GroupCommit); every other
+ * write commits the waiting group first, so writes take effect in the order they were made,
+ * and a read sees what is committed (a batch once its promise settled). A
+ * batch of changes is applied inside one synchronous `db.transaction()`, so no transaction is
+ * ever held across an await.
  */
-export function createSqliteStore(db: Db): Store {
+export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
   const health = new StorageHealth();
   const tables = {
     sessions: sessionStore(db),
@@ -40,16 +50,8 @@ export function createSqliteStore(db: Db): Store {
   const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
   const growth = db.prepare("INSERT INTO server_probe (data) VALUES (zeroblob(16384))");
 
-  /** A read: its errors translated, nothing recorded. */
-  const read = <T>(fn: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(fn());
-    } catch (err) {
-      return Promise.reject(translateSqliteError(err));
-    }
-  };
   /** A write in one transaction: a success clears a recorded failure, a storage failure is recorded. */
-  const write = <T>(fn: () => T): Promise<T> => {
+  const writeAlone = <T>(fn: () => T): Promise<T> => {
     try {
       const result = inTransaction(fn) as T;
       health.recordSuccess();
@@ -59,6 +61,32 @@ export function createSqliteStore(db: Db): Store {
       if (translated instanceof StorageError) health.recordFailure(translated);
       return Promise.reject(translated);
     }
+  };
+  const group = new GroupCommit<() => unknown>({
+    windowMs: options.groupCommitMs ?? GROUP_COMMIT_WINDOW_MS,
+    commitGroup: (works) => {
+      try {
+        const results = inTransaction(() => works.map((work) => work())) as unknown[];
+        health.recordSuccess();
+        return Promise.resolve(results);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    commitAlone: writeAlone,
+  });
+  /** A read of what is committed (not of a group still waiting): its errors translated, nothing recorded. */
+  const read = <T>(fn: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(fn());
+    } catch (err) {
+      return Promise.reject(translateSqliteError(err));
+    }
+  };
+  /** A write in its own transaction, after the waiting group. */
+  const write = <T>(fn: () => T): Promise<T> => {
+    group.flush();
+    return writeAlone(fn);
   };
 
   return {
@@ -72,7 +100,11 @@ export function createSqliteStore(db: Db): Store {
         }),
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
       list: (query) => read(() => tables.sessions.list(query)),
-      delete: (id) => write(() => tables.sessions.delete(id)),
+      delete: (id) =>
+        write(() => {
+          tables.leases.forget();
+          return tables.sessions.delete(id);
+        }),
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
@@ -108,7 +140,7 @@ export function createSqliteStore(db: Db): Store {
         }),
     },
     commitRun: (runId, changes, events, fence) =>
-      write(() => {
+      group.add<StoredEvent[]>(() => {
         if (fence && !tables.leases.holds(fence)) {
           throw new StoreConflictError(
             "fenced",
@@ -175,11 +207,15 @@ export function createSqliteStore(db: Db): Store {
     writeFailure: () => health.failure,
     // One process holds the file: there is nobody to hear from.
     notifications: null,
-    close: () => read(() => void db.close()),
+    close: () =>
+      read(() => {
+        group.flush();
+        db.close();
+      }),
   };
 }
 
-export interface OpenSqliteStoreOptions extends OpenDatabaseOptions {
+export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStoreOptions {
   /** Told of each WAL checkpoint with its duration in ms (see Checkpointer). */
   onCheckpoint?: (durationMs: number) => void;
   /** Told when a checkpoint failed. */
@@ -194,9 +230,9 @@ export interface OpenSqliteStoreOptions extends OpenDatabaseOptions {
  * automatic checkpoint is off.
  */
 export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
-  const { onCheckpoint, onCheckpointError, checkpointIntervalMs, ...open } = options;
+  const { onCheckpoint, onCheckpointError, checkpointIntervalMs, groupCommitMs, ...open } = options;
   const db = openDatabase(open);
-  const store = createSqliteStore(db);
+  const store = createSqliteStore(db, { groupCommitMs });
   if (open.path === ":memory:") return store;
   db.pragma("wal_autocheckpoint = 0");
   const checkpointer = new Checkpointer({

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
@@ -50,24 +50,25 @@ function gatedStore(inner: Store) {
   };
 }
 
-it("a buffered text delta is stored, then published, once this turn of the event loop is done (no timer)", async () => {
+it("buffered text deltas are written together once this turn of the event loop is done (no timer), and published only once stored", async () => {
   const hub = new EventHub();
+  const counted = gatedStore(store);
   const seen: { seq: number; storedSeqs: number[] }[] = [];
   hub.subscribe("run_1", (event) => {
-    // The SQLite store settles at once: what is stored when the event is seen can be read here.
+    // What is stored when the event is seen, read at once.
     void store.events
       .after("run_1", 0)
       .then((rows) => seen.push({ seq: event.seq, storedSeqs: rows.map((r) => r.seq) }));
   });
-  const recorder = await RunRecorder.open({ store, hub, runId: "run_1", sessionId: "ses_1" });
+  const recorder = await RunRecorder.open({ store: counted.store, hub, runId: "run_1", sessionId: "ses_1" });
   recorder.buffer({ type: "text.delta", text: "hel" });
   recorder.buffer({ type: "text.delta", text: "lo" });
-  expect(seen).toEqual([]);
+  expect(counted.counts.commits).toBe(0);
   await turnEnd();
+  expect(counted.counts.commits).toBe(1);
+  await vi.waitFor(() => expect(seen).toEqual([{ seq: 1, storedSeqs: [1] }]));
   const stored = await store.events.after("run_1", 0);
   expect(stored.map((e) => [e.seq, JSON.parse(e.data).text])).toEqual([[1, "hello"]]);
-  await turnEnd();
-  expect(seen).toEqual([{ seq: 1, storedSeqs: [1] }]);
   recorder.dispose();
 });
 
@@ -87,8 +88,8 @@ it("deltas that arrive while a write is in flight go out together in the next wr
   expect(published).toEqual([]);
   gated.release();
   await message;
-  await turnEnd();
-  await turnEnd();
+  // The next write waits for its group's commit (see GroupCommit), then publishes.
+  await vi.waitFor(() => expect(published).toEqual([1, 2]));
   const events = await store.events.after("run_1", 0);
   expect(events.map((e) => [e.seq, e.type])).toEqual([
     [1, "message"],

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError } from "../errors.js";
+import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
 import { finalAnswerOf, type MessageRow, messageFromRow } from "../messages.js";
 import { toPage } from "../page.js";
@@ -14,6 +15,7 @@ import { targetOfRow } from "../webhooks.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
+import { pgGroupCommit } from "./pg-group-commit.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
 import { controlNotification, PgListener } from "./pg-listener.js";
 import { runPgMigrations } from "./pg-migrations.js";
@@ -26,13 +28,15 @@ export interface OpenPgStoreOptions {
   url: string;
   /** Connections in the pool. */
   maxConnections?: number;
+  /** The group commit's window for `commitRun` (see GroupCommit); GROUP_COMMIT_WINDOW_MS by default. */
+  groupCommitMs?: number;
 }
 
 /**
  * The Store over a PostgreSQL pool (node-postgres). Reads are single statements on any pooled
  * connection; every write is one batch of statements run by runBatch in one transaction.
  */
-export function createPgStore(pool: pg.Pool): Store {
+export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WINDOW_MS } = {}): Store {
   const health = new StorageHealth();
   const rows = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> => {
     try {
@@ -60,6 +64,7 @@ export function createPgStore(pool: pg.Pool): Store {
     await write(statement ? [...statements, statement] : statements);
     return stored;
   };
+  const group = pgGroupCommit({ windowMs: groupCommitMs, write });
   const listener = new PgListener({ connection: pool.options });
   // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
   pool.on("error", (err) => health.recordFailure(err));
@@ -155,14 +160,17 @@ export function createPgStore(pool: pg.Pool): Store {
             [runId],
           )
         : null;
-      return commitEvents(
-        [
+      const { stored, statement } = eventRows(events);
+      await group.add({
+        runId,
+        statements: [
           ...(fence ? [fenceStatement(fence)] : []),
           ...changes.flatMap((change) => changeStatements(runId, change)),
           ...deliveryStatements(events, target ? targetOfRow(target) : null),
+          ...(statement ? [statement] : []),
         ],
-        events,
-      );
+      });
+      return stored;
     },
     commitRequest: async (runId, changes) =>
       void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
@@ -266,7 +274,7 @@ export function createPgStore(pool: pg.Pool): Store {
  * with the server's own message: authentication failed, database missing, refused) when the
  * database cannot be used.
  */
-export async function openPgStore({ url, maxConnections = 10 }: OpenPgStoreOptions): Promise<Store> {
+export async function openPgStore({ url, maxConnections = 10, groupCommitMs }: OpenPgStoreOptions): Promise<Store> {
   const pool = new pg.Pool({
     connectionString: url,
     max: maxConnections,
@@ -285,5 +293,5 @@ export async function openPgStore({ url, maxConnections = 10 }: OpenPgStoreOptio
     await pool.end().catch(() => {});
     throw translatePgError(err);
   }
-  return createPgStore(pool);
+  return createPgStore(pool, { groupCommitMs });
 }

@@ -1,0 +1,90 @@
+/** A write waiting for its group's transaction. */
+interface PendingWrite<W> {
+  work: W;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** How often, at most, commits of live runs share one transaction, by default. */
+export const GROUP_COMMIT_WINDOW_MS = 2;
+
+/** A group this large is committed at once rather than at its due time. */
+const MAX_GROUP = 512;
+
+export interface GroupCommitOptions<W> {
+  /**
+   * At most one group transaction per this many ms: a write queued within that time of the
+   * last group waits for the next one (commits at a high rate share transactions); a write
+   * queued later goes at the end of the current turn of the event loop. 0: every group at the
+   * end of its turn.
+   */
+  windowMs: number;
+  /**
+   * Applies every write of a group in one transaction, in order, all or nothing; resolves with
+   * each write's result once committed, rejects when the transaction failed.
+   */
+  commitGroup: (works: W[]) => Promise<unknown[]>;
+  /** Runs one write alone, in its own transaction, as the store's other writes do. */
+  commitAlone: (work: W) => Promise<unknown>;
+}
+
+/**
+ * Group commit: writes queued with `add` are applied together in one transaction, which
+ * saves each of them its own BEGIN, COMMIT, locks, WAL header (and, on a server, round trip
+ * and log flush). A write's promise settles only after its group is committed, so what it
+ * stores is in the database before its caller publishes anything. If the group fails (one of
+ * its writes is refused or throws, or the commit fails), nothing of it is kept and each write
+ * runs again alone: each settles as it would have without grouping, so a write must change
+ * nothing but the database, since it may be applied twice. `flush` sends the waiting group at
+ * once.
+ */
+export class GroupCommit<W> {
+  #pending: PendingWrite<W>[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  #immediate: NodeJS.Immediate | null = null;
+  #lastGroupAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly options: GroupCommitOptions<W>) {}
+
+  add<T>(work: W): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#pending.length >= MAX_GROUP) this.flush();
+      else this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#immediate) return;
+    const wait = this.#lastGroupAt + this.options.windowMs - performance.now();
+    if (wait > 0) this.#timer = setTimeout(() => this.flush(), wait);
+    else this.#immediate = setImmediate(() => this.flush());
+  }
+
+  /** Sends what is waiting, now (a synchronous store has committed it on return); the writes' promises settle after. */
+  flush(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#immediate) clearImmediate(this.#immediate);
+    this.#timer = null;
+    this.#immediate = null;
+    const group = this.#pending;
+    if (!group.length) return;
+    this.#pending = [];
+    this.#lastGroupAt = performance.now();
+    const alone = (write: PendingWrite<W>) => this.options.commitAlone(write.work).then(write.resolve, write.reject);
+    if (group.length === 1) {
+      alone(group[0] as PendingWrite<W>);
+      return;
+    }
+    this.options.commitGroup(group.map((write) => write.work)).then(
+      (results) => {
+        group.forEach((write, i) => {
+          write.resolve(results[i]);
+        });
+      },
+      () => {
+        for (const write of group) alone(write);
+      },
+    );
+  }
+}
