@@ -197,7 +197,9 @@ const line = Object.entries(results)
   })
   .join("; ");
 console.log(
-  `bench:history summary: server CPU per run, medians of ${ROUNDS} (load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}): ${line}; aim: long <= 2x fresh + encoding`,
+  `bench:history summary: server CPU per run, medians of ${ROUNDS} (load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}): ${line}; aim: long <= 2x fresh + encoding`,
 );
 h.cleanup();
 process.exit(0);
