@@ -17,7 +17,9 @@
 // in another process measures each token's latency (see bench/token-stamps.mjs). With
 // FAKE_HOLD_TEXT=1 text answers wait (headers sent) until POST /release; POST /hold holds
 // the next ones again.
-// GET /stats -> request counters; GET /v1/models -> the one model.
+// GET /stats -> request counters; GET /v1/models -> the one model. With FAKE_KEEP_BODIES=N the
+// raw bodies of the last N chat requests are kept, as received: GET /bodies -> a JSON array
+// of them as strings, oldest first (`npm run bench:history` encodes them again to time that).
 import { createServer } from "node:http";
 
 const latencyMs = Math.max(0, Number(process.env.FAKE_LATENCY_MS ?? 0) || 0);
@@ -28,6 +30,8 @@ const tokenIntervalMs = Math.max(1, Number(process.env.FAKE_TOKEN_INTERVAL_MS ??
 let held = process.env.FAKE_HOLD_TEXT === "1" ? [] : null;
 const counters = { requests: 0, toolCalls: 0, texts: 0 };
 let nextId = 0;
+const keepBodies = Math.max(0, Number(process.env.FAKE_KEEP_BODIES ?? 0) || 0);
+const keptBodies = [];
 
 const wait = (ms) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
 
@@ -148,6 +152,7 @@ const server = createServer((req, res) => {
     return json(res, 200, { held: held.length });
   }
   if (req.method === "GET" && path === "/stats") return json(res, 200, counters);
+  if (req.method === "GET" && path === "/bodies") return json(res, 200, keptBodies);
   if (req.method === "GET" && (path === "/v1/models" || path === "/models")) {
     return json(res, 200, {
       object: "list",
@@ -158,7 +163,12 @@ const server = createServer((req, res) => {
     const parts = [];
     req.on("data", (part) => parts.push(part));
     req.on("end", () => {
-      chatCompletions(res, Buffer.concat(parts).toString("utf8")).catch((err) => {
+      const raw = Buffer.concat(parts).toString("utf8");
+      if (keepBodies > 0) {
+        keptBodies.push(raw);
+        if (keptBodies.length > keepBodies) keptBodies.shift();
+      }
+      chatCompletions(res, raw).catch((err) => {
         if (res.headersSent) res.destroy();
         else json(res, 500, { error: { message: String(err), type: "server_error" } });
       });

@@ -2,12 +2,16 @@
 // `npm run bench:history` (builds first): what a long history costs a run. Server CPU per run
 // (from /proc) of runs in a session with 500 prior messages of 2 KB, against runs in fresh
 // sessions, each a run with one list_files call against the zero-latency fake upstream, one
-// run at a time (a session has one active run). The model request of a long session carries
-// its history (what is sent must be encoded); the rest should not grow with it. With
+// run at a time (a session has one active run). The model requests of a long session carry
+// its history (what is sent must be encoded); the rest should not grow with it. The encoding
+// allowance is measured on what was actually sent: the fake upstream keeps the bodies of the
+// last run's two requests, and this process times JSON.stringify plus UTF-8 of them, for the
+// last long run less the last fresh one. With
 // BENCH_BASE_ROOT (another built checkout) that checkout's server is measured in alternation.
 // Env: BENCH_N (100 runs per measurement), BENCH_ROUNDS (3), BENCH_PRIOR (500 messages),
 // BENCH_PRIOR_CHARS (2048). A benchmark, not a test; everything on 127.0.0.1.
 import { copyFileSync, mkdirSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
 
@@ -100,21 +104,28 @@ async function post(url, body) {
   return json;
 }
 
+/** The bodies of the last run's two model requests, as the fake upstream received them. */
+async function lastBodies() {
+  const res = await fetch(new URL("/bodies", upstream.url));
+  const bodies = await res.json();
+  if (bodies.length !== 2) throw new Error(`expected the bodies of 2 model requests, got ${bodies.length}`);
+  return bodies.map((raw) => JSON.parse(raw));
+}
+
 /**
- * The floor of what a long session's run must add: encoding its history into each of the
- * run's two model requests (JSON, then UTF-8 bytes), measured here on the same messages.
+ * CPU ms (this process) to encode `bodies` (the request bodies of one run, as sent) once
+ * each: JSON text, then its UTF-8 bytes: what a server must at least do to send them.
  */
-function encodingMsPerRun() {
-  const messages = Array.from({ length: PRIOR }, (_, i) => ({
-    role: i % 2 === 0 ? "user" : "assistant",
-    content: "y".repeat(PRIOR_CHARS),
-  }));
-  const body = { model: "fake-model", stream: true, messages };
-  const reps = 50;
+function encodingMs(bodies) {
+  const encode = () => {
+    for (const body of bodies) Buffer.from(JSON.stringify(body), "utf8");
+  };
+  for (let i = 0; i < 5; i++) encode();
+  const reps = 40;
   const start = process.cpuUsage();
-  for (let i = 0; i < reps; i++) Buffer.from(JSON.stringify(body), "utf8");
+  for (let i = 0; i < reps; i++) encode();
   const used = process.cpuUsage(start);
-  return (2 * (used.user + used.system)) / 1000 / reps;
+  return (used.user + used.system) / 1000 / reps;
 }
 
 /** N runs one after another, each in `sessionOf()`'s session; server CPU ms per run. */
@@ -135,6 +146,7 @@ console.log(`  ${machineLine()}`);
 const upstream = await h.startUpstream(join(root, "bench/fake-upstream.mjs"), {
   FAKE_TOOL_NAME: "list_files",
   FAKE_TOOL_ARGS: "{}",
+  FAKE_KEEP_BODIES: "2",
 });
 const subjects = { ours: join(root, "dist/src/server.js") };
 if (process.env.BENCH_BASE_ROOT) subjects.base = join(process.env.BENCH_BASE_ROOT, "dist/src/server.js");
@@ -142,7 +154,7 @@ const seedDir = join(h.tmp, "seed");
 mkdirSync(join(seedDir, "workspaces"), { recursive: true });
 const seedDb = join(seedDir, "agent.db");
 const longSession = await seededDatabase(seedDb, join(seedDir, "workspaces"));
-const results = Object.fromEntries(Object.keys(subjects).map((k) => [k, { long: [], fresh: [] }]));
+const results = Object.fromEntries(Object.keys(subjects).map((k) => [k, { long: [], fresh: [], encoding: [] }]));
 for (let round = 1; round <= ROUNDS; round++) {
   for (const [name, entry] of Object.entries(subjects)) {
     // Each server over its own copy of the seeded database, so every round starts from PRIOR messages.
@@ -160,28 +172,34 @@ for (let round = 1; round <= ROUNDS; round++) {
     // Warm-up, then fresh sessions and the long one, in turn.
     await measure(server, async () => (await post(`${server.url}/sessions`, {})).id);
     const fresh = await measure(server, async () => (await post(`${server.url}/sessions`, {})).id);
+    const freshBodies = await lastBodies();
     const long = await measure(server, async () => longSession);
+    const longBodies = await lastBodies();
+    await h.stop([server.child]);
+    // What the longer history adds to encoding what is sent (the fresh run's own encoding is in `fresh`).
+    const encoding = encodingMs(longBodies) - encodingMs(freshBodies);
     results[name].fresh.push(fresh);
     results[name].long.push(long);
+    results[name].encoding.push(encoding);
+    const bytes = longBodies.reduce((sum, b) => sum + Buffer.byteLength(JSON.stringify(b)), 0);
     console.log(
-      `  ${name} round ${round}: CPU per run ${fmt(fresh, 2)} ms in a fresh session, ${fmt(long, 2)} ms with ${PRIOR}+ prior messages (${fmt(long / fresh, 2)}x)`,
+      `  ${name} round ${round}: CPU per run ${fmt(fresh, 2)} ms in a fresh session, ${fmt(long, 2)} ms with ${PRIOR}+ prior messages (${fmt(long / fresh, 2)}x); encoding the last long run's two request bodies (${fmt(bytes / 1e6, 2)} MB) beyond a fresh run's: ${fmt(encoding, 2)} ms`,
     );
-    await h.stop([server.child]);
   }
 }
-const encoding = encodingMsPerRun();
 const line = Object.entries(results)
   .map(([name, r]) => {
     const fresh = median(r.fresh);
     const long = median(r.long);
-    return `${name}: fresh ${fmt(fresh, 2)} ms, long ${fmt(long, 2)} ms (${fmt(long / fresh, 2)}x; without the encoding ${fmt((long - encoding) / fresh, 2)}x)`;
+    const encoding = median(r.encoding);
+    const rest = long - fresh - encoding;
+    return `${name}: fresh ${fmt(fresh, 2)} ms, long ${fmt(long, 2)} ms (${fmt(long / fresh, 2)}x), encoding ${fmt(encoding, 2)} ms; long - fresh - encoding ${fmt(rest, 2)} ms against fresh ${fmt(fresh, 2)} ms, (long - encoding) / fresh ${fmt((long - encoding) / fresh, 2)}x against 2x`;
   })
   .join("; ");
 console.log(
-  `  encoding the history into a run's two model requests: ${fmt(encoding, 2)} ms (the floor of what a long session adds)`,
-);
-console.log(
-  `bench:history summary: server CPU per run, medians of ${ROUNDS}: ${line}; aim: at most 2x fresh plus the encoding`,
+  `bench:history summary: server CPU per run, medians of ${ROUNDS} (load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}): ${line}; aim: long <= 2x fresh + encoding`,
 );
 h.cleanup();
 process.exit(0);

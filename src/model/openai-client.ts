@@ -10,7 +10,7 @@ import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import { upstreamFetch } from "./upstream-fetch.js";
-import { toChatRequest } from "./wire-request.js";
+import { encodeChatRequest } from "./wire-body.js";
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 /** Per attempt: how long to wait for the response headers. */
@@ -159,7 +159,7 @@ async function completeOnce({
   try {
     if (request.signal.aborted) return fail({ code: "MODEL_ABORTED", message: "the model request was aborted" });
 
-    const body = toChatRequest(
+    const body = encodeChatRequest(
       request,
       model,
       resolveProfile({ requested: request.providerProfile, configured: providerProfile, baseURL, model }),
@@ -231,10 +231,18 @@ async function openStream({
   guard,
 }: {
   client: OpenAI;
-  body: ReturnType<typeof toChatRequest>;
+  body: Buffer;
   guard: RequestGuard;
 }): Promise<Opened> {
-  const pending = client.chat.completions.create(body, { signal: guard.signal }).asResponse();
+  // The body goes as the bytes encoded (see encodeChatRequest): the SDK would encode the object again.
+  const pending = client
+    .post("/chat/completions", {
+      body,
+      headers: { "content-type": "application/json" },
+      stream: true,
+      signal: guard.signal,
+    })
+    .asResponse();
   pending.catch(() => {});
   const outcome = await Promise.race([
     pending.then(

@@ -28,7 +28,8 @@ export function toChatMessages(
   return out;
 }
 
-function toChatMessage(message: AgentMessage, profile: ProviderProfile): ChatCompletionMessageParam {
+/** One message in Chat Completions form (see toChatMessages). */
+export function toChatMessage(message: AgentMessage, profile: ProviderProfile): ChatCompletionMessageParam {
   switch (message.role) {
     case "user":
       return { role: "user", content: message.content };

@@ -13,11 +13,15 @@ interface Entry extends SessionHistory {
   chars: number;
 }
 
-/** Characters a message holds, roughly (its text and its calls' arguments): what the bound counts. */
+/**
+ * Characters a message holds, roughly: what the bound counts. Its text and its calls'
+ * arguments count twice: once as kept here, once as the request bytes the model client
+ * encodes once per message and keeps as long as the message lives (src/model/wire-body.ts).
+ */
 function charsOf(message: StoredMessage): number {
-  let chars = 64 + message.content.length;
+  let chars = message.content.length;
   if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += call.input.length + 64;
-  return chars;
+  return 64 + 2 * chars;
 }
 
 /**

@@ -86,16 +86,16 @@ describe("the history tail: a run reads only the messages committed since the la
   });
 
   it("keeps at most maxChars: the sessions read least recently are dropped first, a history over the bound is not kept", async () => {
-    const tail = new HistoryTail(observed, 3_500);
+    const tail = new HistoryTail(observed, 6_000);
     const [a, b, c] = [await session("ses_1"), await session("ses_2"), await session("ses_3")];
     for (const id of [a, b, c]) await commit(id, 10, 100);
     await tail.read(a);
     await tail.read(b);
     await tail.read(a);
-    // 10 messages of ~164 chars each: two sessions fit, a third pushes out the one read least recently (b).
+    // 10 messages counted ~264 chars each (their text twice): two sessions fit, a third pushes out the one read least recently (b).
     await tail.read(c);
     expect(tail.size.sessions).toBe(2);
-    expect(tail.size.chars).toBeLessThanOrEqual(3_500);
+    expect(tail.size.chars).toBeLessThanOrEqual(6_000);
     reads = [];
     await tail.read(a);
     await tail.read(b);

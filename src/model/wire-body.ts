@@ -1,0 +1,59 @@
+import type { AgentMessage } from "../agent/messages.js";
+import type { ModelRequest, ToolSpec } from "../agent/model.js";
+import type { ProviderProfile } from "./provider-profile.js";
+import { toChatMessage, toChatTools } from "./wire-request.js";
+
+/**
+ * Each message's request form as UTF-8 JSON, made once per message and provider profile:
+ * a session's history is sent again with every model request, and re-encoding it each time
+ * is most of what a long history costs. Keyed by the message object, so it lives exactly as
+ * long as the message does (the history tail's, the run's). Sound because a message is not
+ * changed once committed: the loop and the store make new objects, never edit one.
+ */
+const encoded = new WeakMap<AgentMessage, { profile: string; bytes: Buffer }>();
+
+/** The tools' part of a request (`,"tools":[...]`), made once per run's list of specs. */
+const toolParts = new WeakMap<ToolSpec[], Buffer>();
+
+const COMMA = Buffer.from(",");
+
+/** `text` as UTF-8 in a buffer of its own (a slice of the shared pool would keep the whole pool alive). */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
+function messageBytes(message: AgentMessage, profile: ProviderProfile): Buffer {
+  const known = encoded.get(message);
+  if (known?.profile === profile.name) return known.bytes;
+  const bytes = ownBytes(JSON.stringify(toChatMessage(message, profile)));
+  encoded.set(message, { profile: profile.name, bytes });
+  return bytes;
+}
+
+function toolsPart(tools: ToolSpec[]): Buffer {
+  let part = toolParts.get(tools);
+  if (!part) {
+    part = Buffer.from(tools.length > 0 ? `,"tools":${JSON.stringify(toChatTools(tools))}` : "");
+    toolParts.set(tools, part);
+  }
+  return part;
+}
+
+/**
+ * The streaming request body (toChatRequest's) as the bytes sent: exactly
+ * `JSON.stringify(toChatRequest(request, model, profile))` in UTF-8, with every message's
+ * part encoded once and reused by later requests.
+ */
+export function encodeChatRequest(request: ModelRequest, model: string, profile: ProviderProfile): Buffer {
+  const parts: Buffer[] = [Buffer.from(`{"model":${JSON.stringify(model)},"messages":[`)];
+  if (request.system) parts.push(Buffer.from(JSON.stringify({ role: "system", content: request.system })));
+  for (const message of request.messages) {
+    if (parts.length > 1) parts.push(COMMA);
+    parts.push(messageBytes(message, profile));
+  }
+  parts.push(Buffer.from("]"), toolsPart(request.tools));
+  parts.push(Buffer.from(`,"stream":true,"stream_options":{"include_usage":true}}`));
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import type { ModelRequest, ToolSpec } from "../../src/agent/model.js";
+import { PROVIDER_PROFILES, profileNamed } from "../../src/model/provider-profile.js";
+import { encodeChatRequest } from "../../src/model/wire-body.js";
+import { toChatRequest } from "../../src/model/wire-request.js";
+
+const history: AgentMessage[] = [
+  { id: "m1", role: "user", content: 'quotes " and \\ backslashes, new\nlines, tabs\t, control \u0001, émoji 🙂' },
+  {
+    id: "m2",
+    role: "assistant",
+    content: "",
+    toolCalls: [
+      { id: "c1", name: "read_file", input: '{"path":"a.txt"}' },
+      { id: "c2", name: "list_files", input: "{}" },
+    ],
+    metadata: {
+      reasoning: "thinking…",
+      toolCallFields: { c1: { extra_content: { google: { thought_signature: "sig" } } } },
+    },
+  },
+  {
+    id: "m3",
+    role: "tool",
+    toolCallId: "c1",
+    content: "contents\u2028of a.txt",
+    isError: false,
+    metadata: { errorCode: null, retryable: false, durationMs: 1, outputChars: 17, truncated: false },
+  },
+  {
+    id: "m4",
+    role: "tool",
+    toolCallId: "c2",
+    content: "denied",
+    isError: true,
+    metadata: { errorCode: "DENIED", retryable: false, durationMs: 0, outputChars: 6, truncated: false },
+  },
+  { id: "m5", role: "assistant", content: "Done.", metadata: { refusal: true } },
+];
+const tools: ToolSpec[] = [
+  {
+    name: "read_file",
+    description: "Reads a file.",
+    parameters: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: {} },
+  },
+];
+const request = (over: Partial<ModelRequest>): ModelRequest => ({
+  messages: history,
+  tools,
+  signal: new AbortController().signal,
+  ...over,
+});
+const sent = (r: ModelRequest, profile = profileNamed("openai")) => encodeChatRequest(r, "m-odel", profile);
+
+describe("the request body as sent: each message encoded once", () => {
+  it.each(PROVIDER_PROFILES)("is byte for byte the JSON of the request (profile %s)", (name) => {
+    const profile = profileNamed(name);
+    for (const r of [
+      request({ system: "You are terse." }),
+      request({ tools: [] }),
+      request({ messages: history.slice(0, 1), system: "" }),
+    ]) {
+      const bytes = sent(r, profile);
+      expect(bytes.equals(Buffer.from(JSON.stringify(toChatRequest(r, "m-odel", profile)), "utf8"))).toBe(true);
+    }
+  });
+
+  it("a later request reuses the bytes of the messages an earlier one encoded; another profile encodes its own form", () => {
+    const own: AgentMessage[] = history.map((m) => ({ ...m }));
+    const first = sent(request({ messages: own.slice(0, 3) }));
+    // Changed after being sent (which the loop never does): a reused encoding still sends the first form.
+    (own[0] as { content: string }).content = "changed";
+    const later = JSON.parse(sent(request({ messages: own })).toString("utf8"));
+    expect(later.messages[0].content).toBe(history[0]?.content);
+    expect(later.messages).toHaveLength(5);
+    expect(JSON.parse(first.toString("utf8")).messages).toEqual(later.messages.slice(0, 3));
+    // The Gemini form of the same assistant message carries its provider fields, the OpenAI form does not.
+    const gemini = JSON.parse(sent(request({ messages: own }), profileNamed("gemini")).toString("utf8"));
+    expect(gemini.messages[1].tool_calls[0].extra_content).toEqual({ google: { thought_signature: "sig" } });
+    expect(later.messages[1].tool_calls[0]).not.toHaveProperty("extra_content");
+  });
+});
