@@ -74,13 +74,56 @@ export async function readChatStream({
     };
   };
   // The body's chunks parsed synchronously as they come: one async step per chunk, not per event.
-  for await (const chunk of body) {
-    parser.push(chunk, events);
-    const end = take();
-    if (end) return end;
+  const chunks = body[Symbol.asyncIterator]();
+  let finished = false;
+  try {
+    for (;;) {
+      const next = await chunks.next();
+      if (next.done) break;
+      parser.push(next.value, events);
+      const end = take();
+      if (end?.ok) {
+        // After `[DONE]` the rest of the body is read in the background, not waited for.
+        finished = true;
+        void drain(chunks);
+      }
+      if (end) return end;
+    }
+    finished = true;
+  } finally {
+    if (!finished) await chunks.return?.();
   }
   parser.end(events);
   return take() ?? { ok: true, sawDone: false };
+}
+
+/** How much of a body may follow `[DONE]` and still be read to its end. */
+const DRAIN_MAX_BYTES = 64 * 1024;
+const DRAIN_MAX_MS = 1_000;
+
+/**
+ * Reads what follows `[DONE]` (usually nothing but the body's end) so that the connection goes
+ * back to the pool; a body that goes on past DRAIN_MAX_BYTES or DRAIN_MAX_MS is given up
+ * (destroyed). Never rejects.
+ */
+async function drain(chunks: AsyncIterator<Uint8Array>): Promise<void> {
+  const timer = setTimeout(() => void chunks.return?.().catch(() => {}), DRAIN_MAX_MS);
+  let bytes = 0;
+  try {
+    for (;;) {
+      const next = await chunks.next();
+      if (next.done) return;
+      bytes += next.value.byteLength;
+      if (bytes > DRAIN_MAX_BYTES) {
+        await chunks.return?.();
+        return;
+      }
+    }
+  } catch {
+    // A body that failed after [DONE] changes nothing of the reply.
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function tooLarge(error: SseEventTooLargeError, maxOutputChars: number | undefined): StreamEnd {

@@ -41,6 +41,7 @@ export interface FakeReply {
   destroy?: boolean; // destroy the socket after `afterChunks` chunks
   malformed?: boolean; // send a non-JSON data line after `afterChunks` chunks
   gate?: Promise<unknown>; // await this before sending the finish chunk (content/tool chunks already sent)
+  endAfterDoneMs?: number; // end the body this long after `data: [DONE]` (its own write), not with it
   noDone?: boolean; // end the response after the last chunk without `data: [DONE]` (a body that just stops)
   raw?: string[]; // send these byte strings as the response body, verbatim, one write each (a recorded stream)
   rawWritten?: number; // set by the fake: how many `raw` pieces went out before the client stopped reading
@@ -55,6 +56,7 @@ export interface FakeUpstream {
   fallback?: (body: any) => FakeReply; // used when the queue is empty (default: HTTP 500 "no scripted reply" so tests fail visibly)
   assertComplete(): void; // throws if queued replies were not consumed
   close(): Promise<void>; // closes the server and any hanging sockets
+  connections(): number; // TCP connections accepted so far
 }
 
 const FAKE_MODEL = "fake-model";
@@ -76,8 +78,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   });
   let replySeq = 0;
 
+  let accepted = 0;
   const upstream: FakeUpstream = {
     baseURL: "",
+    connections: () => accepted,
     requests: [],
     enqueue: (...replies) => {
       queue.push(...replies);
@@ -134,6 +138,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     sendJson(res, 404, { error: { message: `no route ${req.method} ${path}`, type: "invalid_request_error" } });
   });
   server.on("connection", (socket) => {
+    accepted++;
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
@@ -291,6 +296,12 @@ async function serveReply({
   if (res.destroyed) return;
   for (const frame of tail) if (!(await send(frame))) return;
   if (!(await beforeFrame())) return;
+  if (reply.endAfterDoneMs !== undefined && !reply.noDone) {
+    res.write("data: [DONE]\n\n");
+    await new Promise((resolve) => setTimeout(resolve, reply.endAfterDoneMs));
+    res.end();
+    return;
+  }
   res.end(reply.noDone ? undefined : "data: [DONE]\n\n");
 }
 

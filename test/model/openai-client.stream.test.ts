@@ -16,6 +16,27 @@ import {
 useFakeUpstream();
 
 describe("OpenAI model client: a clean stream", () => {
+  it("reads the body past [DONE] to its end, so the next requests reuse the same upstream connection", async () => {
+    const client = clientFor(upstream);
+    const before = upstream.connections();
+    for (const word of ["one", "two", "three"]) {
+      // The body's end is its own write, a few ms after [DONE]: the reply is complete before it.
+      upstream.enqueue({ text: [word], endAfterDoneMs: 5 });
+      expect(await client.complete(request())).toMatchObject({ ok: true, text: word });
+      // A run's next request comes after its tools.
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(upstream.connections() - before).toBe(1);
+  });
+
+  it("a reply complete at [DONE] does not wait for a body that stays open after it", async () => {
+    upstream.enqueue({ text: ["done"], endAfterDoneMs: 3_000 });
+    const started = Date.now();
+    expect(await clientFor(upstream).complete(request())).toMatchObject({ ok: true, text: "done" });
+    // The body ends 3 s after [DONE]; the reply came long before (the rest is read in the background).
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
+
   it("streams text, passing each delta to onTextDelta in order, and returns the whole text", async () => {
     upstream.enqueue({ text: ["Hel", "lo, ", "world"] });
     const deltas: string[] = [];
