@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -9,18 +8,18 @@ import { commitFinalReply } from "../../src/runs/finish.js";
 import { LiveRun } from "../../src/runs/live-run.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { RunManager } from "../../src/runs/run-manager.js";
-import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { FaultyStore } from "../fakes/faulty-store.js";
-import { ScriptedModel } from "../fakes/scripted-model.js";
+import { ScriptedModel, type ScriptedStep } from "../fakes/scripted-model.js";
+import { faultySqlite } from "../helpers/faulty-sqlite.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
-import { tempDir } from "../helpers/temp-dir.js";
 import { until } from "../helpers/until.js";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
+
+const twoTurns = (): ScriptedStep[] => [{ toolCalls: [{ id: "call_1", name: "peek", input: "{}" }] }, { text: "done" }];
 
 const peek: AgentTool<Record<string, never>> = {
   name: "peek",
@@ -30,21 +29,14 @@ const peek: AgentTool<Record<string, never>> = {
   execute: async () => toolOk("ok"),
 };
 
-async function setup() {
-  const dir = tempDir("final-reply-");
-  const sqlite = openSqliteStore({ path: join(dir.path, "agent.db") });
-  cleanups.push(async () => {
-    await sqlite.close();
-    dir.cleanup();
-  });
-  const faulty = new FaultyStore(sqlite);
-  const store = faulty.store;
-  const model = new ScriptedModel([{ toolCalls: [{ id: "call_1", name: "peek", input: "{}" }] }, { text: "done" }]);
+/** A run manager over a faulty SQLite store; `wrap` may wrap the store the manager uses. */
+async function setup({ wrap = (store: Store) => store, replies = twoTurns() } = {}) {
+  const { sqlite, faulty, store } = faultySqlite("final-reply-", cleanups);
   const hub = new EventHub();
   const manager = new RunManager({
-    store,
+    store: wrap(store),
     hub,
-    model,
+    model: new ScriptedModel(replies),
     toolsFor: () => [peek],
     maxConcurrentRuns: 4,
     approvalTimeoutMs: 60_000,
@@ -141,27 +133,19 @@ describe("commitFinalReply", () => {
 
 describe("a run's end and the session's queue", () => {
   it("with nothing queued, the end starts no queue transaction; a queued run still starts", async () => {
-    const { store, session } = await setup();
     let starts = 0;
-    const counted: Store = {
-      ...store,
-      runs: {
-        ...store.runs,
-        startQueued: (...args) => {
-          starts++;
-          return store.runs.startQueued(...args);
+    const { manager: counting, session } = await setup({
+      replies: [{ text: "one" }, { text: "two" }, { text: "three" }],
+      wrap: (store) => ({
+        ...store,
+        runs: {
+          ...store.runs,
+          startQueued: (...args) => {
+            starts++;
+            return store.runs.startQueued(...args);
+          },
         },
-      },
-    };
-    const model = new ScriptedModel([{ text: "one" }, { text: "two" }, { text: "three" }]);
-    const counting = new RunManager({
-      store: counted,
-      hub: new EventHub(),
-      model,
-      toolsFor: () => [peek],
-      maxConcurrentRuns: 4,
-      approvalTimeoutMs: 60_000,
-      logger: pino({ level: "silent" }),
+      }),
     });
     const first = await counting.start({ session, input: "a", maxTurns: 2 });
     const queued = await counting.start({ session, input: "b", maxTurns: 2, ifBusy: "enqueue" });
