@@ -17,18 +17,24 @@
 //   BENCH_KEEP_TMP=1 (keep the temp dir: database and the drivers' JSON results),
 //   DATABASE_URL (postgres://...: the server over that PostgreSQL database instead of a temp SQLite file),
 //   BENCH_SERVER_ENTRY (the server script, relative to the repo root; default dist/src/server.js;
-//   bench/stack-floor-server.mjs measures the stack floor: the same libraries, no product logic).
+//   bench/stack-floor-server.mjs measures the stack floor: the same libraries, no product logic),
+//   BENCH_ALTERNATE (a number of rounds: our server, the stack fixture and, with BENCH_BASE_ROOT
+//   set to another built checkout, its server, measured in turn at C=BENCH_C in each round;
+//   the final summary line gives our runs/s and CPU per run as ratios of the fixture's;
+//   see bench/http-alternate.mjs).
 // Profiling the server under this load:
 //   BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node bench/http.mjs
 //   node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { cpuMsOf, createHarness, envInt, machineLine, root } from "./harness.mjs";
+import { alternate } from "./http-alternate.mjs";
 
 const N1 = envInt("BENCH_N1", 200);
 const N25 = envInt("BENCH_N25", 500);
 const C = envInt("BENCH_C", 25);
 const WARMUP = envInt("BENCH_WARMUP", 50);
+const ALTERNATE = envInt("BENCH_ALTERNATE", 0);
 
 // Targets (from the issue): >= 10x the peer's throughput at C=25 (the peer did 30-37 runs/s),
 // <= 2.5 ms server CPU per run, p50 within 3 ms of the floor at C=1.
@@ -77,6 +83,23 @@ const upstream = await h
   .catch((err) => fail(err.message));
 const upstreamUrl = upstream.url;
 const serverArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+const common = (n, c) => ["--n", String(n), "--c", String(c), "--warmup", String(WARMUP)];
+
+if (ALTERNATE > 0) {
+  const ok = await alternate({
+    h,
+    rounds: ALTERNATE,
+    c: C,
+    upstreamUrl,
+    env: { MAX_CONCURRENT_RUNS: String(Math.max(1000, C * 4)) },
+    nodeArgs: serverArgs,
+    load: (label, server) =>
+      load(label, ["--adapter", "ours", "--url", server.url, "--pid", String(server.child.pid), ...common(N25, C)]),
+  });
+  await h.stop();
+  cleanup();
+  process.exit(ok ? 0 : 1);
+}
 const started = await h
   .startServer({
     entry: serverEntry,
@@ -100,7 +123,6 @@ console.log(`  upstream: pid ${upstream.child.pid} at ${upstreamUrl}; tool calle
 console.log(`  runs: C=1 n=${N1}, C=${C} n=${N25}, ${WARMUP} warm-up runs before each measurement`);
 console.log("");
 
-const common = (n, c) => ["--n", String(n), "--c", String(c), "--warmup", String(WARMUP)];
 const floor1 = await load("floor C=1", ["--adapter", "floor", "--url", upstreamUrl, ...common(N1, 1)]);
 const ours1 = await load(`${subject} C=1`, [
   "--adapter",

@@ -14,8 +14,12 @@ export interface ToolStart {
  * A message that changes the run's plan (a plan tool's successful result) carries the plan
  * it makes: the host announces it (`plan.updated`) with the message, in the same write.
  * A user message made from the host's pending input (see PendingInputHook) names it: `inputId`.
+ * The model's reply without tool calls is `final`: once it is committed the run ends `complete`
+ * (nothing is awaited in between), so the host may store the run's end in the same write.
  */
-export type LoopCommit = { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string } | ToolStart;
+export type LoopCommit =
+  | { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string; final?: boolean }
+  | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */
 export type LoopNotice =

@@ -76,9 +76,16 @@ export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<Ph
   return null;
 }
 
-/** Commits a message and appends it to the history; a failed commit becomes a PhaseStop. */
-export async function commitMessage(ctx: LoopContext, message: AgentMessage): Promise<PhaseStop | null> {
-  const stop = await commitItem(ctx, { type: "message", message });
+/**
+ * Commits a message and appends it to the history; a failed commit becomes a PhaseStop.
+ * `final`: the model's reply that ends the run (see LoopCommit).
+ */
+export async function commitMessage(
+  ctx: LoopContext,
+  message: AgentMessage,
+  { final = false }: { final?: boolean } = {},
+): Promise<PhaseStop | null> {
+  const stop = await commitItem(ctx, final ? { type: "message", message, final } : { type: "message", message });
   if (!stop) ctx.history.push(message);
   return stop;
 }

@@ -43,7 +43,8 @@ export interface RunAgentParams {
   /**
    * A turn's trace and the run's stats so far (a copy): when the turn ends, and also, for a
    * turn with tool calls, just before its assistant message is committed (the model's part
-   * only; the same turn's full trace follows and replaces it).
+   * only; the same turn's full trace follows and replaces it). A turn whose reply has no tool
+   * calls is reported once, just before that reply is committed (see LoopCommit's `final`).
    */
   onStep?: (step: StepTrace, stats: RunStats) => void;
   signal: AbortSignal;
@@ -189,11 +190,11 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
       return finish(turn.stop, "in_turn");
     }
     const calls = turn.assistant.toolCalls ?? [];
-    const stop = calls.length ? await runToolCalls(ctx, calls, turn.trace.tools) : null;
+    // Law 2: the run completes because the model made no tool call (its trace went out with it).
+    if (calls.length === 0) return finish({ stopReason: "complete" }, "after_turn");
+    const stop = await runToolCalls(ctx, calls, turn.trace.tools);
     ctx.onStep(turn.trace);
     if (stop) return finish(stop, "in_turn");
-    // Law 2: the run completes because the model made no tool call.
-    if (calls.length === 0) return finish({ stopReason: "complete" }, "after_turn");
     const loop = loopStop();
     if (loop) return finish(loop, "after_turn");
   }

@@ -101,10 +101,17 @@ export function resolveProfile({
   return profileNamed("openai");
 }
 
+/** The last base URL's host: a server has one base URL, and parsing it per model request costs. */
+let lastHost: { baseURL: string; host: string } | null = null;
+
 function hostOf(baseURL: string): string {
+  if (lastHost?.baseURL === baseURL) return lastHost.host;
+  let host = "";
   try {
-    return new URL(baseURL).hostname.toLowerCase();
+    host = new URL(baseURL).hostname.toLowerCase();
   } catch {
-    return "";
+    // Not a URL: no host to detect a provider from.
   }
+  lastHost = { baseURL, host };
+  return host;
 }

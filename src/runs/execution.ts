@@ -12,7 +12,7 @@ import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
-import { type RunEnd, suspendedView } from "./finish.js";
+import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { HistoryTail } from "./history-tail.js";
 import { LEASE_LOST, type LiveRun } from "./live-run.js";
@@ -73,6 +73,11 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
   const { message } = item;
   const counts = message.role === "assistant";
   const changes: RunChange[] = counts ? [counted] : [];
+  if (item.final && !item.plan) {
+    return commitFinalReply({ live, message, stats, changes }).then(() => {
+      live.savedStats = stats;
+    });
+  }
   // Steered input becomes this message: taken from the store in its write (once, whoever writes it).
   if (item.inputId !== undefined) changes.push({ kind: "input.taken", inputId: item.inputId });
   return live.recorder
@@ -176,6 +181,11 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
   }
   inputSettled();
   if (live.stopped) return leftHere(deps, live, log);
+  if (live.endStored) {
+    live.reportEnd(live.endStored);
+    logFinished(log, live.endStored);
+    return live.endStored;
+  }
   if (end.stopReason === "error") log.warn({ error: end.error }, "run ended with an error");
   const finished = await finishWithRetry({
     deps,
@@ -188,10 +198,10 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
           ? abortedOutcome()
           : notExecutedOutcome(),
   });
-  if (finished.status === "finished")
-    log.info(
-      { stopReason: finished.stopReason, stopDetail: finished.stopDetail, stats: finished.stats },
-      "run finished",
-    );
+  if (finished.status === "finished") logFinished(log, finished);
   return finished;
+}
+
+function logFinished(log: Logger, run: RunView): void {
+  log.info({ stopReason: run.stopReason, stopDetail: run.stopDetail, stats: run.stats }, "run finished");
 }

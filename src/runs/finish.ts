@@ -1,3 +1,4 @@
+import type { AgentMessage } from "../agent/messages.js";
 import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
@@ -7,7 +8,7 @@ import type { RunView } from "../domain/run.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
-import type { RunRecord, Store, ToolCallRecord } from "../store/store.js";
+import type { RunChange, RunRecord, Store, ToolCallRecord } from "../store/store.js";
 import type { LiveRun } from "./live-run.js";
 import type { RunRecorder, Stamp, WriteBatch } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
@@ -102,4 +103,51 @@ export async function suspendedView(store: Store, live: LiveRun): Promise<RunVie
   const stored = await store.runs.get(live.id).catch(() => null);
   const record = stored ?? live.record;
   return runView(record, await planOfRun(store, record).catch(() => null));
+}
+
+/**
+ * Commits the model's final reply (see LoopCommit's `final`) with the run's end `complete`
+ * and its `run.finished`, in one write, unless the run is no longer running when the write's
+ * turn comes (a DELETE, a shutdown, a planning run whose plan the end reads): then the reply
+ * alone, with `changes`, and the run ends through finishRun. While the write is in flight the
+ * run is `ending` (a DELETE then finds it finished); a failed write puts it back to running.
+ * Resolves with the finished run, or null when only the reply was written.
+ */
+export async function commitFinalReply({
+  live,
+  message,
+  stats,
+  changes,
+}: {
+  live: LiveRun;
+  message: AgentMessage;
+  stats: RunStats;
+  changes: RunChange[];
+}): Promise<RunView | null> {
+  const ended: { view: RunView | null } = { view: null };
+  try {
+    await live.recorder.write((stamp) => {
+      const stored = stamp(message);
+      const events = [{ type: "message" as const, message: stored }];
+      const reply: RunChange = { kind: "message", message: stored };
+      if (live.phase.name !== "running" || live.record.planning) return { changes: [reply, ...changes], events };
+      const end: RunEnd = { stopReason: "complete", stopDetail: null, error: null, stats };
+      const finishedAt = new Date().toISOString();
+      const finished: RunView = { ...runView(live.record, null), status: "finished", ...end, finishedAt };
+      ended.view = finished;
+      live.phase = { name: "ending", view: finished, cancelled: false };
+      const others = changes.filter((change) => change.kind !== "stats");
+      return {
+        changes: [reply, ...others, { kind: "finish", ...end, finishedAt }],
+        events: [...events, { type: "run.finished", run: finished }],
+      };
+    });
+  } catch (err) {
+    const { phase } = live;
+    if (ended.view && phase.name === "ending" && phase.view === ended.view)
+      live.phase = { name: "running", tool: null };
+    throw err;
+  }
+  live.endStored = ended.view;
+  return ended.view;
 }

@@ -35,6 +35,8 @@ export class LiveRun {
   resumed = false;
   /** Interrupted by a new run that takes its place: its end does not start the session's queue. */
   handedOver = false;
+  /** The run's end, once stored with the model's final reply (see commitFinalReply); else null. */
+  endStored: RunView | null = null;
   /** The stats last handed to the recorder (a cache: the run's row holds them). */
   savedStats: RunStats | null = null;
   /** Settles with the run's end as reported to waiters (stored, or known while storage fails). */

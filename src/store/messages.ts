@@ -69,7 +69,8 @@ export function messageStore(db: Db) {
     "SELECT * FROM messages WHERE session_id = @session AND seq > @after ORDER BY seq LIMIT @limit",
   );
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq");
-  const lastSeq = db.prepare("SELECT max(seq) AS seq FROM messages WHERE session_id = ?");
+  // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
+  const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1");
   const lastAssistant = db.prepare(
     "SELECT content, tool_calls FROM messages WHERE session_id = ? AND run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
@@ -111,7 +112,7 @@ export function messageStore(db: Db) {
     },
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): number {
-      return (lastSeq.get(sessionId) as { seq: number | null }).seq ?? 0;
+      return (lastSeq.get(sessionId) as { seq: number } | undefined)?.seq ?? 0;
     },
   };
 }

@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -6,13 +5,11 @@ import { type AgentTool, toolOk } from "../../src/agent/tool.js";
 import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunManager } from "../../src/runs/run-manager.js";
-import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import type { ToolCallState } from "../../src/store/tool-calls.js";
-import { FaultyStore } from "../fakes/faulty-store.js";
 import { ScriptedModel } from "../fakes/scripted-model.js";
+import { faultySqlite } from "../helpers/faulty-sqlite.js";
 import { seedSession } from "../helpers/seed.js";
-import { tempDir } from "../helpers/temp-dir.js";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -41,15 +38,8 @@ function probeTool(
 }
 
 async function setup() {
-  const dir = tempDir("tool-start-");
-  const sqlite = openSqliteStore({ path: join(dir.path, "agent.db") });
-  cleanups.push(async () => {
-    await sqlite.close();
-    dir.cleanup();
-  });
   // Each commitRun is one write (one transaction): its seqs went together.
-  const faulty = new FaultyStore(sqlite);
-  const store = faulty.store;
+  const { faulty, store } = faultySqlite("tool-start-", cleanups);
   const batches = () => faulty.commits.map((commit) => commit.events.map((e) => e.seq));
   const seen = new Map<string, ToolCallState | undefined>();
   const current = { store, runId: "" };
