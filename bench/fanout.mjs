@@ -12,7 +12,8 @@
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
-import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median } from "./harness.mjs";
+import { join } from "node:path";
+import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
 import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const WS = (process.env.BENCH_WATCHERS ?? "1000,5000").split(",").map(Number);
@@ -27,7 +28,12 @@ console.log(`  ${machineLine()}`);
 const upstream = await h
   .startStreamingUpstream({ tokens: TOKENS, intervalMs: TOKEN_MS, hold: true })
   .catch((err) => h.fail(err.message));
-const servers = await h.startOurs({ upstreamUrl: upstream.url }).catch((err) => h.fail(err.message));
+const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+const servers = await h.startOurs({ upstreamUrl: upstream.url, nodeArgs }).catch((err) => h.fail(err.message));
+// The floor: the same SSE bytes of each token written to W sockets, nothing else (a fixture).
+servers.floor = await h
+  .startServer({ entry: join(root, "bench/fanout-floor-server.mjs"), label: "floor", upstreamUrl: upstream.url })
+  .catch((err) => h.fail(err.message));
 const SUBJECTS = Object.keys(servers);
 const upstreamOrigin = new URL(upstream.url);
 console.log(
