@@ -6,13 +6,20 @@
 // streams BENCH_TOKENS (200) stamped tokens at one per BENCH_TOKEN_MS (20) and every watcher
 // reads to the run's end. Figures: connect time (all W connected; per-watcher p99), token
 // latency p50/p99 over every watcher's tokens (upstream send -> watcher receive), server CPU
-// while streaming (/proc), RSS per connected watcher, this client's own CPU. A benchmark,
-// not a test: figures and a last summary line. Everything on 127.0.0.1. BENCH_BASE_ROOT (another
-// built checkout) measures its server too, as "base", in alternation with ours.
+// while streaming (/proc) per token delivered to a watcher and per write (the client counts
+// the chunks of each chunked body: one a server write), RSS per connected watcher, this
+// client's own CPU. A benchmark, not a test: figures and a last summary line (ours / base /
+// floor). Everything on 127.0.0.1. BENCH_BASE_ROOT (another built checkout) measures its
+// server too, as "base", in alternation with ours. The floor (bench/fanout-floor-server.mjs,
+// a fixture) writes the same SSE bytes of each token to every watcher's socket and does
+// nothing else, measured in the same rotation. BENCH_SERVER_NODE_ARGS: extra node flags for
+// our server and base (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", then
+// `node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile`).
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
-import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median } from "./harness.mjs";
+import { join } from "node:path";
+import { cpuMsOf, createHarness, envInt, fmt, machineLine, machineLoad, median, root } from "./harness.mjs";
 import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const WS = (process.env.BENCH_WATCHERS ?? "1000,5000").split(",").map(Number);
@@ -20,6 +27,7 @@ const REPS = envInt("BENCH_REPS", 3);
 const TOKENS = envInt("BENCH_TOKENS", 200);
 const TOKEN_MS = envInt("BENCH_TOKEN_MS", 20);
 const CONNECTING = 256;
+const CHUNK_LINE = /\r\n[0-9a-f]+\r\n/g;
 
 const h = createHarness("bench-fanout");
 console.log(`bench:fanout: one run streaming ${TOKENS} tokens at one per ${TOKEN_MS} ms to W watchers`);
@@ -27,7 +35,12 @@ console.log(`  ${machineLine()}`);
 const upstream = await h
   .startStreamingUpstream({ tokens: TOKENS, intervalMs: TOKEN_MS, hold: true })
   .catch((err) => h.fail(err.message));
-const servers = await h.startOurs({ upstreamUrl: upstream.url }).catch((err) => h.fail(err.message));
+const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+const servers = await h.startOurs({ upstreamUrl: upstream.url, nodeArgs }).catch((err) => h.fail(err.message));
+// The floor: the same SSE bytes of each token written to W sockets, nothing else (a fixture).
+servers.floor = await h
+  .startServer({ entry: join(root, "bench/fanout-floor-server.mjs"), label: "floor", upstreamUrl: upstream.url })
+  .catch((err) => h.fail(err.message));
 const SUBJECTS = Object.keys(servers);
 const upstreamOrigin = new URL(upstream.url);
 console.log(
@@ -77,6 +90,7 @@ function watch(origin, runId, into) {
   let first = true;
   let finished = false;
   let tokens = 0;
+  let writes = 0;
   let resolveConnected;
   let rejectConnected;
   const connected = new Promise((resolve, reject) => {
@@ -99,6 +113,8 @@ function watch(origin, runId, into) {
       }
       const complete = all.slice(0, end);
       carry = all.slice(end + 2);
+      // Each server write is one chunk of the chunked body: count their size lines (SSE data has no CR).
+      writes += complete.match(CHUNK_LINE)?.length ?? 0;
       // Only text.delta frames: the final `message` event repeats the whole text.
       for (const frame of complete.split("\n\n")) {
         if (frame.includes("event: text.delta")) tokens += stampLatencies(frame, now, into);
@@ -106,7 +122,7 @@ function watch(origin, runId, into) {
       }
     });
     socket.on("error", (err) => rejectConnected(err));
-    socket.on("close", () => resolve({ finished, tokens }));
+    socket.on("close", () => resolve({ finished, tokens, writes }));
   });
   socket.write(
     `GET /runs/${runId}/events HTTP/1.1\r\nHost: ${origin.host}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`,
@@ -152,6 +168,7 @@ async function once(w, server) {
   const serverCpuMs = cpuMsOf(server.child.pid) - cpu0;
   await call(upstreamOrigin, "POST", "/hold");
   const incomplete = ends.filter((e) => !e.finished || e.tokens !== TOKENS).length;
+  const writes = ends.reduce((a, e) => a + e.writes, 0);
   latencies.sort((a, b) => a - b);
   return {
     w,
@@ -163,6 +180,10 @@ async function once(w, server) {
     tokens: latencies.length,
     incomplete,
     serverCpuMs,
+    // Server CPU per token delivered to a watcher, and per write (the per-watcher cost whatever the tokens merged).
+    cpuUsPerDelivery: (serverCpuMs * 1000) / latencies.length,
+    cpuUsPerWrite: (serverCpuMs * 1000) / writes,
+    tokensPerWrite: latencies.length / writes,
     clientCpuMs: (client.user + client.system) / 1000,
     rssPerWatcherKb,
   };
@@ -180,7 +201,8 @@ for (const w of WS) {
       console.log(
         `  ${name} W=${w} #${rep + 1}: connect all ${fmt(r.allConnectedMs, 0)} ms (p99 ${fmt(r.connectP99)}), token p50 ${fmt(r.p50)} ` +
           `p99 ${fmt(r.p99)} max ${fmt(r.max)} ms over ${r.tokens} tokens, ${r.incomplete} watchers incomplete; server CPU ` +
-          `${fmt(r.serverCpuMs, 0)} ms, client CPU ${fmt(r.clientCpuMs, 0)} ms, RSS ${fmt(r.rssPerWatcherKb)} KB/watcher`,
+          `${fmt(r.serverCpuMs, 0)} ms (${fmt(r.cpuUsPerDelivery, 2)} us a token a watcher, ${fmt(r.cpuUsPerWrite, 2)} us a write, ` +
+          `${fmt(r.tokensPerWrite, 2)} tokens a write), client CPU ${fmt(r.clientCpuMs, 0)} ms, RSS ${fmt(r.rssPerWatcherKb)} KB/watcher`,
       );
     }
   }
@@ -193,6 +215,8 @@ for (const w of WS) {
       p50: m("p50"),
       p99: m("p99"),
       cpu: m("serverCpuMs"),
+      perDelivery: m("cpuUsPerDelivery"),
+      perWrite: m("cpuUsPerWrite"),
       incomplete: results[name].reduce((a, r) => a + r.incomplete, 0),
       rss: m("rssPerWatcherKb"),
     });
@@ -203,15 +227,19 @@ console.log(`summary (medians of ${REPS}; server CPU from the release of the tok
 for (const r of rows) {
   console.log(
     `  ${r.name.padEnd(5)} W=${String(r.w).padEnd(6)} connect ${fmt(r.connect, 0).padStart(6)} ms  token p50 ${fmt(r.p50).padStart(6)}  ` +
-      `p99 ${fmt(r.p99).padStart(6)} ms  server CPU ${fmt(r.cpu, 0).padStart(6)} ms/run  RSS ${fmt(r.rss)} KB/watcher  incomplete ${r.incomplete}`,
+      `p99 ${fmt(r.p99).padStart(6)} ms  server CPU ${fmt(r.cpu, 0).padStart(6)} ms/run ` +
+      `(${fmt(r.perDelivery, 2)} us a token a watcher, ${fmt(r.perWrite, 2)} us a write)  RSS ${fmt(r.rss)} KB/watcher  incomplete ${r.incomplete}`,
   );
 }
+// The last line: per W, ours / base / floor side by side.
+const names = SUBJECTS.join(" / ");
+const per = (w, key, digits) =>
+  SUBJECTS.map((name) => fmt(rows.find((r) => r.w === w && r.name === name)?.[key], digits)).join(" / ");
 console.log(
-  `bench:fanout: ${rows
-    .map(
-      (r) =>
-        `${r.name} W=${r.w} token p99 ${fmt(r.p99)} ms (p50 ${fmt(r.p50)}), connect ${fmt(r.connect, 0)} ms, server CPU ${fmt(r.cpu, 0)} ms`,
-    )
-    .join("; ")}; load average ${machineLoad()}`,
+  `bench:fanout (${names}): ${WS.map(
+    (w) =>
+      `W=${w} server CPU ${per(w, "perDelivery", 2)} us a token a watcher (${per(w, "perWrite", 2)} us a write), ` +
+      `token p99 ${per(w, "p99", 1)} ms (p50 ${per(w, "p50", 1)}), connect ${per(w, "connect", 0)} ms`,
+  ).join("; ")}; load average ${machineLoad()}`,
 );
 h.cleanup();

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { FeedSink } from "../runs/event-feed.js";
 import type { StoredEvent } from "../store/store.js";
 
@@ -19,30 +20,91 @@ export function sseFrame(event: StoredEvent): Buffer {
   return frame;
 }
 
+const CRLF = Buffer.from("\r\n");
+
+/**
+ * The bytes of one flush: the events' frames joined, as they are or as one chunk of a
+ * chunked body (`<size hex>\r\n<frames>\r\n`), built once for every connection of the
+ * same flush that sends the same events (the watchers of a run, caught up, all do).
+ */
+class Batch {
+  #plain: Buffer | null = null;
+  #chunk: Buffer | null = null;
+
+  constructor(
+    readonly events: readonly StoredEvent[],
+    private readonly bytes: number,
+  ) {}
+
+  /** Whether `events` are this batch's (the same event objects, in order). */
+  is(events: readonly StoredEvent[]): boolean {
+    if (events.length !== this.events.length) return false;
+    for (let i = 0; i < events.length; i++) if (events[i] !== this.events[i]) return false;
+    return true;
+  }
+
+  plain(): Buffer {
+    if (this.#plain === null) {
+      const only = this.events.length === 1 ? this.events[0] : undefined;
+      this.#plain = only ? sseFrame(only) : Buffer.concat(this.events.map(sseFrame), this.bytes);
+    }
+    return this.#plain;
+  }
+
+  chunk(): Buffer {
+    this.#chunk ??= Buffer.concat([Buffer.from(`${this.bytes.toString(16)}\r\n`), this.plain(), CRLF]);
+    return this.#chunk;
+  }
+}
+
 /** Connections with frames waiting, written together once this turn of the event loop is done. */
 const due = new Set<SseConnection>();
 let flushScheduled = false;
+/** The batches of the flush of every due connection under way, by their first event; null outside it. */
+let batches: Map<StoredEvent, Batch> | null = null;
 function flushDue(): void {
   flushScheduled = false;
-  for (const connection of due) connection.flush();
-  due.clear();
+  batches = new Map();
+  try {
+    for (const connection of due) connection.flush();
+  } finally {
+    due.clear();
+    batches = null;
+  }
+}
+
+/** The batch for `events`: during the flush of every due connection, shared by those that send the same. */
+function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
+  if (batches === null) return new Batch(events, bytes);
+  const first = events[0] as StoredEvent;
+  const known = batches.get(first);
+  if (known?.is(events)) return known;
+  const batch = new Batch(events, bytes);
+  batches.set(first, batch);
+  return batch;
 }
 
 /**
  * A response as a FeedSink: frames sent during one turn of the event loop are joined and
  * leave in one write per connection (so a commit's events, or a burst, cost one syscall).
+ * Once the response's head has gone to its socket and nothing waits in the response
+ * itself, the batch's bytes (framed as a chunk of the chunked body by the batch, once for
+ * every connection) are written to the socket directly: one `socket.write` of a shared
+ * buffer per connection, not the response's per-write chunk framing and corking. Anything
+ * else (the head not yet out, a HEAD request, heartbeats waiting in the response) goes
+ * through the response, so bytes stay in order. The response ends as usual (its
+ * terminating chunk follows whatever was written to the socket before).
  */
 export class SseConnection implements FeedSink {
-  #pending: Buffer[] = [];
+  #pending: StoredEvent[] = [];
   #bytes = 0;
 
   constructor(private readonly raw: ServerResponse) {}
 
   send(events: readonly StoredEvent[]): void {
     for (const event of events) {
-      const frame = sseFrame(event);
-      this.#pending.push(frame);
-      this.#bytes += frame.length;
+      this.#pending.push(event);
+      this.#bytes += sseFrame(event).length;
     }
     due.add(this);
     if (!flushScheduled) {
@@ -59,14 +121,18 @@ export class SseConnection implements FeedSink {
   drained(): Promise<void> {
     this.flush();
     const raw = this.raw;
-    if (raw.destroyed || raw.writableEnded || !raw.writableNeedDrain) return Promise.resolve();
+    if (raw.destroyed || raw.writableEnded) return Promise.resolve();
+    // Direct writes fill the socket's buffer, not the response's.
+    const socket = raw.socket;
+    const target = socket?.writableNeedDrain ? socket : raw.writableNeedDrain ? raw : null;
+    if (target === null) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        raw.off("drain", done);
+        target.off("drain", done);
         raw.off("close", done);
         resolve();
       };
-      raw.on("drain", done);
+      target.on("drain", done);
       raw.on("close", done);
     });
   }
@@ -79,8 +145,22 @@ export class SseConnection implements FeedSink {
     this.#pending = [];
     this.#bytes = 0;
     due.delete(this);
-    if (this.raw.destroyed || this.raw.writableEnded) return;
-    // One frame: its shared buffer as it is; several: joined into one write.
-    this.raw.write(pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, bytes));
+    const raw = this.raw;
+    if (raw.destroyed || raw.writableEnded) return;
+    const batch = batchOf(pending, bytes);
+    const socket = this.#directSocket();
+    if (socket === null) raw.write(batch.plain());
+    else socket.write(raw.chunkedEncoding ? batch.chunk() : batch.plain());
+  }
+
+  /** The socket to write to directly, or null when the response must do the writing. */
+  #directSocket(): Socket | null {
+    const raw = this.raw;
+    const socket = raw.socket;
+    // `headersSent` is true once the head is built; `_headerSent` once it was handed to the socket.
+    const headOut = (raw as ServerResponse & { _headerSent?: boolean })._headerSent === true;
+    if (socket === null || socket.destroyed || !headOut || raw.req.method === "HEAD") return null;
+    // Nothing waiting in the response itself (its head, a heartbeat): it is all in the socket.
+    return raw.writableLength === socket.writableLength ? socket : null;
   }
 }

@@ -1,5 +1,5 @@
 import { createServer, request, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { afterEach, expect, it } from "vitest";
 import { SseConnection, sseFrame } from "../../src/http/sse-connection.js";
 import type { StoredEvent } from "../../src/store/store.js";
@@ -12,35 +12,72 @@ afterEach(async () => {
   close = null;
 });
 
-/** A real server whose one response is handed to `handle`; resolves with the body the client read. */
-async function serve(handle: (res: ServerResponse, writes: string[]) => Promise<void>) {
+/** One write a connection made: through the response, or of its own bytes to the socket. */
+interface Write {
+  via: "response" | "socket";
+  chunk: Buffer | string;
+}
+
+/**
+ * Logs `res`'s writes: the response's own, and whole chunks of the chunked body written to
+ * its socket directly (the response itself writes a chunk's size line on its own).
+ */
+function logWrites(res: ServerResponse): Write[] {
+  const writes: Write[] = [];
+  const socket = res.socket as Socket;
+  const write = res.write.bind(res) as (chunk: string | Buffer) => boolean;
+  res.write = ((chunk: string | Buffer) => {
+    writes.push({ via: "response", chunk });
+    return write(chunk);
+  }) as typeof res.write;
+  const socketWrite = socket.write.bind(socket) as (chunk: string | Buffer) => boolean;
+  socket.write = ((chunk: string | Buffer) => {
+    if (Buffer.isBuffer(chunk) && /^[0-9a-f]+\r\n.*\r\n$/s.test(chunk.toString("latin1")))
+      writes.push({ via: "socket", chunk });
+    return socketWrite(chunk);
+  }) as typeof socket.write;
+  return writes;
+}
+
+/** A real server whose `n` responses are handed to `handle`; resolves with the bodies the clients read. */
+async function serveMany(n: number, handle: (responses: ServerResponse[], writes: Write[][]) => Promise<void>) {
+  const responses: ServerResponse[] = [];
+  const writes: Write[][] = [];
   const server = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream" });
-    const writes: string[] = [];
-    const write = res.write.bind(res) as (chunk: string) => boolean;
-    res.write = ((chunk: string) => {
-      writes.push(chunk.toString());
-      return write(chunk);
-    }) as typeof res.write;
-    void handle(res, writes).then(() => res.end());
+    responses.push(res);
+    writes.push(logWrites(res));
+    if (responses.length === n) {
+      void handle(responses, writes).then(() => {
+        for (const r of responses) r.end();
+      });
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   close = () => new Promise((resolve) => server.close(() => resolve()));
   const { port } = server.address() as AddressInfo;
-  return new Promise<string>((resolve, reject) => {
-    request({ host: "127.0.0.1", port, path: "/" }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (part) => (body += part));
-      res.on("end", () => resolve(body));
-    })
-      .on("error", reject)
-      .end();
-  });
+  const read = () =>
+    new Promise<string>((resolve, reject) => {
+      request({ host: "127.0.0.1", port, path: "/" }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (part) => (body += part));
+        res.on("end", () => resolve(body));
+      })
+        .on("error", reject)
+        .end();
+    });
+  return Promise.all(Array.from({ length: n }, read));
+}
+
+/** One response handed to `handle`; resolves with the body the client read. */
+async function serve(handle: (res: ServerResponse, writes: Write[]) => Promise<void>) {
+  const [body] = await serveMany(1, ([res], [writes]) => handle(res as ServerResponse, writes as Write[]));
+  return body as string;
 }
 
 it("frames sent in one turn of the event loop leave in one write per connection, in order", async () => {
-  let seen: string[] = [];
+  let seen: Write[] = [];
   const body = await serve(async (res, writes) => {
     const connection = new SseConnection(res);
     connection.send([event(1, '{"a":1}'), event(2, '{"b":2}')]);
@@ -50,9 +87,12 @@ it("frames sent in one turn of the event loop leave in one write per connection,
     await new Promise((resolve) => setImmediate(resolve));
     connection.send([event(4, '{"d":"é🙂"}')]);
     connection.flush();
-    seen = writes;
+    seen = [...writes];
   });
-  expect(seen).toHaveLength(2);
+  // The first carries the response's head, so it goes through the response; the next is
+  // one chunk of the chunked body written to the socket directly.
+  expect(seen.map((w) => w.via)).toEqual(["response", "socket"]);
+  expect(seen[1]?.chunk.toString()).toBe(`${(46).toString(16)}\r\nid: 4\nevent: text.delta\ndata: {"d":"é🙂"}\n\n\r\n`);
   expect(body).toBe(
     'id: 1\nevent: text.delta\ndata: {"a":1}\n\nid: 2\nevent: text.delta\ndata: {"b":2}\n\n' +
       'id: 3\nevent: text.delta\ndata: {"c":3}\n\nid: 4\nevent: text.delta\ndata: {"d":"é🙂"}\n\n',
@@ -74,6 +114,51 @@ it("waiting for the client to drain writes what is pending first, so a replay ho
   });
   expect([before, after]).toEqual([0, 1]);
   expect(body.length).toBe(big.length + "id: 1\nevent: text.delta\ndata: \n\n".length);
+});
+
+it("the watchers of one flush write one shared buffer: an event is encoded once, chunk framing included", async () => {
+  const shared = [event(1, '{"a":1}'), event(2, '{"b":2}')];
+  let direct: Write[] = [];
+  const bodies = await serveMany(3, async (responses, writes) => {
+    const connections = responses.map((res) => new SseConnection(res));
+    // The head goes out first (through the response), as a stream's `retry:` line does.
+    for (const res of responses) res.write("retry: 1\n\n");
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const connection of connections) connection.send(shared);
+    await new Promise((resolve) => setImmediate(resolve));
+    direct = writes.flatMap((w) => w.filter((x) => x.via === "socket"));
+  });
+  expect(direct).toHaveLength(3);
+  expect(direct[1]?.chunk).toBe(direct[0]?.chunk);
+  expect(direct[2]?.chunk).toBe(direct[0]?.chunk);
+  for (const body of bodies) {
+    expect(body).toBe(
+      'retry: 1\n\nid: 1\nevent: text.delta\ndata: {"a":1}\n\nid: 2\nevent: text.delta\ndata: {"b":2}\n\n',
+    );
+  }
+});
+
+it("a connection writing to its socket directly waits for the socket to drain, so a slow client holds bounded memory", async () => {
+  const big = "x".repeat(4 << 20);
+  let backlogBefore = -1;
+  let backlogAfter = -1;
+  let via: string[] = [];
+  const body = await serve(async (res, writes) => {
+    const connection = new SseConnection(res);
+    connection.send([event(1, "{}")]);
+    connection.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    connection.send([event(2, big)]);
+    connection.flush();
+    backlogBefore = connection.backlogBytes();
+    await connection.drained();
+    backlogAfter = connection.backlogBytes();
+    via = writes.map((w) => w.via);
+  });
+  expect(via).toEqual(["response", "socket"]);
+  expect(backlogBefore).toBeGreaterThan(1 << 20);
+  expect(backlogAfter).toBeLessThan(1 << 20);
+  expect(body.endsWith(`data: ${big}\n\n`)).toBe(true);
 });
 
 it("an event's frame is encoded once and shared; data with line breaks becomes one data line a line", () => {
