@@ -64,15 +64,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
   };
   const group = new GroupCommit<() => unknown>({
     windowMs: options.groupCommitMs ?? GROUP_COMMIT_WINDOW_MS,
-    commitGroup: (works) => {
-      try {
-        const results = inTransaction(() => works.map((work) => work())) as unknown[];
-        health.recordSuccess();
-        return Promise.resolve(results);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
+    commitGroup: (works) => writeAlone(() => works.map((work) => work())),
     commitAlone: writeAlone,
   });
   /** A read of what is committed (not of a group still waiting): its errors translated, nothing recorded. */

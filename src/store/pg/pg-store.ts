@@ -262,6 +262,8 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
     writeFailure: () => health.failure,
     notifications: listener,
     close: async () => {
+      // A group still waiting for its window is sent before the pool ends.
+      group.flush();
       await listener.close();
       await pool.end();
     },
