@@ -3,10 +3,11 @@
 // inclusive ("total") time, self time grouped by package / project file, and self time
 // charged to the nearest project function on the stack (what in our code caused it).
 //
-//   node bench/cpuprofile-top.mjs FILE.cpuprofile [--top 40] [--filter substring]
+//   node bench/cpuprofile-top.mjs FILE.cpuprofile [--top 40] [--filter substring] [--last-ms N]
 //
 // `--filter` keeps only the part of the profile under frames whose function name or
-// url contains the substring (e.g. `runAgent`), to look at one code path.
+// url contains the substring (e.g. `runAgent`), to look at one code path. `--last-ms` keeps
+// only the samples of the profile's last N ms (the steady phase, without startup and warm-up).
 import fs from "node:fs";
 
 const args = process.argv.slice(2);
@@ -21,6 +22,7 @@ if (!file) {
 }
 const top = Number(opt("top", 40));
 const filter = opt("filter", undefined);
+const lastMs = Number(opt("last-ms", 0));
 
 const profile = JSON.parse(fs.readFileSync(file, "utf8"));
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -30,8 +32,12 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 // Self time per node from the samples and their time deltas.
 const selfUs = new Map();
 const { samples, timeDeltas } = profile;
+const fromUs = lastMs > 0 ? profile.endTime - lastMs * 1000 : Number.NEGATIVE_INFINITY;
+let atUs = profile.startTime;
 for (let i = 0; i < samples.length; i++) {
   const dt = timeDeltas[i + 1] ?? 0;
+  atUs += timeDeltas[i] ?? 0;
+  if (atUs < fromUs) continue;
   selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + Math.max(0, dt));
 }
 const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
