@@ -13,24 +13,32 @@ export type ModelTurn =
   | { stop: PhaseStop; trace: StepTrace | null }
   | { stop: null; assistant: AssistantMessage; trace: StepTrace };
 
-/** The tools as offered to the model, their schemas derived from zod. */
+/**
+ * The tools as offered to the model, their schemas derived from zod. A tool's spec is made
+ * once and then reused while its schema, name and description stay the same (tools are bound
+ * anew for every run): what is made of a spec later (its request form) is kept with it.
+ */
 export function toolSpecs(tools: LoopContext["tools"]): ToolSpec[] {
-  return [...tools.values()].map((tool) => ({
-    name: tool.name,
-    description: tool.description,
-    parameters: jsonSchemaOf(tool.inputSchema),
-  }));
+  return [...tools.values()].map(specOf);
 }
 
-/** JSON Schemas are derived once per zod schema: tools are bound anew for every run. */
-const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
-function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  let json = jsonSchemas.get(schema);
-  if (!json) {
-    json = z.toJSONSchema(schema, { io: "input" }) as Record<string, unknown>;
-    jsonSchemas.set(schema, json);
+/** Specs by schema, then by tool name: tools may share a schema (shell and shell_readonly do). */
+const specs = new WeakMap<z.ZodType, Map<string, ToolSpec>>();
+function specOf(tool: { name: string; description: string; inputSchema: z.ZodType }): ToolSpec {
+  let byName = specs.get(tool.inputSchema);
+  if (!byName) {
+    byName = new Map();
+    specs.set(tool.inputSchema, byName);
   }
-  return json;
+  const known = byName.get(tool.name);
+  if (known?.description === tool.description) return known;
+  const spec: ToolSpec = {
+    name: tool.name,
+    description: tool.description,
+    parameters: z.toJSONSchema(tool.inputSchema, { io: "input" }) as Record<string, unknown>,
+  };
+  byName.set(tool.name, spec);
+  return spec;
 }
 
 /**

@@ -12,10 +12,11 @@ import { toChatMessage, toChatTools } from "./wire-request.js";
  */
 const encoded = new WeakMap<AgentMessage, { profile: string; bytes: Buffer }>();
 
-/** The tools' part of a request (`,"tools":[...]`), made once per run's list of specs. */
-const toolParts = new WeakMap<ToolSpec[], Buffer>();
+/** Each tool's request form as JSON, made once per spec (specs are reused across runs: see toolSpecs). */
+const toolJson = new WeakMap<ToolSpec, string>();
 
 const COMMA = Buffer.from(",");
+const EMPTY = Buffer.alloc(0);
 
 /** `text` as UTF-8 in a buffer of its own (a slice of the shared pool would keep the whole pool alive). */
 function ownBytes(text: string): Buffer {
@@ -32,13 +33,18 @@ function messageBytes(message: AgentMessage, profile: ProviderProfile): Buffer {
   return bytes;
 }
 
+/** The tools' part of a request: `,"tools":[...]`, or nothing without tools. */
 function toolsPart(tools: ToolSpec[]): Buffer {
-  let part = toolParts.get(tools);
-  if (!part) {
-    part = Buffer.from(tools.length > 0 ? `,"tools":${JSON.stringify(toChatTools(tools))}` : "");
-    toolParts.set(tools, part);
-  }
-  return part;
+  if (tools.length === 0) return EMPTY;
+  const parts = tools.map((tool) => {
+    let json = toolJson.get(tool);
+    if (json === undefined) {
+      json = JSON.stringify(toChatTools([tool])[0]);
+      toolJson.set(tool, json);
+    }
+    return json;
+  });
+  return Buffer.from(`,"tools":[${parts.join(",")}]`);
 }
 
 /**

@@ -19,18 +19,18 @@ import { webhookStore } from "./webhooks.js";
 const ROLLBACK = Symbol("rollback");
 
 export interface SqliteStoreOptions {
-  /** GroupCommit's window for `commitRun`; GROUP_COMMIT_WINDOW_MS by default. */
+  /** GroupCommit's window for writes; GROUP_COMMIT_WINDOW_MS by default. */
   groupCommitMs?: number;
 }
 
 /**
- * The Store over one SQLite connection (better-sqlite3, synchronous). Each method does its
- * work at once and returns a settled promise, except `commitRun`, whose batches wait (at most
- * `groupCommitMs`) to share one transaction with other runs' (see GroupCommit); every other
- * write commits the waiting group first, so writes take effect in the order they were made,
- * and a read sees what is committed (a batch once its promise settled). A
- * batch of changes is applied inside one synchronous `db.transaction()`, so no transaction is
- * ever held across an await.
+ * The Store over one SQLite connection (better-sqlite3, synchronous). A read is done at once
+ * and returns a settled promise; it sees what is committed (a write once its promise
+ * settled). Writes wait (at most `groupCommitMs`) to share one transaction with the others
+ * made meanwhile, runs' batches and every other write alike (see GroupCommit): they take
+ * effect in the order they were made, and each settles as it would have alone. A group is
+ * applied inside one synchronous `db.transaction()`, so no transaction is ever held across
+ * an await.
  */
 export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
   const health = new StorageHealth();
@@ -75,11 +75,8 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
       return Promise.reject(translateSqliteError(err));
     }
   };
-  /** A write in its own transaction, after the waiting group. */
-  const write = <T>(fn: () => T): Promise<T> => {
-    group.flush();
-    return writeAlone(fn);
-  };
+  /** A write, applied after every write made before it, in the next group's transaction. */
+  const write = <T>(fn: () => T): Promise<T> => group.add<T>(fn);
 
   return {
     shared: false,

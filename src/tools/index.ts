@@ -8,7 +8,6 @@ import { readFileTool } from "./read-file.js";
 import type { ShellSandbox } from "./sandbox.js";
 import { searchFilesTool } from "./search-files.js";
 import { createShellTool, shellTool } from "./shell.js";
-import { isWorkspaceInPlace, workspaceMovedOutcome } from "./workspace.js";
 import { writeFileTool } from "./write-file.js";
 
 export type { WorkspaceToolContext, WorkspaceToolDefinition } from "./definition.js";
@@ -85,17 +84,18 @@ export function bindWorkspaceTools({
   return selected.map((tool) => bindTool(tool, workspace));
 }
 
-/** Runs the tool only while its workspace is still in place (see isWorkspaceInPlace). */
+/**
+ * Binds the tool to the workspace. Each workspace tool checks itself that the workspace is
+ * still in place, in the same descriptor it then works through (see openWorkspaceRoot and
+ * locateInWorkspace), and refuses with WORKSPACE_UNAVAILABLE when it is not.
+ */
 function bindTool(tool: WorkspaceToolDefinition, workspace: string): AnyAgentTool {
   return {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
     readOnly: tool.readOnly,
-    execute: async (input, { toolCallId, signal }) => {
-      if (!(await isWorkspaceInPlace(workspace))) return workspaceMovedOutcome();
-      return tool.execute(input, { workspace, signal, toolCallId });
-    },
+    execute: (input, { toolCallId, signal }) => tool.execute(input, { workspace, signal, toolCallId }),
   };
 }
 

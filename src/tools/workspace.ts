@@ -42,13 +42,6 @@ export async function openWorkspaceRoot(workspace: string): Promise<OpenDir | nu
   return { handle, path: workspace };
 }
 
-/** Whether the workspace directory is in place (see openWorkspaceRoot). */
-export async function isWorkspaceInPlace(workspace: string): Promise<boolean> {
-  const root = await openWorkspaceRoot(workspace);
-  if (root) await closeDir(root);
-  return root !== null;
-}
-
 export const workspaceMovedOutcome = (): ToolOutcome =>
   toolError(
     ToolErrorCode.workspaceUnavailable,

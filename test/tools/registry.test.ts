@@ -1,4 +1,4 @@
-import { mkdir, rm, symlink } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
@@ -112,7 +112,7 @@ describe("the workspace tool registry", () => {
     expect(expectOk(outcome)).toBe("     1\thi");
   });
 
-  it("a workspace replaced by a symlink (outside, to another session, to the root) runs no tool: a shell command cannot redirect later reads", async () => {
+  it("a workspace replaced by a symlink (outside, to another session, to the root) runs no tool: a shell command cannot redirect later reads or writes", async () => {
     const { base, outside } = await makeSandbox();
     const root = join(base, "root");
     const mine = join(root, "ses_a");
@@ -122,6 +122,16 @@ describe("the workspace tool registry", () => {
     await writeTree(outside, { "secret.txt": "outside\n" });
     await writeTree(root, { "secret.txt": "root\n" });
     const tools = bindWorkspaceTools({ workspace: mine });
+    // Every tool each checks the workspace itself: one left out here fails the test.
+    const inputs: Record<string, unknown> = {
+      list_files: {},
+      read_file: { path: "secret.txt" },
+      search_files: { pattern: "session|outside|root" },
+      write_file: { path: "planted.txt", content: "planted\n" },
+      edit_file: { path: "secret.txt", oldText: "\n", newText: "edited\n" },
+      shell: { command: "cat secret.txt; echo planted > planted.txt" },
+    };
+    expect(tools.map((tool) => tool.name).sort()).toEqual(Object.keys(inputs).sort());
     const run = (name: string, input: unknown) => {
       const tool = tools.find((t) => t.name === name)!;
       return tool.execute(tool.inputSchema.parse(input), { toolCallId: "c1", signal: new AbortController().signal });
@@ -131,11 +141,7 @@ describe("the workspace tool registry", () => {
     for (const target of [outside, other, root]) {
       await rm(mine, { recursive: true, force: true });
       await symlink(target, mine);
-      for (const [name, input] of [
-        ["read_file", { path: "secret.txt" }],
-        ["list_files", {}],
-        ["shell", { command: "cat secret.txt" }],
-      ] as const) {
+      for (const [name, input] of Object.entries(inputs)) {
         const outcome = await run(name, input);
         expect(outcome, `${name} via a link to ${target}`).toMatchObject({
           ok: false,
@@ -143,6 +149,8 @@ describe("the workspace tool registry", () => {
         });
         expect(JSON.stringify(outcome)).not.toMatch(/session b|outside\\n|root\\n/);
       }
+      expect((await readdir(target)).sort(), `nothing written via a link to ${target}`).not.toContain("planted.txt");
+      expect(await readFile(join(target, "secret.txt"), "utf8")).not.toMatch(/edited/);
     }
   });
 
