@@ -13,10 +13,11 @@ const MAX_GROUP = 512;
 
 export interface GroupCommitOptions<W> {
   /**
-   * At most one group transaction per this many ms: a write queued within that time of the
-   * last group waits for the next one (commits at a high rate share transactions); a write
-   * queued later goes at the end of the current turn of the event loop. 0: every group at the
-   * end of its turn.
+   * At most one group transaction per this many ms while writes come from several writers at
+   * once: a write queued within that time of the last group, when that group held more than
+   * one write, waits for the next one (commits at a high rate share transactions). A write
+   * queued later, or after a group of one (a lone writer, which has nobody to share with),
+   * goes at the end of the current turn of the event loop. 0: every group at the end of its turn.
    */
   windowMs: number;
   /**
@@ -43,6 +44,7 @@ export class GroupCommit<W> {
   #timer: NodeJS.Timeout | null = null;
   #immediate: NodeJS.Immediate | null = null;
   #lastGroupAt = Number.NEGATIVE_INFINITY;
+  #lastGroupSize = 0;
 
   constructor(private readonly options: GroupCommitOptions<W>) {}
 
@@ -56,7 +58,7 @@ export class GroupCommit<W> {
 
   #schedule(): void {
     if (this.#timer || this.#immediate) return;
-    const wait = this.#lastGroupAt + this.options.windowMs - performance.now();
+    const wait = this.#lastGroupSize > 1 ? this.#lastGroupAt + this.options.windowMs - performance.now() : 0;
     if (wait > 0) this.#timer = setTimeout(() => this.flush(), wait);
     else this.#immediate = setImmediate(() => this.flush());
   }
@@ -71,6 +73,7 @@ export class GroupCommit<W> {
     if (!group.length) return;
     this.#pending = [];
     this.#lastGroupAt = performance.now();
+    this.#lastGroupSize = group.length;
     const alone = (write: PendingWrite<W>) => this.options.commitAlone(write.work).then(write.resolve, write.reject);
     if (group.length === 1) {
       alone(group[0] as PendingWrite<W>);

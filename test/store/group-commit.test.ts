@@ -75,13 +75,26 @@ describe("GroupCommit over a real SQLite file", () => {
   });
 
   it("writes queued within the window of the last group wait for the next one and then share it", async () => {
-    await group.add(insert("first"));
+    await Promise.all([group.add(insert("first")), group.add(insert("second"))]);
     const started = performance.now();
     await Promise.all([group.add(insert("a")), group.add(insert("b"))]);
     expect(transactions).toBe(2);
     // The second group waited for the window (5 ms) since the first one (timers may fire ~1 ms early).
     expect(performance.now() - started).toBeGreaterThanOrEqual(3);
-    expect(keys()).toEqual(["first", "a", "b"]);
+    expect(keys()).toEqual(["first", "second", "a", "b"]);
+  });
+
+  it("a lone writer does not wait for the window: after a group of one write, the next goes at the end of its turn", async () => {
+    const slow = new GroupCommit<() => unknown>({
+      windowMs: 60_000,
+      commitGroup: (works) => Promise.resolve(db.transaction(() => works.map((work) => work()))()),
+      commitAlone: (work) => Promise.resolve(db.transaction(work)()),
+    });
+    const windowPassed = new Promise((resolve) => setTimeout(() => resolve("window"), 30_000).unref());
+    for (const key of ["a", "b", "c"]) {
+      expect(await Promise.race([slow.add(insert(key)).then(() => "committed"), windowPassed])).toBe("committed");
+    }
+    expect(keys()).toEqual(["a", "b", "c"]);
   });
 
   it("when one write of a group throws, nothing of the group is kept and each write runs again alone: the others are stored once, the failing one rejects", async () => {
