@@ -33,9 +33,15 @@ function messageBytes(message: AgentMessage, profile: ProviderProfile): Buffer {
   return bytes;
 }
 
-/** The tools' part of a request: `,"tools":[...]`, or nothing without tools. */
+/** The tools' part of a request: `,"tools":[...]`, or nothing without tools; the last one made is kept, per first spec. */
+const toolParts = new WeakMap<ToolSpec, { tools: ToolSpec[]; part: Buffer }>();
 function toolsPart(tools: ToolSpec[]): Buffer {
-  if (tools.length === 0) return EMPTY;
+  const first = tools[0];
+  if (first === undefined) return EMPTY;
+  const known = toolParts.get(first);
+  if (known && known.tools.length === tools.length && known.tools.every((tool, i) => tool === tools[i])) {
+    return known.part;
+  }
   const parts = tools.map((tool) => {
     let json = toolJson.get(tool);
     if (json === undefined) {
@@ -44,7 +50,9 @@ function toolsPart(tools: ToolSpec[]): Buffer {
     }
     return json;
   });
-  return Buffer.from(`,"tools":[${parts.join(",")}]`);
+  const part = Buffer.from(`,"tools":[${parts.join(",")}]`);
+  toolParts.set(first, { tools: [...tools], part });
+  return part;
 }
 
 /**

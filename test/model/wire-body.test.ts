@@ -80,4 +80,18 @@ describe("the request body as sent: each message encoded once", () => {
     expect(gemini.messages[1].tool_calls[0].extra_content).toEqual({ google: { thought_signature: "sig" } });
     expect(later.messages[1].tool_calls[0]).not.toHaveProperty("extra_content");
   });
+
+  it("the tools' part follows the list of tools: more, fewer or other tools after the same first one", () => {
+    const list: ToolSpec = {
+      name: "list_files",
+      description: "Lists files.",
+      parameters: { type: "object", properties: { depth: { type: "integer" } } },
+    };
+    const [read] = tools;
+    if (!read) throw new Error("no tool");
+    for (const list_ of [[read, list], [read], [read, list], [list, read], [read, { ...list, name: "other" }]]) {
+      const r = request({ tools: list_ });
+      expect(JSON.parse(sent(r).toString("utf8")).tools).toEqual(toChatRequest(r, "m-odel").tools);
+    }
+  });
 });
