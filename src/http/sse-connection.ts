@@ -84,9 +84,24 @@ function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
   return batch;
 }
 
+/** The batch of events handed as one array to many connections' `write` (a run's caught-up watchers). */
+const written = new WeakMap<readonly StoredEvent[], Batch>();
+function batchOfArray(events: readonly StoredEvent[]): Batch {
+  let batch = written.get(events);
+  if (batch === undefined) {
+    let bytes = 0;
+    for (const event of events) bytes += sseFrame(event).length;
+    batch = new Batch(events, bytes);
+    written.set(events, batch);
+  }
+  return batch;
+}
+
 /**
  * A response as a FeedSink: frames sent during one turn of the event loop are joined and
- * leave in one write per connection (so a commit's events, or a burst, cost one syscall).
+ * leave in one write per connection (so a commit's events, or a burst, cost one syscall);
+ * events handed to `write` leave at once, in one write whose bytes every connection given
+ * the same array shares.
  * Once the response's head has gone to its socket and nothing waits in the response
  * itself, the batch's bytes (framed as a chunk of the chunked body by the batch, once for
  * every connection) are written to the socket directly: one `socket.write` of a shared
@@ -111,6 +126,11 @@ export class SseConnection implements FeedSink {
       flushScheduled = true;
       setImmediate(flushDue);
     }
+  }
+
+  write(events: readonly StoredEvent[]): void {
+    if (this.#pending.length > 0) this.flush();
+    this.#write(batchOfArray(events));
   }
 
   backlogBytes(): number {
@@ -145,9 +165,12 @@ export class SseConnection implements FeedSink {
     this.#pending = [];
     this.#bytes = 0;
     due.delete(this);
+    this.#write(batchOf(pending, bytes));
+  }
+
+  #write(batch: Batch): void {
     const raw = this.raw;
     if (raw.destroyed || raw.writableEnded) return;
-    const batch = batchOf(pending, bytes);
     const socket = this.#directSocket();
     if (socket === null) raw.write(batch.plain());
     else socket.write(raw.chunkedEncoding ? batch.chunk() : batch.plain());

@@ -21,9 +21,15 @@ class CollectingSink implements FeedSink {
   readonly batches: number[] = [];
   stalled = false;
   #drained: (() => void) | null = null;
+  /** The arrays handed to `write`, as they were given. */
+  readonly written: (readonly StoredEvent[])[] = [];
   send(events: readonly StoredEvent[]): void {
     this.events.push(...events);
     this.batches.push(events.length);
+  }
+  write(events: readonly StoredEvent[]): void {
+    this.written.push(events);
+    this.send(events);
   }
   backlogBytes(): number {
     return this.stalled ? MAX_HELD_BYTES + 1 : 0;
@@ -89,13 +95,15 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-it("replays the backlog, then sends live events from inside the publish, and ends after run.finished", async () => {
+it("replays the backlog, then sends live events at the end of the publish's turn, and ends after run.finished", async () => {
   await write({ type: "turn.started", turn: 1 });
   const { sink, done } = follow();
   await turnEnd();
   expect(sink.seqs).toEqual([1, 2]);
   await write({ type: "text.delta", text: "a" });
-  // Live and caught up: the event was handed over by the publish itself.
+  // Live and caught up: the event is handed over once the turn of its publish is done.
+  expect(sink.seqs).toEqual([1, 2]);
+  await turnEnd();
   expect(sink.seqs).toEqual([1, 2, 3]);
   await finish();
   await done;
