@@ -11,7 +11,7 @@ const BACKLOG_PAGE = 500;
  * A run's events after `after` into `sink`, as `runEventStream` streams them (the stored
  * backlog, then live ones; gapless; ending after `run.finished`, or when `closed` aborts),
  * without a promise per event: once caught up, it is one of its run's live followers
- * (run-followers.ts), handed each turn's published events with the others in one loop.
+ * (run-followers.ts), handed each publish's events with the others in one loop.
  * While reading it holds live events (at most MAX_HELD_EVENTS / MAX_HELD_BYTES, then drops
  * them and reads on); a gap, or a sink whose backlog passes MAX_HELD_BYTES, sends it back
  * to the database, which holds every published event, read at the client's pace.

@@ -7,8 +7,8 @@ export interface FeedSink {
   /** Takes events to send (already filtered), in order; those of one turn of the event loop may leave together. */
   send(events: readonly StoredEvent[]): void;
   /**
-   * Writes events (already filtered) now, after whatever `send` took: the caller joined a
-   * turn's events already. Every caught-up watcher of a run is handed the same array.
+   * Writes events (already filtered) now, after whatever `send` took: the caller joined its
+   * events already. Every caught-up watcher of a run is handed the same array.
    */
   write(events: readonly StoredEvent[]): void;
   /** Bytes taken and not yet written out to the client. */
@@ -25,7 +25,7 @@ export interface Follower {
   readonly sink: FeedSink;
   /** While it reads from the store: a published event, to hold until it has caught up. */
   hold(event: StoredEvent): void;
-  /** Live: a turn's events it cannot take as the others do (not right after its `last`, or its client is behind). */
+  /** Live: published events it cannot take as the others do (not right after its `last`, or its client is behind). */
   take(events: readonly StoredEvent[]): void;
   /** Live: it was sent its run's `run.finished`. */
   finished(): void;
@@ -35,10 +35,11 @@ const wanted = (event: StoredEvent) => event.type !== "reasoning.delta";
 
 /**
  * The followers of one run here, on one hub subscription: those reading from the store get
- * each published event to hold; those caught up (live) share the turn's events, joined once
- * and handed out at the end of the turn in one plain loop, the same array to each (so an
- * event is framed once). A live follower right at the turn's first event whose client keeps
- * up costs a comparison and a write; any other goes through its own `take`.
+ * each published event to hold; those caught up (live) share what is published, joined
+ * once and handed out as soon as the publish is done (a microtask) in one plain loop, the
+ * same array to each (so an event is framed once). A live follower right at the first of
+ * these events whose client keeps up costs a comparison and a write; any other goes
+ * through its own `take`.
  */
 class RunFollowers {
   readonly #readers = new Set<Follower>();
@@ -62,7 +63,7 @@ class RunFollowers {
     this.#readers.add(follower);
   }
 
-  /** It has caught up: from the next publish on it is handed the turn's events. */
+  /** It has caught up: from the next publish on it is handed the published events with the others. */
   goLive(follower: Follower): void {
     if (this.#readers.delete(follower)) this.#live.add(follower);
   }
@@ -88,7 +89,7 @@ class RunFollowers {
     this.#pending.push(event);
     if (!this.#scheduled) {
       this.#scheduled = true;
-      setImmediate(() => this.#flush());
+      queueMicrotask(() => this.#flush());
     }
   }
 
