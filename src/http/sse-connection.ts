@@ -84,9 +84,12 @@ function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
   return batch;
 }
 
-/** The batch of events handed as one array to many connections' `write` (a run's caught-up watchers). */
+/** The batches of event arrays handed to many connections' `write` (a run's caught-up watchers get the same). */
 const written = new WeakMap<readonly StoredEvent[], Batch>();
+/** The last of them: the connections of one loop ask for it in a row. */
+let lastWritten: Batch | null = null;
 function batchOfArray(events: readonly StoredEvent[]): Batch {
+  if (lastWritten?.events === events) return lastWritten;
   let batch = written.get(events);
   if (batch === undefined) {
     let bytes = 0;
@@ -94,6 +97,7 @@ function batchOfArray(events: readonly StoredEvent[]): Batch {
     batch = new Batch(events, bytes);
     written.set(events, batch);
   }
+  lastWritten = batch;
   return batch;
 }
 
@@ -113,6 +117,12 @@ function batchOfArray(events: readonly StoredEvent[]): Batch {
 export class SseConnection implements FeedSink {
   #pending: StoredEvent[] = [];
   #bytes = 0;
+  /**
+   * The socket, once written to directly: from then on the response's head is out and the
+   * response buffers nothing of its own before it (a heartbeat it holds until the next tick
+   * is a chunk of its own, whole either side of a direct write), so a write checks no more.
+   */
+  #direct: Socket | null = null;
 
   constructor(private readonly raw: ServerResponse) {}
 
@@ -134,7 +144,8 @@ export class SseConnection implements FeedSink {
   }
 
   backlogBytes(): number {
-    return this.#bytes + this.raw.writableLength;
+    const direct = this.#direct;
+    return this.#bytes + (direct === null ? this.raw.writableLength : direct.writableLength);
   }
 
   /** Writes what is pending now, then resolves once the response has drained (or closed). */
@@ -171,9 +182,18 @@ export class SseConnection implements FeedSink {
   #write(batch: Batch): void {
     const raw = this.raw;
     if (raw.destroyed || raw.writableEnded) return;
+    const direct = this.#direct;
+    if (direct !== null && !direct.destroyed) {
+      direct.write(batch.chunk());
+      return;
+    }
     const socket = this.#directSocket();
     if (socket === null) raw.write(batch.plain());
-    else socket.write(raw.chunkedEncoding ? batch.chunk() : batch.plain());
+    else if (!raw.chunkedEncoding) socket.write(batch.plain());
+    else {
+      this.#direct = socket;
+      socket.write(batch.chunk());
+    }
   }
 
   /** The socket to write to directly, or null when the response must do the writing. */
