@@ -65,54 +65,37 @@ export function followRunEvents({
       /** Live, but not right at these events: in order after `last`, or back to reading. */
       take(events) {
         const out: StoredEvent[] = [];
-        let finishes = false;
-        for (const event of events) {
-          if (event.type === "run.finished") finishedSeen = true;
-          if (event.seq <= follower.last) {
-            if (event.type === "run.finished") finishes = true;
-            continue;
-          }
-          if (event.seq > follower.last + 1 || sink.backlogBytes() > MAX_HELD_BYTES) {
-            // A gap, or a client not keeping up: what is missing is stored; read it from there.
-            if (out.length) sink.write(out);
-            followers.fallBehind(follower);
-            startReading();
-            return;
-          }
-          follower.last = event.seq;
-          if (wanted(event)) out.push(event);
-          if (event.type === "run.finished") finishes = true;
-        }
+        // A gap, or a client not keeping up: what is missing is stored; read it from there.
+        const inOrder = sink.backlogBytes() <= MAX_HELD_BYTES && advance(events, out);
         if (out.length) sink.write(out);
-        if (finishes) end();
+        if (!inOrder) {
+          followers.fallBehind(follower);
+          startReading();
+        } else if (events.some((e) => e.type === "run.finished")) end();
       },
       finished: () => end(),
     };
     followers.add(follower);
     closed.addEventListener("abort", onAbort);
 
+    /** Moves `last` along `events` in order, the wanted ones into `out`, up to `run.finished`; false at a gap. */
+    const advance = (events: readonly StoredEvent[], out: StoredEvent[]): boolean => {
+      for (const event of events) {
+        if (event.type === "run.finished") finishedSeen = true;
+        if (event.seq <= follower.last) continue;
+        if (event.seq > follower.last + 1) return false;
+        follower.last = event.seq;
+        if (wanted(event)) out.push(event);
+        if (event.type === "run.finished") break;
+      }
+      return true;
+    };
     /** Sends events in order from `events` after `last`; false at a gap (a read is needed). */
     const sendInOrder = (events: readonly StoredEvent[]): boolean => {
       const out: StoredEvent[] = [];
-      let gap = false;
-      for (const event of events) {
-        if (event.seq <= follower.last) {
-          if (event.type === "run.finished") finishedSeen = true;
-          continue;
-        }
-        if (event.seq > follower.last + 1) {
-          gap = true;
-          break;
-        }
-        follower.last = event.seq;
-        if (wanted(event)) out.push(event);
-        if (event.type === "run.finished") {
-          finishedSeen = true;
-          break;
-        }
-      }
+      const inOrder = advance(events, out);
       if (out.length) sink.send(out);
-      return !gap;
+      return inOrder;
     };
 
     const readLoop = async (finishedBefore: boolean) => {
