@@ -14,7 +14,7 @@
 // a fixture) writes the same SSE bytes of each token to every watcher's socket and does
 // nothing else, measured in the same rotation. BENCH_SERVER_NODE_ARGS: extra node flags for
 // our server and base (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", then
-// `node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile`).
+// `node bench/cpuprofile-top.mjs /tmp/prof/*.cpuprofile`); BENCH_FLOOR_NODE_ARGS the same for the floor.
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
@@ -39,7 +39,12 @@ const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(/\s+/).filter(
 const servers = await h.startOurs({ upstreamUrl: upstream.url, nodeArgs }).catch((err) => h.fail(err.message));
 // The floor: the same SSE bytes of each token written to W sockets, nothing else (a fixture).
 servers.floor = await h
-  .startServer({ entry: join(root, "bench/fanout-floor-server.mjs"), label: "floor", upstreamUrl: upstream.url })
+  .startServer({
+    entry: join(root, "bench/fanout-floor-server.mjs"),
+    label: "floor",
+    upstreamUrl: upstream.url,
+    nodeArgs: (process.env.BENCH_FLOOR_NODE_ARGS ?? "").split(/\s+/).filter(Boolean),
+  })
   .catch((err) => h.fail(err.message));
 const SUBJECTS = Object.keys(servers);
 const upstreamOrigin = new URL(upstream.url);

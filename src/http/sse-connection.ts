@@ -84,9 +84,28 @@ function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
   return batch;
 }
 
+/** The batches of event arrays handed to many connections' `write` (a run's caught-up watchers get the same). */
+const written = new WeakMap<readonly StoredEvent[], Batch>();
+/** The last of them: the connections of one loop ask for it in a row. */
+let lastWritten: Batch | null = null;
+function batchOfArray(events: readonly StoredEvent[]): Batch {
+  if (lastWritten?.events === events) return lastWritten;
+  let batch = written.get(events);
+  if (batch === undefined) {
+    let bytes = 0;
+    for (const event of events) bytes += sseFrame(event).length;
+    batch = new Batch(events, bytes);
+    written.set(events, batch);
+  }
+  lastWritten = batch;
+  return batch;
+}
+
 /**
  * A response as a FeedSink: frames sent during one turn of the event loop are joined and
- * leave in one write per connection (so a commit's events, or a burst, cost one syscall).
+ * leave in one write per connection (so a commit's events, or a burst, cost one syscall);
+ * events handed to `write` leave at once, in one write whose bytes every connection given
+ * the same array shares.
  * Once the response's head has gone to its socket and nothing waits in the response
  * itself, the batch's bytes (framed as a chunk of the chunked body by the batch, once for
  * every connection) are written to the socket directly: one `socket.write` of a shared
@@ -98,6 +117,12 @@ function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
 export class SseConnection implements FeedSink {
   #pending: StoredEvent[] = [];
   #bytes = 0;
+  /**
+   * The socket, once written to directly: from then on the response's head is out and the
+   * response buffers nothing of its own before it (a heartbeat it holds until the next tick
+   * is a chunk of its own, whole either side of a direct write), so a write checks no more.
+   */
+  #direct: Socket | null = null;
 
   constructor(private readonly raw: ServerResponse) {}
 
@@ -113,8 +138,14 @@ export class SseConnection implements FeedSink {
     }
   }
 
+  write(events: readonly StoredEvent[]): void {
+    if (this.#pending.length > 0) this.flush();
+    this.#write(batchOfArray(events));
+  }
+
   backlogBytes(): number {
-    return this.#bytes + this.raw.writableLength;
+    const direct = this.#direct;
+    return this.#bytes + (direct === null ? this.raw.writableLength : direct.writableLength);
   }
 
   /** Writes what is pending now, then resolves once the response has drained (or closed). */
@@ -145,12 +176,24 @@ export class SseConnection implements FeedSink {
     this.#pending = [];
     this.#bytes = 0;
     due.delete(this);
+    this.#write(batchOf(pending, bytes));
+  }
+
+  #write(batch: Batch): void {
     const raw = this.raw;
     if (raw.destroyed || raw.writableEnded) return;
-    const batch = batchOf(pending, bytes);
+    const direct = this.#direct;
+    if (direct !== null && !direct.destroyed) {
+      direct.write(batch.chunk());
+      return;
+    }
     const socket = this.#directSocket();
     if (socket === null) raw.write(batch.plain());
-    else socket.write(raw.chunkedEncoding ? batch.chunk() : batch.plain());
+    else if (!raw.chunkedEncoding) socket.write(batch.plain());
+    else {
+      this.#direct = socket;
+      socket.write(batch.chunk());
+    }
   }
 
   /** The socket to write to directly, or null when the response must do the writing. */

@@ -1,24 +1,17 @@
 import type { StoredEvent } from "../store/store.js";
 import { MAX_HELD_BYTES, MAX_HELD_EVENTS, type RunEventsQuery } from "./event-stream.js";
+import { type FeedSink, type Follower, followersOf } from "./run-followers.js";
+
+export type { FeedSink };
 
 /** Stored events read per query while replaying. */
 const BACKLOG_PAGE = 500;
 
-/** Where a feed's events go, in seq order; `send` never blocks, `backlog` tells how much waits to be written. */
-export interface FeedSink {
-  /** Takes events to send (already filtered), in order; called from a publish or after a read. */
-  send(events: readonly StoredEvent[]): void;
-  /** Bytes taken by `send` and not yet written out to the client. */
-  backlogBytes(): number;
-  /** Resolves once the backlog is small again (or the client went away). */
-  drained(): Promise<void>;
-}
-
 /**
  * A run's events after `after` into `sink`, as `runEventStream` streams them (the stored
  * backlog, then live ones; gapless; ending after `run.finished`, or when `closed` aborts),
- * without a promise per event: once caught up, each published event goes to the sink from
- * inside the publish, so a run's many watchers cost a call each, not an async hop each.
+ * without a promise per event: once caught up, it is one of its run's live followers
+ * (run-followers.ts), handed each publish's events with the others in one loop.
  * While reading it holds live events (at most MAX_HELD_EVENTS / MAX_HELD_BYTES, then drops
  * them and reads on); a gap, or a sink whose backlog passes MAX_HELD_BYTES, sends it back
  * to the database, which holds every published event, read at the client's pace.
@@ -33,8 +26,7 @@ export function followRunEvents({
   reasoning = false,
 }: RunEventsQuery & { sink: FeedSink }): Promise<void> {
   return new Promise<void>((resolveDone, rejectDone) => {
-    let last = after;
-    let live = false;
+    const followers = followersOf(hub, runId);
     let ended = false;
     let finishedSeen = false;
     let held: StoredEvent[] = [];
@@ -47,7 +39,7 @@ export function followRunEvents({
     const end = (err?: unknown) => {
       if (ended) return;
       ended = true;
-      unsubscribe();
+      followers.remove(follower);
       closed.removeEventListener("abort", onAbort);
       held = [];
       if (err === undefined) resolveDone();
@@ -55,58 +47,55 @@ export function followRunEvents({
     };
     const onAbort = () => end();
 
-    /** Live, caught up: the event goes to the sink now, or the feed goes back to reading. */
-    const onLive = (event: StoredEvent) => {
-      if (event.seq <= last) {
-        if (event.type === "run.finished") end();
-        return;
-      }
-      if (event.seq > last + 1 || sink.backlogBytes() > MAX_HELD_BYTES) {
+    const follower: Follower = {
+      last: after,
+      reasoning,
+      sink,
+      hold(event) {
+        if (event.type === "run.finished") finishedSeen = true;
+        if (overflowed) return;
+        held.push(event);
+        heldBytes += event.data.length;
+        if (held.length > MAX_HELD_EVENTS || heldBytes > MAX_HELD_BYTES) {
+          held = [];
+          heldBytes = 0;
+          overflowed = true;
+        }
+      },
+      /** Live, but not right at these events: in order after `last`, or back to reading. */
+      take(events) {
+        const out: StoredEvent[] = [];
         // A gap, or a client not keeping up: what is missing is stored; read it from there.
-        startReading();
-        return;
-      }
-      last = event.seq;
-      if (wanted(event)) sink.send([event]);
-      if (event.type === "run.finished") end();
+        const inOrder = sink.backlogBytes() <= MAX_HELD_BYTES && advance(events, out);
+        if (out.length) sink.write(out);
+        if (!inOrder) {
+          followers.fallBehind(follower);
+          startReading();
+        } else if (events.some((e) => e.type === "run.finished")) end();
+      },
+      finished: () => end(),
     };
-    const unsubscribe = hub.subscribe(runId, (event) => {
-      if (ended) return;
-      if (event.type === "run.finished") finishedSeen = true;
-      if (live) return onLive(event);
-      if (overflowed) return;
-      held.push(event);
-      heldBytes += event.data.length;
-      if (held.length > MAX_HELD_EVENTS || heldBytes > MAX_HELD_BYTES) {
-        held = [];
-        heldBytes = 0;
-        overflowed = true;
-      }
-    });
+    followers.add(follower);
     closed.addEventListener("abort", onAbort);
 
+    /** Moves `last` along `events` in order, the wanted ones into `out`, up to `run.finished`; false at a gap. */
+    const advance = (events: readonly StoredEvent[], out: StoredEvent[]): boolean => {
+      for (const event of events) {
+        if (event.type === "run.finished") finishedSeen = true;
+        if (event.seq <= follower.last) continue;
+        if (event.seq > follower.last + 1) return false;
+        follower.last = event.seq;
+        if (wanted(event)) out.push(event);
+        if (event.type === "run.finished") break;
+      }
+      return true;
+    };
     /** Sends events in order from `events` after `last`; false at a gap (a read is needed). */
     const sendInOrder = (events: readonly StoredEvent[]): boolean => {
       const out: StoredEvent[] = [];
-      let gap = false;
-      for (const event of events) {
-        if (event.seq <= last) {
-          if (event.type === "run.finished") finishedSeen = true;
-          continue;
-        }
-        if (event.seq > last + 1) {
-          gap = true;
-          break;
-        }
-        last = event.seq;
-        if (wanted(event)) out.push(event);
-        if (event.type === "run.finished") {
-          finishedSeen = true;
-          break;
-        }
-      }
+      const inOrder = advance(events, out);
       if (out.length) sink.send(out);
-      return !gap;
+      return inOrder;
     };
 
     const readLoop = async (finishedBefore: boolean) => {
@@ -115,9 +104,9 @@ export function followRunEvents({
         if (ended) return;
         if (sink.backlogBytes() > MAX_HELD_BYTES) await sink.drained();
         if (ended) return;
-        const page = await store.events.after(runId, last, BACKLOG_PAGE);
+        const page = await store.events.after(runId, follower.last, BACKLOG_PAGE);
         if (ended) return;
-        const before = last;
+        const before = follower.last;
         sendInOrder(page);
         if (page.some((e) => e.type === "run.finished" && e.seq > before)) return end();
         if (page.length === BACKLOG_PAGE) continue;
@@ -136,14 +125,13 @@ export function followRunEvents({
           confirmed = true;
           continue;
         }
-        live = true;
+        followers.goLive(follower);
         reading = false;
         return;
       }
     };
     let finishedBefore: boolean | null = null;
     const startReading = () => {
-      live = false;
       if (reading || ended) return;
       reading = true;
       const run = async () => {

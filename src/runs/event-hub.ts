@@ -11,6 +11,8 @@ export type WatchObserver = (runId: string, watched: boolean) => void;
  */
 export class EventHub {
   readonly #listeners = new Map<string, Set<EventListener>>();
+  /** Listeners that stand for several watchers (a run's followers), and how many. */
+  readonly #weights = new Map<EventListener, () => number>();
   #observer: WatchObserver | null = null;
 
   /** The one observer of which runs are watched (the relay of events committed elsewhere). */
@@ -23,7 +25,8 @@ export class EventHub {
     return [...this.#listeners.keys()];
   }
 
-  subscribe(runId: string, listener: EventListener): () => void {
+  /** `watchers`: how many watchers the listener stands for (one if not given), for `watcherCount`. */
+  subscribe(runId: string, listener: EventListener, { watchers }: { watchers?: () => number } = {}): () => void {
     let set = this.#listeners.get(runId);
     const first = !set;
     if (!set) {
@@ -31,9 +34,11 @@ export class EventHub {
       this.#listeners.set(runId, set);
     }
     set.add(listener);
+    if (watchers) this.#weights.set(listener, watchers);
     if (first) this.#observer?.(runId, true);
     return () => {
       set.delete(listener);
+      this.#weights.delete(listener);
       if (set.size === 0 && this.#listeners.get(runId) === set) {
         this.#listeners.delete(runId);
         this.#observer?.(runId, false);
@@ -48,9 +53,17 @@ export class EventHub {
   }
 
   watcherCount(runId?: string): number {
-    if (runId !== undefined) return this.#listeners.get(runId)?.size ?? 0;
+    if (runId !== undefined) return this.#count(this.#listeners.get(runId));
     let total = 0;
-    for (const set of this.#listeners.values()) total += set.size;
+    for (const set of this.#listeners.values()) total += this.#count(set);
+    return total;
+  }
+
+  #count(set: Set<EventListener> | undefined): number {
+    if (set === undefined) return 0;
+    if (this.#weights.size === 0) return set.size;
+    let total = 0;
+    for (const listener of set) total += this.#weights.get(listener)?.() ?? 1;
     return total;
   }
 }

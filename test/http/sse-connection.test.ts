@@ -138,6 +138,31 @@ it("the watchers of one flush write one shared buffer: an event is encoded once,
   }
 });
 
+it("events handed to `write` leave at once, after what `send` took; one array given to many connections is one buffer", async () => {
+  const shared = [event(2, '{"b":2}'), event(3, '{"c":3}')];
+  let direct: Write[] = [];
+  const bodies = await serveMany(3, async (responses, writes) => {
+    const connections = responses.map((res) => new SseConnection(res));
+    for (const res of responses) res.write("retry: 1\n\n");
+    await new Promise((resolve) => setImmediate(resolve));
+    connections[0]?.send([event(1, '{"a":1}')]);
+    for (const connection of connections) connection.write(shared);
+    // Written already, without waiting for the turn to end; the first connection's sent frame first.
+    direct = writes.flatMap((w) => w.filter((x) => x.via === "socket"));
+    // A heartbeat the response holds until the next tick leaves after a direct write of the
+    // same tick: a whole chunk of its own either way, so every frame stays whole.
+    for (const res of responses) res.write(": heartbeat\n\n");
+    for (const connection of connections) connection.write([event(4, '{"d":4}')]);
+  });
+  expect(direct).toHaveLength(4);
+  expect(direct[2]?.chunk).toBe(direct[1]?.chunk);
+  expect(direct[3]?.chunk).toBe(direct[1]?.chunk);
+  const frame = (seq: number, data: string) => `id: ${seq}\nevent: text.delta\ndata: ${data}\n\n`;
+  const rest = `${frame(2, '{"b":2}')}${frame(3, '{"c":3}')}${frame(4, '{"d":4}')}: heartbeat\n\n`;
+  expect(bodies[0]).toBe(`retry: 1\n\n${frame(1, '{"a":1}')}${rest}`);
+  expect(bodies.slice(1)).toEqual([`retry: 1\n\n${rest}`, `retry: 1\n\n${rest}`]);
+});
+
 it("a connection writing to its socket directly waits for the socket to drain, so a slow client holds bounded memory", async () => {
   const big = "x".repeat(4 << 20);
   let backlogBefore = -1;

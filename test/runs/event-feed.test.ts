@@ -9,6 +9,7 @@ import type { Store, StoredEvent } from "../../src/store/store.js";
 import { finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 let dir: ReturnType<typeof tempDir>;
 let store: Store;
@@ -21,9 +22,15 @@ class CollectingSink implements FeedSink {
   readonly batches: number[] = [];
   stalled = false;
   #drained: (() => void) | null = null;
+  /** The arrays handed to `write`, as they were given. */
+  readonly written: (readonly StoredEvent[])[] = [];
   send(events: readonly StoredEvent[]): void {
     this.events.push(...events);
     this.batches.push(events.length);
+  }
+  write(events: readonly StoredEvent[]): void {
+    this.written.push(events);
+    this.send(events);
   }
   backlogBytes(): number {
     return this.stalled ? MAX_HELD_BYTES + 1 : 0;
@@ -89,13 +96,13 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-it("replays the backlog, then sends live events from inside the publish, and ends after run.finished", async () => {
+it("replays the backlog, then sends live events as soon as their publish is done, and ends after run.finished", async () => {
   await write({ type: "turn.started", turn: 1 });
   const { sink, done } = follow();
   await turnEnd();
   expect(sink.seqs).toEqual([1, 2]);
   await write({ type: "text.delta", text: "a" });
-  // Live and caught up: the event was handed over by the publish itself.
+  // Live and caught up: the event was handed over as soon as its publish was done.
   expect(sink.seqs).toEqual([1, 2, 3]);
   await finish();
   await done;
@@ -184,4 +191,53 @@ it("closing ends the feed and unsubscribes; reasoning deltas are left out unless
   await withReasoning.done;
   expect(plain.sink.seqs).toEqual([1, 3]);
   expect(hub.watcherCount("run_1")).toBe(0);
+});
+
+it("caught-up watchers share each turn's events as one array; one falling behind catches up from the store while they carry on", async () => {
+  const { wrapped, reads } = observed(store);
+  const [a, b, slow] = [follow(0, { s: wrapped }), follow(0, { s: wrapped }), follow(0, { s: wrapped })];
+  await turnEnd();
+  expect(hub.watcherCount("run_1")).toBe(3);
+  slow.sink.stalled = true;
+  reads.length = 0;
+  for (let i = 0; i < 20; i++) {
+    await write({ type: "text.delta", text: `t${i}` });
+    // Every publish, the two that keep up get the event, the same array handed to both.
+    expect(a.sink.seqs.at(-1)).toBe(i + 2);
+    expect(b.sink.written.at(-1)).toBe(a.sink.written.at(-1));
+  }
+  // The slow one left the live loop at its first turn behind and waits for its client.
+  expect(slow.sink.seqs).toEqual([1]);
+  expect(reads).toEqual([]);
+  slow.sink.drain();
+  await until(
+    () => slow.sink.seqs.length,
+    (n) => n === 21,
+    "the slow watcher to catch up",
+  );
+  // Read from the store after the last seq it had, gapless and in order.
+  expect(reads[0]).toBe(1);
+  expect(slow.sink.seqs).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+  // Caught up again, it is back in the live loop: the next event is the others' array.
+  await write({ type: "text.delta", text: "live again" });
+  expect(slow.sink.written.at(-1)).toBe(a.sink.written.at(-1));
+  await finish();
+  await Promise.all([a.done, b.done, slow.done]);
+  for (const { sink } of [a, b, slow]) expect(sink.seqs).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+  expect(hub.watcherCount("run_1")).toBe(0);
+});
+
+it("a gap in what the live watchers are handed is healed for each of them from the store", async () => {
+  const feeds = [follow(), follow(), follow()];
+  await turnEnd();
+  await write({ type: "turn.started", turn: 1 });
+  hub.lost.add(3);
+  await write({ type: "text.delta", text: "lost live" });
+  await write({ type: "text.delta", text: "after" });
+  await finish();
+  await Promise.all(feeds.map((f) => f.done));
+  for (const { sink } of feeds) {
+    expect(sink.seqs).toEqual([1, 2, 3, 4, 5]);
+    expect(JSON.parse(sink.events[2]?.data ?? "{}").text).toBe("lost live");
+  }
 });
