@@ -55,8 +55,8 @@ export function pgLeases(rows: Rows, write: (statements: Statement[]) => Promise
       (
         await rows<{ id: string; epoch: number }>(
           `UPDATE runs SET lease_expires_at = ${NOW_MS} + $2
-           WHERE id IN (SELECT id FROM runs WHERE owner_instance = $1 AND status <> 'finished'
-             AND id = ANY($3::text[]) ORDER BY id FOR UPDATE)
+           WHERE id IN (SELECT id FROM runs WHERE owner_instance = $1 AND id = ANY($3::text[])
+             ORDER BY id FOR UPDATE)
            RETURNING id, epoch`,
           [owner, ttlMs, runIds],
         )
