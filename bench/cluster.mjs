@@ -6,79 +6,19 @@
 // server processes' (all instances summed) and PostgreSQL's own (its postmaster and backends).
 // A benchmark, not a test. Everything runs on 127.0.0.1 and is stopped at the end.
 //
-// PostgreSQL: a throwaway cluster in a temp dir (Debian's PostgreSQL 15, PG_BIN; as root it
-// runs as the `postgres` user), fsync on, synchronous_commit off (like SQLite's WAL with
-// synchronous=NORMAL: a crash of the database's host may lose the last commits, never
-// corrupts). Env: BENCH_N (500 runs per measurement), BENCH_C (25), BENCH_WARMUP (50),
+// PostgreSQL: a throwaway cluster in a temp dir (bench/postgres.mjs: PostgreSQL 15, PG_BIN,
+// fsync on, synchronous_commit off). Env: BENCH_N (500 runs per measurement), BENCH_C (25), BENCH_WARMUP (50),
 // BENCH_ROUNDS (3: the scenarios alternate, medians are printed).
-import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
+import { startInstancesOverPg, startPostgres } from "./postgres.mjs";
 
 const N = envInt("BENCH_N", 500);
 const C = envInt("BENCH_C", 25);
 const WARMUP = envInt("BENCH_WARMUP", 50);
 const ROUNDS = envInt("BENCH_ROUNDS", 3);
-const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
-/** What stops PostgreSQL: registered before the harness, whose cleanup removes its data dir. */
-const stops = [];
-const stopAll = () => {
-  for (const stop of stops.splice(0).reverse()) {
-    try {
-      stop();
-    } catch {
-      // best effort
-    }
-  }
-};
-process.on("exit", stopAll);
 const h = createHarness("bench-cluster");
-
-/** The postmaster and every process it started (backends, writers): PostgreSQL's whole CPU. */
-function pgCpuMs(postmaster) {
-  let total = cpuMsOf(postmaster) ?? 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === postmaster) total += cpuMsOf(Number(entry)) ?? 0;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
-
-function startPostgres() {
-  const dir = join(h.tmp, "pg");
-  mkdirSync(dir);
-  const asRoot = process.getuid?.() === 0;
-  const run = (bin, args) =>
-    execFileSync(
-      asRoot ? "runuser" : join(PG_BIN, bin),
-      asRoot ? ["-u", "postgres", "--", join(PG_BIN, bin), ...args] : args,
-      { stdio: ["ignore", "ignore", "pipe"] },
-    );
-  if (asRoot) {
-    const id = (flag) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
-    // The cluster's user reaches its directory (and nothing else here).
-    chmodSync(h.tmp, 0o711);
-    chownSync(dir, id("-u"), id("-g"));
-  }
-  const data = join(dir, "data");
-  const user = asRoot ? "postgres" : (process.env.USER ?? "postgres");
-  run("initdb", ["-D", data, "-U", user, "-A", "trust", "-E", "UTF8", "--locale", "C"]);
-  const options = `-c listen_addresses='' -c unix_socket_directories=${dir} -c synchronous_commit=off -c max_connections=200`;
-  run("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-o", options, "-w", "start"]);
-  stops.push(() => run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]));
-  const postmaster = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
-  const url = (db) => `postgres://${user}@localhost/${db}?host=${dir}`;
-  const createDb = (name) => run("psql", ["-h", dir, "-U", user, "-d", "postgres", "-qc", `CREATE DATABASE ${name}`]);
-  return { postmaster, url, createDb };
-}
 
 /** A TCP balancer: each new connection goes to the next port in turn (as a load balancer would). */
 async function startBalancer(ports) {
@@ -105,35 +45,29 @@ async function measure(scenario, pg, upstreamUrl, round) {
     // list_files needs no shell; the sandbox's probe at start is left out of the figures.
     SHELL_SANDBOX: "off",
   };
-  if (scenario.pg) {
-    const db = `bench_${label.replace(/\W+/g, "_")}`;
-    pg.createDb(db);
-    env.DATABASE_URL = pg.url(db);
-  }
-  const servers = [];
-  for (let i = 0; i < scenario.instances; i++) {
-    const name = `${label}-${i}`;
-    servers.push(
-      await h.startServer({
-        entry: join(root, "dist/src/server.js"),
-        label: name,
+  const servers = scenario.pg
+    ? await startInstancesOverPg({
+        h,
+        pg,
+        db: `bench_${label.replace(/\W+/g, "_")}`,
+        label,
+        count: scenario.instances,
         upstreamUrl,
-        env: { ...env, INSTANCE_ID: name },
-      }),
-    );
-  }
+        env,
+      })
+    : [await h.startServer({ entry: join(root, "dist/src/server.js"), label, upstreamUrl, env })];
   const ports = servers.map((s) => Number(new URL(s.url).port));
   const balancer = servers.length > 1 ? await startBalancer(ports) : null;
   const url = `http://127.0.0.1:${balancer ? balancer.port : ports[0]}`;
   const serverCpu = () => servers.reduce((sum, s) => sum + (cpuMsOf(s.child.pid) ?? 0), 0);
   const serverCpu0 = serverCpu();
-  const pgCpu0 = scenario.pg ? pgCpuMs(pg.postmaster) : 0;
+  const pgCpu0 = scenario.pg ? pg.cpuMs() : 0;
   const result = await h.runLoad(join(root, "bench/mini-load.mjs"), label, [
     ...["--adapter", "ours", "--url", url],
     ...["--n", String(N), "--c", String(C), "--warmup", String(WARMUP)],
   ]);
   const serverMs = serverCpu() - serverCpu0;
-  const pgMs = scenario.pg ? pgCpuMs(pg.postmaster) - pgCpu0 : 0;
+  const pgMs = scenario.pg ? pg.cpuMs() - pgCpu0 : 0;
   await balancer?.close();
   await h.stop(servers.map((s) => s.child));
   if (!result || result.ok !== result.completed) h.fail(`${label}: runs failed (${JSON.stringify(result)})`);
@@ -149,7 +83,7 @@ async function measure(scenario, pg, upstreamUrl, round) {
 
 console.log(`bench:cluster: C=${C}, n=${N} (+${WARMUP} warm-up) per measurement, ${ROUNDS} rounds`);
 console.log(`  ${machineLine()}`);
-const pg = startPostgres();
+const pg = startPostgres(h);
 const upstream = await h.startUpstream(join(root, "bench/fake-upstream.mjs"), {
   FAKE_TOOL_NAME: "list_files",
   FAKE_TOOL_ARGS: "{}",
@@ -191,6 +125,5 @@ console.log(
   `bench:cluster summary: sqlite ${fmt(summary.sqlite.runsPerS)} runs/s ${fmt(summary.sqlite.server, 2)} ms CPU/run; pg x1 ${fmt(summary["pg-1"].runsPerS)} runs/s ${fmt(summary["pg-1"].server, 2)} ms (+${fmt(summary["pg-1"].pg, 2)} ms PostgreSQL) = ${fmt(ratio, 2)}x SQLite's server CPU (aim <= 2x); pg x3 ${fmt(summary["pg-3"].runsPerS)} runs/s ${fmt(summary["pg-3"].server, 2)} ms (+${fmt(summary["pg-3"].pg, 2)} ms PostgreSQL)`,
 );
 await h.stop();
-stopAll();
 h.cleanup();
 process.exit(0);

@@ -30,12 +30,17 @@ export function median(xs) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** CPU ms (utime + stime, 10 ms ticks) a process has used, from /proc; null where /proc is missing. */
-export function cpuMsOf(pid) {
+/**
+ * CPU ms (utime + stime, 10 ms ticks) a process has used, from /proc; with `reapedChildren`
+ * also that of its children that ended and were waited for (cutime + cstime). Null where
+ * /proc is missing.
+ */
+export function cpuMsOf(pid, { reapedChildren = false } = {}) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (reapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) * 10;
   } catch {
     return null;
   }
@@ -68,15 +73,24 @@ export function freePort() {
 /**
  * A benchmark's children and temp dir: `track` registers a child, `stop` ends them all
  * (SIGTERM, SIGKILL after a grace), `fail` prints and exits 1. Children are killed and the
- * temp dir removed on exit and on SIGINT/SIGTERM (BENCH_KEEP_TMP=1 keeps the dir).
+ * temp dir removed on exit and on SIGINT/SIGTERM (BENCH_KEEP_TMP=1 keeps the dir); what
+ * `atCleanup` registered (e.g. stopping a daemon living in the dir) runs first, last first.
  */
 export function createHarness(name) {
   const tmp = mkdtempSync(join(os.tmpdir(), `${name}-`));
   const children = new Set();
+  const atCleanup = [];
   let cleaned = false;
   const cleanup = () => {
     if (cleaned) return;
     cleaned = true;
+    for (const stop of atCleanup.splice(0).reverse()) {
+      try {
+        stop();
+      } catch {
+        // best effort: the rest still runs
+      }
+    }
     for (const child of children) {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     }
@@ -244,7 +258,19 @@ export function createHarness(name) {
     return servers;
   };
 
-  return { tmp, track, stop, fail, cleanup, startUpstream, startStreamingUpstream, startServer, startOurs, runLoad };
+  return {
+    tmp,
+    track,
+    stop,
+    fail,
+    cleanup,
+    atCleanup: (fn) => void atCleanup.push(fn),
+    startUpstream,
+    startStreamingUpstream,
+    startServer,
+    startOurs,
+    runLoad,
+  };
 }
 
 /** "K=V K2=V2" as an object (BENCH_SERVER_ENV, BENCH_BASE_ENV). */

@@ -6,6 +6,10 @@
 //   node bench/mini-load.mjs --adapter ours|floor --url URL [--n 200] [--c 1] [--warmup 5]
 //                            [--pid N] [--input hi] [--label L] [--json PATH] [--tokens 1]
 //
+// --url may list several servers (comma-separated, e.g. instances over one database): the
+// runs alternate between them, each run (its session and its run) on one. --pid may list
+// several processes: their CPU and RSS are summed.
+//
 // ours:  POST /sessions, then POST /sessions/{id}/runs (Accept: text/event-stream) read to
 //        its end; ok when the last frame is `run.finished` with stopReason "complete" and
 //        the ids ran 1, 2, 3 ... without a gap.
@@ -15,6 +19,7 @@
 //        answer may be anything.
 import { readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import { cpuMsOf } from "./harness.mjs";
 import { percentile, stampLatencies, wallMs } from "./token-stamps.mjs";
 
 const opts = {};
@@ -29,28 +34,33 @@ for (let i = 2; i < process.argv.length; i++) {
   else opts[arg.slice(2)] = process.argv[++i];
 }
 const adapterName = opts.adapter ?? "ours";
-const baseUrl = (opts.url ?? "").replace(/\/+$/, "");
+const baseUrls = (opts.url ?? "")
+  .split(",")
+  .filter(Boolean)
+  .map((url) => url.replace(/\/+$/, ""));
 const total = Number(opts.n ?? 200);
 const concurrency = Number(opts.c ?? 1);
 const warmup = Number(opts.warmup ?? 5);
-const pid = opts.pid ? Number(opts.pid) : undefined;
+const pids = opts.pid ? opts.pid.split(",").map(Number) : [];
 const input = opts.input ?? "hi";
 const tokens = opts.tokens === "1";
 /** Token latencies (ms) of the measured runs; warm-up runs leave theirs out. */
 let tokenMs = [];
-if (!baseUrl || !(total > 0) || !(concurrency > 0) || !["ours", "floor"].includes(adapterName)) {
+if (baseUrls.length === 0 || !(total > 0) || !(concurrency > 0) || !["ours", "floor"].includes(adapterName)) {
   console.error("usage: node bench/mini-load.mjs --adapter ours|floor --url URL [--n N] [--c C] [--pid PID]");
   process.exit(2);
 }
-const target = new URL(baseUrl);
-if (!/^(127\.|localhost$|\[::1\]$)/.test(target.hostname)) {
-  console.error(`refusing a non-loopback target: ${target.hostname}`);
-  process.exit(2);
+for (const url of baseUrls) {
+  const target = new URL(url);
+  if (!/^(127\.|localhost$|\[::1\]$)/.test(target.hostname)) {
+    console.error(`refusing a non-loopback target: ${target.hostname}`);
+    process.exit(2);
+  }
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 + 4 });
 
-function send(method, path, body, headers = {}) {
+function send(baseUrl, method, path, body, headers = {}) {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = http.request(
@@ -111,14 +121,20 @@ async function readFrames(res, onFrame) {
 
 const adapters = {
   ours: {
-    async session() {
-      const res = await send("POST", "/sessions", {});
+    async session(baseUrl) {
+      const res = await send(baseUrl, "POST", "/sessions", {});
       const text = await bodyText(res);
       if (res.statusCode !== 201) throw new Error(`POST /sessions answered ${res.statusCode}: ${text.slice(0, 200)}`);
       return JSON.parse(text).id;
     },
-    async run(sessionId) {
-      const res = await send("POST", `/sessions/${sessionId}/runs`, { input }, { accept: "text/event-stream" });
+    async run(baseUrl, sessionId) {
+      const res = await send(
+        baseUrl,
+        "POST",
+        `/sessions/${sessionId}/runs`,
+        { input },
+        { accept: "text/event-stream" },
+      );
       let expected = 1;
       let problem = null;
       let finished = null;
@@ -139,12 +155,12 @@ const adapters = {
     async session() {
       return null;
     },
-    async run() {
+    async run(baseUrl) {
       const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
       let first;
       let lastAt;
       const ask = async (messages) => {
-        const res = await send("POST", "/chat/completions", {
+        const res = await send(baseUrl, "POST", "/chat/completions", {
           model: "fake-model",
           stream: true,
           stream_options: { include_usage: true },
@@ -194,12 +210,12 @@ const adapters = {
 };
 const adapter = adapters[adapterName];
 
-async function oneRun() {
+async function oneRun(baseUrl) {
   const start = performance.now();
   try {
-    const sessionId = await adapter.session();
+    const sessionId = await adapter.session(baseUrl);
     const created = performance.now();
-    const r = await adapter.run(sessionId);
+    const r = await adapter.run(baseUrl, sessionId);
     const end = performance.now();
     return {
       ...r,
@@ -218,8 +234,7 @@ async function runMany(n, c, into) {
   let started = 0;
   const worker = async () => {
     while (started < n) {
-      started++;
-      const r = await oneRun();
+      const r = await oneRun(baseUrls[started++ % baseUrls.length]);
       into.push(r);
       if (!r.ok && into.filter((x) => !x.ok).length <= 3) console.error(`run failed: ${r.detail}`);
     }
@@ -227,16 +242,7 @@ async function runMany(n, c, into) {
   await Promise.all(Array.from({ length: Math.min(n, c) }, worker));
 }
 
-const procCpuMs = (p) => {
-  try {
-    const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime in 100 Hz ticks
-  } catch {
-    return null;
-  }
-};
-const procRssMb = (p, key) => {
+const procRssMbOne = (p, key) => {
   try {
     const m = readFileSync(`/proc/${p}/status`, "utf8").match(new RegExp(`^${key}:\\s+(\\d+)`, "m"));
     return m ? Math.round(Number(m[1]) / 102.4) / 10 : null;
@@ -244,21 +250,29 @@ const procRssMb = (p, key) => {
     return null;
   }
 };
+/** `read` of every --pid, summed; null when any is unreadable. */
+const summed = (read) => {
+  const xs = pids.map(read);
+  return xs.some((x) => x === null) ? null : Math.round(xs.reduce((a, b) => a + b, 0) * 10) / 10;
+};
+const procCpuMs = () => summed((p) => cpuMsOf(p));
+const procRssMb = (key) => summed((p) => procRssMbOne(p, key));
+const pid = pids.length ? pids.join(",") : undefined;
 const round1 = (x) => Math.round(x * 10) / 10;
 
 if (warmup > 0) await runMany(warmup, Math.min(concurrency, warmup), []);
 tokenMs = [];
-const cpu0 = pid ? procCpuMs(pid) : null;
-const rss0 = pid ? procRssMb(pid, "VmRSS") : null;
+const cpu0 = pid ? procCpuMs() : null;
+const rss0 = pid ? procRssMb("VmRSS") : null;
 let peakRss = rss0 ?? 0;
-const sampler = pid ? setInterval(() => (peakRss = Math.max(peakRss, procRssMb(pid, "VmRSS") ?? 0)), 250) : null;
+const sampler = pid ? setInterval(() => (peakRss = Math.max(peakRss, procRssMb("VmRSS") ?? 0)), 250) : null;
 const results = [];
 const t0 = performance.now();
 await runMany(total, concurrency, results);
 const seconds = (performance.now() - t0) / 1000;
 if (sampler) clearInterval(sampler);
-const cpu1 = pid ? procCpuMs(pid) : null;
-const rss1 = pid ? procRssMb(pid, "VmRSS") : null;
+const cpu1 = pid ? procCpuMs() : null;
+const rss1 = pid ? procRssMb("VmRSS") : null;
 agent.destroy();
 
 const ok = results.filter((r) => r.ok);
@@ -275,7 +289,7 @@ const stat = (key) => {
 const out = {
   label: opts.label ?? "",
   adapter: adapterName,
-  url: baseUrl,
+  url: baseUrls.join(","),
   n: total,
   c: concurrency,
   warmup,
@@ -305,7 +319,7 @@ const out = {
         rssMbStart: rss0,
         rssMbEnd: rss1,
         rssMbPeakSampled: Math.max(peakRss, rss1 ?? 0),
-        hwmMb: procRssMb(pid, "VmHWM"),
+        hwmMb: procRssMb("VmHWM"),
         cpuMs: cpu0 != null && cpu1 != null ? cpu1 - cpu0 : null,
         cpuMsPerRun: cpu0 != null && cpu1 != null && ok.length ? round1((cpu1 - cpu0) / ok.length) : null,
       }

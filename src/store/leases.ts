@@ -51,7 +51,7 @@ export function leaseStore(db: Db) {
   );
   const renew = db.prepare(
     `UPDATE runs SET lease_expires_at = ${NOW_MS} + @ttl
-     WHERE owner_instance = @owner AND status <> 'finished' AND id IN (SELECT value FROM json_each(@ids))
+     WHERE owner_instance = @owner AND id IN (SELECT value FROM json_each(@ids))
      RETURNING id, epoch`,
   );
   const claimable = db.prepare(

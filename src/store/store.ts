@@ -120,7 +120,9 @@ export interface Store {
   leases: {
     /**
      * Extends the leases `owner` holds on `runIds` (the runs it executes) by `ttlMs` from now;
-     * returns those it still holds. A run it holds but did not name is left to expire.
+     * returns those it still holds. A run that finished stays its last holder's (nobody takes
+     * it over), so a renewal sent while its end was committing returns it too. A run it holds
+     * but did not name is left to expire.
      */
     renew(terms: LeaseTerms & { runIds: readonly string[] }): Promise<RunLease[]>;
     /**

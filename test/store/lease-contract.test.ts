@@ -90,6 +90,29 @@ describe.each(STORE_BACKENDS)("run leases on $name", (backend) => {
     expect(claimed.map((c) => c.record.id)).toEqual([dropped.runId]);
   });
 
+  it("a run that finished is still its holder's: a renewal naming it (sent before the end committed) returns its lease", async () => {
+    const { sessionId, runId } = await leasedRun("inst_a", 60_000);
+    const lease: RunLease = { runId, owner: "inst_a", epoch: 1 };
+    await store.commitRun(
+      runId,
+      [
+        {
+          kind: "finish",
+          stopReason: "complete",
+          stopDetail: null,
+          error: null,
+          stats: runRecord({ id: runId, sessionId }).stats,
+          finishedAt: at(),
+        },
+      ],
+      [],
+      lease,
+    );
+    // Not lost: nobody took it over, so its instance must not stop it as taken.
+    expect(await store.leases.renew({ owner: "inst_a", ttlMs: 60_000, runIds: [runId] })).toEqual([lease]);
+    expect(await store.leases.renew({ owner: "inst_b", ttlMs: 60_000, runIds: [runId] })).toEqual([]);
+  });
+
   it("a release gives up every lease of its owner: a peer claims them at once, without waiting for the TTL", async () => {
     const one = await leasedRun("inst_a", 3_600_000);
     const two = await leasedRun("inst_a", 3_600_000);

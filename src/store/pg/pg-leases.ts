@@ -45,7 +45,9 @@ export function fenceStatement(lease: RunLease): Statement {
 
 /**
  * Leases over PostgreSQL, each operation one statement. A claim takes its rows with
- * `FOR UPDATE SKIP LOCKED`: two instances reaping at once never take the same run.
+ * `FOR UPDATE SKIP LOCKED`: two instances reaping at once never take the same run. A renewal
+ * and a release lock their rows in run id order, the order of a group commit's fences, so
+ * neither deadlocks with a group committing meanwhile.
  */
 export function pgLeases(rows: Rows, write: (statements: Statement[]) => Promise<unknown>): Store["leases"] {
   return {
@@ -53,7 +55,9 @@ export function pgLeases(rows: Rows, write: (statements: Statement[]) => Promise
       (
         await rows<{ id: string; epoch: number }>(
           `UPDATE runs SET lease_expires_at = ${NOW_MS} + $2
-           WHERE owner_instance = $1 AND status <> 'finished' AND id = ANY($3::text[]) RETURNING id, epoch`,
+           WHERE id IN (SELECT id FROM runs WHERE owner_instance = $1 AND id = ANY($3::text[])
+             ORDER BY id FOR UPDATE)
+           RETURNING id, epoch`,
           [owner, ttlMs, runIds],
         )
       ).map((row) => ({ runId: row.id, owner, epoch: row.epoch })),
@@ -75,7 +79,8 @@ export function pgLeases(rows: Rows, write: (statements: Statement[]) => Promise
       const [released] = (await write([
         {
           text: `UPDATE runs SET owner_instance = NULL, lease_expires_at = NULL
-                 WHERE owner_instance = $1 AND status <> 'finished'`,
+                 WHERE id IN (SELECT id FROM runs WHERE owner_instance = $1 AND status <> 'finished'
+                   ORDER BY id FOR UPDATE)`,
           values: [owner],
         },
         // Delivered on commit: the runs are claimable by then.
