@@ -1,4 +1,5 @@
-import type { Pool, QueryResult } from "pg";
+import type { Writable } from "node:stream";
+import type { Pool, PoolClient, QueryResult } from "pg";
 import type { StoreConflictError } from "../errors.js";
 
 /** One statement of a batch, as data. */
@@ -38,11 +39,20 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const sent = [
-      client.query("BEGIN"),
-      ...statements.map((statement) => client.query(checked(statement), statement.values)),
-      client.query("COMMIT"),
-    ];
+    // The whole batch leaves in one write: node-postgres writes each statement as it is
+    // queried (a pipelined connection sends at once), corking its socket per statement only.
+    const socket = socketOf(client);
+    socket?.cork();
+    let sent: Promise<QueryResult>[];
+    try {
+      sent = [
+        client.query("BEGIN"),
+        ...statements.map((statement) => client.query(checked(statement), statement.values)),
+        client.query("COMMIT"),
+      ];
+    } finally {
+      socket?.uncork();
+    }
     const settled = await Promise.allSettled(sent);
     const failed = settled.findIndex((outcome) => outcome.status === "rejected");
     if (failed >= 0) {
@@ -59,6 +69,14 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
     // A connection in an unknown state is dropped, not reused.
     client.release(broken);
   }
+}
+
+/** The socket under a pooled client (node-postgres keeps it as `connection.stream`, which its queries cork too). */
+function socketOf(client: PoolClient): { cork(): void; uncork(): void } | undefined {
+  const stream = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream;
+  return typeof stream?.cork === "function" && typeof stream.uncork === "function"
+    ? { cork: () => stream.cork?.(), uncork: () => stream.uncork?.() }
+    : undefined;
 }
 
 /** `INSERT INTO table (columns) VALUES ($1, ...)` for one row given as a column → value object. */
