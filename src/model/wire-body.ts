@@ -12,9 +12,6 @@ import { toChatMessage, toChatTools } from "./wire-request.js";
  */
 const encoded = new WeakMap<AgentMessage, { profile: string; bytes: Buffer }>();
 
-/** Each tool's request form as JSON, made once per spec (specs are reused across runs: see toolSpecs). */
-const toolJson = new WeakMap<ToolSpec, string>();
-
 const COMMA = Buffer.from(",");
 const EMPTY = Buffer.alloc(0);
 
@@ -33,7 +30,10 @@ function messageBytes(message: AgentMessage, profile: ProviderProfile): Buffer {
   return bytes;
 }
 
-/** The tools' part of a request: `,"tools":[...]`, or nothing without tools; the last one made is kept, per first spec. */
+/**
+ * The tools' part of a request: `,"tools":[...]`, or nothing without tools. The last one made
+ * is kept per first spec (specs are reused across runs: see toolSpecs).
+ */
 const toolParts = new WeakMap<ToolSpec, { tools: ToolSpec[]; part: Buffer }>();
 function toolsPart(tools: ToolSpec[]): Buffer {
   const first = tools[0];
@@ -42,15 +42,7 @@ function toolsPart(tools: ToolSpec[]): Buffer {
   if (known && known.tools.length === tools.length && known.tools.every((tool, i) => tool === tools[i])) {
     return known.part;
   }
-  const parts = tools.map((tool) => {
-    let json = toolJson.get(tool);
-    if (json === undefined) {
-      json = JSON.stringify(toChatTools([tool])[0]);
-      toolJson.set(tool, json);
-    }
-    return json;
-  });
-  const part = Buffer.from(`,"tools":[${parts.join(",")}]`);
+  const part = Buffer.from(`,"tools":${JSON.stringify(toChatTools(tools))}`);
   toolParts.set(first, { tools: [...tools], part });
   return part;
 }

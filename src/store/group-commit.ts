@@ -5,7 +5,7 @@ interface PendingWrite<W> {
   reject: (err: unknown) => void;
 }
 
-/** How often, at most, commits of live runs share one transaction, by default. */
+/** How often, at most, grouped writes share one transaction, by default. */
 export const GROUP_COMMIT_WINDOW_MS = 2;
 
 /** A group this large is committed at once rather than at its due time. */

@@ -129,7 +129,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
         }),
     },
     commitRun: (runId, changes, events, fence) =>
-      group.add<StoredEvent[]>(() => {
+      write<StoredEvent[]>(() => {
         if (fence && !tables.leases.holds(fence)) {
           throw new StoreConflictError(
             "fenced",

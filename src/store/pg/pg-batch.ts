@@ -42,7 +42,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
     // The whole batch leaves in one write: node-postgres writes each statement as it is
     // queried (a pipelined connection sends at once), corking its socket per statement only.
     const socket = socketOf(client);
-    socket?.cork();
+    socket?.cork?.();
     let sent: Promise<QueryResult>[];
     try {
       sent = [
@@ -51,7 +51,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
         client.query("COMMIT"),
       ];
     } finally {
-      socket?.uncork();
+      socket?.uncork?.();
     }
     const settled = await Promise.allSettled(sent);
     const failed = settled.findIndex((outcome) => outcome.status === "rejected");
@@ -72,12 +72,8 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
 }
 
 /** The socket under a pooled client (node-postgres keeps it as `connection.stream`, which its queries cork too). */
-function socketOf(client: PoolClient): { cork(): void; uncork(): void } | undefined {
-  const stream = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream;
-  return typeof stream?.cork === "function" && typeof stream.uncork === "function"
-    ? { cork: () => stream.cork?.(), uncork: () => stream.uncork?.() }
-    : undefined;
-}
+const socketOf = (client: PoolClient): Partial<Pick<Writable, "cork" | "uncork">> | undefined =>
+  (client as unknown as { connection?: { stream?: Writable } }).connection?.stream;
 
 /** `INSERT INTO table (columns) VALUES ($1, ...)` for one row given as a column → value object. */
 export function insertStatement(table: string, row: Record<string, unknown>): Statement {
