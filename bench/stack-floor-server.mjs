@@ -20,7 +20,7 @@
 //
 // Env: PORT (3000), HOST (127.0.0.1), DATABASE_PATH (./floor.db), WORKSPACE_ROOT or
 // WORKSPACE_DIR (./workspaces), OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (fake-model),
-// FIXTURE_STORE_DELTAS.
+// FIXTURE_STORE_DELTAS, FIXTURE_SDK_ITERATOR.
 import { mkdirSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -29,6 +29,7 @@ import Database from "better-sqlite3";
 import Fastify from "fastify";
 import OpenAI from "openai";
 import { capRetryDelay } from "../dist/src/model/retry-delay-cap.js";
+import { SseParser } from "../dist/src/model/sse-events.js";
 import { upstreamFetch } from "../dist/src/model/upstream-fetch.js";
 
 const env = process.env;
@@ -143,37 +144,69 @@ const LIST_FILES = {
   },
 };
 
+/** What one stream chunk adds to the reply being assembled. */
+function applyChunk(reply, chunk, onText) {
+  if (chunk.usage) reply.usage = chunk.usage;
+  const choice = chunk.choices?.[0];
+  if (!choice) return;
+  if (choice.delta?.content) {
+    reply.text += choice.delta.content;
+    onText(choice.delta.content);
+  }
+  for (const tc of choice.delta?.tool_calls ?? []) {
+    reply.calls[tc.index] ??= { id: "", name: "", input: "" };
+    const call = reply.calls[tc.index];
+    if (tc.id) call.id = tc.id;
+    if (tc.function?.name) call.name += tc.function.name;
+    if (tc.function?.arguments) call.input += tc.function.arguments;
+  }
+  if (choice.finish_reason) reply.finish = choice.finish_reason;
+}
+
+// The request goes through the SDK (its retries and errors) as our server sends it: the
+// encoded body, the raw response read with our SSE parser (src/model/sse-events.ts), the
+// parts our server uses. FIXTURE_SDK_ITERATOR=1: the SDK's own chunk iterator instead (the
+// heavier parts of this fixture's earlier figures).
+const sdkIterator = env.FIXTURE_SDK_ITERATOR === "1";
+
 /** One streamed model request: text deltas go to `onText`; resolves with the assembled reply. */
 async function complete(messages, onText) {
-  const stream = await client.chat.completions.create({
+  const request = {
     model,
     messages,
     tools: [LIST_FILES],
     stream: true,
     stream_options: { include_usage: true },
-  });
-  let text = "";
-  let finish = null;
-  let usage = null;
-  const calls = [];
-  for await (const chunk of stream) {
-    if (chunk.usage) usage = chunk.usage;
-    const choice = chunk.choices?.[0];
-    if (!choice) continue;
-    if (choice.delta?.content) {
-      text += choice.delta.content;
-      onText(choice.delta.content);
-    }
-    for (const tc of choice.delta?.tool_calls ?? []) {
-      calls[tc.index] ??= { id: "", name: "", input: "" };
-      const call = calls[tc.index];
-      if (tc.id) call.id = tc.id;
-      if (tc.function?.name) call.name += tc.function.name;
-      if (tc.function?.arguments) call.input += tc.function.arguments;
-    }
-    if (choice.finish_reason) finish = choice.finish_reason;
+  };
+  const reply = { text: "", calls: [], finish: null, usage: null };
+  if (sdkIterator) {
+    for await (const chunk of await client.chat.completions.create(request)) applyChunk(reply, chunk, onText);
+    return reply;
   }
-  return { text, calls, finish, usage };
+  const response = await client
+    .post("/chat/completions", {
+      body: Buffer.from(JSON.stringify(request)),
+      headers: { "content-type": "application/json" },
+      stream: true,
+    })
+    .asResponse();
+  const parser = new SseParser(() => 8 * 1024 * 1024);
+  const events = [];
+  let done = false;
+  // Read to the body's end (after [DONE] too) so that the connection goes back to the pool.
+  for await (const bytes of response.body) {
+    if (done) continue;
+    parser.push(bytes, events);
+    for (const event of events) {
+      if (event.data === "[DONE]") {
+        done = true;
+        break;
+      }
+      applyChunk(reply, JSON.parse(event.data), onText);
+    }
+    events.length = 0;
+  }
+  return reply;
 }
 
 // ---------- HTTP ----------

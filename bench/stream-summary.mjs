@@ -57,6 +57,15 @@ export function printSummary({ table, subjects, pgInstances, p99Ms }) {
         .join("")}`,
     );
   }
+  if (subjects.includes("sdk")) {
+    console.log("  sdk (the stack fixture on the SDK's chunk iterator), measured in the same alternation:");
+    for (const r of table) {
+      console.log(
+        `  ${String(r.c).padStart(6)}  sdk p50 ${fmt(r.sdk.p50)} p99 ${fmt(r.sdk.p99)} ms, CPU/run ${fmt(r.sdk.cpuMsPerRun)} ms ` +
+          `(${fmt(r.sdk.cpuMsPerRun / r.stack.cpuMsPerRun, 2)}x the stack; ours/sdk ${fmt(r.ours.cpuMsPerRun / r.sdk.cpuMsPerRun, 2)}), errors ${r.sdk.errors}`,
+      );
+    }
+  }
   if (subjects.includes("base")) {
     console.log("  base (BENCH_BASE_ROOT), measured in the same alternation:");
     for (const r of table) {

@@ -16,8 +16,9 @@
 //
 // Env: BENCH_CS ("100,200,300,500,700,1000"), BENCH_REPS, BENCH_TOKENS, BENCH_TOKEN_MS,
 //   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_SUBJECTS (comma-separated, of floor, stack, stored,
-//   base, ours, pg1, pg2, ...: measured in that order, the last one gating C; default floor,
-//   stack, stored, base with BENCH_BASE_ROOT, ours), BENCH_ALL=1 (measure every C listed, past
+//   sdk, base, ours, pg1, pg2, ...: measured in that order, the last one gating C; default floor,
+//   stack, stored, base with BENCH_BASE_ROOT, ours; sdk is the stack fixture on the SDK's chunk
+//   iterator), BENCH_ALL=1 (measure every C listed, past
 //   the first failing one), BENCH_SERVER_ENV (extra env for our server, every instance of it,
 //   "K=V K2=V2"), BENCH_SERVER_NODE_ARGS (likewise), BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another
 //   built checkout: its server is measured too, as "base", in the same alternation),
@@ -46,16 +47,20 @@ console.log(`  ${machineLine()}`);
 /** The instances of pgN (N of our server over one PostgreSQL); 0 for any other subject. */
 const pgInstances = (subject) => Number(/^pg([1-9]\d?)$/.exec(subject)?.[1] ?? 0);
 const DEFAULT_SUBJECTS = ["floor", "stack", "stored", ...(process.env.BENCH_BASE_ROOT ? ["base"] : []), "ours"];
+/** Measured only when named in BENCH_SUBJECTS: the stack fixture on the SDK's own chunk iterator. */
+const OPT_IN_SUBJECTS = ["sdk"];
 const requested = process.env.BENCH_SUBJECTS?.split(",").filter(Boolean);
 for (const subject of requested ?? []) {
-  if (!["floor", "stack", "stored", "base", "ours"].includes(subject) && !pgInstances(subject))
-    h.fail(`BENCH_SUBJECTS: unknown subject ${subject} (floor, stack, stored, base, ours, pg1, pg2, ...)`);
+  if (!["floor", "stack", "stored", "base", "ours", ...OPT_IN_SUBJECTS].includes(subject) && !pgInstances(subject))
+    h.fail(`BENCH_SUBJECTS: unknown subject ${subject} (floor, stack, stored, sdk, base, ours, pg1, pg2, ...)`);
   if (subject === "base" && !process.env.BENCH_BASE_ROOT) h.fail("BENCH_SUBJECTS names base: set BENCH_BASE_ROOT");
 }
 // In this order, whatever the order of BENCH_SUBJECTS: the last one gates the growing of C.
 const SUBJECTS = requested
   ? [
-      ...DEFAULT_SUBJECTS.filter((s) => requested.includes(s)),
+      ...[...DEFAULT_SUBJECTS.slice(0, 3), ...OPT_IN_SUBJECTS, ...DEFAULT_SUBJECTS.slice(3)].filter((s) =>
+        requested.includes(s),
+      ),
       ...[...new Set(requested.filter(pgInstances))].sort((x, y) => pgInstances(x) - pgInstances(y)),
     ]
   : DEFAULT_SUBJECTS;
@@ -76,6 +81,9 @@ if (SUBJECTS.includes("stack")) add("stack", [await fixture("stack")]);
 // The same fixture storing every text delta before sending it (grouped as our store does):
 // the floor for a server whose every event is stored.
 if (SUBJECTS.includes("stored")) add("stored", [await fixture("stored", { FIXTURE_STORE_DELTAS: "1" })]);
+// The stack fixture as it was first measured: the SDK's chunk iterator, not the raw response
+// read with our parser (the parts our server uses).
+if (SUBJECTS.includes("sdk")) add("sdk", [await fixture("sdk", { FIXTURE_SDK_ITERATOR: "1" })]);
 if (SUBJECTS.includes("ours") || SUBJECTS.includes("base")) {
   const started = await h.startOurs({ upstreamUrl: upstream.url, env: serverEnv, nodeArgs });
   for (const [subject, server] of Object.entries(started)) add(subject, [server]);

@@ -27,15 +27,17 @@ class Series {
 export type HistogramSeries = Pick<Series, "observe">;
 
 /**
- * A histogram for the hottest paths (every commit, every delivery), registered in a
- * prom-client registry and exposed like its own: each label set is bound once (`series`) and
- * an observation only adds to its bucket, where prom-client's `observe` validates and hashes
- * its labels every time.
+ * A histogram for what every run observes (commits, deliveries, model requests, tool calls),
+ * registered in a prom-client registry and exposed like its own: a label set is bound once
+ * (`series`, or `at` at its first use) and an observation only adds to its bucket, where
+ * prom-client's `observe` validates and hashes its labels every time.
  */
 export class FastHistogram {
   readonly type = "histogram";
   readonly aggregator = "sum";
   readonly #series: Series[] = [];
+  /** The series made by `at`, by their label values. */
+  readonly #byValues = new Map<string, Series>();
 
   constructor(
     readonly name: string,
@@ -50,6 +52,21 @@ export class FastHistogram {
   series(labels: Record<string, string> = {}): HistogramSeries {
     const series = new Series(labels, this.bounds);
     this.#series.push(series);
+    return series;
+  }
+
+  /**
+   * The series of `labels`, made at its first use (a label set is exposed once observed, as
+   * prom-client's are): for label values known only when observing, such as a tool's name.
+   */
+  at(labels: Record<string, string>): HistogramSeries {
+    const key = Object.values(labels).join("\u0000");
+    let series = this.#byValues.get(key);
+    if (!series) {
+      series = new Series(labels, this.bounds);
+      this.#series.push(series);
+      this.#byValues.set(key, series);
+    }
     return series;
   }
 

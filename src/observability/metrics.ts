@@ -26,13 +26,13 @@ export class Metrics implements RunFacts {
   readonly #toolNames: ReadonlySet<string>;
   readonly #runsStarted: Counter;
   readonly #runsFinished: Counter<"status" | "stop_reason">;
-  readonly #modelDuration: Histogram<"outcome">;
-  readonly #firstToken: Histogram;
+  /** Histograms observed on every run are the cheap kind (FastHistogram); so are these. */
+  readonly #modelDuration: FastHistogram;
+  readonly #firstToken: FastHistogram;
   readonly #tokens: Counter<"type">;
   readonly #toolCalls: Counter<"tool" | "outcome">;
-  readonly #toolDuration: Histogram<"tool" | "outcome">;
+  readonly #toolDuration: FastHistogram;
   readonly #approvalsPending: Gauge;
-  /** Every commit and every delivery is observed: their histograms are the cheap kind. */
   readonly #deliveryLag: HistogramSeries;
   readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
@@ -56,19 +56,18 @@ export class Metrics implements RunFacts {
         this.set(sources.liveRuns?.() ?? 0);
       },
     });
-    this.#modelDuration = new Histogram({
-      name: "agent_model_request_duration_seconds",
-      help: "Model requests, from sending to the end of the stream, by outcome (ok, error).",
-      labelNames: ["outcome"],
-      buckets: SLOW_BUCKETS,
-      registers,
-    });
-    this.#firstToken = new Histogram({
-      name: "agent_model_time_to_first_token_seconds",
-      help: "Model requests, from sending to the first streamed token.",
-      buckets: SLOW_BUCKETS,
-      registers,
-    });
+    this.#modelDuration = new FastHistogram(
+      "agent_model_request_duration_seconds",
+      "Model requests, from sending to the end of the stream, by outcome (ok, error).",
+      SLOW_BUCKETS,
+      this.registry,
+    );
+    this.#firstToken = new FastHistogram(
+      "agent_model_time_to_first_token_seconds",
+      "Model requests, from sending to the first streamed token.",
+      SLOW_BUCKETS,
+      this.registry,
+    );
     this.#tokens = new Counter({
       name: "agent_model_tokens_total",
       help: "Tokens the model reported, by type (input, output).",
@@ -81,13 +80,12 @@ export class Metrics implements RunFacts {
       labelNames: ["tool", "outcome"],
       registers,
     });
-    this.#toolDuration = new Histogram({
-      name: "agent_tool_duration_seconds",
-      help: "Tool executions (calls whose tool ran), by tool and outcome.",
-      labelNames: ["tool", "outcome"],
-      buckets: SLOW_BUCKETS,
-      registers,
-    });
+    this.#toolDuration = new FastHistogram(
+      "agent_tool_duration_seconds",
+      "Tool executions (calls whose tool ran), by tool and outcome.",
+      SLOW_BUCKETS,
+      this.registry,
+    );
     this.#approvalsPending = new Gauge({
       name: "agent_approvals_pending",
       help: "Tool calls waiting for an approval decision (asked since this process started).",
@@ -159,8 +157,8 @@ export class Metrics implements RunFacts {
   }
 
   modelRequest(fact: ModelRequestFact): void {
-    this.#modelDuration.observe({ outcome: fact.errorType === null ? "ok" : "error" }, fact.latencyMs / 1000);
-    if (fact.firstTokenMs !== null) this.#firstToken.observe(fact.firstTokenMs / 1000);
+    this.#modelDuration.at({ outcome: fact.errorType === null ? "ok" : "error" }).observe(fact.latencyMs / 1000);
+    if (fact.firstTokenMs !== null) this.#firstToken.at({}).observe(fact.firstTokenMs / 1000);
     if (fact.usage) {
       this.#tokens.inc({ type: "input" }, fact.usage.inputTokens);
       this.#tokens.inc({ type: "output" }, fact.usage.outputTokens);
@@ -171,7 +169,7 @@ export class Metrics implements RunFacts {
     // A name the model made up is not a label value: there could be any number of them.
     const labels = { tool: this.#toolNames.has(fact.tool) ? fact.tool : "(unknown)", outcome: fact.outcome };
     this.#toolCalls.inc(labels);
-    if (fact.executed) this.#toolDuration.observe(labels, fact.durationMs / 1000);
+    if (fact.executed) this.#toolDuration.at(labels).observe(fact.durationMs / 1000);
   }
 
   approvalRequested(): void {

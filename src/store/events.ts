@@ -10,7 +10,9 @@ export interface StoredEvent {
 
 export function eventStore(db: Db) {
   const insert = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, ?)");
-  const after = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+  const after = db.prepare(
+    "SELECT seq, type, data FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?",
+  );
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = ?");
 
   return {

@@ -55,9 +55,9 @@ export function leaseStore(db: Db) {
      RETURNING id, epoch`,
   );
   const claimable = db.prepare(
-    `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (@all = 1 OR owner_instance IS NULL
-       OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (@own = 1 AND owner_instance = @owner))
-     ORDER BY id LIMIT @limit`,
+    `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (+@all = 1 OR owner_instance IS NULL
+       OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (+@own = 1 AND owner_instance = +@owner))
+     ORDER BY id LIMIT +@limit`,
   );
   const claim = db.prepare(
     `UPDATE runs SET owner_instance = @owner, epoch = epoch + 1, lease_expires_at = ${NOW_MS} + @ttl

@@ -64,15 +64,15 @@ export function messageStore(db: Db) {
     `INSERT INTO messages (id, session_id, run_id, seq, role, content, tool_calls, tool_call_id, is_error, metadata, created_at)
      VALUES (@id, @session_id, @run_id, @seq, @role, @content, @tool_calls, @tool_call_id, @is_error, @metadata, @created_at)`,
   );
-  const all = db.prepare("SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq");
+  const all = db.prepare("SELECT * FROM messages WHERE session_id = +? AND seq > +? ORDER BY seq");
   const page = db.prepare(
-    "SELECT * FROM messages WHERE session_id = @session AND seq > @after ORDER BY seq LIMIT @limit",
+    "SELECT * FROM messages WHERE session_id = +@session AND seq > +@after ORDER BY seq LIMIT +@limit",
   );
-  const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq");
+  const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? ORDER BY seq");
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
-  const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1");
+  const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
   const lastAssistant = db.prepare(
-    "SELECT content, tool_calls FROM messages WHERE session_id = ? AND run_id = ? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
+    "SELECT content, tool_calls FROM messages WHERE session_id = +? AND run_id = +? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
 
   return {

@@ -36,13 +36,13 @@ export const startedEvent = (runId: string, seq: number, at: string): RunEvent =
 
 /** The SQLite tables of a session's queue of runs and of steered input (see migration 0006). */
 export function queueStore(db: Db) {
-  const queued = db.prepare("SELECT * FROM runs WHERE session_id = ? AND status = 'queued' ORDER BY created_at, id");
+  const queued = db.prepare("SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id");
   // Existence first: most sessions and runs have none, and SQLite answers that ~5-10x faster
   // than the ordered select of whole rows.
-  const anyQueued = db.prepare("SELECT 1 FROM runs WHERE session_id = ? AND status = 'queued' LIMIT 1");
-  const anyPending = db.prepare("SELECT 1 FROM run_inputs WHERE run_id = ? LIMIT 1");
+  const anyQueued = db.prepare("SELECT 1 FROM runs WHERE session_id = +? AND status = 'queued' LIMIT 1");
+  const anyPending = db.prepare("SELECT 1 FROM run_inputs WHERE run_id = +? LIMIT 1");
   const oldest = db.prepare(
-    "SELECT * FROM runs WHERE session_id = ? AND status = 'queued' ORDER BY created_at, id LIMIT 1",
+    "SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id LIMIT 1",
   );
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
@@ -55,7 +55,7 @@ export function queueStore(db: Db) {
      SELECT @id, @run_id, @content, @created_at
      WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))`,
   );
-  const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = ? ORDER BY created_at, id");
+  const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = +? ORDER BY created_at, id");
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   const orphaned = db.prepare(

@@ -133,7 +133,7 @@ export function runStore(db: Db) {
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare(
-    "SELECT * FROM runs WHERE session_id = ? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
+    "SELECT * FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
   );
   const live = db.prepare("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id");
   const unfinishedOf = db
@@ -142,7 +142,7 @@ export function runStore(db: Db) {
     )
     .pluck();
   const page = db.prepare(
-    "SELECT * FROM runs WHERE session_id = @session AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
+    "SELECT * FROM runs WHERE session_id = +@session AND (+@cursor IS NULL OR id < +@cursor) ORDER BY id DESC LIMIT +@limit",
   );
   const setStatus = db.prepare(
     "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",

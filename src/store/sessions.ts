@@ -102,7 +102,7 @@ export function sessionStore(db: Db) {
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
   const page = db.prepare(
-    "SELECT * FROM sessions WHERE owner IS @owner AND (@cursor IS NULL OR id < @cursor) ORDER BY id DESC LIMIT @limit",
+    "SELECT * FROM sessions WHERE owner IS +@owner AND (+@cursor IS NULL OR id < +@cursor) ORDER BY id DESC LIMIT +@limit",
   );
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
   const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();

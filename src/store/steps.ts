@@ -36,7 +36,7 @@ export const StepTraceSchema = z.object({
 
 export function stepStore(db: Db) {
   const upsert = db.prepare("INSERT OR REPLACE INTO run_steps (run_id, turn, data) VALUES (?, ?, ?)");
-  const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = ? ORDER BY turn");
+  const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn");
   return {
     /** Records a step; a turn asked again after a restart replaces the lost attempt. */
     save(runId: string, step: StepTrace): void {

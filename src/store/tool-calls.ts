@@ -76,9 +76,9 @@ export function toolCallStore(db: Db) {
     "UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ? WHERE run_id = ? AND id = ?",
   );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
-  const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY ordinal");
-  const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state = ? ORDER BY ordinal");
-  const open = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND state <> 'finished' ORDER BY ordinal");
+  const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? ORDER BY ordinal");
+  const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state = +? ORDER BY ordinal");
+  const open = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state <> 'finished' ORDER BY ordinal");
 
   return {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {

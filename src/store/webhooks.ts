@@ -127,14 +127,14 @@ export function webhookStore(db: Db) {
        next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?)`,
   );
   const due = db.prepare(
-    "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+    "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= +? ORDER BY next_attempt_at, id LIMIT +?",
   );
   const lease = db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?");
   const byId = db.prepare("SELECT * FROM webhook_deliveries WHERE id = ?");
   const record = db.prepare(
     "UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, finished_at = ? WHERE id = ?",
   );
-  const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = ? ORDER BY event_seq");
+  const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq");
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
   return {

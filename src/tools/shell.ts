@@ -93,7 +93,7 @@ export function createShellTool({
                 file: sandbox.bwrap,
                 args: bwrapArgs({ ...sandbox, workspace, readOnly, command }),
                 cwd: "/",
-                fd3: root.handle.fd,
+                fd3: root.fd,
               }
             : { file: "/bin/sh", args: ["-c", command], cwd: workspace };
         const run = await runShellCommand({

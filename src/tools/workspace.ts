@@ -1,9 +1,10 @@
-import { lstat, mkdir, open, readlink, realpath } from "node:fs/promises";
+import { readlink as readlinkCallback } from "node:fs";
+import { lstat, mkdir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { errnoCode, fsErrorOutcome } from "./fs-errors.js";
-import { closeDir, entryPath, FD_DIR, O_DIR, type OpenDir, openDirAt } from "./open-dir.js";
+import { closeDir, entryPath, FD_DIR, type OpenDir, openDirAt, openDirFd } from "./open-dir.js";
 import { isInside } from "./paths.js";
 
 export { isInside, workspaceRelative } from "./paths.js";
@@ -27,19 +28,26 @@ const MAX_SYMLINK_HOPS = 40;
  * too); the tools then refuse to run instead of following it. Null when it is not in place.
  */
 export async function openWorkspaceRoot(workspace: string): Promise<OpenDir | null> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  let root: OpenDir;
   try {
-    handle = await open(workspace, O_DIR);
+    root = { fd: await openDirFd(workspace), path: workspace };
   } catch {
     return null;
   }
   // O_NOFOLLOW covers the last component; what the kernel says it opened covers the others.
-  const real = await (FD_DIR ? readlink(`${FD_DIR}/${handle.fd}`) : realpath(workspace)).catch(() => null);
+  const real = await (FD_DIR ? openedAs(`${FD_DIR}/${root.fd}`) : realpath(workspace).catch(() => null));
   if (real !== workspace) {
-    await handle.close().catch(() => {});
+    await closeDir(root);
     return null;
   }
-  return { handle, path: workspace };
+  return root;
+}
+
+/** Where the descriptor named by `fdPath` (in FD_DIR) points, or null. */
+function openedAs(fdPath: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    readlinkCallback(fdPath, (err, target) => resolve(err ? null : target));
+  });
 }
 
 export const workspaceMovedOutcome = (): ToolOutcome =>
