@@ -1,4 +1,4 @@
-import { readlink as readlinkCallback } from "node:fs";
+import { readlinkSync } from "node:fs";
 import { lstat, mkdir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
@@ -43,11 +43,13 @@ export async function openWorkspaceRoot(workspace: string): Promise<OpenDir | nu
   return root;
 }
 
-/** Where the descriptor named by `fdPath` (in FD_DIR) points, or null. */
+/** Where the descriptor named by `fdPath` (in FD_DIR) points, or null (read synchronously, as OpenDir is opened). */
 function openedAs(fdPath: string): Promise<string | null> {
-  return new Promise((resolve) => {
-    readlinkCallback(fdPath, (err, target) => resolve(err ? null : target));
-  });
+  try {
+    return Promise.resolve(readlinkSync(fdPath));
+  } catch {
+    return Promise.resolve(null);
+  }
 }
 
 export const workspaceMovedOutcome = (): ToolOutcome =>
