@@ -13,7 +13,7 @@ export function eventStore(db: Db) {
   const after = db.prepare(
     "SELECT seq, type, data FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?",
   );
-  const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = ?");
+  const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
 
   return {
     /** Inserts events; call inside a transaction. Returns their serialized form. */

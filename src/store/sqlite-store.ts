@@ -30,10 +30,10 @@ export interface SqliteStoreOptions {
  * made meanwhile, runs' batches and every other write alike (see GroupCommit): they take
  * effect in the order they were made, and each settles as it would have alone. A group is
  * applied inside one synchronous `db.transaction()`, so no transaction is ever held across
- * an await. In the tables' statements a parameter of a query with ORDER BY or LIMIT is written
- * `+?`: SQLite (built with STAT4) would otherwise re-plan the statement at every call, as the
- * bound value might change the plan; `+?` is the same value in an expression it does not look
- * into.
+ * an await. In the tables' statements a parameter of a query with ORDER BY, LIMIT, min() or
+ * max() is written `+?`: SQLite (built with STAT4) would otherwise re-plan the statement at
+ * every call, as the bound value might change the plan; `+?` is the same value in an
+ * expression it does not look into.
  */
 export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
   const health = new StorageHealth();
