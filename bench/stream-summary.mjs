@@ -57,24 +57,20 @@ export function printSummary({ table, subjects, pgInstances, p99Ms }) {
         .join("")}`,
     );
   }
-  if (subjects.includes("sdk")) {
-    console.log("  sdk (the stack fixture on the SDK's chunk iterator), measured in the same alternation:");
+  /** A subject beside the stack fixture and ours, a line per C. */
+  const beside = (subject, title) => {
+    if (!subjects.includes(subject)) return;
+    console.log(`  ${subject} (${title}), measured in the same alternation:`);
     for (const r of table) {
+      const m = r[subject];
       console.log(
-        `  ${String(r.c).padStart(6)}  sdk p50 ${fmt(r.sdk.p50)} p99 ${fmt(r.sdk.p99)} ms, CPU/run ${fmt(r.sdk.cpuMsPerRun)} ms ` +
-          `(${fmt(r.sdk.cpuMsPerRun / r.stack.cpuMsPerRun, 2)}x the stack; ours/sdk ${fmt(r.ours.cpuMsPerRun / r.sdk.cpuMsPerRun, 2)}), errors ${r.sdk.errors}`,
+        `  ${String(r.c).padStart(6)}  ${subject} p50 ${fmt(m.p50)} p99 ${fmt(m.p99)} ms, CPU/run ${fmt(m.cpuMsPerRun)} ms ` +
+          `(${fmt(m.cpuMsPerRun / r.stack.cpuMsPerRun, 2)}x the stack; ours/${subject} ${fmt(r.ours.cpuMsPerRun / m.cpuMsPerRun, 2)}), errors ${m.errors}`,
       );
     }
-  }
-  if (subjects.includes("base")) {
-    console.log("  base (BENCH_BASE_ROOT), measured in the same alternation:");
-    for (const r of table) {
-      console.log(
-        `  ${String(r.c).padStart(6)}  base p50 ${fmt(r.base.p50)} p99 ${fmt(r.base.p99)} ms, CPU/run ${fmt(r.base.cpuMsPerRun)} ms ` +
-          `(${fmt(r.base.cpuMsPerRun / r.stack.cpuMsPerRun, 2)}x the stack; ours/base ${fmt(r.ours.cpuMsPerRun / r.base.cpuMsPerRun, 2)}), errors ${r.base.errors}`,
-      );
-    }
-  }
+  };
+  beside("sdk", "the stack fixture on the SDK's chunk iterator");
+  beside("base", "BENCH_BASE_ROOT");
   for (const s of subjects.filter(pgInstances)) {
     console.log(
       `  ${s}: ${pgInstances(s)} instance(s) of our server over one PostgreSQL, the runs alternating between them (CPU summed over the instances), beside the floor:`,
