@@ -7,10 +7,11 @@ import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
  * run's owner. Every write of the run names it (see Store.commitRun) and is refused
  * (StoreConflictError `fenced`) once it no longer holds.
  */
+/** Immutable: a lease found to hold is remembered by object (see `held` in leaseStore). */
 export interface RunLease {
-  runId: string;
-  owner: string;
-  epoch: number;
+  readonly runId: string;
+  readonly owner: string;
+  readonly epoch: number;
 }
 
 /** A lease taken for `ttlMs` from now, on the database's clock, by `owner` (an instance id). */
@@ -34,9 +35,6 @@ export interface ClaimedRun {
 
 /** A run that is claimable: live (not finished, not waiting in a queue). */
 export const CLAIMABLE_STATUS = "status NOT IN ('finished', 'queued')";
-
-/** At most this many leases are remembered as holding (see `held`). */
-const MAX_HELD = 10_000;
 
 /** Now in ms since the epoch, in SQLite. */
 export const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
@@ -69,14 +67,17 @@ export function leaseStore(db: Db) {
   );
   const holds = db.prepare("SELECT 1 FROM runs WHERE id = ? AND epoch = ? AND owner_instance = ?");
   /**
-   * Leases found to hold, as `runId owner epoch`. This connection is the file's only writer
-   * (see openDatabase), and a lease stops holding only through a statement of this store
-   * (a claim, a takeover, a release) or the deletion of its run: each of those forgets them
-   * all (`forget`), so a lease found here holds in the database too.
+   * Leases found to hold. This connection is the file's only writer (see openDatabase), and a
+   * lease stops holding only through a statement of this store (a claim, a takeover, a
+   * release) or the deletion of its run: each of those forgets them all (`forget`), so a lease
+   * found here holds in the database too. Kept by object: a run's writes name the one lease
+   * object of its recorder, so the fence of a commit is one lookup; an equal lease in another
+   * object is looked up in the database once. Weakly held: a lease goes with its run.
    */
-  const held = new Set<string>();
-  const heldKey = (lease: RunLease) => `${lease.runId} ${lease.owner} ${lease.epoch}`;
-  const forget = () => held.clear();
+  let held = new WeakSet<RunLease>();
+  const forget = () => {
+    held = new WeakSet();
+  };
   const leaseOf = (row: { id: string; epoch: number }, owner: string): RunLease => ({
     runId: row.id,
     owner,
@@ -122,11 +123,9 @@ export function leaseStore(db: Db) {
     },
     /** Whether `lease` still holds (inside a write's transaction: the fence). */
     holds(lease: RunLease): boolean {
-      const key = heldKey(lease);
-      if (held.has(key)) return true;
+      if (held.has(lease)) return true;
       if (holds.get(lease.runId, lease.epoch, lease.owner) === undefined) return false;
-      if (held.size >= MAX_HELD) held.clear();
-      held.add(key);
+      held.add(lease);
       return true;
     },
     /** To call when runs are deleted: no lease is known to hold any more. */
