@@ -16,10 +16,9 @@
 //
 // Env: BENCH_CS ("100,200,300,500,700,1000"), BENCH_REPS, BENCH_TOKENS, BENCH_TOKEN_MS,
 //   BENCH_P99_MS, BENCH_RUNS_PER_C, BENCH_SUBJECTS (comma-separated, of floor, stack, stored,
-//   sdk, base, ours, pg1, pg2, ...: measured in that order, the last one gating C; default floor,
-//   stack, stored, base with BENCH_BASE_ROOT, ours; sdk is the stack fixture on the SDK's chunk
-//   iterator), BENCH_ALL=1 (measure every C listed, past
-//   the first failing one), BENCH_SERVER_ENV (extra env for our server, every instance of it,
+//   sdk, base, ours, pg1, pg2, ...: measured in that order, the last one gating C; default
+//   floor, stack, stored, base with BENCH_BASE_ROOT, ours; sdk is the stack fixture on the
+//   SDK's chunk iterator), BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, every instance of it,
 //   "K=V K2=V2"), BENCH_SERVER_NODE_ARGS (likewise), BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another
 //   built checkout: its server is measured too, as "base", in the same alternation),
 //   BENCH_BASE_ENV (extra env for that one: the same checkout with another setting, e.g.
@@ -46,21 +45,19 @@ console.log(`  ${machineLine()}`);
 
 /** The instances of pgN (N of our server over one PostgreSQL); 0 for any other subject. */
 const pgInstances = (subject) => Number(/^pg([1-9]\d?)$/.exec(subject)?.[1] ?? 0);
-const DEFAULT_SUBJECTS = ["floor", "stack", "stored", ...(process.env.BENCH_BASE_ROOT ? ["base"] : []), "ours"];
-/** Measured only when named in BENCH_SUBJECTS: the stack fixture on the SDK's own chunk iterator. */
-const OPT_IN_SUBJECTS = ["sdk"];
+/** Every subject but pgN, in the order measured; sdk only when named in BENCH_SUBJECTS. */
+const SUBJECT_ORDER = ["floor", "stack", "stored", "sdk", "base", "ours"];
+const DEFAULT_SUBJECTS = SUBJECT_ORDER.filter((s) => s !== "sdk" && (s !== "base" || process.env.BENCH_BASE_ROOT));
 const requested = process.env.BENCH_SUBJECTS?.split(",").filter(Boolean);
 for (const subject of requested ?? []) {
-  if (!["floor", "stack", "stored", "base", "ours", ...OPT_IN_SUBJECTS].includes(subject) && !pgInstances(subject))
-    h.fail(`BENCH_SUBJECTS: unknown subject ${subject} (floor, stack, stored, sdk, base, ours, pg1, pg2, ...)`);
+  if (!SUBJECT_ORDER.includes(subject) && !pgInstances(subject))
+    h.fail(`BENCH_SUBJECTS: unknown subject ${subject} (${SUBJECT_ORDER.join(", ")}, pg1, pg2, ...)`);
   if (subject === "base" && !process.env.BENCH_BASE_ROOT) h.fail("BENCH_SUBJECTS names base: set BENCH_BASE_ROOT");
 }
 // In this order, whatever the order of BENCH_SUBJECTS: the last one gates the growing of C.
 const SUBJECTS = requested
   ? [
-      ...[...DEFAULT_SUBJECTS.slice(0, 3), ...OPT_IN_SUBJECTS, ...DEFAULT_SUBJECTS.slice(3)].filter((s) =>
-        requested.includes(s),
-      ),
+      ...SUBJECT_ORDER.filter((s) => requested.includes(s)),
       ...[...new Set(requested.filter(pgInstances))].sort((x, y) => pgInstances(x) - pgInstances(y)),
     ]
   : DEFAULT_SUBJECTS;

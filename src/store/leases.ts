@@ -5,9 +5,9 @@ import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
  * What an instance holds of a live run it executes: the right to write it, as long as the
  * run's `epoch` is still this one (a claim by another instance bumps it) and it is still the
  * run's owner. Every write of the run names it (see Store.commitRun) and is refused
- * (StoreConflictError `fenced`) once it no longer holds.
+ * (StoreConflictError `fenced`) once it no longer holds. Immutable: the SQLite store
+ * remembers a lease found to hold by object (see `held` in leaseStore).
  */
-/** Immutable: a lease found to hold is remembered by object (see `held` in leaseStore). */
 export interface RunLease {
   readonly runId: string;
   readonly owner: string;

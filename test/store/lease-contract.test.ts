@@ -79,6 +79,18 @@ describe.each(STORE_BACKENDS)("run leases on $name", (backend) => {
     expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1]);
   });
 
+  it("a lease that held is refused once a peer claimed the run, for the very object its writes went through with", async () => {
+    const { sessionId, runId } = await leasedRun("inst_a", 150);
+    // One object for every write, as a run's recorder does: the store has seen it hold.
+    const lease: RunLease = { runId, owner: "inst_a", epoch: 1 };
+    await store.commitRun(runId, [{ kind: "message", message: userMessage(sessionId, runId, 1) }], [], lease);
+    await sleep(250);
+    expect(await store.leases.claim({ owner: "inst_b", ttlMs: 60_000, limit: 10, scope: "expired" })).toHaveLength(1);
+    const stale = store.commitRun(runId, [{ kind: "message", message: userMessage(sessionId, runId, 2) }], [], lease);
+    await expect(stale).rejects.toSatisfy((err) => isConflict(err, "fenced"));
+    expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1]);
+  });
+
   it("a renewal keeps only the named runs alive: a held run the owner no longer names expires and is claimed", async () => {
     const kept = await leasedRun("inst_a", 300);
     const dropped = await leasedRun("inst_a", 300);
