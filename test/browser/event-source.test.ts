@@ -116,15 +116,20 @@ describe("EventSource in Chromium", () => {
       await page.goto(origin.url);
       // Without a token (EventSource cannot send the key) the stream is refused.
       await openEventSource(page, `${server.url}/runs/${run.id}/events`);
-      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2);
+      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+        timeout: 8000,
+      });
       expect((await pageState(page)).events).toEqual([]);
 
       const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
       await openEventSource(page, server.url + token.eventsUrl);
-      await page.waitForFunction(() =>
-        (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
-          (e) => e.type === "approval.requested",
-        ),
+      await page.waitForFunction(
+        () =>
+          (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
+            (e) => e.type === "approval.requested",
+          ),
+        null,
+        { timeout: 8000 },
       );
       await server.close({ keepDir: true, resume: true });
       server = await startTestServer({ upstream, env, dir: dir.path, port });
@@ -136,8 +141,13 @@ describe("EventSource in Chromium", () => {
         headers: auth,
       });
       expect(decided.status).toBe(200);
-      await page.waitForFunction(() =>
-        (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === "run.finished"),
+      await page.waitForFunction(
+        () =>
+          (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
+            (e) => e.type === "run.finished",
+          ),
+        null,
+        { timeout: 8000 },
       );
       const state = await pageState(page);
       const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
