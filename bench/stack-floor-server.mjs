@@ -60,8 +60,8 @@ db.exec(`
     run_id TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, id TEXT NOT NULL, role TEXT NOT NULL,
     content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, created_at TEXT NOT NULL, PRIMARY KEY (run_id, seq)) STRICT;
   CREATE TABLE IF NOT EXISTS run_events (
-    run_id TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)) STRICT, WITHOUT ROWID;
+    run_id TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL) STRICT;
+  CREATE UNIQUE INDEX IF NOT EXISTS run_events_run_seq ON run_events (run_id, seq);
 `);
 const sql = {
   session: db.prepare("INSERT INTO sessions (id, workspace, created_at) VALUES (?, ?, ?)"),
