@@ -3,7 +3,9 @@ import type { RunEvent, RunEventBody } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import { isConflict, isStorageError } from "../store/errors.js";
 import type { RunChange, RunLease, Store } from "../store/store.js";
+import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
+import { isoNow } from "./iso-now.js";
 
 /**
  * How long deferred changes, and buffered events while writes are failing, may wait before
@@ -52,6 +54,11 @@ export interface WriteBatch {
 /** Gives a message its place in the session, as it will be once the batch is committed. */
 export type Stamp = (message: AgentMessage) => StoredMessage;
 
+/** The batch of a write made only of what was buffered and deferred (never changed by a write). */
+const NOTHING_MORE: WriteBatch = Object.freeze({ changes: [], events: [] }) as unknown as WriteBatch;
+const nothingMore = (): WriteBatch => NOTHING_MORE;
+const ignore = (): void => {};
+
 /**
  * The one writer of a run: every change of it goes through here as RunChanges with the
  * events they cause, one batch per `Store.commitRun`. Writes are queued (one at a time, in
@@ -66,8 +73,14 @@ export class RunRecorder {
   #deferred: RunChange[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
-  /** A write of what is buffered, due once the current turn of the event loop is done. */
-  #immediate: NodeJS.Immediate | null = null;
+  /** A write of what is buffered is due once the current turn of the event loop is done (see endOfTurn). */
+  #flushDue = false;
+  readonly #flushIfDue = (): void => {
+    if (this.#flushDue) this.#flushInBackground();
+  };
+  readonly #settled = (): void => {
+    this.#inFlight--;
+  };
   #queue: Promise<unknown> = Promise.resolve();
   /** Writes started or queued and not yet settled. */
   #inFlight = 0;
@@ -131,7 +144,7 @@ export class RunRecorder {
   defer(change: RunChange): void {
     if (this.#sealed) return;
     this.#deferred.push(change);
-    if (!this.#immediate) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+    if (!this.#flushDue) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
   }
 
   /**
@@ -157,15 +170,16 @@ export class RunRecorder {
     ) {
       last.body = { type: body.type, text: last.body.text + body.text };
     } else {
-      this.#buffered.push({ body, at: new Date().toISOString() });
+      this.#buffered.push({ body, at: isoNow() });
       if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
         this.#flushInBackground();
         return;
       }
     }
     if (this.#failing) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
-    else if (!this.#immediate) {
-      this.#immediate = setImmediate(() => this.#flushInBackground());
+    else if (!this.#flushDue) {
+      this.#flushDue = true;
+      endOfTurn.queue(this.#flushIfDue);
       if (this.#timer) {
         clearTimeout(this.#timer);
         this.#timer = null;
@@ -175,16 +189,14 @@ export class RunRecorder {
 
   #clearScheduled(): void {
     if (this.#timer) clearTimeout(this.#timer);
-    if (this.#immediate) clearImmediate(this.#immediate);
     this.#timer = null;
-    this.#immediate = null;
+    this.#flushDue = false;
   }
 
   #flushInBackground(): void {
     this.#clearScheduled();
-    this.write(() => ({ changes: [], events: [] })).catch(() => {
-      // Kept buffered; the next write (a commit) fails with the cause, or succeeds with them.
-    });
+    // On failure the events stay buffered; the next write (a commit) fails with the cause, or succeeds with them.
+    this.write(nothingMore).catch(ignore);
   }
 
   /**
@@ -197,10 +209,7 @@ export class RunRecorder {
     // Nothing in flight: the write starts now (its batch is built in this tick), else it queues.
     const next = this.#inFlight === 0 ? this.#write(build) : this.#queue.then(() => this.#write(build));
     this.#inFlight++;
-    this.#queue = next.then(
-      () => void this.#inFlight--,
-      () => void this.#inFlight--,
-    );
+    this.#queue = next.then(this.#settled, this.#settled);
     return next;
   }
 
@@ -210,7 +219,7 @@ export class RunRecorder {
     if (this.#sealed) return Promise.reject(new RunSuspendedError());
     this.#clearScheduled();
     let messageSeq = this.#nextMessageSeq;
-    const createdAt = new Date().toISOString();
+    const createdAt = isoNow();
     const batch = build((message) => ({
       ...message,
       sessionId: this.sessionId,
