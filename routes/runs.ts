@@ -8,7 +8,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
     { sse: { kind: "dual" }, schema: { params: SessionParams, body: StartRunBody, querystring: StartRunQuery } },
     async (request, reply) => {
       const key = request.headers["idempotency-key"];
-      const { run, created, steered } = await ctx.runs.start({
+      const { run, created, steered, replayed } = await ctx.runs.start({
         sessionId: request.params.id,
         owner: request.owner,
         ...request.body,
@@ -19,7 +19,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
       // A replay is answered as the first request was; input that joined the active run, 202.
       reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
-      if (!created && !steered) reply.header("idempotent-replayed", "true");
+      if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");
       return reply.send(run);
     },
   );

@@ -1,4 +1,4 @@
-import { randomFillSync } from "node:crypto";
+import { createHash, randomFillSync } from "node:crypto";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 const POOL_SIZE = 4096;
@@ -51,4 +51,15 @@ export function newId(prefix: string): string {
  */
 export function isIdOf(prefix: string, value: string): boolean {
   return value.startsWith(`${prefix}_`) && /^[0-9a-z]{10,40}$/.test(value.slice(prefix.length + 1));
+}
+
+/**
+ * The id made with `prefix` for `seed`, the same for the same seed (an idempotency key's
+ * request, say): `prefix`, `_`, then 26 base-32 digits of the seed's SHA-256.
+ */
+export function idFor(prefix: string, seed: string): string {
+  const digest = createHash("sha256").update(seed).digest();
+  let out = "";
+  for (let i = 0; i < 26; i++) out += ALPHABET[(digest[i] as number) & 31];
+  return `${prefix}_${out}`;
 }

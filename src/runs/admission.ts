@@ -42,7 +42,7 @@ export interface AdmissionDeps {
 }
 
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
-async function sameRequestRun(store: Store, params: StartRunInput): Promise<RunRecord | null> {
+export async function sameRequestRun(store: Store, params: StartRunInput): Promise<RunRecord | null> {
   if (!params.idempotencyKey) return null;
   const existing = await store.runs.byIdempotencyKey(params.session.id, params.idempotencyKey);
   if (!existing) return null;

@@ -16,6 +16,8 @@ export interface StartedRun {
   created: boolean;
   /** `ifBusy: "steer"`: the input was taken by the active run, which `run` is. */
   steered?: boolean;
+  /** A steer repeated with its idempotency key: the run took that input already. */
+  replayed?: boolean;
 }
 
 export interface RunManagerDeps {

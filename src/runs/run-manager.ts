@@ -11,13 +11,13 @@ import { HistoryTail } from "./history-tail.js";
 import { interruptAndStart } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
-import { startOfInput, startQueuedRun } from "./queue.js";
+import { startQueuedRun } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { planOfRun } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
-import { steerActive } from "./steer.js";
+import { steerOrStart } from "./steer.js";
 
 export type { StartRunInput } from "./admission.js";
 export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
@@ -88,11 +88,8 @@ export class RunManager {
           start: () => this.#startNow(params),
           startQueue: () => this.#startNext(params.session.id),
         });
-      case "steer": {
-        const steered = await steerActive(this.#controlDeps(), { sessionId: params.session.id, input: params.input });
-        if (steered.to === "taken") return { run: steered.run, created: false, steered: true };
-        return startOfInput(steered, (t) => this.#enqueue({ ...params, takesInput: t }), this.deps.store);
-      }
+      case "steer":
+        return steerOrStart(this.#controlDeps(), params, (t) => this.#enqueue({ ...params, takesInput: t }));
     }
   }
 

@@ -1,8 +1,13 @@
 import type { RunView } from "../domain/run.js";
-import { notFound } from "../errors.js";
-import { newId } from "../ids.js";
+import { conflict, notFound } from "../errors.js";
+import { idFor, newId } from "../ids.js";
+import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
+import { type StartRunInput, sameRequestRun } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
+import { runOfInput, startOfInput } from "./queue.js";
+import type { StartedRun } from "./run-manager-deps.js";
+import { planOfRun } from "./run-plan.js";
 
 /** How often a steer looks at the store between the run's events (a run executed elsewhere sends none here). */
 const POLL_MS = 250;
@@ -22,21 +27,34 @@ export interface SteerDeps {
  * stored input, still pending, which that run's insert removes); `idle`: the session has no
  * active run, or one that takes no input any more.
  */
-export type SteerOutcome = { to: "taken"; run: RunView } | { to: "ended"; inputId?: string } | { to: "idle" };
+export type SteerOutcome =
+  /** `replayed`: an earlier request with the same input id had steered it (see `inputId`). */
+  { to: "taken"; run: RunView; replayed?: boolean } | { to: "ended"; inputId?: string } | { to: "idle" };
+
+/** A repeated steer whose idempotency key was first used for other input. */
+const keyReused = (messageId: string) =>
+  conflict("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used to steer a run with a different input", {
+    messageId,
+  });
 
 /**
  * Joins `input` to the session's active run: stored (in the database, so whichever process
  * executes the run takes it, also after a restart) until the run takes it at its next model
  * request, which commits it as a user message; resolves once that happened, or once the run
- * ended without it.
+ * ended without it. With `inputId` (made from an idempotency key), a repeated request steers
+ * nothing twice: input already taken (a user message of that id) is answered with the run
+ * that took it, input still stored is waited for again, and other input under the same id is
+ * refused (409 IDEMPOTENCY_KEY_REUSED).
  */
 export async function steerActive(
   deps: SteerDeps,
-  { sessionId, input }: { sessionId: string; input: string },
+  { sessionId, input, inputId }: { sessionId: string; input: string; inputId?: string },
 ): Promise<SteerOutcome> {
+  const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
+  if (replayed) return replayed;
   const active = await deps.store.runs.active(sessionId);
   if (!active) return { to: "idle" };
-  const id = newId("msg");
+  const id = inputId ?? newId("msg");
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
   const unsubscribe = deps.hub.subscribe(active.id, (event) => {
@@ -49,14 +67,23 @@ export async function steerActive(
       content: input,
       createdAt: new Date().toISOString(),
     });
-    // Ending already (cancelling): it takes no input.
-    if (!added) return { to: "idle" };
+    if (!added && inputId !== undefined) {
+      // Taken meanwhile by the run, or stored already: waited for as the earlier request did.
+      const taken = await takenBefore(deps, { sessionId, input, inputId });
+      if (taken) return taken;
+    }
+    if (!added) {
+      const earlier = inputId === undefined ? undefined : await storedInput(deps, active.id, id);
+      if (earlier !== undefined && earlier !== input) throw keyReused(id);
+      // Else ending already (cancelling): it takes no input.
+      if (earlier === undefined) return { to: "idle" };
+    }
     while (true) {
       const pending = (await deps.store.inputs.pending(active.id)).some((i) => i.id === id);
-      if (!pending) return { to: "taken", run: await viewOf(deps, active.id) };
+      if (!pending) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
       // Shutting down: the input stays stored for the restart, which gives it to the run, or
       // queues it as a new run if the run has ended.
-      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id) };
+      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
       const run = await deps.store.runs.get(active.id);
       if (!run) throw notFound("run", active.id);
       if (run.status === "finished") return { to: "ended", inputId: id };
@@ -73,8 +100,66 @@ export async function steerActive(
   }
 }
 
+/** The answer to a repeated steer whose input a run took already (a user message of its id); null if none did. */
+async function takenBefore(
+  deps: SteerDeps,
+  { sessionId, input, inputId }: { sessionId: string; input: string; inputId: string },
+): Promise<SteerOutcome | null> {
+  const taken = await deps.store.messages.byId(sessionId, inputId);
+  if (!taken) return null;
+  if (taken.content !== input) throw keyReused(inputId);
+  return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
+}
+
+/** The content of the run's pending input `id`, undefined when it has none of that id. */
+async function storedInput(deps: SteerDeps, runId: string, id: string): Promise<string | undefined> {
+  return (await deps.store.inputs.pending(runId)).find((i) => i.id === id)?.content;
+}
+
 async function viewOf(deps: SteerDeps, runId: string): Promise<RunView> {
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
   return view;
+}
+
+/**
+ * `ifBusy: "steer"`: the input joins the session's active run, or `start`s a new run (with
+ * the input the active run ended without, if any) when there is none to take it. A request
+ * repeated with its idempotency key gets the earlier answer (see steerActive).
+ */
+export async function steerOrStart(
+  deps: SteerDeps,
+  params: StartRunInput,
+  start: (takesInput: string | undefined) => Promise<StartedRun>,
+): Promise<StartedRun> {
+  const inputId = steerInputId(params);
+  if (inputId !== undefined) {
+    const repeated = await runOfRepeatedSteer(deps.store, params, inputId);
+    if (repeated) return repeated;
+  }
+  const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId });
+  if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
+  return startOfInput(steered, start, deps.store);
+}
+
+/** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
+export function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
+  if (params.idempotencyKey === undefined) return undefined;
+  return idFor("msg", `steer\n${params.session.id}\n${params.idempotencyKey}`);
+}
+
+/**
+ * The run a steer with this idempotency key made when it found no run to take its input:
+ * started by the request (it holds the key) or queued from the input left by a process that
+ * stopped waiting for it (its id is the input's). Null when there is none.
+ */
+export async function runOfRepeatedSteer(
+  store: Store,
+  params: StartRunInput,
+  inputId: string,
+): Promise<StartedRun | null> {
+  const keyed = await sameRequestRun(store, params);
+  const made = keyed ?? (await store.runs.get(runOfInput(inputId)));
+  if (!made || made.sessionId !== params.session.id) return null;
+  return { run: runView(made, await planOfRun(store, made)), created: false };
 }

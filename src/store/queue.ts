@@ -53,7 +53,10 @@ export function queueStore(db: Db) {
   const addInput = db.prepare(
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at
-     WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))`,
+     WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE id = @id
+         AND session_id = (SELECT session_id FROM runs WHERE id = @run_id))
+     ON CONFLICT (id) DO NOTHING`,
   );
   const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = +? ORDER BY created_at, id");
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");

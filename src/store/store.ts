@@ -154,6 +154,8 @@ export interface Store {
     finalAnswer(sessionId: string, runId: string): Promise<string | null>;
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): Promise<number>;
+    /** The session's message with this id, null when it has none. */
+    byId(sessionId: string, id: string): Promise<StoredMessage | null>;
   };
   events: {
     /** Events after `seq`, in order, at most `limit` of them. */
@@ -174,7 +176,11 @@ export interface Store {
    * in the commit of the user message it becomes) or it is withdrawn to start a new run.
    */
   inputs: {
-    /** Stores input for a run that takes it (running or awaiting approval); false when the run does not. */
+    /**
+     * Stores input for a run that takes it (running or awaiting approval); false when the run
+     * does not, when an input with this id is stored already (which is left as it is), or when
+     * the session has a message of this id (the input was taken).
+     */
     add(input: RunInput): Promise<boolean>;
     /** The run's inputs not yet taken, oldest first. */
     pending(runId: string): Promise<RunInput[]>;

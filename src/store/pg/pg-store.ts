@@ -3,7 +3,6 @@ import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
-import { finalAnswerOf, type MessageRow, messageFromRow } from "../messages.js";
 import { toPage } from "../page.js";
 import { type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
@@ -18,6 +17,7 @@ import { translatePgError } from "./pg-errors.js";
 import { pgGroupCommit } from "./pg-group-commit.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
 import { controlNotification, PgListener } from "./pg-listener.js";
+import { pgMessages } from "./pg-messages.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
@@ -174,40 +174,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
     },
     commitRequest: async (runId, changes) =>
       void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
-    messages: {
-      history: async (sessionId, afterSeq = 0) =>
-        (
-          await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq", [
-            sessionId,
-            afterSeq,
-          ])
-        ).map(messageFromRow),
-      page: async ({ sessionId, afterSeq, limit }) => {
-        const found = await rows<MessageRow>(
-          "SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-          [sessionId, afterSeq, limit + 1],
-        );
-        return toPage(found, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
-      },
-      ofRun: async (sessionId, runId) =>
-        (
-          await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 ORDER BY seq", [
-            sessionId,
-            runId,
-          ])
-        ).map(messageFromRow),
-      finalAnswer: async (sessionId, runId) =>
-        finalAnswerOf(
-          (await first<{ content: string; tool_calls: string | null }>(
-            `SELECT content, tool_calls FROM messages WHERE session_id = $1 AND run_id = $2 AND role = 'assistant'
-             ORDER BY seq DESC LIMIT 1`,
-            [sessionId, runId],
-          )) ?? undefined,
-        ),
-      lastSeq: async (sessionId) =>
-        (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM messages WHERE session_id = $1", [sessionId]))
-          ?.seq ?? 0,
-    },
+    messages: pgMessages(rows),
     events: {
       after: (runId, seq, limit) =>
         rows<StoredEvent>(

@@ -1,0 +1,50 @@
+import type pg from "pg";
+import { finalAnswerOf, type MessageRow, messageFromRow } from "../messages.js";
+import { toPage } from "../page.js";
+import type { Store } from "../store.js";
+
+type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
+
+/** A session's messages over PostgreSQL (written in the commits of pg-changes.ts). */
+export function pgMessages(rows: Rows): Store["messages"] {
+  const first = async <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | null> =>
+    (await rows<R>(text, values))[0] ?? null;
+  return {
+    history: async (sessionId, afterSeq = 0) =>
+      (
+        await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq", [
+          sessionId,
+          afterSeq,
+        ])
+      ).map(messageFromRow),
+    page: async ({ sessionId, afterSeq, limit }) => {
+      const found = await rows<MessageRow>(
+        "SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        [sessionId, afterSeq, limit + 1],
+      );
+      return toPage(found, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
+    },
+    ofRun: async (sessionId, runId) =>
+      (
+        await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 ORDER BY seq", [
+          sessionId,
+          runId,
+        ])
+      ).map(messageFromRow),
+    finalAnswer: async (sessionId, runId) =>
+      finalAnswerOf(
+        (await first<{ content: string; tool_calls: string | null }>(
+          `SELECT content, tool_calls FROM messages WHERE session_id = $1 AND run_id = $2 AND role = 'assistant'
+         ORDER BY seq DESC LIMIT 1`,
+          [sessionId, runId],
+        )) ?? undefined,
+      ),
+    lastSeq: async (sessionId) =>
+      (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM messages WHERE session_id = $1", [sessionId]))
+        ?.seq ?? 0,
+    byId: async (sessionId, id) => {
+      const row = await first<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND id = $2", [sessionId, id]);
+      return row ? messageFromRow(row) : null;
+    },
+  };
+}
