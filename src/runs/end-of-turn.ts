@@ -8,7 +8,7 @@ export class EndOfTurn {
   #queued: (() => void)[] = [];
   #scheduled = false;
 
-  /** Runs `task` at the end of this turn (in queueing order). A task that throws is reported, the others still run. */
+  /** Runs `task` at the end of this turn, in queueing order. A task must not throw (as a `setImmediate` callback). */
   queue(task: () => void): void {
     this.#queued.push(task);
     if (this.#scheduled) return;
@@ -20,15 +20,7 @@ export class EndOfTurn {
     this.#scheduled = false;
     const tasks = this.#queued;
     this.#queued = [];
-    for (const task of tasks) {
-      try {
-        task();
-      } catch (err) {
-        queueMicrotask(() => {
-          throw err;
-        });
-      }
-    }
+    for (const task of tasks) task();
   }
 }
 

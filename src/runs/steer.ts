@@ -67,16 +67,15 @@ export async function steerActive(
       content: input,
       createdAt: new Date().toISOString(),
     });
-    if (!added && inputId !== undefined) {
-      // Taken meanwhile by the run, or stored already: waited for as the earlier request did.
+    if (!added) {
+      // Ending already (cancelling), so it takes no input; or, with an id from a key, the input
+      // was taken meanwhile, or is stored already and is waited for as the earlier request did.
+      if (inputId === undefined) return { to: "idle" };
       const taken = await takenBefore(deps, { sessionId, input, inputId });
       if (taken) return taken;
-    }
-    if (!added) {
-      const earlier = inputId === undefined ? undefined : await storedInput(deps, active.id, id);
-      if (earlier !== undefined && earlier !== input) throw keyReused(id);
-      // Else ending already (cancelling): it takes no input.
+      const earlier = await storedInput(deps, active.id, id);
       if (earlier === undefined) return { to: "idle" };
+      if (earlier !== input) throw keyReused(id);
     }
     while (true) {
       const pending = (await deps.store.inputs.pending(active.id)).some((i) => i.id === id);
@@ -143,7 +142,7 @@ export async function steerOrStart(
 }
 
 /** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
-export function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
+function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
   if (params.idempotencyKey === undefined) return undefined;
   return idFor("msg", `steer\n${params.session.id}\n${params.idempotencyKey}`);
 }
@@ -153,11 +152,7 @@ export function steerInputId(params: Pick<StartRunInput, "session" | "idempotenc
  * started by the request (it holds the key) or queued from the input left by a process that
  * stopped waiting for it (its id is the input's). Null when there is none.
  */
-export async function runOfRepeatedSteer(
-  store: Store,
-  params: StartRunInput,
-  inputId: string,
-): Promise<StartedRun | null> {
+async function runOfRepeatedSteer(store: Store, params: StartRunInput, inputId: string): Promise<StartedRun | null> {
   const keyed = await sameRequestRun(store, params);
   const made = keyed ?? (await store.runs.get(runOfInput(inputId)));
   if (!made || made.sessionId !== params.session.id) return null;

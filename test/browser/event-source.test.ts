@@ -58,6 +58,14 @@ async function openEventSource(page: Page, url: string): Promise<void> {
   }, url);
 }
 
+/** Waits (at most 8 s) until the page's EventSource has received an event of `type`. */
+const receivedEvent = (page: Page, type: string) =>
+  page.waitForFunction(
+    (t) => (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === t),
+    type,
+    { timeout: 8000 },
+  );
+
 // biome-ignore lint/suspicious/noExplicitAny: the page's state is read as the page kept it.
 const pageState = (page: Page): Promise<any> => page.evaluate(() => (window as unknown as { es: unknown }).es);
 
@@ -123,14 +131,7 @@ describe("EventSource in Chromium", () => {
 
       const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
       await openEventSource(page, server.url + token.eventsUrl);
-      await page.waitForFunction(
-        () =>
-          (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
-            (e) => e.type === "approval.requested",
-          ),
-        null,
-        { timeout: 8000 },
-      );
+      await receivedEvent(page, "approval.requested");
       await server.close({ keepDir: true, resume: true });
       server = await startTestServer({ upstream, env, dir: dir.path, port });
       await page.waitForFunction(() => (window as unknown as { es: { opens: number } }).es.opens === 2, null, {
@@ -141,14 +142,7 @@ describe("EventSource in Chromium", () => {
         headers: auth,
       });
       expect(decided.status).toBe(200);
-      await page.waitForFunction(
-        () =>
-          (window as unknown as { es: { events: { type: string }[] } }).es.events.some(
-            (e) => e.type === "run.finished",
-          ),
-        null,
-        { timeout: 8000 },
-      );
+      await receivedEvent(page, "run.finished");
       const state = await pageState(page);
       const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
       expect(state.events).toEqual(stored);

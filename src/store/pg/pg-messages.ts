@@ -4,11 +4,10 @@ import { toPage } from "../page.js";
 import type { Store } from "../store.js";
 
 type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
+type First = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<R | null>;
 
 /** A session's messages over PostgreSQL (written in the commits of pg-changes.ts). */
-export function pgMessages(rows: Rows): Store["messages"] {
-  const first = async <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | null> =>
-    (await rows<R>(text, values))[0] ?? null;
+export function pgMessages(rows: Rows, first: First): Store["messages"] {
   return {
     history: async (sessionId, afterSeq = 0) =>
       (

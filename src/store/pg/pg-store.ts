@@ -174,7 +174,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
     },
     commitRequest: async (runId, changes) =>
       void (await write([...changes.flatMap((change) => changeStatements(runId, change)), controlNotification(runId)])),
-    messages: pgMessages(rows),
+    messages: pgMessages(rows, first),
     events: {
       after: (runId, seq, limit) =>
         rows<StoredEvent>(
