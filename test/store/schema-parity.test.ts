@@ -55,6 +55,52 @@ describe("migrations per dialect", () => {
     expect(Object.keys(sqlite)).toContain("runs");
   });
 
+  // A foreign key's child columns are searched for every parent row deleted or re-keyed (a
+  // session's delete cascades through its runs): without an index leading with them each
+  // such row costs a scan of the whole child table (on SQLite, on the event loop).
+  it("every foreign key's child column leads an index, in both dialects", async () => {
+    const dir = tempDir("fk-index-");
+    const db = openDatabase({ path: join(dir.path, "agent.db") });
+    const unindexedSqlite: string[] = [];
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[];
+    for (const { name } of tables) {
+      const pk = (
+        db.prepare("SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk").all(name) as {
+          name: string;
+        }[]
+      ).map((c) => c.name);
+      const leading = new Set(pk.slice(0, 1));
+      for (const index of db.prepare("SELECT name FROM pragma_index_list(?)").all(name) as { name: string }[]) {
+        const first = db.prepare("SELECT name FROM pragma_index_info(?) ORDER BY seqno LIMIT 1").get(index.name) as
+          | { name: string }
+          | undefined;
+        if (first) leading.add(first.name);
+      }
+      for (const fk of db
+        .prepare('SELECT "from" AS col, "table" AS parent FROM pragma_foreign_key_list(?)')
+        .all(name) as { col: string; parent: string }[]) {
+        if (!leading.has(fk.col)) unindexedSqlite.push(`${name}.${fk.col} -> ${fk.parent}`);
+      }
+    }
+    db.close();
+    dir.cleanup();
+    expect(tables.length).toBeGreaterThan(5);
+    expect(unindexedSqlite).toEqual([]);
+
+    // PostgreSQL: each single-column foreign key's column is the first key of some index.
+    const { rows } = await pool.query<{ fk: string }>(`
+      SELECT c.conrelid::regclass || '.' || a.attname AS fk
+        FROM pg_constraint c
+        JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+       WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace
+         AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])`);
+    const { rows: all } = await pool.query(
+      "SELECT 1 FROM pg_constraint WHERE contype = 'f' AND connamespace = 'public'::regnamespace",
+    );
+    expect(all.length).toBeGreaterThan(5);
+    expect(rows.map((r) => r.fk)).toEqual([]);
+  });
+
   it("instances migrating one database at once apply each migration exactly once", async () => {
     const fresh = await createTestPgDatabase();
     // An empty database: the template's migrations dropped with its tables.
