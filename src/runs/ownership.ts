@@ -43,7 +43,7 @@ export class RunOwnership {
   async recoverAtStart(): Promise<RecoveryReport> {
     const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
     const report = await this.#claim(scope, this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER);
-    await settleQueues(this.deps, report, this.deps.store.shared ? this.deps.freeSlots : undefined);
+    await settleQueues(this.deps, report);
     if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
       this.deps.logger.info(report, "settled runs left by a previous process");
     return report;
@@ -134,7 +134,7 @@ export class RunOwnership {
         report.interruptedToolCalls += pass.interruptedToolCalls;
       } while (this.#again);
       // Queues whose run ahead ended on an instance that was lost before it started the next.
-      await settleQueues(this.deps, report, this.deps.freeSlots).catch((err) =>
+      await settleQueues(this.deps, report).catch((err) =>
         this.deps.logger.warn({ err }, "the reaper could not move the queues on; trying again"),
       );
       if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)

@@ -90,24 +90,30 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
 
 /**
  * Moves the queues on where nobody did (the process that ended a run ahead was lost, or
- * stopped): steered input left on ended runs is queued as new runs, and each session with
- * queued runs and no active run starts its oldest here, while `freeSlots` leaves room (a
- * shared database; over SQLite nobody else would start them). Starting is the store's to decide,
- * so instances doing this at once start each run once.
+ * stopped): steered input left on ended runs is queued as new runs, and queues start (see
+ * startQueues). Starting is the store's to decide, so instances doing this at once start each
+ * run once.
  */
-export async function settleQueues(
-  deps: RecoveryDeps,
-  report: RecoveryReport,
-  freeSlots: () => number = () => Number.MAX_SAFE_INTEGER,
-): Promise<void> {
-  const { store, hub, manager } = deps;
+export async function settleQueues(deps: RecoveryDeps, report: RecoveryReport): Promise<void> {
+  const { store, hub } = deps;
   for (const input of await store.inputs.orphaned()) {
     if (await queueLeftInput({ store, hub }, input)) report.requeuedInputs++;
   }
+  report.started.push(...(await startQueues(deps)));
+}
+
+/**
+ * Starts the oldest queued run of each session that has queued runs and no active run, here,
+ * while this process has room (MAX_CONCURRENT_RUNS): the rest wait, for the next run to end
+ * here or (over a shared database) for a peer with room. Resolves with the runs started.
+ */
+export async function startQueues({ store, manager }: Pick<RecoveryDeps, "store" | "manager">): Promise<string[]> {
+  const started: string[] = [];
   for (const sessionId of await store.runs.queuedSessions()) {
-    // No room here: the queue is left for a peer with room, or for a later pass.
-    if (freeSlots() <= 0) break;
-    const started = await manager.startQueued(sessionId);
-    if (started) report.started.push(started.id);
+    const live = await manager.startQueued(sessionId);
+    if (live) started.push(live.id);
+    // startQueued noted that queues wait for room.
+    else if (!manager.hasRoom) break;
   }
+  return started;
 }

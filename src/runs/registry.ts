@@ -10,6 +10,9 @@ export class LiveRuns {
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
 
+  /** `onFreed` is called (synchronously) each time a slot is given back: a run removed, a reservation released. */
+  constructor(private readonly onFreed: () => void = () => {}) {}
+
   get size(): number {
     return this.#runs.size + this.#reserved;
   }
@@ -31,6 +34,7 @@ export class LiveRuns {
         if (released) return;
         released = true;
         this.#reserved--;
+        this.onFreed();
       },
     };
   }
@@ -40,6 +44,8 @@ export class LiveRuns {
   }
 
   remove(live: LiveRun): void {
-    if (this.#runs.get(live.id) === live) this.#runs.delete(live.id);
+    if (this.#runs.get(live.id) !== live) return;
+    this.#runs.delete(live.id);
+    this.onFreed();
   }
 }

@@ -13,6 +13,7 @@ import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { startQueuedRun } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
+import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { planOfRun } from "./run-plan.js";
@@ -27,10 +28,15 @@ export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
  * execution, control (cancel, decide), and shutdown, each in its own module.
  */
 export class RunManager {
-  readonly #registry = new LiveRuns();
+  // A slot given back lets the queues that waited for room go on (see startQueued).
+  readonly #registry = new LiveRuns(() => {
+    if (this.#queuesWaitForRoom) this.#startQueuesWaitingForRoom();
+  });
   #accepting = true;
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
+  /** A queued run was left queued for want of room (MAX_CONCURRENT_RUNS): the next run to end here starts queues. */
+  #queuesWaitForRoom = false;
   readonly instance: InstanceIdentity;
   /** Leases of the runs executed here, and the reaper that takes over runs of lost instances. */
   readonly ownership: RunOwnership;
@@ -48,7 +54,7 @@ export class RunManager {
       logger: deps.logger,
       instance: this.instance,
       liveRuns: () => this.#registry.values(),
-      freeSlots: () => (this.#accepting ? deps.maxConcurrentRuns - this.#registry.size : 0),
+      freeSlots: () => this.#freeSlots(),
     });
   }
 
@@ -64,6 +70,15 @@ export class RunManager {
 
   get liveCount(): number {
     return this.#registry.size;
+  }
+
+  /** Whether this process may take on one more run now (accepting, and under MAX_CONCURRENT_RUNS). */
+  get hasRoom(): boolean {
+    return this.#freeSlots() > 0;
+  }
+
+  #freeSlots(): number {
+    return this.#accepting ? this.deps.maxConcurrentRuns - this.#registry.size : 0;
   }
 
   async activeRunId(sessionId: string): Promise<string | null> {
@@ -141,13 +156,27 @@ export class RunManager {
    */
   async startQueued(sessionId: string): Promise<LiveRun | null> {
     if (!this.#accepting) return null;
+    if (!this.hasRoom) {
+      // Left queued: the next slot given back here starts it.
+      this.#queuesWaitForRoom = true;
+      return null;
+    }
+    // Held from here to the run's registration, so that starts at once stay within the limit.
+    const slot = this.#registry.reserve();
     const started = await startQueuedRun(
       { ...this.deps, lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs } },
       sessionId,
-    );
-    if (!started) return null;
+    ).catch((err: unknown) => {
+      slot.release();
+      throw err;
+    });
+    if (!started) {
+      slot.release();
+      return null;
+    }
     const live = new LiveRun(started.record, started.session, started.recorder);
     const executing = this.#execute(live);
+    slot.release();
     // A DELETE that came between the start and the run's registration here wrote only its status.
     if ((await this.deps.store.runs.get(live.id))?.status === "cancelling")
       live.cancel("by a DELETE /runs/{id} request");
@@ -159,6 +188,13 @@ export class RunManager {
   #startNext(sessionId: string): void {
     this.startQueued(sessionId).catch((err) =>
       this.deps.logger.error({ err, sessionId }, "could not start the session's next queued run"),
+    );
+  }
+
+  #startQueuesWaitingForRoom(): void {
+    this.#queuesWaitForRoom = false;
+    startQueues({ store: this.deps.store, manager: this }).catch((err) =>
+      this.deps.logger.error({ err }, "could not start the queued runs waiting for room"),
     );
   }
 
