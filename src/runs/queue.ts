@@ -33,8 +33,6 @@ export interface StartedQueuedRun {
  * the caller to execute; null when none started (none queued, the session busy or deleted).
  */
 export async function startQueuedRun(deps: StartQueueDeps, sessionId: string): Promise<StartedQueuedRun | null> {
-  // Most runs end with nothing queued behind them: a read says so without a write transaction.
-  if ((await deps.store.runs.queued(sessionId)).length === 0) return null;
   const started = await deps.store.runs.startQueued(sessionId, new Date().toISOString(), deps.lease);
   if (!started) return null;
   const { run } = started;

@@ -11,7 +11,7 @@ import { HistoryTail } from "./history-tail.js";
 import { interruptAndStart } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
-import { startQueuedRun } from "./queue.js";
+import { QueuedStarts } from "./queued-starts.js";
 import { RunRecorder } from "./recorder.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
@@ -28,15 +28,12 @@ export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
  * execution, control (cancel, decide), and shutdown, each in its own module.
  */
 export class RunManager {
-  // A slot given back lets the queues that waited for room go on (see startQueued).
-  readonly #registry = new LiveRuns(() => {
-    if (this.#queuesWaitForRoom) this.#startQueuesWaitingForRoom();
-  });
+  // A slot given back lets the queues that waited for room go on.
+  readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
   #accepting = true;
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
-  /** A queued run was left queued for want of room (MAX_CONCURRENT_RUNS): the next run to end here starts queues. */
-  #queuesWaitForRoom = false;
+  readonly #queuedStarts: QueuedStarts;
   readonly instance: InstanceIdentity;
   /** Leases of the runs executed here, and the reaper that takes over runs of lost instances. */
   readonly ownership: RunOwnership;
@@ -55,6 +52,14 @@ export class RunManager {
       instance: this.instance,
       liveRuns: () => this.#registry.values(),
       freeSlots: () => this.#freeSlots(),
+    });
+    this.#queuedStarts = new QueuedStarts({
+      ...deps,
+      lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
+      registry: this.#registry,
+      hasRoom: () => this.hasRoom,
+      execute: (live) => this.#execute(live),
+      startWaiting: () => startQueues({ store: deps.store, manager: this }),
     });
   }
 
@@ -150,51 +155,15 @@ export class RunManager {
     return { run: (await this.get(record.id)) ?? runView(record), created: true };
   }
 
-  /**
-   * Starts the session's oldest queued run if the session has no active run, and executes it
-   * here; resolves once its input is committed. Null when none started.
-   */
-  async startQueued(sessionId: string): Promise<LiveRun | null> {
-    if (!this.#accepting) return null;
-    if (!this.hasRoom) {
-      // Left queued: the next slot given back here starts it.
-      this.#queuesWaitForRoom = true;
-      return null;
-    }
-    // Held from here to the run's registration, so that starts at once stay within the limit.
-    const slot = this.#registry.reserve();
-    const started = await startQueuedRun(
-      { ...this.deps, lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs } },
-      sessionId,
-    ).catch((err: unknown) => {
-      slot.release();
-      throw err;
-    });
-    if (!started) {
-      slot.release();
-      return null;
-    }
-    const live = new LiveRun(started.record, started.session, started.recorder);
-    const executing = this.#execute(live);
-    slot.release();
-    // A DELETE that came between the start and the run's registration here wrote only its status.
-    if ((await this.deps.store.runs.get(live.id))?.status === "cancelling")
-      live.cancel("by a DELETE /runs/{id} request");
-    await executing;
-    return live;
+  /** Starts the session's oldest queued run, within MAX_CONCURRENT_RUNS (see QueuedStarts). */
+  startQueued(sessionId: string): Promise<LiveRun | null> {
+    return this.#accepting ? this.#queuedStarts.start(sessionId) : Promise.resolve(null);
   }
 
   /** Starts the session's queue in the background (after a run's end); failures are logged. */
   #startNext(sessionId: string): void {
     this.startQueued(sessionId).catch((err) =>
       this.deps.logger.error({ err, sessionId }, "could not start the session's next queued run"),
-    );
-  }
-
-  #startQueuesWaitingForRoom(): void {
-    this.#queuesWaitForRoom = false;
-    startQueues({ store: this.deps.store, manager: this }).catch((err) =>
-      this.deps.logger.error({ err }, "could not start the queued runs waiting for room"),
     );
   }
 

@@ -106,7 +106,12 @@ interface RunInputRow extends Record<string, unknown> {
 export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
   return {
     add: async (input: RunInput) => {
-      const [result] = await write([
+      const [, result] = await write([
+        // The run's row first: a commit of the run (taking this input, say) holds it, and its
+        // fence locks it, so the insert's snapshot is taken after that commit, and sees its
+        // message. Without it, a retry of a keyed steer racing the take could see neither the
+        // message nor the input, and add it again.
+        { text: "SELECT 1 FROM runs WHERE id = $1 FOR SHARE", values: [input.runId] },
         {
           text: `INSERT INTO run_inputs (id, run_id, content, created_at)
                  SELECT $1, $2, $3, $4

@@ -1,0 +1,74 @@
+import type { Logger } from "pino";
+import type { LeaseTerms } from "../store/store.js";
+import type { EventHub } from "./event-hub.js";
+import { LiveRun } from "./live-run.js";
+import { startQueuedRun } from "./queue.js";
+import type { LiveRuns } from "./registry.js";
+
+export interface QueuedStartsDeps {
+  store: Parameters<typeof startQueuedRun>[0]["store"];
+  hub: EventHub;
+  /** The lease a run started here is held under. */
+  lease: LeaseTerms;
+  /** The runs of this process: a start holds one of its slots until its run is registered. */
+  registry: LiveRuns;
+  /** Whether this process may take on one more run now (MAX_CONCURRENT_RUNS). */
+  hasRoom: () => boolean;
+  /** Launches the run here; resolves once its input is committed (or it ended first). */
+  execute: (live: LiveRun) => Promise<void>;
+  /** A pass over every session's queue (see startQueues), run once room comes back. */
+  startWaiting: () => Promise<unknown>;
+  logger: Logger;
+}
+
+/**
+ * The starts of queued runs in this process, within MAX_CONCURRENT_RUNS: with no room a
+ * queued run stays queued, and the next slot given back here (`slotFreed`) starts a pass over
+ * the queues.
+ */
+export class QueuedStarts {
+  #waitingForRoom = false;
+
+  constructor(private readonly deps: QueuedStartsDeps) {}
+
+  /**
+   * Starts the session's oldest queued run if the session has no active run (the store
+   * decides) and there is room here, and executes it here; resolves once its input is
+   * committed. Null when none started.
+   */
+  async start(sessionId: string): Promise<LiveRun | null> {
+    const { deps } = this;
+    // Most runs end with nothing queued behind them: a read says so, without a slot or a write.
+    if ((await deps.store.runs.queued(sessionId)).length === 0) return null;
+    if (!deps.hasRoom()) {
+      this.#waitingForRoom = true;
+      return null;
+    }
+    // Held from here to the run's registration, so that starts at once stay within the limit.
+    const slot = deps.registry.reserve();
+    const started = await startQueuedRun(deps, sessionId).catch((err: unknown) => {
+      slot.release();
+      throw err;
+    });
+    if (!started) {
+      slot.release();
+      return null;
+    }
+    const live = new LiveRun(started.record, started.session, started.recorder);
+    const executing = deps.execute(live);
+    slot.release();
+    // A DELETE that came between the start and the run's registration here wrote only its status.
+    if ((await deps.store.runs.get(live.id))?.status === "cancelling") live.cancel("by a DELETE /runs/{id} request");
+    await executing;
+    return live;
+  }
+
+  /** A slot was given back here (a run ended, a reservation was released): queues that waited for room go on. */
+  slotFreed(): void {
+    if (!this.#waitingForRoom) return;
+    this.#waitingForRoom = false;
+    this.deps
+      .startWaiting()
+      .catch((err) => this.deps.logger.error({ err }, "could not start the queued runs waiting for room"));
+  }
+}

@@ -1,0 +1,73 @@
+import pg from "pg";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { openPgStore } from "../../src/store/pg/pg-store.js";
+import type { RunInput, Store } from "../../src/store/store.js";
+import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { until } from "../helpers/until.js";
+
+let database: TestPgDatabase;
+let store: Store;
+let taker: pg.Client;
+let watcher: pg.Client;
+beforeEach(async () => {
+  database = await createTestPgDatabase();
+  store = await openPgStore({ url: database.url, maxConnections: 4 });
+  taker = new pg.Client({ connectionString: database.url });
+  watcher = new pg.Client({ connectionString: database.url });
+  await taker.connect();
+  await watcher.connect();
+});
+afterEach(async () => {
+  await taker?.end();
+  await watcher?.end();
+  await store?.close();
+  await database?.drop();
+});
+
+/**
+ * A keyed steer's retry carries the input's id again (it comes from the key). Sent at the
+ * instant the run takes that input (its commit: the run's fence, the input's delete, its user
+ * message), under READ COMMITTED the retry's insert could see neither the message (not yet
+ * committed when its snapshot was taken) nor the input (deleted once the take committed, which
+ * its ON CONFLICT waited for): the input pending again, and taken as a second user message.
+ */
+it("PostgreSQL: a steer's retry sent while the run commits taking that input does not add it again", async () => {
+  const sessionId = "ses_steerrace";
+  const runId = "run_steerrace";
+  await seedSession(store, { id: sessionId });
+  const owner = "inst_steerrace";
+  await store.runs.create(
+    runRecord({ id: runId, sessionId }),
+    [{ type: "run.started", runId, seq: 1, at: new Date().toISOString() }],
+    { lease: { owner, ttlMs: 3_600_000 } },
+  );
+  const input: RunInput = { id: "msg_steerrace", runId, content: "also this", createdAt: new Date().toISOString() };
+  expect(await store.inputs.add(input)).toBe(true);
+
+  // The run's commit taking the input, in progress.
+  await taker.query("BEGIN");
+  await taker.query("UPDATE runs SET epoch = epoch WHERE id = $1 AND owner_instance = $2", [runId, owner]);
+  await taker.query("DELETE FROM run_inputs WHERE id = $1 AND run_id = $2", [input.id, runId]);
+  await taker.query(
+    `INSERT INTO messages (id, session_id, run_id, seq, role, content, created_at)
+     VALUES ($1, $2, $3, 2, 'user', $4, $5)`,
+    [input.id, sessionId, runId, input.content, input.createdAt],
+  );
+  const retry = store.inputs.add(input);
+  retry.catch(() => {});
+  await until(
+    async () =>
+      (
+        await watcher.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+      ).rowCount,
+    (waiting) => waiting === 1,
+    "the retry to wait for the take",
+  );
+  await taker.query("COMMIT");
+
+  expect(await retry).toBe(false);
+  expect(await store.inputs.pending(runId)).toEqual([]);
+});
