@@ -61,8 +61,10 @@ export function queueStore(db: Db) {
   const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = +? ORDER BY created_at, id");
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
+  // Driven from the (few) pending inputs, each looking its run up by id: a join let the
+  // planner scan every run ever stored (0.7 ms per 10,000 runs, at each start).
   const orphaned = db.prepare(
-    `SELECT i.* FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE r.status = 'finished'
+    `SELECT i.* FROM run_inputs i WHERE (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'
      ORDER BY i.created_at, i.id`,
   );
 

@@ -131,7 +131,8 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
     orphaned: async () =>
       (
         await rows<RunInputRow>(
-          `SELECT i.* FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE r.status = 'finished'
+          // Driven from the (few) pending inputs, each run looked up by id (the reaper asks every second).
+          `SELECT i.* FROM run_inputs i WHERE (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'
            ORDER BY i.created_at, i.id`,
         )
       ).map(runInputFromRow),
