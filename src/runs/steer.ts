@@ -104,7 +104,7 @@ async function takenBefore(
   deps: SteerDeps,
   { sessionId, input, inputId }: { sessionId: string; input: string; inputId: string },
 ): Promise<SteerOutcome | null> {
-  const taken = await deps.store.messages.byId(sessionId, inputId);
+  const taken = await deps.store.messages.userMessage(sessionId, inputId);
   if (!taken) return null;
   if (taken.content !== input) throw keyReused(inputId);
   return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };

@@ -71,7 +71,7 @@ export function messageStore(db: Db) {
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? ORDER BY seq");
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
   const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
-  const byId = db.prepare("SELECT * FROM messages WHERE session_id = ? AND id = ?");
+  const userMessage = db.prepare("SELECT * FROM messages WHERE session_id = ? AND id = ? AND role = 'user'");
   const lastAssistant = db.prepare(
     "SELECT content, tool_calls FROM messages WHERE session_id = +? AND run_id = +? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
@@ -115,8 +115,8 @@ export function messageStore(db: Db) {
     lastSeq(sessionId: string): number {
       return (lastSeq.get(sessionId) as { seq: number } | undefined)?.seq ?? 0;
     },
-    byId(sessionId: string, id: string): StoredMessage | null {
-      const row = byId.get(sessionId, id) as MessageRow | undefined;
+    userMessage(sessionId: string, id: string): StoredMessage | null {
+      const row = userMessage.get(sessionId, id) as MessageRow | undefined;
       return row ? messageFromRow(row) : null;
     },
   };

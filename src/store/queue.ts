@@ -54,7 +54,7 @@ export function queueStore(db: Db) {
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at
      WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))
-       AND NOT EXISTS (SELECT 1 FROM messages WHERE id = @id
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE id = @id AND role = 'user'
          AND session_id = (SELECT session_id FROM runs WHERE id = @run_id))
      ON CONFLICT (id) DO NOTHING`,
   );

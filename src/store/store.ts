@@ -154,8 +154,8 @@ export interface Store {
     finalAnswer(sessionId: string, runId: string): Promise<string | null>;
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): Promise<number>;
-    /** The session's message with this id, null when it has none. */
-    byId(sessionId: string, id: string): Promise<StoredMessage | null>;
+    /** The session's user message with this id (a steered input becomes one of its id), null when it has none. */
+    userMessage(sessionId: string, id: string): Promise<StoredMessage | null>;
   };
   events: {
     /** Events after `seq`, in order, at most `limit` of them. */

@@ -101,6 +101,56 @@ describe("migrations per dialect", () => {
     expect(rows.map((r) => r.fk)).toEqual([]);
   });
 
+  // The stores' queries are written for their indexes (a keyed steer's lookup by user message
+  // id, a run's messages in seq order): an index one dialect lacks is a scan there. Compared by
+  // what they index, not their names: a key's index is named by each dialect its own way.
+  it("SQLite and PostgreSQL index the same columns, in the same order, unique and partial alike", async () => {
+    const dir = tempDir("index-parity-");
+    const db = openDatabase({ path: join(dir.path, "agent.db") });
+    const sqlite: string[] = [];
+    for (const { name: table } of db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'schema_migrations'")
+      .all() as { name: string }[]) {
+      const indexes = db.prepare('SELECT name, "unique", partial, origin FROM pragma_index_list(?)').all(table) as {
+        name: string;
+        unique: number;
+        partial: number;
+        origin: string;
+      }[];
+      // An INTEGER PRIMARY KEY is the rowid, the table's own b-tree key: PostgreSQL's is an index.
+      const pk = db.prepare("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk").all(table) as {
+        name: string;
+      }[];
+      if (pk.length > 0 && !indexes.some((i) => i.origin === "pk"))
+        sqlite.push(`${table} (${pk.map((c) => c.name).join(", ")}) unique`);
+      for (const index of indexes) {
+        const columns = (
+          db.prepare("SELECT name FROM pragma_index_info(?) ORDER BY seqno").all(index.name) as { name: string }[]
+        ).map((c) => c.name);
+        sqlite.push(
+          `${table} (${columns.join(", ")})${index.unique ? " unique" : ""}${index.partial ? " partial" : ""}`,
+        );
+      }
+    }
+    db.close();
+    dir.cleanup();
+
+    const { rows } = await pool.query<{ index: string }>(`
+      SELECT t.relname || ' (' ||
+             (SELECT string_agg(a.attname, ', ' ORDER BY k.n)
+                FROM unnest(x.indkey) WITH ORDINALITY AS k(attnum, n)
+                JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum) || ')' ||
+             CASE WHEN x.indisunique THEN ' unique' ELSE '' END ||
+             CASE WHEN x.indpred IS NULL THEN '' ELSE ' partial' END AS index
+        FROM pg_index x
+        JOIN pg_class t ON t.oid = x.indrelid
+       WHERE t.relnamespace = 'public'::regnamespace AND t.relname <> 'schema_migrations'`);
+    const postgres = rows.map((r) => r.index);
+    expect(sqlite.length).toBeGreaterThan(15);
+    expect(sqlite).toContain("messages (id) partial");
+    expect(postgres.sort()).toEqual(sqlite.sort());
+  });
+
   it("instances migrating one database at once apply each migration exactly once", async () => {
     const fresh = await createTestPgDatabase();
     // An empty database: the template's migrations dropped with its tables.

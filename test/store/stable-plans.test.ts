@@ -45,6 +45,117 @@ describe("SQLite statements whose plan could depend on a bound value", () => {
   });
 });
 
+/** The SQL the SQLite store prepares on `db`, and the plan of each, in detail lines. */
+function storeStatementsOn(db: ReturnType<typeof openDatabase>): {
+  find(pattern: RegExp): string;
+  planOf(sql: string, params: unknown[] | Record<string, unknown>): string;
+} {
+  const prepare = db.prepare.bind(db);
+  const seen: string[] = [];
+  db.prepare = ((sql: string) => {
+    seen.push(sql);
+    return prepare(sql);
+  }) as typeof db.prepare;
+  createSqliteStore(db);
+  return {
+    find(pattern) {
+      const found = seen.filter((sql) => pattern.test(sql.replace(/\s+/g, " ")));
+      expect(found, String(pattern)).toHaveLength(1);
+      return found[0] as string;
+    },
+    planOf: (sql, params) =>
+      (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[]).map((r) => r.detail).join(" | "),
+  };
+}
+
+/**
+ * An analyzed database with one large session (3,000 messages over 300 runs, one owner's 2,000
+ * sessions) beside 200 small ones: the shape in which a plan that reads a whole history or a
+ * whole list shows.
+ */
+function analyzedLargeSession(): ReturnType<typeof openDatabase> {
+  const db = openDatabase({ path: ":memory:" });
+  const session = db.prepare("INSERT INTO sessions (id, owner, workspace, created_at) VALUES (?, ?, ?, '2026-01-01')");
+  const run = db.prepare(
+    "INSERT INTO runs (id, session_id, status, input, max_turns, stats, created_at) VALUES (?, ?, 'finished', 'x', 5, '{}', '2026-01-01')",
+  );
+  const message = db.prepare(
+    "INSERT INTO messages (id, session_id, run_id, seq, role, content, created_at) VALUES (?, ?, ?, ?, ?, 'x', '2026-01-01')",
+  );
+  db.transaction(() => {
+    session.run("ses_big", "owner_big", "ses_big");
+    for (let r = 0; r < 300; r++) {
+      run.run(`run_big_${r}`, "ses_big");
+      for (const [i, role] of [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+      ].entries())
+        message.run(`msg_big_${r}_${i}`, "ses_big", `run_big_${r}`, r * 10 + i + 1, role);
+    }
+    for (let s = 0; s < 2000; s++) session.run(`ses_owned_${s}`, "owner_big", `ses_owned_${s}`);
+    for (let s = 0; s < 200; s++) {
+      session.run(`ses_${s}`, null, `ses_${s}`);
+      run.run(`run_${s}`, `ses_${s}`);
+      message.run(`msg_${s}_u`, `ses_${s}`, `run_${s}`, 1, "user");
+      message.run(`msg_${s}_a`, `ses_${s}`, `run_${s}`, 2, "assistant");
+    }
+  })();
+  db.exec("ANALYZE");
+  return db;
+}
+
+describe("SQLite reads that stay bounded in a large session", () => {
+  it("a keyed steer finds the user message its input became by its id, not by reading the session's history", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const id = "inp_absent";
+    for (const plan of [
+      store.planOf(store.find(/FROM messages WHERE session_id = \? AND id = \?/), ["ses_big", id]),
+      store.planOf(store.find(/^INSERT INTO run_inputs/), { id, run_id: "run_big_7", content: "x", created_at: "x" }),
+    ]) {
+      expect(plan).toMatch(/SEARCH messages USING INDEX messages_user_id \(id=\?\)/);
+      expect(plan).not.toMatch(/messages USING INDEX sqlite_autoindex_messages_1 \(session_id=\?\)/);
+    }
+    db.close();
+  });
+
+  it("a page of sessions or runs after a cursor starts its index range at the cursor", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const sessions = store.find(/FROM sessions WHERE .* id < /);
+    expect(store.planOf(sessions, { owner: "owner_big", cursor: "ses_owned_5", limit: 21 })).toMatch(
+      /\(owner=\? AND id<\?\)/,
+    );
+    const runs = store.find(/FROM runs WHERE session_id = .* id < /);
+    expect(store.planOf(runs, { session: "ses_big", cursor: "run_big_5", limit: 21 })).toMatch(
+      /\(session_id=\? AND id<\?\)/,
+    );
+    db.close();
+  });
+
+  it("a run's messages come from its index in seq order, with no sort", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const run = ["ses_big", "run_big_7"];
+    for (const plan of [
+      store.planOf(store.find(/^SELECT \* FROM messages WHERE session_id = \+\? AND run_id = \+\? ORDER BY seq$/), run),
+      store.planOf(store.find(/FROM messages WHERE .* role = 'assistant' ORDER BY seq DESC LIMIT 1/), run),
+    ]) {
+      expect(plan).toMatch(/SEARCH messages USING INDEX messages_run \(run_id=\?\)/);
+      expect(plan).not.toMatch(/TEMP B-TREE/);
+    }
+    db.close();
+  });
+});
+
 describe("SQLite statements that must stay bounded whatever the statistics say", () => {
   // ANALYZE (an operator's, or PRAGMA optimize) records run_inputs as empty, which made a join
   // of it with runs start from runs: a scan of every run ever stored at each start.
@@ -61,18 +172,10 @@ describe("SQLite statements that must stay bounded whatever the statistics say",
       }
     })();
     db.exec("ANALYZE");
-    const prepare = db.prepare.bind(db);
-    const seen: string[] = [];
-    db.prepare = ((sql: string) => {
-      seen.push(sql);
-      return prepare(sql);
-    }) as typeof db.prepare;
-    createSqliteStore(db);
-    const orphaned = seen.find((sql) => /FROM run_inputs i/.test(sql));
-    expect(orphaned).toBeDefined();
-    const plan = (prepare(`EXPLAIN QUERY PLAN ${orphaned}`).all() as { detail: string }[]).map((r) => r.detail);
-    expect(plan.filter((d) => /^SCAN (runs|r)\b/.test(d))).toEqual([]);
-    expect(plan.join(" | ")).toMatch(/SEARCH r USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/);
+    const store = storeStatementsOn(db);
+    const plan = store.planOf(store.find(/FROM run_inputs i/), []);
+    expect(plan).not.toMatch(/(^| \| )SCAN (runs|r)\b/);
+    expect(plan).toMatch(/SEARCH r USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/);
     db.close();
   });
 });

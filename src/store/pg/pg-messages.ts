@@ -41,8 +41,11 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
     lastSeq: async (sessionId) =>
       (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM messages WHERE session_id = $1", [sessionId]))
         ?.seq ?? 0,
-    byId: async (sessionId, id) => {
-      const row = await first<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND id = $2", [sessionId, id]);
+    userMessage: async (sessionId, id) => {
+      const row = await first<MessageRow>(
+        "SELECT * FROM messages WHERE session_id = $1 AND id = $2 AND role = 'user'",
+        [sessionId, id],
+      );
       return row ? messageFromRow(row) : null;
     },
   };

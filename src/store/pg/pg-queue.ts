@@ -116,7 +116,7 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           text: `INSERT INTO run_inputs (id, run_id, content, created_at)
                  SELECT $1, $2, $3, $4
                  WHERE EXISTS (SELECT 1 FROM runs WHERE id = $2 AND status IN ('running', 'awaiting_approval'))
-                   AND NOT EXISTS (SELECT 1 FROM messages WHERE id = $1
+                   AND NOT EXISTS (SELECT 1 FROM messages WHERE id = $1 AND role = 'user'
                      AND session_id = (SELECT session_id FROM runs WHERE id = $2))
                  ON CONFLICT (id) DO NOTHING`,
           values: [input.id, input.runId, input.content, input.createdAt],

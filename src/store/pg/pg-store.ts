@@ -88,10 +88,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         return row ? sessionFromRow(row) : null;
       },
       list: async ({ owner, limit, cursor }) => {
+        // First page and later pages apart, so a cursor bounds the index range also in a
+        // generic plan (see the SQLite store's sessions.ts).
         const found = await rows<SessionRow>(
-          `SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR id < $2)
-           ORDER BY id DESC LIMIT $3`,
-          [owner, cursor, limit + 1],
+          cursor === null
+            ? "SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT $2"
+            : "SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 AND id < $3 ORDER BY id DESC LIMIT $2",
+          cursor === null ? [owner, limit + 1] : [owner, limit + 1, cursor],
         );
         return toPage(found, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
       },
@@ -145,8 +148,10 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         ),
       list: async ({ sessionId, limit, cursor }) => {
         const found = await rows<RunRow>(
-          "SELECT * FROM runs WHERE session_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
-          [sessionId, cursor, limit + 1],
+          cursor === null
+            ? "SELECT * FROM runs WHERE session_id = $1 ORDER BY id DESC LIMIT $2"
+            : "SELECT * FROM runs WHERE session_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2",
+          cursor === null ? [sessionId, limit + 1] : [sessionId, limit + 1, cursor],
         );
         return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
       },

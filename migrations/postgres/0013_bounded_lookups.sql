@@ -1,0 +1,15 @@
+-- A keyed steer's retry looks for the user message its input became, by id (the input's id is
+-- derived from its session and key), and every steer's input insert checks that no such
+-- message exists. Without an index on messages.id both read the session's whole history
+-- (5 ms for a session of 20,000 messages, on SQLite). Only user messages can be a steered input, so only
+-- they are indexed: no cost on the assistant and tool messages a run writes.
+CREATE INDEX messages_user_id ON messages (id) WHERE role = 'user';
+
+-- A run's messages are read in seq order (its plan, its final answer): with seq in the index
+-- they come out in order, with no sort.
+DROP INDEX messages_run;
+CREATE INDEX messages_run ON messages (run_id, seq);
+
+-- Due deliveries are claimed in (next_attempt_at, id) order: the index gives that order.
+DROP INDEX webhook_deliveries_due;
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending';
