@@ -109,6 +109,13 @@ export function sessionStore(db: Db) {
     "SELECT * FROM sessions WHERE owner IS +@owner AND id < +@cursor ORDER BY id DESC LIMIT +@limit",
   );
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
+  const newestFinishedRun = db
+    .prepare("SELECT id FROM runs WHERE session_id = +? AND status = 'finished' ORDER BY id DESC LIMIT 1")
+    .pluck();
+  const oldestEvents = db.prepare(
+    "DELETE FROM run_events WHERE rowid IN (SELECT rowid FROM run_events WHERE run_id = +? ORDER BY seq LIMIT +?)",
+  );
+  const removeRun = db.prepare("DELETE FROM runs WHERE id = ?");
   const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();
 
   return {
@@ -141,8 +148,22 @@ export function sessionStore(db: Db) {
     countOf(owner: string): number {
       return countOwned.get(owner) as number;
     },
+    /** Deletes the session row, and with it (cascading) whatever of it is left. */
     delete(id: string): boolean {
       return remove.run(id).changes > 0;
+    },
+    /**
+     * Deletes one bounded piece of the session, from its newest finished run: up to `rows` of
+     * that run's oldest events or, once it has none left, the run itself with its messages,
+     * tool calls and steps. False when the session has no finished run left. What is left is
+     * the session as it was before its newest runs (while a run's events go, a replay of it
+     * starts later).
+     */
+    deletePiece(id: string, rows: number): boolean {
+      const run = newestFinishedRun.get(id) as string | undefined;
+      if (run === undefined) return false;
+      if (oldestEvents.run(run, rows).changes < rows) removeRun.run(run);
+      return true;
     },
   };
 }
