@@ -45,6 +45,8 @@ export class SessionService {
   }
 
   readonly #quota: SessionQuota;
+  /** Sessions whose DELETE this instance has taken and not yet finished: already gone to its callers. */
+  readonly #deleting = new Set<string>();
 
   /**
    * Refuses (400 APPROVAL_POLICY_TOO_LOOSE, naming the tools) a policy asking for a looser
@@ -130,10 +132,10 @@ export class SessionService {
     });
   }
 
-  /** The session if it exists and `owner` may see it; else NOT_FOUND. */
+  /** The session if it exists, `owner` may see it and it is not being deleted; else NOT_FOUND. */
   async record(id: string, owner: string | null): Promise<SessionRecord> {
     const record = await this.deps.store.sessions.get(id, owner);
-    if (!record) throw notFound("session", id);
+    if (!record || this.#deleting.has(id)) throw notFound("session", id);
     return record;
   }
 
@@ -166,10 +168,21 @@ export class SessionService {
 
   /**
    * Ends the queued runs (none starts when the active run ends), aborts the active run (waiting
-   * for its end), then deletes the session, its runs and its own workspace.
+   * for its end), then deletes the session, its runs and its own workspace. From the moment it
+   * is taken the session is gone to this instance's callers (NOT_FOUND): no run starts in it
+   * while its rows are deleted (over SQLite, a piece at a time); if the delete fails, it is back.
    */
   async delete(id: string, owner: string | null): Promise<void> {
     const record = await this.record(id, owner);
+    this.#deleting.add(id);
+    try {
+      await this.#deleteTaken(id, record);
+    } finally {
+      this.#deleting.delete(id);
+    }
+  }
+
+  async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
     for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
     const active = await this.deps.manager.activeRunId(id);
     if (active) {

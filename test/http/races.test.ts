@@ -163,3 +163,46 @@ describe("idle streams", () => {
     expect(events.at(-1)?.event).toBe("run.finished");
   });
 });
+
+describe("a session being deleted", () => {
+  it("is gone from the moment its DELETE is taken: a run started meanwhile is 404 and nothing of it is left", async () => {
+    let entered!: () => void;
+    const inDelete = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    server = await startTestServer({
+      // The store's delete held open, as a large session's pieces hold it.
+      wrapStore: (store) => ({
+        ...store,
+        sessions: {
+          ...store.sessions,
+          delete: async (id) => {
+            entered();
+            await gate;
+            return store.sessions.delete(id);
+          },
+        },
+      }),
+    });
+    server.upstream.enqueue({ text: ["first answer"] });
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const first = await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "one" } });
+    expect(first.body.run.status).toBe("finished");
+
+    const deleting = server.request("DELETE", `/sessions/${session.id}`);
+    await inDelete;
+    server.upstream.enqueue({ text: ["never asked"] });
+    const started = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "two" } });
+    expect(started.status).toBe(404);
+    expect(started.body.error.code).toBe("NOT_FOUND");
+    expect((await server.request("GET", `/sessions/${session.id}`)).status).toBe(404);
+    expect((await server.request("GET", `/sessions/${session.id}/messages`)).status).toBe(404);
+    release();
+    expect((await deleting).status).toBe(204);
+    expect(await server.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).toEqual({
+      items: [],
+      nextCursor: null,
+    });
+    expect(server.upstream.requests).toHaveLength(1);
+  });
+});
