@@ -84,23 +84,25 @@ export class RunService {
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
     const { defaults } = this.deps;
     checkWebhookTarget(request.webhook, this.deps.webhookPolicy);
-    return this.deps.manager.start({
-      session,
-      input: wellFormed(request.input),
-      maxTurns: request.maxTurns ?? defaults.maxTurns,
-      contextMaxChars: request.contextMaxChars,
-      limits: {
-        maxTokens: request.maxTokens ?? defaults.maxTokens ?? null,
-        maxDurationMs: request.maxDurationMs ?? defaults.maxDurationMs ?? null,
-        maxToolCalls: request.maxToolCalls ?? defaults.maxToolCalls ?? null,
-        loopRepeatLimit: request.loopRepeatLimit ?? defaults.loopRepeatLimit,
-        planning: request.planning ?? session.planning,
-      },
-      approval: request.approval,
-      idempotencyKey: request.idempotencyKey,
-      webhook: request.webhook,
-      ifBusy: request.ifBusy,
-    });
+    return this.deps.sessions.starting(session.id, () =>
+      this.deps.manager.start({
+        session,
+        input: wellFormed(request.input),
+        maxTurns: request.maxTurns ?? defaults.maxTurns,
+        contextMaxChars: request.contextMaxChars,
+        limits: {
+          maxTokens: request.maxTokens ?? defaults.maxTokens ?? null,
+          maxDurationMs: request.maxDurationMs ?? defaults.maxDurationMs ?? null,
+          maxToolCalls: request.maxToolCalls ?? defaults.maxToolCalls ?? null,
+          loopRepeatLimit: request.loopRepeatLimit ?? defaults.loopRepeatLimit,
+          planning: request.planning ?? session.planning,
+        },
+        approval: request.approval,
+        idempotencyKey: request.idempotencyKey,
+        webhook: request.webhook,
+        ifBusy: request.ifBusy,
+      }),
+    );
   }
 
   /** The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed). */

@@ -47,6 +47,8 @@ export class SessionService {
   readonly #quota: SessionQuota;
   /** Sessions whose DELETE this instance has taken and not yet finished: already gone to its callers. */
   readonly #deleting = new Set<string>();
+  /** Per session, the starts in flight here: past the session's lookup, their run not yet admitted. */
+  readonly #starting = new Map<string, Set<Promise<unknown>>>();
 
   /**
    * Refuses (400 APPROVAL_POLICY_TOO_LOOSE, naming the tools) a policy asking for a looser
@@ -139,6 +141,16 @@ export class SessionService {
     return record;
   }
 
+  /** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
+  async #endRuns(id: string): Promise<void> {
+    for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
+    const active = await this.deps.manager.activeRunId(id);
+    if (active) {
+      await this.deps.manager.cancel(active);
+      await this.deps.manager.waitForFinish(active);
+    }
+  }
+
   async get(id: string, owner: string | null): Promise<SessionView> {
     const record = await this.record(id, owner);
     return sessionView(record, await this.deps.manager.activeRunId(id));
@@ -182,12 +194,33 @@ export class SessionService {
     }
   }
 
+  /**
+   * Runs `start` (a run's admission in session `id`, found already) unless the session's
+   * delete was taken meanwhile (NOT_FOUND); a delete taken while it is in flight ends the run
+   * it admits.
+   */
+  async starting<T>(id: string, start: () => Promise<T>): Promise<T> {
+    if (this.#deleting.has(id)) throw notFound("session", id);
+    const inFlight = this.#starting.get(id) ?? new Set<Promise<unknown>>();
+    this.#starting.set(id, inFlight);
+    const started = start();
+    inFlight.add(started);
+    try {
+      return await started;
+    } finally {
+      inFlight.delete(started);
+      if (inFlight.size === 0) this.#starting.delete(id);
+    }
+  }
+
   async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
-    for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
-    const active = await this.deps.manager.activeRunId(id);
-    if (active) {
-      await this.deps.manager.cancel(active);
-      await this.deps.manager.waitForFinish(active);
+    // Until no start is in flight: one that was past the lookup when the delete was taken
+    // admits its run (a steer waits for the active run, which ending it lets go on).
+    for (;;) {
+      await this.#endRuns(id);
+      const inFlight = this.#starting.get(id);
+      if (!inFlight) break;
+      await Promise.allSettled(inFlight);
     }
     await this.deps.store.sessions.delete(id);
     this.deps.manager.history.forget(id);

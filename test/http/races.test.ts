@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
 
 let server: TestServer;
 afterEach(async () => {
@@ -164,21 +165,34 @@ describe("idle streams", () => {
   });
 });
 
-describe("a session being deleted", () => {
+/** A door a store call waits at: `arrived` once one does, open after `release`. */
+function door() {
+  let arrive!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  return {
+    arrived,
+    release,
+    pass: async () => {
+      arrive();
+      await opened;
+    },
+  };
+}
+
+describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s", (backend) => {
   it("is gone from the moment its DELETE is taken: a run started meanwhile is 404 and nothing of it is left", async () => {
-    let entered!: () => void;
-    const inDelete = new Promise<void>((resolve) => (entered = resolve));
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held = door();
     server = await startTestServer({
+      backend,
       // The store's delete held open, as a large session's pieces hold it.
       wrapStore: (store) => ({
         ...store,
         sessions: {
           ...store.sessions,
           delete: async (id) => {
-            entered();
-            await gate;
+            await held.pass();
             return store.sessions.delete(id);
           },
         },
@@ -190,19 +204,56 @@ describe("a session being deleted", () => {
     expect(first.body.run.status).toBe("finished");
 
     const deleting = server.request("DELETE", `/sessions/${session.id}`);
-    await inDelete;
+    await held.arrived;
     server.upstream.enqueue({ text: ["never asked"] });
     const started = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "two" } });
     expect(started.status).toBe(404);
     expect(started.body.error.code).toBe("NOT_FOUND");
     expect((await server.request("GET", `/sessions/${session.id}`)).status).toBe(404);
     expect((await server.request("GET", `/sessions/${session.id}/messages`)).status).toBe(404);
-    release();
+    held.release();
     expect((await deleting).status).toBe(204);
     expect(await server.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).toEqual({
       items: [],
       nextCursor: null,
     });
     expect(server.upstream.requests).toHaveLength(1);
+  });
+
+  it("a start past the session's lookup when its DELETE is taken: the run it admits is ended and deleted with the session", async () => {
+    const held = door();
+    server = await startTestServer({
+      backend,
+      // The run's insert held open: the start has found the session, its run is not stored yet.
+      wrapStore: (store) => ({
+        ...store,
+        runs: {
+          ...store.runs,
+          create: async (...args) => {
+            await held.pass();
+            return store.runs.create(...args);
+          },
+        },
+      }),
+    });
+    let answer!: () => void;
+    server.upstream.enqueue({ text: ["held"], gate: new Promise<void>((resolve) => (answer = resolve)) });
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const starting = server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } });
+    await held.arrived;
+    const deleting = server.request("DELETE", `/sessions/${session.id}`);
+    await until(
+      async () => (await server.request("GET", `/sessions/${session.id}`)).status,
+      (status) => status === 404,
+      "the delete to be taken",
+    );
+    held.release();
+    const started = await starting;
+    expect(started.status).toBe(201);
+    expect((await deleting).status).toBe(204);
+    expect(await server.ctx.manager.activeRunId(session.id)).toBeNull();
+    expect((await server.request("GET", `/runs/${started.body.id}`)).status).toBe(404);
+    expect((await server.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).items).toEqual([]);
+    answer();
   });
 });
