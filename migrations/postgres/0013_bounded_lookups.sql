@@ -6,10 +6,11 @@
 CREATE INDEX messages_user_id ON messages (id) WHERE role = 'user';
 
 -- A run's messages are read in seq order (its plan, its final answer): with seq in the index
--- they come out in order, with no sort.
+-- they come out in order, with no sort. The new index is built before the old one is dropped:
+-- a drop locks the table against reads until the migration commits, a build only its writes.
+CREATE INDEX messages_run_seq ON messages (run_id, seq);
 DROP INDEX messages_run;
-CREATE INDEX messages_run ON messages (run_id, seq);
 
 -- Due deliveries are claimed in (next_attempt_at, id) order: the index gives that order.
+CREATE INDEX webhook_deliveries_due_order ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending';
 DROP INDEX webhook_deliveries_due;
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending';

@@ -6,10 +6,11 @@
 CREATE INDEX messages_user_id ON messages (id) WHERE role = 'user';
 
 -- A run's messages are read in seq order (its plan, its final answer): with seq in the index
--- they come out in order, with no sort.
+-- they come out in order, with no sort. (The old index is dropped first, so the new one
+-- reuses its pages: migrations run before the server serves, so no reader waits.)
 DROP INDEX messages_run;
-CREATE INDEX messages_run ON messages (run_id, seq);
+CREATE INDEX messages_run_seq ON messages (run_id, seq);
 
 -- Due deliveries are claimed in (next_attempt_at, id) order: the index gives that order.
 DROP INDEX webhook_deliveries_due;
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_due_order ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending';

@@ -201,9 +201,10 @@ export class SessionService {
    */
   async starting<T>(id: string, start: () => Promise<T>): Promise<T> {
     if (this.#deleting.has(id)) throw notFound("session", id);
+    // A start that throws at once is a rejection too: nothing is left in flight for it.
+    const started = (async () => start())();
     const inFlight = this.#starting.get(id) ?? new Set<Promise<unknown>>();
     this.#starting.set(id, inFlight);
-    const started = start();
     inFlight.add(started);
     try {
       return await started;
@@ -219,7 +220,7 @@ export class SessionService {
     for (;;) {
       await this.#endRuns(id);
       const inFlight = this.#starting.get(id);
-      if (!inFlight) break;
+      if (!inFlight || inFlight.size === 0) break;
       await Promise.allSettled(inFlight);
     }
     await this.deps.store.sessions.delete(id);

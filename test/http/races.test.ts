@@ -222,11 +222,20 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
 
   it("a start past the session's lookup when its DELETE is taken: the run it admits is ended and deleted with the session", async () => {
     const held = door();
+    const activeAtDelete: (string | null)[] = [];
     server = await startTestServer({
       backend,
       // The run's insert held open: the start has found the session, its run is not stored yet.
+      // The session's rows go only once no run of it is live: what is active then is noted.
       wrapStore: (store) => ({
         ...store,
+        sessions: {
+          ...store.sessions,
+          delete: async (id) => {
+            activeAtDelete.push((await store.runs.active(id))?.id ?? null);
+            return store.sessions.delete(id);
+          },
+        },
         runs: {
           ...store.runs,
           create: async (...args) => {
@@ -251,6 +260,7 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
     const started = await starting;
     expect(started.status).toBe(201);
     expect((await deleting).status).toBe(204);
+    expect(activeAtDelete).toEqual([null]);
     expect(await server.ctx.manager.activeRunId(session.id)).toBeNull();
     expect((await server.request("GET", `/runs/${started.body.id}`)).status).toBe(404);
     expect((await server.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).items).toEqual([]);

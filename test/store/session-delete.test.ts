@@ -76,7 +76,7 @@ describe("deleting a session over SQLite", () => {
   });
 
   // One transaction for the whole session held the event loop, and every other run's commit,
-  // for as long as it took (246 ms for 100,000 events and 20,000 messages).
+  // for as long as it took (165-196 ms here for 100,000 events and 20,000 messages).
   it("goes a bounded piece at a time, newest run first: other writes commit meanwhile, and readers see the session as it was before its newest runs", async () => {
     let deleted = false;
     const deletion = store.sessions.delete("ses_big").then((found) => {

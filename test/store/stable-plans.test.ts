@@ -149,7 +149,7 @@ describe("SQLite reads that stay bounded in a large session", () => {
       store.planOf(store.find(/^SELECT \* FROM messages WHERE session_id = \+\? AND run_id = \+\? ORDER BY seq$/), run),
       store.planOf(store.find(/FROM messages WHERE .* role = 'assistant' ORDER BY seq DESC LIMIT 1/), run),
     ]) {
-      expect(plan).toMatch(/SEARCH messages USING INDEX messages_run \(run_id=\?\)/);
+      expect(plan).toMatch(/SEARCH messages USING INDEX messages_run_seq \(run_id=\?\)/);
       expect(plan).not.toMatch(/TEMP B-TREE/);
     }
     db.close();

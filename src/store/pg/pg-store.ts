@@ -88,13 +88,17 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         return row ? sessionFromRow(row) : null;
       },
       list: async ({ owner, limit, cursor }) => {
-        // First page and later pages apart, so a cursor bounds the index range also in a
-        // generic plan (see the SQLite store's sessions.ts).
+        // The owner as `= $2` or `IS NULL` (`IS NOT DISTINCT FROM` cannot search an index), and
+        // first page and later pages apart, so a cursor bounds the index range also in a generic
+        // plan (see the SQLite store's sessions.ts).
+        const values: unknown[] = [limit + 1];
+        if (owner !== null) values.push(owner);
+        if (cursor !== null) values.push(cursor);
+        const ownedBy = owner === null ? "owner IS NULL" : "owner = $2";
+        const after = cursor === null ? "" : ` AND id < $${values.length}`;
         const found = await rows<SessionRow>(
-          cursor === null
-            ? "SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 ORDER BY id DESC LIMIT $2"
-            : "SELECT * FROM sessions WHERE owner IS NOT DISTINCT FROM $1 AND id < $3 ORDER BY id DESC LIMIT $2",
-          cursor === null ? [owner, limit + 1] : [owner, limit + 1, cursor],
+          `SELECT * FROM sessions WHERE ${ownedBy}${after} ORDER BY id DESC LIMIT $1`,
+          values,
         );
         return toPage(found, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
       },
