@@ -2,7 +2,7 @@ import { emptyStats } from "../agent/stats.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { IfBusy, RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { conflict, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
+import { conflict, notFound, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
@@ -139,6 +139,7 @@ export async function admitRun(
   } catch (err) {
     slot.release();
     if (isConflict(err, "owner_runs")) throw tooManyRuns(perKey, 1, "key");
+    if (isConflict(err, "session_gone")) throw notFound("session", session.id);
     if (isConflict(err, "active_run")) {
       const active = await store.runs.active(session.id);
       throw sessionBusy(session.id, active?.id ?? "(finished meanwhile)");

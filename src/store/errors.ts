@@ -24,7 +24,8 @@ export class StorageError extends Error {
  * in the status a change requires), `input_taken` (steered input no longer pending), `fenced`
  * (the writer's lease on the run no longer holds: another instance has claimed it),
  * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
- * unfinished runs; see OwnerLimit).
+ * unfinished runs; see OwnerLimit), `session_gone` (a run's session was deleted before the
+ * run was stored, by another request or instance).
  */
 export type ConflictRule =
   | "active_run"
@@ -34,7 +35,8 @@ export type ConflictRule =
   | "fenced"
   | "owner_sessions"
   | "owner_runs"
-  | "input_taken";
+  | "input_taken"
+  | "session_gone";
 
 /**
  * At most `max` of something per owner (an API key's hash), counted in the transaction of the

@@ -112,6 +112,9 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
     runs: {
       create: (run, events, { lease, limit, takesInput } = {}) =>
         write(() => {
+          if (!tables.sessions.get(run.sessionId)) {
+            throw new StoreConflictError("session_gone", `session ${run.sessionId} was deleted`);
+          }
           if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
           if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
             throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);

@@ -46,6 +46,7 @@ export async function startTestServer({
   finishReportMs,
   port = 0,
   backend = "sqlite",
+  pgUrl,
 }: {
   env?: Record<string, string>;
   dir?: string;
@@ -57,6 +58,8 @@ export async function startTestServer({
   port?: number;
   /** The store: the SQLite file in the temp dir (default), or a fresh PostgreSQL database dropped at close. */
   backend?: BackendName;
+  /** A PostgreSQL database the caller made (several instances over one), kept at close. */
+  pgUrl?: string;
 } & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
   const upstream = givenUpstream ?? (await startFakeUpstream());
@@ -71,8 +74,9 @@ export async function startTestServer({
     ...env,
   });
   const logger = givenLogger ?? createLogger({ level: config.LOG_LEVEL });
-  const database = backend === "postgres" ? await createTestPgDatabase() : null;
-  const store = database ? await openPgStore({ url: database.url }) : undefined;
+  const database = backend === "postgres" && !pgUrl ? await createTestPgDatabase() : null;
+  const storeUrl = pgUrl ?? database?.url;
+  const store = storeUrl ? await openPgStore({ url: storeUrl }) : undefined;
   const ctx = composeContext(config, logger, { sseHeartbeatMs, wrapStore, finishReportMs, store });
   const app = await buildApp(ctx, logger);
   await app.listen({ port, host: "127.0.0.1" });

@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
+import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
@@ -265,5 +266,47 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
     expect((await server.request("GET", `/runs/${started.body.id}`)).status).toBe(404);
     expect((await server.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).items).toEqual([]);
     answer();
+  });
+});
+
+describe("two instances over one PostgreSQL database", () => {
+  it("a start on one finds the session, the other deletes it before the run is stored: 404, not a 5xx", async () => {
+    const database = await createTestPgDatabase();
+    // After afterEach has closed `server`, whose pool is on this database.
+    onTestFinished(() => database.drop());
+    const held = door();
+    server = await startTestServer({ pgUrl: database.url });
+    const other = await startTestServer({
+      pgUrl: database.url,
+      upstream: server.upstream,
+      // The run's insert held until the session is gone.
+      wrapStore: (store) => ({
+        ...store,
+        runs: {
+          ...store.runs,
+          create: async (...args) => {
+            await held.pass();
+            return store.runs.create(...args);
+          },
+        },
+      }),
+    });
+    try {
+      const session = (await server.request("POST", "/sessions", { body: {} })).body;
+      const starting = other.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } });
+      await held.arrived;
+      expect((await server.request("DELETE", `/sessions/${session.id}`)).status).toBe(204);
+      held.release();
+      const started = await starting;
+      expect(started.status).toBe(404);
+      expect(started.body.error.code).toBe("NOT_FOUND");
+      expect(await other.ctx.store.runs.list({ sessionId: session.id, limit: 10, cursor: null })).toEqual({
+        items: [],
+        nextCursor: null,
+      });
+      expect(server.upstream.requests).toHaveLength(0);
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -220,6 +220,20 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(after[1]).toMatchObject({ status: "pending", nextAttemptAt: now + 60_000 });
   });
 
+  // A start finds its session, and another instance deletes it before the run is stored.
+  it("a run for a session deleted meanwhile is refused as session_gone, and nothing of it is stored", async () => {
+    const sessionId = fresh("ses");
+    const runId = fresh("run");
+    await seedSession(store, { id: sessionId });
+    expect(await store.sessions.delete(sessionId)).toBe(true);
+    const refused = store.runs.create(runRecord({ id: runId, sessionId }), [
+      { type: "run.started", runId, seq: 1, at: at() },
+    ]);
+    await expect(refused).rejects.toSatisfy((err) => isConflict(err, "session_gone"));
+    expect(await store.runs.get(runId)).toBeNull();
+    expect(await store.events.after(runId, 0)).toEqual([]);
+  });
+
   it("a finished run is no longer the session's active run, and deleting the session deletes its runs", async () => {
     const { sessionId, runId } = await liveRun();
     expect((await store.runs.unfinished()).map((r) => r.id)).toContain(runId);

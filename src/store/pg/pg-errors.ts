@@ -29,7 +29,7 @@ const NETWORK = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUN
 
 /**
  * node-postgres's error as the store's: a StorageError with its kind, a StoreConflictError for
- * a broken uniqueness rule, anything else (a bug) unchanged.
+ * a broken uniqueness rule or a run whose session is gone, anything else (a bug) unchanged.
  */
 export function translatePgError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
@@ -38,6 +38,9 @@ export function translatePgError(err: unknown): unknown {
     const rule = RULES.find(([index]) => index === constraint)?.[1];
     return rule ? new StoreConflictError(rule, err.message) : err;
   }
+  // A run inserted for a session deleted meanwhile (whose delete may have waited on the insert's lock).
+  if (code === "23503" && constraint === "runs_session_id_fkey")
+    return new StoreConflictError("session_gone", err.message);
   if (typeof code === "string" && NETWORK.test(code))
     return new StorageError("unavailable", err.message, { cause: err });
   if (code === undefined && /^Connection terminated|^timeout exceeded when trying to connect/.test(err.message)) {
