@@ -8,6 +8,7 @@ import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-po
 import type { RunStatus, RunView } from "../domain/run.js";
 import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
 import type { Db } from "./database.js";
+import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
 
@@ -163,8 +164,14 @@ export function runStore(db: Db) {
   );
 
   return {
+    /** Inserts the run; for a session deleted meanwhile (its foreign key broken), the conflict session_gone. */
     insert(run: RunRecord): void {
-      insert.run(runColumns(run));
+      try {
+        insert.run(runColumns(run));
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== "SQLITE_CONSTRAINT_FOREIGNKEY") throw err;
+        throw new StoreConflictError("session_gone", `session ${run.sessionId} was deleted`);
+      }
     },
     get(id: string): RunRecord | null {
       const row = byId.get(id) as RunRow | undefined;

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import type { Store } from "../../src/store/store.js";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { openSse } from "../helpers/sse-client.js";
@@ -182,22 +183,37 @@ function door() {
   };
 }
 
+/** The store with `hooks` awaited before each session delete and before each run insert. */
+function withHooks(
+  store: Store,
+  hooks: { beforeDelete?: (sessionId: string) => Promise<void>; beforeCreate?: () => Promise<void> },
+): Store {
+  return {
+    ...store,
+    sessions: {
+      ...store.sessions,
+      delete: async (id) => {
+        await hooks.beforeDelete?.(id);
+        return store.sessions.delete(id);
+      },
+    },
+    runs: {
+      ...store.runs,
+      create: async (...args) => {
+        await hooks.beforeCreate?.();
+        return store.runs.create(...args);
+      },
+    },
+  };
+}
+
 describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s", (backend) => {
   it("is gone from the moment its DELETE is taken: a run started meanwhile is 404 and nothing of it is left", async () => {
     const held = door();
     server = await startTestServer({
       backend,
       // The store's delete held open, as a large session's pieces hold it.
-      wrapStore: (store) => ({
-        ...store,
-        sessions: {
-          ...store.sessions,
-          delete: async (id) => {
-            await held.pass();
-            return store.sessions.delete(id);
-          },
-        },
-      }),
+      wrapStore: (store) => withHooks(store, { beforeDelete: held.pass }),
     });
     server.upstream.enqueue({ text: ["first answer"] });
     const session = (await server.request("POST", "/sessions", { body: {} })).body;
@@ -228,23 +244,13 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
       backend,
       // The run's insert held open: the start has found the session, its run is not stored yet.
       // The session's rows go only once no run of it is live: what is active then is noted.
-      wrapStore: (store) => ({
-        ...store,
-        sessions: {
-          ...store.sessions,
-          delete: async (id) => {
+      wrapStore: (store) =>
+        withHooks(store, {
+          beforeDelete: async (id) => {
             activeAtDelete.push((await store.runs.active(id))?.id ?? null);
-            return store.sessions.delete(id);
           },
-        },
-        runs: {
-          ...store.runs,
-          create: async (...args) => {
-            await held.pass();
-            return store.runs.create(...args);
-          },
-        },
-      }),
+          beforeCreate: held.pass,
+        }),
     });
     let answer!: () => void;
     server.upstream.enqueue({ text: ["held"], gate: new Promise<void>((resolve) => (answer = resolve)) });
@@ -280,16 +286,7 @@ describe("two instances over one PostgreSQL database", () => {
       pgUrl: database.url,
       upstream: server.upstream,
       // The run's insert held until the session is gone.
-      wrapStore: (store) => ({
-        ...store,
-        runs: {
-          ...store.runs,
-          create: async (...args) => {
-            await held.pass();
-            return store.runs.create(...args);
-          },
-        },
-      }),
+      wrapStore: (store) => withHooks(store, { beforeCreate: held.pass }),
     });
     try {
       const session = (await server.request("POST", "/sessions", { body: {} })).body;
