@@ -1,4 +1,5 @@
 import { join, relative, resolve } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
@@ -7,6 +8,7 @@ import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js"
 import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
+import { isConflict } from "../store/errors.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -215,15 +217,25 @@ export class SessionService {
   }
 
   async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
-    // Until no start is in flight: one that was past the lookup when the delete was taken
-    // admits its run (a steer waits for the active run, which ending it lets go on).
-    for (;;) {
+    // Until no start is in flight here and the store finds no unfinished run: a start that was
+    // past the lookup when the delete was taken admits its run (a steer waits for the active
+    // run, which ending it lets go on); another instance may have stored one meanwhile.
+    for (let refused = 0; ; ) {
       await this.#endRuns(id);
       const inFlight = this.#starting.get(id);
-      if (!inFlight || inFlight.size === 0) break;
-      await Promise.allSettled(inFlight);
+      if (inFlight && inFlight.size > 0) {
+        await Promise.allSettled(inFlight);
+        continue;
+      }
+      try {
+        await this.deps.store.sessions.delete(id);
+        break;
+      } catch (err) {
+        if (!isConflict(err, "active_run")) throw err;
+        // Backing off: a run another instance keeps unfinished (its end not yet stored) is not spun on.
+        await delay(Math.min(1000, 10 * 2 ** refused++));
+      }
     }
-    await this.deps.store.sessions.delete(id);
     this.deps.manager.history.forget(id);
     try {
       await removeSessionWorkspace({

@@ -19,7 +19,7 @@ export class StorageError extends Error {
 
 /**
  * Which rule a refused change broke: `active_run` (the session already has an unfinished
- * run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
+ * run; or, for a session's delete, has any unfinished run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
  * decided, or is past deciding), `run_not_live` (the run has finished or is gone, or is not
  * in the status a change requires), `input_taken` (steered input no longer pending), `fenced`
  * (the writer's lease on the run no longer holds: another instance has claimed it),
@@ -59,6 +59,8 @@ export class StoreConflictError extends Error {
   }
 }
 
+export const sessionHasRuns = (sessionId: string): StoreConflictError =>
+  new StoreConflictError("active_run", `session ${sessionId} has an unfinished run`);
 export const ownerSessionsFull = (limit: OwnerLimit): StoreConflictError =>
   new StoreConflictError("owner_sessions", `the owner already has ${limit.max} sessions`);
 export const ownerRunsFull = (limit: OwnerLimit): StoreConflictError =>

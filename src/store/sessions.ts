@@ -3,6 +3,7 @@ import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-po
 import { isProfileName, type ProviderProfileName } from "../domain/provider-profile-name.js";
 import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
 import type { Db } from "./database.js";
+import { sessionHasRuns } from "./errors.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, toPage } from "./page.js";
 
@@ -116,6 +117,13 @@ export function sessionStore(db: Db) {
     "DELETE FROM run_events WHERE rowid IN (SELECT rowid FROM run_events WHERE run_id = +? ORDER BY seq LIMIT +?)",
   );
   const removeRun = db.prepare("DELETE FROM runs WHERE id = ?");
+  // From the two partial indexes of unfinished runs, not from every run of the session.
+  const hasUnfinishedRun = db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM runs WHERE session_id = @id AND status NOT IN ('finished', 'queued'))
+           OR EXISTS (SELECT 1 FROM runs WHERE session_id = @id AND status = 'queued')`,
+    )
+    .pluck();
   const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();
 
   return {
@@ -148,18 +156,24 @@ export function sessionStore(db: Db) {
     countOf(owner: string): number {
       return countOwned.get(owner) as number;
     },
-    /** Deletes the session row, and with it (cascading) whatever of it is left. */
+    /** Deletes the session row, and with it (cascading) whatever of it is left; refused (`active_run`) while a run of it is unfinished. */
     delete(id: string): boolean {
+      this.refuseUnfinished(id);
       return remove.run(id).changes > 0;
+    },
+    /** Throws `active_run` when a run of the session is unfinished (queued or live). */
+    refuseUnfinished(id: string): void {
+      if (hasUnfinishedRun.get({ id }) === 1) throw sessionHasRuns(id);
     },
     /**
      * Deletes one bounded piece of the session, from its newest finished run: up to `rows` of
      * that run's oldest events or, once it has none left, the run itself with its messages,
      * tool calls and steps. False when the session has no finished run left. What is left is
      * the session as it was before its newest runs (while a run's events go, a replay of it
-     * starts later).
+     * starts later). Refused (`active_run`) while a run of the session is unfinished.
      */
     deletePiece(id: string, rows: number): boolean {
+      this.refuseUnfinished(id);
       const run = newestFinishedRun.get(id) as string | undefined;
       if (run === undefined) return false;
       if (oldestEvents.run(run, rows).changes < rows) removeRun.run(run);

@@ -100,7 +100,8 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
       // A piece at a time, each in a group's transaction of its own, so a session of any number
       // of events holds the event loop no longer than one piece (a run's messages go with it;
       // one transaction of 100,000 events and 20,000 messages held it 165-196 ms, its pieces at
-      // most 13 ms); the session row goes last.
+      // most 13 ms); the session row goes last. Each piece, ordered after the commits already
+      // waiting, refuses a session with an unfinished run, so nothing of it goes.
       delete: async (id) => {
         while (await write(() => tables.sessions.deletePiece(id, deletePieceRows)));
         return write(() => {

@@ -46,7 +46,12 @@ export interface Store {
     get(id: string, owner?: string | null): Promise<SessionRecord | null>;
     /** Newest first; the cursor is the last id of the previous page. */
     list(query: { owner: string | null; limit: number; cursor: string | null }): Promise<ListPage<SessionRecord>>;
-    /** Deletes the session and everything of it; false when there was none. */
+    /**
+     * Deletes the session and everything of it; false when there was none. Refused
+     * (`active_run`) while a run of it is unfinished (queued or live), whatever instance stores
+     * that run: a run is never deleted under its loop. A run another instance inserts meanwhile
+     * is either seen (refused) or meets the deleted session (its insert refused, `session_gone`).
+     */
     delete(id: string): Promise<boolean>;
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): Promise<number>;

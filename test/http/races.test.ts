@@ -276,6 +276,44 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
 });
 
 describe("two instances over one PostgreSQL database", () => {
+  it("a run the other stores just before the delete's statement is ended first, not deleted while it runs", async () => {
+    const database = await createTestPgDatabase();
+    onTestFinished(() => database.drop());
+    const held = door();
+    // What each delete statement finds of the session's runs: [id, status, stop reason].
+    const runsAtDelete: [string, string, string | null][][] = [];
+    server = await startTestServer({
+      pgUrl: database.url,
+      // The first delete held once its runs were ended: the other instance starts one then.
+      wrapStore: (store) =>
+        withHooks(store, {
+          beforeDelete: async (id) => {
+            if (runsAtDelete.length === 0) await held.pass();
+            const { items } = await store.runs.list({ sessionId: id, limit: 10, cursor: null });
+            runsAtDelete.push(items.map((r) => [r.id, r.status, r.stopReason]));
+          },
+        }),
+    });
+    const other = await startTestServer({ pgUrl: database.url, upstream: server.upstream });
+    let answer!: () => void;
+    server.upstream.enqueue({ text: ["held"], gate: new Promise<void>((resolve) => (answer = resolve)) });
+    try {
+      const session = (await server.request("POST", "/sessions", { body: {} })).body;
+      const deleting = server.request("DELETE", `/sessions/${session.id}`);
+      await held.arrived;
+      const started = await other.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } });
+      expect(started.status).toBe(201);
+      held.release();
+      expect((await deleting).status).toBe(204);
+      // Refused while the run was live, then deleted once it had ended (aborted).
+      expect(runsAtDelete).toEqual([[[started.body.id, "running", null]], [[started.body.id, "finished", "aborted"]]]);
+      expect((await other.request("GET", `/runs/${started.body.id}`)).status).toBe(404);
+    } finally {
+      answer();
+      await other.close();
+    }
+  });
+
   it("a start on one finds the session, the other deletes it before the run is stored: 404, not a 5xx", async () => {
     const database = await createTestPgDatabase();
     // After afterEach has closed `server`, whose pool is on this database.

@@ -234,6 +234,21 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.events.after(runId, 0)).toEqual([]);
   });
 
+  it("a session with an unfinished run, live or queued, is not deleted (active_run) and keeps all of it", async () => {
+    const { sessionId, runId } = await liveRun();
+    const queuedId = fresh("run");
+    await store.runs.create(runRecord({ id: queuedId, sessionId, status: "queued" }), [
+      { type: "run.queued", runId: queuedId, seq: 1, at: at() },
+    ]);
+    await expect(store.sessions.delete(sessionId)).rejects.toSatisfy((err) => isConflict(err, "active_run"));
+    await finish(runId);
+    await expect(store.sessions.delete(sessionId)).rejects.toSatisfy((err) => isConflict(err, "active_run"));
+    expect(await store.sessions.get(sessionId)).not.toBeNull();
+    expect((await store.runs.get(runId))?.status).toBe("finished");
+    expect((await store.events.after(runId, 0)).map((e) => e.seq)).toEqual([1]);
+    expect((await store.runs.get(queuedId))?.status).toBe("queued");
+  });
+
   it("a finished run is no longer the session's active run, and deleting the session deletes its runs", async () => {
     const { sessionId, runId } = await liveRun();
     expect((await store.runs.unfinished()).map((r) => r.id)).toContain(runId);

@@ -6,7 +6,7 @@ import { isConflict } from "../../src/store/errors.js";
 import { GroupCommit } from "../../src/store/group-commit.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { RunLease, Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -149,9 +149,10 @@ describe("the SQLite store's commits of live runs, grouped", () => {
     expect(await store.events.after("run_1", 0)).toEqual([]);
     await commit;
     expect((await store.events.after("run_1", 0)).map((r) => JSON.parse(r.data).text)).toEqual(["hello"]);
-    // A delete of the run's session made while the run's commit waits: the commit is stored first.
-    const waiting = store.commitRun("run_1", [], [delta("run_1", 2)], lease("run_1"));
-    await store.sessions.delete("ses_1");
+    // A delete of the run's session made while the run's final commit waits: the commit is
+    // stored first (a delete before it would be refused: the run was not finished).
+    const waiting = store.commitRun("run_1", [finishChange()], [delta("run_1", 2)], lease("run_1"));
+    expect(await store.sessions.delete("ses_1")).toBe(true);
     await expect(waiting).resolves.toHaveLength(1);
     expect(await store.events.after("run_1", 0)).toEqual([]);
   });
@@ -194,9 +195,9 @@ describe.each(STORE_BACKENDS)("grouped commits of live runs on $name", (backend)
     expect((await store.events.after("run_2", 0)).map((r) => r.seq)).toEqual([1]);
   });
 
-  it("a lease that held is refused once its run was deleted with its session", async () => {
-    await store.commitRun("run_1", [], [delta("run_1", 1)], lease("run_1"));
-    await store.sessions.delete("ses_1");
+  it("a lease that held is refused once its run, finished, was deleted with its session", async () => {
+    await store.commitRun("run_1", [finishChange()], [delta("run_1", 1)], lease("run_1"));
+    expect(await store.sessions.delete("ses_1")).toBe(true);
     await expect(store.commitRun("run_1", [], [delta("run_1", 2)], lease("run_1"))).rejects.toSatisfy((err) =>
       isConflict(err, "fenced"),
     );

@@ -23,11 +23,15 @@ describe("PostgreSQL reads that stay bounded", () => {
     database = await createTestPgDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 4 });
     pool.on("error", () => {});
-    const query = pool.query.bind(pool) as (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
-    pool.query = ((text: unknown, values?: unknown[]) => {
-      if (typeof text === "string") sent.push({ text, values: values ?? [] });
-      return query(text as string, values);
-    }) as typeof pool.query;
+    // Every statement, a read's or a write's batch, as each pooled connection sends it.
+    pool.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((...args: unknown[]) => {
+        const [text, values] = args;
+        if (typeof text === "string") sent.push({ text, values: Array.isArray(values) ? values : [] });
+        return query(...args);
+      }) as typeof client.query;
+    });
     store = createPgStore(pool);
   });
   afterAll(async () => {
@@ -73,6 +77,14 @@ describe("PostgreSQL reads that stay bounded", () => {
       store.runs.list({ sessionId: "ses_runs", limit: 10, cursor: "run_9" }),
     );
     expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(id < /);
+  });
+
+  it("a session's delete looks for its unfinished runs in the partial indexes of active and of queued runs", async () => {
+    await seedSession(store, { id: "ses_gone" });
+    const plan = await planOf(/^DELETE FROM sessions/, () => store.sessions.delete("ses_gone"));
+    expect(plan).toMatch(/using runs_one_active/);
+    expect(plan).toMatch(/using runs_queue/);
+    expect(plan).not.toMatch(/runs_session|Seq Scan on runs/);
   });
 
   it("a keyed steer's user message is found by its id", async () => {

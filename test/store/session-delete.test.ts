@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { emptyStats } from "../../src/agent/stats.js";
 import { type Db, openDatabase } from "../../src/store/database.js";
+import { isConflict } from "../../src/store/errors.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { seedSession } from "../helpers/seed.js";
@@ -100,10 +101,14 @@ describe("deleting a session over SQLite", () => {
     expect(count("sessions", "id", "ses_big")).toBe(0);
   });
 
-  it("a run not yet finished goes with the session row, as before", async () => {
-    db.prepare("UPDATE runs SET status = 'running' WHERE id = ?").run("run_big_5");
-    expect(await store.sessions.delete("ses_big")).toBe(true);
-    expect(count("runs", "session_id", "ses_big")).toBe(0);
-    expect(count("run_events", "run_id", "run_big_5")).toBe(0);
-  });
+  it.each(["running", "queued"])(
+    "a session with a run %s is refused before any piece: nothing of it is deleted",
+    async (status) => {
+      db.prepare("UPDATE runs SET status = ? WHERE id = ?").run(status, "run_big_2");
+      await expect(store.sessions.delete("ses_big")).rejects.toSatisfy((err) => isConflict(err, "active_run"));
+      expect(count("runs", "session_id", "ses_big")).toBe(RUNS);
+      expect(count("run_events", "run_id", "run_big_5")).toBe(EVENTS_PER_RUN);
+      expect(count("sessions", "id", "ses_big")).toBe(1);
+    },
+  );
 });

@@ -156,6 +156,18 @@ describe("SQLite reads that stay bounded in a large session", () => {
   });
 });
 
+describe("SQLite's check for a session's unfinished runs", () => {
+  it("reads the partial indexes of active and of queued runs, not every run of the session", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const plan = store.planOf(store.find(/^SELECT EXISTS \(SELECT 1 FROM runs WHERE session_id/), { id: "ses_big" });
+    expect(plan).toMatch(/USING (COVERING )?INDEX runs_one_active \(session_id=\?\)/);
+    expect(plan).toMatch(/USING (COVERING )?INDEX runs_queue \(session_id=\?\)/);
+    expect(plan).not.toMatch(/runs_session/);
+    db.close();
+  });
+});
+
 describe("SQLite statements that must stay bounded whatever the statistics say", () => {
   // ANALYZE (an operator's, or PRAGMA optimize) records run_inputs as empty, which made a join
   // of it with runs start from runs: a scan of every run ever stored at each start.

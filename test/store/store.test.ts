@@ -9,7 +9,7 @@ import { migrationFiles, migrationsDir, runMigrations } from "../../src/store/mi
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { FaultyStore } from "../fakes/faulty-store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 let dir: ReturnType<typeof tempDir>;
@@ -236,6 +236,7 @@ describe("store", () => {
     await seedRun(store);
     const recorder = await recorderOf(store);
     await recorder.commitMessage(conversation[1] as AgentMessage);
+    await store.commitRun("run_1", [finishChange()], []);
     expect(await store.sessions.delete("ses_1")).toBe(true);
     for (const table of ["runs", "messages", "run_events", "tool_calls"]) {
       expect(db.prepare(`SELECT count(*) AS n FROM ${table}`).get()).toEqual({ n: 0 });

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
-import { StorageError } from "../errors.js";
+import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
 import { toPage } from "../page.js";
@@ -102,9 +102,21 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         );
         return toPage(found, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
       },
+      // The lock waits for any run insert in flight (its foreign key's share lock), which the
+      // delete's own snapshot, taken after it, then sees; an insert after it meets no session.
       delete: async (id) => {
-        const [result] = await write([{ text: "DELETE FROM sessions WHERE id = $1", values: [id] }]);
-        return (result?.rowCount ?? 0) > 0;
+        const [locked, deleted] = await write([
+          { text: "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", values: [id] },
+          {
+            text: `DELETE FROM sessions WHERE id = $1
+                   AND NOT EXISTS (SELECT 1 FROM runs WHERE session_id = $1 AND status NOT IN ('finished', 'queued'))
+                   AND NOT EXISTS (SELECT 1 FROM runs WHERE session_id = $1 AND status = 'queued')`,
+            values: [id],
+          },
+        ]);
+        if ((locked?.rowCount ?? 0) === 0) return false;
+        if ((deleted?.rowCount ?? 0) === 0) throw sessionHasRuns(id);
+        return true;
       },
       countOf: async (owner) =>
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { isConflict } from "../../src/store/errors.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { RunInput, Store } from "../../src/store/store.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
@@ -24,6 +25,19 @@ afterEach(async () => {
   await store?.close();
   await database?.drop();
 });
+
+/** Until exactly one statement of this database waits for a lock another transaction holds. */
+const untilOneWaitsOnLock = (what: string) =>
+  until(
+    async () =>
+      (
+        await watcher.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+      ).rowCount,
+    (waiting) => waiting === 1,
+    what,
+  );
 
 /**
  * A keyed steer's retry carries the input's id again (it comes from the key). Sent at the
@@ -56,18 +70,36 @@ it("PostgreSQL: a steer's retry sent while the run commits taking that input doe
   );
   const retry = store.inputs.add(input);
   retry.catch(() => {});
-  await until(
-    async () =>
-      (
-        await watcher.query(
-          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-      ).rowCount,
-    (waiting) => waiting === 1,
-    "the retry to wait for the take",
-  );
+  await untilOneWaitsOnLock("the retry to wait for the take");
   await taker.query("COMMIT");
 
   expect(await retry).toBe(false);
   expect(await store.inputs.pending(runId)).toEqual([]);
+});
+
+/**
+ * Another instance's start stores its run in a transaction still open when the delete's
+ * statement begins. Under READ COMMITTED a delete that checked for unfinished runs in its own
+ * statement would not see that run (its snapshot predates the insert's commit, which it waits
+ * for on the session row) and would cascade it while its loop runs.
+ */
+it("PostgreSQL: a run stored by a transaction the delete waits for is seen, and the session is not deleted under it", async () => {
+  const sessionId = "ses_deleterace";
+  await seedSession(store, { id: sessionId });
+  await taker.query("BEGIN");
+  await taker.query(
+    `INSERT INTO runs (id, session_id, status, input, max_turns, stats, created_at)
+     VALUES ('run_deleterace', $1, 'running', 'go', 5, '{}', $2)`,
+    [sessionId, new Date().toISOString()],
+  );
+  const deleting = store.sessions.delete(sessionId);
+  deleting.catch(() => {});
+  await untilOneWaitsOnLock("the delete to wait for the run's insert");
+  await taker.query("COMMIT");
+
+  await expect(deleting).rejects.toSatisfy((err) => isConflict(err, "active_run"));
+  expect(await store.sessions.get(sessionId)).not.toBeNull();
+  expect((await watcher.query("SELECT status FROM runs WHERE id = 'run_deleterace'")).rows).toEqual([
+    { status: "running" },
+  ]);
 });
