@@ -21,6 +21,15 @@ export const notFound = (what: string, id: string): AppError =>
 export const sessionBusy = (sessionId: string, runId: string): AppError =>
   new AppError("SESSION_BUSY", `session ${sessionId} already has an active run: ${runId}`, 409, { runId });
 
+/** 409: a DELETE of the session found a run of it it could not end (`runId`, null when it ended since). */
+export const sessionRunNotEnded = (sessionId: string, runId: string | null): AppError =>
+  new AppError(
+    "SESSION_BUSY",
+    `session ${sessionId} still has an unfinished run${runId ? ` (${runId})` : ""} that could not be ended; retry the delete later`,
+    409,
+    { runId },
+  );
+
 /** 429: the server's limit (MAX_CONCURRENT_RUNS) or the caller's key's (MAX_RUNS_PER_KEY) is reached. */
 export const tooManyRuns = (limit: number, retryAfterSeconds: number, scope: "server" | "key" = "server"): AppError =>
   new AppError(

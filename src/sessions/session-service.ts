@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
+import { badRequest, invalidCursor, notFound, sessionRunNotEnded, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
@@ -26,6 +26,9 @@ export interface CreateSessionInput {
   metadata?: Record<string, unknown>;
   webhook?: WebhookTarget;
 }
+
+/** Store deletes refused for an unfinished run before a DELETE gives up (backing off 20 to 640 ms between them: 1.3 s in all). */
+const DELETE_ATTEMPTS = 7;
 
 /** Sessions: their records, their workspaces, and who may see them (`owner`). */
 export class SessionService {
@@ -216,6 +219,10 @@ export class SessionService {
     }
   }
 
+  async #anUnfinishedRun(id: string): Promise<string | null> {
+    return (await this.deps.store.runs.active(id))?.id ?? (await this.deps.store.runs.queued(id))[0]?.id ?? null;
+  }
+
   async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
     // Until no start is in flight here and the store finds no unfinished run: a start that was
     // past the lookup when the delete was taken admits its run (a steer waits for the active
@@ -232,8 +239,10 @@ export class SessionService {
         break;
       } catch (err) {
         if (!isConflict(err, "active_run")) throw err;
-        // Backing off: a run another instance keeps unfinished (its end not yet stored) is not spun on.
-        await delay(Math.min(1000, 10 * 2 ** refused++));
+        // A run no instance ends (its end never stored, or left by a process and not recovered)
+        // is answered, not waited for without end; runs others keep starting, likewise.
+        if (++refused >= DELETE_ATTEMPTS) throw sessionRunNotEnded(id, await this.#anUnfinishedRun(id));
+        await delay(10 * 2 ** refused);
       }
     }
     this.deps.manager.history.forget(id);

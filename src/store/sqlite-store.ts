@@ -101,7 +101,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
       // of events holds the event loop no longer than one piece (a run's messages go with it;
       // one transaction of 100,000 events and 20,000 messages held it 165-196 ms, its pieces at
       // most 13 ms); the session row goes last. Each piece, ordered after the commits already
-      // waiting, refuses a session with an unfinished run, so nothing of it goes.
+      // waiting, refuses a session with an unfinished run: no piece goes after one appears.
       delete: async (id) => {
         while (await write(() => tables.sessions.deletePiece(id, deletePieceRows)));
         return write(() => {

@@ -16,6 +16,7 @@ import {
   validatedResponses,
   validateSchema,
 } from "../helpers/openapi-validator.js";
+import { runRecord } from "../helpers/seed.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { recorded } from "../providers/replay.js";
 import { call, stream, validatedStream } from "./support.js";
@@ -1075,6 +1076,23 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
 });
 
 describe("contract: limits and readiness", () => {
+  it("DELETE of a session with a run no process executes (left unfinished in the file) is 409 SESSION_BUSY", async () => {
+    const alone = await startTestServer();
+    try {
+      const session = (await call(alone, "POST", "/sessions")).body.id as string;
+      const runId = "run_left_unfinished";
+      await alone.ctx.store.runs.create(runRecord({ id: runId, sessionId: session }), [
+        { type: "run.started", runId, seq: 1, at: new Date().toISOString() },
+      ]);
+      const refused = await call(alone, "DELETE", "/sessions/{id}", { params: { id: session } });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId } });
+      expect((await call(alone, "GET", "/sessions/{id}", { params: { id: session } })).status).toBe(200);
+    } finally {
+      await alone.close();
+    }
+  });
+
   it("429 TOO_MANY_RUNS with Retry-After at MAX_CONCURRENT_RUNS, 503 SHUTTING_DOWN when stopping", async () => {
     const limited = await startTestServer({ env: { MAX_CONCURRENT_RUNS: "1" } });
     try {

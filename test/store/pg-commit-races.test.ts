@@ -4,7 +4,7 @@ import { isConflict } from "../../src/store/errors.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { RunInput, Store } from "../../src/store/store.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { until } from "../helpers/until.js";
 
 let database: TestPgDatabase;
@@ -101,5 +101,47 @@ it("PostgreSQL: a run stored by a transaction the delete waits for is seen, and 
   expect(await store.sessions.get(sessionId)).not.toBeNull();
   expect((await watcher.query("SELECT status FROM runs WHERE id = 'run_deleterace'")).rows).toEqual([
     { status: "running" },
+  ]);
+});
+
+/**
+ * A queued run that takes a finished run's left-over steered input, stored while the session
+ * is being deleted. The delete locks the session row, then its cascade reaches the input; a
+ * run insert that deleted the input first and then met the session's lock held the two in the
+ * opposite order, and PostgreSQL aborted one of them (deadlock detected).
+ */
+it("PostgreSQL: a queued run taking left-over input while its session is deleted meets no session, with no deadlock", async () => {
+  const sessionId = "ses_leftinput";
+  const finishedRun = "run_leftinput_1";
+  await seedSession(store, { id: sessionId });
+  await store.runs.create(runRecord({ id: finishedRun, sessionId }), [
+    { type: "run.started", runId: finishedRun, seq: 1, at: new Date().toISOString() },
+  ]);
+  const left: RunInput = {
+    id: "msg_leftinput",
+    runId: finishedRun,
+    content: "left",
+    createdAt: new Date().toISOString(),
+  };
+  expect(await store.inputs.add(left)).toBe(true);
+  await store.commitRun(finishedRun, [finishChange()], []);
+
+  // The delete in progress, as the store's delete sends it: the session row locked first.
+  await taker.query("BEGIN");
+  await taker.query("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", [sessionId]);
+  const queuedRun = "run_leftinput_2";
+  const queuing = store.runs.create(
+    runRecord({ id: queuedRun, sessionId, status: "queued" }),
+    [{ type: "run.queued", runId: queuedRun, seq: 1, at: new Date().toISOString() }],
+    { takesInput: left.id },
+  );
+  queuing.catch(() => {});
+  await untilOneWaitsOnLock("the run's insert to wait for the delete");
+  await taker.query("DELETE FROM sessions WHERE id = $1", [sessionId]);
+  await taker.query("COMMIT");
+
+  await expect(queuing).rejects.toSatisfy((err) => isConflict(err, "session_gone"));
+  expect((await watcher.query("SELECT count(*)::int AS n FROM runs WHERE session_id = $1", [sessionId])).rows).toEqual([
+    { n: 0 },
   ]);
 });

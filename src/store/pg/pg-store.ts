@@ -126,8 +126,10 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         commitEvents(
           [
             ...ownerLimitStatements("runs", limit),
-            ...(takesInput === undefined ? [] : [takeInputStatement(takesInput)]),
+            // The run (its foreign key locking the session row) before the input it takes: a
+            // session's delete locks that row, then its cascade the input's.
             insertStatement("runs", runColumns(run)),
+            ...(takesInput === undefined ? [] : [takeInputStatement(takesInput)]),
             ...(lease ? [takeLeaseStatement(run.id, lease)] : []),
             ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
           ],
