@@ -19,9 +19,9 @@ export class StorageError extends Error {
 
 /**
  * Which rule a refused change broke: `active_run` (the session already has an unfinished
- * run; or, for a session's delete, has any unfinished run), `idempotency_key` (a run with this key exists), `decided` (the tool call was already
- * decided, or is past deciding), `run_not_live` (the run has finished or is gone, or is not
- * in the status a change requires), `input_taken` (steered input no longer pending), `fenced`
+ * run; for a session's delete, any unfinished run), `idempotency_key` (a run with this key
+ * exists), `decided` (the tool call was already decided, or is past deciding), `run_not_live`
+ * (the run has finished or is gone, or is not in the status a change requires), `input_taken` (steered input no longer pending), `fenced`
  * (the writer's lease on the run no longer holds: another instance has claimed it),
  * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
  * unfinished runs; see OwnerLimit), `session_gone` (a run's session was deleted before the
