@@ -130,7 +130,12 @@ export function followRunEvents({
         return;
       }
     };
-    let finishedBefore: boolean | null = null;
+    // Whether the run had ended before this follower was added: then it publishes nothing
+    // more, and a read that stops short of `run.finished` must end the feed. Only a feed
+    // resumed after some seq needs the run's status for it: from the first event, reading
+    // everything stored finds a `run.finished` stored before the follower was added, and one
+    // stored after it is also published to the follower (it holds it while reading).
+    let finishedBefore: boolean | null = after === 0 ? false : null;
     const startReading = () => {
       if (reading || ended) return;
       reading = true;

@@ -105,7 +105,9 @@ export async function* runEventStream({
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    const finishedBefore = (await store.runs.get(runId))?.status === "finished";
+    // Whether the run had ended before the subscription (then nothing more is published). From
+    // the first event no status is needed: reading everything stored finds its run.finished.
+    const finishedBefore = after > 0 && (await store.runs.get(runId))?.status === "finished";
     let reading = true;
     /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
     let confirmed = false;

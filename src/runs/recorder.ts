@@ -6,6 +6,7 @@ import type { RunChange, RunLease, Store } from "../store/store.js";
 import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
 import { isoNow } from "./iso-now.js";
+import { latestStatsOnly } from "./latest-stats.js";
 
 /**
  * How long deferred changes, and buffered events while writes are failing, may wait before
@@ -30,19 +31,6 @@ export class RunSuspendedError extends Error {
   constructor() {
     super("the server is shutting down; the run continues after the restart");
   }
-}
-
-/** The changes with only the last of their `stats` changes: each one replaces the ones before it. */
-function latestStatsOnly(changes: RunChange[]): RunChange[] {
-  let count = 0;
-  let last = -1;
-  for (let i = 0; i < changes.length; i++) {
-    if (changes[i]?.kind === "stats") {
-      count++;
-      last = i;
-    }
-  }
-  return count < 2 ? changes : changes.filter((change, i) => change.kind !== "stats" || i === last);
 }
 
 /** What a write is made of, built when its turn in the queue comes (seqs are given then). */

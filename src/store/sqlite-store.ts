@@ -14,6 +14,7 @@ import { stepStore } from "./steps.js";
 import { StorageHealth } from "./storage-health.js";
 import type { Store, StoredEvent } from "./store.js";
 import { toolCallStore } from "./tool-calls.js";
+import { targetOfRun } from "./webhook-targets.js";
 import { webhookStore } from "./webhooks.js";
 
 const ROLLBACK = Symbol("rollback");
@@ -120,7 +121,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
           }
           tables.runs.insert(run);
           if (lease) tables.leases.take(run.id, lease);
-          tables.webhooks.deriveFrom(events);
+          tables.webhooks.deriveFrom(events, { runId: run.id, target: targetOfRun(run) });
           return tables.events.insert(events);
         }),
       get: (id) => read(() => tables.runs.get(id)),
@@ -139,7 +140,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
           tables.queue.start(next.id);
           const lease = tables.leases.takeOver(next.id, terms);
           const events = [startedEvent(next.id, tables.events.lastSeq(next.id) + 1, at)];
-          tables.webhooks.deriveFrom(events);
+          tables.webhooks.deriveFrom(events, { runId: next.id, target: targetOfRun(next) });
           return { run: { ...next, status: "running" as const }, events: tables.events.insert(events), lease };
         }),
     },

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { RunEvent } from "../domain/run-events.js";
-import { StoredWebhookTargetSchema } from "../domain/webhook.js";
 import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
 import type { Db } from "./database.js";
-import { parseJsonColumn, parseOptionalJsonColumn } from "./json.js";
+import { parseJsonColumn } from "./json.js";
+import { RunTargets, type RunWebhookTarget, type TargetRow } from "./webhook-targets.js";
 
 /** One try of a delivery: the receiver's status code, or why there was none. */
 export interface WebhookAttempt {
@@ -72,19 +72,6 @@ export interface AttemptOutcome {
 /** A delivery's `webhook-id`: unique, stable across its retries. */
 const deliveryId = (): string => `msg_${randomUUID().replaceAll("-", "")}`;
 
-/** A run's stored target, with its session: what a delivery needs. */
-export interface RunWebhookTarget {
-  sessionId: string;
-  url: string;
-  events: string[];
-}
-
-/** The target stored on a run's row (`session_id`, `webhook`), or null when it has none. */
-export function targetOfRow(row: { session_id: string; webhook: string | null }): RunWebhookTarget | null {
-  const stored = parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, "run webhook");
-  return stored ? { sessionId: row.session_id, ...stored } : null;
-}
-
 /** The outbox rows `events` cause under `target` (none without one), due at once. */
 export function deliveriesFor(
   events: readonly RunEvent[],
@@ -122,6 +109,7 @@ export function deliveriesFor(
 /** The outbox of webhook deliveries. */
 export function webhookStore(db: Db) {
   const targetOf = db.prepare("SELECT session_id, webhook FROM runs WHERE id = ?");
+  const targets = new RunTargets();
   const insert = db.prepare(
     `INSERT OR IGNORE INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts,
        next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?)`,
@@ -140,13 +128,18 @@ export function webhookStore(db: Db) {
   return {
     /**
      * Writes a delivery for each event its run's target asked for; call inside the transaction
-     * that stores the events. Looks the target up only for events a webhook may carry.
+     * that stores the events. `created`: the target of the run these events start (it is
+     * remembered); otherwise a target not remembered is read, only for events a webhook may carry.
      */
-    deriveFrom(events: readonly RunEvent[]): number {
+    deriveFrom(events: readonly RunEvent[], created?: { runId: string; target: RunWebhookTarget | null }): number {
+      if (created) targets.remember(created.runId, created.target);
       const first = events.find((event) => carriesWebhook(event.type));
       if (!first) return 0;
-      const row = targetOf.get(first.runId) as { session_id: string; webhook: string | null } | undefined;
-      const rows = deliveriesFor(events, row ? targetOfRow(row) : null);
+      const known = targets.known(first.runId);
+      const target =
+        known !== undefined ? known : targets.read(first.runId, targetOf.get(first.runId) as TargetRow | undefined);
+      targets.settle(events);
+      const rows = deliveriesFor(events, target);
       for (const d of rows) {
         insert.run(d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at);
       }

@@ -241,3 +241,30 @@ it("a gap in what the live watchers are handed is healed for each of them from t
     expect(JSON.parse(sink.events[2]?.data ?? "{}").text).toBe("lost live");
   }
 });
+
+it("from the first event it reads no run status: a finished run ends on its stored run.finished, a live one on the published one", async () => {
+  let statusReads = 0;
+  const counted: Store = {
+    ...store,
+    runs: {
+      ...store.runs,
+      get: (id) => {
+        statusReads++;
+        return store.runs.get(id);
+      },
+    },
+  };
+  const live = follow(0, { s: counted });
+  await turnEnd();
+  await write({ type: "turn.started", turn: 1 });
+  await finish();
+  await live.done;
+  expect(live.sink.seqs).toEqual([1, 2, 3]);
+  const replay = follow(0, { s: counted });
+  await replay.done;
+  expect(replay.sink.seqs).toEqual([1, 2, 3]);
+  expect(statusReads).toBe(0);
+  // Resumed after a seq, the run's status tells whether run.finished is still to come.
+  await follow(3, { s: counted }).done;
+  expect(statusReads).toBe(1);
+});

@@ -59,7 +59,8 @@ describe("the model's final reply carries the run's end", () => {
     // One write holds the reply and the end, and nothing is written after it.
     const last = faulty.commits.at(-1);
     expect(faulty.commits.filter((c) => kinds(c).includes("finish"))).toEqual([last]);
-    expect(last && kinds(last).filter((k) => k !== "step")).toEqual(["stats", "message", "finish"]);
+    // (the finish stores the final stats: no stats change of its own)
+    expect(last && kinds(last).filter((k) => k !== "step")).toEqual(["message", "finish"]);
     expect(last && kinds(last)).toContain("step");
     // (after what was buffered: the turn's start and its text)
     const own = last?.events.filter((e) => e.type !== "text.delta" && e.type !== "turn.started");

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
@@ -100,4 +101,38 @@ it("deltas that arrive while a write is in flight go out together in the next wr
   // The held write, the one that took the three deltas, and the empty ones after it.
   expect(gated.counts.commits).toBe(2);
   recorder.dispose();
+});
+
+it("a write that finishes the run stores its stats with the finish alone, not the stats changes deferred before it", async () => {
+  const written: string[][] = [];
+  const observed: Store = {
+    ...store,
+    commitRun: (runId, changes, events, fence) => {
+      written.push(changes.map((change) => change.kind));
+      return store.commitRun(runId, changes, events, fence);
+    },
+  };
+  const recorder = await RunRecorder.open({ store: observed, hub: new EventHub(), runId: "run_1", sessionId: "ses_1" });
+  const stats = (modelCalls: number) => ({ ...emptyStats(), modelCalls, turns: modelCalls });
+  recorder.defer({ kind: "stats", stats: stats(1) });
+  recorder.defer({ kind: "stats", stats: stats(2) });
+  await recorder.write(() => ({ changes: [], events: [{ type: "turn.started", turn: 3 }] }));
+  recorder.defer({ kind: "stats", stats: stats(3) });
+  await recorder.write(() => ({
+    changes: [
+      {
+        kind: "finish",
+        stopReason: "complete",
+        stopDetail: null,
+        error: null,
+        stats: stats(4),
+        finishedAt: "2026-01-01T00:00:00.000Z",
+      },
+    ],
+    events: [],
+  }));
+  recorder.dispose();
+  // Of deferred stats only the latest is written; none beside a finish, which carries the final ones.
+  expect(written).toEqual([["stats"], ["finish"]]);
+  expect((await store.runs.get("run_1"))?.stats.modelCalls).toBe(4);
 });

@@ -10,7 +10,7 @@ import { StepTraceSchema } from "../steps.js";
 import { StorageHealth } from "../storage-health.js";
 import type { Store, StoredEvent } from "../store.js";
 import { type ToolCallRow, toolCallFromRow } from "../tool-calls.js";
-import { targetOfRow } from "../webhooks.js";
+import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
 import { translatePgError } from "./pg-errors.js";
@@ -66,6 +66,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
   };
   const group = pgGroupCommit({ windowMs: groupCommitMs, write });
   const listener = new PgListener({ connection: pool.options });
+  const targets = new RunTargets();
   // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
   pool.on("error", (err) => health.recordFailure(err));
 
@@ -122,8 +123,9 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events, { lease, limit, takesInput } = {}) =>
-        commitEvents(
+      create: (run, events, { lease, limit, takesInput } = {}) => {
+        targets.remember(run.id, targetOfRun(run));
+        return commitEvents(
           [
             ...ownerLimitStatements("runs", limit),
             // The run (its foreign key locking the session row) before the input it takes: a
@@ -131,10 +133,11 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
             insertStatement("runs", runColumns(run)),
             ...(takesInput === undefined ? [] : [takeInputStatement(takesInput)]),
             ...(lease ? [takeLeaseStatement(run.id, lease)] : []),
-            ...deliveryStatements(events, run.webhook ? { sessionId: run.sessionId, ...run.webhook } : null),
+            ...deliveryStatements(events, targetOfRun(run)),
           ],
           events,
-        ),
+        );
+      },
       get: async (id) => {
         const row = await first<RunRow>("SELECT * FROM runs WHERE id = $1", [id]);
         return row ? runFromRow(row) : null;
@@ -176,20 +179,21 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
       ...pgQueue(rows, write),
     },
     commitRun: async (runId, changes, events, fence) => {
-      // A run's target is fixed when it is created, so it may be read before the batch.
-      const target = events.some((event) => carriesWebhook(event.type))
-        ? await first<{ session_id: string; webhook: string | null }>(
-            "SELECT session_id, webhook FROM runs WHERE id = $1",
-            [runId],
-          )
-        : null;
+      // A run's target is fixed when it is created: known here, or read (once) before the batch.
+      const known = targets.known(runId);
+      const target = !events.some((event) => carriesWebhook(event.type))
+        ? null
+        : known !== undefined
+          ? known
+          : targets.read(runId, await first<TargetRow>("SELECT session_id, webhook FROM runs WHERE id = $1", [runId]));
+      targets.settle(events);
       const { stored, statement } = eventRows(events);
       await group.add({
         runId,
         statements: [
           ...(fence ? [fenceStatement(fence)] : []),
           ...changes.flatMap((change) => changeStatements(runId, change)),
-          ...deliveryStatements(events, target ? targetOfRow(target) : null),
+          ...deliveryStatements(events, target),
           ...(statement ? [statement] : []),
         ],
       });

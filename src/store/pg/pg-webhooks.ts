@@ -1,6 +1,7 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
-import { type DeliveryRow, deliveriesFor, deliveryFromRow, type RunWebhookTarget } from "../webhooks.js";
+import type { RunWebhookTarget } from "../webhook-targets.js";
+import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
