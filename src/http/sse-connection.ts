@@ -30,11 +30,15 @@ const CRLF = Buffer.from("\r\n");
 class Batch {
   #plain: Buffer | null = null;
   #chunk: Buffer | null = null;
+  /** The batch ends its stream: its last event is its run's end. */
+  readonly ends: boolean;
 
   constructor(
     readonly events: readonly StoredEvent[],
     private readonly bytes: number,
-  ) {}
+  ) {
+    this.ends = events.at(-1)?.type === "run.finished";
+  }
 
   /** Whether `events` are this batch's (the same event objects, in order). */
   is(events: readonly StoredEvent[]): boolean {
@@ -55,6 +59,13 @@ class Batch {
     this.#chunk ??= Buffer.concat([Buffer.from(`${this.bytes.toString(16)}\r\n`), this.plain(), CRLF]);
     return this.#chunk;
   }
+}
+
+/** Holds `socket`'s writes until this turn of the event loop is done, then sends them together. */
+function corkForThisTurn(socket: Socket | null): void {
+  if (socket === null || socket.destroyed) return;
+  socket.cork();
+  setImmediate(() => socket.uncork());
 }
 
 /** Connections with frames waiting, written together once this turn of the event loop is done. */
@@ -182,6 +193,9 @@ export class SseConnection implements FeedSink {
   #write(batch: Batch): void {
     const raw = this.raw;
     if (raw.destroyed || raw.writableEnded) return;
+    // A stream's last frames and the response's end (written when the feed has ended, in this
+    // turn of the event loop) leave in one write: the socket is held corked until the turn ends.
+    if (batch.ends) corkForThisTurn(raw.socket);
     const direct = this.#direct;
     if (direct !== null && !direct.destroyed) {
       direct.write(batch.chunk());

@@ -50,15 +50,17 @@ export function openStream(reply: FastifyReply): AbortSignal {
   sse.onClose(close);
   reply.raw.on("close", close);
   reply.server.openStreams.add(reply, () => closed.abort(SERVER_STOPPING));
-  // Headers go out at once, with the first frames when there are some (they are written
-  // when this turn of the event loop ends), else alone: a client knows it is connected even
-  // before the next event.
+  // Headers go out at once with the retry hint, and with the first frames when there are
+  // some (the response sends what is written in this tick together): a client knows it is
+  // connected even before the next event. A HEAD response takes no body, so its head is
+  // flushed alone (a flush after the head went out would be a write of nothing).
   sse.sendHeaders();
   reply.raw.write(`retry: ${RETRY_MS}\n\n`);
-  setTimeout(() => {
-    // `headersSent` is already true once the head is built; flushing after it went out is a no-op.
-    if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
-  }, 0);
+  if (reply.request.method === "HEAD") {
+    setTimeout(() => {
+      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
+    }, 0);
+  }
   return closed.signal;
 }
 
