@@ -7,10 +7,11 @@ export default function eventRoutes(app: App, ctx: AppContext) {
     "/runs/:id/events",
     { sse: { kind: "manual" }, schema: { params: RunParams, querystring: EventsQuery } },
     async (request, reply) => {
-      await ctx.runs.get(request.params.id, request.owner);
+      const run = await ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);
-      if (await nothingLeft(ctx.store, { runId: request.params.id, after })) return reply.status(204).send();
-      return streamRunEvents(ctx, reply, { runId: request.params.id, after, reasoning: request.query.reasoning });
+      const finished = run.status === "finished";
+      if (await nothingLeft(ctx.store, { runId: run.id, after, finished })) return reply.status(204).send();
+      return streamRunEvents(ctx, reply, { runId: run.id, after, reasoning: request.query.reasoning, finished });
     },
   );
 

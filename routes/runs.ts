@@ -15,7 +15,12 @@ export default function runRoutes(app: App, ctx: AppContext) {
         idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
       });
       if (reply.sse)
-        return streamRunEvents(ctx, reply, { runId: run.id, after: 0, reasoning: request.query.reasoning });
+        return streamRunEvents(ctx, reply, {
+          runId: run.id,
+          after: 0,
+          reasoning: request.query.reasoning,
+          finished: run.status === "finished",
+        });
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
       // A replay is answered as the first request was; input that joined the active run, 202.
       reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);

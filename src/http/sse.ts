@@ -26,14 +26,14 @@ export const RETRY_MS = 2000;
 
 /**
  * Whether a watcher resuming after `after` has nothing left to receive: the run has finished
- * and its last event is at or before `after`. Such a request is answered 204, which tells an
- * `EventSource` to stop reconnecting.
+ * (`finished`, as the caller read it) and its last event is at or before `after`. Such a
+ * request is answered 204, which tells an `EventSource` to stop reconnecting.
  */
 export async function nothingLeft(
   store: AppContext["store"],
-  { runId, after }: { runId: string; after: number },
+  { runId, after, finished }: { runId: string; after: number; finished: boolean },
 ): Promise<boolean> {
-  if (after <= 0 || (await store.runs.get(runId))?.status !== "finished") return false;
+  if (after <= 0 || !finished) return false;
   return after >= (await store.events.lastSeq(runId));
 }
 
@@ -71,12 +71,23 @@ export function openStream(reply: FastifyReply): AbortSignal {
 export async function streamRunEvents(
   ctx: Pick<AppContext, "store" | "hub">,
   reply: FastifyReply,
-  { runId, after, reasoning = false }: { runId: string; after: number; reasoning?: boolean },
+  {
+    runId,
+    after,
+    reasoning = false,
+    finished,
+  }: {
+    runId: string;
+    after: number;
+    reasoning?: boolean;
+    /** Whether the run had finished when the caller read it (see RunEventsQuery). */
+    finished: boolean;
+  },
 ): Promise<void> {
   const closed = openStream(reply);
   const sink = new SseConnection(reply.raw);
   try {
-    await followRunEvents({ store: ctx.store, hub: ctx.hub, runId, after, closed, sink, reasoning });
+    await followRunEvents({ store: ctx.store, hub: ctx.hub, runId, after, closed, sink, reasoning, finished });
   } finally {
     sink.flush();
   }

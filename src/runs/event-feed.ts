@@ -24,6 +24,7 @@ export function followRunEvents({
   closed,
   sink,
   reasoning = false,
+  finished,
 }: RunEventsQuery & { sink: FeedSink }): Promise<void> {
   return new Promise<void>((resolveDone, rejectDone) => {
     const followers = followersOf(hub, runId);
@@ -131,11 +132,9 @@ export function followRunEvents({
       }
     };
     // Whether the run had ended before this follower was added: then it publishes nothing
-    // more, and a read that stops short of `run.finished` must end the feed. Only a feed
-    // resumed after some seq needs the run's status for it: from the first event, reading
-    // everything stored finds a `run.finished` stored before the follower was added, and one
-    // stored after it is also published to the follower (it holds it while reading).
-    let finishedBefore: boolean | null = after === 0 ? false : null;
+    // more, and a read that stops short of `run.finished` must end the feed (as the caller
+    // read it, or read here).
+    let finishedBefore: boolean | null = finished ?? null;
     const startReading = () => {
       if (reading || ended) return;
       reading = true;

@@ -26,6 +26,12 @@ export interface RunEventsQuery {
   closed: AbortSignal;
   /** Include `reasoning.delta` events (a client asked with `?reasoning=true`); skipped otherwise. */
   reasoning?: boolean;
+  /**
+   * Whether the run had finished when the caller read it, before the stream began (a finished
+   * run publishes nothing more, so a read that stops short of its `run.finished` ends the
+   * stream); read from the store when not given.
+   */
+  finished?: boolean;
 }
 
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
@@ -83,6 +89,7 @@ export async function* runEventStream({
   after,
   closed,
   reasoning = false,
+  finished,
 }: RunEventsQuery): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
   /** Live events are not held (too many were): the stream reads on from the database. */
@@ -105,9 +112,7 @@ export async function* runEventStream({
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    // Whether the run had ended before the subscription (then nothing more is published). From
-    // the first event no status is needed: reading everything stored finds its run.finished.
-    const finishedBefore = after > 0 && (await store.runs.get(runId))?.status === "finished";
+    const finishedBefore = finished ?? (await store.runs.get(runId))?.status === "finished";
     let reading = true;
     /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
     let confirmed = false;

@@ -242,7 +242,7 @@ it("a gap in what the live watchers are handed is healed for each of them from t
   }
 });
 
-it("from the first event it reads no run status: a finished run ends on its stored run.finished, a live one on the published one", async () => {
+it("a caller that read the run gives its status and the feed reads none; a finished run whose end is not stored still ends", async () => {
   let statusReads = 0;
   const counted: Store = {
     ...store,
@@ -254,17 +254,52 @@ it("from the first event it reads no run status: a finished run ends on its stor
       },
     },
   };
-  const live = follow(0, { s: counted });
+  const live = followRunEvents({
+    store: counted,
+    hub,
+    runId: "run_1",
+    after: 0,
+    closed: new AbortController().signal,
+    sink: new CollectingSink(),
+    finished: false,
+  });
   await turnEnd();
   await write({ type: "turn.started", turn: 1 });
   await finish();
-  await live.done;
-  expect(live.sink.seqs).toEqual([1, 2, 3]);
-  const replay = follow(0, { s: counted });
-  await replay.done;
-  expect(replay.sink.seqs).toEqual([1, 2, 3]);
+  await live;
   expect(statusReads).toBe(0);
-  // Resumed after a seq, the run's status tells whether run.finished is still to come.
-  await follow(3, { s: counted }).done;
+  // A run marked finished without its run.finished event (as a migration of an older database
+  // left runs): read from the first event, the feed ends once everything stored is sent,
+  // whether the caller says it finished or the feed reads it.
+  await seedSession(store, { id: "ses_2" });
+  const old = runRecord({ id: "run_old", sessionId: "ses_2" });
+  await store.runs.create(old, [{ type: "run.started", runId: "run_old", seq: 1, at: old.createdAt }]);
+  await store.commitRun(
+    "run_old",
+    [
+      {
+        kind: "finish",
+        stopReason: "aborted",
+        stopDetail: null,
+        error: null,
+        stats: old.stats,
+        finishedAt: old.createdAt,
+      },
+    ],
+    [],
+  );
+  for (const finished of [true, undefined]) {
+    const sink = new CollectingSink();
+    await followRunEvents({
+      store: counted,
+      hub,
+      runId: "run_old",
+      after: 0,
+      closed: new AbortController().signal,
+      sink,
+      finished,
+    });
+    expect(sink.seqs).toEqual([1]);
+  }
   expect(statusReads).toBe(1);
 });

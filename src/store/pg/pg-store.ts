@@ -123,9 +123,8 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: (run, events, { lease, limit, takesInput } = {}) => {
-        targets.remember(run.id, targetOfRun(run));
-        return commitEvents(
+      create: async (run, events, { lease, limit, takesInput } = {}) => {
+        const stored = await commitEvents(
           [
             ...ownerLimitStatements("runs", limit),
             // The run (its foreign key locking the session row) before the input it takes: a
@@ -137,6 +136,8 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
           ],
           events,
         );
+        targets.remember(run.id, targetOfRun(run));
+        return stored;
       },
       get: async (id) => {
         const row = await first<RunRow>("SELECT * FROM runs WHERE id = $1", [id]);
