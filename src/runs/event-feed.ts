@@ -98,6 +98,19 @@ export function followRunEvents({
       if (out.length) sink.send(out);
       return inOrder;
     };
+    /**
+     * Sends a page read from the store. What is stored is gapless, except while the run is
+     * deleted with its session (its oldest events first): that gap is skipped, as what is
+     * missing is gone, so every read moves on (a read again from the same seq would find the
+     * same page, without end).
+     */
+    const sendStored = (page: readonly StoredEvent[]): void => {
+      while (!sendInOrder(page)) {
+        const next = page.find((event) => event.seq > follower.last);
+        if (next === undefined) return;
+        follower.last = next.seq - 1;
+      }
+    };
 
     const readLoop = async (finishedBefore: boolean) => {
       let confirmed = false;
@@ -108,7 +121,7 @@ export function followRunEvents({
         const page = await store.events.after(runId, follower.last, BACKLOG_PAGE);
         if (ended) return;
         const before = follower.last;
-        sendInOrder(page);
+        sendStored(page);
         if (page.some((e) => e.type === "run.finished" && e.seq > before)) return end();
         if (page.length === BACKLOG_PAGE) continue;
         // Caught up with what is stored: what was held while reading comes next.

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/domain/run-events.js";
 import { type FeedSink, followRunEvents } from "../../src/runs/event-feed.js";
@@ -302,4 +303,37 @@ it("a caller that read the run gives its status and the feed reads none; a finis
     expect(sink.seqs).toEqual([1]);
   }
   expect(statusReads).toBe(1);
+});
+
+it("a replay while the run's oldest events are deleted (with its session) skips what is gone and ends, every read moving on", async () => {
+  for (let i = 0; i < 700; i++) await write({ type: "text.delta", text: `t${i}` });
+  await finish();
+  // The session's delete removes a finished run's events oldest first, in pieces.
+  const db = new Database(join(dir.path, "a.db"));
+  db.prepare("DELETE FROM run_events WHERE run_id = 'run_1' AND seq <= 100").run();
+  db.close();
+  let reads = 0;
+  const counted: Store = {
+    ...store,
+    events: {
+      ...store.events,
+      after: (runId, seq, limit) => {
+        // (a read that does not move on would repeat without end, starving the event loop)
+        if (++reads > 20) return Promise.reject(new Error("the feed reads the same page again and again"));
+        return store.events.after(runId, seq, limit);
+      },
+    },
+  };
+  const sink = new CollectingSink();
+  await followRunEvents({
+    store: counted,
+    hub,
+    runId: "run_1",
+    after: 0,
+    closed: new AbortController().signal,
+    sink,
+    finished: true,
+  });
+  expect(sink.seqs).toEqual(Array.from({ length: 602 }, (_, i) => i + 101));
+  expect(reads).toBeLessThanOrEqual(3);
 });
