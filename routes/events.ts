@@ -7,11 +7,10 @@ export default function eventRoutes(app: App, ctx: AppContext) {
     "/runs/:id/events",
     { sse: { kind: "manual" }, schema: { params: RunParams, querystring: EventsQuery } },
     async (request, reply) => {
-      const run = await ctx.runs.get(request.params.id, request.owner);
+      await ctx.runs.get(request.params.id, request.owner);
       const after = resumePoint(request.headers["last-event-id"], request.query.after);
-      const finished = run.status === "finished";
-      if (await nothingLeft(ctx.store, { runId: run.id, after, finished })) return reply.status(204).send();
-      return streamRunEvents(ctx, reply, { runId: run.id, after, reasoning: request.query.reasoning, finished });
+      if (await nothingLeft(ctx.store, { runId: request.params.id, after })) return reply.status(204).send();
+      return streamRunEvents(ctx, reply, { runId: request.params.id, after, reasoning: request.query.reasoning });
     },
   );
 

@@ -19,7 +19,9 @@ export default function runRoutes(app: App, ctx: AppContext) {
           runId: run.id,
           after: 0,
           reasoning: request.query.reasoning,
-          finished: run.status === "finished",
+          // A run this request created had not finished when it was stored; one found again (a
+          // replay) may have, and the stream reads its stored status.
+          finished: created ? false : undefined,
         });
       if (request.query.wait) return ctx.runs.waitForFinish(run.id);
       // A replay is answered as the first request was; input that joined the active run, 202.

@@ -26,14 +26,14 @@ export const RETRY_MS = 2000;
 
 /**
  * Whether a watcher resuming after `after` has nothing left to receive: the run has finished
- * (`finished`, as the caller read it) and its last event is at or before `after`. Such a
- * request is answered 204, which tells an `EventSource` to stop reconnecting.
+ * and its last event is at or before `after`. Such a request is answered 204, which tells an
+ * `EventSource` to stop reconnecting.
  */
 export async function nothingLeft(
   store: AppContext["store"],
-  { runId, after, finished }: { runId: string; after: number; finished: boolean },
+  { runId, after }: { runId: string; after: number },
 ): Promise<boolean> {
-  if (after <= 0 || !finished) return false;
+  if (after <= 0 || (await store.runs.get(runId))?.status !== "finished") return false;
   return after >= (await store.events.lastSeq(runId));
 }
 
@@ -80,8 +80,8 @@ export async function streamRunEvents(
     runId: string;
     after: number;
     reasoning?: boolean;
-    /** Whether the run had finished when the caller read it (see RunEventsQuery). */
-    finished: boolean;
+    /** Whether the stored run had finished when the caller read it (see RunEventsQuery); else read. */
+    finished?: boolean;
   },
 ): Promise<void> {
   const closed = openStream(reply);

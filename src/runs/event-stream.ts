@@ -27,9 +27,10 @@ export interface RunEventsQuery {
   /** Include `reasoning.delta` events (a client asked with `?reasoning=true`); skipped otherwise. */
   reasoning?: boolean;
   /**
-   * Whether the run had finished when the caller read it, before the stream began (a finished
-   * run publishes nothing more, so a read that stops short of its `run.finished` ends the
-   * stream); read from the store when not given.
+   * Whether the stored run had finished when the caller read it, before the stream began (a
+   * finished run publishes nothing more, so a read that stops short of its `run.finished`
+   * ends the stream); read from the store when not given. Not a view of a run still ending
+   * here, which says finished before its end is stored.
    */
   finished?: boolean;
 }
