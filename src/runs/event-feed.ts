@@ -121,6 +121,8 @@ export function followRunEvents({
         const page = await store.events.after(runId, follower.last, BACKLOG_PAGE);
         if (ended) return;
         const before = follower.last;
+        // Every run stores its first event with itself: none at all, and it is gone.
+        if (before === 0 && page.length === 0) return end();
         sendStored(page);
         if (page.some((e) => e.type === "run.finished" && e.seq > before)) return end();
         if (page.length === BACKLOG_PAGE) continue;
@@ -152,7 +154,8 @@ export function followRunEvents({
       if (reading || ended) return;
       reading = true;
       const run = async () => {
-        finishedBefore ??= (await store.runs.get(runId))?.status === "finished";
+        // A run that is gone (deleted with its session) publishes nothing more either.
+        finishedBefore ??= ((await store.runs.get(runId))?.status ?? "finished") === "finished";
         await readLoop(finishedBefore);
       };
       run().catch((err) => end(err));

@@ -113,7 +113,8 @@ export async function* runEventStream({
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
-    const finishedBefore = finished ?? (await store.runs.get(runId))?.status === "finished";
+    // A run that is gone (deleted with its session) publishes nothing more either.
+    const finishedBefore = finished ?? ((await store.runs.get(runId))?.status ?? "finished") === "finished";
     let reading = true;
     /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
     let confirmed = false;

@@ -337,3 +337,28 @@ it("a replay while the run's oldest events are deleted (with its session) skips 
   expect(sink.seqs).toEqual(Array.from({ length: 602 }, (_, i) => i + 101));
   expect(reads).toBeLessThanOrEqual(3);
 });
+
+it("a feed of a run that is gone (deleted with its session) ends, with or without the caller's word on its status", async () => {
+  for (const [after, finished] of [
+    [0, false],
+    [0, undefined],
+    [3, undefined],
+  ] as const) {
+    const sink = new CollectingSink();
+    const done = followRunEvents({
+      store,
+      hub,
+      runId: "run_gone",
+      after,
+      closed: new AbortController().signal,
+      sink,
+      finished,
+    });
+    const ended = await Promise.race([
+      done.then(() => true),
+      new Promise((resolve) => setTimeout(() => resolve(false), 2000)),
+    ]);
+    expect({ after, finished, ended }).toEqual({ after, finished, ended: true });
+    expect(sink.events).toEqual([]);
+  }
+});
