@@ -15,6 +15,13 @@ let browser: Browser;
 let upstream: FakeUpstream;
 let origin: Awaited<ReturnType<typeof staticOrigin>>;
 const shots = tempDir("browser-event-source-");
+/**
+ * How long a wait for the page may take: generous, since the whole suite shares two cores
+ * with Chromium (a wait that passes in well under a second alone once took over 8 s there).
+ */
+const WAIT_MS = 20_000;
+/** A test that makes several such waits. */
+const TEST_MS = 90_000;
 
 beforeAll(async () => {
   [browser, upstream, origin] = await Promise.all([
@@ -58,104 +65,118 @@ async function openEventSource(page: Page, url: string): Promise<void> {
   }, url);
 }
 
-/** Waits (at most 8 s) until the page's EventSource has received an event of `type`. */
+/** Waits (at most WAIT_MS) until the page's EventSource has received an event of `type`. */
 const receivedEvent = (page: Page, type: string) =>
   page.waitForFunction(
     (t) => (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === t),
     type,
-    { timeout: 8000 },
+    { timeout: WAIT_MS },
   );
 
 // biome-ignore lint/suspicious/noExplicitAny: the page's state is read as the page kept it.
 const pageState = (page: Page): Promise<any> => page.evaluate(() => (window as unknown as { es: unknown }).es);
 
 describe("EventSource in Chromium", () => {
-  it("without keys: receives every event, then stops reconnecting after run.finished (the resume is answered 204)", async () => {
-    const { lines, logger } = capturedLogs();
-    const server = await startTestServer({
-      upstream,
-      env: { CORS_ORIGINS: origin.url },
-      logger,
-    });
-    const { page, problems } = await newPage(browser);
-    try {
-      upstream.enqueue({ toolCalls: [{ id: "call_ls", name: "list_files", arguments: "{}" }] }, { text: "empty" });
-      const session = await server.request("POST", "/sessions", { body: {} });
-      const run = (
-        await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "ls" } })
-      ).body.run;
-      const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
-      await page.goto(origin.url);
-      await openEventSource(page, `${server.url}/runs/${run.id}/events`);
-      // The stream ends after run.finished; EventSource reconnects once (retry: 2 s), gets 204 and gives up.
-      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
-        timeout: 8000,
+  it(
+    "without keys: receives every event, then stops reconnecting after run.finished (the resume is answered 204)",
+    async () => {
+      const { lines, logger } = capturedLogs();
+      const server = await startTestServer({
+        upstream,
+        env: { CORS_ORIGINS: origin.url },
+        logger,
       });
-      await page.waitForTimeout(2500);
-      const state = await pageState(page);
-      expect(state.events).toEqual(stored);
-      expect(state.opens).toBe(1);
-      expect(await page.evaluate(() => (window as unknown as { source: EventSource }).source.readyState)).toBe(2);
-      const requests = lines.filter((l) => l.includes(`"url":"/runs/${run.id}/events"`)).map((l) => JSON.parse(l));
-      expect(requests.map((r) => r.statusCode)).toEqual([200, 204]);
-      await screenshot(page, shots.path, "event-source-no-keys");
-      expect(problems.filter((p) => !p.includes("204"))).toEqual([]);
-    } finally {
-      await page.context().close();
-      await server.close();
-    }
-  });
+      const { page, problems } = await newPage(browser);
+      try {
+        upstream.enqueue({ toolCalls: [{ id: "call_ls", name: "list_files", arguments: "{}" }] }, { text: "empty" });
+        const session = await server.request("POST", "/sessions", { body: {} });
+        const run = (
+          await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "ls" } })
+        ).body.run;
+        const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({
+          id: String(e.seq),
+          type: e.type,
+        }));
+        await page.goto(origin.url);
+        await openEventSource(page, `${server.url}/runs/${run.id}/events`);
+        // The stream ends after run.finished; EventSource reconnects once (retry: 2 s), gets 204 and gives up.
+        await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+          timeout: WAIT_MS,
+        });
+        await page.waitForTimeout(2500);
+        const state = await pageState(page);
+        expect(state.events).toEqual(stored);
+        expect(state.opens).toBe(1);
+        expect(await page.evaluate(() => (window as unknown as { source: EventSource }).source.readyState)).toBe(2);
+        const requests = lines.filter((l) => l.includes(`"url":"/runs/${run.id}/events"`)).map((l) => JSON.parse(l));
+        expect(requests.map((r) => r.statusCode)).toEqual([200, 204]);
+        await screenshot(page, shots.path, "event-source-no-keys");
+        expect(problems.filter((p) => !p.includes("204"))).toEqual([]);
+      } finally {
+        await page.context().close();
+        await server.close();
+      }
+    },
+    TEST_MS,
+  );
 
-  it("with keys: a stream token opens it, it resumes across a server restart with Last-Event-ID, and stops after run.finished", async () => {
-    const dir = tempDir("browser-restart-");
-    const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url };
-    let server = await startTestServer({ upstream, env, dir: dir.path });
-    const port = Number(new URL(server.url).port);
-    const { page } = await newPage(browser);
-    try {
-      upstream.enqueue(
-        { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' }] },
-        { text: "written" },
-      );
-      const session = await server.request("POST", "/sessions", { body: {}, headers: auth });
-      const run = (
-        await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "w" }, headers: auth })
-      ).body;
-      await page.goto(origin.url);
-      // Without a token (EventSource cannot send the key) the stream is refused.
-      await openEventSource(page, `${server.url}/runs/${run.id}/events`);
-      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
-        timeout: 8000,
-      });
-      expect((await pageState(page)).events).toEqual([]);
+  it(
+    "with keys: a stream token opens it, it resumes across a server restart with Last-Event-ID, and stops after run.finished",
+    async () => {
+      const dir = tempDir("browser-restart-");
+      const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url };
+      let server = await startTestServer({ upstream, env, dir: dir.path });
+      const port = Number(new URL(server.url).port);
+      const { page } = await newPage(browser);
+      try {
+        upstream.enqueue(
+          { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"A"}' }] },
+          { text: "written" },
+        );
+        const session = await server.request("POST", "/sessions", { body: {}, headers: auth });
+        const run = (
+          await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "w" }, headers: auth })
+        ).body;
+        await page.goto(origin.url);
+        // Without a token (EventSource cannot send the key) the stream is refused.
+        await openEventSource(page, `${server.url}/runs/${run.id}/events`);
+        await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+          timeout: WAIT_MS,
+        });
+        expect((await pageState(page)).events).toEqual([]);
 
-      const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
-      await openEventSource(page, server.url + token.eventsUrl);
-      await receivedEvent(page, "approval.requested");
-      await server.close({ keepDir: true, resume: true });
-      server = await startTestServer({ upstream, env, dir: dir.path, port });
-      await page.waitForFunction(() => (window as unknown as { es: { opens: number } }).es.opens === 2, null, {
-        timeout: 8000,
-      });
-      const decided = await server.request("POST", `/runs/${run.id}/approvals/call_w`, {
-        body: { decision: "approve" },
-        headers: auth,
-      });
-      expect(decided.status).toBe(200);
-      await receivedEvent(page, "run.finished");
-      const state = await pageState(page);
-      const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({ id: String(e.seq), type: e.type }));
-      expect(state.events).toEqual(stored);
-      await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
-        timeout: 8000,
-      });
-      await screenshot(page, shots.path, "event-source-keys-restart");
-    } finally {
-      await page.context().close();
-      await server.close();
-      dir.cleanup();
-    }
-  });
+        const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
+        await openEventSource(page, server.url + token.eventsUrl);
+        await receivedEvent(page, "approval.requested");
+        await server.close({ keepDir: true, resume: true });
+        server = await startTestServer({ upstream, env, dir: dir.path, port });
+        await page.waitForFunction(() => (window as unknown as { es: { opens: number } }).es.opens === 2, null, {
+          timeout: WAIT_MS,
+        });
+        const decided = await server.request("POST", `/runs/${run.id}/approvals/call_w`, {
+          body: { decision: "approve" },
+          headers: auth,
+        });
+        expect(decided.status).toBe(200);
+        await receivedEvent(page, "run.finished");
+        const state = await pageState(page);
+        const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({
+          id: String(e.seq),
+          type: e.type,
+        }));
+        expect(state.events).toEqual(stored);
+        await page.waitForFunction(() => (window as unknown as { source: EventSource }).source.readyState === 2, null, {
+          timeout: WAIT_MS,
+        });
+        await screenshot(page, shots.path, "event-source-keys-restart");
+      } finally {
+        await page.context().close();
+        await server.close();
+        dir.cleanup();
+      }
+    },
+    TEST_MS,
+  );
 
   it("CORS from another origin: the page reads Location, X-Request-Id and WWW-Authenticate; other origins are refused", async () => {
     const server = await startTestServer({ upstream, env: { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url } });
