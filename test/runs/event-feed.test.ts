@@ -68,16 +68,20 @@ const write = (...events: RunEventBody[]) => writeEvents(recorder, ...events);
 const finish = () => finishRun(recorder);
 const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
 
-function follow(after = 0, options: { s?: Store; closed?: AbortSignal; reasoning?: boolean } = {}) {
+function follow(
+  after = 0,
+  options: { s?: Store; closed?: AbortSignal; reasoning?: boolean; runId?: string; finished?: boolean } = {},
+) {
   const sink = new CollectingSink();
   const done = followRunEvents({
     store: options.s ?? store,
     hub,
-    runId: "run_1",
+    runId: options.runId ?? "run_1",
     after,
     closed: options.closed ?? new AbortController().signal,
     sink,
     reasoning: options.reasoning,
+    finished: options.finished,
   });
   return { sink, done };
 }
@@ -255,19 +259,11 @@ it("a caller that read the run gives its status and the feed reads none; a finis
       },
     },
   };
-  const live = followRunEvents({
-    store: counted,
-    hub,
-    runId: "run_1",
-    after: 0,
-    closed: new AbortController().signal,
-    sink: new CollectingSink(),
-    finished: false,
-  });
+  const live = follow(0, { s: counted, finished: false });
   await turnEnd();
   await write({ type: "turn.started", turn: 1 });
   await finish();
-  await live;
+  await live.done;
   expect(statusReads).toBe(0);
   // A run marked finished without its run.finished event (as a migration of an older database
   // left runs): read from the first event, the feed ends once everything stored is sent,
@@ -290,16 +286,8 @@ it("a caller that read the run gives its status and the feed reads none; a finis
     [],
   );
   for (const finished of [true, undefined]) {
-    const sink = new CollectingSink();
-    await followRunEvents({
-      store: counted,
-      hub,
-      runId: "run_old",
-      after: 0,
-      closed: new AbortController().signal,
-      sink,
-      finished,
-    });
+    const { sink, done } = follow(0, { s: counted, runId: "run_old", finished });
+    await done;
     expect(sink.seqs).toEqual([1]);
   }
   expect(statusReads).toBe(1);
@@ -324,16 +312,8 @@ it("a replay while the run's oldest events are deleted (with its session) skips 
       },
     },
   };
-  const sink = new CollectingSink();
-  await followRunEvents({
-    store: counted,
-    hub,
-    runId: "run_1",
-    after: 0,
-    closed: new AbortController().signal,
-    sink,
-    finished: true,
-  });
+  const { sink, done } = follow(0, { s: counted, finished: true });
+  await done;
   expect(sink.seqs).toEqual(Array.from({ length: 602 }, (_, i) => i + 101));
   expect(reads).toBeLessThanOrEqual(3);
 });
@@ -344,16 +324,7 @@ it("a feed of a run that is gone (deleted with its session) ends, with or withou
     [0, undefined],
     [3, undefined],
   ] as const) {
-    const sink = new CollectingSink();
-    const done = followRunEvents({
-      store,
-      hub,
-      runId: "run_gone",
-      after,
-      closed: new AbortController().signal,
-      sink,
-      finished,
-    });
+    const { sink, done } = follow(after, { runId: "run_gone", finished });
     const ended = await Promise.race([
       done.then(() => true),
       new Promise((resolve) => setTimeout(() => resolve(false), 2000)),

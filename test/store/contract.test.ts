@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
-import type { RunChange, Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import type { Store } from "../../src/store/store.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /** The Store's contract, the same for every backend: what the database itself guarantees. */
@@ -49,14 +48,6 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     return { sessionId, runId };
   }
 
-  const finishChange = (): RunChange => ({
-    kind: "finish",
-    stopReason: "complete",
-    stopDetail: null,
-    error: null,
-    stats: emptyStats(),
-    finishedAt: at(),
-  });
   const finish = (runId: string) => store.commitRun(runId, [finishChange()], []);
 
   it("a batch with a change the data refuses writes nothing of it, and the next batch takes the same seqs", async () => {

@@ -1,14 +1,13 @@
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import { openDatabase } from "../../src/store/database.js";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
-import type { RunChange, Store } from "../../src/store/store.js";
+import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 /** A store over the backend's database, counting its reads of a run's webhook target. */
@@ -72,14 +71,6 @@ const webhook = {
   url: "https://hooks.example.com/in",
   events: ["run.started" as const, "approval.requested" as const, "run.finished" as const],
 };
-const finishChange = (): RunChange => ({
-  kind: "finish",
-  stopReason: "complete",
-  stopDetail: null,
-  error: null,
-  stats: emptyStats(),
-  finishedAt: at(),
-});
 const approvalRequested = (runId: string, seq: number) =>
   ({
     type: "approval.requested",
