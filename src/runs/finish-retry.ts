@@ -5,7 +5,7 @@ import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
 import type { ExecutionDeps } from "./execution.js";
 import { finishRun, type RunEnd, suspendedView } from "./finish.js";
-import type { LiveRun } from "./live-run.js";
+import type { LiveRun, RunPhase } from "./live-run.js";
 import { abortedDetail, failedDetail } from "./stop-details.js";
 
 /** How often a run whose end could not be written tries again. */
@@ -14,11 +14,13 @@ export const FINISH_RETRY_MS = 1000;
 const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
- * Writes a live run's end (see finishRun), trying again while storage fails; a DELETE that
- * arrives meanwhile still ends it `aborted`. Storage that keeps failing does not keep the
- * run's waiters waiting: after `finishReportMs` its end is fixed and reported (`ended`),
- * an `error` when it would have been a success (its answer may not be stored), and this
- * process keeps trying to store that end until it can, or until shutdown gives up.
+ * Writes a live run's end (see finishRun), trying again while storage fails. The end is
+ * decided once what its write needs is read: a DELETE that arrived until then ends it
+ * `aborted`; from then until the write is stored (or fails) the run is `ending`, so a DELETE
+ * finds it finished with the end being written. Storage that keeps failing does not keep the
+ * run's waiters waiting: after `finishReportMs` its end is fixed and reported (`ended`), an
+ * `error` when it would have been a success (its answer may not be stored), and this process
+ * keeps trying to store that end until it can, or until shutdown gives up.
  */
 export async function finishWithRetry({
   deps,
@@ -35,38 +37,63 @@ export async function finishWithRetry({
   const firstTry = Date.now();
   for (let attempt = 0; ; attempt++) {
     if (live.stopped) return suspendedView(deps.store, live);
-    const fixed = live.phase.name === "ending" ? live.phase.view : null;
-    const stopReason = fixed?.stopReason ?? (live.cancelRequested ? "aborted" : end.stopReason);
-    // A DELETE that overtook the loop's own end is what stopped the run.
-    const stopDetail =
-      stopReason === end.stopReason
-        ? end.stopDetail
-        : abortedDetail({ by: live.cancelReason, stats: end.stats, point: end.stopPoint });
-    const runEnd: RunEnd = fixed
-      ? {
-          stopReason: fixed.stopReason ?? "error",
-          stopDetail: fixed.stopDetail,
-          error: fixed.error,
-          stats: fixed.stats,
-        }
-      : { stopReason, stopDetail, error: stopReason === "error" ? end.error : null, stats: end.stats };
+    let runEnd: RunEnd | null = null;
+    /** The `ending` phase this attempt set, with what it replaced. */
+    let ending: { view: RunView; before: RunPhase } | null = null;
     try {
       const view = await finishRun({
         store: deps.store,
         recorder: live.recorder,
         record: live.record,
-        end: runEnd,
-        outcomeFor: (call) => outcomeFor(call, runEnd.stopReason),
+        end: () => {
+          runEnd = endNow(live, end);
+          return runEnd;
+        },
+        decided: (view) => {
+          if (live.phase.name === "ending") return;
+          ending = { view, before: live.phase };
+          live.phase = { name: "ending", view, cancelled: live.cancelRequested };
+        },
+        outcomeFor: (call) => outcomeFor(call, (runEnd as RunEnd | null)?.stopReason ?? end.stopReason),
       });
       live.reportEnd(view);
       return view;
     } catch (err) {
+      // Not stored: the run is as it was before this attempt (a DELETE may still cancel it).
+      const set = ending as { view: RunView; before: RunPhase } | null;
+      if (set && live.phase.name === "ending" && live.phase.view === set.view) live.phase = set.before;
       if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
       if (!deps.accepting() && attempt > 2) throw err;
-      if (!fixed && Date.now() - firstTry >= deps.finishReportMs) reportUnstoredEnd(live, runEnd, err);
+      if (live.phase.name !== "ending" && Date.now() - firstTry >= deps.finishReportMs)
+        reportUnstoredEnd(live, runEnd ?? endNow(live, end), err);
       await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS));
     }
   }
+}
+
+/**
+ * The end to write now: the one already reported (storage failed before), else the loop's
+ * own, unless a DELETE overtook it (then `aborted`, explained from where the loop stopped).
+ */
+function endNow(live: LiveRun, end: RunEnd & { stopPoint?: StopPoint }): RunEnd {
+  if (live.phase.name === "ending") {
+    const fixed = live.phase.view;
+    return {
+      stopReason: fixed.stopReason ?? "error",
+      stopDetail: fixed.stopDetail,
+      error: fixed.error,
+      stats: fixed.stats,
+    };
+  }
+  if (!live.cancelRequested) {
+    const error = end.stopReason === "error" ? end.error : null;
+    return { stopReason: end.stopReason, stopDetail: end.stopDetail, error, stats: end.stats };
+  }
+  const stopDetail =
+    end.stopReason === "aborted"
+      ? end.stopDetail
+      : abortedDetail({ by: live.cancelReason, stats: end.stats, point: end.stopPoint });
+  return { stopReason: "aborted", stopDetail, error: null, stats: end.stats };
 }
 
 /** Fixes the end of a run that storage does not take, and reports it to the run's waiters. */

@@ -62,26 +62,32 @@ export interface RunEnd {
  * result for every call still open (a write that failed mid-turn leaves some), the run's
  * final state and its `run.finished` event. Resolves with the finished run; a run already
  * finished (or gone with its session), or with `from` no longer in that status (a queued run
- * that started meanwhile), is reported as it is.
+ * that started meanwhile), is reported as it is. `end` may be decided late: a function is
+ * called once what the write needs is read, and `decided` is told the finished run in the
+ * same tick, before the write is queued (what is decided then is what is written).
  */
 export async function finishRun({
   store,
   recorder,
   record,
-  end,
+  end: endOrDecide,
+  decided,
   outcomeFor,
   from,
 }: {
   store: Store;
   recorder: RunRecorder;
   record: RunRecord;
-  end: RunEnd;
+  end: RunEnd | (() => RunEnd);
+  decided?: (view: RunView) => void;
   outcomeFor: OutcomeFor;
   from?: "queued";
 }): Promise<RunView> {
   const [open, plan] = await Promise.all([store.toolCalls.open(record.id), planOfRun(store, record)]);
+  const end = typeof endOrDecide === "function" ? endOrDecide() : endOrDecide;
   const finishedAt = new Date().toISOString();
   const view: RunView = { ...runView(record, plan), status: "finished", ...end, finishedAt };
+  decided?.(view);
   try {
     await recorder.write((stamp) => {
       const results = closingResults(open, outcomeFor, stamp);

@@ -12,8 +12,9 @@ import type { RunRecorder } from "./recorder.js";
  * - `suspending`: left for the next start (shutdown with ON_RESTART=resume) once the tool that
  *   executes returns: its real result is still written, nothing new begins;
  * - `stopped`: left for the next start; this process writes nothing more of it;
- * - `ending`: its end is known and reported, but not yet stored (storage fails): written as
- *   soon as storage takes it.
+ * - `ending`: its end is decided and being written (a DELETE finds it finished with that
+ *   end), or known and reported but not yet stored (storage fails): written as soon as
+ *   storage takes it.
  */
 export type RunPhase =
   | { name: "running"; tool: string | null }
