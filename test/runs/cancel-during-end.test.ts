@@ -6,12 +6,11 @@
  */
 import pino from "pino";
 import { afterEach, expect, it } from "vitest";
-import { z } from "zod";
-import { type AgentTool, toolOk } from "../../src/agent/tool.js";
 import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { RunManager } from "../../src/runs/run-manager.js";
 import type { Store } from "../../src/store/store.js";
+import { peek } from "../fakes/peek-tool.js";
 import { ScriptedModel } from "../fakes/scripted-model.js";
 import { faultySqlite } from "../helpers/faulty-sqlite.js";
 import { seedSession } from "../helpers/seed.js";
@@ -21,14 +20,6 @@ const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-const peek: AgentTool<Record<string, never>> = {
-  name: "peek",
-  description: "read-only probe",
-  inputSchema: z.object({}).strict() as unknown as z.ZodType<Record<string, never>>,
-  readOnly: true,
-  execute: async () => toolOk("ok"),
-};
 
 const kinds = (commit: { changes: readonly { kind: string }[] }) => commit.changes.map((c) => c.kind);
 const lastEvent = async (store: Store, runId: string) =>

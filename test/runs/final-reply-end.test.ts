@@ -1,7 +1,5 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { type AgentTool, toolOk } from "../../src/agent/tool.js";
 import { newId } from "../../src/ids.js";
 import { EventHub } from "../../src/runs/event-hub.js";
 import { commitFinalReply } from "../../src/runs/finish.js";
@@ -9,6 +7,7 @@ import { LiveRun } from "../../src/runs/live-run.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { RunManager } from "../../src/runs/run-manager.js";
 import type { Store } from "../../src/store/store.js";
+import { peek } from "../fakes/peek-tool.js";
 import { ScriptedModel, type ScriptedStep } from "../fakes/scripted-model.js";
 import { faultySqlite } from "../helpers/faulty-sqlite.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
@@ -20,14 +19,6 @@ afterEach(async () => {
 });
 
 const twoTurns = (): ScriptedStep[] => [{ toolCalls: [{ id: "call_1", name: "peek", input: "{}" }] }, { text: "done" }];
-
-const peek: AgentTool<Record<string, never>> = {
-  name: "peek",
-  description: "read-only probe",
-  inputSchema: z.object({}).strict() as unknown as z.ZodType<Record<string, never>>,
-  readOnly: true,
-  execute: async () => toolOk("ok"),
-};
 
 /** A run manager over a faulty SQLite store; `wrap` may wrap the store the manager uses. */
 async function setup({ wrap = (store: Store) => store, replies = twoTurns() } = {}) {
