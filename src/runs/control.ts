@@ -9,6 +9,7 @@ import type { EventHub } from "./event-hub.js";
 import type { LiveRun } from "./live-run.js";
 import { cancelQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
+import { storedRunView } from "./run-plan.js";
 
 export interface ControlDeps {
   store: Store;
@@ -65,7 +66,9 @@ export async function cancelRun(
     }
     if (firing) failpoint("after-cancel-request");
   }
-  return { run: (await deps.get(runId)) ?? view, accepted: true };
+  // Cancelled while it ran, it is answered as stored: cancelling (or finished), not with the end
+  // its finish may have decided meanwhile and is writing (see RunManager.get).
+  return { run: (await (firing ? storedRunView(deps.store, runId) : deps.get(runId))) ?? view, accepted: true };
 }
 
 /** Whether a live run still acts on a decision (not cancelled, not left for the restart, not ended). */

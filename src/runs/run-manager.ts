@@ -1,6 +1,6 @@
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { RunView } from "../domain/run.js";
-import { AppError, notFound, shuttingDown } from "../errors.js";
+import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
@@ -16,9 +16,10 @@ import { RunRecorder } from "./recorder.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
-import { planOfRun } from "./run-plan.js";
+import { storedRunView } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
 import { steerOrStart } from "./steer.js";
+import { waitForRunEnd } from "./wait-for-end.js";
 
 export type { StartRunInput } from "./admission.js";
 export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
@@ -189,23 +190,22 @@ export class RunManager {
   async get(runId: string): Promise<RunView | null> {
     const live = this.#registry.get(runId);
     if (live?.phase.name === "ending") return live.phase.view;
-    const record = await this.deps.store.runs.get(runId);
-    return record ? runView(record, await planOfRun(this.deps.store, record)) : null;
+    return storedRunView(this.deps.store, runId);
   }
 
-  /** Resolves with the run once it has finished (at once if it already has). */
-  async waitForFinish(runId: string): Promise<RunView> {
+  /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
+  waitForFinish(runId: string): Promise<RunView> {
+    const { store, hub, waitElsewhere } = this.deps;
     const live = this.#registry.get(runId);
-    let view = live ? await Promise.race([live.ended, live.done]) : await this.get(runId);
-    if (!view) throw notFound("run", runId);
-    if (!live && view.status !== "finished" && this.#accepting && this.deps.waitElsewhere) {
-      await this.deps.waitElsewhere(runId);
-      view = await this.get(runId);
-      if (!view) throw notFound("run", runId);
-    }
-    // Left unfinished for the restart: it has no end to report yet.
-    if (!this.#accepting && view.status !== "finished") throw shuttingDown();
-    return view;
+    return waitForRunEnd({
+      runId,
+      live,
+      get: (id) => this.get(id),
+      accepting: () => this.#accepting,
+      store,
+      hub,
+      waitElsewhere,
+    });
   }
 
   /** Fires the run's AbortSignal. `accepted` is false for a run that had already finished. */

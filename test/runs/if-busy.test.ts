@@ -102,6 +102,26 @@ describe.each(["sqlite", "postgres"] as const)("ifBusy on %s", (backend) => {
     for (let i = 1; i < runs.length; i++) expect(runs[i].finishedAt >= runs[i - 1].finishedAt).toBe(true);
   });
 
+  it("?wait=true with enqueue answers once the queued run has run and ended, with its final text", async () => {
+    const { sessionId, first, release } = await busySession();
+    server.upstream.enqueue({ text: "second answer" });
+    const waiting = server.request("POST", `/sessions/${sessionId}/runs?wait=true`, {
+      body: { input: "second", ifBusy: "enqueue" },
+    });
+    // The queued run is stored before the run ahead ends; the answer waits past that.
+    await until(
+      async () => (await server.request("GET", `/sessions/${sessionId}/runs`)).body.items.length,
+      (n) => n === 2,
+      "the queued run",
+    );
+    release();
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(res.body.run).toMatchObject({ status: "finished", stopReason: "complete" });
+    expect(res.body.run.id).not.toBe(first.id);
+    expect(res.body.text).toBe("second answer");
+  });
+
   it("enqueue on an idle session starts the run at once", async () => {
     server.upstream.enqueue({ text: "at once" });
     const session = (await server.request("POST", "/sessions", { body: {} })).body;

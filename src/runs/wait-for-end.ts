@@ -1,0 +1,45 @@
+import type { RunView } from "../domain/run.js";
+import { notFound, shuttingDown } from "../errors.js";
+import type { Store } from "../store/store.js";
+import type { EventHub } from "./event-hub.js";
+import { waitForRelayedEnd } from "./event-relay.js";
+import type { LiveRun } from "./live-run.js";
+
+/**
+ * Resolves with the run once it has finished (at once if it already has): a run executed here
+ * when this process reports its end; one that is not, when its `run.finished` reaches the hub.
+ * That is every unfinished run over a shared database (`waitElsewhere`: it ends on another
+ * instance), and a queued one over any store (it ends wherever it starts, here too). Throws
+ * not-found for an unknown run, and shutting-down for a run left unfinished for the restart.
+ */
+export async function waitForRunEnd({
+  runId,
+  live,
+  get,
+  accepting,
+  store,
+  hub,
+  waitElsewhere,
+}: {
+  runId: string;
+  /** The run, when this process executes it. */
+  live: LiveRun | undefined;
+  /** The run as this process reports it (see RunManager.get). */
+  get: (runId: string) => Promise<RunView | null>;
+  accepting: () => boolean;
+  store: Store;
+  hub: EventHub;
+  waitElsewhere?: (runId: string) => Promise<void>;
+}): Promise<RunView> {
+  let view = live ? await Promise.race([live.ended, live.done]) : await get(runId);
+  if (!view) throw notFound("run", runId);
+  const waitEnd = waitElsewhere ?? (view.status === "queued" ? () => waitForRelayedEnd({ store, hub, runId }) : null);
+  if (!live && view.status !== "finished" && accepting() && waitEnd) {
+    await waitEnd(runId);
+    view = await get(runId);
+    if (!view) throw notFound("run", runId);
+  }
+  // Left unfinished for the restart: it has no end to report yet.
+  if (!accepting() && view.status !== "finished") throw shuttingDown();
+  return view;
+}
