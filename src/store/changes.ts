@@ -14,7 +14,10 @@ export type RunChange =
   /** A committed message; an assistant message's calls enter the ledger as proposed, a tool result finishes its call. */
   | { kind: "message"; message: StoredMessage }
   | { kind: "toolCall.awaitingApproval"; toolCallId: string; reason: string; at: string }
-  /** Refused (StoreConflictError `decided`) when the call was already decided or is past deciding. */
+  /**
+   * Refused (StoreConflictError `decided`) when the call was already decided or is past
+   * deciding, or its run's cancel was requested (the call ends aborted, undecided).
+   */
   | { kind: "toolCall.decided"; toolCallId: string; decision: "approve" | "deny"; reason: string | null; at: string }
   | { kind: "toolCall.started"; toolCallId: string; at: string }
   /**

@@ -69,7 +69,8 @@ export function toolCallStore(db: Db) {
   const decide = db.prepare(
     `UPDATE tool_calls SET state = CASE WHEN @decision = 'approve' THEN 'approved' ELSE 'denied' END,
        decision = @decision, decision_reason = @reason, decided_at = @at
-     WHERE run_id = @run AND id = @id AND state IN ('proposed', 'awaiting_approval')`,
+     WHERE run_id = @run AND id = @id AND state IN ('proposed', 'awaiting_approval')
+       AND NOT EXISTS (SELECT 1 FROM runs WHERE id = @run AND cancel_requested_at IS NOT NULL)`,
   );
   const start = db.prepare("UPDATE tool_calls SET state = 'started', started_at = ? WHERE run_id = ? AND id = ?");
   const finish = db.prepare(

@@ -50,7 +50,8 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
         {
           text: `UPDATE tool_calls SET state = CASE WHEN $1 = 'approve' THEN 'approved' ELSE 'denied' END,
                    decision = $1, decision_reason = $2, decided_at = $3
-                 WHERE run_id = $4 AND id = $5 AND state IN ('proposed', 'awaiting_approval')`,
+                 WHERE run_id = $4 AND id = $5 AND state IN ('proposed', 'awaiting_approval')
+                   AND NOT EXISTS (SELECT 1 FROM runs WHERE id = $4 AND cancel_requested_at IS NOT NULL)`,
           values: [change.decision, change.reason, change.at, runId, change.toolCallId],
           orRefuse: () => new StoreConflictError("decided", `tool call ${change.toolCallId} was already decided`),
         },
