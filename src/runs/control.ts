@@ -6,7 +6,7 @@ import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { applyLedgerDecision, resolveApproval } from "./approvals.js";
 import type { EventHub } from "./event-hub.js";
-import type { LiveRun } from "./live-run.js";
+import { BY_DELETE, type LiveRun } from "./live-run.js";
 import { cancelQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 import { storedRunView } from "./run-plan.js";
@@ -31,7 +31,7 @@ export interface ControlDeps {
 export async function cancelRun(
   deps: ControlDeps,
   runId: string,
-  by = "by a DELETE /runs/{id} request",
+  by = BY_DELETE,
 ): Promise<{ run: RunView; accepted: boolean }> {
   const live = deps.registry.get(runId);
   // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
@@ -68,7 +68,10 @@ export async function cancelRun(
   }
   // Cancelled while it ran, it is answered as stored: cancelling (or finished), not with the end
   // its finish may have decided meanwhile and is writing (see RunManager.get).
-  return { run: (await (firing ? storedRunView(deps.store, runId) : deps.get(runId))) ?? view, accepted: true };
+  const run = (await (firing ? storedRunView(deps.store, runId) : deps.get(runId))) ?? view;
+  // Finished otherwise than aborted: its end was stored before this request (a no-op; an end
+  // stored after a cancel request is `aborted`).
+  return { run, accepted: run.status !== "finished" || run.stopReason === "aborted" };
 }
 
 /** Whether a live run still acts on a decision (not cancelled, not left for the restart, not ended). */
@@ -149,7 +152,7 @@ export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]
   const cancelled = new Set(await store.runs.cancelRequested(acting.map((live) => live.id)));
   for (const live of acting) {
     if (cancelled.has(live.id)) {
-      live.cancel("by a DELETE /runs/{id} request");
+      live.cancel(BY_DELETE);
       continue;
     }
     for (const toolCallId of live.waiters.ids()) {

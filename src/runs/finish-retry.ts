@@ -1,11 +1,12 @@
 import type { StopPoint } from "../agent/stop-detail.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
+import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
 import type { ExecutionDeps } from "./execution.js";
 import { finishRun, type RunEnd, suspendedView } from "./finish.js";
-import type { LiveRun, RunPhase } from "./live-run.js";
+import { BY_DELETE, type LiveRun, type RunPhase } from "./live-run.js";
 import { abortedDetail, failedDetail } from "./stop-details.js";
 
 /** How often a run whose end could not be written tries again. */
@@ -62,6 +63,11 @@ export async function finishWithRetry({
       // Not stored: the run is as it was before this attempt (a DELETE may still cancel it).
       const set = ending as { view: RunView; before: RunPhase } | null;
       if (set && live.phase.name === "ending" && live.phase.view === set.view) live.phase = set.before;
+      if (isConflict(err, "cancel_requested")) {
+        // Cancelled through the store (by another instance) meanwhile: it ends aborted, now.
+        if (!live.cancel(BY_DELETE) && live.phase.name === "ending") live.phase = { name: "cancelling" };
+        continue;
+      }
       if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
       if (!deps.accepting() && attempt > 2) throw err;
       if (live.phase.name !== "ending" && Date.now() - firstTry >= deps.finishReportMs)

@@ -9,7 +9,7 @@ import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { RunChange, RunRecord, Store, ToolCallRecord } from "../store/store.js";
-import type { LiveRun } from "./live-run.js";
+import { BY_DELETE, type LiveRun } from "./live-run.js";
 import type { RunRecorder, Stamp, WriteBatch } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
 
@@ -152,6 +152,10 @@ export async function commitFinalReply({
     const { phase } = live;
     if (ended.view && phase.name === "ending" && phase.view === ended.view)
       live.phase = { name: "running", tool: null };
+    // Cancelled through the store (by another instance) while the write was on its way: the
+    // run is cancelling here too, and the reply is written alone (the run then ends aborted).
+    if (isConflict(err, "cancel_requested") && live.cancel(BY_DELETE))
+      return commitFinalReply({ live, message, stats, changes });
     throw err;
   }
   live.endStored = ended.view;

@@ -24,6 +24,9 @@ export type RunPhase =
   | { name: "stopped" }
   | { name: "ending"; view: RunView; cancelled: boolean };
 
+/** Who cancels a run through DELETE /runs/{id} (here or on another instance), as its stop detail says it. */
+export const BY_DELETE = "by a DELETE /runs/{id} request";
+
 /** Why a run stops when its lease is lost. */
 export const LEASE_LOST = "this server no longer holds the run's lease: another instance has taken it over";
 
@@ -124,7 +127,7 @@ export class LiveRun {
   stoppedBecause: string | null = null;
 
   /** Who cancelled the run, as its stop detail says it ("by a DELETE /runs/{id} request"). */
-  cancelReason = "by a DELETE /runs/{id} request";
+  cancelReason = BY_DELETE;
 
   /**
    * Fires the signal; false when the run is past cancelling (already cancelled, stopped or

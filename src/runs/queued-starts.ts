@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { LeaseTerms } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
-import { LiveRun } from "./live-run.js";
+import { BY_DELETE, LiveRun } from "./live-run.js";
 import { startQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 
@@ -58,7 +58,7 @@ export class QueuedStarts {
     const executing = deps.execute(live);
     slot.release();
     // A DELETE that came between the start and the run's registration here wrote only its status.
-    if ((await deps.store.runs.get(live.id))?.status === "cancelling") live.cancel("by a DELETE /runs/{id} request");
+    if ((await deps.store.runs.get(live.id))?.status === "cancelling") live.cancel(BY_DELETE);
     await executing;
     return live;
   }

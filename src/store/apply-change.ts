@@ -58,10 +58,13 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
         throw new StoreConflictError("input_taken", `input ${change.inputId} is not pending for run ${runId}`);
       }
       return;
-    case "finish":
-      if (!tables.runs.finish(runId, change)) {
+    case "finish": {
+      const outcome = tables.runs.finish(runId, change);
+      if (outcome === "not_live")
         throw new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`);
-      }
+      if (outcome === "cancel_requested")
+        throw new StoreConflictError("cancel_requested", `run ${runId} was cancelled: it ends aborted`);
       return;
+    }
   }
 }

@@ -35,7 +35,9 @@ export type RunChange =
   | { kind: "input.taken"; inputId: string }
   /**
    * The run's end; refused (StoreConflictError `run_not_live`) when it has already finished or
-   * is gone, or, with `from`, when it is not in that status (a queued run that started meanwhile).
+   * is gone, or, with `from`, when it is not in that status (a queued run that started meanwhile);
+   * refused (`cancel_requested`) when it is not `aborted` and the run's cancel was requested
+   * (by a `cancelRequested`, which another instance may have stored while this end was on its way).
    */
   | {
       kind: "finish";

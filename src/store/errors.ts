@@ -25,7 +25,8 @@ export class StorageError extends Error {
  * (the writer's lease on the run no longer holds: another instance has claimed it),
  * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
  * unfinished runs; see OwnerLimit), `session_gone` (a run's session was deleted before the
- * run was stored, by another request or instance).
+ * run was stored, by another request or instance), `cancel_requested` (an end other than
+ * `aborted` for a run whose cancel was requested: the run ends aborted).
  */
 export type ConflictRule =
   | "active_run"
@@ -36,7 +37,8 @@ export type ConflictRule =
   | "owner_sessions"
   | "owner_runs"
   | "input_taken"
-  | "session_gone";
+  | "session_gone"
+  | "cancel_requested";
 
 /**
  * At most `max` of something per owner (an API key's hash), counted in the transaction of the

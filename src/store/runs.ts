@@ -160,8 +160,12 @@ export function runStore(db: Db) {
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, stop_detail = @stop_detail, error = @error,
        stats = @stats, finished_at = @finished_at
-     WHERE id = @id AND status <> 'finished' AND (@from IS NULL OR status = @from)`,
+     WHERE id = @id AND status <> 'finished' AND (@from IS NULL OR status = @from)
+       AND (@stop_reason = 'aborted' OR cancel_requested_at IS NULL)`,
   );
+  const cancelledLive = db
+    .prepare("SELECT 1 FROM runs WHERE id = ? AND status <> 'finished' AND cancel_requested_at IS NOT NULL")
+    .pluck();
 
   return {
     /** Inserts the run; for a session deleted meanwhile (its foreign key broken), the conflict session_gone. */
@@ -223,7 +227,10 @@ export function runStore(db: Db) {
     saveStats(id: string, stats: RunStats): void {
       saveStats.run(JSON.stringify(stats), id);
     },
-    /** Marks the run finished; false when it already was (or is gone, or is not in status `from`). */
+    /**
+     * Marks the run finished: `not_live` when it already was (or is gone, or is not in status
+     * `from`), `cancel_requested` for an end but `aborted` of a run whose cancel was requested.
+     */
     finish(
       id: string,
       end: {
@@ -234,18 +241,18 @@ export function runStore(db: Db) {
         finishedAt: string;
         from?: "queued";
       },
-    ): boolean {
-      return (
-        finish.run({
-          id,
-          stop_reason: end.stopReason,
-          stop_detail: end.stopDetail,
-          error: toJson(end.error),
-          stats: JSON.stringify(end.stats),
-          finished_at: end.finishedAt,
-          from: end.from ?? null,
-        }).changes > 0
-      );
+    ): "finished" | "not_live" | "cancel_requested" {
+      const changed = finish.run({
+        id,
+        stop_reason: end.stopReason,
+        stop_detail: end.stopDetail,
+        error: toJson(end.error),
+        stats: JSON.stringify(end.stats),
+        finished_at: end.finishedAt,
+        from: end.from ?? null,
+      }).changes;
+      if (changed > 0) return "finished";
+      return cancelledLive.get(id) === undefined ? "not_live" : "cancel_requested";
     },
   };
 }

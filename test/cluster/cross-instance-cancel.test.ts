@@ -7,6 +7,7 @@
 import { afterEach, expect, it, onTestFinished } from "vitest";
 import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
+import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -72,4 +73,73 @@ it("DELETE then approve, both on B, for a run awaiting approval on A: 202, then 
     code: "APPROVAL_NOT_PENDING",
     decision: null,
   });
+});
+
+it("a DELETE on B while A's final commit (the reply and its end) is on its way: 202 cancelling, and the run ends aborted with the reply stored", async () => {
+  let arrive!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((resolve) => {
+    arrive = resolve;
+  });
+  const opened = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let holding = true;
+  // A's commit of the run's end is held before it reaches the database (its round trip, widened).
+  const { a, b } = await twoInstances((store) => ({
+    ...store,
+    commitRun: async (runId, changes, events, fence) => {
+      if (holding && changes.some((c) => c.kind === "finish")) {
+        holding = false;
+        arrive();
+        await opened;
+      }
+      return store.commitRun(runId, changes, events, fence);
+    },
+  }));
+  a.upstream.enqueue({ text: "all done" });
+  const session = (await a.request("POST", "/sessions", { body: {} })).body;
+  const run = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } })).body;
+  await arrived;
+  const cancelled = await b.request("DELETE", `/runs/${run.id}`);
+  release();
+  const finished = await finishedOn(b, run.id);
+  const events = await (await openSse(`${b.url}/runs/${run.id}/events`)).ended;
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  expect(cancelled.status).toBe(202);
+  expect(cancelled.body.status).toBe("cancelling");
+  expect({ stored: finished.stopReason, event: events.at(-1)?.json.run.stopReason }).toEqual({
+    stored: "aborted",
+    event: "aborted",
+  });
+  // The model's reply was committed, alone, before the run's end.
+  const messages = (await b.request("GET", `/sessions/${session.id}/messages`)).body.items;
+  expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "all done" });
+});
+
+it("DELETEs on B racing A's natural ends: every 202 is followed by aborted, every run finished first is a 200", {
+  timeout: 60_000,
+}, async () => {
+  const { a, b } = await twoInstances();
+  const outcomes: Record<string, number> = {};
+  for (let i = 0; i < 24; i++) {
+    let open!: () => void;
+    a.upstream.enqueue({ text: ["partial ", "reply"], gate: new Promise<void>((resolve) => (open = resolve)) });
+    const session = (await a.request("POST", "/sessions", { body: {} })).body;
+    const run = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } })).body;
+    await until(
+      async () => a.upstream.requests.length,
+      (n) => n >= i + 1,
+      "the model request",
+    );
+    open();
+    // Spread over the few milliseconds of A's final commit.
+    await new Promise((resolve) => setTimeout(resolve, i % 6));
+    const cancelled = await b.request("DELETE", `/runs/${run.id}`);
+    const end = await finishedOn(b, run.id);
+    const key = `${cancelled.status} ${cancelled.body.status} -> ${end.stopReason}`;
+    outcomes[key] = (outcomes[key] ?? 0) + 1;
+  }
+  const allowed = new Set(["202 cancelling -> aborted", "202 finished -> aborted", "200 finished -> complete"]);
+  expect(Object.keys(outcomes).filter((key) => !allowed.has(key))).toEqual([]);
 });

@@ -119,6 +119,14 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
           ],
           orRefuse: () => new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`),
         },
+        // After the finish, which holds the run's row: a cancel request stored before it is seen
+        // here, and one coming later finds the run finished (and is no request).
+        {
+          text: `SELECT 1 WHERE $1 = 'aborted'
+                   OR NOT EXISTS (SELECT 1 FROM runs WHERE id = $2 AND cancel_requested_at IS NOT NULL)`,
+          values: [change.stopReason, runId],
+          orRefuse: () => new StoreConflictError("cancel_requested", `run ${runId} was cancelled: it ends aborted`),
+        },
       ];
   }
 }
