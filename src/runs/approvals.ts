@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { BeforeToolCall, ToolCallDecision } from "../agent/approval.js";
 import { type ApprovalCeiling, clampToCeiling } from "../domain/approval-ceiling.js";
 import { evaluateApproval } from "../domain/approval-policy.js";
@@ -72,6 +73,28 @@ export async function applyLedgerDecision(
   await written;
 }
 
+/** The call an `approval.resolved` event read back from storage resolved. */
+const ResolvedCall = z.object({ toolCallId: z.string() });
+
+/**
+ * A decision a resumed run finds in its ledger is announced (`approval.resolved`, the run
+ * running again) unless it already was: one written by another instance while no process
+ * executed the run (its owner lost) never was.
+ */
+async function announceLedgerDecision(
+  deps: ApprovalDeps,
+  live: LiveRun,
+  toolCallId: string,
+  decision: ToolCallDecision,
+): Promise<void> {
+  const resolved = await deps.store.events.ofType(live.id, "approval.resolved");
+  if (resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId)) return;
+  await live.recorder.write(() => ({
+    changes: [{ kind: "status", status: "running" }],
+    events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
+  }));
+}
+
 /**
  * The `beforeToolCall` of a run: applies the approval policy, and for `ask` records the
  * request and waits for a person, or for the timeout (which denies), counted from the
@@ -81,7 +104,11 @@ export async function applyLedgerDecision(
 export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall {
   return async ({ toolCall, tool, input }) => {
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
-    if (ledger?.decision) return { decision: ledger.decision, reason: ledger.decisionReason };
+    if (ledger?.decision) {
+      const decision = { decision: ledger.decision, reason: ledger.decisionReason };
+      await announceLedgerDecision(deps, live, toolCall.id, decision);
+      return decision;
+    }
 
     const mode = clampToCeiling(
       evaluateApproval({
@@ -122,7 +149,10 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     if (asked) {
       // A decision written while this run was on its way here (after a restart) is in the ledger.
       const again = await deps.store.toolCalls.get(live.id, toolCall.id);
-      if (again?.decision) wake(live, toolCall.id, { decision: again.decision, reason: again.decisionReason });
+      if (again?.decision) {
+        const decision = { decision: again.decision, reason: again.decisionReason };
+        await applyLedgerDecision(live, { toolCallId: toolCall.id, decision });
+      }
     }
     return decided;
   };

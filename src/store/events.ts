@@ -14,6 +14,7 @@ export function eventStore(db: Db) {
     "SELECT seq, type, data FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?",
   );
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
+  const ofType = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq");
 
   return {
     /** Inserts events; call inside a transaction. Returns their serialized form. */
@@ -30,6 +31,9 @@ export function eventStore(db: Db) {
     },
     lastSeq(runId: string): number {
       return (last.get(runId) as { seq: number | null }).seq ?? 0;
+    },
+    ofType(runId: string, type: string): StoredEvent[] {
+      return ofType.all(runId, type) as StoredEvent[];
     },
   };
 }

@@ -172,6 +172,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
     events: {
       after: (runId, seq, limit) => read(() => tables.events.after(runId, seq, limit)),
       lastSeq: (runId) => read(() => tables.events.lastSeq(runId)),
+      ofType: (runId, type) => read(() => tables.events.ofType(runId, type)),
     },
     toolCalls: {
       get: (runId, id) => read(() => tables.toolCalls.get(runId, id)),

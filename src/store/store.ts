@@ -166,6 +166,8 @@ export interface Store {
     /** Events after `seq`, in order, at most `limit` of them. */
     after(runId: string, seq: number, limit?: number): Promise<StoredEvent[]>;
     lastSeq(runId: string): Promise<number>;
+    /** The run's events of one type, in order (a few: e.g. its approval events). */
+    ofType(runId: string, type: RunEvent["type"]): Promise<StoredEvent[]>;
   };
   toolCalls: {
     get(runId: string, id: string): Promise<ToolCallRecord | null>;

@@ -266,4 +266,57 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     expect(toolResults(history)[0]).toMatchObject({ toolCallId: "call_a", isError: false });
     expect(countLines(run.sessionId)).toBe(1);
   });
+  it("kill -9 of the owner, then a decision on B before its lease expires: the run taken over announces approval.resolved before the tool starts", async () => {
+    const lease = { RUN_LEASE_MS: "2000" };
+    const a = await instance("a", lease);
+    const b = await instance("b", lease);
+    upstream.enqueue({
+      toolCalls: [
+        { id: "call_x", name: "shell", arguments: JSON.stringify({ command: "sleep 1.5; echo x >> count.txt" }) },
+      ],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "ask" } } });
+    await waitFor(
+      "the approval request",
+      async () => ((await api(a.url, "GET", `/runs/${run.runId}/approvals`)).body?.items?.length ? true : null),
+      10_000,
+    );
+    a.process.kill("SIGKILL");
+    await a.exited;
+    // Nobody executes the run: B writes the decision to the ledger.
+    const decided = await api(b.url, "POST", `/runs/${run.runId}/approvals/call_x`, {
+      decision: "approve",
+      reason: "go",
+    });
+    expect(decided.status).toBe(200);
+    upstream.enqueue({ text: "done" });
+    const watcher = await openSse(`${b.url}/runs/${run.runId}/events`);
+    await watcher.waitFor((e) => e.event === "tool.started");
+    // While the approved tool executes, the run is shown as it is: running, nothing pending.
+    const during = (await api(b.url, "GET", `/runs/${run.runId}`)).body.status;
+    const pending = (await api(b.url, "GET", `/runs/${run.runId}/approvals`)).body.items.length;
+    const { view } = await finished(b, run, 15_000);
+    expect(view.stopReason).toBe("complete");
+    const events = await (await openSse(`${b.url}/runs/${run.runId}/events`)).ended;
+    expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+    const kinds = events.map((e) => e.event);
+    const requested = kinds.indexOf("approval.requested");
+    expect({
+      during,
+      pending,
+      resolvedAt: kinds.indexOf("approval.resolved"),
+      startedAt: kinds.indexOf("tool.started"),
+    }).toEqual({
+      during: "running",
+      pending: 0,
+      resolvedAt: requested + 1,
+      startedAt: requested + 2,
+    });
+    expect(events.find((e) => e.event === "approval.resolved")?.json).toMatchObject({
+      toolCallId: "call_x",
+      decision: "approve",
+      reason: "go",
+    });
+    expect(kinds.filter((k) => k === "approval.resolved")).toHaveLength(1);
+  });
 });

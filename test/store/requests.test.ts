@@ -47,33 +47,91 @@ describe.each(STORE_BACKENDS)("stored run requests on $name", (backend) => {
     expect(await store.runs.cancelRequested([asked, other, done])).toEqual([]);
   });
 
-  it("a decision stored as a request is taken once: a second one is refused (decided) and the first stands", async () => {
+  /** A run whose one call (call_1) awaits approval. */
+  async function awaitingRun(): Promise<string> {
     const runId = await liveRun();
     const callAt = at();
+    const message = {
+      id: `msg_${runId}`,
+      role: "assistant" as const,
+      content: "",
+      toolCalls: [{ id: "call_1", name: "shell", input: '{"command":"ls"}' }],
+      sessionId: `ses_${runId.slice(4)}`,
+      runId,
+      seq: 1,
+      createdAt: callAt,
+    };
     await store.commitRun(
       runId,
       [
-        {
-          kind: "message",
-          message: {
-            id: `msg_${runId}`,
-            role: "assistant",
-            content: "",
-            toolCalls: [{ id: "call_1", name: "shell", input: '{"command":"ls"}' }],
-            sessionId: `ses_${runId.slice(4)}`,
-            runId,
-            seq: 1,
-            createdAt: callAt,
-          },
-        },
+        { kind: "message", message },
         { kind: "toolCall.awaitingApproval", toolCallId: "call_1", reason: "shell requires approval", at: callAt },
       ],
-      [],
+      [
+        {
+          type: "approval.requested",
+          runId,
+          seq: 2,
+          at: callAt,
+          toolCallId: "call_1",
+          tool: "shell",
+          input: {},
+          reason: "r",
+        },
+      ],
     );
+    return runId;
+  }
+
+  it("a decision stored as a request is taken once: a second one is refused (decided) and the first stands", async () => {
+    const runId = await awaitingRun();
     const decided = { kind: "toolCall.decided", toolCallId: "call_1", reason: null, at: at() } as const;
     await store.commitRequest(runId, [{ ...decided, decision: "deny" }]);
     const refused = await store.commitRequest(runId, [{ ...decided, decision: "approve" }]).catch((err) => err);
     expect(isConflict(refused, "decided")).toBe(true);
     expect(await store.toolCalls.get(runId, "call_1")).toMatchObject({ state: "denied", decision: "deny" });
+  });
+
+  it("once a run's cancel is requested, a decision is refused (decided) and an end but aborted (cancel_requested)", async () => {
+    const runId = await awaitingRun();
+    await store.commitRequest(runId, [{ kind: "cancelRequested", at: at() }]);
+    const decided = {
+      kind: "toolCall.decided",
+      toolCallId: "call_1",
+      decision: "approve",
+      reason: null,
+      at: at(),
+    } as const;
+    expect(isConflict(await store.commitRequest(runId, [decided]).catch((err) => err), "decided")).toBe(true);
+    expect(isConflict(await store.commitRun(runId, [decided], []).catch((err) => err), "decided")).toBe(true);
+    expect((await store.toolCalls.get(runId, "call_1"))?.decision).toBeNull();
+    for (const stopReason of ["complete", "error", "max_turns"] as const) {
+      const refused = await store.commitRun(runId, [finishChange(stopReason)], []).catch((err) => err);
+      expect(isConflict(refused, "cancel_requested")).toBe(true);
+    }
+    expect((await store.runs.get(runId))?.status).toBe("cancelling");
+    await store.commitRun(runId, [finishChange("aborted")], []);
+    expect(await store.runs.get(runId)).toMatchObject({ status: "finished", stopReason: "aborted" });
+    // Finished: what follows is refused as for any finished run.
+    const late = await store.commitRun(runId, [finishChange("complete")], []).catch((err) => err);
+    expect(isConflict(late, "run_not_live")).toBe(true);
+  });
+
+  it("a run's events of one type, in order", async () => {
+    const runId = await awaitingRun();
+    const resolved = (seq: number, toolCallId: string) =>
+      ({ type: "approval.resolved", runId, seq, at: at(), toolCallId, decision: "approve", reason: null }) as const;
+    await store.commitRun(
+      runId,
+      [],
+      [resolved(3, "call_1"), { type: "turn.started", runId, seq: 4, at: at(), turn: 2 }],
+    );
+    await store.commitRun(runId, [], [resolved(5, "call_2")]);
+    const found = await store.events.ofType(runId, "approval.resolved");
+    expect(found.map((e) => [e.seq, JSON.parse(e.data).toolCallId])).toEqual([
+      [3, "call_1"],
+      [5, "call_2"],
+    ]);
+    expect(await store.events.ofType(runId, "run.finished")).toEqual([]);
   });
 });

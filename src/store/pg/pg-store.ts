@@ -212,6 +212,11 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
       lastSeq: async (runId) =>
         (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM run_events WHERE run_id = $1", [runId]))
           ?.seq ?? 0,
+      ofType: (runId, type) =>
+        rows<StoredEvent>("SELECT seq, type, data FROM run_events WHERE run_id = $1 AND type = $2 ORDER BY seq", [
+          runId,
+          type,
+        ]),
     },
     toolCalls: {
       get: async (runId, id) => {
