@@ -67,6 +67,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   const shellSandbox = prepareShellSandbox({
     mode: config.SHELL_SANDBOX,
     network: config.SHELL_NETWORK,
+    tmpBytes: config.SHELL_TMP_BYTES,
     directory: workspaceRealRoot,
   });
   if (shellSandbox.kind === "none" && config.SHELL_SANDBOX === "auto") {

@@ -167,6 +167,11 @@ const EnvSchema = z.object({
   SHELL_SANDBOX: choiceSetting(["auto", "bwrap", "off"], "auto"),
   /** `1` lets sandboxed shell commands reach the network. */
   SHELL_NETWORK: choiceSetting(["0", "1"], "0").transform((value) => value === "1"),
+  /**
+   * The size in bytes (256 MiB by default) of each of a sandboxed command's in-memory file systems
+   * (/tmp, /dev/shm): what they hold is host memory that no process owns, until the command ends.
+   */
+  SHELL_TMP_BYTES: intSetting(256 * 1024 * 1024, { min: 1024 * 1024, max: 16 * 1024 ** 3 }),
 
   // Webhooks.
   /** Where runs post their events when neither they nor their session name a target. */

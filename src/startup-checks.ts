@@ -121,13 +121,15 @@ const reason = (err: unknown): string => (err instanceof Error ? err.message : S
 export function prepareShellSandbox({
   mode,
   network,
+  tmpBytes,
   directory,
 }: {
   mode: ShellSandboxMode;
   network: boolean;
+  tmpBytes: number;
   directory: string;
 }): ShellSandbox {
-  const resolved = resolveShellSandbox({ mode, network, directory });
+  const resolved = resolveShellSandbox({ mode, network, tmpBytes, directory });
   if (!resolved.ok) {
     throw new ConfigError([
       `SHELL_SANDBOX: bwrap is required, but ${resolved.problem}; see the README on what the sandbox needs, or set SHELL_SANDBOX=auto or off`,

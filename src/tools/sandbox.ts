@@ -5,10 +5,17 @@ import { delimiter, join } from "node:path";
 /**
  * How the shell tools run a command: inside a bubblewrap sandbox, or (`none`) as the server's
  * user with its file-system and network access. `reason` says why there is no sandbox.
+ * `tmpBytes` is the size of each writable in-memory file system of the sandbox (/tmp, /dev/shm).
  */
 export type ShellSandbox =
-  | { kind: "bwrap"; bwrap: string; network: boolean; options: BwrapOptions }
+  | { kind: "bwrap"; bwrap: string; network: boolean; tmpBytes: number; options: BwrapOptions }
   | { kind: "none"; reason: string };
+
+/** What the configuration sets of a sandbox: `network` (SHELL_NETWORK), `tmpBytes` (SHELL_TMP_BYTES). */
+export interface SandboxSettings {
+  network: boolean;
+  tmpBytes: number;
+}
 
 /** What this bwrap supports beyond the basics (bubblewrap 0.8 forbids nested user namespaces). */
 export interface BwrapOptions {
@@ -60,26 +67,30 @@ function systemViewArgs(): string[] {
 /**
  * The bwrap command line that runs `/bin/sh -c command` in `workspace`: its own user, mount,
  * pid, ipc, uts, cgroup and (unless `network`) network namespaces, no capabilities, no further user namespaces (where this bwrap can
- * forbid them); the system read-only, a fresh /proc (its own processes only),
- * /dev and an empty private /tmp; the workspace, passed open as WORKSPACE_FD (so exactly
+ * forbid them); the system read-only, a fresh /proc (its own processes only), a read-only
+ * /dev, an empty private /dev/shm and /tmp; the workspace, passed open as WORKSPACE_FD (so exactly
  * the directory the server checked), at its own path, read-only when `readOnly`. Nothing else
- * of the host is visible. The sandbox dies with bwrap, and bwrap with the server. (bwrap is
+ * of the host is visible. A tmpfs's pages are host memory that belongs to no process (the OOM
+ * killer would kill the server for them), so the only writable tmpfs are /tmp and /dev/shm,
+ * each of at most `tmpBytes`; bwrap's root and /dev are remounted read-only (they are
+ * writable to the sandbox's user otherwise, root or not). The sandbox dies with bwrap, and bwrap with the server. (bwrap is
  * spawned detached, in a session of its own: there is no terminal to inject input into, and
  * the sandbox stays in bwrap's process group, which the shell tool stops as a whole.)
  */
 export function bwrapArgs({
   network,
+  tmpBytes,
   options,
   workspace,
   readOnly,
   command,
-}: {
-  network: boolean;
+}: SandboxSettings & {
   options: BwrapOptions;
   workspace: string;
   readOnly: boolean;
   command: string;
 }): string[] {
+  const size = String(tmpBytes);
   return [
     "--unshare-all",
     "--unshare-user",
@@ -93,11 +104,22 @@ export function bwrapArgs({
     "/proc",
     "--dev",
     "/dev",
+    "--remount-ro",
+    "/dev",
+    "--size",
+    size,
+    "--tmpfs",
+    "/dev/shm",
+    "--size",
+    size,
     "--tmpfs",
     "/tmp",
     readOnly ? "--ro-bind-fd" : "--bind-fd",
     String(WORKSPACE_FD),
     workspace,
+    // Last of the mounts: the directories above were made in it.
+    "--remount-ro",
+    "/",
     "--chdir",
     workspace,
     "--setenv",
@@ -133,12 +155,11 @@ function findBwrap(path: string): string | null {
  */
 function probeBwrap({
   bwrap,
-  network,
   options,
   directory,
-}: {
+  ...settings
+}: SandboxSettings & {
   bwrap: string;
-  network: boolean;
   options: BwrapOptions;
   directory: string;
 }): string | null {
@@ -149,7 +170,7 @@ function probeBwrap({
     return `cannot open WORKSPACE_ROOT to try the sandbox in (${(err as NodeJS.ErrnoException).code ?? "error"})`;
   }
   try {
-    const args = bwrapArgs({ network, options, workspace: directory, readOnly: true, command: "true" });
+    const args = bwrapArgs({ ...settings, options, workspace: directory, readOnly: true, command: "true" });
     const tried = spawnSync(bwrap, args, {
       stdio: ["ignore", "ignore", "pipe", fd],
       timeout: 10_000,
@@ -171,12 +192,11 @@ function probeBwrap({
  */
 export function resolveShellSandbox({
   mode,
-  network,
   directory,
   path = process.env.PATH ?? "",
-}: {
+  ...settings
+}: SandboxSettings & {
   mode: ShellSandboxMode;
-  network: boolean;
   directory: string;
   path?: string;
 }): { ok: true; sandbox: ShellSandbox } | { ok: false; problem: string } {
@@ -185,27 +205,31 @@ export function resolveShellSandbox({
     const problem = "bubblewrap sandboxes need Linux";
     return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
   }
-  const problem = bwrapProblem({ network, directory, path });
+  const problem = bwrapProblem({ ...settings, directory, path });
   if (typeof problem !== "string") return { ok: true, sandbox: problem };
   return mode === "bwrap" ? { ok: false, problem } : { ok: true, sandbox: { kind: "none", reason: problem } };
 }
 
-/** The strictest bwrap sandbox that works here (older bwraps do not know --disable-userns), or why none does. */
+/**
+ * The strictest bwrap sandbox that works here (older bwraps do not know --disable-userns), or
+ * why none does (a bwrap before 0.5 does not know --size: none works, unsized tmpfs are not offered).
+ */
 function bwrapProblem({
-  network,
   directory,
   path,
-}: {
-  network: boolean;
+  ...settings
+}: SandboxSettings & {
   directory: string;
   path: string;
 }): ShellSandbox | string {
   const bwrap = findBwrap(path);
   if (!bwrap) return "bwrap is not installed (Debian package bubblewrap)";
-  const strict = probeBwrap({ bwrap, network, options: { disableUserns: true }, directory });
-  if (strict === null) return { kind: "bwrap", bwrap, network, options: { disableUserns: true } };
-  if (probeBwrap({ bwrap, network, options: { disableUserns: false }, directory }) === null) {
-    return { kind: "bwrap", bwrap, network, options: { disableUserns: false } };
+  // Exactly the settings, whatever else the caller's object held.
+  const settled: SandboxSettings = { network: settings.network, tmpBytes: settings.tmpBytes };
+  const strict = probeBwrap({ bwrap, ...settled, options: { disableUserns: true }, directory });
+  if (strict === null) return { kind: "bwrap", bwrap, ...settled, options: { disableUserns: true } };
+  if (probeBwrap({ bwrap, ...settled, options: { disableUserns: false }, directory }) === null) {
+    return { kind: "bwrap", bwrap, ...settled, options: { disableUserns: false } };
   }
   return strict;
 }

@@ -50,11 +50,12 @@ export interface ShellToolOptions {
 function whereItRuns(sandbox: ShellSandbox, readOnly: boolean): string {
   if (sandbox.kind === "none") return "";
   const network = sandbox.network ? "" : " There is no network.";
+  const scratch = `/tmp is a private scratch directory of at most ${formatBytes(sandbox.tmpBytes)}, emptied after each command`;
   return readOnly
-    ? " It runs in a sandbox where the workspace is read-only (writing to it fails) and /tmp is a private scratch " +
-        `directory emptied after each command: use it to inspect (ls, cat, grep, git log, ...).${network}`
-    : " It runs in a sandbox: the workspace is the only place it can change; /tmp is a private scratch directory " +
-        `emptied after each command; the rest of the system is read-only.${network}`;
+    ? ` It runs in a sandbox where the workspace is read-only (writing to it fails) and ${scratch}: ` +
+        `use it to inspect (ls, cat, grep, git log, ...).${network}`
+    : ` It runs in a sandbox: the workspace and /tmp are the only places it can change; ${scratch}; ` +
+        `the rest of the system is read-only.${network}`;
 }
 
 /** Builds the shell tool (or, with `readOnly`, the read-only shell); `shellTool` is the unsandboxed one. */

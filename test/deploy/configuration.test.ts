@@ -37,6 +37,14 @@ describe("configuration values", () => {
     expect(() => loadConfig({ ...base, INSTANCE_ID: "has space" })).toThrow(/INSTANCE_ID: must be 1-128 letters/);
   });
 
+  it("SHELL_TMP_BYTES is 256 MiB by default, between 1 MiB and 16 GiB, in decimal digits", () => {
+    expect(loadConfig(base).SHELL_TMP_BYTES).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ ...base, SHELL_TMP_BYTES: "1048576" }).SHELL_TMP_BYTES).toBe(1024 * 1024);
+    for (const value of ["1048575", "17179869185", "256M", "-1"]) {
+      expect(() => loadConfig({ ...base, SHELL_TMP_BYTES: value }), value).toThrow(/SHELL_TMP_BYTES: /);
+    }
+  });
+
   it("CORS_ORIGINS takes exact origins or *, and names a value that is not one", () => {
     expect(
       loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).CORS_ORIGINS,

@@ -20,6 +20,7 @@ const SANDBOXED: ShellSandbox = {
   kind: "bwrap",
   bwrap: "/usr/bin/bwrap",
   network: false,
+  tmpBytes: 256 * 1024 * 1024,
   options: { disableUserns: true },
 };
 

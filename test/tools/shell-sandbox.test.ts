@@ -18,6 +18,7 @@ import { expectError, expectOk, makeSandbox, runTool, shown } from "./helpers.js
  * start). bwrap must work here (CI installs bubblewrap).
  */
 const SECRET = "sk-sandbox-test-secret-3f9a";
+const TMP_BYTES = 64 * 1024 * 1024;
 let sandbox: ShellSandbox;
 let layout: { workspace: string; sibling: string; database: string };
 let server: ChildProcess;
@@ -29,7 +30,7 @@ beforeAll(async () => {
   for (const dir of [layout.workspace, layout.sibling, join(base, "data")]) await mkdir(dir, { recursive: true });
   await writeFile(join(layout.sibling, "notes.txt"), "SIBLING-SESSION-DATA\n");
   await writeFile(layout.database, "SQLITE-DATABASE-CONTENT\n");
-  const resolved = resolveShellSandbox({ mode: "bwrap", network: false, directory: root });
+  const resolved = resolveShellSandbox({ mode: "bwrap", network: false, tmpBytes: TMP_BYTES, directory: root });
   if (!resolved.ok) throw new Error(`bwrap must work for these tests (install bubblewrap): ${resolved.problem}`);
   sandbox = resolved.sandbox;
   server = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], {
@@ -175,18 +176,18 @@ describe("the sandboxed shell", () => {
 describe("choosing the sandbox (SHELL_SANDBOX)", () => {
   it("auto falls back to none, with the reason, where bwrap is missing; bwrap then is a problem; off is none", () => {
     const directory = layout.workspace;
-    const missing = { network: false, directory, path: "/nonexistent-bin" };
+    const missing = { network: false, tmpBytes: TMP_BYTES, directory, path: "/nonexistent-bin" };
     const auto = resolveShellSandbox({ mode: "auto", ...missing });
     expect(auto).toMatchObject({ ok: true, sandbox: { kind: "none", reason: expect.stringContaining("bubblewrap") } });
     expect(resolveShellSandbox({ mode: "bwrap", ...missing })).toMatchObject({
       ok: false,
       problem: expect.stringContaining("not installed"),
     });
-    expect(resolveShellSandbox({ mode: "off", network: false, directory })).toMatchObject({
+    expect(resolveShellSandbox({ mode: "off", network: false, tmpBytes: TMP_BYTES, directory })).toMatchObject({
       ok: true,
       sandbox: { kind: "none", reason: "SHELL_SANDBOX=off" },
     });
-    expect(resolveShellSandbox({ mode: "auto", network: false, directory })).toMatchObject({
+    expect(resolveShellSandbox({ mode: "auto", network: false, tmpBytes: TMP_BYTES, directory })).toMatchObject({
       ok: true,
       sandbox: { kind: "bwrap" },
     });
