@@ -21,6 +21,7 @@ import { errorHandler } from "./http/error-handler.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
+import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
 import { newId } from "./ids.js";
 
@@ -102,6 +103,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   }
   trackOpenStreams(app);
   ctx.metrics.readFrom({ sseConnections: () => app.openStreams.size });
+  // Before the SSE plugin: its handler wrapper runs first and decides whether a request streams.
+  limitStreams(app, new StreamQuota(ctx.config.MAX_STREAMS_PER_KEY));
   // Event data is stored as JSON text and sent as it is.
   await app.register(fastifySSE, {
     heartbeatInterval: ctx.sseHeartbeatMs,

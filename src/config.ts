@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
 import { WebhookTargetSchema } from "./domain/webhook.js";
+import { DEFAULT_SESSIONS_PER_KEY, defaultRunsPerKey, defaultStreamsPerKey, readOpenFileLimit } from "./key-limits.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { webhookKey } from "./webhooks/signature.js";
 import { checkWebhookTarget } from "./webhooks/target-policy.js";
@@ -153,6 +154,8 @@ const EnvSchema = z.object({
   MAX_RUNS_PER_KEY: optionalIntSetting({ min: 0, max: 100_000 }),
   /** Sessions one API key may keep; 0 = no limit; default with keys: 1000. */
   MAX_SESSIONS_PER_KEY: optionalIntSetting({ min: 0, max: 10_000_000 }),
+  /** Event streams and `?wait=true` waits one key may hold open on an instance; 0 = no limit; default 100. */
+  MAX_STREAMS_PER_KEY: optionalIntSetting({ min: 0, max: 1_000_000 }),
   /** The loosest approval policy a session or run may set, e.g. `shell=ask,write_file=ask,*=allow`. */
   APPROVAL_POLICY_MAX: stringSetting(""),
   /** Time to receive a whole request, headers and body (a slow client is cut with 408). */
@@ -206,16 +209,12 @@ const EnvSchema = z.object({
   OTEL_SERVICE_NAME: stringSetting("agent-server"),
 });
 
-/** MAX_RUNS_PER_KEY's default with API keys: a quarter of the server's slots, at least 1. */
-const defaultRunsPerKey = (maxConcurrentRuns: number): number => Math.max(1, Math.floor(maxConcurrentRuns / 4));
-/** MAX_SESSIONS_PER_KEY's default with API keys. */
-const DEFAULT_SESSIONS_PER_KEY = 1000;
-
 type Resolved =
   | "AGENT_API_KEYS"
   | "STREAM_TOKEN_SECRET"
   | "MAX_RUNS_PER_KEY"
   | "MAX_SESSIONS_PER_KEY"
+  | "MAX_STREAMS_PER_KEY"
   | "APPROVAL_POLICY_MAX";
 export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   STREAM_TOKEN_SECRET?: string;
@@ -224,6 +223,8 @@ export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   MAX_RUNS_PER_KEY: number;
   /** 0: no limit. */
   MAX_SESSIONS_PER_KEY: number;
+  /** 0: no limit (always without keys). */
+  MAX_STREAMS_PER_KEY: number;
   /** Undefined when APPROVAL_POLICY_MAX is not set. */
   APPROVAL_POLICY_MAX: ApprovalCeiling | undefined;
   model: ModelConfig;
@@ -259,8 +260,14 @@ function webhookProblems(data: {
   return problems;
 }
 
-/** Reads and validates the configuration; throws ConfigError naming each bad variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/**
+ * Reads and validates the configuration; throws ConfigError naming each bad variable.
+ * `openFileLimit` (default: this process's) bounds MAX_STREAMS_PER_KEY's default.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  { openFileLimit = readOpenFileLimit() }: { openFileLimit?: number | null } = {},
+): Config {
   const problems: string[] = [];
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
@@ -272,7 +279,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success || !model.ok) throw new ConfigError(problems);
   const data = parsed.data;
   const keyed = data.AGENT_API_KEYS.length > 0;
-  for (const name of ["MAX_RUNS_PER_KEY", "MAX_SESSIONS_PER_KEY"] as const) {
+  for (const name of ["MAX_RUNS_PER_KEY", "MAX_SESSIONS_PER_KEY", "MAX_STREAMS_PER_KEY"] as const) {
     if ((data[name] ?? 0) > 0 && !keyed)
       problems.push(`${name}: limits what one API key may take, so it needs AGENT_API_KEYS`);
   }
@@ -290,6 +297,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...data,
     MAX_RUNS_PER_KEY: keyed ? (data.MAX_RUNS_PER_KEY ?? defaultRunsPerKey(data.MAX_CONCURRENT_RUNS)) : 0,
     MAX_SESSIONS_PER_KEY: keyed ? (data.MAX_SESSIONS_PER_KEY ?? DEFAULT_SESSIONS_PER_KEY) : 0,
+    MAX_STREAMS_PER_KEY: keyed ? (data.MAX_STREAMS_PER_KEY ?? defaultStreamsPerKey(openFileLimit)) : 0,
     APPROVAL_POLICY_MAX: data.APPROVAL_POLICY_MAX === "" ? undefined : ceiling.value,
     model: model.value,
   };

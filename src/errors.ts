@@ -51,6 +51,19 @@ export const tooManySessions = (limit: number): AppError =>
     { limit, scope: "key" },
   );
 
+/**
+ * 429: the caller's key holds its maximum of open streams and waits (MAX_STREAMS_PER_KEY) on
+ * this instance; one of them closing frees a slot.
+ */
+export const tooManyStreams = (limit: number, retryAfterSeconds: number): AppError =>
+  new AppError(
+    "TOO_MANY_STREAMS",
+    `this API key already holds its maximum of ${limit} open event streams and waits (MAX_STREAMS_PER_KEY); close one and retry`,
+    429,
+    { limit, scope: "key" },
+    { "retry-after": String(retryAfterSeconds) },
+  );
+
 export const conflict = (code: string, message: string, details?: unknown): AppError =>
   new AppError(code, message, 409, details);
 

@@ -40,11 +40,14 @@ export async function nothingLeft(
 /**
  * Makes `reply` (negotiated as SSE) an open stream: its headers go out at once with the
  * `retry:` hint, and it is ended with a last comment when the server stops. `closed` aborts
- * when the client goes away or the server stops.
+ * when the client goes away or the server stops. The stream holds one of its owner's
+ * MAX_STREAMS_PER_KEY slots (usually taken before the handler ran, see limitStreams): over
+ * that limit this throws 429 TOO_MANY_STREAMS before anything is written.
  */
 export function openStream(reply: FastifyReply): AbortSignal {
   const sse = reply.sse;
   if (!sse) throw new Error("openStream needs an SSE reply");
+  reply.server.streamQuota.hold(reply.request.owner, reply);
   const closed = new AbortController();
   const close = () => closed.abort(CLIENT_GONE);
   sse.onClose(close);

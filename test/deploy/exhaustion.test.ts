@@ -5,7 +5,9 @@ import net from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { freePort } from "../helpers/child-server.js";
+import { openSse, type SseStream } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 /**
@@ -16,13 +18,16 @@ import { tempDir } from "../helpers/temp-dir.js";
  */
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "key-a-0123456789abcdef";
+const KEY_B = "key-b-0123456789abcdef";
 const FD_LIMIT = 128;
 const SOCKETS = 200;
 const children: ChildProcess[] = [];
 const sockets: net.Socket[] = [];
+const streams: SseStream[] = [];
 const cleanups: (() => void)[] = [];
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
+  for (const stream of streams.splice(0)) stream.close();
   for (const child of children.splice(0)) {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill("SIGKILL");
@@ -173,5 +178,53 @@ describe("connection exhaustion", () => {
     console.log(`exhaustion by slow clients: ${JSON.stringify(figures)}`);
     expect(cut).toBe(true);
     expect(after).toBe(200);
+  });
+
+  it("one key's event streams of its own run awaiting approval stop at the default cap (a quarter of the limit): /healthz and another key are served", async () => {
+    const upstream = await startFakeUpstream();
+    cleanups.push(() => void upstream.close());
+    upstream.enqueue({ toolCalls: [{ id: "call_sh", name: "shell", arguments: '{"command":"echo hi"}' }] });
+    const port = await startLimited({ AGENT_API_KEYS: `${KEY},${KEY_B}`, OPENAI_BASE_URL: upstream.baseURL });
+    const base = `http://127.0.0.1:${port}`;
+    const as = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" });
+    const post = async (path: string, key: string, body: unknown = {}) =>
+      (await fetch(`${base}${path}`, { method: "POST", headers: as(key), body: JSON.stringify(body) })).json();
+    const session = await post("/sessions", KEY);
+    const run = await post(`/sessions/${session.id}/runs`, KEY, { input: "go" });
+    let status = "";
+    const poll = async () => {
+      status = (await (await fetch(`${base}/runs/${run.id}`, { headers: as(KEY) })).json()).status;
+    };
+    for (const deadline = Date.now() + 5000; status !== "awaiting_approval" && Date.now() < deadline; ) await poll();
+    expect(status).toBe("awaiting_approval");
+    // The attacker opens streams until refused (before the cap, the descriptors ran out first).
+    let refused: SseStream | undefined;
+    while (streams.length < SOCKETS && !refused) {
+      const stream = await openSse(`${base}/runs/${run.id}/events`, { headers: as(KEY) });
+      streams.push(stream);
+      if (stream.status !== 200) refused = stream;
+    }
+    const held = streams.length - 1;
+    const health = await healthz(port);
+    const other = await post("/sessions", KEY_B);
+    upstream.enqueue({ toolCalls: [{ id: "call_b", name: "shell", arguments: '{"command":"echo b"}' }] });
+    const otherRun = await post(`/sessions/${other.id}/runs`, KEY_B, { input: "go" });
+    const otherStream = await openSse(`${base}/runs/${otherRun.id}/events`, { headers: as(KEY_B) });
+    streams.push(otherStream);
+    const figures = {
+      fdLimit: FD_LIMIT,
+      held,
+      refusal: refused?.status,
+      healthz: health,
+      otherKey: otherStream.status,
+    };
+    console.log(`exhaustion by one key's streams: ${JSON.stringify(figures)}`);
+    expect(held).toBe(FD_LIMIT / 4);
+    expect(refused?.status).toBe(429);
+    expect(JSON.parse((await refused?.body) ?? "{}").error.code).toBe("TOO_MANY_STREAMS");
+    expect(health).toBe(200);
+    expect(other.id).toMatch(/^ses_/);
+    expect(otherStream.status).toBe(200);
+    await otherStream.waitFor((e) => e.event === "run.started");
   });
 });
