@@ -1055,6 +1055,57 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     }
   });
 
+  it("MAX_STREAMS_PER_KEY: a key holding its streams gets 429 TOO_MANY_STREAMS with Retry-After on every streaming route", async () => {
+    const limited = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, MAX_STREAMS_PER_KEY: "1" } });
+    try {
+      const as = bearer(KEY_A);
+      const hold = gate();
+      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      const session = (await call(limited, "POST", "/sessions", { headers: as })).body.id as string;
+      const idle = (await call(limited, "POST", "/sessions", { headers: as })).body.id as string;
+      const run = await call(limited, "POST", "/sessions/{id}/runs", {
+        params: { id: session },
+        body: { input: "go" },
+        headers: as,
+      });
+      const held = await stream(limited, "GET", "/runs/{id}/events", { params: { id: run.body.id }, headers: as });
+      expect(held.status).toBe(200);
+      const chat = { messages: [{ role: "user", parts: [{ type: "text", text: "hi" }] }] };
+      const refusals = [
+        await call(limited, "GET", "/runs/{id}/events", { params: { id: run.body.id }, headers: as }),
+        await call(limited, "GET", "/sessions/{id}/chat/stream", { params: { id: session }, headers: as }),
+        await call(limited, "GET", "/sessions/{id}/chat/{chatId}/stream", {
+          params: { id: session, chatId: "chat_1" },
+          headers: as,
+        }),
+        await call(limited, "POST", "/sessions/{id}/runs", {
+          params: { id: idle },
+          query: "wait=true",
+          body: { input: "x" },
+          headers: as,
+        }),
+        await call(limited, "POST", "/sessions/{id}/runs", {
+          params: { id: idle },
+          body: { input: "x" },
+          headers: { ...as, accept: "text/event-stream" },
+        }),
+        await call(limited, "POST", "/sessions/{id}/chat", { params: { id: idle }, body: chat, headers: as }),
+      ];
+      for (const refused of refusals) {
+        expect(refused.status).toBe(429);
+        expect(refused.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
+        expect(refused.body.error).toMatchObject({ code: "TOO_MANY_STREAMS", details: { limit: 1, scope: "key" } });
+      }
+      expect(
+        (await call(limited, "GET", "/sessions/{id}/runs", { params: { id: idle }, headers: as })).body.items,
+      ).toEqual([]);
+      hold.release();
+      expect((await validatedStream("GET", "/runs/{id}/events", held)).at(-1)?.event).toBe("run.finished");
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("an unexpected failure on any protected route is 500 INTERNAL with a request id", async () => {
     const spy = vi.spyOn(auth.ctx.apiKeys, "authenticate").mockImplementation(() => {
       throw new Error("injected failure");
