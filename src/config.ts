@@ -1,4 +1,15 @@
 import { z } from "zod";
+import {
+  choiceSetting,
+  intSetting,
+  isOrigin,
+  isPostgresUrl,
+  listSetting,
+  MAX_TIMER_MS,
+  msSetting,
+  optionalIntSetting,
+  stringSetting,
+} from "./config-settings.js";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
 import { WebhookTargetSchema } from "./domain/webhook.js";
 import { DEFAULT_SESSIONS_PER_KEY, defaultRunsPerKey, defaultStreamsPerKey, readOpenFileLimit } from "./key-limits.js";
@@ -6,68 +17,7 @@ import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { webhookKey } from "./webhooks/signature.js";
 import { checkWebhookTarget } from "./webhooks/target-policy.js";
 
-/** The longest delay a Node timer takes; a longer one fires at once. */
-export const MAX_TIMER_MS = 2_147_483_647;
-
-/** A whole number written in decimal digits (no sign, exponent, hex or fraction), else NaN. */
-const decimal = (raw: string): number => (/^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN);
-
-const wholeNumber = ({ min = 0, max = Number.MAX_SAFE_INTEGER } = {}) =>
-  z
-    .number({
-      error: (issue) => (issue.code === "invalid_type" ? "must be a whole number in decimal digits" : undefined),
-    })
-    .int()
-    .min(min)
-    .max(max);
-const toNumber = (raw: unknown) => (typeof raw === "string" && raw.trim() !== "" ? decimal(raw.trim()) : undefined);
-
-const intSetting = (fallback: number, bounds: { min?: number; max?: number } = {}) =>
-  z.preprocess(toNumber, wholeNumber(bounds).default(fallback));
-
-/** A number that may be left unset: no such limit, or a default that depends on other settings (see loadConfig). */
-const optionalIntSetting = (bounds: { min?: number; max?: number } = {}) =>
-  z.preprocess(toNumber, wholeNumber(bounds).optional());
-
-/** A duration in milliseconds that a timer can hold. */
-const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}) => intSetting(fallback, { min, max });
-
-/** Whether `value` is exactly an origin (`scheme://host[:port]`, http or https, no path or trailing slash). */
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `value` is a connection URL node-postgres takes (`postgres://` or `postgresql://`). */
-const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\/\S*$/.test(value);
-
-const stringSetting = (fallback: string) =>
-  z.preprocess(
-    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
-    z.string().default(fallback),
-  );
-
-/** One of `values` (surrounding blanks ignored), `fallback` when unset or blank. */
-const choiceSetting = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
-  z.preprocess(
-    (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
-    z.enum(values).default(fallback as never),
-  );
-
-const listSetting = z.preprocess(
-  (raw) =>
-    typeof raw === "string"
-      ? raw
-          .split(",")
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : [],
-  z.array(z.string()),
-);
+export { MAX_TIMER_MS };
 
 /** The server's environment; every variable is named in its error. */
 const EnvSchema = z.object({
