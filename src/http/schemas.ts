@@ -16,6 +16,22 @@ export const PageQuery = z.strictObject({
   cursor: z.string().min(1).max(64).optional(),
 });
 
+/** The most keys a session's `metadata` has (each at most 256 characters). */
+export const METADATA_MAX_KEYS = 64;
+/** The most bytes a session's `metadata` is as JSON (UTF-8): it is stored, and listed with the session. */
+export const METADATA_MAX_BYTES = 16 * 1024;
+
+/** A session's metadata: anything the client keeps with it, within METADATA_MAX_KEYS and METADATA_MAX_BYTES. */
+const SessionMetadata = z
+  .record(z.string().max(256), z.unknown())
+  .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, {
+    message: `metadata has at most ${METADATA_MAX_KEYS} keys`,
+    abort: true,
+  })
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
+    message: `metadata is at most ${METADATA_MAX_BYTES} bytes as JSON`,
+  });
+
 export const CreateSessionBody = z
   .strictObject({
     system: z.string().max(200_000).optional(),
@@ -25,7 +41,7 @@ export const CreateSessionBody = z
     workspace: z.string().min(1).max(100).optional(),
     providerProfile: z.enum(PROVIDER_PROFILES).optional(),
     planning: z.boolean().optional(),
-    metadata: z.record(z.string().max(256), z.unknown()).optional(),
+    metadata: SessionMetadata.optional(),
     webhook: WebhookTargetSchema.optional(),
   })
   .nullish()

@@ -5,6 +5,7 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
+import { withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -112,13 +113,14 @@ export class RunService {
     return run;
   }
 
+  /** Newest first; at most `limit` runs and PAGE_BYTES of JSON (at least one run). */
   async listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
     await this.deps.sessions.record(sessionId, owner);
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
     const { store } = this.deps;
     const items = await Promise.all(result.items.map(async (r) => runView(r, await planOfRun(store, r))));
-    return { items, nextCursor: result.nextCursor };
+    return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (r) => r.id });
   }
 
   async cancel(runId: string, owner: string | null) {

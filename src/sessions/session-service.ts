@@ -9,6 +9,7 @@ import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
 import { isConflict } from "../store/errors.js";
+import { withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -161,21 +162,26 @@ export class SessionService {
     return sessionView(record, await this.deps.manager.activeRunId(id));
   }
 
+  /** Newest first; at most `limit` sessions and PAGE_BYTES of JSON (at least one session). */
   async list(owner: string | null, page: { limit: number; cursor: string | null }) {
     if (page.cursor !== null && !isIdOf("ses", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.sessions.list({ owner, ...page });
     const items = await Promise.all(
       result.items.map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))),
     );
-    return { items, nextCursor: result.nextCursor };
+    return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (s) => s.id });
   }
 
-  /** The committed history, in order; the cursor is the seq of the last message of the previous page. */
+  /**
+   * The committed history, in order; the cursor is the seq of the last message of the previous
+   * page. At most `limit` messages and PAGE_BYTES of JSON (at least one message).
+   */
   async messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
     await this.record(id, owner);
     const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalidCursor();
-    return this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
+    const result = await this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
+    return withinBytes(result, { cursorOf: (m) => String(m.seq) });
   }
 
   /** The absolute workspace directory of a session. */

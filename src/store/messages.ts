@@ -2,7 +2,11 @@ import { AgentMessageSchema } from "../agent/messages.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, toJson } from "./json.js";
-import { type ListPage, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
+
+/** The stored bytes of a message's variable columns (see rowsToRead); the same SQL over SQLite and PostgreSQL. */
+export const MESSAGE_BYTES_SQL = `octet_length(id) + octet_length(run_id) + octet_length(content)
+  + coalesce(octet_length(tool_calls), 0) + coalesce(octet_length(tool_call_id), 0) + coalesce(octet_length(metadata), 0)`;
 
 export interface MessageRow {
   id: string;
@@ -68,6 +72,12 @@ export function messageStore(db: Db) {
   const page = db.prepare(
     "SELECT * FROM messages WHERE session_id = +@session AND seq > +@after ORDER BY seq LIMIT +@limit",
   );
+  // The sizes of the rows a page may hold, before the rows themselves (see rowsToRead).
+  const pageSizes = db
+    .prepare(
+      `SELECT ${MESSAGE_BYTES_SQL} FROM messages WHERE session_id = +@session AND seq > +@after ORDER BY seq LIMIT +@limit`,
+    )
+    .pluck();
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? ORDER BY seq");
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
   const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
@@ -85,18 +95,25 @@ export function messageStore(db: Db) {
     history(sessionId: string, afterSeq = 0): StoredMessage[] {
       return (all.all(sessionId, afterSeq) as MessageRow[]).map(messageFromRow);
     },
-    /** A page of the history: messages after `afterSeq`, in order. */
+    /**
+     * A page of the history: messages after `afterSeq`, in order; at most `limit`, and only as
+     * many as their stored sizes fit in `bytes` (at least one; see rowsToRead).
+     */
     page({
       sessionId,
       afterSeq,
       limit,
+      bytes = PAGE_BYTES,
     }: {
       sessionId: string;
       afterSeq: number;
       limit: number;
+      bytes?: number;
     }): ListPage<StoredMessage> {
-      const rows = page.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as MessageRow[];
-      return toPage(rows, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
+      const sizes = pageSizes.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as number[];
+      const count = rowsToRead(sizes, { limit, bytes });
+      const rows = (count === 0 ? [] : page.all({ session: sessionId, after: afterSeq, limit: count })) as MessageRow[];
+      return toPage(rows, { more: sizes.length > count, map: messageFromRow, cursorOf: (m) => String(m.seq) });
     },
     ofRun(sessionId: string, runId: string): StoredMessage[] {
       return (ofRun.all(sessionId, runId) as MessageRow[]).map(messageFromRow);

@@ -5,14 +5,88 @@ export interface ListPage<T> {
 }
 
 /**
- * Builds a page from rows fetched with `LIMIT limit + 1`: the extra row only says
- * that another page exists; the cursor is taken from the page's last item.
+ * The most bytes a page of a list whose items can be large (sessions, runs, messages) is, as
+ * JSON: it holds fewer than `limit` items when more would pass it, and its `nextCursor` goes on
+ * from its last item. A page always holds at least one item (when there is any after the
+ * cursor), so a client following the cursors always progresses: a page of one item larger
+ * than this is the one exception.
+ */
+export const PAGE_BYTES = 1024 * 1024;
+
+/** What a page's JSON adds to its items: `{"items":[`, `],"nextCursor":` and the cursor (at most 64 characters). */
+const ENVELOPE_BYTES = 128;
+
+/**
+ * What a row's JSON is estimated to add to the stored lengths of its variable columns (the
+ * field names, ids, timestamps, numbers): used only to decide how many rows to read.
+ */
+const ROW_BYTES = 512;
+
+/** The UTF-8 bytes of `value` as JSON. */
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
+/**
+ * How many of the leading items of these sizes (in bytes, each followed by a comma) a page of
+ * `bytes` holds: at least one when there is any.
+ */
+export function countWithin(sizes: Iterable<number>, bytes: number): number {
+  let total = ENVELOPE_BYTES;
+  let count = 0;
+  for (const size of sizes) {
+    total += size + 1;
+    if (count > 0 && total > bytes) break;
+    count++;
+  }
+  return count;
+}
+
+/**
+ * How many rows a store reads for a page: `sizes` are the stored lengths of the variable
+ * columns of the first `limit + 1` rows after the cursor, in the list's order (read with
+ * `octet_length`, which neither SQLite nor PostgreSQL needs a value's content for), so that a
+ * page of large rows never reads more of them than it may hold. Whether there is a next page
+ * is `sizes.length > count`.
+ */
+export function rowsToRead(sizes: readonly number[], { limit, bytes }: { limit: number; bytes: number }): number {
+  return Math.min(
+    limit,
+    countWithin(
+      sizes.map(Number).map((size) => size + ROW_BYTES),
+      bytes,
+    ),
+  );
+}
+
+/**
+ * Builds a page from the rows a store read (see rowsToRead): `more` says that rows follow
+ * them; the cursor is taken from the page's last item.
  */
 export function toPage<Row, T>(
   rows: Row[],
-  { limit, map, cursorOf }: { limit: number; map: (row: Row) => T; cursorOf: (item: T) => string },
+  { more, map, cursorOf }: { more: boolean; map: (row: Row) => T; cursorOf: (item: T) => string },
 ): ListPage<T> {
-  const items = rows.slice(0, limit).map(map);
+  const items = rows.map(map);
   const last = items[items.length - 1];
-  return { items, nextCursor: rows.length > limit && last !== undefined ? cursorOf(last) : null };
+  return { items, nextCursor: more && last !== undefined ? cursorOf(last) : null };
+}
+
+/**
+ * The page cut to its leading items whose JSON (as clients get them) fits `bytes` (see
+ * countWithin); when items were cut, its cursor is the one of the last item kept. This is what
+ * bounds a page exactly: a stored length can be less than its JSON (escapes).
+ */
+export function withinBytes<T>(
+  page: ListPage<T>,
+  { cursorOf, bytes = PAGE_BYTES }: { cursorOf: (item: T) => string; bytes?: number },
+): ListPage<T> {
+  const count = countWithin(
+    (function* () {
+      for (const item of page.items) yield jsonBytes(item);
+    })(),
+    bytes,
+  );
+  if (count === page.items.length) return page;
+  const items = page.items.slice(0, count);
+  const last = items[items.length - 1];
+  return { items, nextCursor: last === undefined ? null : cursorOf(last) };
 }

@@ -10,7 +10,7 @@ import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook
 import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
-import { type ListPage, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
 
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
 export interface RunRecord extends Omit<RunView, "plan"> {
@@ -34,6 +34,13 @@ export const defaultRunLimits = (): RunLimits => ({
   loopRepeatLimit: DEFAULT_LOOP_REPEAT_LIMIT,
   planning: false,
 });
+
+/**
+ * The stored bytes of the columns of a run its view shows that vary (see rowsToRead); the same
+ * SQL over SQLite and PostgreSQL. A run's plan is not stored (see `runView`).
+ */
+export const RUN_BYTES_SQL = `octet_length(id) + octet_length(session_id) + octet_length(input) + octet_length(stats)
+  + coalesce(octet_length(error), 0) + coalesce(octet_length(stop_detail), 0)`;
 
 export interface RunRow {
   id: string;
@@ -147,6 +154,15 @@ export function runStore(db: Db) {
   const pageAfter = db.prepare(
     "SELECT * FROM runs WHERE session_id = +@session AND id < +@cursor ORDER BY id DESC LIMIT +@limit",
   );
+  // The sizes of the rows a page may hold, before the rows themselves (see rowsToRead).
+  const firstSizes = db
+    .prepare(`SELECT ${RUN_BYTES_SQL} FROM runs WHERE session_id = +@session ORDER BY id DESC LIMIT +@limit`)
+    .pluck();
+  const sizesAfter = db
+    .prepare(
+      `SELECT ${RUN_BYTES_SQL} FROM runs WHERE session_id = +@session AND id < +@cursor ORDER BY id DESC LIMIT +@limit`,
+    )
+    .pluck();
   const setStatus = db.prepare(
     "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",
   );
@@ -198,21 +214,32 @@ export function runStore(db: Db) {
     live(): RunRecord[] {
       return (live.all() as RunRow[]).map(runFromRow);
     },
+    /** Newest first, at most `limit` runs and only as many as their stored sizes fit in `bytes` (at least one; see rowsToRead). */
     list({
       sessionId,
       limit,
       cursor,
+      bytes = PAGE_BYTES,
     }: {
       sessionId: string;
       limit: number;
       cursor: string | null;
+      bytes?: number;
     }): ListPage<RunRecord> {
-      const rows = (
+      const sizes = (
         cursor === null
-          ? firstPage.all({ session: sessionId, limit: limit + 1 })
-          : pageAfter.all({ session: sessionId, cursor, limit: limit + 1 })
+          ? firstSizes.all({ session: sessionId, limit: limit + 1 })
+          : sizesAfter.all({ session: sessionId, cursor, limit: limit + 1 })
+      ) as number[];
+      const count = rowsToRead(sizes, { limit, bytes });
+      const rows = (
+        count === 0
+          ? []
+          : cursor === null
+            ? firstPage.all({ session: sessionId, limit: count })
+            : pageAfter.all({ session: sessionId, cursor, limit: count })
       ) as RunRow[];
-      return toPage(rows, { limit, map: runFromRow, cursorOf: (r) => r.id });
+      return toPage(rows, { more: sizes.length > count, map: runFromRow, cursorOf: (r) => r.id });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run({ status, id });

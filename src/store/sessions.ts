@@ -5,7 +5,7 @@ import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook
 import type { Db } from "./database.js";
 import { sessionHasRuns } from "./errors.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
-import { type ListPage, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
 
 export interface SessionRecord {
   id: string;
@@ -42,6 +42,11 @@ export interface SessionRow {
   webhook: string | null;
   created_at: string;
 }
+
+/** The stored bytes of a session's variable columns (see rowsToRead); the same SQL over SQLite and PostgreSQL. */
+export const SESSION_BYTES_SQL = `octet_length(id) + octet_length(workspace) + coalesce(octet_length(system), 0)
+  + coalesce(octet_length(model), 0) + coalesce(octet_length(tools), 0) + coalesce(octet_length(approval), 0)
+  + coalesce(octet_length(metadata), 0) + coalesce(octet_length(webhook), 0)`;
 
 const ToolNamesSchema = z.array(z.string());
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -109,6 +114,15 @@ export function sessionStore(db: Db) {
   const pageAfter = db.prepare(
     "SELECT * FROM sessions WHERE owner IS +@owner AND id < +@cursor ORDER BY id DESC LIMIT +@limit",
   );
+  // The sizes of the rows a page may hold, before the rows themselves (see rowsToRead).
+  const firstSizes = db
+    .prepare(`SELECT ${SESSION_BYTES_SQL} FROM sessions WHERE owner IS +@owner ORDER BY id DESC LIMIT +@limit`)
+    .pluck();
+  const sizesAfter = db
+    .prepare(
+      `SELECT ${SESSION_BYTES_SQL} FROM sessions WHERE owner IS +@owner AND id < +@cursor ORDER BY id DESC LIMIT +@limit`,
+    )
+    .pluck();
   const remove = db.prepare("DELETE FROM sessions WHERE id = ?");
   const newestFinishedRun = db
     .prepare("SELECT id FROM runs WHERE session_id = +? AND status = 'finished' ORDER BY id DESC LIMIT 1")
@@ -135,22 +149,35 @@ export function sessionStore(db: Db) {
       const row = (owner === undefined ? byId.get(id) : byIdOwned.get(id, owner)) as SessionRow | undefined;
       return row ? sessionFromRow(row) : null;
     },
-    /** Newest first; the cursor is the last id of the previous page. */
+    /**
+     * Newest first; the cursor is the last id of the previous page. At most `limit` sessions,
+     * and only as many as their stored sizes fit in `bytes` (at least one; see rowsToRead).
+     */
     list({
       owner,
       limit,
       cursor,
+      bytes = PAGE_BYTES,
     }: {
       owner: string | null;
       limit: number;
       cursor: string | null;
+      bytes?: number;
     }): ListPage<SessionRecord> {
-      const rows = (
+      const sizes = (
         cursor === null
-          ? firstPage.all({ owner, limit: limit + 1 })
-          : pageAfter.all({ owner, cursor, limit: limit + 1 })
+          ? firstSizes.all({ owner, limit: limit + 1 })
+          : sizesAfter.all({ owner, cursor, limit: limit + 1 })
+      ) as number[];
+      const count = rowsToRead(sizes, { limit, bytes });
+      const rows = (
+        count === 0
+          ? []
+          : cursor === null
+            ? firstPage.all({ owner, limit: count })
+            : pageAfter.all({ owner, cursor, limit: count })
       ) as SessionRow[];
-      return toPage(rows, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
+      return toPage(rows, { more: sizes.length > count, map: sessionFromRow, cursorOf: (s) => s.id });
     },
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): number {

@@ -44,8 +44,17 @@ export interface Store {
     insert(session: SessionRecord, limit?: OwnerLimit): Promise<void>;
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
     get(id: string, owner?: string | null): Promise<SessionRecord | null>;
-    /** Newest first; the cursor is the last id of the previous page. */
-    list(query: { owner: string | null; limit: number; cursor: string | null }): Promise<ListPage<SessionRecord>>;
+    /**
+     * Newest first; the cursor is the last id of the previous page. At most `limit` sessions, and
+     * only as many as their stored sizes fit in `bytes` (PAGE_BYTES by default; at least one):
+     * the rows a page cannot hold are not read (see rowsToRead).
+     */
+    list(query: {
+      owner: string | null;
+      limit: number;
+      cursor: string | null;
+      bytes?: number;
+    }): Promise<ListPage<SessionRecord>>;
     /**
      * Deletes the session and everything of it; false when there was none. Refused
      * (`active_run`) while a run of it is unfinished (queued or live), whatever instance stores
@@ -102,7 +111,13 @@ export interface Store {
       at: string,
       lease: LeaseTerms,
     ): Promise<{ run: RunRecord; events: StoredEvent[]; lease: RunLease } | null>;
-    list(query: { sessionId: string; limit: number; cursor: string | null }): Promise<ListPage<RunRecord>>;
+    /** Newest first; bounded by `limit` and `bytes` as `sessions.list` is. */
+    list(query: {
+      sessionId: string;
+      limit: number;
+      cursor: string | null;
+      bytes?: number;
+    }): Promise<ListPage<RunRecord>>;
   };
   /**
    * The one write of a live run: `changes` and `events` in one transaction, all or nothing,
@@ -149,8 +164,13 @@ export interface Store {
   messages: {
     /** The committed history of a session, in order: all of it, or the messages after `afterSeq`. */
     history(sessionId: string, afterSeq?: number): Promise<StoredMessage[]>;
-    /** Messages after `afterSeq`, in order. */
-    page(query: { sessionId: string; afterSeq: number; limit: number }): Promise<ListPage<StoredMessage>>;
+    /** Messages after `afterSeq`, in order; bounded by `limit` and `bytes` as `sessions.list` is. */
+    page(query: {
+      sessionId: string;
+      afterSeq: number;
+      limit: number;
+      bytes?: number;
+    }): Promise<ListPage<StoredMessage>>;
     ofRun(sessionId: string, runId: string): Promise<StoredMessage[]>;
     /**
      * The run's answer: the text of its last assistant message when that message is final (it

@@ -20,10 +20,14 @@ afterAll(async () => {
 /** What is stored, counted through the store: sessions, runs, messages, events, open calls, steps. */
 async function snapshot(): Promise<string> {
   const { store } = server.ctx;
-  const sessions = (await store.sessions.list({ owner: null, limit: 1000, cursor: null })).items;
+  const sessions = (
+    await store.sessions.list({ owner: null, limit: 1000, cursor: null, bytes: Number.POSITIVE_INFINITY })
+  ).items;
   const counts = { sessions: sessions.length, runs: 0, messages: 0, events: 0, openCalls: 0, steps: 0 };
   for (const session of sessions) {
-    const runs = (await store.runs.list({ sessionId: session.id, limit: 1000, cursor: null })).items;
+    const runs = (
+      await store.runs.list({ sessionId: session.id, limit: 1000, cursor: null, bytes: Number.POSITIVE_INFINITY })
+    ).items;
     counts.runs += runs.length;
     counts.messages += (await store.messages.history(session.id)).length;
     for (const run of runs) {

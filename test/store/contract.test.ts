@@ -175,6 +175,69 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.messages.history(sessionId, 3)).toEqual([]);
   });
 
+  it("a page of large rows reads only what its stored sizes fit in `bytes` (at least one row), and its cursor goes on", async () => {
+    const owner = fresh("owner");
+    const sessions: string[] = [];
+    // 6 sessions of ~4 KB each against a budget of 10 KB: two a page, one for the largest.
+    for (const size of [4000, 4000, 4000, 4000, 12_000, 4000]) {
+      const id = fresh("ses");
+      sessions.push(id);
+      await seedSession(store, { id, owner, system: "s".repeat(size - 1000), metadata: { note: "m".repeat(1000) } });
+    }
+    const pages: string[][] = [];
+    for (let cursor: string | null = null, n = 0; n === 0 || cursor !== null; n++) {
+      const page: Awaited<ReturnType<Store["sessions"]["list"]>> = await store.sessions.list({
+        owner,
+        limit: 200,
+        cursor,
+        bytes: 10_000,
+      });
+      pages.push(page.items.map((s) => s.id));
+      cursor = page.nextCursor;
+    }
+    const newestFirst = [...sessions].reverse();
+    expect(pages).toEqual([
+      newestFirst.slice(0, 1),
+      newestFirst.slice(1, 2),
+      newestFirst.slice(2, 4),
+      newestFirst.slice(4),
+    ]);
+    // The count bound still applies; without a byte bound the page is as before.
+    expect((await store.sessions.list({ owner, limit: 2, cursor: null, bytes: 10_000 })).items).toHaveLength(1);
+    expect((await store.sessions.list({ owner, limit: 3, cursor: null })).items).toHaveLength(3);
+
+    const { sessionId, runId } = await liveRun();
+    await store.commitRun(
+      runId,
+      [1, 2, 3, 4, 5].map((seq) => ({
+        kind: "message" as const,
+        message: message(sessionId, runId, seq, { content: "c".repeat(seq === 2 ? 20_000 : 3000) }),
+      })),
+      [],
+    );
+    const seqs: number[][] = [];
+    for (let afterSeq = 0; ; ) {
+      const page = await store.messages.page({ sessionId, afterSeq, limit: 200, bytes: 10_000 });
+      seqs.push(page.items.map((m) => m.seq));
+      if (page.nextCursor === null) break;
+      afterSeq = Number(page.nextCursor);
+    }
+    expect(seqs).toEqual([[1], [2], [3, 4], [5]]);
+
+    const big = fresh("ses");
+    await seedSession(store, { id: big });
+    const runs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = fresh("run");
+      runs.push(id);
+      await store.runs.create(runRecord({ id, sessionId: big, status: "queued", input: "i".repeat(6000) }), []);
+    }
+    const first = await store.runs.list({ sessionId: big, limit: 200, cursor: null, bytes: 10_000 });
+    expect(first.items.map((r) => r.id)).toEqual([runs[2]]);
+    const rest = await store.runs.list({ sessionId: big, limit: 200, cursor: first.nextCursor, bytes: 20_000 });
+    expect(rest).toEqual({ items: [runs[1], runs[0]].map((id) => expect.objectContaining({ id })), nextCursor: null });
+  });
+
   it("the webhook outbox: deliveries are written with the events that cause them, claimed once, and recorded", async () => {
     const sessionId = fresh("ses");
     const runId = fresh("run");

@@ -62,10 +62,13 @@ describe("PostgreSQL reads that stay bounded", () => {
     await seedSession(store, { id: "ses_b", owner: null });
     for (const owner of ["key_1", null]) {
       for (const cursor of [null, "ses_z"]) {
-        const plan = await planOf(/FROM sessions WHERE/, () => store.sessions.list({ owner, limit: 10, cursor }));
-        expect(plan, `owner ${owner}, cursor ${cursor}`).toMatch(/Index Scan( Backward)? using sessions_owner/);
-        expect(plan).not.toMatch(/Seq Scan/);
-        if (cursor) expect(plan).toMatch(/Index Cond: .*id < /);
+        // The page's sizes, then its rows (see rowsToRead): each a range of the index.
+        for (const read of [/AS bytes FROM sessions WHERE/, /^SELECT \* FROM sessions WHERE/]) {
+          const plan = await planOf(read, () => store.sessions.list({ owner, limit: 10, cursor }));
+          expect(plan, `owner ${owner}, cursor ${cursor}`).toMatch(/Index Scan( Backward)? using sessions_owner/);
+          expect(plan).not.toMatch(/Seq Scan/);
+          if (cursor) expect(plan).toMatch(/Index Cond: .*id < /);
+        }
       }
     }
   });
@@ -73,10 +76,34 @@ describe("PostgreSQL reads that stay bounded", () => {
   it("a page of a session's runs after a cursor starts its index range at the cursor", async () => {
     await seedSession(store, { id: "ses_runs" });
     await store.runs.create(runRecord({ id: "run_1", sessionId: "ses_runs" }), []);
-    const plan = await planOf(/FROM runs WHERE session_id/, () =>
-      store.runs.list({ sessionId: "ses_runs", limit: 10, cursor: "run_9" }),
+    for (const read of [/AS bytes FROM runs WHERE session_id/, /^SELECT \* FROM runs WHERE session_id/]) {
+      const plan = await planOf(read, () => store.runs.list({ sessionId: "ses_runs", limit: 10, cursor: "run_9" }));
+      expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(id < /);
+    }
+  });
+
+  it("a page of a session's messages, its sizes and its rows, is a range of the (session_id, seq) index", async () => {
+    const message = {
+      id: "msg_1",
+      role: "user" as const,
+      content: "hi",
+      sessionId: "ses_runs",
+      runId: "run_1",
+      seq: 1,
+    };
+    await store.commitRun(
+      "run_1",
+      [{ kind: "message", message: { ...message, createdAt: new Date().toISOString() } }],
+      [],
     );
-    expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(id < /);
+    for (const read of [
+      /AS bytes FROM messages WHERE/,
+      /^SELECT \* FROM messages WHERE session_id = \$1 AND seq > \$2/,
+    ]) {
+      const plan = await planOf(read, () => store.messages.page({ sessionId: "ses_runs", afterSeq: 0, limit: 10 }));
+      expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(seq > /);
+      expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
   });
 
   it("a session's delete looks for its unfinished runs in the partial indexes of active and of queued runs", async () => {

@@ -127,17 +127,34 @@ describe("SQLite reads that stay bounded in a large session", () => {
     db.close();
   });
 
-  it("a page of sessions or runs after a cursor starts its index range at the cursor", () => {
+  it("a page of sessions or runs after a cursor starts its index range at the cursor (its sizes' read and its rows' read)", () => {
     const db = analyzedLargeSession();
     const store = storeStatementsOn(db);
-    const sessions = store.find(/FROM sessions WHERE .* id < /);
-    expect(store.planOf(sessions, { owner: "owner_big", cursor: "ses_owned_5", limit: 21 })).toMatch(
-      /\(owner=\? AND id<\?\)/,
-    );
-    const runs = store.find(/FROM runs WHERE session_id = .* id < /);
-    expect(store.planOf(runs, { session: "ses_big", cursor: "run_big_5", limit: 21 })).toMatch(
-      /\(session_id=\? AND id<\?\)/,
-    );
+    for (const read of [
+      /^SELECT \* FROM sessions WHERE .* id < /,
+      /^SELECT octet_length.* FROM sessions WHERE .* id < /,
+    ]) {
+      expect(store.planOf(store.find(read), { owner: "owner_big", cursor: "ses_owned_5", limit: 21 })).toMatch(
+        /\(owner=\? AND id<\?\)/,
+      );
+    }
+    for (const read of [
+      /^SELECT \* FROM runs WHERE session_id = .* id < /,
+      /^SELECT octet_length.* FROM runs WHERE session_id = .* id < /,
+    ]) {
+      expect(store.planOf(store.find(read), { session: "ses_big", cursor: "run_big_5", limit: 21 })).toMatch(
+        /\(session_id=\? AND id<\?\)/,
+      );
+    }
+    // A page of messages, sizes and rows alike, is a range of the session's (session_id, seq) index, unsorted.
+    for (const read of [
+      /^SELECT \* FROM messages WHERE .* seq > .* LIMIT/,
+      /^SELECT octet_length.* FROM messages WHERE .* seq > /,
+    ]) {
+      const plan = store.planOf(store.find(read), { session: "ses_big", after: 100, limit: 21 });
+      expect(plan).toMatch(/\(session_id=\? AND seq>\?\)/);
+      expect(plan).not.toMatch(/TEMP B-TREE/);
+    }
     db.close();
   });
 

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { finalAnswerOf, type MessageRow, messageFromRow } from "../messages.js";
-import { toPage } from "../page.js";
 import type { Store } from "../store.js";
+import { pgPages } from "./pg-pages.js";
 
 type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 type First = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<R | null>;
@@ -16,13 +16,7 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
           afterSeq,
         ])
       ).map(messageFromRow),
-    page: async ({ sessionId, afterSeq, limit }) => {
-      const found = await rows<MessageRow>(
-        "SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-        [sessionId, afterSeq, limit + 1],
-      );
-      return toPage(found, { limit, map: messageFromRow, cursorOf: (m) => String(m.seq) });
-    },
+    page: pgPages(rows).messages,
     ofRun: async (sessionId, runId) =>
       (
         await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 ORDER BY seq", [

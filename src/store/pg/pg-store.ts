@@ -3,7 +3,6 @@ import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
-import { toPage } from "../page.js";
 import { type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StepTraceSchema } from "../steps.js";
@@ -20,6 +19,7 @@ import { controlNotification, PgListener } from "./pg-listener.js";
 import { pgMessages } from "./pg-messages.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
+import { pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
@@ -67,6 +67,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
   const group = pgGroupCommit({ windowMs: groupCommitMs, write });
   const listener = new PgListener({ connection: pool.options });
   const targets = new RunTargets();
+  const pages = pgPages(rows);
   // pg.Pool reports a pooled idle connection that broke here; the next query reconnects.
   pool.on("error", (err) => health.recordFailure(err));
 
@@ -88,21 +89,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
               ]);
         return row ? sessionFromRow(row) : null;
       },
-      list: async ({ owner, limit, cursor }) => {
-        // The owner as `= $2` or `IS NULL` (`IS NOT DISTINCT FROM` cannot search an index), and
-        // first page and later pages apart, so a cursor bounds the index range also in a generic
-        // plan (see the SQLite store's sessions.ts).
-        const values: unknown[] = [limit + 1];
-        if (owner !== null) values.push(owner);
-        if (cursor !== null) values.push(cursor);
-        const ownedBy = owner === null ? "owner IS NULL" : "owner = $2";
-        const after = cursor === null ? "" : ` AND id < $${values.length}`;
-        const found = await rows<SessionRow>(
-          `SELECT * FROM sessions WHERE ${ownedBy}${after} ORDER BY id DESC LIMIT $1`,
-          values,
-        );
-        return toPage(found, { limit, map: sessionFromRow, cursorOf: (s) => s.id });
-      },
+      list: pages.sessions,
       // The lock waits for any run insert in flight (its foreign key's share lock), which the
       // delete's own snapshot, taken after it, then sees; an insert after it meets no session.
       delete: async (id) => {
@@ -168,15 +155,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         (await rows<RunRow>("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id")).map(
           runFromRow,
         ),
-      list: async ({ sessionId, limit, cursor }) => {
-        const found = await rows<RunRow>(
-          cursor === null
-            ? "SELECT * FROM runs WHERE session_id = $1 ORDER BY id DESC LIMIT $2"
-            : "SELECT * FROM runs WHERE session_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2",
-          cursor === null ? [sessionId, limit + 1] : [sessionId, limit + 1, cursor],
-        );
-        return toPage(found, { limit, map: runFromRow, cursorOf: (r) => r.id });
-      },
+      list: pages.runs,
       ...pgQueue(rows, write),
     },
     commitRun: async (runId, changes, events, fence) => {

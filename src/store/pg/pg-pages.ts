@@ -1,0 +1,85 @@
+import type pg from "pg";
+import { MESSAGE_BYTES_SQL, type MessageRow, messageFromRow } from "../messages.js";
+import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "../page.js";
+import { RUN_BYTES_SQL, type RunRow, runFromRow } from "../runs.js";
+import { SESSION_BYTES_SQL, type SessionRow, sessionFromRow } from "../sessions.js";
+import type { Store } from "../store.js";
+
+type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
+
+/**
+ * A page of large rows over PostgreSQL, as over SQLite: first the stored sizes of the first
+ * `limit + 1` rows (`octet_length` reads a value's length, not its content, also for one kept
+ * out of line), then only the rows those sizes fit in `bytes` (see rowsToRead). `from` is the
+ * query after `SELECT <columns>` without its LIMIT, whose values are `values`.
+ */
+async function readPage<Row extends pg.QueryResultRow, T>(
+  rows: Rows,
+  query: { sizeSql: string; from: string; values: unknown[]; limit: number; bytes: number },
+  { map, cursorOf }: { map: (row: Row) => T; cursorOf: (item: T) => string },
+): Promise<ListPage<T>> {
+  const limitAt = `$${query.values.length + 1}`;
+  const sizes = (
+    await rows<{ bytes: number }>(`SELECT ${query.sizeSql} AS bytes ${query.from} LIMIT ${limitAt}`, [
+      ...query.values,
+      query.limit + 1,
+    ])
+  ).map((r) => Number(r.bytes));
+  const count = rowsToRead(sizes, query);
+  const found = count === 0 ? [] : await rows<Row>(`SELECT * ${query.from} LIMIT ${limitAt}`, [...query.values, count]);
+  return toPage(found, { more: sizes.length > count, map, cursorOf });
+}
+
+/** The lists of sessions, runs and messages over PostgreSQL, each bounded in bytes. */
+export function pgPages(rows: Rows) {
+  return {
+    sessions: (async ({ owner, limit, cursor, bytes = PAGE_BYTES }) => {
+      // The owner as `= $1` or `IS NULL` (`IS NOT DISTINCT FROM` cannot search an index), and
+      // first page and later pages apart, so a cursor bounds the index range also in a generic
+      // plan (see the SQLite store's sessions.ts).
+      const values: unknown[] = [];
+      if (owner !== null) values.push(owner);
+      if (cursor !== null) values.push(cursor);
+      const ownedBy = owner === null ? "owner IS NULL" : "owner = $1";
+      const after = cursor === null ? "" : ` AND id < $${values.length}`;
+      return readPage<SessionRow, ReturnType<typeof sessionFromRow>>(
+        rows,
+        {
+          sizeSql: SESSION_BYTES_SQL,
+          from: `FROM sessions WHERE ${ownedBy}${after} ORDER BY id DESC`,
+          values,
+          limit,
+          bytes,
+        },
+        { map: sessionFromRow, cursorOf: (s) => s.id },
+      );
+    }) satisfies Store["sessions"]["list"],
+    runs: (async ({ sessionId, limit, cursor, bytes = PAGE_BYTES }) =>
+      readPage<RunRow, ReturnType<typeof runFromRow>>(
+        rows,
+        {
+          sizeSql: RUN_BYTES_SQL,
+          from:
+            cursor === null
+              ? "FROM runs WHERE session_id = $1 ORDER BY id DESC"
+              : "FROM runs WHERE session_id = $1 AND id < $2 ORDER BY id DESC",
+          values: cursor === null ? [sessionId] : [sessionId, cursor],
+          limit,
+          bytes,
+        },
+        { map: runFromRow, cursorOf: (r) => r.id },
+      )) satisfies Store["runs"]["list"],
+    messages: (async ({ sessionId, afterSeq, limit, bytes = PAGE_BYTES }) =>
+      readPage<MessageRow, ReturnType<typeof messageFromRow>>(
+        rows,
+        {
+          sizeSql: MESSAGE_BYTES_SQL,
+          from: "FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+          values: [sessionId, afterSeq],
+          limit,
+          bytes,
+        },
+        { map: messageFromRow, cursorOf: (m) => String(m.seq) },
+      )) satisfies Store["messages"]["page"],
+  };
+}
