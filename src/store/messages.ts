@@ -2,7 +2,7 @@ import { AgentMessageSchema } from "../agent/messages.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { Db } from "./database.js";
 import { CorruptRowError, toJson } from "./json.js";
-import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 /** The stored bytes of a message's variable columns (see rowsToRead); the same SQL over SQLite and PostgreSQL. */
 export const MESSAGE_BYTES_SQL = `octet_length(id) + octet_length(run_id) + octet_length(content)
@@ -110,10 +110,15 @@ export function messageStore(db: Db) {
       limit: number;
       bytes?: number;
     }): ListPage<StoredMessage> {
-      const sizes = pageSizes.all({ session: sessionId, after: afterSeq, limit: limit + 1 }) as number[];
-      const count = rowsToRead(sizes, { limit, bytes });
-      const rows = (count === 0 ? [] : page.all({ session: sessionId, after: afterSeq, limit: count })) as MessageRow[];
-      return toPage(rows, { more: sizes.length > count, map: messageFromRow, cursorOf: (m) => String(m.seq) });
+      const query = (count: number) => ({ session: sessionId, after: afterSeq, limit: count });
+      return readSizedPage({
+        limit,
+        bytes,
+        sizes: (count) => pageSizes.all(query(count)) as number[],
+        rows: (count) => page.all(query(count)) as MessageRow[],
+        map: messageFromRow,
+        cursorOf: (m) => String(m.seq),
+      });
     },
     ofRun(sessionId: string, runId: string): StoredMessage[] {
       return (ofRun.all(sessionId, runId) as MessageRow[]).map(messageFromRow);

@@ -71,6 +71,30 @@ export function toPage<Row, T>(
 }
 
 /**
+ * A page read as a store reads one: the stored sizes of the `limit + 1` rows after the cursor
+ * (`sizes(n)`), then only the rows those fit in `bytes` (`rows(n)`, the first n; see rowsToRead).
+ */
+export function readSizedPage<Row, T>({
+  limit,
+  bytes,
+  sizes,
+  rows,
+  map,
+  cursorOf,
+}: {
+  limit: number;
+  bytes: number;
+  sizes: (count: number) => number[];
+  rows: (count: number) => Row[];
+  map: (row: Row) => T;
+  cursorOf: (item: T) => string;
+}): ListPage<T> {
+  const found = sizes(limit + 1);
+  const count = rowsToRead(found, { limit, bytes });
+  return toPage(count === 0 ? [] : rows(count), { more: found.length > count, map, cursorOf });
+}
+
+/**
  * The page cut to its leading items whose JSON (as clients get them) fits `bytes` (see
  * countWithin); when items were cut, its cursor is the one of the last item kept. This is what
  * bounds a page exactly: a stored length can be less than its JSON (escapes).

@@ -10,7 +10,7 @@ import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook
 import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
-import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
 export interface RunRecord extends Omit<RunView, "plan"> {
@@ -226,20 +226,15 @@ export function runStore(db: Db) {
       cursor: string | null;
       bytes?: number;
     }): ListPage<RunRecord> {
-      const sizes = (
-        cursor === null
-          ? firstSizes.all({ session: sessionId, limit: limit + 1 })
-          : sizesAfter.all({ session: sessionId, cursor, limit: limit + 1 })
-      ) as number[];
-      const count = rowsToRead(sizes, { limit, bytes });
-      const rows = (
-        count === 0
-          ? []
-          : cursor === null
-            ? firstPage.all({ session: sessionId, limit: count })
-            : pageAfter.all({ session: sessionId, cursor, limit: count })
-      ) as RunRow[];
-      return toPage(rows, { more: sizes.length > count, map: runFromRow, cursorOf: (r) => r.id });
+      const query = (count: number) => ({ session: sessionId, cursor, limit: count });
+      return readSizedPage({
+        limit,
+        bytes,
+        sizes: (count) => (cursor === null ? firstSizes : sizesAfter).all(query(count)) as number[],
+        rows: (count) => (cursor === null ? firstPage : pageAfter).all(query(count)) as RunRow[],
+        map: runFromRow,
+        cursorOf: (r) => r.id,
+      });
     },
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run({ status, id });

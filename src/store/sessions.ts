@@ -5,7 +5,7 @@ import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook
 import type { Db } from "./database.js";
 import { sessionHasRuns } from "./errors.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
-import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "./page.js";
+import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 export interface SessionRecord {
   id: string;
@@ -164,20 +164,15 @@ export function sessionStore(db: Db) {
       cursor: string | null;
       bytes?: number;
     }): ListPage<SessionRecord> {
-      const sizes = (
-        cursor === null
-          ? firstSizes.all({ owner, limit: limit + 1 })
-          : sizesAfter.all({ owner, cursor, limit: limit + 1 })
-      ) as number[];
-      const count = rowsToRead(sizes, { limit, bytes });
-      const rows = (
-        count === 0
-          ? []
-          : cursor === null
-            ? firstPage.all({ owner, limit: count })
-            : pageAfter.all({ owner, cursor, limit: count })
-      ) as SessionRow[];
-      return toPage(rows, { more: sizes.length > count, map: sessionFromRow, cursorOf: (s) => s.id });
+      const query = (count: number) => ({ owner, cursor, limit: count });
+      return readSizedPage({
+        limit,
+        bytes,
+        sizes: (count) => (cursor === null ? firstSizes : sizesAfter).all(query(count)) as number[],
+        rows: (count) => (cursor === null ? firstPage : pageAfter).all(query(count)) as SessionRow[],
+        map: sessionFromRow,
+        cursorOf: (s) => s.id,
+      });
     },
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): number {
