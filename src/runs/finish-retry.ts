@@ -51,7 +51,8 @@ export async function finishWithRetry({
           return runEnd;
         },
         decided: (view) => {
-          if (live.phase.name === "ending") return;
+          // Already ending (an end reported while storage failed), or stopped meanwhile: left as it is.
+          if (live.phase.name === "ending" || live.stopped) return;
           ending = { view, before: live.phase };
           live.phase = { name: "ending", view, cancelled: live.cancelRequested };
         },
