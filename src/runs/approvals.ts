@@ -4,7 +4,7 @@ import { type ApprovalCeiling, clampToCeiling } from "../domain/approval-ceiling
 import { evaluateApproval } from "../domain/approval-policy.js";
 import { isConflict } from "../store/errors.js";
 import type { RunChange, Store } from "../store/store.js";
-import type { LiveRun } from "./live-run.js";
+import { BY_DELETE, type LiveRun } from "./live-run.js";
 
 export interface ApprovalDeps {
   store: Store;
@@ -90,7 +90,8 @@ async function announceLedgerDecision(
   const resolved = await deps.store.events.ofType(live.id, "approval.resolved");
   if (resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId)) return;
   await live.recorder.write(() => ({
-    changes: [{ kind: "status", status: "running" }],
+    // Decided at the write's turn: a run cancelled meanwhile stays cancelling.
+    changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
     events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
   }));
 }
@@ -171,6 +172,9 @@ async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): P
       // Decided elsewhere meanwhile (by another instance): that decision is recorded and stands.
       const decision = { decision: stored.decision, reason: stored.decisionReason };
       await applyLedgerDecision(live, { toolCallId, decision }).catch(() => wake(live, toolCallId, decision));
+    } else if (stored && (await deps.store.runs.cancelRequested([live.id]).catch(() => [])).length > 0) {
+      // Refused because another instance stored the run's cancel: the run ends aborted, undecided.
+      live.cancel(BY_DELETE);
     } else wake(live, toolCallId, { decision: "deny", reason });
   }
 }

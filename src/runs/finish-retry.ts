@@ -64,6 +64,8 @@ export async function finishWithRetry({
       // Not stored: the run is as it was before this attempt (a DELETE may still cancel it).
       const set = ending as { view: RunView; before: RunPhase } | null;
       if (set && live.phase.name === "ending" && live.phase.view === set.view) live.phase = set.before;
+      // Stopped meanwhile (its lease lost, or shutdown): the end is no longer this process's to write.
+      if (live.stopped) continue;
       if (isConflict(err, "cancel_requested")) {
         // Cancelled through the store (by another instance) meanwhile: it ends aborted, now.
         if (!live.cancel(BY_DELETE) && live.phase.name === "ending") live.phase = { name: "cancelling" };
@@ -105,6 +107,7 @@ function endNow(live: LiveRun, end: RunEnd & { stopPoint?: StopPoint }): RunEnd 
 
 /** Fixes the end of a run that storage does not take, and reports it to the run's waiters. */
 function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
+  if (live.stopped) return;
   const succeeded = end.stopReason === "complete" || end.stopReason === "max_turns";
   const error = { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${describe(err)}` };
   const reported: RunEnd = succeeded

@@ -14,6 +14,7 @@ import { LiveRun } from "../../src/runs/live-run.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { faultySqlite } from "../helpers/faulty-sqlite.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
+import { until } from "../helpers/until.js";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -30,17 +31,24 @@ const shell: AgentTool<{ command: string }> = {
 const at = () => new Date().toISOString();
 
 /** A run left awaiting approval of call_1, decided in the ledger; `announced`: its approval.resolved stored too. */
-async function decidedRun(announced: boolean) {
-  const { sqlite: store } = faultySqlite("resumed-decision-", cleanups);
+/** run_1 with its assistant message proposing call_1 (a shell command) committed, and the run's recorder. */
+async function runWithCall(prefix: string) {
+  const { sqlite: store } = faultySqlite(prefix, cleanups);
   const session = await seedSession(store, { id: "ses_1" });
   const record = runRecord({ id: "run_1", sessionId: "ses_1" });
   await store.runs.create(record, [{ type: "run.started", runId: "run_1", seq: 1, at: at() }]);
   const call = { id: "call_1", name: "shell", input: '{"command":"ls"}' };
   const message = { id: "msg_1", role: "assistant" as const, content: "", toolCalls: [call] };
+  const stored = { ...message, sessionId: "ses_1", runId: "run_1", seq: 1, createdAt: at() };
+  await store.commitRun("run_1", [{ kind: "message", message: stored }], []);
+  return { store, session, record, call };
+}
+
+async function decidedRun(announced: boolean, cancelDuringRead = false) {
+  const { store, session, record, call } = await runWithCall("resumed-decision-");
   await store.commitRun(
     "run_1",
     [
-      { kind: "message", message: { ...message, sessionId: "ses_1", runId: "run_1", seq: 1, createdAt: at() } },
       { kind: "toolCall.awaitingApproval", toolCallId: "call_1", reason: "shell requires approval", at: at() },
       { kind: "status", status: "awaiting_approval" },
     ],
@@ -80,6 +88,16 @@ async function decidedRun(announced: boolean) {
   cleanups.push(() => recorder.dispose());
   const live = new LiveRun(record, session, recorder);
   live.resumed = true;
+  if (cancelDuringRead) {
+    // A DELETE for the run executing here, as cancelRun does it, while the gate reads its events.
+    const ofType = store.events.ofType.bind(store.events);
+    store.events.ofType = async (runId, type) => {
+      store.events.ofType = ofType;
+      live.cancel("by a DELETE /runs/{id} request");
+      await live.recorder.write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }));
+      return ofType(runId, type);
+    };
+  }
   const gate = approvalGate({ store, approvalTimeoutMs: 60_000 }, live);
   const decision = await gate({
     toolCall: call,
@@ -105,4 +123,39 @@ it("a decision the run's earlier owner announced is not announced again", async 
   expect(decision).toEqual({ decision: "approve", reason: "go" });
   expect(resolved.map((e) => e.seq)).toEqual([3]);
   expect(status).toBe("running");
+});
+
+it("a DELETE while the decision is announced leaves the run cancelling", async () => {
+  const { resolved, status } = await decidedRun(false, true);
+  expect(resolved).toHaveLength(1);
+  expect(status).toBe("cancelling");
+});
+
+it("an approval timing out on a run whose cancel another instance stored cancels the run instead of denying", async () => {
+  const { store, session, record, call } = await runWithCall("timeout-cancelled-");
+  const recorder = await RunRecorder.open({ store, hub: new EventHub(), runId: "run_1", sessionId: "ses_1" });
+  cleanups.push(() => recorder.dispose());
+  const live = new LiveRun(record, session, recorder);
+  const gate = approvalGate({ store, approvalTimeoutMs: 200 }, live);
+  let settled: unknown = "pending";
+  void gate({ toolCall: call, tool: shell, input: { command: "ls" }, signal: new AbortController().signal }).then(
+    (decision) => {
+      settled = decision;
+    },
+  );
+  await until(
+    async () => (await store.toolCalls.get("run_1", "call_1"))?.state,
+    (state) => state === "awaiting_approval",
+    "the approval request",
+  );
+  // Another instance takes a DELETE: the request is stored, this instance has not heard of it yet.
+  await store.commitRequest("run_1", [{ kind: "cancelRequested", at: at() }]);
+  await until(
+    async () => live.phase.name,
+    (phase) => phase === "cancelling",
+    "the run cancelled at the timeout",
+  );
+  expect(live.controller.signal.aborted).toBe(true);
+  expect(settled).not.toMatchObject({ decision: "deny" });
+  expect((await store.toolCalls.get("run_1", "call_1"))?.decision).toBeNull();
 });
