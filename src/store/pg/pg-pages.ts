@@ -11,23 +11,38 @@ type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => P
  * A page of large rows over PostgreSQL, as over SQLite: first the stored sizes of the first
  * `limit + 1` rows (`octet_length` reads a value's length, not its content, also for one kept
  * out of line), then only the rows those sizes fit in `bytes` (see rowsToRead). `from` is the
- * query after `SELECT <columns>` without its LIMIT, whose values are `values`.
+ * query after `SELECT <columns>` up to its ORDER BY (`order`, by `key`), whose values are
+ * `values`. The two reads see the database at different moments (see `shifted`).
  */
 async function readPage<Row extends pg.QueryResultRow, T>(
   rows: Rows,
-  query: { sizeSql: string; from: string; values: unknown[]; limit: number; bytes: number },
+  query: {
+    sizeSql: string;
+    from: string;
+    key: string;
+    descending: boolean;
+    values: unknown[];
+    limit: number;
+    bytes: number;
+  },
   { map, cursorOf }: { map: (row: Row) => T; cursorOf: (item: T) => string },
 ): Promise<ListPage<T>> {
-  const limitAt = `$${query.values.length + 1}`;
-  const sizes = (
-    await rows<{ bytes: number }>(`SELECT ${query.sizeSql} AS bytes ${query.from} LIMIT ${limitAt}`, [
-      ...query.values,
-      query.limit + 1,
-    ])
-  ).map((r) => Number(r.bytes));
-  const count = rowsToRead(sizes, query);
-  const found = count === 0 ? [] : await rows<Row>(`SELECT * ${query.from} LIMIT ${limitAt}`, [...query.values, count]);
-  return toPage(found, { more: sizes.length > count, map, cursorOf });
+  const order = `ORDER BY ${query.key}${query.descending ? " DESC" : ""}`;
+  const at = (n: number) => `$${query.values.length + n}`;
+  const sized = await rows<{ bytes: number; key: unknown }>(
+    `SELECT ${query.key} AS key, ${query.sizeSql} AS bytes ${query.from} ${order} LIMIT ${at(1)}`,
+    [...query.values, query.limit + 1],
+  );
+  const count = rowsToRead(
+    sized.map((r) => Number(r.bytes)),
+    query,
+  );
+  const found =
+    count === 0 ? [] : await rows<Row>(`SELECT * ${query.from} ${order} LIMIT ${at(1)}`, [...query.values, count]);
+  // A row inserted meanwhile ahead of the counted ones pushes the last of them out of this
+  // page: then there is a next page, which starts with it.
+  const shifted = count > 0 && String(found.at(-1)?.[query.key]) !== String(sized[count - 1]?.key);
+  return toPage(found, { more: sized.length > count || shifted, map, cursorOf });
 }
 
 /** The lists of sessions, runs and messages over PostgreSQL, each bounded in bytes. */
@@ -46,7 +61,9 @@ export function pgPages(rows: Rows) {
         rows,
         {
           sizeSql: SESSION_BYTES_SQL,
-          from: `FROM sessions WHERE ${ownedBy}${after} ORDER BY id DESC`,
+          from: `FROM sessions WHERE ${ownedBy}${after}`,
+          key: "id",
+          descending: true,
           values,
           limit,
           bytes,
@@ -59,10 +76,9 @@ export function pgPages(rows: Rows) {
         rows,
         {
           sizeSql: RUN_BYTES_SQL,
-          from:
-            cursor === null
-              ? "FROM runs WHERE session_id = $1 ORDER BY id DESC"
-              : "FROM runs WHERE session_id = $1 AND id < $2 ORDER BY id DESC",
+          from: cursor === null ? "FROM runs WHERE session_id = $1" : "FROM runs WHERE session_id = $1 AND id < $2",
+          key: "id",
+          descending: true,
           values: cursor === null ? [sessionId] : [sessionId, cursor],
           limit,
           bytes,
@@ -74,7 +90,9 @@ export function pgPages(rows: Rows) {
         rows,
         {
           sizeSql: MESSAGE_BYTES_SQL,
-          from: "FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+          from: "FROM messages WHERE session_id = $1 AND seq > $2",
+          key: "seq",
+          descending: false,
           values: [sessionId, afterSeq],
           limit,
           bytes,
