@@ -90,3 +90,29 @@ it("a DELETE before the end's reads are done still ends the run aborted (202, th
   expect(finished.stopReason).toBe("aborted");
   expect((await lastEvent(store, run.id)).run.stopReason).toBe("aborted");
 });
+
+it("a DELETE whose cancelling status cannot be stored is still answered 202 cancelling, and the run ends aborted", async () => {
+  const { store, faulty } = faultySqlite("cancel-status-", cleanups);
+  const manager = new RunManager({
+    store,
+    hub: new EventHub(),
+    model: new ScriptedModel([{ toolCalls: [{ id: "call_1", name: "shell", input: "{}" }] }]),
+    toolsFor: () => [{ ...peek, name: "shell", readOnly: false }],
+    maxConcurrentRuns: 4,
+    approvalTimeoutMs: 60_000,
+    logger: pino({ level: "silent" }),
+  });
+  cleanups.unshift(() => manager.shutdown({ graceMs: 1000 }));
+  const session = await seedSession(store, { id: newId("ses") });
+  const { run } = await manager.start({ session, input: "go", maxTurns: 3 });
+  await until(
+    async () => (await store.runs.get(run.id))?.status,
+    (status) => status === "awaiting_approval",
+    "the approval request",
+  );
+  faulty.failChange((change) => change.kind === "status" && change.status === "cancelling", { times: 1 });
+  const cancel = await manager.cancel(run.id);
+  expect(cancel.accepted).toBe(true);
+  expect(cancel.run.status).toBe("cancelling");
+  expect((await manager.waitForFinish(run.id)).stopReason).toBe("aborted");
+});
