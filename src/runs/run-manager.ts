@@ -32,6 +32,8 @@ export class RunManager {
   // A slot given back lets the queues that waited for room go on.
   readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
   #accepting = true;
+  /** Aborted when shutdown begins (with `#accepting` going false). */
+  readonly #stopping = new AbortController();
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
   readonly #queuedStarts: QueuedStarts;
@@ -196,16 +198,8 @@ export class RunManager {
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
   waitForFinish(runId: string): Promise<RunView> {
     const { store, hub, waitElsewhere } = this.deps;
-    const live = this.#registry.get(runId);
-    return waitForRunEnd({
-      runId,
-      live,
-      get: (id) => this.get(id),
-      accepting: () => this.#accepting,
-      store,
-      hub,
-      waitElsewhere,
-    });
+    const [live, stopping] = [this.#registry.get(runId), this.#stopping.signal];
+    return waitForRunEnd({ runId, live, get: (id) => this.get(id), stopping, store, hub, waitElsewhere });
   }
 
   /** Fires the run's AbortSignal. `accepted` is false for a run that had already finished. */
@@ -250,6 +244,7 @@ export class RunManager {
    */
   async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
     this.#accepting = false;
+    this.#stopping.abort();
     this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
     await this.ownership.release();

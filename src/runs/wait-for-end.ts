@@ -10,13 +10,14 @@ import type { LiveRun } from "./live-run.js";
  * when this process reports its end; one that is not, when its `run.finished` reaches the hub.
  * That is every unfinished run over a shared database (`waitElsewhere`: it ends on another
  * instance), and a queued one over any store (it ends wherever it starts, here too). Throws
- * not-found for an unknown run, and shutting-down for a run left unfinished for the restart.
+ * not-found for an unknown run, and shutting-down for a run left unfinished for the restart
+ * (also when shutdown begins while this waits for a run not executed here).
  */
 export async function waitForRunEnd({
   runId,
   live,
   get,
-  accepting,
+  stopping,
   store,
   hub,
   waitElsewhere,
@@ -26,7 +27,8 @@ export async function waitForRunEnd({
   live: LiveRun | undefined;
   /** The run as this process reports it (see RunManager.get). */
   get: (runId: string) => Promise<RunView | null>;
-  accepting: () => boolean;
+  /** Aborted when this process's shutdown begins. */
+  stopping: AbortSignal;
   store: Store;
   hub: EventHub;
   waitElsewhere?: (runId: string) => Promise<void>;
@@ -34,12 +36,21 @@ export async function waitForRunEnd({
   let view = live ? await Promise.race([live.ended, live.done]) : await get(runId);
   if (!view) throw notFound("run", runId);
   const waitEnd = waitElsewhere ?? (view.status === "queued" ? () => waitForRelayedEnd({ store, hub, runId }) : null);
-  if (!live && view.status !== "finished" && accepting() && waitEnd) {
-    await waitEnd(runId);
+  if (!live && view.status !== "finished" && !stopping.aborted && waitEnd) {
+    let onStop = () => {};
+    const stopped = new Promise<void>((resolve) => {
+      onStop = resolve;
+      stopping.addEventListener("abort", onStop, { once: true });
+    });
+    try {
+      await Promise.race([waitEnd(runId), stopped]);
+    } finally {
+      stopping.removeEventListener("abort", onStop);
+    }
     view = await get(runId);
     if (!view) throw notFound("run", runId);
   }
   // Left unfinished for the restart: it has no end to report yet.
-  if (!accepting() && view.status !== "finished") throw shuttingDown();
+  if (stopping.aborted && view.status !== "finished") throw shuttingDown();
   return view;
 }

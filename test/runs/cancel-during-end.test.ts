@@ -116,3 +116,36 @@ it("a DELETE whose cancelling status cannot be stored is still answered 202 canc
   expect(cancel.run.status).toBe("cancelling");
   expect((await manager.waitForFinish(run.id)).stopReason).toBe("aborted");
 });
+
+it("a wait for a queued run's end is answered SHUTTING_DOWN when shutdown begins, not held until the connection is reset", async () => {
+  const { store } = faultySqlite("wait-shutdown-", cleanups);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const manager = new RunManager({
+    store,
+    hub: new EventHub(),
+    model: new ScriptedModel([{ text: "first", gate }, { text: "second" }]),
+    toolsFor: () => [peek],
+    maxConcurrentRuns: 4,
+    approvalTimeoutMs: 60_000,
+    logger: pino({ level: "silent" }),
+  });
+  const session = await seedSession(store, { id: newId("ses") });
+  await manager.start({ session, input: "first", maxTurns: 3 });
+  const queued = await manager.start({ session, input: "second", maxTurns: 3, ifBusy: "enqueue" });
+  expect(queued.run.status).toBe("queued");
+  const waited = manager.waitForFinish(queued.run.id).then(
+    () => "finished",
+    (err: { code?: string }) => err.code,
+  );
+  // The wait is under way (it waits for the queued run's run.finished) when shutdown begins.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const stopping = manager.shutdown({ graceMs: 200, resume: true });
+  expect(await Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2000))])).toBe(
+    "SHUTTING_DOWN",
+  );
+  open();
+  await stopping;
+});
