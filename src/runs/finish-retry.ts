@@ -38,31 +38,33 @@ export async function finishWithRetry({
   const firstTry = Date.now();
   for (let attempt = 0; ; attempt++) {
     if (live.stopped) return suspendedView(deps.store, live);
-    let runEnd: RunEnd | null = null;
-    /** The `ending` phase this attempt set, with what it replaced. */
-    let ending: { view: RunView; before: RunPhase } | null = null;
+    /** This attempt's end once decided, and the `ending` phase it set with what that replaced. */
+    const tried: { end: RunEnd | null; ending: { view: RunView; before: RunPhase } | null } = {
+      end: null,
+      ending: null,
+    };
     try {
       const view = await finishRun({
         store: deps.store,
         recorder: live.recorder,
         record: live.record,
         end: () => {
-          runEnd = endNow(live, end);
-          return runEnd;
+          tried.end = endNow(live, end);
+          return tried.end;
         },
         decided: (view) => {
           // Already ending (an end reported while storage failed), or stopped meanwhile: left as it is.
           if (live.phase.name === "ending" || live.stopped) return;
-          ending = { view, before: live.phase };
+          tried.ending = { view, before: live.phase };
           live.phase = { name: "ending", view, cancelled: live.cancelRequested };
         },
-        outcomeFor: (call) => outcomeFor(call, (runEnd as RunEnd | null)?.stopReason ?? end.stopReason),
+        outcomeFor: (call) => outcomeFor(call, tried.end?.stopReason ?? end.stopReason),
       });
       live.reportEnd(view);
       return view;
     } catch (err) {
       // Not stored: the run is as it was before this attempt (a DELETE may still cancel it).
-      const set = ending as { view: RunView; before: RunPhase } | null;
+      const set = tried.ending;
       if (set && live.phase.name === "ending" && live.phase.view === set.view) live.phase = set.before;
       // Stopped meanwhile (its lease lost, or shutdown): the end is no longer this process's to write.
       if (live.stopped) continue;
@@ -74,7 +76,7 @@ export async function finishWithRetry({
       if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
       if (!deps.accepting() && attempt > 2) throw err;
       if (live.phase.name !== "ending" && Date.now() - firstTry >= deps.finishReportMs)
-        reportUnstoredEnd(live, runEnd ?? endNow(live, end), err);
+        reportUnstoredEnd(live, tried.end ?? endNow(live, end), err);
       await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS));
     }
   }

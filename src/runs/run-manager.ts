@@ -31,8 +31,7 @@ export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
 export class RunManager {
   // A slot given back lets the queues that waited for room go on.
   readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
-  #accepting = true;
-  /** Aborted when shutdown begins (with `#accepting` going false). */
+  /** Aborted when shutdown begins: from then on nothing new is accepted. */
   readonly #stopping = new AbortController();
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
@@ -68,7 +67,7 @@ export class RunManager {
 
   /** False once shutdown began: no new run (or session) is taken, and readiness says so. */
   get accepting(): boolean {
-    return this.#accepting;
+    return !this.#stopping.signal.aborted;
   }
 
   /** Whether this process executes the run now. */
@@ -86,7 +85,7 @@ export class RunManager {
   }
 
   #freeSlots(): number {
-    return this.#accepting ? this.deps.maxConcurrentRuns - this.#registry.size : 0;
+    return this.accepting ? this.deps.maxConcurrentRuns - this.#registry.size : 0;
   }
 
   async activeRunId(sessionId: string): Promise<string | null> {
@@ -160,7 +159,7 @@ export class RunManager {
 
   /** Starts the session's oldest queued run, within MAX_CONCURRENT_RUNS (see QueuedStarts). */
   startQueued(sessionId: string): Promise<LiveRun | null> {
-    return this.#accepting ? this.#queuedStarts.start(sessionId) : Promise.resolve(null);
+    return this.accepting ? this.#queuedStarts.start(sessionId) : Promise.resolve(null);
   }
 
   /** Starts the session's queue in the background (after a run's end); failures are logged. */
@@ -243,7 +242,6 @@ export class RunManager {
    * gives up their leases, so that over a shared database a peer resumes them at once.
    */
   async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
-    this.#accepting = false;
     this.#stopping.abort();
     this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
@@ -254,7 +252,7 @@ export class RunManager {
     return {
       ...this.deps,
       registry: this.#registry,
-      accepting: () => this.#accepting,
+      accepting: () => this.accepting,
       lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
     };
   }
@@ -264,7 +262,7 @@ export class RunManager {
       store: this.deps.store,
       hub: this.deps.hub,
       registry: this.#registry,
-      accepting: () => this.#accepting,
+      accepting: () => this.accepting,
       get: (runId: string) => this.get(runId),
     };
   }
@@ -274,7 +272,7 @@ export class RunManager {
     const deps = {
       ...this.deps,
       finishReportMs: this.deps.finishReportMs ?? 5000,
-      accepting: () => this.#accepting,
+      accepting: () => this.accepting,
       history: this.history,
     };
     live.done = executeRun(deps, live, params)

@@ -51,7 +51,7 @@ export function rowsToRead(sizes: readonly number[], { limit, bytes }: { limit: 
   return Math.min(
     limit,
     countWithin(
-      sizes.map(Number).map((size) => size + ROW_BYTES),
+      sizes.map((size) => Number(size) + ROW_BYTES),
       bytes,
     ),
   );

@@ -6,6 +6,7 @@
  */
 import { afterEach, expect, it, onTestFinished } from "vitest";
 import type { Store } from "../../src/store/store.js";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -48,22 +49,17 @@ it("DELETE then approve, both on B, for a run awaiting approval on A: 202, then 
       return store.commitRun(runId, changes, events, fence);
     },
   }));
-  a.upstream.enqueue({ toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo x > ran.txt"}' }] });
-  const session = (await a.request("POST", "/sessions", { body: {} })).body;
-  const run = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } })).body;
-  await until(
-    async () => (await b.request("GET", `/runs/${run.id}`)).body.status,
-    (status) => status === "awaiting_approval",
-    "the approval request",
-  );
+  const { sessionId, runId } = await runAwaitingApproval(a);
+  const session = { id: sessionId };
+  const run = { id: runId };
   holding = true;
   const cancelled = await b.request("DELETE", `/runs/${run.id}`);
   expect(cancelled.status).toBe(202);
   expect(cancelled.body.status).toBe("cancelling");
-  const approved = await b.request("POST", `/runs/${run.id}/approvals/call_1`, { body: { decision: "approve" } });
+  const approved = await b.request("POST", `/runs/${run.id}/approvals/call_w`, { body: { decision: "approve" } });
   release();
   expect((await finishedOn(b, run.id)).stopReason).toBe("aborted");
-  const ledger = await b.ctx.store.toolCalls.get(run.id, "call_1");
+  const ledger = await b.ctx.store.toolCalls.get(run.id, "call_w");
   const result = (await b.request("GET", `/sessions/${session.id}/messages`)).body.items.find(
     (m: { role: string }) => m.role === "tool",
   );

@@ -266,6 +266,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     expect(toolResults(history)[0]).toMatchObject({ toolCallId: "call_a", isError: false });
     expect(countLines(run.sessionId)).toBe(1);
   });
+
   it("kill -9 of the owner, then a decision on B before its lease expires: the run taken over announces approval.resolved before the tool starts", async () => {
     const lease = { RUN_LEASE_MS: "2000" };
     const a = await instance("a", lease);
