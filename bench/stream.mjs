@@ -19,7 +19,8 @@
 //   sdk, base, ours, pg1, pg2, ...: measured in that order, the last one gating C; default
 //   floor, stack, stored, base with BENCH_BASE_ROOT, ours; sdk is the stack fixture on the
 //   SDK's chunk iterator), BENCH_ALL=1 (measure every C listed, past the first failing one), BENCH_SERVER_ENV (extra env for our server, every instance of it,
-//   "K=V K2=V2"), BENCH_SERVER_NODE_ARGS (likewise), BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another
+//   "K=V K2=V2"), BENCH_SERVER_NODE_ARGS (likewise), BENCH_FIXTURE_NODE_ARGS (node flags for the
+//   fixtures, e.g. "--cpu-prof --cpu-prof-dir=DIR"), BENCH_KEEP_TMP=1, BENCH_BASE_ROOT (another
 //   built checkout: its server is measured too, as "base", in the same alternation),
 //   BENCH_BASE_ENV (extra env for that one: the same checkout with another setting, e.g.
 //   "GROUP_COMMIT_MS=0"), PG_BIN (PostgreSQL's binaries). Everything on 127.0.0.1.
@@ -73,7 +74,13 @@ const add = (subject, started) => {
   servers[subject] = { urls: started.map((s) => s.url), pids: started.map((s) => s.child.pid) };
 };
 const fixture = (label, env) =>
-  h.startServer({ entry: join(root, "bench/stack-floor-server.mjs"), label, upstreamUrl: upstream.url, env });
+  h.startServer({
+    entry: join(root, "bench/stack-floor-server.mjs"),
+    label,
+    upstreamUrl: upstream.url,
+    env,
+    nodeArgs: process.env.BENCH_FIXTURE_NODE_ARGS?.split(/\s+/).filter(Boolean),
+  });
 if (SUBJECTS.includes("stack")) add("stack", [await fixture("stack")]);
 // The same fixture storing every text delta before sending it (grouped as our store does):
 // the floor for a server whose every event is stored.

@@ -9,6 +9,12 @@ import {
 /** How often the WAL is checkpointed by default. */
 export const CHECKPOINT_INTERVAL_MS = 1000;
 
+/** The WAL's size, in frames (pages), from which it is restarted by default: 64 MiB of 4 KiB pages. */
+export const WAL_RESTART_FRAMES = 16_384;
+
+/** The longest the server's writes are held for a WAL restart, should the worker not answer. */
+const LONGEST_HOLD_MS = 1000;
+
 export interface CheckpointerOptions {
   path: string;
   intervalMs?: number;
@@ -18,6 +24,15 @@ export interface CheckpointerOptions {
   onError?: (message: string) => void;
   /** Told when the worker stopped without being closed: no checkpoint runs from then on. */
   onLost?: () => void;
+  /** A WAL of this many frames or more is restarted from its beginning (WAL_RESTART_FRAMES by default). */
+  restartFrames?: number;
+  /**
+   * Holds the server's writes for a WAL restart: from its call until the returned release, no
+   * write transaction starts on the server's connection (writes wait; nothing blocks).
+   */
+  holdWrites?: () => () => void;
+  /** Told when a restart's hold ended, with how long the writes were held (ms). */
+  onRestart?: (heldMs: number) => void;
 }
 
 /**
@@ -32,22 +47,52 @@ export class Checkpointer {
   /** Settles when the worker is gone (closed, or ended by an error). */
   readonly #exited: Promise<void>;
 
-  constructor({ path, intervalMs = CHECKPOINT_INTERVAL_MS, onCheckpoint, onError, onLost }: CheckpointerOptions) {
+  constructor({
+    path,
+    intervalMs = CHECKPOINT_INTERVAL_MS,
+    onCheckpoint,
+    onError,
+    onLost,
+    restartFrames = WAL_RESTART_FRAMES,
+    holdWrites,
+    onRestart,
+  }: CheckpointerOptions) {
     const data: CheckpointWorkerData = {
       path,
       driver: createRequire(import.meta.url).resolve("better-sqlite3"),
       intervalMs,
+      restartFrames,
     };
     this.#worker = new Worker(CHECKPOINT_WORKER_SOURCE, { eval: true, workerData: data });
     // The worker alone never keeps the process alive.
     this.#worker.unref();
+    /** The hold of a restart under way: its release, when it began, and the timer that ends it should the worker not. */
+    let hold: { release: () => void; since: number; late: NodeJS.Timeout } | null = null;
+    const endHold = () => {
+      if (hold === null) return;
+      clearTimeout(hold.late);
+      hold.release();
+      onRestart?.(performance.now() - hold.since);
+      hold = null;
+    };
     this.#worker.on("message", (report: CheckpointReport) => {
       if (report.kind === "checkpoint") onCheckpoint?.(report.durationMs);
       else if (report.kind === "error") onError?.(report.message);
+      else if (report.kind === "hold") {
+        endHold();
+        // Answered at once: the server's connection has no transaction open between two turns.
+        hold = {
+          release: holdWrites?.() ?? (() => {}),
+          since: performance.now(),
+          late: setTimeout(endHold, LONGEST_HOLD_MS),
+        };
+        this.#worker.postMessage("held");
+      } else if (report.kind === "release") endHold();
     });
     this.#worker.on("error", (err) => onError?.(err.message));
     this.#exited = new Promise((resolve) =>
       this.#worker.once("exit", () => {
+        endHold();
         if (!this.#closed) onLost?.();
         resolve();
       }),

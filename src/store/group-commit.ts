@@ -37,7 +37,8 @@ export interface GroupCommitOptions<W> {
  * its writes is refused or throws, or the commit fails), nothing of it is kept and each write
  * runs again alone: each settles as it would have without grouping, so a write must change
  * nothing but the database, since it may be applied twice. `flush` sends the waiting group at
- * once.
+ * once. `hold` keeps every write waiting (none is committed) until its release: a pause in the
+ * writes that does not block the event loop.
  */
 export class GroupCommit<W> {
   #pending: PendingWrite<W>[] = [];
@@ -45,12 +46,14 @@ export class GroupCommit<W> {
   #immediate: NodeJS.Immediate | null = null;
   #lastGroupAt = Number.NEGATIVE_INFINITY;
   #lastGroupSize = 0;
+  #holds = 0;
 
   constructor(private readonly options: GroupCommitOptions<W>) {}
 
   add<T>(work: W): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#holds > 0) return;
       if (this.#pending.length >= MAX_GROUP) this.flush();
       else this.#schedule();
     });
@@ -63,12 +66,31 @@ export class GroupCommit<W> {
     else this.#immediate = setImmediate(() => this.flush());
   }
 
-  /** Sends what is waiting, now (a synchronous store has committed it on return); the writes' promises settle after. */
-  flush(): void {
+  /**
+   * Holds every write, queued or to come, until the returned release is called (once; later
+   * calls do nothing): then what waits goes in the next group. Holds nest.
+   */
+  hold(): () => void {
+    this.#holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#holds--;
+      if (this.#holds === 0 && this.#pending.length > 0) this.#schedule();
+    };
+  }
+
+  /**
+   * Sends what is waiting, now (a synchronous store has committed it on return); the writes'
+   * promises settle after. Held writes wait, unless `evenHeld` (the store is closing).
+   */
+  flush(evenHeld = false): void {
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#immediate) clearImmediate(this.#immediate);
     this.#timer = null;
     this.#immediate = null;
+    if (this.#holds > 0 && !evenHeld) return;
     const group = this.#pending;
     if (!group.length) return;
     this.#pending = [];

@@ -1,5 +1,5 @@
 import { applyRunChange } from "./apply-change.js";
-import { Checkpointer } from "./checkpointer.js";
+import { Checkpointer, WAL_RESTART_FRAMES } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
@@ -41,6 +41,11 @@ export interface SqliteStoreOptions {
  * expression it does not look into.
  */
 export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
+  return sqliteStoreOf(db, options).store;
+}
+
+/** The Store over `db`, and the hold of its writes (see GroupCommit.hold). */
+function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; holdWrites: () => () => void } {
   const health = new StorageHealth();
   const tables = {
     sessions: sessionStore(db),
@@ -87,7 +92,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
   /** A write, applied after every write made before it, in the next group's transaction. */
   const write = <T>(fn: () => T): Promise<T> => group.add<T>(fn);
 
-  return {
+  const store: Store = {
     shared: false,
     sessions: {
       // One writer at a time holds the file: the count and the insert are one transaction.
@@ -216,10 +221,11 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
     notifications: null,
     close: () =>
       read(() => {
-        group.flush();
+        group.flush(true);
         db.close();
       }),
   };
+  return { store, holdWrites: () => group.hold() };
 }
 
 export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStoreOptions {
@@ -229,19 +235,36 @@ export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStore
   onCheckpointError?: (message: string) => void;
   /** How often the WAL is checkpointed (CHECKPOINT_INTERVAL_MS by default). */
   checkpointIntervalMs?: number;
+  /** The WAL's size in frames from which it is restarted (WAL_RESTART_FRAMES by default). */
+  walRestartFrames?: number;
+  /** Told when the writes held for a WAL restart go on, with how long they were held (ms). */
+  onWalRestart?: (heldMs: number) => void;
 }
 
 /**
  * Opens the SQLite file (see openDatabase) and returns the Store over it. A file's WAL is
  * checkpointed by a worker thread (see Checkpointer), never inside a commit: the connection's
- * automatic checkpoint is off.
+ * automatic checkpoint is off. The WAL is restarted from its beginning once it holds
+ * `walRestartFrames` frames, even under writes that never pause, and its file is then cut back
+ * to that size: the WAL stays bounded whatever the load.
  */
 export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
-  const { onCheckpoint, onCheckpointError, checkpointIntervalMs, groupCommitMs, ...open } = options;
+  const {
+    onCheckpoint,
+    onCheckpointError,
+    checkpointIntervalMs,
+    groupCommitMs,
+    walRestartFrames = WAL_RESTART_FRAMES,
+    onWalRestart,
+    ...open
+  } = options;
   const db = openDatabase(open);
-  const store = createSqliteStore(db, { groupCommitMs });
+  const { store, holdWrites } = sqliteStoreOf(db, { groupCommitMs });
   if (open.path === ":memory:") return store;
   db.pragma("wal_autocheckpoint = 0");
+  // A restarted WAL's file is truncated to this (a frame is a page and its 24-byte header).
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  db.pragma(`journal_size_limit = ${32 + walRestartFrames * (pageSize + 24)}`);
   const checkpointer = new Checkpointer({
     path: open.path,
     intervalMs: checkpointIntervalMs,
@@ -252,6 +275,9 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
       if (db.open) db.pragma("wal_autocheckpoint = 10000");
       onCheckpointError?.("the checkpoint worker stopped; checkpoints run inside commits again");
     },
+    restartFrames: walRestartFrames,
+    holdWrites,
+    onRestart: onWalRestart,
   });
   return {
     ...store,

@@ -117,6 +117,38 @@ describe("GroupCommit over a real SQLite file", () => {
     expect(keys()).toEqual(["a"]);
     await grouped;
   });
+
+  it("held writes, queued before or during the hold, wait uncommitted until the release, then go in one group in order", async () => {
+    const before = group.add(insert("a"));
+    const release = group.hold();
+    const during = [group.add(insert("b")), group.add(insert("c"))];
+    // Past the window and several turns, and a flush: nothing is committed while held.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    group.flush();
+    expect(keys()).toEqual([]);
+    expect(transactions).toBe(0);
+    release();
+    release(); // a second call changes nothing
+    await Promise.all([before, ...during]);
+    expect(keys()).toEqual(["a", "b", "c"]);
+    expect(transactions).toBe(1);
+    // Released for good: the next write goes on its own.
+    await group.add(insert("d"));
+    expect(keys()).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("holds nest: the writes wait for the last release; a closing flush commits them even while held", async () => {
+    const first = group.hold();
+    const second = group.hold();
+    const waiting = group.add(insert("a"));
+    first();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(keys()).toEqual([]);
+    group.flush(true);
+    expect(keys()).toEqual(["a"]);
+    await waiting;
+    second();
+  });
 });
 
 /** Two live runs, each leased by inst_a at epoch 1. */
