@@ -16,6 +16,7 @@ import toolRoutes from "../routes/tools.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
+import { capConnections } from "./http/connection-cap.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler } from "./http/error-handler.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
@@ -53,6 +54,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       connectionsCheckingInterval: Math.min(1000, ctx.config.HEADERS_TIMEOUT_MS),
     },
   }).withTypeProvider<ZodTypeProvider>();
+  // Connections from every client together stop at MAX_CONNECTIONS, below the descriptors the
+  // process may open: a flood of them cannot starve the runs in flight of theirs.
+  capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger);
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");

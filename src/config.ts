@@ -12,7 +12,13 @@ import {
 } from "./config-settings.js";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
 import { WebhookTargetSchema } from "./domain/webhook.js";
-import { DEFAULT_SESSIONS_PER_KEY, defaultRunsPerKey, defaultStreamsPerKey, readOpenFileLimit } from "./key-limits.js";
+import {
+  DEFAULT_SESSIONS_PER_KEY,
+  defaultMaxConnections,
+  defaultRunsPerKey,
+  defaultStreamsPerKey,
+  readOpenFileLimit,
+} from "./key-limits.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { webhookKey } from "./webhooks/signature.js";
 import { checkWebhookTarget } from "./webhooks/target-policy.js";
@@ -106,6 +112,11 @@ const EnvSchema = z.object({
   MAX_SESSIONS_PER_KEY: optionalIntSetting({ min: 0, max: 10_000_000 }),
   /** Event streams and `?wait=true` waits one key may hold open on an instance; 0 = no limit; default 100. */
   MAX_STREAMS_PER_KEY: optionalIntSetting({ min: 0, max: 1_000_000 }),
+  /**
+   * Connections the server holds at once, from every client together (each a file descriptor);
+   * past it a new one is closed as it is accepted. 0 = no limit; default: see defaultMaxConnections.
+   */
+  MAX_CONNECTIONS: optionalIntSetting({ min: 0, max: 10_000_000 }),
   /** The loosest approval policy a session or run may set, e.g. `shell=ask,write_file=ask,*=allow`. */
   APPROVAL_POLICY_MAX: stringSetting(""),
   /** Time to receive a whole request, headers and body (a slow client is cut with 408). */
@@ -165,6 +176,7 @@ type Resolved =
   | "MAX_RUNS_PER_KEY"
   | "MAX_SESSIONS_PER_KEY"
   | "MAX_STREAMS_PER_KEY"
+  | "MAX_CONNECTIONS"
   | "APPROVAL_POLICY_MAX";
 export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   STREAM_TOKEN_SECRET?: string;
@@ -175,6 +187,8 @@ export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   MAX_SESSIONS_PER_KEY: number;
   /** 0: no limit (always without keys). */
   MAX_STREAMS_PER_KEY: number;
+  /** 0: no limit. */
+  MAX_CONNECTIONS: number;
   /** Undefined when APPROVAL_POLICY_MAX is not set. */
   APPROVAL_POLICY_MAX: ApprovalCeiling | undefined;
   model: ModelConfig;
@@ -212,7 +226,7 @@ function webhookProblems(data: {
 
 /**
  * Reads and validates the configuration; throws ConfigError naming each bad variable.
- * `openFileLimit` (default: this process's) bounds MAX_STREAMS_PER_KEY's default.
+ * `openFileLimit` (default: this process's) bounds MAX_STREAMS_PER_KEY's and MAX_CONNECTIONS's defaults.
  */
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
@@ -248,6 +262,7 @@ export function loadConfig(
     MAX_RUNS_PER_KEY: keyed ? (data.MAX_RUNS_PER_KEY ?? defaultRunsPerKey(data.MAX_CONCURRENT_RUNS)) : 0,
     MAX_SESSIONS_PER_KEY: keyed ? (data.MAX_SESSIONS_PER_KEY ?? DEFAULT_SESSIONS_PER_KEY) : 0,
     MAX_STREAMS_PER_KEY: keyed ? (data.MAX_STREAMS_PER_KEY ?? defaultStreamsPerKey(openFileLimit)) : 0,
+    MAX_CONNECTIONS: data.MAX_CONNECTIONS ?? defaultMaxConnections(openFileLimit),
     APPROVAL_POLICY_MAX: data.APPROVAL_POLICY_MAX === "" ? undefined : ceiling.value,
     model: model.value,
   };

@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   // A deep accept queue: many watchers may reconnect at once.
   try {
     await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
-    metricsApp = await listenForMetrics(ctx);
+    metricsApp = await listenForMetrics(ctx, logger);
   } catch (err) {
     // listenForMetrics explains its own failures (naming METRICS_PORT).
     const problem =

@@ -1,87 +1,26 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import http from "node:http";
 import net from "node:net";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
-import { freePort } from "../helpers/child-server.js";
+import { FD_LIMIT, healthz, healthzWithin, KEY, startLimited } from "../helpers/limited-server.js";
 import { openSse, type SseStream } from "../helpers/sse-client.js";
-import { tempDir } from "../helpers/temp-dir.js";
 
 /**
  * Connection exhaustion, as an unauthenticated client would cause it: sockets that are never
- * finished hold the server's file descriptors until /healthz cannot be accepted. The server
- * runs with a lowered descriptor limit (128) so a few hundred sockets prove what thousands do
- * against the default limit. Each test prints its figures.
+ * finished hold the server's file descriptors until /healthz cannot be accepted, and a run in
+ * flight cannot open what it needs. The server runs with a lowered descriptor limit (128) so a
+ * few hundred sockets prove what thousands do against the default limit. Each test prints its
+ * figures.
  */
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const KEY = "key-a-0123456789abcdef";
 const KEY_B = "key-b-0123456789abcdef";
-const FD_LIMIT = 128;
 const SOCKETS = 200;
-const children: ChildProcess[] = [];
 const sockets: net.Socket[] = [];
 const streams: SseStream[] = [];
-const cleanups: (() => void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
   for (const stream of streams.splice(0)) stream.close();
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL");
-      await once(child, "exit");
-    }
-  }
-  for (const cleanup of cleanups.splice(0)) cleanup();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** The built server under `ulimit -n FD_LIMIT`, with keys; resolves with its port once it answers. */
-async function startLimited(env: Record<string, string> = {}): Promise<number> {
-  const temp = tempDir("exhaustion-");
-  cleanups.push(temp.cleanup);
-  const port = await freePort();
-  const child = spawn(
-    "/bin/sh",
-    ["-c", `ulimit -n ${FD_LIMIT} && exec "$0" "$@"`, process.execPath, join(root, "dist/src/server.js")],
-    {
-      cwd: temp.path,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        DATABASE_PATH: join(temp.path, "agent.db"),
-        WORKSPACE_ROOT: join(temp.path, "ws"),
-        AGENT_API_KEYS: KEY,
-        OPENAI_MODEL: "m",
-        OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
-        LOG_LEVEL: "warn",
-        ...env,
-      },
-      stdio: "ignore",
-    },
-  );
-  children.push(child);
-  const deadline = Date.now() + 15_000;
-  while ((await healthz(port)) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error("the server did not start");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return port;
-}
-
-/** GET /healthz on a new connection (a pooled one would not need a free descriptor): its status, or the error. */
-function healthz(port: number): Promise<number | string> {
-  return new Promise((resolve) => {
-    const req = http.get({ host: "127.0.0.1", port, path: "/healthz", agent: false, timeout: 1000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", (err) => resolve((err as NodeJS.ErrnoException).code ?? err.message));
-  });
-}
 
 interface Probe {
   socket: net.Socket;
@@ -124,7 +63,7 @@ const until = async (done: () => boolean, ms: number) => {
 
 describe("connection exhaustion", () => {
   it("sockets that declared a 1 MB body and got their 401 are closed: /healthz still answers", async () => {
-    const port = await startLimited();
+    const { port } = await startLimited({}, cleanups);
     const probes: Probe[] = [];
     const head =
       "POST /sessions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{";
@@ -147,7 +86,7 @@ describe("connection exhaustion", () => {
   });
 
   it("slow clients (silent, headers or an authorized body a byte at a time) are cut after the timeouts: /healthz answers again", async () => {
-    const port = await startLimited({ HEADERS_TIMEOUT_MS: "500", REQUEST_TIMEOUT_MS: "1000" });
+    const { port } = await startLimited({ HEADERS_TIMEOUT_MS: "500", REQUEST_TIMEOUT_MS: "1000" }, cleanups);
     const started = Date.now();
     const probes = await Promise.all(
       Array.from({ length: SOCKETS }, (_, i) =>
@@ -184,7 +123,10 @@ describe("connection exhaustion", () => {
     const upstream = await startFakeUpstream();
     cleanups.push(() => void upstream.close());
     upstream.enqueue({ toolCalls: [{ id: "call_sh", name: "shell", arguments: '{"command":"echo hi"}' }] });
-    const port = await startLimited({ AGENT_API_KEYS: `${KEY},${KEY_B}`, OPENAI_BASE_URL: upstream.baseURL });
+    const { port } = await startLimited(
+      { AGENT_API_KEYS: `${KEY},${KEY_B}`, OPENAI_BASE_URL: upstream.baseURL },
+      cleanups,
+    );
     const base = `http://127.0.0.1:${port}`;
     const as = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" });
     const post = async (path: string, key: string, body: unknown = {}) =>
@@ -227,4 +169,88 @@ describe("connection exhaustion", () => {
     expect(otherStream.status).toBe(200);
     await otherStream.waitFor((e) => e.event === "run.started");
   });
+
+  it("a flood of event streams without keys stops at MAX_CONNECTIONS, below the descriptor limit: a run in flight completes, /healthz answers once they close", async () => {
+    const upstream = await startFakeUpstream();
+    cleanups.push(() => upstream.close());
+    // The run's first model reply streams its text and a tool call, then holds its finish until
+    // `release`: the run is in flight, and needs descriptors afterwards (its tool's file, its
+    // commits, the upstream request of its next turn).
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const write = { id: "call_w", name: "write_file", arguments: '{"path":"note.txt","content":"kept"}' };
+    upstream.enqueue({ text: "writing", toolCalls: [write], gate }, { text: "note.txt written" });
+    // No keys (loopback): no per-key cap applies.
+    const server = await startLimited({ AGENT_API_KEYS: "", OPENAI_BASE_URL: upstream.baseURL }, cleanups);
+    const base = `http://127.0.0.1:${server.port}`;
+    const post = async (path: string, body: unknown) =>
+      (
+        await fetch(`${base}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        })
+      ).json();
+    const session = await post("/sessions", { approval: { tools: { write_file: "allow" } } });
+    const run = await post(`/sessions/${session.id}/runs`, { input: "write the note" });
+    const watcher = await openSse(`${base}/runs/${run.id}/events`);
+    streams.push(watcher);
+    await watcher.waitFor((e) => e.event === "text.delta");
+    // The attacker opens event streams of that run until the server refuses one, then ten more.
+    const outcomes: string[] = [];
+    while (outcomes.length < SOCKETS && !outcomes.includes("refused"))
+      outcomes.push(await holdStream(server.port, run.id));
+    for (let i = 0; i < 10; i++) outcomes.push(await holdStream(server.port, run.id));
+    const healthzWhileHeld = await healthz(server.port);
+    release();
+    const finished = await watcher.waitFor((e) => e.event === "run.finished").catch(() => null);
+    for (const socket of sockets.splice(0)) socket.destroy();
+    const healthzAfter = await healthzWithin(server.port, 5000);
+    const read = async (path: string) => (healthzAfter === 200 ? (await fetch(`${base}${path}`)).json() : null);
+    const stored = await read(`/runs/${run.id}`);
+    const messages: { role: string; content: string; isError?: boolean }[] =
+      (await read(`/sessions/${session.id}/messages`))?.items ?? [];
+    const tool = messages.find((m) => m.role === "tool");
+    const figures = {
+      fdLimit: FD_LIMIT,
+      attackerHeld: outcomes.filter((o) => o === "held").length,
+      refused: outcomes.filter((o) => o === "refused").length,
+      unanswered: outcomes.filter((o) => o === "silent").length,
+      dropsLogged: (server.output().match(/connections dropped/g) ?? []).length,
+      healthzWhileHeld,
+      watcherSawEnd: finished?.json?.run?.stopReason ?? null,
+      run: stored && { status: stored.status, stopReason: stored.stopReason, error: stored.error ?? null },
+      tool: tool && { isError: tool.isError, content: tool.content.slice(0, 100) },
+      lastMessage: messages.at(-1)?.content ?? null,
+      healthzAfter,
+    };
+    console.log(`exhaustion by streams without keys: ${JSON.stringify(figures)}`);
+    expect(figures.attackerHeld).toBeGreaterThan(0);
+    expect(figures.refused).toBeGreaterThan(0);
+    expect(stored).toMatchObject({ status: "finished", stopReason: "complete" });
+    expect(tool).toMatchObject({ toolCallId: "call_w", isError: false });
+    expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "note.txt written" });
+    expect(healthzAfter).toBe(200);
+    expect(figures.dropsLogged).toBeGreaterThan(0);
+  });
 });
+
+/**
+ * Opens an event stream of `runId` on a raw socket: "held" once the server answers, "refused"
+ * when it closes the socket unanswered, "silent" when it says nothing for 2 s.
+ */
+function holdStream(port: number, runId: string): Promise<"held" | "refused" | "silent"> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    sockets.push(socket);
+    socket.on("error", () => {});
+    socket.once("data", () => resolve("held"));
+    socket.once("close", () => resolve("refused"));
+    socket.once("connect", () =>
+      socket.write(`GET /runs/${runId}/events HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n`),
+    );
+    setTimeout(() => resolve("silent"), 2000).unref();
+  });
+}
