@@ -6,7 +6,7 @@ import { closeDir } from "./open-dir.js";
 import { bwrapArgs, type ShellSandbox, UNSANDBOXED } from "./sandbox.js";
 import { runShellCommand, type ShellRun } from "./shell-process.js";
 import { formatBytes } from "./text.js";
-import { openWorkspaceRoot, workspaceMovedOutcome } from "./workspace.js";
+import { openWorkspaceRoot } from "./workspace.js";
 
 export const SHELL_DEFAULT_TIMEOUT_MS = 30_000;
 export const SHELL_MAX_TIMEOUT_MS = 10 * 60_000;
@@ -85,8 +85,9 @@ export function createShellTool({
         return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
       }
       // The sandbox mounts the directory opened here, checked to be the workspace.
-      const root = await openWorkspaceRoot(workspace);
-      if (!root) return workspaceMovedOutcome();
+      const opened = await openWorkspaceRoot(workspace);
+      if (!opened.ok) return opened.outcome;
+      const root = opened.root;
       try {
         const launch =
           sandbox.kind === "bwrap"

@@ -25,22 +25,28 @@ const MAX_SYMLINK_HOPS = 40;
  * Opens the workspace directory (a session workspace's real path, as bound to its tools) if it
  * is still that directory: it exists and is not reached through a symlink. A command run by the
  * shell tool can replace the directory with a symlink to anywhere (another session's workspace
- * too); the tools then refuse to run instead of following it. Null when it is not in place.
+ * too); the tools then refuse to run instead of following it. Otherwise the error result the
+ * tool returns: the workspace is not in place, or (retryable) the process has no descriptor
+ * left to open it with.
  */
-export async function openWorkspaceRoot(workspace: string): Promise<OpenDir | null> {
+export async function openWorkspaceRoot(
+  workspace: string,
+): Promise<{ ok: true; root: OpenDir } | { ok: false; outcome: ToolOutcome }> {
   let root: OpenDir;
   try {
     root = { fd: await openDirFd(workspace), path: workspace };
-  } catch {
-    return null;
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === "EMFILE" || code === "ENFILE") return { ok: false, outcome: outOfDescriptorsOutcome(code) };
+    return { ok: false, outcome: workspaceMovedOutcome() };
   }
   // O_NOFOLLOW covers the last component; what the kernel says it opened covers the others.
   const real = await (FD_DIR ? openedAs(`${FD_DIR}/${root.fd}`) : realpath(workspace).catch(() => null));
   if (real !== workspace) {
     await closeDir(root);
-    return null;
+    return { ok: false, outcome: workspaceMovedOutcome() };
   }
-  return root;
+  return { ok: true, root };
 }
 
 /** Where the descriptor named by `fdPath` (in FD_DIR) points, or null (read synchronously, as OpenDir is opened). */
@@ -52,11 +58,19 @@ function openedAs(fdPath: string): Promise<string | null> {
   }
 }
 
-export const workspaceMovedOutcome = (): ToolOutcome =>
+const workspaceMovedOutcome = (): ToolOutcome =>
   toolError(
     ToolErrorCode.workspaceUnavailable,
     "the session's workspace directory is missing or was replaced (e.g. by a symlink); no tool runs in it",
     false,
+  );
+
+/** The process is out of file descriptors (`code`): nothing is wrong with the workspace, and a later call may succeed. */
+const outOfDescriptorsOutcome = (code: string): ToolOutcome =>
+  toolError(
+    ToolErrorCode.ioError,
+    `the server has no file descriptor left to open the workspace with (${code}); nothing was done, try again shortly`,
+    true,
   );
 
 const outsideOutcome = (display: string): ToolOutcome =>
@@ -131,8 +145,9 @@ export async function locateInWorkspace({
 }): Promise<LocateResult> {
   const parsed = workspaceComponents(workspace, path);
   if (!parsed.ok) return parsed;
-  const root = await openWorkspaceRoot(workspace);
-  if (!root) return { ok: false, outcome: workspaceMovedOutcome() };
+  const opened = await openWorkspaceRoot(workspace);
+  if (!opened.ok) return opened;
+  const root = opened.root;
   const display = path === "" ? "." : path;
   let dir = root;
   const leave = async () => {
