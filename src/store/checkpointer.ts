@@ -31,8 +31,17 @@ export interface CheckpointerOptions {
    * write transaction starts on the server's connection (writes wait; nothing blocks).
    */
   holdWrites?: () => () => void;
-  /** Told when a restart's hold ended, with how long the writes were held (ms). */
-  onRestart?: (heldMs: number) => void;
+  /**
+   * Told when the writes held for a restart go on: how long they were held (ms), and whether
+   * every frame was copied by then (the next commit restarts the WAL).
+   */
+  onRestart?: (fact: WalRestart) => void;
+}
+
+/** One hold of the server's writes for a WAL restart, once it ended. */
+export interface WalRestart {
+  heldMs: number;
+  complete: boolean;
 }
 
 /**
@@ -57,6 +66,9 @@ export class Checkpointer {
     holdWrites,
     onRestart,
   }: CheckpointerOptions) {
+    if (!Number.isInteger(restartFrames) || restartFrames < 1) {
+      throw new RangeError(`restartFrames must be a positive integer, not ${restartFrames}`);
+    }
     const data: CheckpointWorkerData = {
       path,
       driver: createRequire(import.meta.url).resolve("better-sqlite3"),
@@ -68,31 +80,35 @@ export class Checkpointer {
     this.#worker.unref();
     /** The hold of a restart under way: its release, when it began, and the timer that ends it should the worker not. */
     let hold: { release: () => void; since: number; late: NodeJS.Timeout } | null = null;
-    const endHold = () => {
+    const endHold = (complete: boolean) => {
       if (hold === null) return;
       clearTimeout(hold.late);
       hold.release();
-      onRestart?.(performance.now() - hold.since);
+      onRestart?.({ heldMs: performance.now() - hold.since, complete });
       hold = null;
     };
     this.#worker.on("message", (report: CheckpointReport) => {
       if (report.kind === "checkpoint") onCheckpoint?.(report.durationMs);
       else if (report.kind === "error") onError?.(report.message);
       else if (report.kind === "hold") {
-        endHold();
+        endHold(false);
         // Answered at once: the server's connection has no transaction open between two turns.
         hold = {
           release: holdWrites?.() ?? (() => {}),
           since: performance.now(),
-          late: setTimeout(endHold, LONGEST_HOLD_MS),
+          // Held writes keep the process up until they go on (at most this long).
+          late: setTimeout(() => {
+            endHold(false);
+            onError?.(`a WAL restart held the writes ${LONGEST_HOLD_MS} ms without the worker's answer; they go on`);
+          }, LONGEST_HOLD_MS),
         };
         this.#worker.postMessage("held");
-      } else if (report.kind === "release") endHold();
+      } else if (report.kind === "release") endHold(report.complete);
     });
     this.#worker.on("error", (err) => onError?.(err.message));
     this.#exited = new Promise((resolve) =>
       this.#worker.once("exit", () => {
-        endHold();
+        endHold(false);
         if (!this.#closed) onLost?.();
         resolve();
       }),

@@ -37,8 +37,9 @@ export interface GroupCommitOptions<W> {
  * its writes is refused or throws, or the commit fails), nothing of it is kept and each write
  * runs again alone: each settles as it would have without grouping, so a write must change
  * nothing but the database, since it may be applied twice. `flush` sends the waiting group at
- * once. `hold` keeps every write waiting (none is committed) until its release: a pause in the
- * writes that does not block the event loop.
+ * once. `hold` keeps every write not yet sent waiting until its release: a pause in the writes
+ * that does not block the event loop. (With a synchronous `commitGroup`, as SQLite's, nothing
+ * is committed during a hold; an asynchronous one may still be committing a group sent before.)
  */
 export class GroupCommit<W> {
   #pending: PendingWrite<W>[] = [];
@@ -77,7 +78,9 @@ export class GroupCommit<W> {
       if (released) return;
       released = true;
       this.#holds--;
-      if (this.#holds === 0 && this.#pending.length > 0) this.#schedule();
+      if (this.#holds > 0 || this.#pending.length === 0) return;
+      if (this.#pending.length >= MAX_GROUP) this.flush();
+      else this.#schedule();
     };
   }
 

@@ -1,5 +1,5 @@
 import { applyRunChange } from "./apply-change.js";
-import { Checkpointer, WAL_RESTART_FRAMES } from "./checkpointer.js";
+import { Checkpointer, WAL_RESTART_FRAMES, type WalRestart } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { eventStore } from "./events.js";
@@ -237,8 +237,8 @@ export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStore
   checkpointIntervalMs?: number;
   /** The WAL's size in frames from which it is restarted (WAL_RESTART_FRAMES by default). */
   walRestartFrames?: number;
-  /** Told when the writes held for a WAL restart go on, with how long they were held (ms). */
-  onWalRestart?: (heldMs: number) => void;
+  /** Told when the writes held for a WAL restart go on (see Checkpointer). */
+  onWalRestart?: (fact: WalRestart) => void;
 }
 
 /**
@@ -246,7 +246,8 @@ export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStore
  * checkpointed by a worker thread (see Checkpointer), never inside a commit: the connection's
  * automatic checkpoint is off. The WAL is restarted from its beginning once it holds
  * `walRestartFrames` frames, even under writes that never pause, and its file is then cut back
- * to that size: the WAL stays bounded whatever the load.
+ * to twice that: the WAL stays bounded as long as the disk copies frames faster than commits
+ * add them.
  */
 export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
   const {
@@ -262,9 +263,10 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
   const { store, holdWrites } = sqliteStoreOf(db, { groupCommitMs });
   if (open.path === ":memory:") return store;
   db.pragma("wal_autocheckpoint = 0");
-  // A restarted WAL's file is truncated to this (a frame is a page and its 24-byte header).
+  // A restarted WAL's file is cut back to twice the restart size (a frame is a page and its
+  // 24-byte header): what the next cycle fills again is not given back and regrown each time.
   const pageSize = db.pragma("page_size", { simple: true }) as number;
-  db.pragma(`journal_size_limit = ${32 + walRestartFrames * (pageSize + 24)}`);
+  db.pragma(`journal_size_limit = ${32 + 2 * walRestartFrames * (pageSize + 24)}`);
   const checkpointer = new Checkpointer({
     path: open.path,
     intervalMs: checkpointIntervalMs,
