@@ -7,13 +7,30 @@ export function errnoCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether `code` says the process (EMFILE) or the system (ENFILE) has no file descriptor left. */
+export const isOutOfDescriptors = (code: string | undefined): code is "EMFILE" | "ENFILE" =>
+  code === "EMFILE" || code === "ENFILE";
+
+/**
+ * The process is out of file descriptors (`code`, EMFILE or ENFILE) for `what`: nothing is
+ * wrong with the workspace or the call, and a later call may succeed.
+ */
+export const outOfDescriptorsOutcome = (code: string, what: string): ToolOutcome =>
+  toolError(
+    ToolErrorCode.ioError,
+    `the server has no file descriptor left to ${what} (${code}); try again shortly`,
+    true,
+  );
+
 /**
  * Maps a file-system error met while working on `displayPath` (the path as the model
  * gave it) to an error result. Unknown errors become IO_ERROR naming only the system
- * code: the exception text may contain absolute server paths.
+ * code: the exception text may contain absolute server paths. A process out of descriptors
+ * is IO_ERROR too, retryable.
  */
 export function fsErrorOutcome(err: unknown, displayPath: string): ToolOutcome {
   const code = errnoCode(err);
+  if (isOutOfDescriptors(code)) return outOfDescriptorsOutcome(code, `work on "${displayPath}"`);
   switch (code) {
     case "ENOENT":
       return toolError(ToolErrorCode.notFound, `"${displayPath}" does not exist`, true);

@@ -71,6 +71,28 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     detached: true,
     stdio: options.fd3 === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", options.fd3],
   });
+  // Listened to at once: a spawn that fails emits 'error' on the next tick, and one nobody
+  // listens to would end this process.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: unknown }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", (error) => resolve({ error }));
+  });
+  if (!child.stdout || !child.stderr) {
+    // Node gives up before making the pipes when the process has no descriptor for them
+    // (EMFILE, ENFILE): nothing started.
+    const exit = await exited;
+    const spawnError = "error" in exit ? (errnoCode(exit.error) ?? "unknown error") : "no output pipes";
+    return {
+      output: "",
+      omittedBytes: 0,
+      exitCode: null,
+      exitSignal: null,
+      stopped: null,
+      outputLeftOpen: false,
+      backgroundStopped: false,
+      spawnError,
+    };
+  }
   // If this server dies mid-command, the command's group dies with it: a recovered run
   // records it as interrupted, and nothing of it goes on changing the workspace.
   const watchdog = child.pid === undefined ? null : watchProcessGroup(child.pid);
@@ -79,15 +101,11 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     process.emitWarning("could not start the shell command's watchdog", { code: "AGENT_SHELL_WATCHDOG" });
   }
   // Both are pipes (stdio above).
-  const stdout = child.stdout as Readable;
-  const stderr = child.stderr as Readable;
+  const stdout: Readable = child.stdout;
+  const stderr: Readable = child.stderr;
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
   stderr.on("data", (chunk: Buffer) => output.push(chunk));
   const streamsClosed = Promise.all([closed(stdout), closed(stderr)]);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: unknown }>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-    child.once("error", (error) => resolve({ error }));
-  });
 
   const state: { stopped: { by: "timeout" | "abort"; killing: Promise<"terminated" | "killed"> } | null } = {
     stopped: null,

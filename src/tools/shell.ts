@@ -2,6 +2,7 @@ import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
+import { isOutOfDescriptors, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { closeDir } from "./open-dir.js";
 import { bwrapArgs, type ShellSandbox, UNSANDBOXED } from "./sandbox.js";
 import { runShellCommand, type ShellRun } from "./shell-process.js";
@@ -123,6 +124,7 @@ function outcomeOf(
 ): ToolOutcome {
   const truncated = run.omittedBytes > 0;
   if (run.spawnError) {
+    if (isOutOfDescriptors(run.spawnError)) return outOfDescriptorsOutcome(run.spawnError, `start ${program} with`);
     return toolError(ToolErrorCode.shellFailed, `could not start ${program} (${run.spawnError})`, false);
   }
   const body = run.output === "" ? "(no output)" : run.output.replace(/\n$/, "");

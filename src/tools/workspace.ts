@@ -3,7 +3,7 @@ import { lstat, mkdir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { errnoCode, fsErrorOutcome } from "./fs-errors.js";
+import { errnoCode, fsErrorOutcome, isOutOfDescriptors, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { closeDir, entryPath, FD_DIR, type OpenDir, openDirAt, openDirFd } from "./open-dir.js";
 import { isInside } from "./paths.js";
 
@@ -37,7 +37,8 @@ export async function openWorkspaceRoot(
     root = { fd: await openDirFd(workspace), path: workspace };
   } catch (err) {
     const code = errnoCode(err);
-    if (code === "EMFILE" || code === "ENFILE") return { ok: false, outcome: outOfDescriptorsOutcome(code) };
+    if (isOutOfDescriptors(code))
+      return { ok: false, outcome: outOfDescriptorsOutcome(code, "open the workspace with") };
     return { ok: false, outcome: workspaceMovedOutcome() };
   }
   // O_NOFOLLOW covers the last component; what the kernel says it opened covers the others.
@@ -63,14 +64,6 @@ const workspaceMovedOutcome = (): ToolOutcome =>
     ToolErrorCode.workspaceUnavailable,
     "the session's workspace directory is missing or was replaced (e.g. by a symlink); no tool runs in it",
     false,
-  );
-
-/** The process is out of file descriptors (`code`): nothing is wrong with the workspace, and a later call may succeed. */
-const outOfDescriptorsOutcome = (code: string): ToolOutcome =>
-  toolError(
-    ToolErrorCode.ioError,
-    `the server has no file descriptor left to open the workspace with (${code}); nothing was done, try again shortly`,
-    true,
   );
 
 const outsideOutcome = (display: string): ToolOutcome =>

@@ -10,20 +10,33 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 /**
  * In a process that has used up its file descriptors (as a flood of connections can make it),
  * a workspace tool's outcome: the built tools, run in a child under `ulimit -n 64` that holds
- * every descriptor left before the call.
+ * every descriptor left before the call but `free` (enough to open the workspace, not what the
+ * tool opens next). The child exits 0 only if nothing was left unhandled.
  */
-function outcomeWithoutDescriptors(workspace: string, tool: "locate" | "shell"): Record<string, unknown> {
+function outcomeWithoutDescriptors(
+  workspace: string,
+  tool: "locate" | "shell" | "write",
+  free = 0,
+): Record<string, unknown> {
   const dist = (file: string) => pathToFileURL(join(root, "dist/src/tools", file)).href;
   const script = `
-    import { openSync } from "node:fs";
     import { locateInWorkspace } from ${JSON.stringify(dist("workspace.js"))};
+    import { closeSync, openSync } from "node:fs";
     import { createShellTool } from ${JSON.stringify(dist("shell.js"))};
+    import { writeFileTool } from ${JSON.stringify(dist("write-file.js"))};
     const workspace = process.argv[1];
     const held = [];
     try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
-    const outcome = ${JSON.stringify(tool)} === "locate"
+    for (let i = 0; i < ${free}; i++) closeSync(held.pop());
+    const context = { workspace, signal: new AbortController().signal };
+    const tool = ${JSON.stringify(tool)};
+    const outcome = tool === "locate"
       ? (await locateInWorkspace({ workspace, path: "notes.txt" })).outcome
-      : await createShellTool({ kind: "none" }).execute({ command: "true" }, { workspace, signal: new AbortController().signal });
+      : tool === "write"
+        ? await writeFileTool.execute({ path: "notes.txt", content: "kept" }, context)
+        : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
+    // Anything the call left to fail later (an 'error' event nobody listens to) fails here.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     process.stdout.write(JSON.stringify({ held: held.length, outcome }));
   `;
   const out = execFileSync(
@@ -48,5 +61,20 @@ describe("a process out of file descriptors", () => {
     const { workspace } = await makeSandbox();
     const outcome = outcomeWithoutDescriptors(workspace, "shell");
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+  });
+
+  it("the shell tool that opened the workspace but cannot start its command says so, and the process lives on", async () => {
+    const { workspace } = await makeSandbox();
+    // One descriptor: the workspace opens, the command's pipes do not (spawn's EMFILE).
+    const outcome = outcomeWithoutDescriptors(workspace, "shell", 1);
+    expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+    expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
+  });
+
+  it("write_file that opened the workspace but cannot open its file says so, retryable", async () => {
+    const { workspace } = await makeSandbox();
+    const outcome = outcomeWithoutDescriptors(workspace, "write", 1);
+    expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+    expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
 });
