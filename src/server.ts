@@ -90,6 +90,7 @@ async function main(): Promise<void> {
   try {
     await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
     metricsApp = await listenForMetrics(ctx, logger);
+    logger.info({ maxConnections: config.MAX_CONNECTIONS || "none" }, "connections the server holds at once");
   } catch (err) {
     // listenForMetrics explains its own failures (naming METRICS_PORT).
     const problem =
