@@ -19,6 +19,7 @@ import { clientErrorHandler } from "./http/client-error.js";
 import { capConnections } from "./http/connection-cap.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler } from "./http/error-handler.js";
+import { guardHosts } from "./http/host-guard.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
@@ -94,6 +95,14 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // connection: otherwise the socket stays open waiting for a body that may never come.
   app.addHook("onSend", async (request, reply) => {
     if (!request.raw.complete) reply.header("connection", "close");
+  });
+
+  // Without keys, a page that re-points its own name at this server (DNS rebinding) would talk
+  // to it as its own origin: requests naming such a host are refused (before CORS answers preflights).
+  guardHosts(app, {
+    enabled: !ctx.apiKeys.enabled,
+    configuredHost: ctx.config.HOST,
+    names: ctx.config.ALLOWED_HOSTS,
   });
 
   if (ctx.config.CORS_ORIGINS.length) {

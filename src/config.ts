@@ -106,6 +106,11 @@ const EnvSchema = z.object({
       .default("0")
       .transform((v) => v === "1" || v === "true"),
   ),
+  /**
+   * Without AGENT_API_KEYS: host names (besides IP addresses, localhost and HOST) a request's
+   * `Host` may name; `*`: any. Others are refused as DNS rebinding.
+   */
+  ALLOWED_HOSTS: listSetting,
   /** Live runs one API key may have at once; 0 = no such limit; default: a quarter of MAX_CONCURRENT_RUNS. */
   MAX_RUNS_PER_KEY: optionalIntSetting({ min: 0, max: 100_000 }),
   /** Sessions one API key may keep; 0 = no limit; default with keys: 1000. */

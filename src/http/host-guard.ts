@@ -1,0 +1,53 @@
+import { isIP } from "node:net";
+import type { FastifyInstance } from "fastify";
+import { AppError } from "../errors.js";
+
+/**
+ * The host name of a `Host` header (`name:port`, `[v6]:port`), lower case, without a trailing
+ * dot; null when there is none.
+ */
+export function hostName(header: string | undefined): string | null {
+  if (header === undefined || header === "") return null;
+  const bracketed = /^\[([^\]]*)\](?::\d*)?$/.exec(header);
+  const name = bracketed ? (bracketed[1] as string) : header.replace(/:\d*$/, "");
+  return name.toLowerCase().replace(/\.$/, "");
+}
+
+/**
+ * Whether a request naming `host` in its `Host` header may be served by a server without API
+ * keys: an IP literal (a page elsewhere cannot make a browser send the server's address as
+ * its Host), `localhost` and `*.localhost` (browsers resolve those to loopback themselves),
+ * HOST, and the names in ALLOWED_HOSTS (`*`: any). Any other name is what DNS rebinding
+ * sends: a page on `attacker.example`, whose name it re-points at 127.0.0.1, talking to the
+ * server as its own origin, without CORS and without a key.
+ */
+export function hostAllowed(host: string | null, allowed: { configuredHost: string; names: readonly string[] }) {
+  if (host === null || isIP(host) !== 0) return true;
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  if (allowed.names.includes("*")) return true;
+  const configured = hostName(allowed.configuredHost);
+  return host === configured || allowed.names.some((name) => hostName(name) === host);
+}
+
+/**
+ * Without API keys nothing but the network stands between a client and the tools, and a
+ * browser crosses it for any page it shows through DNS rebinding: such requests, recognised
+ * by their `Host`, are refused (403 HOST_NOT_ALLOWED) before anything else runs, CORS
+ * preflights included. With keys a rebinding page gains nothing (it has no key).
+ */
+export function guardHosts(
+  app: FastifyInstance,
+  options: { enabled: boolean; configuredHost: string; names: readonly string[] },
+): void {
+  if (!options.enabled) return;
+  app.addHook("onRequest", async (request) => {
+    const host = hostName(request.headers.host);
+    if (hostAllowed(host, options)) return;
+    throw new AppError(
+      "HOST_NOT_ALLOWED",
+      `this server has no API keys and does not answer requests for host "${host}" (a page using DNS rebinding ` +
+        "sends those); add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS",
+      403,
+    );
+  });
+}
