@@ -23,15 +23,22 @@ const isUsableId = (id: string): boolean =>
  */
 export function withUniqueIds(calls: readonly ToolCall[], used: ReadonlySet<string>): ToolCall[] {
   // A call whose id is new keeps it (the first of repeats does); only the others are renamed.
-  const keeps = calls.map(
-    (call, i) => isUsableId(call.id) && !used.has(call.id) && calls.findIndex((c) => c.id === call.id) === i,
-  );
+  // Linear in the calls (a reply may hold thousands, all with one id): the first of each id is
+  // found with a set, and each base's search for a free suffix goes on from where it stopped.
+  const seen = new Set<string>();
+  const keeps = calls.map((call) => {
+    const first = !seen.has(call.id);
+    seen.add(call.id);
+    return first && isUsableId(call.id) && !used.has(call.id);
+  });
   const taken = new Set([...used, ...calls.filter((_, i) => keeps[i]).map((call) => call.id)]);
+  const nextSuffix = new Map<string, number>();
   return calls.map((call, i) => {
     if (keeps[i]) return call;
     const base = isUsableId(call.id) ? call.id : "call";
-    let n = 2;
+    let n = nextSuffix.get(base) ?? 2;
     while (taken.has(`${base}-${n}`)) n++;
+    nextSuffix.set(base, n + 1);
     const id = `${base}-${n}`;
     taken.add(id);
     return { ...call, id };

@@ -19,6 +19,15 @@ export interface AssembledStream {
   chunkCount: number;
 }
 
+/**
+ * The most tool calls one reply may make. MAX_TOOL_CALLS_PER_TURN (at most 10,000) bounds the
+ * calls that run, but every call of a reply is stored with a result (the rest say
+ * TOO_MANY_TOOL_CALLS), so a reply of a million one-character calls (within
+ * MODEL_MAX_OUTPUT_CHARS) held the event loop for minutes and wrote a million messages. A reply
+ * with more is cut off as too large, and none of it is kept.
+ */
+export const MAX_TOOL_CALLS_PER_REPLY = 10_000;
+
 export type AcceptResult = { ok: true } | { ok: false; message: string; tooLarge?: true };
 
 /**
@@ -131,6 +140,13 @@ export class StreamAssembler {
     const index = typeof rawIndex === "number" ? rawIndex : undefined;
     const fnName = typeof fn.name === "string" ? fn.name : "";
     const call = this.slots.callFor({ index, id, name: fnName });
+    if (this.slots.calls.length > MAX_TOOL_CALLS_PER_REPLY) {
+      return {
+        ok: false,
+        tooLarge: true,
+        message: `the model's reply made more than ${MAX_TOOL_CALLS_PER_REPLY} tool calls; it was cut off there and none of it was kept`,
+      };
+    }
     this.markToken();
     const name = call.name === "" ? fnName : "";
     const args = typeof fn.arguments === "string" ? fn.arguments : "";
