@@ -952,6 +952,31 @@ describe.each(["sqlite", "postgres"] as const)(
   },
 );
 
+describe("contract: hosts a server without keys answers (DNS rebinding)", () => {
+  let keyless: TestServer;
+  beforeAll(async () => {
+    keyless = await startTestServer();
+  });
+  afterAll(async () => {
+    await keyless.close();
+  });
+
+  it("every route answers 403 HOST_NOT_ALLOWED to a request naming a foreign host, and serves its own", async () => {
+    const port = new URL(keyless.url).port;
+    for (const op of documentedOperations()) {
+      const res = await call(keyless, op.method, op.path, {
+        params: { ...DUMMY, file: "index.js" },
+        headers: { host: `rebind.attacker.example:${port}` },
+      });
+      expect(res.status, `${op.method} ${op.path}`).toBe(403);
+      expect(res.body.error.code).toBe("HOST_NOT_ALLOWED");
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
+      expect((await call(keyless, "GET", "/healthz", { headers: { host } })).status, host).toBe(200);
+    }
+  });
+});
+
 describe("contract: authentication (AGENT_API_KEYS)", () => {
   let auth: TestServer;
   beforeAll(async () => {
