@@ -23,32 +23,68 @@ for (const [net, prefix] of [
   ["::1", 128],
   ["fc00::", 7],
   ["fe80::", 10],
+  // Site-local (deprecated, still routed inside some networks).
+  ["fec0::", 10],
+  // NAT64 for local use: where the IPv4 address sits depends on the network.
+  ["64:ff9b:1::", 48],
+  // Teredo: the client's IPv4 address is obscured in it.
+  ["2001::", 32],
   ["ff00::", 8],
 ] as const) {
   blocked.addSubnet(net, prefix, "ipv6");
 }
 
-/** The IPv4 address an IPv4-mapped IPv6 address stands for (`::ffff:7f00:1` or `::ffff:127.0.0.1`), else null. */
-function mappedIpv4(address: string): string | null {
-  const match = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(address);
-  if (!match) return null;
-  if (match[1]) return match[1];
-  const high = Number.parseInt(match[2] as string, 16);
-  const low = Number.parseInt(match[3] as string, 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join(".");
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted IPv4 part counts as two), or null. */
+function ipv6Groups(address: string): number[] | null {
+  let text = address.toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail, more] = text.split("::");
+  if (more !== undefined) return null;
+  const part = (p: string | undefined) => (p ? p.split(":").map((g) => Number.parseInt(g, 16)) : []);
+  const left = part(head);
+  const right = part(tail);
+  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
+  const groups = [...left, ...Array<number>(Math.max(fill, 0)).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+const ipv4Of = (high: number, low: number): string => [high >> 8, high & 255, low >> 8, low & 255].join(".");
+
+/**
+ * The IPv4 address an IPv6 address carries and reaches through, else null: IPv4-mapped
+ * (`::ffff:0:0/96`), IPv4-compatible (`::/96`), IPv4-translated (`::ffff:0:0:0/96`), NAT64's
+ * well-known prefix (`64:ff9b::/96`, which a NAT64 gateway turns into that IPv4 address) and
+ * 6to4 (`2002::/16`).
+ */
+function embeddedIpv4(address: string): string | null {
+  const g = ipv6Groups(address);
+  if (!g) return null;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  const last = ipv4Of(g[6] as number, g[7] as number);
+  if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return last;
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return last;
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return last;
+  if (g[0] === 0x2002) return ipv4Of(g[1] as number, g[2] as number);
+  return null;
 }
 
 /**
- * Whether `address` (an IP literal) is one a webhook may not reach; an IPv4-mapped IPv6
- * address is judged as its IPv4 address, and what is not an address is refused.
+ * Whether `address` (an IP literal) is one a webhook may not reach; an IPv6 address that
+ * carries an IPv4 address it reaches through (see embeddedIpv4) is judged as that IPv4
+ * address, and what is not an address is refused.
  */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = mappedIpv4(address);
-  if (mapped) return blocked.check(mapped, "ipv4");
   const family = isIP(address);
   if (family === 4) return blocked.check(address, "ipv4");
-  if (family === 6) return blocked.check(address, "ipv6");
-  return true;
+  if (family !== 6) return true;
+  if (address === "::" || address === "::1") return true;
+  const carried = embeddedIpv4(address);
+  if (carried) return blocked.check(carried, "ipv4");
+  return blocked.check(address, "ipv6");
 }
 
 /** The host of a URL as an IP literal (brackets removed), or null when it is a name. */

@@ -31,11 +31,31 @@ describe("private addresses", () => {
       "::ffff:127.0.0.1",
       "::ffff:7f00:1",
       "::ffff:a00:1",
+      // NAT64 (well-known and local-use), IPv4-compatible, IPv4-translated, 6to4, site-local, Teredo
+      "64:ff9b::a00:5",
+      "64:ff9b::127.0.0.1",
+      "64:ff9b:1::a00:5",
+      "::7f00:1",
+      "::10.0.0.1",
+      "::ffff:0:7f00:1",
+      "2002:7f00:1::1",
+      "2002:c0a8:101::",
+      "fec0::1",
+      "2001:0:4136:e378:8000:63bf:3fff:fdd2",
       "not-an-ip",
     ]) {
       expect(isPrivateAddress(address), address).toBe(true);
     }
-    for (const address of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) {
+    for (const address of [
+      "8.8.8.8",
+      "1.1.1.1",
+      "172.32.0.1",
+      "2606:4700:4700::1111",
+      "::ffff:8.8.8.8",
+      "64:ff9b::808:808",
+      "2002:808:808::1",
+      "2a00:1450:4001:81b::200e",
+    ]) {
       expect(isPrivateAddress(address), address).toBe(false);
     }
   });
