@@ -40,14 +40,17 @@ export function guardHosts(
   options: { enabled: boolean; configuredHost: string; names: readonly string[] },
 ): void {
   if (!options.enabled) return;
-  app.addHook("onRequest", async (request) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook("onRequest", (request, _reply, done) => {
     const host = hostName(request.headers.host);
-    if (hostAllowed(host, options)) return;
-    throw new AppError(
-      "HOST_NOT_ALLOWED",
-      `this server has no API keys and does not answer requests for host "${host}" (a page using DNS rebinding ` +
-        "sends those); add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS",
-      403,
+    if (hostAllowed(host, options)) return done();
+    done(
+      new AppError(
+        "HOST_NOT_ALLOWED",
+        `this server has no API keys and does not answer requests for host "${host}" (a page using DNS rebinding ` +
+          "sends those); add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS",
+        403,
+      ),
     );
   });
 }
