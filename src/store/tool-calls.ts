@@ -58,9 +58,12 @@ export const toolCallFromRow = (row: ToolCallRow): ToolCallRecord => ({
 
 /** The ledger's statements; its writes run only inside a run's commit (see apply-change). */
 export function toolCallStore(db: Db) {
+  // A call's ordinal is its place among its run's calls: counted once per reply, not once per
+  // call (a count per call made a reply of 10,000 calls quadratic, seconds on the event loop).
+  const callsOf = db.prepare("SELECT count(*) FROM tool_calls WHERE run_id = ?").pluck();
   const propose = db.prepare(
     `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
-     VALUES (@run, @id, (SELECT count(*) FROM tool_calls WHERE run_id = @run), @name, @input, 'proposed', @at)`,
+     VALUES (@run, @id, @ordinal, @name, @input, 'proposed', @at)`,
   );
   const awaitApproval = db.prepare(
     `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ?, approval_requested_at = ?
@@ -83,7 +86,10 @@ export function toolCallStore(db: Db) {
 
   return {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {
-      for (const call of calls) propose.run({ run: runId, id: call.id, name: call.name, input: call.input, at });
+      let ordinal = callsOf.get(runId) as number;
+      for (const call of calls) {
+        propose.run({ run: runId, id: call.id, ordinal: ordinal++, name: call.name, input: call.input, at });
+      }
     },
     awaitApproval(runId: string, id: string, reason: string, at: string): void {
       awaitApproval.run(reason, at, runId, id);

@@ -127,6 +127,18 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect((await store.runs.get(runId))?.status).toBe("awaiting_approval");
   });
 
+  it("a run's tool calls keep the order they were proposed in, across its replies", async () => {
+    const { sessionId, runId } = await liveRun();
+    const calls = ["b", "a", "d", "c", "e"].map((name) => ({ id: fresh(`call_${name}`), name, input: "{}" }));
+    const reply = (seq: number, toolCalls: typeof calls) => ({
+      kind: "message" as const,
+      message: message(sessionId, runId, seq, { role: "assistant", content: "", toolCalls } as never),
+    });
+    await store.commitRun(runId, [reply(1, calls.slice(0, 3))], []);
+    await store.commitRun(runId, [reply(2, calls.slice(3))], []);
+    expect((await store.toolCalls.open(runId)).map((c) => c.name)).toEqual(["b", "a", "d", "c", "e"]);
+  });
+
   it("events are kept per run in seq order, a seq is stored once, and reads page from any seq", async () => {
     const { runId } = await liveRun();
     for (let seq = 2; seq <= 40; seq += 3) {
