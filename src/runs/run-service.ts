@@ -141,10 +141,12 @@ export class RunService {
   /** The run's webhook deliveries, oldest first: each try with its status code, and the next one's time. */
   async webhooks(runId: string, owner: string | null) {
     await this.get(runId, owner);
-    const items = (await this.deps.store.webhooks.ofRun(runId)).map(({ body: _body, nextAttemptAt, ...delivery }) => ({
-      ...delivery,
-      nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
-    }));
+    const items = (await this.deps.store.webhooks.ofRun(runId)).map(
+      ({ body: _body, owner: _owner, nextAttemptAt, ...delivery }) => ({
+        ...delivery,
+        nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
+      }),
+    );
     return { items, nextCursor: null };
   }
 

@@ -193,7 +193,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {
-      claim: (query) => write(() => tables.webhooks.claim(query.now, query.leaseUntil, query.limit)),
+      claim: (query) => write(() => tables.webhooks.claim(query)),
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
       nextDue: () => read(() => tables.webhooks.nextDue()),

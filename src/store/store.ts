@@ -11,7 +11,7 @@ import type { RunInput } from "./queue.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
-import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
+import type { AttemptOutcome, ClaimQuery, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -23,7 +23,7 @@ export type { RunInput } from "./queue.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
-export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
+export type { AttemptOutcome, ClaimQuery, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
@@ -219,8 +219,12 @@ export interface Store {
    * type, written with the event; the worker claims due ones and records each try.
    */
   webhooks: {
-    /** Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`. */
-    claim(query: { now: number; leaseUntil: number; limit: number }): Promise<WebhookDelivery[]>;
+    /**
+     * Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`: of each
+     * owner's, its oldest, at most `perOwner` less the owner's count in `busy` (deliveries the
+     * caller is sending), then the oldest of those. One owner's backlog takes no other's slots.
+     */
+    claim(query: ClaimQuery): Promise<WebhookDelivery[]>;
     record(outcome: AttemptOutcome): Promise<void>;
     ofRun(runId: string): Promise<WebhookDelivery[]>;
     /** When the earliest pending delivery is due (ms since the epoch), null when none is. */

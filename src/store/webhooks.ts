@@ -18,6 +18,8 @@ export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 export interface WebhookDelivery {
   id: string;
   runId: string;
+  /** Its run's session's owner (null: the keyless server's): whose slots its sends take. */
+  owner: string | null;
   type: string;
   url: string;
   body: string;
@@ -32,6 +34,8 @@ export interface WebhookDelivery {
 export interface DeliveryRow {
   id: string;
   run_id: string;
+  /** '' for no owner: the column is NOT NULL, so an owner's range of the index is an equality. */
+  owner: string;
   type: string;
   url: string;
   body: string;
@@ -50,6 +54,7 @@ export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
   return {
     id: row.id,
     runId: row.run_id,
+    owner: row.owner === "" ? null : row.owner,
     type: row.type,
     url: row.url,
     body: row.body,
@@ -69,6 +74,29 @@ export interface AttemptOutcome {
   next: { status: "pending"; at: number } | { status: "delivered" | "failed" };
 }
 
+/** What a claim may take: see `Store["webhooks"]["claim"]`. */
+export interface ClaimQuery {
+  now: number;
+  leaseUntil: number;
+  limit: number;
+  perOwner: number;
+  busy?: ReadonlyMap<string | null, number>;
+}
+
+/** The owners' rooms under `perOwner` less what each has `busy`, the full ones left out. */
+export function ownerRooms(owners: readonly string[], { perOwner, busy }: ClaimQuery): Map<string, number> {
+  const rooms = new Map<string, number>();
+  for (const owner of owners) {
+    const room = perOwner - (busy?.get(owner === "" ? null : owner) ?? 0);
+    if (room > 0) rooms.set(owner, room);
+  }
+  return rooms;
+}
+
+/** The oldest due first, then by id: the order deliveries are claimed in. */
+export const dueOrder = (a: DeliveryRow, b: DeliveryRow): number =>
+  (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** A delivery's `webhook-id`: unique, stable across its retries. */
 const deliveryId = (): string => `msg_${randomUUID().replaceAll("-", "")}`;
 
@@ -79,6 +107,8 @@ export function deliveriesFor(
 ): {
   id: string;
   run_id: string;
+  /** The run's session, whose owner the row records. */
+  session_id: string;
   event_seq: number;
   type: string;
   url: string;
@@ -95,6 +125,7 @@ export function deliveriesFor(
     rows.push({
       id: deliveryId(),
       run_id: event.runId,
+      session_id: target.sessionId,
       event_seq: event.seq,
       type: payload.type,
       url: target.url,
@@ -112,10 +143,17 @@ export function webhookStore(db: Db) {
   const targets = new RunTargets();
   const insert = db.prepare(
     `INSERT OR IGNORE INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts,
-       next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?)`,
+       next_attempt_at, created_at, owner) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?,
+       coalesce((SELECT owner FROM sessions WHERE id = ?), ''))`,
   );
-  const due = db.prepare(
-    "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= +? ORDER BY next_attempt_at, id LIMIT +?",
+  // The owners with pending deliveries, one index probe each (there are as many as API keys).
+  const firstOwner = db.prepare("SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1");
+  const nextOwner = db.prepare(
+    "SELECT owner FROM webhook_deliveries WHERE status = 'pending' AND owner > +? ORDER BY owner LIMIT 1",
+  );
+  const dueOf = db.prepare(
+    `SELECT * FROM webhook_deliveries WHERE status = 'pending' AND owner = +? AND next_attempt_at <= +?
+     ORDER BY next_attempt_at, id LIMIT +?`,
   );
   const lease = db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?");
   const byId = db.prepare("SELECT * FROM webhook_deliveries WHERE id = ?");
@@ -141,15 +179,28 @@ export function webhookStore(db: Db) {
       targets.settle(events);
       const rows = deliveriesFor(events, target);
       for (const d of rows) {
-        insert.run(d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at);
+        insert.run(d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at, d.session_id);
       }
       return rows.length;
     },
-    /** Claims up to `limit` due deliveries: each is leased until `leaseUntil` (a crash mid-send retries it then). */
-    claim(now: number, leaseUntil: number, limit: number): WebhookDelivery[] {
-      const rows = (due.all(now, limit) as DeliveryRow[]).map(deliveryFromRow);
-      for (const row of rows) lease.run(leaseUntil, row.id);
-      return rows.map((row) => ({ ...row, nextAttemptAt: leaseUntil }));
+    /**
+     * Claims due deliveries as `Store["webhooks"]["claim"]` says: each owner's oldest within its
+     * room, then the oldest of those; each leased until `leaseUntil` (a crash mid-send retries it then).
+     */
+    claim(query: ClaimQuery): WebhookDelivery[] {
+      const owners: string[] = [];
+      for (
+        let row = firstOwner.get() as { owner: string } | undefined;
+        row;
+        row = nextOwner.get(row.owner) as typeof row
+      )
+        owners.push(row.owner);
+      const candidates: DeliveryRow[] = [];
+      for (const [owner, room] of ownerRooms(owners, query))
+        candidates.push(...(dueOf.all(owner, query.now, Math.min(room, query.limit)) as DeliveryRow[]));
+      const rows = candidates.sort(dueOrder).slice(0, Math.max(0, query.limit)).map(deliveryFromRow);
+      for (const row of rows) lease.run(query.leaseUntil, row.id);
+      return rows.map((row) => ({ ...row, nextAttemptAt: query.leaseUntil }));
     },
     record({ id, attempt, next }: AttemptOutcome): void {
       const row = byId.get(id) as DeliveryRow | undefined;

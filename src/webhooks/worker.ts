@@ -21,15 +21,25 @@ export function nextTryAt(
   return at - createdAt > schedule.windowMs ? null : at;
 }
 
+/** At most this many sends at once, in all. */
+export const WEBHOOK_SLOTS = 16;
+/** At most this many sends at once per owner: a target that never answers holds only its owner's. */
+export const WEBHOOK_SLOTS_PER_OWNER = 4;
+
 /**
- * Sends the outbox's due deliveries, one batch at a time: each is claimed with a lease (a
- * crash mid-send retries it after the lease), sent, and its try recorded: 2xx delivered,
- * anything else tried again on the schedule until its window closes.
+ * Sends the outbox's due deliveries from a pool of WEBHOOK_SLOTS sends, at most
+ * WEBHOOK_SLOTS_PER_OWNER of them an owner's: whenever one ends (or every poll while all are
+ * busy) more are claimed, within both caps, so one owner's slow or flooded target delays no
+ * other's. Each is claimed with a lease (a crash mid-send retries it after the lease), sent, and
+ * its try recorded: 2xx delivered, anything else tried again on the schedule until its window closes.
  */
 export class WebhookWorker {
   #timer: NodeJS.Timeout | null = null;
   #pass: Promise<void> | null = null;
   #stopped = true;
+  /** The sends under way, and how many of them each owner's. */
+  readonly #sending = new Set<Promise<void>>();
+  readonly #busy = new Map<string | null, number>();
 
   constructor(
     private readonly deps: {
@@ -64,14 +74,47 @@ export class WebhookWorker {
     this.#timer.unref();
   }
 
+  /** Claims and sends until nothing is due or under way (or the worker stops, its sends awaited). */
   async #drain(): Promise<void> {
-    const { store, timeoutMs } = this.deps;
-    while (!this.#stopped) {
-      const now = Date.now();
-      const batch = await store.webhooks.claim({ now, leaseUntil: now + timeoutMs * 2 + 1000, limit: 16 });
-      if (!batch.length) return;
-      await Promise.all(batch.map((delivery) => this.#deliver(delivery)));
+    const { store, timeoutMs, pollMs } = this.deps;
+    try {
+      while (!this.#stopped) {
+        const room = WEBHOOK_SLOTS - this.#sending.size;
+        if (room > 0) {
+          const now = Date.now();
+          const claimed = await store.webhooks.claim({
+            now,
+            leaseUntil: now + timeoutMs * 2 + 1000,
+            limit: room,
+            perOwner: WEBHOOK_SLOTS_PER_OWNER,
+            busy: this.#busy,
+          });
+          for (const delivery of claimed) this.#send(delivery);
+        }
+        if (!this.#sending.size) return;
+        // A send's end frees a slot; a poll finds deliveries of owners with slots free meanwhile.
+        let poll: NodeJS.Timeout | undefined;
+        await Promise.race([...this.#sending, new Promise((resolve) => (poll = setTimeout(resolve, pollMs)))]);
+        clearTimeout(poll);
+      }
+    } finally {
+      await Promise.all(this.#sending);
     }
+  }
+
+  /** Sends `delivery` in a slot of its owner's, freed when its try is recorded. */
+  #send(delivery: WebhookDelivery): void {
+    const { owner } = delivery;
+    this.#busy.set(owner, (this.#busy.get(owner) ?? 0) + 1);
+    const sending: Promise<void> = this.#deliver(delivery)
+      .catch((err) => this.deps.logger.error({ err, deliveryId: delivery.id }, "webhook delivery failed"))
+      .finally(() => {
+        this.#sending.delete(sending);
+        const left = (this.#busy.get(owner) ?? 1) - 1;
+        if (left > 0) this.#busy.set(owner, left);
+        else this.#busy.delete(owner);
+      });
+    this.#sending.add(sending);
   }
 
   async #deliver(delivery: WebhookDelivery): Promise<void> {

@@ -274,8 +274,8 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(JSON.parse(deliveries[0]!.body)).toMatchObject({ type: "run.started", data: { runId, sessionId } });
     const now = Date.now() + 1000;
     const [first, second] = await Promise.all([
-      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10 }),
-      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10 }),
+      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10, perOwner: 10 }),
+      store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10, perOwner: 10 }),
     ]);
     const claimed = [...first!, ...second!].filter((d) => d.runId === runId).map((d) => d.id);
     expect(claimed.sort()).toEqual(deliveries.map((d) => d.id).sort());

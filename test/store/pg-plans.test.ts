@@ -120,4 +120,14 @@ describe("PostgreSQL reads that stay bounded", () => {
     );
     expect(plan).toMatch(/using messages_user_id/);
   });
+
+  it("a webhook claim finds the owners and each owner's oldest due deliveries on webhook_deliveries_owner_due", async () => {
+    const now = Date.now();
+    const plan = await planOf(/^WITH RECURSIVE owners/, () =>
+      store.webhooks.claim({ now, leaseUntil: now + 1000, limit: 16, perOwner: 4, busy: new Map([["key_1", 1]]) }),
+    );
+    expect(plan).toMatch(/Index Only Scan using webhook_deliveries_owner_due/);
+    expect(plan).toMatch(/Index Cond: \(\(owner = \w+\.owner\) AND \(next_attempt_at <= /);
+    expect(plan).not.toMatch(/Seq Scan on webhook_deliveries/);
+  });
 });

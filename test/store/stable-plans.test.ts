@@ -208,3 +208,32 @@ describe("SQLite statements that must stay bounded whatever the statistics say",
     db.close();
   });
 });
+
+describe("SQLite's webhook claim", () => {
+  // One owner's backlog of 3,000 due deliveries beside another's few, analyzed: each owner is
+  // found with one probe of webhook_deliveries_owner_due and its oldest are read from its range.
+  it("finds the owners and each owner's oldest due deliveries on webhook_deliveries_owner_due, with no sort", () => {
+    const db = analyzedLargeSession();
+    const delivery = db.prepare(
+      `INSERT INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts, next_attempt_at,
+         created_at, owner) VALUES (?, ?, ?, 'run.finished', 'https://h', '{}', 'pending', '[]', ?, 'x', ?)`,
+    );
+    db.transaction(() => {
+      for (let i = 0; i < 3000; i++) delivery.run(`msg_a_${i}`, `run_big_${i % 300}`, i, i, "owner_big");
+      for (let i = 0; i < 5; i++) delivery.run(`msg_b_${i}`, `run_${i}`, 1, 5000 + i, "");
+    })();
+    db.exec("ANALYZE");
+    const store = storeStatementsOn(db);
+    const first = store.planOf(
+      store.find(/^SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1$/),
+      [],
+    );
+    expect(first).toMatch(/USING COVERING INDEX webhook_deliveries_owner_due$/);
+    const next = store.planOf(store.find(/^SELECT owner FROM webhook_deliveries .* owner > /), [""]);
+    expect(next).toMatch(/USING COVERING INDEX webhook_deliveries_owner_due \(owner>\?\)/);
+    const due = store.planOf(store.find(/^SELECT \* FROM webhook_deliveries .* owner = /), ["owner_big", 10_000, 4]);
+    expect(due).toMatch(/USING INDEX webhook_deliveries_owner_due \(owner=\? AND next_attempt_at<\?\)/);
+    expect(due).not.toMatch(/TEMP B-TREE/);
+    db.close();
+  });
+});

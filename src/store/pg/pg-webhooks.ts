@@ -10,26 +10,51 @@ type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]
 export function deliveryStatements(events: readonly RunEvent[], target: RunWebhookTarget | null): Statement[] {
   return deliveriesFor(events, target).map((d) => ({
     text: `INSERT INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts, next_attempt_at,
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', $7, $8) ON CONFLICT DO NOTHING`,
-    values: [d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at],
+             created_at, owner) VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', $7, $8,
+             coalesce((SELECT owner FROM sessions WHERE id = $9), '')) ON CONFLICT DO NOTHING`,
+    values: [d.id, d.run_id, d.event_seq, d.type, d.url, d.body, d.next_attempt_at, d.created_at, d.session_id],
   }));
 }
 
 /**
- * The outbox over PostgreSQL. A claim is one statement: due rows are leased with
- * `FOR UPDATE SKIP LOCKED`, so two workers never take the same delivery.
+ * A claim in one statement: the owners with pending deliveries (one index probe each, a loose
+ * scan of webhook_deliveries_owner_due), each owner's oldest due within its room (`$4` less
+ * its count among `$5`/`$6`) from its range of that index, the oldest `$3` of those leased.
+ * `FOR UPDATE SKIP LOCKED`: two workers never take the same delivery.
  */
+const CLAIM = `WITH RECURSIVE owners AS (
+    (SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.owner FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner > o.owner
+            ORDER BY d.owner LIMIT 1)
+    FROM owners o WHERE o.owner IS NOT NULL
+  ), rooms AS (
+    SELECT o.owner, $4::int - coalesce(b.n, 0) AS room FROM owners o
+    LEFT JOIN unnest($5::text[], $6::int[]) AS b (owner, n) ON b.owner = o.owner
+    WHERE o.owner IS NOT NULL
+  ), picked AS (
+    SELECT d.id FROM rooms r CROSS JOIN LATERAL (
+      SELECT id, next_attempt_at FROM webhook_deliveries
+      WHERE status = 'pending' AND owner = r.owner AND next_attempt_at <= $1
+      ORDER BY next_attempt_at, id LIMIT least(greatest(r.room, 0), $3) FOR UPDATE SKIP LOCKED
+    ) d
+    ORDER BY d.next_attempt_at, d.id LIMIT $3
+  )
+  UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id IN (SELECT id FROM picked) RETURNING *`;
+
+/** The outbox over PostgreSQL. */
 export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promise<unknown>): Store["webhooks"] {
   return {
-    claim: async ({ now, leaseUntil, limit }) =>
+    claim: async ({ now, leaseUntil, limit, perOwner, busy = new Map() }) =>
       (
-        await rows<DeliveryRow & Record<string, unknown>>(
-          `UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id IN (
-             SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1
-             ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
-           RETURNING *`,
-          [now, leaseUntil, limit],
-        )
+        await rows<DeliveryRow & Record<string, unknown>>(CLAIM, [
+          now,
+          leaseUntil,
+          Math.max(0, limit),
+          perOwner,
+          [...busy.keys()].map((owner) => owner ?? ""),
+          [...busy.values()],
+        ])
       )
         .map(deliveryFromRow)
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id)),

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunEvent } from "../../src/domain/run-events.js";
+import type { Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/** The outbox's claim shares the slots among owners, the same on every backend. */
+describe.each(STORE_BACKENDS)("webhook claims on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+  let counter = 0;
+  const fresh = (prefix: string) => `${prefix}_${String(++counter).padStart(4, "0")}`;
+  const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const] };
+
+  beforeAll(async () => {
+    opened = await backend.open();
+    store = opened.store;
+  });
+  afterAll(() => opened?.dispose());
+
+  /** `count` runs, each in a session of `owner`, each with a due delivery (its run.started); their ids. */
+  async function deliveries(owner: string | null, count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const sessionId = fresh("ses");
+      await seedSession(store, { id: sessionId, owner });
+      const runId = fresh("run");
+      const started: RunEvent = { type: "run.started", runId, seq: 1, at: new Date().toISOString() };
+      await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [started]);
+      ids.push(...(await store.webhooks.ofRun(runId)).map((d) => d.id));
+      // Each due a millisecond later than the one before: the claim order (due time, then id) is theirs.
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return ids;
+  }
+  const claim = (query: { limit: number; perOwner: number; busy?: Map<string | null, number> }) => {
+    const now = Date.now() + 1000;
+    return store.webhooks.claim({ now, leaseUntil: now + 60_000, ...query });
+  };
+
+  it("one owner's many older deliveries take at most perOwner slots: a newer one of another owner is claimed with them", async () => {
+    const flood = await deliveries("key_a", 30);
+    const [other] = await deliveries("key_b", 1);
+    const [keyless] = await deliveries(null, 1);
+    const claimed = await claim({ limit: 8, perOwner: 4 });
+    expect(claimed.map((d) => d.id).sort()).toEqual([...flood.slice(0, 4), other, keyless].sort());
+    expect(claimed.find((d) => d.id === other)?.owner).toBe("key_b");
+    expect(claimed.find((d) => d.id === keyless)?.owner).toBeNull();
+
+    // Leased: the next claim takes the flood's next oldest; an owner's `busy` sends count against its room.
+    const next = await claim({ limit: 8, perOwner: 4, busy: new Map([["key_a", 3]]) });
+    expect(next.map((d) => d.id)).toEqual([flood[4]]);
+    expect(await claim({ limit: 8, perOwner: 4, busy: new Map([["key_a", 4]]) })).toEqual([]);
+    // `limit` bounds the whole claim, the oldest first.
+    expect((await claim({ limit: 2, perOwner: 4 })).map((d) => d.id)).toEqual(flood.slice(5, 7));
+  });
+});
