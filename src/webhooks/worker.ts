@@ -23,8 +23,12 @@ export function nextTryAt(
 
 /** At most this many sends at once, in all. */
 export const WEBHOOK_SLOTS = 16;
-/** At most this many sends at once per owner: a target that never answers holds only its owner's. */
-export const WEBHOOK_SLOTS_PER_OWNER = 4;
+/**
+ * At most this many sends at once per owner: a target that never answers holds only its
+ * owner's, and half the slots stay for the others (a lone owner, as a keyless server's, sends 8
+ * at once).
+ */
+export const WEBHOOK_SLOTS_PER_OWNER = 8;
 
 /**
  * Sends the outbox's due deliveries from a pool of WEBHOOK_SLOTS sends, at most
