@@ -55,11 +55,11 @@ export class Approvals {
     // Asked again before the answer took effect (a server restarted in between): the same answer.
     const earlier = this.#answered.get(request.toolCallId);
     if (earlier) {
-      out.note(`[approval] ${request.tool} asks again; sending the same answer (${earlier.decision})`);
+      out.note(`[approval] ${printable(request.tool)} asks again; sending the same answer (${earlier.decision})`);
       await this.#send(request.toolCallId, earlier);
       return;
     }
-    out.note(`[approval] ${request.tool} asks for approval: ${printable(request.reason)}`);
+    out.note(`[approval] ${printable(request.tool)} asks for approval: ${printable(request.reason)}`);
     out.note(indent(printable(JSON.stringify(request.input, null, 2) ?? "undefined", { keepLines: true })));
     let decision: Decision;
     if (approve.all || approve.tools.has(request.tool)) {
@@ -81,7 +81,7 @@ export class Approvals {
         : { decision: "deny", reason: "denied at the terminal" };
     } else {
       out.note(
-        `[approval] no terminal to ask, so it is denied; to allow it, run with --approve ${request.tool} (or --approve all)`,
+        `[approval] no terminal to ask, so it is denied; to allow it, run with --approve ${printable(request.tool)} (or --approve all)`,
       );
       decision = { decision: "deny", reason: "no terminal to ask: denied by agent-server" };
     }
@@ -102,7 +102,7 @@ export class Approvals {
       // Resolved meanwhile (409) or gone (404): the event stream tells what happened.
       if (!(error instanceof CliError)) throw error;
       if (error.status === 409 || error.status === 404) return;
-      this.deps.out.note(`[approval] the decision was not delivered: ${error.message}`);
+      this.deps.out.note(`[approval] the decision was not delivered: ${printable(error.message)}`);
     }
   }
 }

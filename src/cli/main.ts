@@ -3,6 +3,7 @@ import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
 import { HELP } from "./help.js";
 import { type CliIo, processIo } from "./io.js";
+import { printable } from "./printable.js";
 import { clientVersion } from "./version.js";
 
 /**
@@ -25,7 +26,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     return await runCommand(command.options, io);
   } catch (error) {
     if (!(error instanceof CliError)) throw error;
-    io.stderr.write(`agent-server: ${error.message}\n`);
+    // A refusal may quote the server or its upstream: shown escaped, like everything from there.
+    io.stderr.write(`agent-server: ${printable(error.message)}\n`);
     return error.exitCode;
   }
 }

@@ -1,6 +1,7 @@
 import type { ApiClient } from "./api-client.js";
 import type { Approvals } from "./approvals.js";
 import { CliError } from "./cli-error.js";
+import { printable } from "./printable.js";
 import { withRetries } from "./retry.js";
 import type { Outputs } from "./terminal-out.js";
 import { RunBody } from "./wire.js";
@@ -67,7 +68,7 @@ export class RunCancel {
       this.#delivered = true;
     } catch (error) {
       if (!(error instanceof CliError)) throw error;
-      this.deps.out.note(`[run] the cancel was not delivered: ${error.message}`);
+      this.deps.out.note(`[run] the cancel was not delivered: ${printable(error.message)}`);
     }
   }
 }

@@ -19,9 +19,13 @@ export class Transcript {
     this.#out = out;
   }
 
-  /** The tool a call is for, when known (from its assistant message or its approval request). */
-  #toolOf(toolCallId: string): string | undefined {
-    return this.#calls.get(toolCallId)?.tool;
+  /**
+   * The tool a call is for (from its assistant message or its approval request), else the
+   * call's id, made printable: the name is the model's own (an unknown tool's too), so it may
+   * carry escape sequences meant for the terminal.
+   */
+  #toolOf(toolCallId: string): string {
+    return printable(this.#calls.get(toolCallId)?.tool ?? toolCallId);
   }
 
   show(event: RunEvent): void {
@@ -45,14 +49,14 @@ export class Transcript {
         }
         return;
       case "approval.resolved": {
-        const tool = this.#toolOf(event.toolCallId) ?? event.toolCallId;
+        const tool = this.#toolOf(event.toolCallId);
         const verdict = event.decision === "approve" ? "approved" : "denied";
         this.#out.note(`[approval] ${tool} ${verdict}${event.reason ? `: ${preview(event.reason)}` : ""}`);
         return;
       }
       case "tool.started": {
         const input = this.#calls.get(event.toolCallId)?.input ?? "";
-        this.#out.note(`[tool] ${event.tool} ${preview(input, 200)}`.trimEnd());
+        this.#out.note(`[tool] ${printable(event.tool)} ${preview(input, 200)}`.trimEnd());
         return;
       }
       case "run.finished":
@@ -77,8 +81,8 @@ export class Transcript {
       if (message.content.startsWith(this.#turnText)) this.#streamText(message.content.slice(this.#turnText.length));
       for (const call of message.toolCalls ?? []) this.#calls.set(call.id, { tool: call.name, input: call.input });
     } else if (message.role === "tool") {
-      const tool = this.#toolOf(message.toolCallId) ?? message.toolCallId;
-      const outcome = message.isError ? `failed (${message.metadata?.errorCode ?? "error"})` : "done";
+      const tool = this.#toolOf(message.toolCallId);
+      const outcome = message.isError ? `failed (${printable(message.metadata?.errorCode ?? "error")})` : "done";
       this.#out.note(`[tool] ${tool} ${outcome}: ${preview(message.content)}`);
     }
   }
