@@ -15,11 +15,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * Cancels the session's active run exactly as DELETE does (every call closed, `aborted`) and
  * resolves once its end is stored, or after INTERRUPT_WAIT_MS (the new run's insert is then
  * refused as busy: the one-active rule stays the judge). A run this process executes is
- * marked handed over meanwhile: its end leaves the session's queue for the new run.
+ * marked handed over meanwhile: its end leaves the session's queue for the new run. A run
+ * started with `idempotencyKey` is spared: it is what a concurrent request with that key (a
+ * retry of this one) started, and this request's start returns it.
  */
-export async function interruptActive(deps: ControlDeps, sessionId: string): Promise<void> {
+export async function interruptActive(deps: ControlDeps, sessionId: string, idempotencyKey?: string): Promise<void> {
   const active = await deps.store.runs.active(sessionId);
   if (!active) return;
+  if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return;
   const live = deps.registry.get(active.id);
   if (live) live.handedOver = true;
   await cancelRun(deps, active.id, INTERRUPTED_BY);
@@ -55,11 +58,16 @@ const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
  */
 export async function interruptAndStart<T>(
   deps: ControlDeps,
-  { sessionId, start, startQueue }: { sessionId: string; start: () => Promise<T>; startQueue: () => void },
+  {
+    sessionId,
+    idempotencyKey,
+    start,
+    startQueue,
+  }: { sessionId: string; idempotencyKey?: string; start: () => Promise<T>; startQueue: () => void },
 ): Promise<T> {
   await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
   try {
-    await interruptActive(deps, sessionId);
+    await interruptActive(deps, sessionId, idempotencyKey);
     return await start();
   } finally {
     // A release that fails leaves the hold to expire by itself.

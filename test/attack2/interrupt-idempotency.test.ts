@@ -1,0 +1,54 @@
+/**
+ * Attacker: none needed, just a network. A client starts a run with `ifBusy: "interrupt"` and an
+ * `Idempotency-Key`, and retries the POST (its first answer was lost: a timeout, a proxy's 502).
+ * The key promises the retry returns the same run instead of starting a second. Before, the
+ * retry first interrupted the session's active run — the very run the first request started —
+ * and then, finding the key, returned that run, now `aborted`: the retry killed the work.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+describe("ifBusy interrupt with an Idempotency-Key, retried", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+    // Every run asks to run a shell command, and waits for its approval.
+    server.upstream.fallback = () => ({
+      toolCalls: [{ name: "shell", arguments: JSON.stringify({ command: "echo hi" }) }],
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const waitStatus = async (runId: string, status: string) => {
+    for (let i = 0; i < 100; i++) {
+      const run = (await server.request("GET", `/runs/${runId}`)).body;
+      if (run.status === status) return run;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`run ${runId} never reached ${status}`);
+  };
+
+  it("a retry returns the run it started, still alive, and interrupts nothing", async () => {
+    const session = (await server.request("POST", "/sessions", { body: {} })).body;
+    const first = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "A" } })).body;
+    await waitStatus(first.id, "awaiting_approval");
+
+    const request = () =>
+      server.request("POST", `/sessions/${session.id}/runs`, {
+        body: { input: "B", ifBusy: "interrupt" },
+        headers: { "idempotency-key": "retry-me-1" },
+      });
+    const started = await request();
+    expect(started.status).toBe(201);
+    await waitStatus(started.body.id, "awaiting_approval");
+
+    const retried = await request();
+    expect(retried.body.id).toBe(started.body.id);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    const run = (await server.request("GET", `/runs/${started.body.id}`)).body;
+    expect(run.status).toBe("awaiting_approval");
+    expect(run.stopReason).toBeNull();
+  });
+});
