@@ -51,4 +51,43 @@ describe("ifBusy interrupt with an Idempotency-Key, retried", () => {
     expect(run.status).toBe("awaiting_approval");
     expect(run.stopReason).toBeNull();
   });
+
+  it("two copies of the request at once (a retry while the first still waits for the interrupted run) get one run, alive", async () => {
+    for (let round = 0; round < 5; round++) {
+      const session = (await server.request("POST", "/sessions", { body: {} })).body;
+      const first = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "A" } })).body;
+      await waitStatus(first.id, "awaiting_approval");
+      const request = () =>
+        server.request("POST", `/sessions/${session.id}/runs`, {
+          body: { input: "B", ifBusy: "interrupt" },
+          headers: { "idempotency-key": `concurrent-${round}` },
+        });
+      const answers = await Promise.all([request(), request()]);
+      expect(answers.map((a) => [a.status, a.body.error?.code ?? null])).toEqual([
+        [201, null],
+        [201, null],
+      ]);
+      const [a, b] = answers.map((answer) => answer.body.id);
+      expect(a).toBe(b);
+      const run = await waitStatus(a, "awaiting_approval");
+      expect(run.stopReason).toBeNull();
+    }
+  });
+
+  it("two copies of a plain start at once on an idle session get one run", async () => {
+    for (let round = 0; round < 5; round++) {
+      const session = (await server.request("POST", "/sessions", { body: {} })).body;
+      const request = () =>
+        server.request("POST", `/sessions/${session.id}/runs`, {
+          body: { input: "C" },
+          headers: { "idempotency-key": `plain-${round}` },
+        });
+      const answers = await Promise.all([request(), request()]);
+      expect(answers.map((a) => [a.status, a.body.error?.code ?? null])).toEqual([
+        [201, null],
+        [201, null],
+      ]);
+      expect(answers[0]?.body.id).toBe(answers[1]?.body.id);
+    }
+  });
 });
