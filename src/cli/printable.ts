@@ -22,3 +22,13 @@ export function preview(text: string, max = 160): string {
   const more = lines.length - 1;
   return printable(more > 0 ? `${cut} (+${more} line${more === 1 ? "" : "s"})` : cut);
 }
+
+/**
+ * A line of JSON made safe for a terminal without changing what it means: JSON escapes C0
+ * controls itself, but not DEL and the C1 controls (U+007F-U+009F), which terminals reading
+ * C1 controls in UTF-8 take as CSI, OSC... They can only stand inside JSON strings, where
+ * `\u00XX` is the same character.
+ */
+export function printableJson(json: string): string {
+  return json.replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

@@ -5,6 +5,7 @@ import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
 import { followRunEvents } from "./follow-events.js";
 import { type CliIo, readAll } from "./io.js";
+import { printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
 import { targetFromEnv } from "./target.js";
 import { terminalAsk } from "./terminal-ask.js";
@@ -82,7 +83,8 @@ async function startAndFollow({
     onReconnect: ({ after, reason }) => out.note(`[stream] lost (${reason}); reconnecting after event ${after}`),
   });
   for await (const frame of events) {
-    if (options.json) io.stdout.write(`${frame.data}\n`);
+    // On a terminal, control characters in the JSON are escaped (the same JSON), as in the text.
+    if (options.json) io.stdout.write(`${io.stdout.isTTY ? printableJson(frame.data) : frame.data}\n`);
     const event = decodeEvent(frame.data);
     if (event === null) continue;
     if (event.type === "approval.resolved") approvals.resolved(event.toolCallId);
