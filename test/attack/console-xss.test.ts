@@ -17,7 +17,7 @@ const P = (tag: string) =>
 let browser: Browser;
 let upstream: FakeUpstream;
 let server: ChildServer;
-const dir = tempDir("attack2-console-");
+const dir = tempDir("attack-console-");
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();

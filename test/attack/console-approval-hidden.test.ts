@@ -14,7 +14,7 @@ import { tempDir } from "../helpers/temp-dir.js";
 let browser: Browser;
 let upstream: FakeUpstream;
 let server: ChildServer;
-const dir = tempDir("attack2-console-hidden-");
+const dir = tempDir("attack-console-hidden-");
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
