@@ -138,14 +138,15 @@ export async function admitRun(
     );
   } catch (err) {
     slot.release();
-    if (isConflict(err, "owner_runs")) throw tooManyRuns(perKey, 1, "key");
-    if (isConflict(err, "session_gone")) throw notFound("session", session.id);
-    if (isConflict(err, "active_run") || isConflict(err, "idempotency_key")) {
+    if (isConflict(err, "active_run") || isConflict(err, "idempotency_key") || isConflict(err, "owner_runs")) {
       // The same key, started concurrently: that request's run is this one's answer (the store
-      // may report it as the session's active run, which it is, before the key).
+      // may report it as the session's active run, which it is, or as the run that fills the
+      // key's MAX_RUNS_PER_KEY, before the key).
       const again = await sameRequestRun(store, params);
       if (again) return { created: false, run: runView(again, await planOfRun(store, again)) };
     }
+    if (isConflict(err, "owner_runs")) throw tooManyRuns(perKey, 1, "key");
+    if (isConflict(err, "session_gone")) throw notFound("session", session.id);
     if (isConflict(err, "active_run")) {
       const active = await store.runs.active(session.id);
       throw sessionBusy(session.id, active?.id ?? "(finished meanwhile)");
