@@ -222,7 +222,8 @@ export interface Store {
     /**
      * Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`: of each
      * owner's, its oldest, at most `perOwner` less the owner's count in `busy` (deliveries the
-     * caller is sending), then the oldest of those. One owner's backlog takes no other's slots.
+     * caller is sending); of those, each owner's first before anyone's second, then the oldest.
+     * One owner's backlog takes no other's slots, nor every slot that frees.
      */
     claim(query: ClaimQuery): Promise<WebhookDelivery[]>;
     record(outcome: AttemptOutcome): Promise<void>;

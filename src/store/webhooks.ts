@@ -93,7 +93,7 @@ export function ownerRooms(owners: readonly string[], { perOwner, busy }: ClaimQ
   return rooms;
 }
 
-/** The oldest due first, then by id: the order deliveries are claimed in. */
+/** The oldest due first, then by id: the order of an owner's deliveries, and of owners' n-th ones, in a claim. */
 export const dueOrder = (a: DeliveryRow, b: DeliveryRow): number =>
   (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
@@ -195,10 +195,17 @@ export function webhookStore(db: Db) {
         row = nextOwner.get(row.owner) as typeof row
       )
         owners.push(row.owner);
-      const candidates: DeliveryRow[] = [];
-      for (const [owner, room] of ownerRooms(owners, query))
-        candidates.push(...(dueOf.all(owner, query.now, Math.min(room, query.limit)) as DeliveryRow[]));
-      const rows = candidates.sort(dueOrder).slice(0, Math.max(0, query.limit)).map(deliveryFromRow);
+      // Each owner's first before anyone's second (then the oldest): an owner with an older
+      // backlog does not take every slot that frees while others' hold the rest.
+      const candidates: { row: DeliveryRow; rank: number }[] = [];
+      for (const [owner, room] of ownerRooms(owners, query)) {
+        const due = dueOf.all(owner, query.now, Math.min(room, query.limit)) as DeliveryRow[];
+        candidates.push(...due.map((row, rank) => ({ row, rank })));
+      }
+      const rows = candidates
+        .sort((a, b) => a.rank - b.rank || dueOrder(a.row, b.row))
+        .slice(0, Math.max(0, query.limit))
+        .map(({ row }) => deliveryFromRow(row));
       for (const row of rows) lease.run(query.leaseUntil, row.id);
       return rows.map((row) => ({ ...row, nextAttemptAt: query.leaseUntil }));
     },

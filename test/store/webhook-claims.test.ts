@@ -54,4 +54,18 @@ describe.each(STORE_BACKENDS)("webhook claims on $name", (backend) => {
     // `limit` bounds the whole claim, the oldest first.
     expect((await claim({ limit: 2, perOwner: 4 })).map((d) => d.id)).toEqual(flood.slice(5, 7));
   });
+
+  it("slots that free go to each owner's first due delivery before anyone's second: an older backlog does not take them all", async () => {
+    // Found in review: with C's sends holding 8 slots (a target that never answers) and A's 8
+    // just ended, every freed slot went to A's older backlog, and B waited behind all of it.
+    // (key_a's backlog of the test before is still due, older than all of these.)
+    const a = await deliveries("key_ra", 12);
+    await deliveries("key_rc", 12);
+    const [b] = await deliveries("key_rb", 1);
+    const claimed = await claim({ limit: 8, perOwner: 8, busy: new Map([["key_rc", 8]]) });
+    expect(claimed).toHaveLength(8);
+    expect(claimed.map((d) => d.id)).toContain(b);
+    expect(claimed.map((d) => d.id)).toContain(a[0]);
+    expect(claimed.filter((d) => d.owner === "key_rc")).toEqual([]);
+  });
 });

@@ -19,7 +19,8 @@ export function deliveryStatements(events: readonly RunEvent[], target: RunWebho
 /**
  * A claim in one statement: the owners with pending deliveries (one index probe each, a loose
  * scan of webhook_deliveries_owner_due), each owner's oldest due within its room (`$4` less
- * its count among `$5`/`$6`) from its range of that index, the oldest `$3` of those leased.
+ * its count among `$5`/`$6`) from its range of that index, `$3` of those leased: each owner's
+ * first before anyone's second, then the oldest.
  * `FOR UPDATE SKIP LOCKED`: two workers never take the same delivery.
  */
 const CLAIM = `WITH RECURSIVE owners AS (
@@ -34,11 +35,13 @@ const CLAIM = `WITH RECURSIVE owners AS (
     WHERE o.owner IS NOT NULL
   ), picked AS (
     SELECT d.id FROM rooms r CROSS JOIN LATERAL (
-      SELECT id, next_attempt_at FROM webhook_deliveries
-      WHERE status = 'pending' AND owner = r.owner AND next_attempt_at <= $1
-      ORDER BY next_attempt_at, id LIMIT least(greatest(r.room, 0), $3) FOR UPDATE SKIP LOCKED
+      SELECT l.id, l.next_attempt_at, row_number() OVER (ORDER BY l.next_attempt_at, l.id) AS rank FROM (
+        SELECT id, next_attempt_at FROM webhook_deliveries
+        WHERE status = 'pending' AND owner = r.owner AND next_attempt_at <= $1
+        ORDER BY next_attempt_at, id LIMIT least(greatest(r.room, 0), $3) FOR UPDATE SKIP LOCKED
+      ) l
     ) d
-    ORDER BY d.next_attempt_at, d.id LIMIT $3
+    ORDER BY d.rank, d.next_attempt_at, d.id LIMIT $3
   )
   UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id IN (SELECT id FROM picked) RETURNING *`;
 
