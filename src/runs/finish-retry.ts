@@ -56,7 +56,7 @@ export async function finishWithRetry({
           // Already ending (an end reported while storage failed), or stopped meanwhile: left as it is.
           if (live.phase.name === "ending" || live.stopped) return;
           tried.ending = { view, before: live.phase };
-          live.phase = { name: "ending", view, cancelled: live.cancelRequested };
+          live.phase = { name: "ending", view, cancelled: live.cancelRequested, reported: false };
         },
         outcomeFor: (call) => outcomeFor(call, tried.end?.stopReason ?? end.stopReason),
       });
@@ -121,6 +121,6 @@ function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
     ...reported,
     finishedAt: new Date().toISOString(),
   };
-  live.phase = { name: "ending", view, cancelled: live.cancelRequested };
+  live.phase = { name: "ending", view, cancelled: live.cancelRequested, reported: true };
   live.reportEnd(view);
 }

@@ -141,7 +141,7 @@ export async function commitFinalReply({
       const finishedAt = new Date().toISOString();
       const finished: RunView = { ...runView(live.record, null), status: "finished", ...end, finishedAt };
       ended.view = finished;
-      live.phase = { name: "ending", view: finished, cancelled: false };
+      live.phase = { name: "ending", view: finished, cancelled: false, reported: false };
       const others = changes.filter((change) => change.kind !== "stats");
       return {
         changes: [reply, ...others, { kind: "finish", ...end, finishedAt }],

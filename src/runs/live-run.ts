@@ -13,8 +13,8 @@ import type { RunRecorder } from "./recorder.js";
  *   executes returns: its real result is still written, nothing new begins;
  * - `stopped`: left for the next start; this process writes nothing more of it;
  * - `ending`: its end is decided and being written (a DELETE finds it finished with that
- *   end), or known and reported but not yet stored (storage fails): written as soon as
- *   storage takes it.
+ *   end), or known and reported but not yet stored (storage fails; `reported`): written as
+ *   soon as storage takes it.
  */
 export type RunPhase =
   | { name: "running"; tool: string | null }
@@ -22,7 +22,7 @@ export type RunPhase =
   | { name: "cancelling" }
   | { name: "suspending"; tool: string | null }
   | { name: "stopped" }
-  | { name: "ending"; view: RunView; cancelled: boolean };
+  | { name: "ending"; view: RunView; cancelled: boolean; reported: boolean };
 
 /** Who cancels a run through DELETE /runs/{id} (here or on another instance), as its stop detail says it. */
 export const BY_DELETE = "by a DELETE /runs/{id} request";

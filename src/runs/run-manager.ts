@@ -193,10 +193,10 @@ export class RunManager {
     this.#launch(live, { input: restartInput ? record.input : undefined, priorStats: record.stats, priorStep });
   }
 
-  /** A run as stored; one whose end is known but not yet stored, with that end. */
-  async get(runId: string): Promise<RunView | null> {
-    const live = this.#registry.get(runId);
-    if (live?.phase.name === "ending") return live.phase.view;
+  /** The run as stored, or an end reported unstored; `decided`: also an end being written (for control). */
+  async get(runId: string, { decided = false } = {}): Promise<RunView | null> {
+    const phase = this.#registry.get(runId)?.phase;
+    if (phase?.name === "ending" && (decided || phase.reported)) return phase.view;
     return storedRunView(this.deps.store, runId);
   }
 
@@ -269,7 +269,7 @@ export class RunManager {
       hub: this.deps.hub,
       registry: this.#registry,
       accepting: () => this.accepting,
-      get: (runId: string) => this.get(runId),
+      get: (runId: string) => this.get(runId, { decided: true }),
     };
   }
 
