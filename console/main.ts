@@ -93,10 +93,21 @@ function setRunning(running: boolean): void {
   $<HTMLButtonElement>("send").disabled = running;
 }
 
+/**
+ * Arguments as they are, with what would not show as itself made visible: bidirectional
+ * controls and zero-width characters (which could make a command read otherwise than it
+ * runs) as `\uXXXX`.
+ */
+function shownExactly(text: string): string {
+  return text.replace(/[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g, (c) => {
+    return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+  });
+}
+
 function showApproval(event: Extract<RunEvent, { type: "approval.requested" }>): void {
   const card = el("div", { class: "approval", "data-tool-call": event.toolCallId });
   card.append(el("strong", {}, `${event.tool} asks for approval`), el("p", {}, event.reason));
-  card.append(el("pre", {}, JSON.stringify(event.input, null, 2)));
+  card.append(el("pre", {}, shownExactly(JSON.stringify(event.input, null, 2))));
   const reason = el("input", { class: "deny-reason", placeholder: "reason (optional)" }) as HTMLInputElement;
   const decide = (decision: "approve" | "deny") => async () => {
     try {

@@ -1,13 +1,22 @@
 /**
+ * Characters that are invisible or reorder what follows them: bidirectional controls
+ * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) and zero-width ones (U+200B-U+200D,
+ * U+2060-U+2064, U+FEFF). Shown in an approval, they could make a command read otherwise
+ * than it runs ("Trojan source").
+ */
+const INVISIBLE = /^[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]$/;
+
+/**
  * Text from the model or a tool made safe for a terminal: control characters (which
- * could move the cursor, retitle the window or hide what follows) are shown as `\uXXXX`.
- * `keepLines` leaves newlines and tabs as they are.
+ * could move the cursor, retitle the window or hide what follows) and invisible or
+ * reordering ones (INVISIBLE) are shown as `\uXXXX`. `keepLines` leaves newlines and tabs
+ * as they are.
  */
 export function printable(text: string, { keepLines = false }: { keepLines?: boolean } = {}): string {
   let result = "";
   for (const c of text) {
     const code = c.charCodeAt(0);
-    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f);
+    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(c);
     const kept = keepLines && (c === "\n" || c === "\t");
     result += control && !kept ? `\\u${code.toString(16).padStart(4, "0")}` : c;
   }

@@ -51,4 +51,24 @@ describe("console approval card", () => {
     expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
     await page.locator(".approval .deny").click();
   });
+
+  it("shows bidirectional and zero-width characters as escapes, so a command reads as it runs", async () => {
+    // U+202E turns what follows right-to-left: shown raw, `rm -rf ~ #` would read otherwise.
+    const command = "echo safe \u202e# ~ fr- mr\u202c; rm -rf ~\u200b";
+    // Twice: the first test's run, its call denied, may still take one reply from the queue.
+    const call = { toolCalls: [{ id: "c2", name: "shell", arguments: JSON.stringify({ command }) }] };
+    upstream.enqueue(call, call);
+    const { page } = await newPage(browser);
+    await page.goto(server.url);
+    await page.locator("#new-session").click();
+    await page.locator("#chat").waitFor();
+    await page.fill("#prompt", "say it is safe");
+    await page.click("#send");
+    const pre = page.locator(".approval pre");
+    await pre.waitFor();
+    const shown = await pre.textContent();
+    expect(shown).not.toMatch(/[\u202e\u202c\u200b]/);
+    expect(shown).toContain("\\u202e# ~ fr- mr\\u202c; rm -rf ~\\u200b");
+    await page.locator(".approval .deny").click();
+  });
 });

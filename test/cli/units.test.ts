@@ -5,6 +5,7 @@ import { parseCommand } from "../../src/cli/args.js";
 import { CliError } from "../../src/cli/cli-error.js";
 import { EXIT, exitCodeForStopReason } from "../../src/cli/exit-codes.js";
 import { followRunEvents } from "../../src/cli/follow-events.js";
+import { printable } from "../../src/cli/printable.js";
 import { readSse } from "../../src/cli/sse-reader.js";
 import { targetFromEnv } from "../../src/cli/target.js";
 import { Outputs } from "../../src/cli/terminal-out.js";
@@ -164,5 +165,16 @@ describe("the transcript's last line", () => {
       },
     });
     expect(notes.join("")).toBe(`[run] loop_detected: ${detail} (3 turns, 3 tool calls)\n`);
+  });
+});
+
+describe("text shown on the terminal", () => {
+  it("shows control, bidirectional and zero-width characters as escapes, so a command reads as it runs", () => {
+    expect(printable("echo safe \u202e# ~ fr- mr\u202c; rm -rf ~\u200b")).toBe(
+      "echo safe \\u202e# ~ fr- mr\\u202c; rm -rf ~\\u200b",
+    );
+    expect(printable("a\u001b[2Jb\u009bc\u2066d\ufeff")).toBe("a\\u001b[2Jb\\u009bc\\u2066d\\ufeff");
+    expect(printable("line one\n\tline two", { keepLines: true })).toBe("line one\n\tline two");
+    expect(printable("héllo wörld ✓ 日本")).toBe("héllo wörld ✓ 日本");
   });
 });
