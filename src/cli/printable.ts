@@ -18,10 +18,13 @@ export function printable(text: string, { keepLines = false }: { keepLines?: boo
     const code = c.charCodeAt(0);
     const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(c);
     const kept = keepLines && (c === "\n" || c === "\t");
-    result += control && !kept ? `\\u${code.toString(16).padStart(4, "0")}` : c;
+    result += control && !kept ? escaped(c) : c;
   }
   return result;
 }
+
+/** A character of the Basic Multilingual Plane as its `\\uXXXX` escape (the same in JSON). */
+const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** The first line of `text`, cut to `max` characters, saying how much was left out. */
 export function preview(text: string, max = 160): string {
@@ -39,5 +42,5 @@ export function preview(text: string, max = 160): string {
  * `\u00XX` is the same character.
  */
 export function printableJson(json: string): string {
-  return json.replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return json.replace(/[\u007f-\u009f]/g, escaped);
 }

@@ -17,16 +17,14 @@ export function hostName(header: string | undefined): string | null {
  * Whether a request naming `host` in its `Host` header may be served by a server without API
  * keys: an IP literal (a page elsewhere cannot make a browser send the server's address as
  * its Host), `localhost` and `*.localhost` (browsers resolve those to loopback themselves),
- * HOST, and the names in ALLOWED_HOSTS (`*`: any). Any other name is what DNS rebinding
- * sends: a page on `attacker.example`, whose name it re-points at 127.0.0.1, talking to the
- * server as its own origin, without CORS and without a key.
+ * and the names in `allowed` (HOST and ALLOWED_HOSTS, as hostName gives them; `*`: any). Any
+ * other name is what DNS rebinding sends: a page on `attacker.example`, whose name it
+ * re-points at 127.0.0.1, talking to the server as its own origin, without CORS and without a key.
  */
-export function hostAllowed(host: string | null, allowed: { configuredHost: string; names: readonly string[] }) {
+function hostAllowed(host: string | null, allowed: ReadonlySet<string | null>): boolean {
   if (host === null || isIP(host) !== 0) return true;
   if (host === "localhost" || host.endsWith(".localhost")) return true;
-  if (allowed.names.includes("*")) return true;
-  const configured = hostName(allowed.configuredHost);
-  return host === configured || allowed.names.some((name) => hostName(name) === host);
+  return allowed.has("*") || allowed.has(host);
 }
 
 /**
@@ -40,10 +38,12 @@ export function guardHosts(
   options: { enabled: boolean; configuredHost: string; names: readonly string[] },
 ): void {
   if (!options.enabled) return;
+  // Normalized once here, not per request.
+  const allowed = new Set([hostName(options.configuredHost), ...options.names.map(hostName)]);
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook("onRequest", (request, _reply, done) => {
     const host = hostName(request.headers.host);
-    if (hostAllowed(host, options)) return done();
+    if (hostAllowed(host, allowed)) return done();
     done(
       new AppError(
         "HOST_NOT_ALLOWED",

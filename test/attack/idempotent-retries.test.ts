@@ -1,14 +1,16 @@
 /**
- * Attacker: none needed, just a network. A client starts a run with `ifBusy: "interrupt"` and an
- * `Idempotency-Key`, and retries the POST (its first answer was lost: a timeout, a proxy's 502).
- * The key promises the retry returns the same run instead of starting a second. Before, the
- * retry first interrupted the session's active run — the very run the first request started —
- * and then, finding the key, returned that run, now `aborted`: the retry killed the work.
+ * Attacker: none needed, just a network. A client starts a run with `ifBusy` and an
+ * `Idempotency-Key`, and retries the POST (its first answer was lost: a timeout, a proxy's 502),
+ * or sends the retry while the first is still in flight. The key promises one effect: the retry
+ * returns the same run instead of starting a second. Before, an `interrupt` retry first
+ * interrupted the session's active run — the very run the first request started — and then,
+ * finding the key, returned that run, now `aborted`: the retry killed the work. A `steer` copy
+ * must not steer the same input into the run its first copy started.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
-describe("ifBusy interrupt with an Idempotency-Key, retried", () => {
+describe("ifBusy interrupt and steer with an Idempotency-Key, retried", () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer();
@@ -88,6 +90,26 @@ describe("ifBusy interrupt with an Idempotency-Key, retried", () => {
         [201, null],
       ]);
       expect(answers[0]?.body.id).toBe(answers[1]?.body.id);
+    }
+  });
+
+  it("two copies of a steer at once on an idle session get one run, one answered as its replay", async () => {
+    for (let round = 0; round < 8; round++) {
+      const session = (await server.request("POST", "/sessions", { body: {} })).body;
+      const request = () =>
+        server.request("POST", `/sessions/${session.id}/runs`, {
+          body: { input: `do it ${round}`, ifBusy: "steer" },
+          headers: { "idempotency-key": `steer-once-${round}` },
+        });
+      const [a, b] = await Promise.all([request(), request()]);
+      // One copy started the run (201); the other is answered that run as a replay (201 with
+      // Idempotent-Replayed), never as a steer of the same input into it (202).
+      expect([a.status, b.status], `round ${round}`).toEqual([201, 201]);
+      expect(b.body.id).toBe(a.body.id);
+      const replayed = [a, b].filter((r) => r.headers.get("idempotent-replayed") === "true");
+      expect(replayed.length, `round ${round}`).toBe(1);
+      const cancel = await server.request("DELETE", `/runs/${a.body.id}`);
+      expect([200, 202]).toContain(cancel.status);
     }
   });
 });
