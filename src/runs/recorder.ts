@@ -14,6 +14,11 @@ import { latestStatsOnly } from "./latest-stats.js";
  * loop is done (see `buffer`).
  */
 const BUFFER_DELAY_MS = 10;
+/**
+ * How long a turn start may wait for the run's next write: the model's first delta, or its
+ * reply when it answers at once, usually comes sooner, and then the two go out in one write.
+ */
+export const TURN_START_DELAY_MS = 50;
 /** A buffer this long is written at once rather than after the delay. */
 const FLUSH_AT = 256;
 /**
@@ -51,8 +56,8 @@ const ignore = (): void => {};
  * The one writer of a run: every change of it goes through here as RunChanges with the
  * events they cause, one batch per `Store.commitRun`. Writes are queued (one at a time, in
  * order), seqs are gapless, and each event is in the database before any watcher sees it.
- * Text deltas and turn starts are buffered until the current turn of the event loop is done
- * (what arrives meanwhile, or while a write is in flight, goes out in one write); deferred
+ * Text deltas are buffered until the current turn of the event loop is done (what arrives
+ * meanwhile, or while a write is in flight, goes out in one write); turn starts and deferred
  * changes (a step trace and its stats) wait a few milliseconds for the next write.
  */
 export class RunRecorder {
@@ -61,6 +66,9 @@ export class RunRecorder {
   #deferred: RunChange[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   #timer: NodeJS.Timeout | null = null;
+  /** When #timer fires (performance.now()). */
+  #timerDue = 0;
+  readonly #flushLater = (): void => this.#flushInBackground();
   /** A write of what is buffered is due once the current turn of the event loop is done (see endOfTurn). */
   #flushDue = false;
   readonly #flushIfDue = (): void => {
@@ -132,15 +140,16 @@ export class RunRecorder {
   defer(change: RunChange): void {
     if (this.#sealed) return;
     this.#deferred.push(change);
-    if (!this.#flushDue) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
+    if (!this.#flushDue) this.#flushWithin(BUFFER_DELAY_MS);
   }
 
   /**
    * Queues an event that may wait for the end of this turn of the event loop (text and
-   * reasoning deltas, turn starts): nothing waits on a timer, and what arrives together (the
-   * chunks of one read, or everything queued while a write is in flight, which this write
-   * then waits behind) is written together; deltas of one kind queued one after another
-   * become one. A failed background write keeps the events for the next write (which
+   * reasoning deltas): nothing waits on a timer, and what arrives together (the chunks of one
+   * read, or everything queued while a write is in flight, which this write then waits
+   * behind) is written together; deltas of one kind queued one after another become one.
+   * A turn start waits for the run's next write, at most TURN_START_DELAY_MS: a write, a
+   * transaction and an SSE frame fewer per turn. A failed background write keeps the events for the next write (which
    * reports the failure), retried after BUFFER_DELAY_MS; while writes keep failing the
    * oldest text deltas beyond a cap are dropped.
    */
@@ -164,8 +173,10 @@ export class RunRecorder {
         return;
       }
     }
-    if (this.#failing) this.#timer ??= setTimeout(() => this.#flushInBackground(), BUFFER_DELAY_MS);
-    else if (!this.#flushDue) {
+    if (this.#failing) this.#flushWithin(BUFFER_DELAY_MS);
+    else if (body.type === "turn.started") {
+      if (!this.#flushDue) this.#flushWithin(TURN_START_DELAY_MS);
+    } else if (!this.#flushDue) {
       this.#flushDue = true;
       endOfTurn.queue(this.#flushIfDue);
       if (this.#timer) {
@@ -173,6 +184,17 @@ export class RunRecorder {
         this.#timer = null;
       }
     }
+  }
+
+  /** Writes what waits in `ms` at the latest: a flush already due sooner stands. */
+  #flushWithin(ms: number): void {
+    const due = performance.now() + ms;
+    if (this.#timer) {
+      if (this.#timerDue <= due) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerDue = due;
+    this.#timer = setTimeout(this.#flushLater, ms);
   }
 
   #clearScheduled(): void {

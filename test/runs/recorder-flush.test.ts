@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { RunRecorder } from "../../src/runs/recorder.js";
+import { RunRecorder, TURN_START_DELAY_MS } from "../../src/runs/recorder.js";
+
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
@@ -135,4 +136,64 @@ it("a write that finishes the run stores its stats with the finish alone, not th
   // Of deferred stats only the latest is written; none beside a finish, which carries the final ones.
   expect(written).toEqual([["stats"], ["finish"]]);
   expect((await store.runs.get("run_1"))?.stats.modelCalls).toBe(4);
+});
+
+it("a turn start waits for the run's next write and goes out in it, before the reply: one transaction, one publication", async () => {
+  const hub = new EventHub();
+  const published: number[][] = [];
+  hub.subscribe("run_1", (event) => published.push([event.seq]));
+  const counted = gatedStore(store);
+  const recorder = await RunRecorder.open({ store: counted.store, hub, runId: "run_1", sessionId: "ses_1" });
+  recorder.buffer({ type: "turn.started", turn: 1 });
+  // The model answers a few turns of the event loop later.
+  for (let i = 0; i < 3; i++) await turnEnd();
+  expect(counted.counts.commits).toBe(0);
+  await recorder.commitMessage({ id: "m1", role: "assistant", content: "done" });
+  expect(counted.counts.commits).toBe(1);
+  const events = await store.events.after("run_1", 0);
+  expect(events.map((e) => [e.seq, e.type])).toEqual([
+    [1, "turn.started"],
+    [2, "message"],
+  ]);
+  expect(published).toEqual([[1], [2]]);
+  recorder.dispose();
+});
+
+it(`a turn start with nothing after it is written alone within TURN_START_DELAY_MS (${TURN_START_DELAY_MS} ms)`, async () => {
+  const counted = gatedStore(store);
+  const recorder = await RunRecorder.open({
+    store: counted.store,
+    hub: new EventHub(),
+    runId: "run_1",
+    sessionId: "ses_1",
+  });
+  const started = performance.now();
+  recorder.buffer({ type: "turn.started", turn: 1 });
+  await turnEnd();
+  expect(counted.counts.commits).toBe(0);
+  await vi.waitFor(() => expect(counted.counts.commits).toBe(1), { timeout: 2000, interval: 5 });
+  expect(performance.now() - started).toBeGreaterThanOrEqual(TURN_START_DELAY_MS - 2);
+  expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]);
+  recorder.dispose();
+});
+
+it("a change deferred after a turn start keeps its shorter delay", async () => {
+  const counted = gatedStore(store);
+  const recorder = await RunRecorder.open({
+    store: counted.store,
+    hub: new EventHub(),
+    runId: "run_1",
+    sessionId: "ses_1",
+  });
+  recorder.buffer({ type: "turn.started", turn: 1 });
+  recorder.defer({ kind: "stats", stats: { ...emptyStats(), modelCalls: 1 } });
+  // A probe due between the deferral's delay and the turn start's: timers fire in order of due time.
+  let commitsAtProbe = -1;
+  setTimeout(() => {
+    commitsAtProbe = counted.counts.commits;
+  }, TURN_START_DELAY_MS - 10);
+  await vi.waitFor(() => expect(commitsAtProbe).not.toBe(-1), { timeout: 2000, interval: 5 });
+  expect(commitsAtProbe).toBe(1);
+  expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]);
+  recorder.dispose();
 });
