@@ -2,7 +2,7 @@ import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
+import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
 import { openLocatedDir } from "./located-io.js";
 import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
@@ -180,6 +180,7 @@ async function searchLocated({
   }
   if (run.kind === "aborted") return abortedOutcome();
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
+  if (run.kind === "out_of_descriptors") return outOfDescriptorsOutcome(run.code, "start the search with");
 
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;

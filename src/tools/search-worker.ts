@@ -1,7 +1,13 @@
 import { Worker } from "node:worker_threads";
+import { errnoCode, isOutOfDescriptors } from "./fs-errors.js";
 import { SEARCH_WORKER_SOURCE, type SearchWorkerData, type SearchWorkerResult } from "./search-worker-source.js";
 
-export type SearchRun = { kind: "done"; result: SearchWorkerResult } | { kind: "timeout" } | { kind: "aborted" };
+export type SearchRun =
+  | { kind: "done"; result: SearchWorkerResult }
+  | { kind: "timeout" }
+  | { kind: "aborted" }
+  /** The worker thread could not start: the process (EMFILE) or the system (ENFILE) has no file descriptor left. */
+  | { kind: "out_of_descriptors"; code: "EMFILE" | "ENFILE" };
 
 /** Heap limit of a search worker: a runaway search fails on its own instead of bloating the server. */
 const WORKER_HEAP_MB = 256;
@@ -9,8 +15,9 @@ const WORKER_HEAP_MB = 256;
 /**
  * Runs one search in a fresh worker thread. Resolves "timeout" once `timeLimitMs` has passed
  * and "aborted" when `signal` fires; in both cases the worker is terminated (which stops even
- * a regex that would backtrack for ever) before the promise resolves. Rejects if the worker
- * itself fails (a bug, or out of memory).
+ * a regex that would backtrack for ever) before the promise resolves. Resolves
+ * "out_of_descriptors" when the worker cannot start for lack of file descriptors (its event
+ * loop needs some). Rejects if the worker itself fails otherwise (a bug, or out of memory).
  */
 export function runSearchWorker({
   data,
@@ -46,7 +53,20 @@ export function runSearchWorker({
     const timer = setTimeout(() => settle(() => resolve({ kind: "timeout" })), timeLimitMs);
     signal.addEventListener("abort", onAbort, { once: true });
     worker.once("message", (result: SearchWorkerResult) => settle(() => resolve({ kind: "done", result })));
-    worker.once("error", (err) => settle(() => reject(err)));
+    worker.once("error", (err) => {
+      const code = initFailure(err);
+      settle(() => (isOutOfDescriptors(code) ? resolve({ kind: "out_of_descriptors", code }) : reject(err)));
+    });
     worker.once("exit", (code) => settle(() => reject(new Error(`search worker exited early with code ${code}`))));
   });
+}
+
+/**
+ * Why a worker could not start: Node reports ERR_WORKER_INIT_FAILED with the system error's
+ * name only in the message ("Worker initialization failure: EMFILE"). Undefined for any
+ * other error.
+ */
+function initFailure(err: unknown): string | undefined {
+  if (errnoCode(err) !== "ERR_WORKER_INIT_FAILED" || !(err instanceof Error)) return undefined;
+  return /: (E[A-Z]+)$/.exec(err.message)?.[1];
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
-import { makeSandbox } from "./helpers.js";
+import { makeSandbox, writeTree } from "./helpers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -15,7 +15,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
  */
 function outcomeWithoutDescriptors(
   workspace: string,
-  tool: "locate" | "shell" | "write",
+  tool: "locate" | "shell" | "write" | "search",
   free = 0,
 ): Record<string, unknown> {
   const dist = (file: string) => pathToFileURL(join(root, "dist/src/tools", file)).href;
@@ -23,6 +23,7 @@ function outcomeWithoutDescriptors(
     import { locateInWorkspace } from ${JSON.stringify(dist("workspace.js"))};
     import { closeSync, openSync } from "node:fs";
     import { createShellTool } from ${JSON.stringify(dist("shell.js"))};
+    import { searchFilesTool } from ${JSON.stringify(dist("search-files.js"))};
     import { writeFileTool } from ${JSON.stringify(dist("write-file.js"))};
     const workspace = process.argv[1];
     const held = [];
@@ -34,7 +35,9 @@ function outcomeWithoutDescriptors(
       ? (await locateInWorkspace({ workspace, path: "notes.txt" })).outcome
       : tool === "write"
         ? await writeFileTool.execute({ path: "notes.txt", content: "kept" }, context)
-        : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
+        : tool === "search"
+          ? await searchFilesTool.execute({ pattern: "kept" }, context)
+          : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
     // Anything the call left to fail later (an 'error' event nobody listens to) fails here.
     await new Promise((resolve) => setTimeout(resolve, 100));
     process.stdout.write(JSON.stringify({ held: held.length, outcome }));
@@ -74,6 +77,15 @@ describe("a process out of file descriptors", () => {
   it("write_file that opened the workspace but cannot open its file says so, retryable", async () => {
     const { workspace } = await makeSandbox();
     const outcome = outcomeWithoutDescriptors(workspace, "write", 1);
+    expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+    expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
+  });
+
+  it("search_files whose worker thread cannot start says so, retryable, and the process lives on", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "notes.txt": "kept\n" });
+    // One descriptor: the workspace opens, the search's worker thread does not (its event loop's).
+    const outcome = outcomeWithoutDescriptors(workspace, "search", 1);
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
