@@ -181,6 +181,8 @@ async function searchLocated({
   if (run.kind === "aborted") return abortedOutcome();
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
   if (run.kind === "out_of_descriptors") return outOfDescriptorsOutcome(run.code, "start the search with");
+  if (run.result.outOfDescriptors)
+    return outOfDescriptorsOutcome(run.result.outOfDescriptors, "open the files to search");
 
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;

@@ -34,6 +34,11 @@ export interface SearchWorkerResult {
   tooManyFiles: boolean;
   skippedLarge: number;
   skippedBinary: number;
+  /**
+   * The search stopped because a file or directory could not be opened for lack of file
+   * descriptors: the process's (EMFILE) or the system's (ENFILE). Null when it did not.
+   */
+  outOfDescriptors: "EMFILE" | "ENFILE" | null;
 }
 
 /**
@@ -88,7 +93,9 @@ function openFile(segments) {
   return fs.openSync(whereOf(dirs) + "/" + segments[dirs], O_FILE);
 }
 
-const result = { matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0 };
+const result = {
+  matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0, outOfDescriptors: null,
+};
 let kept = 0;
 search: for (const file of files) {
   if (!keep(file.relative)) continue;
@@ -102,7 +109,10 @@ search: for (const file of files) {
     if (!stat.isFile()) continue;
     if (stat.size > maxFileBytes) { result.skippedLarge++; continue; }
     buffer = fs.readFileSync(fd);
-  } catch {
+  } catch (err) {
+    // A file that vanished or was swapped for a link is skipped; one that cannot be opened
+    // for lack of descriptors is not, or the answer would silently miss files.
+    if (err.code === "EMFILE" || err.code === "ENFILE") { result.outOfDescriptors = err.code; break; }
     continue;
   } finally {
     if (fd !== -1) fs.closeSync(fd);

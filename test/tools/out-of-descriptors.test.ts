@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
@@ -25,7 +26,7 @@ function outcomeWithoutDescriptors(
     import { createShellTool } from ${JSON.stringify(dist("shell.js"))};
     import { searchFilesTool } from ${JSON.stringify(dist("search-files.js"))};
     import { writeFileTool } from ${JSON.stringify(dist("write-file.js"))};
-    const workspace = process.argv[1];
+    const workspace = process.argv[2];
     const held = [];
     try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
     for (let i = 0; i < ${free}; i++) closeSync(held.pop());
@@ -42,9 +43,13 @@ function outcomeWithoutDescriptors(
     await new Promise((resolve) => setTimeout(resolve, 100));
     process.stdout.write(JSON.stringify({ held: held.length, outcome }));
   `;
+  // A file, not `-e`: a worker thread (search_files') inherits the flags, and
+  // `--input-type=module` would make its CommonJS program fail.
+  const file = join(dirname(workspace), "child.mjs");
+  writeFileSync(file, script);
   const out = execFileSync(
     "/bin/sh",
-    ["-c", 'ulimit -n 64 && exec "$0" --input-type=module -e "$1" "$2"', process.execPath, script, workspace],
+    ["-c", 'ulimit -n 64 && exec "$0" "$1" "$2"', process.execPath, file, workspace],
     { encoding: "utf8" },
   );
   const { held, outcome } = JSON.parse(out);
@@ -89,4 +94,25 @@ describe("a process out of file descriptors", () => {
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
+
+  it("search_files short of descriptors for the files it searches says so, retryable, instead of answering without them", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "top.txt": "kept\n", "a/b/deep.txt": "kept\n" });
+    // From one descriptor up, each more: the walk, the worker thread, then the files and
+    // directories the worker opens run short in turn, until the search has all it needs.
+    const outcomes: Record<string, unknown>[] = [];
+    for (let free = 1; free <= 24 && outcomes.at(-1)?.ok !== true; free++) {
+      outcomes.push(outcomeWithoutDescriptors(workspace, "search", free));
+    }
+    const found = outcomes.pop();
+    expect(found).toMatchObject({ ok: true, output: "a/b/deep.txt:1: kept\ntop.txt:1: kept" });
+    for (const outcome of outcomes) {
+      expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+      expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
+    }
+    // The worker started at least once without enough left for the files (before: "no matches").
+    expect(outcomes.map((outcome) => outcome.message)).toContainEqual(
+      expect.stringMatching(/open the files to search/),
+    );
+  }, 60_000); // some ten children, each a Node start
 });
