@@ -1,8 +1,9 @@
 import type { Stats } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
+import { errnoCode } from "../errno.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { errnoCode, notAFileOutcome } from "./fs-errors.js";
+import { notAFileOutcome } from "./fs-errors.js";
 import { closeDir, entryPath, O_FILE, type OpenDir, openDirAt } from "./open-dir.js";
 import type { Located } from "./workspace.js";
 

@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
-import { errnoCode } from "./fs-errors.js";
+import { errnoCode } from "../errno.js";
 
 const POLL_MS = 20;
 /** After SIGKILL, how long to wait for the group to disappear before giving up waiting. */

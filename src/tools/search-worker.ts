@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { errnoCode, isOutOfDescriptors } from "./fs-errors.js";
+import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { SEARCH_WORKER_SOURCE, type SearchWorkerData, type SearchWorkerResult } from "./search-worker-source.js";
 
 export type SearchRun =

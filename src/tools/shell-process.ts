@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
-import { errnoCode } from "./fs-errors.js";
+import { errnoCode } from "../errno.js";
 import { watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
 import { killProcessGroup, processGroupAlive } from "./process-group.js";

@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import { isOutOfDescriptors } from "../errno.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { isOutOfDescriptors, outOfDescriptorsOutcome } from "./fs-errors.js";
+import { outOfDescriptorsOutcome } from "./fs-errors.js";
 import { closeDir } from "./open-dir.js";
 import { bwrapArgs, type ShellSandbox, UNSANDBOXED } from "./sandbox.js";
 import { runShellCommand, type ShellRun } from "./shell-process.js";

@@ -2,8 +2,9 @@ import { readlinkSync } from "node:fs";
 import { lstat, mkdir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
+import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { errnoCode, fsErrorOutcome, isOutOfDescriptors, outOfDescriptorsOutcome } from "./fs-errors.js";
+import { fsErrorOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { closeDir, entryPath, FD_DIR, type OpenDir, openDirAt, openDirFd } from "./open-dir.js";
 import { isInside } from "./paths.js";
 
