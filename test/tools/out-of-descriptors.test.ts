@@ -1,12 +1,7 @@
-import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
+import { dist, runUnderFileLimit } from "../helpers/file-limit-child.js";
 import { makeSandbox, writeTree } from "./helpers.js";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
  * In a process that has used up its file descriptors (as a flood of connections can make it),
@@ -14,18 +9,17 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
  * every descriptor left before the call but `free` (enough to open the workspace, not what the
  * tool opens next). The child exits 0 only if nothing was left unhandled.
  */
-function outcomeWithoutDescriptors(
+async function outcomeWithoutDescriptors(
   workspace: string,
   tool: "locate" | "shell" | "write" | "search",
   free = 0,
-): Record<string, unknown> {
-  const dist = (file: string) => pathToFileURL(join(root, "dist/src/tools", file)).href;
+): Promise<Record<string, unknown>> {
   const script = `
-    import { locateInWorkspace } from ${JSON.stringify(dist("workspace.js"))};
+    import { locateInWorkspace } from ${dist("src/tools/workspace.js")};
     import { closeSync, openSync } from "node:fs";
-    import { createShellTool } from ${JSON.stringify(dist("shell.js"))};
-    import { searchFilesTool } from ${JSON.stringify(dist("search-files.js"))};
-    import { writeFileTool } from ${JSON.stringify(dist("write-file.js"))};
+    import { createShellTool } from ${dist("src/tools/shell.js")};
+    import { searchFilesTool } from ${dist("src/tools/search-files.js")};
+    import { writeFileTool } from ${dist("src/tools/write-file.js")};
     const workspace = process.argv[2];
     const held = [];
     try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
@@ -43,15 +37,7 @@ function outcomeWithoutDescriptors(
     await new Promise((resolve) => setTimeout(resolve, 100));
     process.stdout.write(JSON.stringify({ held: held.length, outcome }));
   `;
-  // A file, not `-e`: a worker thread (search_files') inherits the flags, and
-  // `--input-type=module` would make its CommonJS program fail.
-  const file = join(dirname(workspace), "child.mjs");
-  writeFileSync(file, script);
-  const out = execFileSync(
-    "/bin/sh",
-    ["-c", 'ulimit -n 64 && exec "$0" "$1" "$2"', process.execPath, file, workspace],
-    { encoding: "utf8" },
-  );
+  const out = await runUnderFileLimit(script, [workspace]);
   const { held, outcome } = JSON.parse(out);
   expect(held).toBeGreaterThan(0);
   return outcome;
@@ -60,28 +46,28 @@ function outcomeWithoutDescriptors(
 describe("a process out of file descriptors", () => {
   it("a file tool says so, retryable, instead of calling the workspace missing", async () => {
     const { workspace } = await makeSandbox();
-    const outcome = outcomeWithoutDescriptors(workspace, "locate");
+    const outcome = await outcomeWithoutDescriptors(workspace, "locate");
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
 
   it("the shell tool says so too", async () => {
     const { workspace } = await makeSandbox();
-    const outcome = outcomeWithoutDescriptors(workspace, "shell");
+    const outcome = await outcomeWithoutDescriptors(workspace, "shell");
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
   });
 
   it("the shell tool that opened the workspace but cannot start its command says so, and the process lives on", async () => {
     const { workspace } = await makeSandbox();
     // One descriptor: the workspace opens, the command's pipes do not (spawn's EMFILE).
-    const outcome = outcomeWithoutDescriptors(workspace, "shell", 1);
+    const outcome = await outcomeWithoutDescriptors(workspace, "shell", 1);
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
 
   it("write_file that opened the workspace but cannot open its file says so, retryable", async () => {
     const { workspace } = await makeSandbox();
-    const outcome = outcomeWithoutDescriptors(workspace, "write", 1);
+    const outcome = await outcomeWithoutDescriptors(workspace, "write", 1);
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
@@ -90,7 +76,7 @@ describe("a process out of file descriptors", () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "notes.txt": "kept\n" });
     // One descriptor: the workspace opens, the search's worker thread does not (its event loop's).
-    const outcome = outcomeWithoutDescriptors(workspace, "search", 1);
+    const outcome = await outcomeWithoutDescriptors(workspace, "search", 1);
     expect(outcome).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
     expect(String(outcome.message)).toMatch(/no file descriptor left.*EMFILE/);
   });
@@ -102,7 +88,7 @@ describe("a process out of file descriptors", () => {
     // directories the worker opens run short in turn, until the search has all it needs.
     const outcomes: Record<string, unknown>[] = [];
     for (let free = 1; free <= 24 && outcomes.at(-1)?.ok !== true; free++) {
-      outcomes.push(outcomeWithoutDescriptors(workspace, "search", free));
+      outcomes.push(await outcomeWithoutDescriptors(workspace, "search", free));
     }
     const found = outcomes.pop();
     expect(found).toMatchObject({ ok: true, output: "a/b/deep.txt:1: kept\ntop.txt:1: kept" });
