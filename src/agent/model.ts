@@ -39,7 +39,10 @@ export interface ModelTiming {
   firstTokenMs: number | null;
 }
 
-/** Stable codes of model failures; `retryable` says whether asking again may help. */
+/**
+ * Stable codes of model failures. MODEL_OUT_OF_DESCRIPTORS: this server, not the upstream,
+ * had no file descriptor left to connect with (EMFILE/ENFILE); asking again later may succeed.
+ */
 export type ModelErrorCode =
   | "MODEL_ABORTED"
   | "MODEL_LENGTH"
@@ -49,6 +52,7 @@ export type ModelErrorCode =
   | "MODEL_NOT_FOUND"
   | "MODEL_RATE_LIMITED"
   | "MODEL_UPSTREAM"
+  | "MODEL_OUT_OF_DESCRIPTORS"
   | "MODEL_TIMEOUT"
   | "MODEL_BAD_RESPONSE"
   | "MODEL_OUTPUT_TOO_LARGE"

@@ -55,6 +55,8 @@ const runErrorHints: Record<string, string> = {
   MODEL_RATE_LIMITED: "retry later or lower the request rate",
   MODEL_TIMEOUT: "retry, or raise MODEL_REQUEST_TIMEOUT_MS / MODEL_IDLE_TIMEOUT_MS",
   MODEL_UPSTREAM: "retry later; the model provider failed",
+  MODEL_OUT_OF_DESCRIPTORS:
+    "retry shortly; if it keeps happening, lower MAX_CONNECTIONS or raise the server's open-file limit (ulimit -n)",
   MODEL_LENGTH: "the reply hit the model's output limit; ask for smaller steps",
   MODEL_CONTENT_FILTER: "the provider's content filter stopped the reply; rephrase the request",
   MODEL_OUTPUT_TOO_LARGE: "the reply passed MODEL_MAX_OUTPUT_CHARS; ask for smaller steps",

@@ -1,5 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from "openai";
 import type { ModelErrorCode } from "../agent/model.js";
+import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { displayURL, redactDetail } from "./redact.js";
 
 export interface ModelFailure {
@@ -35,6 +36,15 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
     };
   }
   if (error instanceof APIConnectionError) {
+    const noDescriptor = outOfDescriptors(error);
+    if (noDescriptor) {
+      // The SDK retried it (a connection error); the flood of connections may have passed by then.
+      const holder = noDescriptor === "EMFILE" ? "the server holds" : "the system's processes hold";
+      return {
+        code: "MODEL_OUT_OF_DESCRIPTORS",
+        message: `the server has no file descriptor left to connect to the model upstream at ${where} (${noDescriptor}; ${attempts}): ${holder} too many connections or files; nothing is wrong with the upstream`,
+      };
+    }
     return {
       code: "MODEL_UPSTREAM",
       message: `could not connect to the model upstream at ${where} (${attempts}): ${redactDetail(causeText(error), ctx.apiKey)}; check OPENAI_BASE_URL`,
@@ -116,6 +126,20 @@ function apiErrorDetail(error: APIError, apiKey: string | undefined): string {
     if (/status code \(no body\)$|^\(no status code or body\)$/.test(text)) text = undefined;
   }
   return text ? redactDetail(text, apiKey) : "";
+}
+
+/**
+ * EMFILE or ENFILE when a cause of a connection error says the process or the system had no
+ * file descriptor left for the socket (undici's connect error, or fetch's TypeError around it).
+ */
+function outOfDescriptors(error: APIConnectionError): "EMFILE" | "ENFILE" | undefined {
+  let current: unknown = error.cause;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = errnoCode(current);
+    if (isOutOfDescriptors(code)) return code;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 /** The chain of causes as "outer: inner (CODE)", the innermost being the informative one. */

@@ -49,4 +49,16 @@ describe("stopDetail: one sentence naming the step, the cause and what to try", 
       /^stopped after turn 5: shell \{"path":"x+\.\.\. failed with SOMETHING_NEW 3 times in a row; change the request, or raise loopRepeatLimit$/,
     );
   });
+
+  it("a model request the server had no descriptor for says to retry shortly, not that the provider failed", () => {
+    const detail = describeStop({
+      stopReason: "error",
+      point: { phase: "before_turn", turn: 2 },
+      error: { code: "MODEL_OUT_OF_DESCRIPTORS", message: "the server has no file descriptor left (EMFILE)" },
+    });
+    expect(detail).toBe(
+      "stopped before turn 2: the server has no file descriptor left (EMFILE) (MODEL_OUT_OF_DESCRIPTORS); " +
+        "retry shortly; if it keeps happening, lower MAX_CONNECTIONS or raise the server's open-file limit (ulimit -n)",
+    );
+  });
 });
