@@ -16,13 +16,14 @@ import toolRoutes from "../routes/tools.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
-import { capConnections } from "./http/connection-cap.js";
+import { capConnections, OVER_CAP_SLOTS } from "./http/connection-cap.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler } from "./http/error-handler.js";
 import { guardHosts } from "./http/host-guard.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
+import { answerOverCap } from "./http/over-cap.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
 import { newId } from "./ids.js";
@@ -56,8 +57,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     },
   }).withTypeProvider<ZodTypeProvider>();
   // Connections from every client together stop at MAX_CONNECTIONS, below the descriptors the
-  // process may open: a flood of them cannot starve the runs in flight of theirs.
-  capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger);
+  // process may open: a flood of them cannot starve the runs in flight of theirs. A few more
+  // are let in to be answered (answerOverCap below) and closed.
+  const overCap = capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger, { overCapSlots: OVER_CAP_SLOTS });
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");
@@ -91,6 +93,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  // A request on a connection over MAX_CONNECTIONS: /healthz, or a 503, before anything else runs.
+  answerOverCap(app, overCap);
   // A response sent before the request's body was read (a 401, a 404, a 413...) closes the
   // connection: otherwise the socket stays open waiting for a body that may never come.
   app.addHook("onSend", async (request, reply) => {

@@ -119,7 +119,8 @@ const EnvSchema = z.object({
   MAX_STREAMS_PER_KEY: optionalIntSetting({ min: 0, max: 1_000_000 }),
   /**
    * Connections the server holds at once, from every client together (each a file descriptor);
-   * past it a new one is closed as it is accepted. 0 = no limit; default: see defaultMaxConnections.
+   * past it a few more are answered and closed (OVER_CAP_SLOTS), and the rest closed as they are
+   * accepted. 0 = no limit; default: see defaultMaxConnections.
    */
   MAX_CONNECTIONS: optionalIntSetting({ min: 0, max: 10_000_000 }),
   /** The loosest approval policy a session or run may set, e.g. `shell=ask,write_file=ask,*=allow`. */

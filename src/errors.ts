@@ -64,6 +64,19 @@ export const tooManyStreams = (limit: number, retryAfterSeconds: number): AppErr
     { "retry-after": String(retryAfterSeconds) },
   );
 
+/**
+ * 503: the server holds its maximum of connections (MAX_CONNECTIONS); this one came over it and
+ * is closed once answered.
+ */
+export const tooManyConnections = (retryAfterSeconds: number): AppError =>
+  new AppError(
+    "TOO_MANY_CONNECTIONS",
+    "the server holds its maximum of connections at once (MAX_CONNECTIONS); retry later",
+    503,
+    undefined,
+    { "retry-after": String(retryAfterSeconds), connection: "close" },
+  );
+
 export const conflict = (code: string, message: string, details?: unknown): AppError =>
   new AppError(code, message, 409, details);
 

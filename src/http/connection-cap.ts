@@ -1,44 +1,98 @@
-import type { Server } from "node:net";
+import type { Server, Socket } from "node:net";
 
-/** Dropped connections are logged at most once per this many ms, with how many there were. */
+/** Over-cap connections and drops are logged at most once per this many ms, with how many there were. */
 export const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** The connections the metrics port (METRICS_PORT) holds at most: scrapers need a few. */
 export const METRICS_MAX_CONNECTIONS = 16;
 
+/**
+ * The connections PORT accepts past MAX_CONNECTIONS, each only to be answered once and closed
+ * (see answerOverCap): a liveness probe still gets /healthz from a server that is only full,
+ * and other clients a 503 saying why, instead of a reset.
+ */
+export const OVER_CAP_SLOTS = 16;
+
+/**
+ * How long a connection over the cap is held at most, whatever it sends or does not send: a
+ * client that sends its request slowly, or reads the answer slowly, cannot keep a slot.
+ */
+export const OVER_CAP_DEADLINE_MS = 2_000;
+
 interface WarnLogger {
   warn(fields: object, message: string): void;
 }
 
+/** Whether a connection was accepted over the cap (in one of the `overCapSlots`). */
+export type OverCap = (socket: Socket) => boolean;
+
+const NEVER_OVER: OverCap = () => false;
+
 /**
- * Caps the connections `server` holds at once at `max` (0: no cap), whoever opened them: past
- * it Node closes each new connection as soon as it is accepted (the client sees it reset,
- * before a byte is read), so connections alone cannot take the descriptors the server's own
- * work needs (MAX_CONNECTIONS). A connection closing makes room for the next.
+ * Caps the connections `server` holds at once at `max` (0: no cap), whoever opened them, so that
+ * connections alone cannot take the descriptors the server's own work needs (MAX_CONNECTIONS).
+ * Past it, up to `overCapSlots` more are accepted as over the cap (the returned predicate says
+ * which), each destroyed OVER_CAP_DEADLINE_MS after it was accepted if it has not closed by
+ * then; past those too, Node closes each new connection as soon as it is accepted (the client
+ * sees it reset, before a byte is read). A connection closing makes room for the next.
  *
- * While connections are dropped, `log` gets a warning at once, then at most one every
- * DROP_LOG_INTERVAL_MS with how many were dropped since the last (none when none were);
- * `portSetting` names the port in it.
+ * While connections come over the cap, `log` gets a warning at once, then at most one every
+ * DROP_LOG_INTERVAL_MS with how many were over it (`overCap`) and how many of those were
+ * dropped (`dropped`) since the last (none when none were); `portSetting` names the port in it.
  */
-export function capConnections(server: Server, max: number, log: WarnLogger, portSetting = "PORT"): void {
-  if (max === 0) return;
-  server.maxConnections = max;
+export function capConnections(
+  server: Server,
+  max: number,
+  log: WarnLogger,
+  { portSetting = "PORT", overCapSlots = 0 }: { portSetting?: string; overCapSlots?: number } = {},
+): OverCap {
+  if (max === 0) return NEVER_OVER;
+  // Node drops what comes past both at once, before making a socket of it.
+  server.maxConnections = max + overCapSlots;
+  const over = new WeakSet<Socket>();
+  let held = 0;
+  let heldOver = 0;
+  let overCap = 0;
   let dropped = 0;
   let timer: NodeJS.Timeout | undefined;
-  // Logs what was dropped since the last warning, and looks again an interval later.
+  // Logs what came over the cap since the last warning, and looks again an interval later.
   const report = () => {
     timer = undefined;
-    if (dropped === 0) return;
+    if (overCap === 0) return;
     log.warn(
-      { port: portSetting, dropped, maxConnections: max },
-      "connections dropped: the server holds as many as it may at once",
+      { port: portSetting, overCap, dropped, maxConnections: max },
+      "connections over the cap: the server holds as many as it may at once",
     );
+    overCap = 0;
     dropped = 0;
     timer = setTimeout(report, DROP_LOG_INTERVAL_MS).unref();
   };
-  server.on("drop", () => {
-    dropped++;
+  const count = (drop: boolean) => {
+    overCap++;
+    if (drop) dropped++;
     if (timer === undefined) report();
+  };
+  server.on("connection", (socket: Socket) => {
+    if (held < max) {
+      held++;
+      socket.once("close", () => held--);
+    } else if (heldOver < overCapSlots) {
+      heldOver++;
+      over.add(socket);
+      const deadline = setTimeout(() => socket.destroy(), OVER_CAP_DEADLINE_MS).unref();
+      socket.once("close", () => {
+        heldOver--;
+        clearTimeout(deadline);
+      });
+      count(false);
+    } else {
+      // Node counts a socket out as it starts closing, this once it has closed: in between,
+      // Node may let one more in than there is room for.
+      socket.destroy();
+      count(true);
+    }
   });
+  server.on("drop", () => count(true));
   server.on("close", () => clearTimeout(timer));
+  return (socket) => over.has(socket);
 }

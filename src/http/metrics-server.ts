@@ -12,14 +12,17 @@ import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
  * port off networks that should not read the metrics) and not on PORT. Resolves with the
  * listening app, to close at shutdown; null when METRICS_PORT is unset. A port it cannot listen
  * on is a ConfigError naming METRICS_PORT. It holds at most METRICS_MAX_CONNECTIONS connections
- * (fewer when MAX_CONNECTIONS is lower; none when that is 0), drops logged to `log`.
+ * (fewer when MAX_CONNECTIONS is lower; none when that is 0) and drops the others, logged to
+ * `log`: no over-cap answers here.
  */
 export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<App | null> {
   const port = ctx.config.METRICS_PORT;
   if (port === undefined) return null;
   const app: App = Fastify({ forceCloseConnections: true }).withTypeProvider<ZodTypeProvider>();
   const max = ctx.config.MAX_CONNECTIONS;
-  capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, "METRICS_PORT");
+  capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
+    portSetting: "METRICS_PORT",
+  });
   metricsRoutes(app, ctx);
   try {
     await app.listen({ port, host: ctx.config.HOST });

@@ -5,7 +5,7 @@
  * or a new route, fails here.
  */
 import { readFileSync } from "node:fs";
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FaultyStore } from "../fakes/faulty-store.js";
 import {
@@ -973,6 +973,41 @@ describe("contract: hosts a server without keys answers (DNS rebinding)", () => 
     }
     for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
       expect((await call(keyless, "GET", "/healthz", { headers: { host } })).status, host).toBe(200);
+    }
+  });
+});
+
+describe("contract: connections over MAX_CONNECTIONS", () => {
+  let full: TestServer;
+  let held: Socket;
+  beforeAll(async () => {
+    // One connection is all it holds; the test's silent client takes it (and is not cut meanwhile).
+    full = await startTestServer({
+      env: { MAX_CONNECTIONS: "1", HEADERS_TIMEOUT_MS: "60000", REQUEST_TIMEOUT_MS: "60000" },
+    });
+    held = connect(Number(new URL(full.url).port), "127.0.0.1");
+    held.on("error", () => {});
+    await new Promise<number>((resolve) => {
+      const poll = () => full.app.server.getConnections((_err, n) => (n === 1 ? resolve(n) : setTimeout(poll, 10)));
+      poll();
+    });
+  });
+  afterAll(async () => {
+    held.destroy();
+    await full.close();
+  });
+
+  it("every route but /healthz answers 503 TOO_MANY_CONNECTIONS with Retry-After; /healthz answers 200", async () => {
+    for (const op of documentedOperations()) {
+      const res = await call(full, op.method, op.path, { params: { ...DUMMY, file: "index.js" } });
+      if (op.path === "/healthz") {
+        expect(res.status).toBe(200);
+        continue;
+      }
+      expect(res.status, `${op.method} ${op.path}`).toBe(503);
+      expect(res.body.error.code).toBe("TOO_MANY_CONNECTIONS");
+      expect(res.headers.get("retry-after")).toBe("5");
+      expect(res.headers.get("connection")).toBe("close");
     }
   });
 });
