@@ -268,7 +268,7 @@ export function loadConfig(
     MAX_RUNS_PER_KEY: keyed ? (data.MAX_RUNS_PER_KEY ?? defaultRunsPerKey(data.MAX_CONCURRENT_RUNS)) : 0,
     MAX_SESSIONS_PER_KEY: keyed ? (data.MAX_SESSIONS_PER_KEY ?? DEFAULT_SESSIONS_PER_KEY) : 0,
     MAX_STREAMS_PER_KEY: keyed ? (data.MAX_STREAMS_PER_KEY ?? defaultStreamsPerKey(openFileLimit)) : 0,
-    MAX_CONNECTIONS: data.MAX_CONNECTIONS ?? defaultMaxConnections(openFileLimit),
+    MAX_CONNECTIONS: data.MAX_CONNECTIONS ?? defaultMaxConnections(openFileLimit, data.MAX_CONCURRENT_RUNS),
     APPROVAL_POLICY_MAX: data.APPROVAL_POLICY_MAX === "" ? undefined : ceiling.value,
     model: model.value,
   };

@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
+import { OVER_CAP_SLOTS } from "./http/connection-cap.js";
 
 // The defaults of the per-key limits once AGENT_API_KEYS is set (without keys there are none),
-// and of the server's cap on connections (MAX_CONNECTIONS), all read from the open-file limit.
+// and of the server's cap on connections (MAX_CONNECTIONS), all read from the open-file limit
+// (and the cap, from MAX_CONCURRENT_RUNS too).
 
 /** MAX_RUNS_PER_KEY's default: a quarter of the server's slots, at least 1. */
 export const defaultRunsPerKey = (maxConcurrentRuns: number): number => Math.max(1, Math.floor(maxConcurrentRuns / 4));
@@ -20,24 +22,44 @@ export const defaultStreamsPerKey = (openFileLimit: number | null): number =>
   openFileLimit === null ? STREAMS_PER_KEY : Math.max(1, Math.min(STREAMS_PER_KEY, Math.floor(openFileLimit / 4)));
 
 /**
- * The descriptors MAX_CONNECTIONS's default leaves the server at the least, whatever the limit:
- * about 36 are open once it has started (SQLite's files, the worker threads' event loops, stdio
- * and signal pipes), and runs in flight open more (an upstream socket each, a tool's files, a
- * shell command's pipes, webhook deliveries, a PostgreSQL pool), and so do the metrics port's
- * few connections (METRICS_MAX_CONNECTIONS).
+ * The descriptors MAX_CONNECTIONS's default leaves the server whatever its runs do: about 36 are
+ * open once it has started (SQLite's files, the worker threads' event loops, stdio and signal
+ * pipes), and the rest is room for webhook deliveries (at most WEBHOOK_SLOTS at once), a
+ * PostgreSQL pool, the metrics port's few connections (METRICS_MAX_CONNECTIONS) and a child
+ * process being started (a pipe pair while it is spawned).
  */
 const RESERVED_DESCRIPTORS = 64;
 
 /**
- * MAX_CONNECTIONS's default: what is left of the process's open-file limit once a quarter of it
- * (at least RESERVED_DESCRIPTORS) is kept for the server's own work, so that connections alone
- * cannot take the descriptors a run in flight needs (768 of 1024, 3072 of 4096); at least 1.
- * 0 (no limit) when the limit is unknown or unlimited.
+ * The descriptors one live run may hold at once, which MAX_CONNECTIONS's default keeps for each
+ * of MAX_CONCURRENT_RUNS: its model request's upstream socket (kept open in the pool while a
+ * tool runs), and while `shell` runs the workspace directory, the command's stdout and stderr
+ * pipes and its watchdog's pipe (those 5 counted on a server running a command), and one more
+ * for a tool's own (the search worker's event loop, an open file). The file tools hold fewer
+ * (the workspace, a directory, a file); a walk of a deep tree (list_files, search_files) holds
+ * a directory a level, which is not counted: a tool that runs out says so in its result.
  */
-export const defaultMaxConnections = (openFileLimit: number | null): number =>
-  openFileLimit === null
-    ? 0
-    : Math.max(1, openFileLimit - Math.max(RESERVED_DESCRIPTORS, Math.ceil(openFileLimit / 4)));
+const DESCRIPTORS_PER_RUN = 6;
+
+/**
+ * The descriptors MAX_CONNECTIONS's default keeps for the server's own work: a quarter of the
+ * open-file limit, or, when more, RESERVED_DESCRIPTORS, the connections accepted over the cap
+ * (OVER_CAP_SLOTS) and DESCRIPTORS_PER_RUN for each run it may run at once (464 for 64 runs).
+ */
+const reservedDescriptors = (openFileLimit: number, maxConcurrentRuns: number): number =>
+  Math.max(
+    Math.ceil(openFileLimit / 4),
+    RESERVED_DESCRIPTORS + OVER_CAP_SLOTS + maxConcurrentRuns * DESCRIPTORS_PER_RUN,
+  );
+
+/**
+ * MAX_CONNECTIONS's default: what is left of the process's open-file limit once the descriptors
+ * the server's own work needs are kept (reservedDescriptors), so that connections alone cannot
+ * take the descriptors a run in flight needs (with the default 64 runs: 560 of 1024, 3072 of
+ * 4096); at least 1. 0 (no limit) when the limit is unknown or unlimited.
+ */
+export const defaultMaxConnections = (openFileLimit: number | null, maxConcurrentRuns: number): number =>
+  openFileLimit === null ? 0 : Math.max(1, openFileLimit - reservedDescriptors(openFileLimit, maxConcurrentRuns));
 
 /**
  * This process's soft limit on open files (`Max open files` in /proc/self/limits), or null

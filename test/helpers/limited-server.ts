@@ -25,7 +25,8 @@ export interface LimitedServer {
 
 /**
  * The built server under `ulimit -n FD_LIMIT`, with the key KEY unless `env` sets
- * AGENT_API_KEYS, and a model upstream that refuses connections unless it sets OPENAI_BASE_URL.
+ * AGENT_API_KEYS, two runs at once (so MAX_CONNECTIONS is 128 - 80 - 2 × 6 = 36 by default),
+ * and a model upstream that refuses connections unless it sets OPENAI_BASE_URL.
  * Resolves once /healthz answers; `cleanups` gets what stops it and removes its files.
  */
 export async function startLimited(env: Record<string, string>, cleanups: (() => unknown)[]): Promise<LimitedServer> {
@@ -47,6 +48,9 @@ export async function startLimited(env: Record<string, string>, cleanups: (() =>
         OPENAI_MODEL: "m",
         OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
         LOG_LEVEL: "warn",
+        // As many runs at once as the tests start (two keys'), not the default 64: MAX_CONNECTIONS's
+        // default keeps 6 descriptors for each, and 64 runs would need more than 128 in all.
+        MAX_CONCURRENT_RUNS: "2",
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],

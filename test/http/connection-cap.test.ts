@@ -22,16 +22,31 @@ afterEach(async () => {
 });
 
 describe("MAX_CONNECTIONS", () => {
-  it("is validated like its neighbours, needs no keys, and leaves a quarter of the open-file limit (at least 64) by default", () => {
+  it("is validated like its neighbours and needs no keys", () => {
     const base = { OPENAI_MODEL: "m", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" };
-    const at = (openFileLimit: number | null) => loadConfig(base, { openFileLimit }).MAX_CONNECTIONS;
-    expect([at(128), at(256), at(1024), at(4096), at(1_048_576)]).toEqual([64, 192, 768, 3072, 786_432]);
-    expect([at(64), at(2)]).toEqual([1, 1]);
-    expect(at(null)).toBe(0);
     expect(loadConfig({ ...base, MAX_CONNECTIONS: "500" }, { openFileLimit: 128 }).MAX_CONNECTIONS).toBe(500);
     expect(loadConfig({ ...base, MAX_CONNECTIONS: "0" }, { openFileLimit: 128 }).MAX_CONNECTIONS).toBe(0);
     expect(() => loadConfig({ ...base, MAX_CONNECTIONS: "ten" })).toThrow(/MAX_CONNECTIONS: must be a whole/);
     expect(() => loadConfig({ ...base, MAX_CONNECTIONS: "-1" })).toThrow(/MAX_CONNECTIONS/);
+  });
+
+  it("by default leaves a quarter of the open-file limit or, when more, 80 descriptors and 6 for each of MAX_CONCURRENT_RUNS", () => {
+    const base = { OPENAI_MODEL: "m", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" };
+    const at = (openFileLimit: number | null, runs?: number) =>
+      loadConfig(runs === undefined ? base : { ...base, MAX_CONCURRENT_RUNS: String(runs) }, { openFileLimit })
+        .MAX_CONNECTIONS;
+    // The default 64 runs keep 80 + 64 × 6 = 464 descriptors until a quarter of the limit is more.
+    expect([at(512), at(1024), at(1856), at(2048), at(4096), at(1_048_576)]).toEqual([
+      48, 560, 1392, 1536, 3072, 786_432,
+    ]);
+    // More runs keep more; fewer never keep less than the quarter.
+    expect([at(4096, 1), at(4096, 157), at(4096, 158), at(4096, 200), at(8192, 1000)]).toEqual([
+      3072, 3072, 3068, 2816, 2112,
+    ]);
+    expect([at(1024, 1), at(128, 2), at(128, 4)]).toEqual([768, 36, 24]);
+    // A limit the reserve does not fit in still leaves one connection; an unknown one, no cap.
+    expect([at(128), at(256), at(464), at(2, 1)]).toEqual([1, 1, 1, 1]);
+    expect(at(null)).toBe(0);
   });
 
   it("the metrics port holds at most 16 connections of its own, fewer under a lower MAX_CONNECTIONS", async () => {
