@@ -56,10 +56,24 @@ const reservedDescriptors = (openFileLimit: number, maxConcurrentRuns: number): 
  * MAX_CONNECTIONS's default: what is left of the process's open-file limit once the descriptors
  * the server's own work needs are kept (reservedDescriptors), so that connections alone cannot
  * take the descriptors a run in flight needs (with the default 64 runs: 560 of 1024, 3072 of
- * 4096); at least 1. 0 (no limit) when the limit is unknown or unlimited.
+ * 4096), but never less than a quarter of the limit (at least 1): a server must still take
+ * connections when its limit is too low for every run at once (see lowOpenFileLimit, warned
+ * at start). 0 (no limit) when the limit is unknown or unlimited.
  */
 export const defaultMaxConnections = (openFileLimit: number | null, maxConcurrentRuns: number): number =>
-  openFileLimit === null ? 0 : Math.max(1, openFileLimit - reservedDescriptors(openFileLimit, maxConcurrentRuns));
+  openFileLimit === null
+    ? 0
+    : Math.max(1, Math.floor(openFileLimit / 4), openFileLimit - reservedDescriptors(openFileLimit, maxConcurrentRuns));
+
+/**
+ * When the open-file limit cannot hold MAX_CONCURRENT_RUNS runs at once beside a quarter of it
+ * for connections: the descriptors that would take (to tell the operator at start); else null.
+ */
+export function lowOpenFileLimit(openFileLimit: number | null, maxConcurrentRuns: number): number | null {
+  if (openFileLimit === null) return null;
+  const needed = reservedDescriptors(openFileLimit, maxConcurrentRuns) + Math.floor(openFileLimit / 4);
+  return needed > openFileLimit ? needed : null;
+}
 
 /**
  * This process's soft limit on open files (`Max open files` in /proc/self/limits), or null

@@ -3,6 +3,7 @@ import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
 import { listenForMetrics } from "./http/metrics-server.js";
+import { lowOpenFileLimit, readOpenFileLimit } from "./key-limits.js";
 import { createLogger } from "./logger.js";
 import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
 
@@ -91,6 +92,14 @@ async function main(): Promise<void> {
     await app.listen({ port: config.PORT, host: config.HOST, backlog: 4096 });
     metricsApp = await listenForMetrics(ctx, logger);
     logger.info({ maxConnections: config.MAX_CONNECTIONS || "none" }, "connections the server holds at once");
+    const openFileLimit = readOpenFileLimit();
+    const needed = lowOpenFileLimit(openFileLimit, config.MAX_CONCURRENT_RUNS);
+    if (needed !== null) {
+      logger.warn(
+        { openFileLimit, needed, maxConcurrentRuns: config.MAX_CONCURRENT_RUNS },
+        "the open-file limit (ulimit -n) is low for MAX_CONCURRENT_RUNS runs at once beside the connections: raise it or lower MAX_CONCURRENT_RUNS",
+      );
+    }
   } catch (err) {
     // listenForMetrics explains its own failures (naming METRICS_PORT).
     const problem =

@@ -29,8 +29,12 @@ interface Probe {
   closedByServer: boolean;
 }
 
-/** Opens a socket that sends `head` and then what `trickle` returns, a piece every 100 ms, for ever. */
-function attack(port: number, head: string, trickle?: () => string): Promise<Probe> {
+/**
+ * Opens a socket that sends `head` and then what `trickle` returns, a piece every 100 ms, for
+ * ever; resolves on the first answer, the close, or `holdAfterMs` after connecting (the socket
+ * is then held without an answer, and the attack goes on).
+ */
+function attack(port: number, head: string, trickle?: () => string, holdAfterMs = 20): Promise<Probe> {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
     sockets.push(socket);
@@ -49,8 +53,7 @@ function attack(port: number, head: string, trickle?: () => string): Promise<Pro
     socket.on("connect", () => {
       socket.write(head);
       if (trickle) timer = setInterval(() => socket.writable && socket.write(trickle()), 100);
-      // Without an answer the socket is held: the attack goes on with the next one.
-      setTimeout(() => resolve(probe), 20);
+      setTimeout(() => resolve(probe), holdAfterMs);
     });
   });
 }
@@ -67,7 +70,8 @@ describe("connection exhaustion", () => {
     const probes: Probe[] = [];
     const head =
       "POST /sessions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{";
-    for (let i = 0; i < SOCKETS; i++) probes.push(await attack(port, head));
+    // Each is answered (401) and closed: wait for it, however loaded the machine.
+    for (let i = 0; i < SOCKETS; i++) probes.push(await attack(port, head, undefined, 5000));
     const answered = probes.filter((p) => p.answer.startsWith("HTTP/1.1 401"));
     await until(() => answered.every((p) => p.closedByServer), 2000);
     const health = await healthz(port);

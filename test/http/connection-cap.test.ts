@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { capConnections, DROP_LOG_INTERVAL_MS, METRICS_MAX_CONNECTIONS } from "../../src/http/connection-cap.js";
 import { listenForMetrics } from "../../src/http/metrics-server.js";
+import { lowOpenFileLimit } from "../../src/key-limits.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 import { freePort } from "../helpers/child-server.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -36,17 +37,26 @@ describe("MAX_CONNECTIONS", () => {
       loadConfig(runs === undefined ? base : { ...base, MAX_CONCURRENT_RUNS: String(runs) }, { openFileLimit })
         .MAX_CONNECTIONS;
     // The default 64 runs keep 80 + 64 × 6 = 464 descriptors until a quarter of the limit is more.
-    expect([at(512), at(1024), at(1856), at(2048), at(4096), at(1_048_576)]).toEqual([
-      48, 560, 1392, 1536, 3072, 786_432,
-    ]);
+    expect([at(1024), at(1856), at(2048), at(4096), at(1_048_576)]).toEqual([560, 1392, 1536, 3072, 786_432]);
     // More runs keep more; fewer never keep less than the quarter.
     expect([at(4096, 1), at(4096, 157), at(4096, 158), at(4096, 200), at(8192, 1000)]).toEqual([
       3072, 3072, 3068, 2816, 2112,
     ]);
-    expect([at(1024, 1), at(128, 2), at(128, 4)]).toEqual([768, 36, 24]);
-    // A limit the reserve does not fit in still leaves one connection; an unknown one, no cap.
-    expect([at(128), at(256), at(464), at(2, 1)]).toEqual([1, 1, 1, 1]);
+    expect([at(1024, 1), at(128, 2), at(128, 3)]).toEqual([768, 36, 32]);
+    // A limit the runs' reserve does not leave a quarter of still leaves that quarter to
+    // connections (warned at start: lowOpenFileLimit); an unknown one, no cap.
+    expect([at(512), at(256), at(464), at(128, 4), at(2, 1)]).toEqual([128, 64, 116, 32, 1]);
     expect(at(null)).toBe(0);
+  });
+
+  it("a limit too low for MAX_CONCURRENT_RUNS runs beside a quarter of it for connections is told with what it would take", () => {
+    // 64 runs: 80 + 64 × 6 = 464 kept, and a quarter for connections.
+    expect(lowOpenFileLimit(512, 64)).toBe(464 + 128);
+    expect(lowOpenFileLimit(256, 64)).toBe(464 + 64);
+    expect(lowOpenFileLimit(1024, 64)).toBeNull();
+    expect(lowOpenFileLimit(128, 2)).toBeNull();
+    expect(lowOpenFileLimit(128, 3)).toBe(98 + 32);
+    expect(lowOpenFileLimit(null, 64)).toBeNull();
   });
 
   it("the metrics port holds at most 16 connections of its own, fewer under a lower MAX_CONNECTIONS", async () => {
