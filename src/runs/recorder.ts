@@ -3,6 +3,7 @@ import type { RunEvent, RunEventBody } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import { isConflict, isStorageError } from "../store/errors.js";
 import type { RunChange, RunLease, Store } from "../store/store.js";
+import { EarliestTimer } from "./earliest-timer.js";
 import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
 import { isoNow } from "./iso-now.js";
@@ -65,10 +66,8 @@ export class RunRecorder {
   #nextMessageSeq: number;
   #deferred: RunChange[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
-  #timer: NodeJS.Timeout | null = null;
-  /** When #timer fires (performance.now()). */
-  #timerDue = 0;
-  readonly #flushLater = (): void => this.#flushInBackground();
+  /** A write of what waits (deferred changes, a turn start, events while writes fail). */
+  readonly #timer = new EarliestTimer(() => this.#flushInBackground());
   /** A write of what is buffered is due once the current turn of the event loop is done (see endOfTurn). */
   #flushDue = false;
   readonly #flushIfDue = (): void => {
@@ -140,7 +139,7 @@ export class RunRecorder {
   defer(change: RunChange): void {
     if (this.#sealed) return;
     this.#deferred.push(change);
-    if (!this.#flushDue) this.#flushWithin(BUFFER_DELAY_MS);
+    if (!this.#flushDue) this.#timer.within(BUFFER_DELAY_MS);
   }
 
   /**
@@ -173,33 +172,18 @@ export class RunRecorder {
         return;
       }
     }
-    if (this.#failing) this.#flushWithin(BUFFER_DELAY_MS);
+    if (this.#failing) this.#timer.within(BUFFER_DELAY_MS);
     else if (body.type === "turn.started") {
-      if (!this.#flushDue) this.#flushWithin(TURN_START_DELAY_MS);
+      if (!this.#flushDue) this.#timer.within(TURN_START_DELAY_MS);
     } else if (!this.#flushDue) {
       this.#flushDue = true;
       endOfTurn.queue(this.#flushIfDue);
-      if (this.#timer) {
-        clearTimeout(this.#timer);
-        this.#timer = null;
-      }
+      this.#timer.clear();
     }
-  }
-
-  /** Writes what waits in `ms` at the latest: a flush already due sooner stands. */
-  #flushWithin(ms: number): void {
-    const due = performance.now() + ms;
-    if (this.#timer) {
-      if (this.#timerDue <= due) return;
-      clearTimeout(this.#timer);
-    }
-    this.#timerDue = due;
-    this.#timer = setTimeout(this.#flushLater, ms);
   }
 
   #clearScheduled(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#timer.clear();
     this.#flushDue = false;
   }
 
