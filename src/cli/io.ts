@@ -2,7 +2,8 @@ import type { OutStream } from "./terminal-out.js";
 
 /** What the client touches of its process, so that a test can hand it other streams. */
 export interface CliIo {
-  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  /** `setRawMode` on a terminal (as process.stdin has it). */
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
   stdout: NodeJS.WritableStream & OutStream;
   stderr: NodeJS.WritableStream & OutStream;
   env: NodeJS.ProcessEnv;

@@ -1,5 +1,5 @@
 import { ApiClient } from "./api-client.js";
-import { Approvals } from "./approvals.js";
+import { Approvals, type Ask } from "./approvals.js";
 import type { RunOptions } from "./args.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
@@ -9,6 +9,7 @@ import { printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
 import { targetFromEnv } from "./target.js";
 import { terminalAsk } from "./terminal-ask.js";
+import { TerminalKeys, type TtyInput } from "./terminal-keys.js";
 import { Outputs } from "./terminal-out.js";
 import { Transcript } from "./transcript.js";
 import { decodeEvent, RunBody, SessionBody } from "./wire.js";
@@ -24,12 +25,24 @@ export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCo
   if (input.trim() === "") throw new CliError("the prompt read from stdin is empty", EXIT.usage);
   const cancel = new RunCancel({ client, out });
   const unsubscribe = io.onInterrupt(() => cancel.interrupt());
+  const keys = questionKeys(options, io, cancel, out);
+  keys?.start();
   try {
     return await Promise.race([
       cancel.left.then(() => EXIT.aborted),
-      startAndFollow({ client, out, cancel, options, input, io }),
+      startAndFollow({
+        client,
+        out,
+        cancel,
+        options,
+        input,
+        io,
+        ask: keys && terminalAsk({ keys, output: io.stderr }),
+      }),
     ]);
   } finally {
+    // The terminal is given back however the client stops.
+    keys?.stop();
     unsubscribe();
     // The answer's last line is ended, however the client stops.
     out.endLine();
@@ -43,6 +56,7 @@ async function startAndFollow({
   options,
   input,
   io,
+  ask,
 }: {
   client: ApiClient;
   out: Outputs;
@@ -50,6 +64,7 @@ async function startAndFollow({
   options: RunOptions;
   input: string;
   io: CliIo;
+  ask: Ask | null;
 }): Promise<ExitCode> {
   const sessionId = options.session ?? (await createSession(client, options));
   out.note(`session ${sessionId}`);
@@ -64,17 +79,7 @@ async function startAndFollow({
     schema: RunBody,
   });
   out.note(`run ${run.id}`);
-  const approvals = new Approvals({
-    client,
-    runId: run.id,
-    approve: options.approve,
-    // A question needs a person: one who reads stderr and types on stdin.
-    ask:
-      io.stdin.isTTY && io.stderr.isTTY
-        ? terminalAsk({ input: io.stdin, output: io.stderr, onInterrupt: () => cancel.interrupt() })
-        : null,
-    out,
-  });
+  const approvals = new Approvals({ client, runId: run.id, approve: options.approve, ask, out });
   cancel.attach(run.id, approvals);
   const transcript = new Transcript(out);
   const events = followRunEvents({
@@ -96,6 +101,28 @@ async function startAndFollow({
     }
   }
   throw new CliError(`the events of run ${run.id} ended without run.finished`, EXIT.server);
+}
+
+/**
+ * The terminal's keys, read for the whole run when it may ask a person: one who reads
+ * stderr and types on stdin, and a run that does not approve everything (`--approve all`).
+ * Otherwise null, and stdin is left alone (Ctrl-C is then the terminal's SIGINT).
+ */
+function questionKeys(options: RunOptions, io: CliIo, cancel: RunCancel, out: Outputs): TerminalKeys | null {
+  const { stdin, stderr } = io;
+  if (options.approve.all || !stdin.isTTY || !stderr.isTTY || !isTtyInput(stdin)) return null;
+  return new TerminalKeys({
+    input: stdin,
+    onInterrupt: () => cancel.interrupt(),
+    onIgnored: () =>
+      out.note(
+        "[input] ignored what was typed while no question was open (a question counts only keys typed after it)",
+      ),
+  });
+}
+
+function isTtyInput(stdin: CliIo["stdin"]): stdin is TtyInput {
+  return typeof stdin.setRawMode === "function";
 }
 
 async function createSession(client: ApiClient, options: RunOptions): Promise<string> {

@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { freePort } from "../helpers/child-server.js";
 import { runCli, startCli } from "../helpers/cli-process.js";
@@ -154,6 +154,95 @@ describe("agent-server run", () => {
     const runId = runOf(result.stdout);
     expect(await get(`/runs/${runId}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
     expect(result.code).toBe(130);
+  });
+
+  /**
+   * Keys typed ahead (while the answer streams, or into a question that another client then
+   * decided) must not answer the next question, a call the user has not seen yet. Each test
+   * types `y⏎` while no question is open, waits for the client to say it read and dropped
+   * them (so they were read before the question, not by luck of timing), then answers the
+   * question with `n⏎`: keys are read in the order typed, so the call can only end up denied
+   * if the `y⏎` answered nothing.
+   */
+  describe("type-ahead", () => {
+    const ASKING = /Allow this call\? \[y\/N\] $/;
+    const IGNORED = /\[input\] ignored what was typed while no question was open/;
+    const writeCall = (id: string, path: string) => ({
+      id,
+      name: "write_file",
+      arguments: JSON.stringify({ path, content: "hello, world\n" }),
+    });
+    /** A model reply held back until `release()`; released anyway when the test ends. */
+    const held = (reply: FakeReply): { reply: FakeReply; release: () => void } => {
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      onTestFinished(() => release());
+      return { reply: { ...reply, gate }, release: () => release() };
+    };
+    const start = () => {
+      const cli = startCli({ args: ["run", "Create hello.txt saying hello, world"], env: env(), pty: true });
+      onTestFinished(() => {
+        if (cli.child.exitCode === null) cli.child.kill();
+      });
+      return cli;
+    };
+
+    it("keys typed before the first question is shown do not answer it: it waits for keys typed after", async () => {
+      const first = held({ toolCalls: [writeCall("call_write", "hello.txt")] });
+      server.upstream.enqueue(first.reply);
+      const cli = start();
+      await cli.waitFor(/^run run_\w+\r?$/m, "stdout");
+      cli.child.stdin?.write("y\r");
+      await cli.waitFor(IGNORED, "stdout");
+      first.release();
+      await cli.waitFor(ASKING, "stdout");
+      cli.child.stdin?.write("n\r");
+      const result = await cli.done;
+      expect(result.stdout).toContain("[approval] write_file denied: denied at the terminal");
+      expect(result.stdout).not.toContain("approved at the terminal");
+      expect(existsSync(await workspaceFile(sessionOf(result.stdout), "hello.txt"))).toBe(false);
+      expect(result.code).toBe(0);
+    });
+
+    it("keys typed after a question was decided by another client do not answer the next question", async () => {
+      const second = held({ toolCalls: [writeCall("call_second", "second.txt")] });
+      server.upstream.enqueue({ toolCalls: [writeCall("call_write", "hello.txt")] }, second.reply);
+      const cli = start();
+      await cli.waitFor(ASKING, "stdout");
+      const runId = runOf(cli.stdout());
+      const decided = await server.request("POST", `/runs/${runId}/approvals/call_write`, {
+        body: { decision: "approve", reason: "from the web" },
+        headers: auth,
+      });
+      expect(decided.status).toBe(200);
+      await cli.waitFor(/\[approval\] write_file approved: from the web/, "stdout");
+      cli.child.stdin?.write("y\r");
+      await cli.waitFor(IGNORED, "stdout");
+      second.release();
+      await cli.waitFor(/"path": "second\.txt"[\s\S]*Allow this call\? \[y\/N\] $/, "stdout");
+      cli.child.stdin?.write("n\r");
+      const result = await cli.done;
+      expect(result.stdout).toContain("[approval] write_file denied: denied at the terminal");
+      expect(result.stdout).not.toContain("approved at the terminal");
+      const sessionId = sessionOf(result.stdout);
+      expect(existsSync(await workspaceFile(sessionId, "hello.txt"))).toBe(true);
+      expect(existsSync(await workspaceFile(sessionId, "second.txt"))).toBe(false);
+      expect(result.code).toBe(0);
+    });
+
+    it("Ctrl-C typed while no question is open cancels the run", async () => {
+      server.upstream.enqueue(THINKING);
+      const cli = start();
+      await cli.waitFor(/Thinking/, "stdout");
+      cli.child.stdin?.write("\u0003");
+      const result = await cli.done;
+      expect(result.stdout).toContain("[run] cancelling (Ctrl-C again to leave without waiting)");
+      expect(result.stdout).toMatch(/\[run\] aborted: the run was cancelled/);
+      expect(await get(`/runs/${runOf(result.stdout)}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
+      expect(result.code).toBe(130);
+    });
   });
 
   it("escapes control characters of the model's answer on a terminal", async () => {

@@ -1,0 +1,107 @@
+import { PassThrough, type Readable } from "node:stream";
+
+/** A terminal's input (process.stdin on a terminal): what the keys need of it. */
+export type TtyInput = NodeJS.ReadableStream & { setRawMode(raw: boolean): unknown };
+
+const CTRL_C = 0x03;
+const CTRL_Z = 0x1a;
+
+/**
+ * The keyboard of a run that may ask questions. From `start` to `stop` the terminal is in
+ * raw mode and read all the time, so each key is seen as it is typed: keys go to the
+ * question that is open (`open`), and are dropped as they arrive while none is, so that a
+ * question is only ever answered by keys typed after it was shown (what sudo gets by
+ * flushing the terminal's input before it asks). Each question starts with an empty line.
+ * `onIgnored` is called the first time keys are dropped. Ctrl-C is `onInterrupt` and
+ * Ctrl-Z `suspend` (the process stopped in cooked mode, raw again when continued), question
+ * or not: raw mode keeps the terminal from sending SIGINT and SIGTSTP itself.
+ */
+export class TerminalKeys {
+  #started = false;
+  #question: { keys: PassThrough; redraw: () => void } | null = null;
+  #toldIgnored = false;
+
+  constructor(
+    private readonly deps: {
+      input: TtyInput;
+      onInterrupt: () => void;
+      onIgnored: () => void;
+      suspend?: () => void;
+    },
+  ) {}
+
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.deps.input.setRawMode(true);
+    this.deps.input.on("data", this.#onData);
+    this.deps.input.resume();
+  }
+
+  /** Gives the terminal back as it was (cooked mode) and stops reading it: nothing keeps the process alive. */
+  stop(): void {
+    if (!this.#started) return;
+    this.#started = false;
+    this.#question = null;
+    this.deps.input.off("data", this.#onData);
+    this.deps.input.pause();
+    this.deps.input.setRawMode(false);
+  }
+
+  /**
+   * A question is shown: the keys typed from now until `close` (or the next `open`).
+   * `redraw` shows it again, after the process was suspended and continued.
+   */
+  open(redraw: () => void = () => {}): Readable {
+    const keys = new PassThrough();
+    this.#question = { keys, redraw };
+    return keys;
+  }
+
+  /** The question answered or withdrawn: its keys end here, a line half typed with them. */
+  close(keys: Readable): void {
+    if (this.#question?.keys === keys) this.#question = null;
+  }
+
+  readonly #onData = (chunk: Buffer | string): void => {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    // Neither byte occurs inside a UTF-8 sequence: the chunk is split on them as it is.
+    let from = 0;
+    for (let i = 0; i <= bytes.length; i++) {
+      const byte = bytes[i];
+      if (byte !== undefined && byte !== CTRL_C && byte !== CTRL_Z) continue;
+      if (i > from) this.#route(bytes.subarray(from, i));
+      from = i + 1;
+      if (byte === CTRL_C) this.deps.onInterrupt();
+      if (byte === CTRL_Z) this.#suspend();
+    }
+  };
+
+  #route(keys: Buffer): void {
+    if (this.#question) {
+      this.#question.keys.write(keys);
+      return;
+    }
+    if (this.#toldIgnored) return;
+    this.#toldIgnored = true;
+    this.deps.onIgnored();
+  }
+
+  #suspend(): void {
+    const { input, suspend = stopThisProcess } = this.deps;
+    input.setRawMode(false);
+    suspend();
+    if (!this.#started) return;
+    input.setRawMode(true);
+    this.#question?.redraw();
+  }
+}
+
+/**
+ * Stops the process as Ctrl-Z does in cooked mode; returns once it is continued (`fg`):
+ * a signal a process sends itself is taken before `kill` returns. The kernel drops it when
+ * no shell with job control could continue the process (an orphaned process group).
+ */
+function stopThisProcess(): void {
+  process.kill(process.pid, "SIGTSTP");
+}

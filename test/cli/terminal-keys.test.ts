@@ -1,0 +1,125 @@
+/**
+ * The keys of a terminal that a run may ask on (TerminalKeys) and the questions read from
+ * them (terminalAsk), over a fake terminal: what the client's pty tests drive end to end,
+ * here key by key.
+ */
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { terminalAsk } from "../../src/cli/terminal-ask.js";
+import { TerminalKeys } from "../../src/cli/terminal-keys.js";
+
+/** A terminal's input: what is written to it is typed; `modes` records raw (true) and cooked. */
+class FakeTty extends PassThrough {
+  readonly isTTY = true;
+  readonly modes: boolean[] = [];
+  setRawMode(raw: boolean): this {
+    this.modes.push(raw);
+    return this;
+  }
+}
+
+/** Lets the fake terminal's keys reach their reader. */
+const typed = () => new Promise((resolve) => setImmediate(resolve));
+
+function setup(deps: { onInterrupt?: () => void; suspend?: () => void } = {}) {
+  const tty = new FakeTty();
+  const output = new PassThrough();
+  let shown = "";
+  output.on("data", (chunk: Buffer) => {
+    shown += chunk.toString();
+  });
+  const told = { ignored: 0 };
+  const keys = new TerminalKeys({
+    input: tty,
+    onInterrupt: deps.onInterrupt ?? (() => {}),
+    onIgnored: () => told.ignored++,
+    suspend: deps.suspend,
+  });
+  keys.start();
+  const ask = terminalAsk({ keys, output });
+  const question = () => {
+    const withdraw = new AbortController();
+    return { answer: ask("Allow this call? [y/N] ", withdraw.signal), withdraw };
+  };
+  return { tty, keys, question, told, shown: () => shown };
+}
+
+describe("the keys a question is answered with", () => {
+  it("are typed after it was shown: keys typed while no question is open are dropped, and that is told once", async () => {
+    const { tty, question, told } = setup();
+    tty.write("y\r");
+    await typed();
+    tty.write("yes\r");
+    await typed();
+    expect(told.ignored).toBe(1);
+    const first = question();
+    tty.write("n\r");
+    expect(await first.answer).toBe(false);
+    const second = question();
+    tty.write("y\r");
+    expect(await second.answer).toBe(true);
+  });
+
+  it("a line half typed into a withdrawn question does not carry into the next one", async () => {
+    const { tty, question } = setup();
+    const first = question();
+    tty.write("y");
+    await typed();
+    first.withdraw.abort();
+    expect(await first.answer).toBe(null);
+    const second = question();
+    tty.write("\r");
+    expect(await second.answer).toBe(false);
+  });
+
+  it("Ctrl-D on an empty line denies", async () => {
+    const { tty, question } = setup();
+    const asked = question();
+    tty.write("\u0004");
+    expect(await asked.answer).toBe(false);
+  });
+
+  it("Ctrl-C interrupts with a question open or not; keys after it in the same read answer nothing", async () => {
+    let interrupts = 0;
+    let open: AbortController | null = null;
+    // As the client's cancel does: an interrupt withdraws the question.
+    const { tty, question, told } = setup({
+      onInterrupt: () => {
+        interrupts++;
+        open?.abort();
+      },
+    });
+    const asked = question();
+    open = asked.withdraw;
+    tty.write("y\u0003y\r");
+    expect(await asked.answer).toBe(null);
+    expect([interrupts, told.ignored]).toEqual([1, 1]);
+    tty.write("\u0003");
+    await typed();
+    expect(interrupts).toBe(2);
+  });
+
+  it("Ctrl-Z suspends in cooked mode, comes back in raw mode and shows the open question again", async () => {
+    let modeWhenSuspended: boolean | undefined;
+    const { tty, question, shown } = setup({ suspend: () => (modeWhenSuspended = tty.modes.at(-1)) });
+    const asked = question();
+    tty.write("y\u001a");
+    await typed();
+    expect(modeWhenSuspended).toBe(false);
+    expect(tty.modes).toEqual([true, false, true]);
+    expect(shown().match(/Allow this call\? \[y\/N\] /g)).toHaveLength(2);
+    tty.write("\r");
+    expect(await asked.answer).toBe(true);
+  });
+
+  it("stop gives the terminal back: cooked mode, no longer read, so nothing keeps the process alive", async () => {
+    const { tty, keys, told } = setup();
+    keys.stop();
+    expect(tty.modes).toEqual([true, false]);
+    expect(tty.listenerCount("data")).toBe(0);
+    expect(tty.isPaused()).toBe(true);
+    tty.write("y\r");
+    await typed();
+    expect(told.ignored).toBe(0);
+  });
+});
