@@ -11,7 +11,8 @@ import type { RunInput } from "./queue.js";
 import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
-import type { AttemptOutcome, ClaimQuery, WebhookDelivery } from "./webhooks.js";
+import type { ClaimQuery } from "./webhook-claims.js";
+import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -23,7 +24,8 @@ export type { RunInput } from "./queue.js";
 export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
-export type { AttemptOutcome, ClaimQuery, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
+export type { ClaimQuery } from "./webhook-claims.js";
+export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
@@ -221,8 +223,9 @@ export interface Store {
   webhooks: {
     /**
      * Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`: of each
-     * owner's, its oldest, at most `perOwner` less the owner's count in `busy` (deliveries the
-     * caller is sending); of those, each owner's first before anyone's second, then the oldest.
+     * owner's, its oldest, at most its limit (`limits`, else `perOwner`) less its count in
+     * `busy` (deliveries the caller is sending); of those, each owner's first before anyone's
+     * second, then the oldest, at most `confined.room` of them the `confined.owners`'.
      * One owner's backlog takes no other's slots, nor every slot that frees.
      */
     claim(query: ClaimQuery): Promise<WebhookDelivery[]>;

@@ -4,6 +4,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn } from "./json.js";
+import { type ClaimQuery, ownerRooms, pickClaimed } from "./webhook-claims.js";
 import { RunTargets, type RunWebhookTarget, type TargetRow } from "./webhook-targets.js";
 
 /** One try of a delivery: the receiver's status code, or why there was none. */
@@ -74,29 +75,6 @@ export interface AttemptOutcome {
   next: { status: "pending"; at: number } | { status: "delivered" | "failed" };
 }
 
-/** What a claim may take: see `Store["webhooks"]["claim"]`. */
-export interface ClaimQuery {
-  now: number;
-  leaseUntil: number;
-  limit: number;
-  perOwner: number;
-  busy?: ReadonlyMap<string | null, number>;
-}
-
-/** The owners' rooms under `perOwner` less what each has `busy`, the full ones left out. */
-export function ownerRooms(owners: readonly string[], { perOwner, busy }: ClaimQuery): Map<string, number> {
-  const rooms = new Map<string, number>();
-  for (const owner of owners) {
-    const room = perOwner - (busy?.get(owner === "" ? null : owner) ?? 0);
-    if (room > 0) rooms.set(owner, room);
-  }
-  return rooms;
-}
-
-/** The oldest due first, then by id: the order of an owner's deliveries, and of owners' n-th ones, in a claim. */
-export const dueOrder = (a: DeliveryRow, b: DeliveryRow): number =>
-  (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
 /** A delivery's `webhook-id`: unique, stable across its retries. */
 const deliveryId = (): string => `msg_${randomUUID().replaceAll("-", "")}`;
 
@@ -163,6 +141,14 @@ export function webhookStore(db: Db) {
   const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq");
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
+  /** The owners with pending deliveries, in order. */
+  const pendingOwners = (): string[] => {
+    const owners: string[] = [];
+    for (let row = firstOwner.get() as { owner: string } | undefined; row; row = nextOwner.get(row.owner) as typeof row)
+      owners.push(row.owner);
+    return owners;
+  };
+
   return {
     /**
      * Writes a delivery for each event its run's target asked for; call inside the transaction
@@ -188,13 +174,7 @@ export function webhookStore(db: Db) {
      * room, then the oldest of those; each leased until `leaseUntil` (a crash mid-send retries it then).
      */
     claim(query: ClaimQuery): WebhookDelivery[] {
-      const owners: string[] = [];
-      for (
-        let row = firstOwner.get() as { owner: string } | undefined;
-        row;
-        row = nextOwner.get(row.owner) as typeof row
-      )
-        owners.push(row.owner);
+      const owners = pendingOwners();
       // Each owner's first before anyone's second (then the oldest): an owner with an older
       // backlog does not take every slot that frees while others' hold the rest.
       const candidates: { row: DeliveryRow; rank: number }[] = [];
@@ -202,10 +182,7 @@ export function webhookStore(db: Db) {
         const due = dueOf.all(owner, query.now, Math.min(room, query.limit)) as DeliveryRow[];
         candidates.push(...due.map((row, rank) => ({ row, rank })));
       }
-      const rows = candidates
-        .sort((a, b) => a.rank - b.rank || dueOrder(a.row, b.row))
-        .slice(0, Math.max(0, query.limit))
-        .map(({ row }) => deliveryFromRow(row));
+      const rows = pickClaimed(candidates, query).map(deliveryFromRow);
       for (const row of rows) lease.run(query.leaseUntil, row.id);
       return rows.map((row) => ({ ...row, nextAttemptAt: query.leaseUntil }));
     },

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Store, WebhookDelivery } from "../store/store.js";
 import { RefusedTarget, type WebhookSender } from "./send.js";
+import { SendShares } from "./send-shares.js";
 
 export interface RetrySchedule {
   /** The wait after the first failed try; each further failure doubles it. */
@@ -24,18 +25,26 @@ export function nextTryAt(
 /** At most this many sends at once, in all. */
 export const WEBHOOK_SLOTS = 16;
 /**
- * At most this many sends at once per owner: a target that never answers holds only its
- * owner's, and half the slots stay for the others (a lone owner, as a keyless server's, sends 8
- * at once).
+ * At most this many sends at once per owner, once its receiver has answered 2xx often enough
+ * (see SendShares): half the slots stay for the others (a lone owner, as a keyless server's,
+ * sends 8 at once).
  */
 export const WEBHOOK_SLOTS_PER_OWNER = 8;
+/**
+ * The owners whose last try failed hold at most this many slots together, one each at most:
+ * however many keys aim at receivers that never answer, the other half of the slots stays for
+ * keys whose receivers answer (or have not been tried yet).
+ */
+export const FAILING_SLOTS = 8;
 
 /**
- * Sends the outbox's due deliveries from a pool of WEBHOOK_SLOTS sends, at most
- * WEBHOOK_SLOTS_PER_OWNER of them an owner's: whenever one ends (or every poll while all are
- * busy) more are claimed, within both caps, so one owner's slow or flooded target delays no
- * other's. Each is claimed with a lease (a crash mid-send retries it after the lease), sent, and
- * its try recorded: 2xx delivered, anything else tried again on the schedule until its window closes.
+ * Sends the outbox's due deliveries from a pool of WEBHOOK_SLOTS sends: an owner's share of
+ * them grows with its receivers' 2xx answers and falls back to one on a failure (SendShares),
+ * and the failing owners share FAILING_SLOTS. Whenever a send ends (or every poll while all are
+ * busy) more are claimed within these limits, so one owner's slow, flooded or dead target delays
+ * no other's. Each is claimed with a lease (a crash mid-send retries it after the lease), sent,
+ * and its try recorded: 2xx delivered, anything else tried again on the schedule until its
+ * window closes.
  */
 export class WebhookWorker {
   #timer: NodeJS.Timeout | null = null;
@@ -44,6 +53,7 @@ export class WebhookWorker {
   /** The sends under way, and how many of them each owner's. */
   readonly #sending = new Set<Promise<void>>();
   readonly #busy = new Map<string | null, number>();
+  readonly #shares = new SendShares(WEBHOOK_SLOTS_PER_OWNER);
 
   constructor(
     private readonly deps: {
@@ -86,12 +96,17 @@ export class WebhookWorker {
         const room = WEBHOOK_SLOTS - this.#sending.size;
         if (room > 0) {
           const now = Date.now();
+          const failing = this.#shares.failing;
+          let failingBusy = 0;
+          for (const owner of failing) failingBusy += this.#busy.get(owner) ?? 0;
           const claimed = await store.webhooks.claim({
             now,
             leaseUntil: now + timeoutMs * 2 + 1000,
             limit: room,
-            perOwner: WEBHOOK_SLOTS_PER_OWNER,
+            perOwner: this.#shares.first,
+            limits: this.#shares.limits,
             busy: this.#busy,
+            confined: { owners: failing, room: FAILING_SLOTS - failingBusy },
           });
           for (const delivery of claimed) this.#send(delivery);
         }
@@ -126,6 +141,7 @@ export class WebhookWorker {
     try {
       const attempt = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+      this.#shares.record(delivery.owner, ok);
       const at = ok
         ? null
         : nextTryAt(schedule, {
@@ -143,6 +159,7 @@ export class WebhookWorker {
         logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
     } catch (err) {
       if (!(err instanceof RefusedTarget)) throw err;
+      this.#shares.record(delivery.owner, false);
       const attempt = { at: new Date().toISOString(), statusCode: null, error: err.message };
       await store.webhooks.record({ id: delivery.id, attempt, next: { status: "failed" } });
       logger.warn({ deliveryId: delivery.id, runId: delivery.runId, reason: err.message }, "webhook target refused");

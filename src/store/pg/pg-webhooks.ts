@@ -1,5 +1,6 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
+import type { ClaimQuery } from "../webhook-claims.js";
 import type { RunWebhookTarget } from "../webhook-targets.js";
 import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
@@ -18,9 +19,10 @@ export function deliveryStatements(events: readonly RunEvent[], target: RunWebho
 
 /**
  * A claim in one statement: the owners with pending deliveries (one index probe each, a loose
- * scan of webhook_deliveries_owner_due), each owner's oldest due within its room (`$4` less
- * its count among `$5`/`$6`) from its range of that index, `$3` of those leased: each owner's
- * first before anyone's second, then the oldest.
+ * scan of webhook_deliveries_owner_due), each owner's oldest due within its room (its limit,
+ * `$4` unless `$5`/`$6` name another, less its count among `$5`/`$7`) from its range of that
+ * index, `$3` of those leased: each owner's first before anyone's second, then the oldest, at
+ * most `$9` of them the deliveries of the owners `$5`/`$8` confine.
  * `FOR UPDATE SKIP LOCKED`: two workers never take the same delivery.
  */
 const CLAIM = `WITH RECURSIVE owners AS (
@@ -30,33 +32,52 @@ const CLAIM = `WITH RECURSIVE owners AS (
             ORDER BY d.owner LIMIT 1)
     FROM owners o WHERE o.owner IS NOT NULL
   ), rooms AS (
-    SELECT o.owner, $4::int - coalesce(b.n, 0) AS room FROM owners o
-    LEFT JOIN unnest($5::text[], $6::int[]) AS b (owner, n) ON b.owner = o.owner
+    SELECT o.owner, coalesce(b.lim, $4::int) - coalesce(b.n, 0) AS room, coalesce(b.confined, false) AS confined
+    FROM owners o
+    LEFT JOIN unnest($5::text[], $6::int[], $7::int[], $8::bool[]) AS b (owner, lim, n, confined) ON b.owner = o.owner
     WHERE o.owner IS NOT NULL
-  ), picked AS (
-    SELECT d.id FROM rooms r CROSS JOIN LATERAL (
+  ), candidates AS (
+    SELECT d.id, d.next_attempt_at, d.rank, r.confined FROM rooms r CROSS JOIN LATERAL (
       SELECT l.id, l.next_attempt_at, row_number() OVER (ORDER BY l.next_attempt_at, l.id) AS rank FROM (
         SELECT id, next_attempt_at FROM webhook_deliveries
         WHERE status = 'pending' AND owner = r.owner AND next_attempt_at <= $1
         ORDER BY next_attempt_at, id LIMIT least(greatest(r.room, 0), $3) FOR UPDATE SKIP LOCKED
       ) l
     ) d
-    ORDER BY d.rank, d.next_attempt_at, d.id LIMIT $3
+  ), picked AS (
+    SELECT id FROM (
+      SELECT id, rank, next_attempt_at, confined, count(*) FILTER (WHERE confined)
+        OVER (ORDER BY rank, next_attempt_at, id ROWS UNBOUNDED PRECEDING) AS confined_nth
+      FROM candidates
+    ) c
+    WHERE NOT confined OR confined_nth <= $9
+    ORDER BY rank, next_attempt_at, id LIMIT $3
   )
   UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id IN (SELECT id FROM picked) RETURNING *`;
+
+/** The claim's `$5`-`$8`: every owner a map or set of the query names, with its limit, busy count and whether confined. */
+function ownerArrays({ limits, busy, confined }: ClaimQuery): [string[], (number | null)[], number[], boolean[]] {
+  const owners = [...new Set([...(limits?.keys() ?? []), ...(busy?.keys() ?? []), ...(confined?.owners ?? [])])];
+  return [
+    owners.map((owner) => owner ?? ""),
+    owners.map((owner) => limits?.get(owner) ?? null),
+    owners.map((owner) => busy?.get(owner) ?? 0),
+    owners.map((owner) => confined?.owners.has(owner) ?? false),
+  ];
+}
 
 /** The outbox over PostgreSQL. */
 export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promise<unknown>): Store["webhooks"] {
   return {
-    claim: async ({ now, leaseUntil, limit, perOwner, busy = new Map() }) =>
+    claim: async (query) =>
       (
         await rows<DeliveryRow & Record<string, unknown>>(CLAIM, [
-          now,
-          leaseUntil,
-          Math.max(0, limit),
-          perOwner,
-          [...busy.keys()].map((owner) => owner ?? ""),
-          [...busy.values()],
+          query.now,
+          query.leaseUntil,
+          Math.max(0, query.limit),
+          query.perOwner,
+          ...ownerArrays(query),
+          Math.max(0, query.confined?.room ?? query.limit),
         ])
       )
         .map(deliveryFromRow)

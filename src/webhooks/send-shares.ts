@@ -1,0 +1,42 @@
+/**
+ * How many sends each owner (API key; null: the keyless server's) may have under way, learnt
+ * from how its receivers answer: an owner starts with one; each try answered 2xx lets it have
+ * one more, up to `max`; each failed try (no 2xx: timed out, refused, any other status) takes
+ * it back to one and marks it failing until its next 2xx. A receiver that never answers thus
+ * holds one slot per owner, not `max`, and one that recovers has its share back after a few
+ * deliveries. Kept in memory per process, one entry per owner that ever sent (as many as keys).
+ */
+export class SendShares {
+  readonly #limits = new Map<string | null, number>();
+  readonly #failing = new Set<string | null>();
+
+  constructor(readonly max: number) {}
+
+  /** What an owner not in `limits` may have under way. */
+  readonly first = 1;
+
+  /** The owners whose share is not `first`, with theirs. */
+  get limits(): ReadonlyMap<string | null, number> {
+    return this.#limits;
+  }
+
+  /** The owners whose last try failed. */
+  get failing(): ReadonlySet<string | null> {
+    return this.#failing;
+  }
+
+  limitOf(owner: string | null): number {
+    return this.#limits.get(owner) ?? this.first;
+  }
+
+  /** Told of each try's outcome: `ok` when the receiver answered 2xx. */
+  record(owner: string | null, ok: boolean): void {
+    if (ok) {
+      this.#limits.set(owner, Math.min(this.max, this.limitOf(owner) + 1));
+      this.#failing.delete(owner);
+    } else {
+      this.#limits.delete(owner);
+      this.#failing.add(owner);
+    }
+  }
+}
