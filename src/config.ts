@@ -20,6 +20,7 @@ import {
   readOpenFileLimit,
 } from "./key-limits.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
+import { DEFAULT_MAX_PENDING_PER_KEY } from "./webhooks/pending-cap.js";
 import { webhookKey } from "./webhooks/signature.js";
 import { checkWebhookTarget } from "./webhooks/target-policy.js";
 
@@ -159,6 +160,11 @@ const EnvSchema = z.object({
   WEBHOOK_RETRY_WINDOW_MS: msSetting(86_400_000, { min: 1_000 }),
   /** How often the outbox is looked at for due deliveries. */
   WEBHOOK_POLL_MS: msSetting(1_000, { min: 10, max: 60_000 }),
+  /**
+   * The most deliveries one API key (without keys: the server) may have pending; every tenth
+   * poll its newest past it are given up, with their reason (0 = no limit).
+   */
+  WEBHOOK_MAX_PENDING_PER_KEY: intSetting(DEFAULT_MAX_PENDING_PER_KEY, { min: 0, max: 10_000_000 }),
 
   // Observability.
   /** Serves GET /metrics on this port of HOST (without keys) instead of on PORT. */

@@ -197,6 +197,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
+      giveUpPastCap: (query) => write(() => tables.webhooks.giveUpPastCap(query)),
     },
     leases: {
       renew: (terms) => write(() => tables.leases.renew(terms)),

@@ -12,7 +12,7 @@ import type { RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
-import type { AttemptOutcome, WebhookDelivery } from "./webhooks.js";
+import type { AttemptOutcome, PastCapQuery, WebhookDelivery } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -25,7 +25,7 @@ export type { RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
-export type { AttemptOutcome, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
+export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
@@ -218,7 +218,8 @@ export interface Store {
   };
   /**
    * The webhook outbox: a delivery for each event of a run whose stored target asked for its
-   * type, written with the event; the worker claims due ones and records each try.
+   * type, written with the event; the worker claims due ones, records each try, and gives up
+   * what an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY.
    */
   webhooks: {
     /**
@@ -229,10 +230,21 @@ export interface Store {
      * One owner's backlog takes no other's slots, nor every slot that frees.
      */
     claim(query: ClaimQuery): Promise<WebhookDelivery[]>;
+    /**
+     * Records a try: its attempt is added, and a pending delivery takes the outcome (a
+     * failure with its reason). One that settled meanwhile (given up at the cap while its try
+     * was under way, or tried twice after a lost lease) keeps how it settled.
+     */
     record(outcome: AttemptOutcome): Promise<void>;
     ofRun(runId: string): Promise<WebhookDelivery[]>;
     /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
     nextDue(): Promise<number | null>;
+    /**
+     * Gives up each owner's pending deliveries past its oldest `cap` (its newest, by their
+     * events' time): `failed` with `reason`, finished `at`, their bodies dropped (see
+     * webhook-cap.ts). Returns how many of each owner's (null: keyless) it gave up.
+     */
+    giveUpPastCap(query: PastCapQuery): Promise<Map<string | null, number>>;
   };
   /**
    * Proves the store takes writes (a full disk fails here): a write like any other, so a

@@ -4,7 +4,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn } from "./json.js";
-import { type ClaimQuery, ownerRooms, pickClaimed } from "./webhook-claims.js";
+import { type ClaimQuery, ownerKey, ownerRooms, pickClaimed } from "./webhook-claims.js";
 import { RunTargets, type RunWebhookTarget, type TargetRow } from "./webhook-targets.js";
 
 /** One try of a delivery: the receiver's status code, or why there was none. */
@@ -30,6 +30,8 @@ export interface WebhookDelivery {
   nextAttemptAt: number | null;
   createdAt: string;
   finishedAt: string | null;
+  /** Why it failed (its window ended, its target was refused, it was given up at the cap); null unless failed. */
+  reason: string | null;
 }
 
 export interface DeliveryRow {
@@ -45,6 +47,7 @@ export interface DeliveryRow {
   next_attempt_at: number | null;
   created_at: string;
   finished_at: string | null;
+  reason: string | null;
 }
 
 const AttemptsSchema = z.array(
@@ -64,6 +67,7 @@ export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
     nextAttemptAt: row.next_attempt_at,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
+    reason: row.reason ?? null,
   };
 }
 
@@ -71,8 +75,8 @@ export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
 export interface AttemptOutcome {
   id: string;
   attempt: WebhookAttempt;
-  /** `pending` with the next try's time, or the delivery's end. */
-  next: { status: "pending"; at: number } | { status: "delivered" | "failed" };
+  /** `pending` with the next try's time, or the delivery's end (a failure with its reason). */
+  next: { status: "pending"; at: number } | { status: "delivered" } | { status: "failed"; reason: string };
 }
 
 /** A delivery's `webhook-id`: unique, stable across its retries. */
@@ -115,6 +119,14 @@ export function deliveriesFor(
   return rows;
 }
 
+/** What `Store["webhooks"]["giveUpPastCap"]` gives up: each owner's pending past its oldest `cap`. */
+export interface PastCapQuery {
+  cap: number;
+  reason: string;
+  /** Their `finishedAt`. */
+  at: string;
+}
+
 /** The outbox of webhook deliveries. */
 export function webhookStore(db: Db) {
   const targetOf = db.prepare("SELECT session_id, webhook FROM runs WHERE id = ?");
@@ -123,6 +135,16 @@ export function webhookStore(db: Db) {
     `INSERT OR IGNORE INTO webhook_deliveries (id, run_id, event_seq, type, url, body, status, attempts,
        next_attempt_at, created_at, owner) VALUES (?, ?, ?, ?, ?, ?, 'pending', '[]', ?, ?,
        coalesce((SELECT owner FROM sessions WHERE id = ?), ''))`,
+  );
+  // At most `cap + 1` entries of the owner's range of webhook_deliveries_owner_due are read.
+  const pendingOf = db.prepare(
+    "SELECT count(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND owner = +? LIMIT +?)",
+  );
+  // The owner's pending past its oldest `cap` (its whole range read and sorted: only when over).
+  const giveUp = db.prepare(
+    `UPDATE webhook_deliveries SET status = 'failed', reason = ?, finished_at = ?, next_attempt_at = NULL, body = ''
+     WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND owner = +?
+                  ORDER BY created_at, id LIMIT -1 OFFSET +?)`,
   );
   // The owners with pending deliveries, one index probe each (there are as many as API keys).
   const firstOwner = db.prepare("SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1");
@@ -136,8 +158,9 @@ export function webhookStore(db: Db) {
   const lease = db.prepare("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?");
   const byId = db.prepare("SELECT * FROM webhook_deliveries WHERE id = ?");
   const record = db.prepare(
-    "UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, finished_at = ? WHERE id = ?",
+    "UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, finished_at = ?, reason = ? WHERE id = ?",
   );
+  const recordAttempt = db.prepare("UPDATE webhook_deliveries SET attempts = ? WHERE id = ?");
   const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq");
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
@@ -186,12 +209,25 @@ export function webhookStore(db: Db) {
       for (const row of rows) lease.run(query.leaseUntil, row.id);
       return rows.map((row) => ({ ...row, nextAttemptAt: query.leaseUntil }));
     },
+    /** As `Store["webhooks"]["record"]` says. */
     record({ id, attempt, next }: AttemptOutcome): void {
       const row = byId.get(id) as DeliveryRow | undefined;
       if (!row) return;
       const attempts = [...deliveryFromRow(row).attempts, attempt];
+      if (row.status !== "pending") {
+        recordAttempt.run(JSON.stringify(attempts), id);
+        return;
+      }
       const pending = next.status === "pending";
-      record.run(JSON.stringify(attempts), next.status, pending ? next.at : null, pending ? null : attempt.at, id);
+      const reason = next.status === "failed" ? next.reason : null;
+      record.run(
+        JSON.stringify(attempts),
+        next.status,
+        pending ? next.at : null,
+        pending ? null : attempt.at,
+        reason,
+        id,
+      );
     },
     ofRun(runId: string): WebhookDelivery[] {
       return (ofRun.all(runId) as DeliveryRow[]).map(deliveryFromRow);
@@ -199,6 +235,16 @@ export function webhookStore(db: Db) {
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {
       return (nextDue.get() as { at: number | null }).at;
+    },
+    /** As `Store["webhooks"]["giveUpPastCap"]` says. */
+    giveUpPastCap({ cap, reason, at }: PastCapQuery): Map<string | null, number> {
+      const given = new Map<string | null, number>();
+      for (const owner of pendingOwners()) {
+        if ((pendingOf.get(owner, cap + 1) as { n: number }).n <= cap) continue;
+        const { changes } = giveUp.run(reason, at, owner, cap);
+        if (changes) given.set(ownerKey(owner), changes);
+      }
+      return given;
     },
   };
 }

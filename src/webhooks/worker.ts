@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
-import type { Store, WebhookDelivery } from "../store/store.js";
+import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
+import { GivenUpReport } from "./given-up-report.js";
+import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { RefusedTarget, type WebhookSender } from "./send.js";
 import { SendShares } from "./send-shares.js";
 
@@ -44,7 +46,8 @@ export const FAILING_SLOTS = 8;
  * busy) more are claimed within these limits, so one owner's slow, flooded or dead target delays
  * no other's. Each is claimed with a lease (a crash mid-send retries it after the lease), sent,
  * and its try recorded: 2xx delivered, anything else tried again on the schedule until its
- * window closes.
+ * window closes. What an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY is given up now and
+ * then (see pending-cap.ts), and logged (GivenUpReport).
  */
 export class WebhookWorker {
   #timer: NodeJS.Timeout | null = null;
@@ -54,6 +57,8 @@ export class WebhookWorker {
   readonly #sending = new Set<Promise<void>>();
   readonly #busy = new Map<string | null, number>();
   readonly #shares = new SendShares(WEBHOOK_SLOTS_PER_OWNER);
+  readonly #givenUp: GivenUpReport;
+  #capAppliedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: {
@@ -63,8 +68,12 @@ export class WebhookWorker {
       timeoutMs: number;
       pollMs: number;
       logger: Logger;
+      /** WEBHOOK_MAX_PENDING_PER_KEY (0: no cap). */
+      maxPendingPerKey: number;
     },
-  ) {}
+  ) {
+    this.#givenUp = new GivenUpReport({ logger: deps.logger, cap: deps.maxPendingPerKey });
+  }
 
   start(): void {
     this.#stopped = false;
@@ -93,6 +102,7 @@ export class WebhookWorker {
     const { store, timeoutMs, pollMs } = this.deps;
     try {
       while (!this.#stopped) {
+        await this.#applyCap();
         const room = WEBHOOK_SLOTS - this.#sending.size;
         if (room > 0) {
           const now = Date.now();
@@ -119,6 +129,16 @@ export class WebhookWorker {
     } finally {
       await Promise.all(this.#sending);
     }
+  }
+
+  /** Every CAP_CHECK_POLLS polls, gives up what owners have pending past WEBHOOK_MAX_PENDING_PER_KEY, and reports it. */
+  async #applyCap(): Promise<void> {
+    const { store, pollMs, maxPendingPerKey: cap } = this.deps;
+    const now = Date.now();
+    if (cap === 0 || now - this.#capAppliedAt < pollMs * CAP_CHECK_POLLS) return;
+    this.#capAppliedAt = now;
+    const at = new Date(now).toISOString();
+    this.#givenUp.report(await store.webhooks.giveUpPastCap({ cap, reason: capReason(cap), at }));
   }
 
   /** Sends `delivery` in a slot of its owner's, freed when its try is recorded. */
@@ -149,11 +169,14 @@ export class WebhookWorker {
             createdAt: Date.parse(delivery.createdAt),
             now: Date.now(),
           });
-      const next = ok
-        ? ({ status: "delivered" } as const)
+      const next: AttemptOutcome["next"] = ok
+        ? { status: "delivered" }
         : at === null
-          ? ({ status: "failed" } as const)
-          : ({ status: "pending", at } as const);
+          ? {
+              status: "failed",
+              reason: `no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`,
+            }
+          : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
       if (next.status === "failed")
         logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
@@ -161,7 +184,11 @@ export class WebhookWorker {
       if (!(err instanceof RefusedTarget)) throw err;
       this.#shares.record(delivery.owner, false);
       const attempt = { at: new Date().toISOString(), statusCode: null, error: err.message };
-      await store.webhooks.record({ id: delivery.id, attempt, next: { status: "failed" } });
+      await store.webhooks.record({
+        id: delivery.id,
+        attempt,
+        next: { status: "failed", reason: `target refused: ${err.message}` },
+      });
       logger.warn({ deliveryId: delivery.id, runId: delivery.runId, reason: err.message }, "webhook target refused");
     }
   }

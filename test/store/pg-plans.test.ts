@@ -130,4 +130,14 @@ describe("PostgreSQL reads that stay bounded", () => {
     expect(plan).toMatch(/Index Cond: \(\(owner = \w+\.owner\) AND \(next_attempt_at <= /);
     expect(plan).not.toMatch(/Seq Scan on webhook_deliveries/);
   });
+
+  it("giving up deliveries past the cap counts each owner's pending on webhook_deliveries_owner_due", async () => {
+    const at = new Date().toISOString();
+    const plan = await planOf(/^WITH RECURSIVE owners[\s\S]*SET status = 'failed'/, () =>
+      store.webhooks.giveUpPastCap({ cap: 10_000, reason: "over", at }),
+    );
+    expect(plan).toMatch(/Index Only Scan using webhook_deliveries_owner_due on webhook_deliveries d/);
+    expect(plan).toMatch(/Index Cond: \(owner = o\.owner\)/);
+    expect(plan).not.toMatch(/Seq Scan on webhook_deliveries/);
+  });
 });

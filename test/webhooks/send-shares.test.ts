@@ -93,6 +93,7 @@ describe("many keys whose receivers never answer", () => {
       timeoutMs: 60_000,
       pollMs: 10,
       logger: pino({ level: "silent" }),
+      maxPendingPerKey: 10_000,
     });
     worker.start();
     cleanups.push(async () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { isPrivateAddress } from "../../src/webhooks/address-guard.js";
+import { GivenUpReport } from "../../src/webhooks/given-up-report.js";
 import { nextTryAt } from "../../src/webhooks/worker.js";
+import { capturedLogs } from "../helpers/captured-logs.js";
 
 describe("webhook retry schedule", () => {
   const schedule = { baseMs: 5_000, maxMs: 3_600_000, windowMs: 86_400_000 };
@@ -57,6 +60,55 @@ describe("private addresses", () => {
       "2a00:1450:4001:81b::200e",
     ]) {
       expect(isPrivateAddress(address), address).toBe(false);
+    }
+  });
+});
+
+describe("the log of deliveries given up at WEBHOOK_MAX_PENDING_PER_KEY", () => {
+  it("logs the first at once, then at most once a minute with the count of each owner's since", () => {
+    const { lines, logger } = capturedLogs();
+    let now = 1_000_000;
+    const report = new GivenUpReport({ logger, cap: 5, now: () => now });
+    const logged = () => lines.map((line) => JSON.parse(line));
+    report.report(new Map());
+    expect(lines).toEqual([]);
+    report.report(new Map([["key_a", 2]]));
+    expect(logged()).toMatchObject([{ givenUp: 2, owners: [{ owner: "key_a", count: 2 }], maxPendingPerKey: 5 }]);
+    now += 30_000;
+    report.report(new Map([["key_a", 3]]));
+    report.report(
+      new Map([
+        ["key_a", 1],
+        [null, 4],
+      ]),
+    );
+    expect(lines).toHaveLength(1);
+    now += 30_000;
+    report.report(new Map());
+    expect(logged()[1]).toMatchObject({
+      givenUp: 8,
+      owners: [
+        { owner: "key_a", count: 4 },
+        { owner: null, count: 4 },
+      ],
+    });
+    // Nothing given up since: nothing logged, however long it has been.
+    now += 600_000;
+    report.report(new Map());
+    expect(lines).toHaveLength(2);
+  });
+});
+
+describe("WEBHOOK_MAX_PENDING_PER_KEY", () => {
+  const base = { OPENAI_API_KEY: "sk-test-key", OPENAI_MODEL: "fake-model" };
+  it("is 10000 by default, 0 for no cap, a whole number up to 10,000,000, with or without keys", () => {
+    expect(loadConfig(base).WEBHOOK_MAX_PENDING_PER_KEY).toBe(10_000);
+    expect(loadConfig({ ...base, WEBHOOK_MAX_PENDING_PER_KEY: "0" }).WEBHOOK_MAX_PENDING_PER_KEY).toBe(0);
+    expect(loadConfig({ ...base, WEBHOOK_MAX_PENDING_PER_KEY: "250" }).WEBHOOK_MAX_PENDING_PER_KEY).toBe(250);
+    for (const value of ["-1", "1e4", "10000001", "many"]) {
+      expect(() => loadConfig({ ...base, WEBHOOK_MAX_PENDING_PER_KEY: value }), value).toThrow(
+        /WEBHOOK_MAX_PENDING_PER_KEY: /,
+      );
     }
   });
 });

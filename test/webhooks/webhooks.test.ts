@@ -117,6 +117,7 @@ describe("webhooks", () => {
     );
     expect(delivery.status).toBe("failed");
     expect(delivery.attempts[0].error).toMatch(/private or loopback/);
+    expect(delivery.reason).toMatch(/^target refused: .*private or loopback/);
     expect(receiver.received).toEqual([]);
   });
 
@@ -158,6 +159,25 @@ describe("webhooks", () => {
     expect(receiver.received.map((d) => [d.payload.type, d.signatureValid])).toEqual([
       ["run.queued", true],
       ["run.started", true],
+    ]);
+  });
+
+  it("a delivery with no 2xx within its window is failed, with a reason naming WEBHOOK_RETRY_WINDOW_MS", async () => {
+    receiver = await startWebhookReceiver(() => 503);
+    // Tried at once and 400 ms later (on a slow machine, maybe not); the next try would be 1,200 ms
+    // after its event, past the window.
+    server = await startTestServer({ env: { ...ENV, WEBHOOK_RETRY_BASE_MS: "400", WEBHOOK_RETRY_WINDOW_MS: "1000" } });
+    server.upstream.enqueue({ text: "hi" });
+    const session = await server.request("POST", "/sessions", { body: { webhook: { url: receiver.url } } });
+    const run = await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "hi" } });
+    await deliveriesUntil(run.body.run.id, (list) => list[0]?.status === "failed");
+    const listed = await call(server, "GET", "/runs/{id}/webhooks", { params: { id: run.body.run.id } });
+    expect(listed.body.items).toEqual([
+      expect.objectContaining({
+        status: "failed",
+        attempts: expect.arrayContaining([expect.objectContaining({ statusCode: 503 })]),
+        reason: "no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (1000 ms) of its event",
+      }),
     ]);
   });
 });

@@ -66,6 +66,35 @@ function ownerArrays({ limits, busy, confined }: ClaimQuery): [string[], (number
   ];
 }
 
+/**
+ * Gives up each owner's pending deliveries past its oldest `$1` (by created_at, id): the owners
+ * by the claim's loose scan, each counted from its range of webhook_deliveries_owner_due (at
+ * most `$1 + 1` entries), and only an owner over the cap has its pending rows read and sorted.
+ * Two instances giving up at once: the second finds the rows no longer pending.
+ */
+const GIVE_UP_PAST_CAP = `WITH RECURSIVE owners AS (
+    (SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.owner FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner > o.owner
+            ORDER BY d.owner LIMIT 1)
+    FROM owners o WHERE o.owner IS NOT NULL
+  ), over AS (
+    SELECT o.owner FROM owners o
+    WHERE o.owner IS NOT NULL AND (
+      SELECT count(*) FROM (
+        SELECT 1 FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner = o.owner LIMIT $1::int + 1
+      ) c
+    ) > $1::int
+  ), past AS (
+    SELECT p.id FROM over v CROSS JOIN LATERAL (
+      SELECT d.id FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner = v.owner
+      ORDER BY d.created_at, d.id OFFSET $1::int
+    ) p
+  )
+  UPDATE webhook_deliveries w SET status = 'failed', reason = $2, finished_at = $3, next_attempt_at = NULL, body = ''
+  WHERE w.id IN (SELECT id FROM past) AND w.status = 'pending'
+  RETURNING w.owner`;
+
 /** The outbox over PostgreSQL. */
 export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promise<unknown>): Store["webhooks"] {
   return {
@@ -86,9 +115,21 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
       const pending = next.status === "pending";
       await write([
         {
+          // The SET expressions read the row as it was: only a pending one takes the outcome.
           text: `UPDATE webhook_deliveries SET attempts = (attempts::jsonb || jsonb_build_array($2::jsonb))::text,
-                   status = $3, next_attempt_at = $4, finished_at = $5 WHERE id = $1`,
-          values: [id, JSON.stringify(attempt), next.status, pending ? next.at : null, pending ? null : attempt.at],
+                   status = CASE WHEN status = 'pending' THEN $3 ELSE status END,
+                   next_attempt_at = CASE WHEN status = 'pending' THEN $4 ELSE next_attempt_at END,
+                   finished_at = CASE WHEN status = 'pending' THEN $5 ELSE finished_at END,
+                   reason = CASE WHEN status = 'pending' THEN $6 ELSE reason END
+                 WHERE id = $1`,
+          values: [
+            id,
+            JSON.stringify(attempt),
+            next.status,
+            pending ? next.at : null,
+            pending ? null : attempt.at,
+            next.status === "failed" ? next.reason : null,
+          ],
         },
       ]);
     },
@@ -105,5 +146,16 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
           "SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'",
         )
       )[0]?.at ?? null,
+    giveUpPastCap: async ({ cap, reason, at }) => {
+      const [result] = (await write([{ text: GIVE_UP_PAST_CAP, values: [cap, reason, at] }])) as {
+        rows: { owner: string }[];
+      }[];
+      const given = new Map<string | null, number>();
+      for (const { owner } of result?.rows ?? []) {
+        const key = owner === "" ? null : owner;
+        given.set(key, (given.get(key) ?? 0) + 1);
+      }
+      return given;
+    },
   };
 }
