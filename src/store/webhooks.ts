@@ -142,7 +142,7 @@ export function webhookStore(db: Db) {
   );
   // The owner's pending past its oldest `cap` (its whole range read and sorted: only when over).
   const giveUp = db.prepare(
-    `UPDATE webhook_deliveries SET status = 'failed', reason = ?, finished_at = ?, next_attempt_at = NULL, body = ''
+    `UPDATE webhook_deliveries SET status = 'failed', reason = +?, finished_at = +?, next_attempt_at = NULL, body = ''
      WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND owner = +?
                   ORDER BY created_at, id LIMIT -1 OFFSET +?)`,
   );
