@@ -26,6 +26,7 @@ import { trackOpenStreams } from "./http/open-streams.js";
 import { answerOverCap } from "./http/over-cap.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
+import { cutStalledAnswers } from "./http/write-deadline.js";
 import { newId } from "./ids.js";
 
 const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
@@ -48,7 +49,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     clientErrorHandler,
     // A client that sends its request slowly, or not at all, is cut (408) instead of holding
     // a connection (and a file descriptor) for ever; an idle keep-alive connection is closed.
-    // Responses (SSE streams, ?wait=true) are not limited by these.
+    // Responses are not limited by these (see cutStalledAnswers below).
     requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: ctx.config.KEEP_ALIVE_TIMEOUT_MS,
     http: {
@@ -60,6 +61,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // process may open: a flood of them cannot starve the runs in flight of theirs. A few more
   // are let in to be answered (answerOverCap below) and closed.
   const overCap = capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger, { overCapSlots: OVER_CAP_SLOTS });
+  // An answer its client does not take is cut after RESPONSE_WRITE_TIMEOUT_MS without progress
+  // (event streams and waits are not cut).
+  cutStalledAnswers(app.server, ctx.config.RESPONSE_WRITE_TIMEOUT_MS, logger);
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");

@@ -132,6 +132,11 @@ const EnvSchema = z.object({
   HEADERS_TIMEOUT_MS: msSetting(10_000, { min: 100 }),
   /** How long an idle keep-alive connection stays open. */
   KEEP_ALIVE_TIMEOUT_MS: msSetting(5_000, { min: 100 }),
+  /**
+   * How long an answer may sit in the server's memory with none of its bytes taken by its client;
+   * then its connection is cut (event streams and waits are not: see cutStalledAnswers).
+   */
+  RESPONSE_WRITE_TIMEOUT_MS: msSetting(30_000, { min: 100 }),
   /** Tool calls of one model reply that are executed; the rest get a result saying so. */
   MAX_TOOL_CALLS_PER_TURN: intSetting(64, { min: 1, max: 10_000 }),
   /** Where `shell` runs: in a bubblewrap sandbox (`bwrap`: required; `auto`: when it works) or not (`off`). */

@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { badRequest } from "../errors.js";
 import { followRunEvents } from "../runs/event-feed.js";
 import { SseConnection } from "./sse-connection.js";
+import { exemptFromWriteDeadline } from "./write-deadline.js";
 
 /**
  * Where a replay starts: `Last-Event-ID` wins over `?after=`; neither means from
@@ -53,6 +54,9 @@ export function openStream(reply: FastifyReply): AbortSignal {
   sse.onClose(close);
   reply.raw.on("close", close);
   reply.server.openStreams.add(reply, () => closed.abort(SERVER_STOPPING));
+  // A stream is long-lived by design; a watcher that stops reading costs bounded memory (its
+  // feed reads on from the store at its pace) and is not cut by RESPONSE_WRITE_TIMEOUT_MS.
+  exemptFromWriteDeadline(reply.raw);
   // Headers go out at once with the retry hint, and with the first frames when there are
   // some (the response sends what is written in this tick together): a client knows it is
   // connected even before the next event. A HEAD response takes no body, so its head is

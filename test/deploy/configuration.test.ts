@@ -29,6 +29,16 @@ describe("configuration values", () => {
     }
   });
 
+  it("RESPONSE_WRITE_TIMEOUT_MS is 30 s unless set, at least 100 ms and at most what a timer holds", () => {
+    expect(loadConfig(base).RESPONSE_WRITE_TIMEOUT_MS).toBe(30_000);
+    expect(loadConfig({ ...base, RESPONSE_WRITE_TIMEOUT_MS: "100" }).RESPONSE_WRITE_TIMEOUT_MS).toBe(100);
+    for (const value of ["99", "0", "3000000000", "30s", "-1"]) {
+      expect(() => loadConfig({ ...base, RESPONSE_WRITE_TIMEOUT_MS: value }), value).toThrow(
+        /RESPONSE_WRITE_TIMEOUT_MS: /,
+      );
+    }
+  });
+
   it("RUN_LEASE_MS is at least 300 ms and INSTANCE_ID a plain name; both have defaults", () => {
     expect(loadConfig(base).RUN_LEASE_MS).toBe(30_000);
     expect(loadConfig(base).INSTANCE_ID).toBeUndefined();
