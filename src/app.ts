@@ -24,6 +24,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
 import { answerOverCap } from "./http/over-cap.js";
+import { oneAnswerAtATime } from "./http/pipelining.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
 import { cutStalledAnswers } from "./http/write-deadline.js";
@@ -61,9 +62,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // process may open: a flood of them cannot starve the runs in flight of theirs. A few more
   // are let in to be answered (answerOverCap below) and closed.
   const overCap = capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger, { overCapSlots: OVER_CAP_SLOTS });
-  // An answer its client does not take is cut after RESPONSE_WRITE_TIMEOUT_MS without progress
-  // (event streams and waits are not cut).
+  // An answer its client does not take is cut after RESPONSE_WRITE_TIMEOUT_MS without progress,
+  // and a connection's pipelined requests are answered one at a time: a client that reads
+  // nothing holds at most one answer, for a bounded time (event streams and waits are not cut).
   cutStalledAnswers(app.server, ctx.config.RESPONSE_WRITE_TIMEOUT_MS, logger);
+  oneAnswerAtATime(app);
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");

@@ -2,14 +2,16 @@
  * Answers their clients do not take (RESPONSE_WRITE_TIMEOUT_MS), as an attacker leaves them:
  * connections that ask for the largest JSON answer the API gives (a session whose system
  * prompt is all control characters, six bytes each as JSON: about 1 MiB), several pipelined
- * on each connection, and never read. Before, those answers stayed in the server's memory,
- * and the connections open, for good (4 connections sending 300 such requests each held
- * 1.36 GB). Now a connection whose answer has not moved for the deadline is cut. What must
+ * on each connection, and never read. Before, every one of those answers was prepared at once
+ * and kept in the server's memory, and the connection open, for good (4 connections sending
+ * 300 such requests each held 1.36 GB). Now a connection's pipelined requests are answered one
+ * at a time, and a connection whose answer has not moved for the deadline is cut. What must
  * not be cut: a client that keeps reading, event streams (idle, or with a watcher that stopped
  * reading: the feed handles that), `?wait=true` waits, and bodies being uploaded.
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
 import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 import { openSse } from "../helpers/sse-client.js";
@@ -28,6 +30,8 @@ interface Served {
   lines: string[];
   /** The session whose GET answers about 1 MiB. */
   sessionId: string;
+  /** The times the store read a session: one per GET /sessions/{id} handled. */
+  sessionReads: () => number;
   /** The server's side of the connection from the client's local port `port`. */
   serverSide: (port: number) => net.Socket | undefined;
 }
@@ -36,9 +40,24 @@ const sockets: net.Socket[] = [];
 
 async function serve(timeoutMs: number, env: Record<string, string> = {}): Promise<Served> {
   const { lines, logger } = capturedLogs();
+  let reads = 0;
   const server = await startTestServer({
     env: { AGENT_API_KEYS: KEY, RESPONSE_WRITE_TIMEOUT_MS: String(timeoutMs), ...env },
     logger,
+    wrapStore: (store): Store => ({
+      ...store,
+      sessions: new Proxy(store.sessions, {
+        get(target, name) {
+          const value = Reflect.get(target, name, target);
+          if (typeof value !== "function") return value;
+          if (name !== "get") return value.bind(target);
+          return (...args: unknown[]) => {
+            reads++;
+            return value.apply(target, args);
+          };
+        },
+      }),
+    }),
   });
   const bySourcePort = new Map<number, net.Socket>();
   server.app.server.on("connection", (socket: net.Socket) => {
@@ -51,6 +70,7 @@ async function serve(timeoutMs: number, env: Record<string, string> = {}): Promi
     port: Number(new URL(server.url).port),
     lines,
     sessionId: created.body.id,
+    sessionReads: () => reads,
     serverSide: (port) => bySourcePort.get(port),
   };
 }
@@ -111,6 +131,27 @@ describe("an answer the client does not take is cut after RESPONSE_WRITE_TIMEOUT
     // At once for the first cut, then at most every 10 s with how many there were since.
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 40, cut: 1, responseWriteTimeoutMs: TIMEOUT_MS });
+  });
+
+  it("a connection that pipelines 300 requests and reads nothing gets one answer prepared at a time, not 300 held in memory", async () => {
+    const before = s.sessionReads();
+    const attacker = await neverReading(s.port, pipelined(s.sessionId, 300));
+    const side = await until(
+      () => s.serverSide(attacker.localPort as number),
+      (found) => found !== undefined,
+      "the server's side of the connection",
+    );
+    await until(
+      () => side?.destroyed,
+      (destroyed) => destroyed === true,
+      "the connection to be cut",
+    );
+    await sleep(200);
+    // The answers the system's socket buffers took whole, and the one that stalled; the
+    // requests waiting behind it were dropped with the connection, never handled.
+    const handled = s.sessionReads() - before;
+    expect(handled).toBeGreaterThanOrEqual(1);
+    expect(handled).toBeLessThan(20);
   });
 
   it("an event stream is not cut: one idle on a run awaiting approval gets the run's end after several deadlines", async () => {
