@@ -1,5 +1,6 @@
 import type { Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
+import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { closeDir, dirPath, type OpenDir, openDirAt } from "./open-dir.js";
 
 /** Directory names never listed or searched: noise for the model, and often huge. */
@@ -29,7 +30,9 @@ const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name 
  * by its contents. Every directory is listed through a descriptor opened inside its parent's
  * without following a link, so a directory swapped for a symlink mid-walk is skipped, never
  * entered. Symlinks are reported, never followed; `.git` and `node_modules` are skipped
- * entirely; directories below `maxDepth` are not entered; unreadable directories are skipped.
+ * entirely; directories below `maxDepth` are not entered; unreadable directories are skipped,
+ * but a directory that cannot be opened or read for lack of file descriptors (EMFILE, ENFILE)
+ * throws that error: skipping it would make the walk look complete without its contents.
  * Stop early by breaking out of the loop (the directories it opened are closed). `start`
  * stays the caller's to close.
  */
@@ -55,7 +58,8 @@ async function* walkDir(
   let entries: Dirent[];
   try {
     entries = await readdir(dirPath(dir), { withFileTypes: true });
-  } catch {
+  } catch (err) {
+    if (isOutOfDescriptors(errnoCode(err))) throw err;
     return;
   }
   entries.sort(byName);
@@ -65,7 +69,7 @@ async function* walkDir(
     const here = [...segments, entry.name];
     yield { relative: prefix + here.join("/"), segments: here, name: entry.name, kind, depth };
     if (kind !== "directory" || depth >= maxDepth) continue;
-    const sub = await openDirAt(dir, entry.name).catch(() => null);
+    const sub = await openDirAt(dir, entry.name).catch(skipUnlessOutOfDescriptors);
     if (!sub) continue;
     try {
       yield* walkDir(sub, prefix, here, depth + 1, maxDepth);
@@ -73,4 +77,10 @@ async function* walkDir(
       await closeDir(sub);
     }
   }
+}
+
+/** A directory that cannot be opened is skipped (null), unless the process has no descriptor left for it. */
+function skipUnlessOutOfDescriptors(err: unknown): null {
+  if (isOutOfDescriptors(errnoCode(err))) throw err;
+  return null;
 }

@@ -11,13 +11,14 @@ import { makeSandbox, writeTree } from "./helpers.js";
  */
 async function outcomeWithoutDescriptors(
   workspace: string,
-  tool: "locate" | "shell" | "write" | "search",
+  tool: "locate" | "shell" | "write" | "search" | "list",
   free = 0,
 ): Promise<Record<string, unknown>> {
   const script = `
     import { locateInWorkspace } from ${dist("src/tools/workspace.js")};
     import { closeSync, openSync } from "node:fs";
     import { createShellTool } from ${dist("src/tools/shell.js")};
+    import { listFilesTool } from ${dist("src/tools/list-files.js")};
     import { searchFilesTool } from ${dist("src/tools/search-files.js")};
     import { writeFileTool } from ${dist("src/tools/write-file.js")};
     const workspace = process.argv[2];
@@ -32,7 +33,9 @@ async function outcomeWithoutDescriptors(
         ? await writeFileTool.execute({ path: "notes.txt", content: "kept" }, context)
         : tool === "search"
           ? await searchFilesTool.execute({ pattern: "kept" }, context)
-          : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
+          : tool === "list"
+            ? await listFilesTool.execute({ depth: 10 }, context)
+            : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
     // Anything the call left to fail later (an 'error' event nobody listens to) fails here.
     await new Promise((resolve) => setTimeout(resolve, 100));
     process.stdout.write(JSON.stringify({ held: held.length, outcome }));
@@ -101,4 +104,32 @@ describe("a process out of file descriptors", () => {
       expect.stringMatching(/open the files to search/),
     );
   }, 60_000); // some ten children, each a Node start
+
+  it("list_files and search_files whose walk runs short of descriptors deep in the tree say so, instead of answering without that part", async () => {
+    const { workspace } = await makeSandbox();
+    // The walk holds a descriptor for each level it is in: eight directories deep, it runs
+    // short at some level while the worker (which needs fewer than the walk freed) still starts.
+    const deep = "a/b/c/d/e/f/g/h";
+    await writeTree(workspace, { "top.txt": "kept\n", [`${deep}/deep.txt`]: "kept\n" });
+    const complete = {
+      list: [
+        ...deep.split("/").map((_, i, parts) => `${parts.slice(0, i + 1).join("/")}/`),
+        `${deep}/deep.txt`,
+        "top.txt",
+      ].join("\n"),
+      search: `${deep}/deep.txt:1: kept\ntop.txt:1: kept`,
+    };
+    for (const tool of ["list", "search"] as const) {
+      const outcomes: Record<string, unknown>[] = [];
+      for (let free = 1; free <= 32 && outcomes.at(-1)?.ok !== true; free++) {
+        outcomes.push(await outcomeWithoutDescriptors(workspace, tool, free));
+      }
+      // Before: a part of the tree (list_files), "top.txt:1: kept" alone (search_files), as if complete.
+      expect(outcomes.pop(), tool).toMatchObject({ ok: true, output: complete[tool] });
+      for (const outcome of outcomes) {
+        expect(outcome, tool).toMatchObject({ ok: false, errorCode: ToolErrorCode.ioError, retryable: true });
+        expect(String(outcome.message), tool).toMatch(/no file descriptor left.*EMFILE/);
+      }
+    }
+  }, 120_000); // some thirty children, each a Node start
 });
