@@ -106,11 +106,13 @@ async function startAndFollow({
 /**
  * The terminal's keys, read for the whole run when it may ask a person: one who reads
  * stderr and types on stdin, and a run that does not approve everything (`--approve all`).
- * Otherwise null, and stdin is left alone (Ctrl-C is then the terminal's SIGINT).
+ * Otherwise null, and stdin is left alone (Ctrl-C is then the terminal's SIGINT). A prompt
+ * read from stdin (`run -`) read it to its end (Ctrl-D on a terminal): nothing more comes,
+ * so there is no terminal to ask.
  */
 function questionKeys(options: RunOptions, io: CliIo, cancel: RunCancel, out: Outputs): TerminalKeys | null {
   const { stdin, stderr } = io;
-  if (options.approve.all || !stdin.isTTY || !stderr.isTTY || !isTtyInput(stdin)) return null;
+  if (options.approve.all || options.prompt === "-" || !stdin.isTTY || !stderr.isTTY || !isTtyInput(stdin)) return null;
   return new TerminalKeys({
     input: stdin,
     onInterrupt: () => cancel.interrupt(),

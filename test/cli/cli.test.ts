@@ -245,6 +245,21 @@ describe("agent-server run", () => {
     });
   });
 
+  it("a prompt typed on the terminal (`run -`, ended with Ctrl-D) leaves no terminal to ask: the call is denied and said so, not waited on", async () => {
+    const cli = startCli({ args: ["run", "-"], env: env(), pty: true });
+    onTestFinished(() => {
+      if (cli.child.exitCode === null) cli.child.kill();
+    });
+    cli.child.stdin?.write("Create hello.txt saying hello, world\n\u0004");
+    // Before: the question was asked on a stdin already read to its end, and waited for ever.
+    await cli.waitFor(/\[approval\] no terminal to ask, so it is denied/, "stdout");
+    const result = await cli.done;
+    expect(result.stdout).toContain("[approval] write_file denied: no terminal to ask: denied by agent-server");
+    expect(result.stdout).not.toContain("Allow this call?");
+    expect(existsSync(await workspaceFile(sessionOf(result.stdout), "hello.txt"))).toBe(false);
+    expect(result.code).toBe(0);
+  });
+
   it("escapes control characters of the model's answer on a terminal", async () => {
     server.upstream.enqueue({ text: "\u001b]0;pwned\u0007\u001b[1Adone" });
     const result = await runCli({ args: ["run", "Say something"], env: env(), pty: true });
