@@ -98,10 +98,13 @@ export class TerminalKeys {
 }
 
 /**
- * Stops the process as Ctrl-Z does in cooked mode; returns once it is continued (`fg`):
- * a signal a process sends itself is taken before `kill` returns. The kernel drops it when
- * no shell with job control could continue the process (an orphaned process group).
+ * Stops the process as Ctrl-Z does in cooked mode: the terminal stops its whole foreground
+ * process group, so a parent that runs the client (`npx`, `sh -c`) stops with it and the shell
+ * gets the terminal back (stopping this process alone left the shell waiting on the running
+ * parent, the terminal frozen). Returns once continued (`fg`): a signal a process sends its own
+ * group is taken before `kill` returns. The kernel drops it when no shell with job control
+ * could continue the group (an orphaned process group).
  */
 function stopThisProcess(): void {
-  process.kill(process.pid, "SIGTSTP");
+  process.kill(0, "SIGTSTP");
 }

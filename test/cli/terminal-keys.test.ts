@@ -3,10 +3,15 @@
  * them (terminalAsk), over a fake terminal: what the client's pty tests drive end to end,
  * here key by key.
  */
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { terminalAsk } from "../../src/cli/terminal-ask.js";
 import { TerminalKeys } from "../../src/cli/terminal-keys.js";
+import { dist } from "../helpers/file-limit-child.js";
+import { tempDir } from "../helpers/temp-dir.js";
 
 /** A terminal's input: what is written to it is typed; `modes` records raw (true) and cooked. */
 class FakeTty extends PassThrough {
@@ -121,5 +126,50 @@ describe("the keys a question is answered with", () => {
     tty.write("y\r");
     await typed();
     expect(told.ignored).toBe(0);
+  });
+
+  it("Ctrl-Z stops the whole process group, as the terminal's own Ctrl-Z does: a parent (npx) stops with the client", async () => {
+    // A child leading a process group of its own (never this test's), with a sibling in it that
+    // reports a SIGTSTP; the child types Ctrl-Z into its keys, with the default suspend. (The
+    // group has no parent in its session, so the kernel drops the stop for the child itself.)
+    // Before: only the client stopped, so under `npx` the shell never got the terminal back.
+    const dir = tempDir("ctrl-z-");
+    try {
+      const script = join(dir.path, "child.mjs");
+      writeFileSync(
+        script,
+        `
+        import { spawn } from "node:child_process";
+        import { PassThrough } from "node:stream";
+        import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
+        const sibling = spawn(process.execPath, ["-e", \`
+          process.on("SIGTSTP", () => { process.stdout.write("stopped"); process.exit(0); });
+          process.stdout.write("ready");
+          setTimeout(() => process.exit(0), 3000);
+        \`], { stdio: ["ignore", "pipe", "inherit"] });
+        let said = "";
+        sibling.stdout.on("data", (d) => { said += d; });
+        while (!said.includes("ready")) await new Promise((resolve) => setTimeout(resolve, 10));
+        const tty = Object.assign(new PassThrough(), { setRawMode() {} });
+        const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {} });
+        keys.start();
+        tty.write("\\u001a");
+        await new Promise((resolve) => sibling.on("close", resolve));
+        keys.stop();
+        process.stdout.write(said.includes("stopped") ? "group stopped" : "client alone");
+      `,
+      );
+      // detached: the child leads a session and a process group of its own, never this test's.
+      const child = spawn(process.execPath, [script], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
+      let stdout = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+      });
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      expect(code).toBe(0);
+      expect(stdout).toBe("group stopped");
+    } finally {
+      dir.cleanup();
+    }
   });
 });
