@@ -19,6 +19,7 @@ beforeEach(async () => {
   await store.runs.create(runRecord({ id: "run_1", sessionId: "ses_1" }), []);
 });
 afterEach(async () => {
+  vi.useRealTimers();
   await store.close();
   dir.cleanup();
 });
@@ -144,10 +145,14 @@ it("a turn start waits for the run's next write and goes out in it, before the r
   hub.subscribe("run_1", (event) => published.push([event.seq]));
   const counted = gatedStore(store);
   const recorder = await RunRecorder.open({ store: counted.store, hub, runId: "run_1", sessionId: "ses_1" });
+  // Timers stand still (immediates run): however slow the machine, the turn start's delay has
+  // not passed when the reply comes, so only the end of a turn could have written it alone.
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
   recorder.buffer({ type: "turn.started", turn: 1 });
   // The model answers a few turns of the event loop later.
   for (let i = 0; i < 3; i++) await turnEnd();
   expect(counted.counts.commits).toBe(0);
+  vi.useRealTimers();
   await recorder.commitMessage({ id: "m1", role: "assistant", content: "done" });
   expect(counted.counts.commits).toBe(1);
   const events = await store.events.after("run_1", 0);
