@@ -18,6 +18,18 @@ export function deliveryStatements(events: readonly RunEvent[], target: RunWebho
 }
 
 /**
+ * Opens a statement's WITH with `owners`: the owners of pending deliveries, one index probe
+ * an owner (a skip scan over `owner`) however many deliveries each has, ended by a NULL row.
+ */
+const PENDING_OWNERS = `WITH RECURSIVE owners AS (
+    (SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.owner FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner > o.owner
+            ORDER BY d.owner LIMIT 1)
+    FROM owners o WHERE o.owner IS NOT NULL
+  )`;
+
+/**
  * A claim in one statement: the owners with pending deliveries (one index probe each, a loose
  * scan of webhook_deliveries_owner_due), each owner's oldest due within its room (its limit,
  * `$4` unless `$5`/`$6` name another, less its count among `$5`/`$7`) from its range of that
@@ -25,13 +37,7 @@ export function deliveryStatements(events: readonly RunEvent[], target: RunWebho
  * most `$9` of them the deliveries of the owners `$5`/`$8` confine.
  * `FOR UPDATE SKIP LOCKED`: two workers never take the same delivery.
  */
-const CLAIM = `WITH RECURSIVE owners AS (
-    (SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1)
-    UNION ALL
-    SELECT (SELECT d.owner FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner > o.owner
-            ORDER BY d.owner LIMIT 1)
-    FROM owners o WHERE o.owner IS NOT NULL
-  ), rooms AS (
+const CLAIM = `${PENDING_OWNERS}, rooms AS (
     SELECT o.owner, coalesce(b.lim, $4::int) - coalesce(b.n, 0) AS room, coalesce(b.confined, false) AS confined
     FROM owners o
     LEFT JOIN unnest($5::text[], $6::int[], $7::int[], $8::bool[]) AS b (owner, lim, n, confined) ON b.owner = o.owner
@@ -72,13 +78,7 @@ function ownerArrays({ limits, busy, confined }: ClaimQuery): [string[], (number
  * most `$1 + 1` entries), and only an owner over the cap has its pending rows read and sorted.
  * Two instances giving up at once: the second finds the rows no longer pending.
  */
-const GIVE_UP_PAST_CAP = `WITH RECURSIVE owners AS (
-    (SELECT owner FROM webhook_deliveries WHERE status = 'pending' ORDER BY owner LIMIT 1)
-    UNION ALL
-    SELECT (SELECT d.owner FROM webhook_deliveries d WHERE d.status = 'pending' AND d.owner > o.owner
-            ORDER BY d.owner LIMIT 1)
-    FROM owners o WHERE o.owner IS NOT NULL
-  ), over AS (
+const GIVE_UP_PAST_CAP = `${PENDING_OWNERS}, over AS (
     SELECT o.owner FROM owners o
     WHERE o.owner IS NOT NULL AND (
       SELECT count(*) FROM (
