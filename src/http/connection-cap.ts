@@ -33,8 +33,11 @@ const NEVER_OVER: OverCap = () => false;
  * connections alone cannot take the descriptors the server's own work needs (MAX_CONNECTIONS).
  * Past it, up to `overCapSlots` more are accepted as over the cap (the returned predicate says
  * which), each destroyed OVER_CAP_DEADLINE_MS after it was accepted if it has not closed by
- * then; past those too, Node closes each new connection as soon as it is accepted (the client
- * sees it reset, before a byte is read). A connection closing makes room for the next.
+ * then; with those taken, a new one takes the place of the oldest, which is dropped (so
+ * clients that keep reconnecting cannot keep the newest out: a liveness probe is answered).
+ * Without over-cap slots (the metrics port), Node closes each new connection past the cap as
+ * soon as it is accepted (the client sees it reset, before a byte is read). A connection
+ * closing makes room for the next.
  *
  * While connections come over the cap, `log` gets a warning at once, then at most one every
  * DROP_LOG_INTERVAL_MS with how many were over it (`overCap`) and how many of those were
@@ -47,11 +50,12 @@ export function capConnections(
   { portSetting = "PORT", overCapSlots = 0 }: { portSetting?: string; overCapSlots?: number } = {},
 ): OverCap {
   if (max === 0) return NEVER_OVER;
-  // Node drops what comes past both at once, before making a socket of it.
-  server.maxConnections = max + overCapSlots;
-  const over = new WeakSet<Socket>();
+  // Node drops what comes past both at once, before making a socket of it; one more reaches
+  // the handler below, which makes room for it by dropping the oldest over the cap.
+  server.maxConnections = max + (overCapSlots > 0 ? overCapSlots + 1 : 0);
+  /** The connections over the cap, oldest first, with their deadlines. */
+  const over = new Map<Socket, NodeJS.Timeout>();
   let held = 0;
-  let heldOver = 0;
   let overCap = 0;
   let dropped = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -72,18 +76,27 @@ export function capConnections(
     if (drop) dropped++;
     if (timer === undefined) report();
   };
+  const release = (socket: Socket) => {
+    clearTimeout(over.get(socket));
+    over.delete(socket);
+  };
   server.on("connection", (socket: Socket) => {
     if (held < max) {
       held++;
       socket.once("close", () => held--);
-    } else if (heldOver < overCapSlots) {
-      heldOver++;
-      over.add(socket);
-      const deadline = setTimeout(() => socket.destroy(), OVER_CAP_DEADLINE_MS).unref();
-      socket.once("close", () => {
-        heldOver--;
-        clearTimeout(deadline);
-      });
+    } else if (overCapSlots > 0) {
+      if (over.size >= overCapSlots) {
+        // The oldest has had the longest to be answered: a client reconnecting as fast as its
+        // connections are cut cannot keep a liveness probe out.
+        const [oldest] = over.keys();
+        if (oldest) {
+          release(oldest);
+          oldest.destroy();
+          dropped++;
+        }
+      }
+      over.set(socket, setTimeout(() => socket.destroy(), OVER_CAP_DEADLINE_MS).unref());
+      socket.once("close", () => release(socket));
       count(false);
     } else {
       // Node counts a socket out as it starts closing, this once it has closed: in between,
