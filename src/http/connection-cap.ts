@@ -23,7 +23,10 @@ interface WarnLogger {
   warn(fields: object, message: string): void;
 }
 
-/** Whether a connection was accepted over the cap (in one of the `overCapSlots`). */
+/**
+ * Whether a connection is over the cap (in one of the `overCapSlots`), asked as its request
+ * comes: one accepted over the cap when room has been made since is held as any other then.
+ */
 export type OverCap = (socket: Socket) => boolean;
 
 const NEVER_OVER: OverCap = () => false;
@@ -107,5 +110,14 @@ export function capConnections(
   });
   server.on("drop", () => count(true));
   server.on("close", () => clearTimeout(timer));
-  return (socket) => over.has(socket);
+  return (socket) => {
+    if (!over.has(socket)) return false;
+    // Room has come since it was accepted (a connection under the cap closed): it is held as
+    // any other, not refused for a count that no longer holds.
+    if (held >= max) return true;
+    release(socket);
+    held++;
+    socket.once("close", () => held--);
+    return false;
+  };
 }

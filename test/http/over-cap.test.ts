@@ -129,6 +129,27 @@ describe("connections over MAX_CONNECTIONS", () => {
     }
   });
 
+  it("a connection accepted over the cap is served as any other once room has come before its request", async () => {
+    const { port, held } = await fullServer();
+    const waiting = await exchange(port);
+    await connectionsAre(MAX + 1);
+    // A connection under the cap closes; then the one accepted over it sends its request.
+    held[0]?.socket.destroy();
+    await connectionsAre(MAX);
+    waiting.socket.write(get("/sessions"));
+    await until(
+      () => waiting.answer,
+      (answer) => answer.includes("\r\n\r\n"),
+      "an answer",
+    );
+    const answer = parse(waiting.answer);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.connection).not.toBe("close");
+    // Held past the over-cap deadline, as any connection under the cap.
+    await new Promise((resolve) => setTimeout(resolve, OVER_CAP_DEADLINE_MS + 300));
+    expect(waiting.closedAfterMs()).toBeNull();
+  });
+
   it("/healthz over the cap still passes the host guard of a server without keys", async () => {
     const { port } = await fullServer();
     const rebinding = await exchange(port, get("/healthz", `rebind.attacker.example:${port}`));
