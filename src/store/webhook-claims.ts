@@ -9,7 +9,7 @@ export interface ClaimQuery {
   leaseUntil: number;
   /** The most deliveries claimed. */
   limit: number;
-  /** How many sends an owner may have under way: its entry in `limits`, else `perOwner`. */
+  /** How many sends an owner may have under way: its entry in `limits` (0: none claimed), else `perOwner`. */
   perOwner: number;
   limits?: ReadonlyMap<string | null, number>;
   /** The sends under way, by owner: they count against its limit. */

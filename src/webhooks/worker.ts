@@ -3,7 +3,7 @@ import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { RefusedTarget, type WebhookSender } from "./send.js";
-import { SendShares } from "./send-shares.js";
+import { SendShares, type TryOutcome } from "./send-shares.js";
 
 export interface RetrySchedule {
   /** The wait after the first failed try; each further failure doubles it. */
@@ -38,27 +38,54 @@ export const WEBHOOK_SLOTS_PER_OWNER = 8;
  * keys whose receivers answer (or have not been tried yet).
  */
 export const FAILING_SLOTS = 8;
+/**
+ * A send unanswered this long (or a quarter of WEBHOOK_TIMEOUT_MS when that is less) is stuck:
+ * it leaves the WEBHOOK_SLOTS for one of the STUCK_SLOTS, and its owner claims no more until it
+ * ends. Whatever receivers did before, the slots held by sends that hang free within it.
+ */
+export const STUCK_MS = 1000;
+/**
+ * At most this many stuck sends are out of WEBHOOK_SLOTS at once; more stuck ones stay in them
+ * (each still ends at WEBHOOK_TIMEOUT_MS).
+ */
+export const STUCK_SLOTS = 32;
+
+/** The stuck threshold under `timeoutMs`. */
+export const stuckAfterMs = (timeoutMs: number): number => Math.min(STUCK_MS, Math.floor(timeoutMs / 4));
+
+/** A send under way: its owner, and whether it has been unanswered past the stuck threshold. */
+interface Sending {
+  owner: string | null;
+  stuck: boolean;
+}
 
 /**
  * Sends the outbox's due deliveries from a pool of WEBHOOK_SLOTS sends: an owner's share of
  * them grows with its receivers' 2xx answers and falls back to one on a failure (SendShares),
- * and the failing owners share FAILING_SLOTS. Whenever a send ends (or every poll while all are
- * busy) more are claimed within these limits, so one owner's slow, flooded or dead target delays
- * no other's. Each is claimed with a lease (a crash mid-send retries it after the lease), sent,
- * and its try recorded: 2xx delivered, anything else tried again on the schedule until its
- * window closes. What an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY is given up now and
- * then (see pending-cap.ts), and logged (GivenUpReport).
+ * and the failing owners share FAILING_SLOTS. A send unanswered past the stuck threshold
+ * (stuckAfterMs) leaves the pool for one of STUCK_SLOTS and stops its owner claiming until it
+ * ends, and its 2xx, if it comes, does not grow the share: a receiver that answers quickly for
+ * a while and then hangs holds the pool for a second, not a timeout. Whenever a send ends or is
+ * found stuck (or every poll while all are busy) more are claimed within these limits, so one
+ * owner's slow, flooded or dead target delays no other's. Each is claimed with a lease (a crash
+ * mid-send retries it after the lease), sent, and its try recorded: 2xx delivered, anything
+ * else tried again on the schedule until its window closes. What an owner has pending past
+ * WEBHOOK_MAX_PENDING_PER_KEY is given up now and then (see pending-cap.ts), and logged
+ * (GivenUpReport).
  */
 export class WebhookWorker {
   #timer: NodeJS.Timeout | null = null;
   #pass: Promise<void> | null = null;
   #stopped = true;
-  /** The sends under way, and how many of them each owner's. */
-  readonly #sending = new Set<Promise<void>>();
+  /** The sends under way (whose, and whether stuck), and how many of them each owner's. */
+  readonly #sending = new Map<Promise<void>, Sending>();
   readonly #busy = new Map<string | null, number>();
   readonly #shares = new SendShares(WEBHOOK_SLOTS_PER_OWNER);
   readonly #givenUp: GivenUpReport;
   #capAppliedAt = Number.NEGATIVE_INFINITY;
+  /** Wakes the drain loop's wait (a send found stuck). */
+  #nudge: (() => void) | null = null;
+  readonly #stuckMs: number;
 
   constructor(
     private readonly deps: {
@@ -73,6 +100,7 @@ export class WebhookWorker {
     },
   ) {
     this.#givenUp = new GivenUpReport({ logger: deps.logger, cap: deps.maxPendingPerKey });
+    this.#stuckMs = stuckAfterMs(deps.timeoutMs);
   }
 
   start(): void {
@@ -103,7 +131,15 @@ export class WebhookWorker {
     try {
       while (!this.#stopped) {
         await this.#applyCap();
-        const room = WEBHOOK_SLOTS - this.#sending.size;
+        // Stuck sends (up to STUCK_SLOTS of them) are out of the pool, and their owners claim none.
+        let stuck = 0;
+        const stuckOwners = new Set<string | null>();
+        for (const { owner, stuck: isStuck } of this.#sending.values())
+          if (isStuck) {
+            stuck++;
+            stuckOwners.add(owner);
+          }
+        const room = WEBHOOK_SLOTS - (this.#sending.size - Math.min(stuck, STUCK_SLOTS));
         if (room > 0) {
           const now = Date.now();
           const failing = this.#shares.failing;
@@ -114,20 +150,29 @@ export class WebhookWorker {
             leaseUntil: now + timeoutMs * 2 + 1000,
             limit: room,
             perOwner: this.#shares.first,
-            limits: this.#shares.limits,
+            limits: stuckOwners.size
+              ? new Map([...this.#shares.limits, ...[...stuckOwners].map((owner) => [owner, 0] as const)])
+              : this.#shares.limits,
             busy: this.#busy,
             confined: { owners: failing, room: FAILING_SLOTS - failingBusy },
           });
           for (const delivery of claimed) this.#send(delivery);
         }
         if (!this.#sending.size) return;
-        // A send's end frees a slot; a poll finds deliveries of owners with slots free meanwhile.
+        // A send's end or a stuck one frees a slot; a poll finds deliveries of owners with slots free meanwhile.
         let poll: NodeJS.Timeout | undefined;
-        await Promise.race([...this.#sending, new Promise((resolve) => (poll = setTimeout(resolve, pollMs)))]);
+        await Promise.race([
+          ...this.#sending.keys(),
+          new Promise<void>((resolve) => {
+            poll = setTimeout(resolve, pollMs);
+            this.#nudge = resolve;
+          }),
+        ]);
+        this.#nudge = null;
         clearTimeout(poll);
       }
     } finally {
-      await Promise.all(this.#sending);
+      await Promise.all(this.#sending.keys());
     }
   }
 
@@ -141,27 +186,38 @@ export class WebhookWorker {
     this.#givenUp.report(await store.webhooks.giveUpPastCap({ cap, reason: capReason(cap), at }));
   }
 
-  /** Sends `delivery` in a slot of its owner's, freed when its try is recorded. */
+  /**
+   * Sends `delivery` in a slot of its owner's, freed when its try is recorded; past the stuck
+   * threshold (one timer, cleared when it ends) it is marked stuck and the drain loop woken.
+   */
   #send(delivery: WebhookDelivery): void {
     const { owner } = delivery;
     this.#busy.set(owner, (this.#busy.get(owner) ?? 0) + 1);
-    const sending: Promise<void> = this.#deliver(delivery)
+    const state: Sending = { owner, stuck: false };
+    const stuckTimer = setTimeout(() => {
+      state.stuck = true;
+      this.#nudge?.();
+    }, this.#stuckMs);
+    stuckTimer.unref();
+    const sending: Promise<void> = this.#deliver(delivery, state)
       .catch((err) => this.deps.logger.error({ err, deliveryId: delivery.id }, "webhook delivery failed"))
       .finally(() => {
+        clearTimeout(stuckTimer);
         this.#sending.delete(sending);
         const left = (this.#busy.get(owner) ?? 1) - 1;
         if (left > 0) this.#busy.set(owner, left);
         else this.#busy.delete(owner);
       });
-    this.#sending.add(sending);
+    this.#sending.set(sending, state);
   }
 
-  async #deliver(delivery: WebhookDelivery): Promise<void> {
+  async #deliver(delivery: WebhookDelivery, state: Sending): Promise<void> {
     const { store, sender, schedule, logger } = this.deps;
     try {
       const attempt = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
-      this.#shares.record(delivery.owner, ok);
+      const outcome: TryOutcome = !ok ? "failed" : state.stuck ? "slow" : "ok";
+      this.#shares.record(delivery.owner, outcome);
       const at = ok
         ? null
         : nextTryAt(schedule, {
@@ -182,7 +238,7 @@ export class WebhookWorker {
         logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
     } catch (err) {
       if (!(err instanceof RefusedTarget)) throw err;
-      this.#shares.record(delivery.owner, false);
+      this.#shares.record(delivery.owner, "failed");
       const attempt = { at: new Date().toISOString(), statusCode: null, error: err.message };
       await store.webhooks.record({
         id: delivery.id,

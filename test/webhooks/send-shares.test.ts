@@ -16,20 +16,33 @@ describe("an owner's share of the send slots", () => {
     const shares = new SendShares(4);
     expect(shares.limitOf("key")).toBe(1);
     for (const expected of [2, 3, 4, 4]) {
-      shares.record("key", true);
+      shares.record("key", "ok");
       expect(shares.limitOf("key")).toBe(expected);
     }
     expect(shares.failing.has("key")).toBe(false);
-    shares.record("key", false);
+    shares.record("key", "failed");
     expect(shares.limitOf("key")).toBe(1);
     expect(shares.failing).toEqual(new Set(["key"]));
-    shares.record("key", true);
+    shares.record("key", "ok");
     expect(shares.limitOf("key")).toBe(2);
     expect(shares.failing.size).toBe(0);
     // Owners are apart: the keyless server's (null) is one like any other.
-    shares.record(null, false);
+    shares.record(null, "failed");
     expect(shares.limitOf("key")).toBe(2);
     expect(shares.failing).toEqual(new Set([null]));
+  });
+
+  it("a 2xx that came past the stuck threshold neither grows the share nor clears failing", () => {
+    const shares = new SendShares(4);
+    shares.record("key", "slow");
+    expect(shares.limitOf("key")).toBe(1);
+    shares.record("key", "ok");
+    shares.record("key", "slow");
+    expect(shares.limitOf("key")).toBe(2);
+    shares.record("key", "failed");
+    shares.record("key", "slow");
+    expect(shares.limitOf("key")).toBe(1);
+    expect(shares.failing).toEqual(new Set(["key"]));
   });
 });
 
