@@ -24,11 +24,12 @@ export const defaultStreamsPerKey = (openFileLimit: number | null): number =>
 /**
  * The descriptors MAX_CONNECTIONS's default leaves the server whatever its runs do: about 36 are
  * open once it has started (SQLite's files, the worker threads' event loops, stdio and signal
- * pipes), and the rest is room for webhook deliveries (at most WEBHOOK_SLOTS at once), a
- * PostgreSQL pool, the metrics port's few connections (METRICS_MAX_CONNECTIONS) and a child
- * process being started (a pipe pair while it is spawned).
+ * pipes), and the rest is room for webhook deliveries (at most WEBHOOK_SLOTS sends at once,
+ * and STUCK_SLOTS more that stopped answering: 48), a PostgreSQL pool, the metrics port's few
+ * connections (METRICS_MAX_CONNECTIONS) and a child process being started (a pipe pair while
+ * it is spawned).
  */
-const RESERVED_DESCRIPTORS = 64;
+const RESERVED_DESCRIPTORS = 96;
 
 /**
  * The descriptors one live run may hold at once, which MAX_CONNECTIONS's default keeps for each
@@ -44,7 +45,7 @@ const DESCRIPTORS_PER_RUN = 6;
 /**
  * The descriptors MAX_CONNECTIONS's default keeps for the server's own work: a quarter of the
  * open-file limit, or, when more, RESERVED_DESCRIPTORS, the connections accepted over the cap
- * (OVER_CAP_SLOTS) and DESCRIPTORS_PER_RUN for each run it may run at once (464 for 64 runs).
+ * (OVER_CAP_SLOTS) and DESCRIPTORS_PER_RUN for each run it may run at once (496 for 64 runs).
  */
 const reservedDescriptors = (openFileLimit: number, maxConcurrentRuns: number): number =>
   Math.max(
@@ -55,7 +56,7 @@ const reservedDescriptors = (openFileLimit: number, maxConcurrentRuns: number): 
 /**
  * MAX_CONNECTIONS's default: what is left of the process's open-file limit once the descriptors
  * the server's own work needs are kept (reservedDescriptors), so that connections alone cannot
- * take the descriptors a run in flight needs (with the default 64 runs: 560 of 1024, 3072 of
+ * take the descriptors a run in flight needs (with the default 64 runs: 528 of 1024, 3072 of
  * 4096), but never less than a quarter of the limit (at least 1): a server must still take
  * connections when its limit is too low for every run at once (see lowOpenFileLimit, warned
  * at start). 0 (no limit) when the limit is unknown or unlimited.

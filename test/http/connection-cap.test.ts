@@ -31,18 +31,18 @@ describe("MAX_CONNECTIONS", () => {
     expect(() => loadConfig({ ...base, MAX_CONNECTIONS: "-1" })).toThrow(/MAX_CONNECTIONS/);
   });
 
-  it("by default leaves a quarter of the open-file limit or, when more, 80 descriptors and 6 for each of MAX_CONCURRENT_RUNS", () => {
+  it("by default leaves a quarter of the open-file limit or, when more, 112 descriptors and 6 for each of MAX_CONCURRENT_RUNS", () => {
     const base = { OPENAI_MODEL: "m", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" };
     const at = (openFileLimit: number | null, runs?: number) =>
       loadConfig(runs === undefined ? base : { ...base, MAX_CONCURRENT_RUNS: String(runs) }, { openFileLimit })
         .MAX_CONNECTIONS;
-    // The default 64 runs keep 80 + 64 × 6 = 464 descriptors until a quarter of the limit is more.
-    expect([at(1024), at(1856), at(2048), at(4096), at(1_048_576)]).toEqual([560, 1392, 1536, 3072, 786_432]);
+    // The default 64 runs keep 112 + 64 × 6 = 496 descriptors until a quarter of the limit is more.
+    expect([at(1024), at(1856), at(2048), at(4096), at(1_048_576)]).toEqual([528, 1360, 1536, 3072, 786_432]);
     // More runs keep more; fewer never keep less than the quarter.
-    expect([at(4096, 1), at(4096, 157), at(4096, 158), at(4096, 200), at(8192, 1000)]).toEqual([
-      3072, 3072, 3068, 2816, 2112,
+    expect([at(4096, 1), at(4096, 152), at(4096, 153), at(4096, 200), at(8192, 1000)]).toEqual([
+      3072, 3072, 3066, 2784, 2080,
     ]);
-    expect([at(1024, 1), at(128, 2), at(128, 3)]).toEqual([768, 36, 32]);
+    expect([at(1024, 1), at(200, 2), at(128, 2)]).toEqual([768, 76, 32]);
     // A limit the runs' reserve does not leave a quarter of still leaves that quarter to
     // connections (warned at start: lowOpenFileLimit); an unknown one, no cap.
     expect([at(512), at(256), at(464), at(128, 4), at(2, 1)]).toEqual([128, 64, 116, 32, 1]);
@@ -50,12 +50,12 @@ describe("MAX_CONNECTIONS", () => {
   });
 
   it("a limit too low for MAX_CONCURRENT_RUNS runs beside a quarter of it for connections is told with what it would take", () => {
-    // 64 runs: 80 + 64 × 6 = 464 kept, and a quarter for connections.
-    expect(lowOpenFileLimit(512, 64)).toBe(464 + 128);
-    expect(lowOpenFileLimit(256, 64)).toBe(464 + 64);
+    // 64 runs: 112 + 64 × 6 = 496 kept, and a quarter for connections.
+    expect(lowOpenFileLimit(512, 64)).toBe(496 + 128);
+    expect(lowOpenFileLimit(256, 64)).toBe(496 + 64);
     expect(lowOpenFileLimit(1024, 64)).toBeNull();
-    expect(lowOpenFileLimit(128, 2)).toBeNull();
-    expect(lowOpenFileLimit(128, 3)).toBe(98 + 32);
+    expect(lowOpenFileLimit(256, 2)).toBeNull();
+    expect(lowOpenFileLimit(128, 2)).toBe(124 + 32);
     expect(lowOpenFileLimit(null, 64)).toBeNull();
   });
 
