@@ -178,7 +178,10 @@ it(`a turn start with nothing after it is written alone within TURN_START_DELAY_
   expect(counted.counts.commits).toBe(0);
   await vi.waitFor(() => expect(counted.counts.commits).toBe(1), { timeout: 2000, interval: 5 });
   expect(performance.now() - started).toBeGreaterThanOrEqual(TURN_START_DELAY_MS - 2);
-  expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]);
+  // Stored once the write's group has committed (the end of that turn of the event loop).
+  await vi.waitFor(async () =>
+    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
+  );
   recorder.dispose();
 });
 
@@ -199,6 +202,8 @@ it("a change deferred after a turn start keeps its shorter delay", async () => {
   }, TURN_START_DELAY_MS - 10);
   await vi.waitFor(() => expect(commitsAtProbe).not.toBe(-1), { timeout: 2000, interval: 5 });
   expect(commitsAtProbe).toBe(1);
-  expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]);
+  await vi.waitFor(async () =>
+    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
+  );
   recorder.dispose();
 });
