@@ -33,7 +33,9 @@ export async function alternate({ h, rounds, c, upstreamUrl, env, nodeArgs, load
     for (const name of order) {
       const r = await load(`${name} C=${c} round ${round + 1}`, servers[name]);
       if (!r || r.errors > 0) failed = true;
-      results[name].push({ runsPerS: r?.runsPerS, cpuMsPerRun: r?.server?.cpuMsPerRun });
+      // From the total (the driver rounds its own per-run figure to 0.1 ms).
+      const cpuMsPerRun = r?.server?.cpuMs != null && r.ok > 0 ? r.server.cpuMs / r.ok : r?.server?.cpuMsPerRun;
+      results[name].push({ runsPerS: r?.runsPerS, cpuMsPerRun });
     }
   }
   loads.push(machineLoad());

@@ -134,8 +134,34 @@ export class SseConnection implements FeedSink {
    * is a chunk of its own, whole either side of a direct write), so a write checks no more.
    */
   #direct: Socket | null = null;
+  /** Lets the held head go (see holdHead); null when nothing is held. */
+  #releaseHead: (() => void) | null = null;
 
   constructor(private readonly raw: ServerResponse) {}
+
+  /**
+   * Holds what the response has written so far (its head) in its socket until the first
+   * frames join it, or `ms` pass, or `releaseHead`: the head and a stream's first events
+   * (its stored backlog, usually read at once) leave in one write.
+   */
+  holdHead(ms: number): void {
+    const socket = this.raw.socket;
+    if (socket === null || socket.destroyed || this.#releaseHead !== null) return;
+    socket.cork();
+    const timer = setTimeout(() => this.releaseHead(), ms);
+    this.#releaseHead = () => {
+      clearTimeout(timer);
+      socket.uncork();
+    };
+  }
+
+  /** Sends the head held by holdHead, with whatever was written after it. */
+  releaseHead(): void {
+    const release = this.#releaseHead;
+    if (release === null) return;
+    this.#releaseHead = null;
+    release();
+  }
 
   send(events: readonly StoredEvent[]): void {
     for (const event of events) {
@@ -208,6 +234,7 @@ export class SseConnection implements FeedSink {
       this.#direct = socket;
       socket.write(batch.chunk());
     }
+    this.releaseHead();
   }
 
   /** The socket to write to directly, or null when the response must do the writing. */

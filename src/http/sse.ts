@@ -57,8 +57,9 @@ export function openStream(reply: FastifyReply): AbortSignal {
   // A stream is long-lived by design; a watcher that stops reading costs bounded memory (its
   // feed reads on from the store at its pace) and is not cut by RESPONSE_WRITE_TIMEOUT_MS.
   exemptFromWriteDeadline(reply.raw);
-  // Headers go out at once with the retry hint, and with the first frames when there are
-  // some (the response sends what is written in this tick together): a client knows it is
+  // Headers are written at once with the retry hint, and go out with the first frames when
+  // there are some (the response sends what is written in this tick together; a run's stream
+  // holds them a little longer for its stored events, see HEAD_HOLD_MS): a client knows it is
   // connected even before the next event. A HEAD response takes no body, so its head is
   // flushed alone (a flush after the head went out would be a write of nothing).
   sse.sendHeaders();
@@ -70,6 +71,13 @@ export function openStream(reply: FastifyReply): AbortSignal {
   }
   return closed.signal;
 }
+
+/**
+ * How long a run's stream holds its head for its first events (the stored ones, read at
+ * once) to leave with it in one write; a stream with nothing stored to send yet (a watcher
+ * resuming at the live end) sends its head alone after this.
+ */
+const HEAD_HOLD_MS = 20;
 
 /**
  * Streams a run's events over the reply (already negotiated as SSE) until
@@ -93,10 +101,12 @@ export async function streamRunEvents(
 ): Promise<void> {
   const closed = openStream(reply);
   const sink = new SseConnection(reply.raw);
+  if (reply.request.method !== "HEAD") sink.holdHead(HEAD_HOLD_MS);
   try {
     await followRunEvents({ store: ctx.store, hub: ctx.hub, runId, after, closed, sink, reasoning, finished });
   } finally {
     sink.flush();
+    sink.releaseHead();
   }
 }
 

@@ -10,16 +10,16 @@ import { isoNow } from "./iso-now.js";
 import { latestStatsOnly } from "./latest-stats.js";
 
 /**
- * How long deferred changes, and buffered events while writes are failing, may wait before
- * they are written. Buffered events otherwise go out once the current turn of the event
- * loop is done (see `buffer`).
+ * How long buffered events wait before they are retried while writes are failing. Buffered
+ * events otherwise go out once the current turn of the event loop is done (see `buffer`).
  */
-const BUFFER_DELAY_MS = 10;
+const RETRY_DELAY_MS = 10;
 /**
- * How long a turn start may wait for the run's next write: the model's first delta, or its
- * reply when it answers at once, usually comes sooner, and then the two go out in one write.
+ * How long a turn start and a deferred change (a step's trace and stats, made as a turn
+ * ends) may wait for the run's next write: the model's first delta, or its reply when it
+ * answers at once, usually comes sooner, and then they all go out in one write.
  */
-export const TURN_START_DELAY_MS = 50;
+export const NEXT_WRITE_DELAY_MS = 50;
 /** A buffer this long is written at once rather than after the delay. */
 const FLUSH_AT = 256;
 /**
@@ -59,7 +59,7 @@ const ignore = (): void => {};
  * order), seqs are gapless, and each event is in the database before any watcher sees it.
  * Text deltas are buffered until the current turn of the event loop is done (what arrives
  * meanwhile, or while a write is in flight, goes out in one write); turn starts and deferred
- * changes (a step trace and its stats) wait a few milliseconds for the next write.
+ * changes (a step trace and its stats) wait up to NEXT_WRITE_DELAY_MS for the next write.
  */
 export class RunRecorder {
   #nextSeq: number;
@@ -135,11 +135,11 @@ export class RunRecorder {
     this.#onFenced = listener;
   }
 
-  /** Queues a change that may wait for the next write (at most a few milliseconds). */
+  /** Queues a change that may wait for the run's next write, at most NEXT_WRITE_DELAY_MS. */
   defer(change: RunChange): void {
     if (this.#sealed) return;
     this.#deferred.push(change);
-    if (!this.#flushDue) this.#timer.within(BUFFER_DELAY_MS);
+    if (!this.#flushDue) this.#timer.within(this.#failing ? RETRY_DELAY_MS : NEXT_WRITE_DELAY_MS);
   }
 
   /**
@@ -147,10 +147,10 @@ export class RunRecorder {
    * reasoning deltas): nothing waits on a timer, and what arrives together (the chunks of one
    * read, or everything queued while a write is in flight, which this write then waits
    * behind) is written together; deltas of one kind queued one after another become one.
-   * A turn start waits for the run's next write, at most TURN_START_DELAY_MS: a write, a
-   * transaction and an SSE frame fewer per turn. A failed background write keeps the events for the next write (which
-   * reports the failure), retried after BUFFER_DELAY_MS; while writes keep failing the
-   * oldest text deltas beyond a cap are dropped.
+   * A turn start waits for the run's next write, at most NEXT_WRITE_DELAY_MS: a write, a
+   * transaction and an SSE frame fewer per turn. A failed background write keeps the events
+   * for the next write (which reports the failure), retried after RETRY_DELAY_MS; while
+   * writes keep failing the oldest text deltas beyond a cap are dropped.
    */
   buffer(body: RunEventBody): void {
     if (this.#sealed) return;
@@ -172,9 +172,9 @@ export class RunRecorder {
         return;
       }
     }
-    if (this.#failing) this.#timer.within(BUFFER_DELAY_MS);
+    if (this.#failing) this.#timer.within(RETRY_DELAY_MS);
     else if (body.type === "turn.started") {
-      if (!this.#flushDue) this.#timer.within(TURN_START_DELAY_MS);
+      if (!this.#flushDue) this.#timer.within(NEXT_WRITE_DELAY_MS);
     } else if (!this.#flushDue) {
       this.#flushDue = true;
       endOfTurn.queue(this.#flushIfDue);

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import type { Socket } from "node:net";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 /** What the server's side of a connection handed the kernel: one entry per write call on its handle. */
@@ -78,4 +78,46 @@ it("a streamed run's response writes nothing empty, and its last frames leave wi
   const last = handed?.at(-1) ?? "";
   expect(last).toContain("event: run.finished");
   expect(last.endsWith("0\r\n\r\n")).toBe(true);
+});
+
+it("a streamed run's head leaves in one write with its first stored events, not alone", async () => {
+  server.upstream.enqueue({ toolCalls: [{ id: "call_h", name: "list_files", arguments: "{}" }] });
+  server.upstream.enqueue({ text: "done" });
+  const session = (await server.request("POST", "/sessions", { body: {} })).body;
+  const before = new Set(handedBy.keys());
+  await streamRun(session.id);
+  const [handed] = [...handedBy].filter(([socket]) => !before.has(socket)).map(([, h]) => h);
+  const first = handed?.[0] ?? "";
+  expect(first).toMatch(/^HTTP\/1.1 200 OK/);
+  expect(first).toContain("retry: 2000");
+  expect(first).toContain("event: run.started");
+});
+
+it("a watcher with nothing stored left to send gets the head alone, soon", async () => {
+  const session = (await server.request("POST", "/sessions", { body: {} })).body;
+  // The model never answers: once its turn start is stored, the run stores nothing more.
+  server.upstream.enqueue({ hang: "before-headers" });
+  const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "wait" } })).body;
+  let last = 0;
+  await vi.waitFor(async () => {
+    const stored = await server.ctx.store.events.after(run.id, 0);
+    expect(stored.map((e) => e.type)).toContain("turn.started");
+    last = stored.at(-1)?.seq ?? 0;
+  });
+  const started = performance.now();
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(
+      new URL(`/runs/${run.id}/events`, server.url),
+      { agent: false, headers: { accept: "text/event-stream", "last-event-id": String(last) } },
+      (res) => {
+        resolve(res.statusCode ?? 0);
+        res.destroy();
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+  expect(status).toBe(200);
+  expect(performance.now() - started).toBeLessThan(1000);
+  expect((await server.request("DELETE", `/runs/${run.id}`)).status).toBe(202);
 });

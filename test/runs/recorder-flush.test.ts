@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { RunRecorder, TURN_START_DELAY_MS } from "../../src/runs/recorder.js";
+import { RunRecorder, NEXT_WRITE_DELAY_MS } from "../../src/runs/recorder.js";
 
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
@@ -164,7 +164,7 @@ it("a turn start waits for the run's next write and goes out in it, before the r
   recorder.dispose();
 });
 
-it(`a turn start with nothing after it is written alone within TURN_START_DELAY_MS (${TURN_START_DELAY_MS} ms)`, async () => {
+it(`a turn start with nothing after it is written alone within NEXT_WRITE_DELAY_MS (${NEXT_WRITE_DELAY_MS} ms)`, async () => {
   const counted = gatedStore(store);
   const recorder = await RunRecorder.open({
     store: counted.store,
@@ -177,7 +177,7 @@ it(`a turn start with nothing after it is written alone within TURN_START_DELAY_
   await turnEnd();
   expect(counted.counts.commits).toBe(0);
   await vi.waitFor(() => expect(counted.counts.commits).toBe(1), { timeout: 2000, interval: 5 });
-  expect(performance.now() - started).toBeGreaterThanOrEqual(TURN_START_DELAY_MS - 2);
+  expect(performance.now() - started).toBeGreaterThanOrEqual(NEXT_WRITE_DELAY_MS - 2);
   // Stored once the write's group has committed (the end of that turn of the event loop).
   await vi.waitFor(async () =>
     expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
@@ -185,7 +185,7 @@ it(`a turn start with nothing after it is written alone within TURN_START_DELAY_
   recorder.dispose();
 });
 
-it("a change deferred after a turn start keeps its shorter delay", async () => {
+it("a step's deferred trace and stats wait with the next turn's start for its first delta: one write", async () => {
   const counted = gatedStore(store);
   const recorder = await RunRecorder.open({
     store: counted.store,
@@ -193,17 +193,21 @@ it("a change deferred after a turn start keeps its shorter delay", async () => {
     runId: "run_1",
     sessionId: "ses_1",
   });
-  recorder.buffer({ type: "turn.started", turn: 1 });
+  // The end of a step (after its tool results), then the next turn's model request.
   recorder.defer({ kind: "stats", stats: { ...emptyStats(), modelCalls: 1 } });
-  // A probe due between the deferral's delay and the turn start's: timers fire in order of due time.
-  let commitsAtProbe = -1;
-  setTimeout(() => {
-    commitsAtProbe = counted.counts.commits;
-  }, TURN_START_DELAY_MS - 10);
-  await vi.waitFor(() => expect(commitsAtProbe).not.toBe(-1), { timeout: 2000, interval: 5 });
-  expect(commitsAtProbe).toBe(1);
+  recorder.buffer({ type: "turn.started", turn: 2 });
+  // The model's first delta comes a while later, within the delay.
+  await new Promise((resolve) => setTimeout(resolve, NEXT_WRITE_DELAY_MS - 25));
+  expect(counted.counts.commits).toBe(0);
+  recorder.buffer({ type: "text.delta", text: "hi" });
+  await turnEnd();
+  expect(counted.counts.commits).toBe(1);
   await vi.waitFor(async () =>
-    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
+    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started", "text.delta"]),
   );
+  expect((await store.runs.get("run_1"))?.stats.modelCalls).toBe(1);
+  // Nothing was left for a write of its own.
+  await new Promise((resolve) => setTimeout(resolve, NEXT_WRITE_DELAY_MS));
+  expect(counted.counts.commits).toBe(1);
   recorder.dispose();
 });
