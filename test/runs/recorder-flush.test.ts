@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { emptyStats } from "../../src/agent/stats.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { RunRecorder, NEXT_WRITE_DELAY_MS } from "../../src/runs/recorder.js";
+import { NEXT_WRITE_DELAY_MS, RunRecorder } from "../../src/runs/recorder.js";
 
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
