@@ -86,16 +86,16 @@ describe("the history tail: a run reads only the messages committed since the la
   });
 
   it("keeps at most maxChars: the sessions read least recently are dropped first, a history over the bound is not kept", async () => {
-    const tail = new HistoryTail(observed, 6_000);
+    const tail = new HistoryTail(observed, 20_000);
     const [a, b, c] = [await session("ses_1"), await session("ses_2"), await session("ses_3")];
     for (const id of [a, b, c]) await commit(id, 10, 100);
     await tail.read(a);
     await tail.read(b);
     await tail.read(a);
-    // 10 messages counted ~264 chars each (their text twice): two sessions fit, a third pushes out the one read least recently (b).
+    // 10 messages counted ~840 each (their text twice, and what holds them): two sessions fit, a third pushes out the one read least recently (b).
     await tail.read(c);
     expect(tail.size.sessions).toBe(2);
-    expect(tail.size.chars).toBeLessThanOrEqual(6_000);
+    expect(tail.size.chars).toBeLessThanOrEqual(20_000);
     reads = [];
     await tail.read(a);
     await tail.read(b);
@@ -111,6 +111,17 @@ describe("the history tail: a run reads only the messages committed since the la
     expect(reads).toEqual([{ afterSeq: 0, returned: 40 }]);
   });
 
+  it("counts what a kept session and its messages take besides their text: many small sessions stay within the bound's memory", async () => {
+    // A server whose sessions each hold one short message: 1 MB keeps fewer than a thousand of
+    // them (each takes about a kilobyte of memory kept), not every one of the 5,000 read.
+    const tiny = { messages: { history: async (sessionId: string) => [storedMessage(sessionId, "hi")] } };
+    const tail = new HistoryTail(tiny, 1_000_000);
+    for (let i = 0; i < 5_000; i++) await tail.read(`ses_${i}`);
+    expect(tail.size.sessions).toBeGreaterThan(500);
+    expect(tail.size.sessions).toBeLessThanOrEqual(1_000);
+    expect(tail.size.chars).toBeLessThanOrEqual(1_000_000);
+  });
+
   it("forgets a deleted session", async () => {
     const tail = new HistoryTail(observed);
     const id = await session("ses_gone");
@@ -120,3 +131,16 @@ describe("the history tail: a run reads only the messages committed since the la
     expect(tail.size).toEqual({ sessions: 0, chars: 0 });
   });
 });
+
+/** A session's first message, as stored. */
+function storedMessage(sessionId: string, content: string): StoredMessage {
+  return {
+    id: `msg_${sessionId}`,
+    role: "user",
+    content,
+    sessionId,
+    runId: `run_${sessionId}`,
+    seq: 1,
+    createdAt: new Date().toISOString(),
+  };
+}
