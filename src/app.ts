@@ -61,7 +61,10 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // Connections from every client together stop at MAX_CONNECTIONS, below the descriptors the
   // process may open: a flood of them cannot starve the runs in flight of theirs. A few more
   // are let in to be answered (answerOverCap below) and closed.
-  const overCap = capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger, { overCapSlots: OVER_CAP_SLOTS });
+  const overCap = capConnections(app.server, ctx.config.MAX_CONNECTIONS, logger, {
+    overCapSlots: OVER_CAP_SLOTS,
+    onOverCap: (fact) => ctx.metrics.connectionOverCap(fact),
+  });
   // An answer its client does not take is cut after RESPONSE_WRITE_TIMEOUT_MS without progress,
   // and a connection's pipelined requests are answered one at a time: a client that reads
   // nothing holds at most one answer, for a bounded time (event streams and waits are not cut).
@@ -101,7 +104,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     reply.header("x-request-id", request.id);
   });
   // A request on a connection over MAX_CONNECTIONS: /healthz, or a 503, before anything else runs.
-  answerOverCap(app, overCap);
+  answerOverCap(app, overCap, { corsOrigins: ctx.config.CORS_ORIGINS });
   // A response sent before the request's body was read (a 401, a 404, a 413...) closes the
   // connection: otherwise the socket stays open waiting for a body that may never come.
   app.addHook("onSend", async (request, reply) => {

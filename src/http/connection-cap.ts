@@ -50,7 +50,19 @@ export function capConnections(
   server: Server,
   max: number,
   log: WarnLogger,
-  { portSetting = "PORT", overCapSlots = 0 }: { portSetting?: string; overCapSlots?: number } = {},
+  {
+    portSetting = "PORT",
+    overCapSlots = 0,
+    onOverCap,
+  }: {
+    portSetting?: string;
+    overCapSlots?: number;
+    /**
+     * For the metrics: told `over_cap` of every connection past the cap, and `dropped` of each
+     * of those closed unanswered (at once, or later to make room for a newer one).
+     */
+    onOverCap?: (fact: { port: string; kind: "over_cap" | "dropped" }) => void;
+  } = {},
 ): OverCap {
   if (max === 0) return NEVER_OVER;
   // Node drops what comes past both at once, before making a socket of it; one more reaches
@@ -77,6 +89,8 @@ export function capConnections(
   const count = (drop: boolean) => {
     overCap++;
     if (drop) dropped++;
+    onOverCap?.({ port: portSetting, kind: "over_cap" });
+    if (drop) onOverCap?.({ port: portSetting, kind: "dropped" });
     if (timer === undefined) report();
   };
   const release = (socket: Socket) => {
@@ -96,6 +110,7 @@ export function capConnections(
           release(oldest);
           oldest.destroy();
           dropped++;
+          onOverCap?.({ port: portSetting, kind: "dropped" });
         }
       }
       over.set(socket, setTimeout(() => socket.destroy(), OVER_CAP_DEADLINE_MS).unref());

@@ -22,6 +22,7 @@ export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<Ap
   const max = ctx.config.MAX_CONNECTIONS;
   capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
     portSetting: "METRICS_PORT",
+    onOverCap: (fact) => ctx.metrics.connectionOverCap(fact),
   });
   metricsRoutes(app, ctx);
   try {

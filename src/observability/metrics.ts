@@ -36,6 +36,8 @@ export class Metrics implements RunFacts {
   readonly #deliveryLag: HistogramSeries;
   readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
+  readonly #overCap: Counter<"port">;
+  readonly #dropped: Counter<"port">;
 
   constructor({ toolNames }: { toolNames: readonly string[] }) {
     this.#toolNames = new Set(toolNames);
@@ -122,7 +124,24 @@ export class Metrics implements RunFacts {
       buckets: FAST_BUCKETS,
       registers,
     });
+    this.#overCap = new Counter({
+      name: "agent_connections_over_cap_total",
+      help: "Connections that came past MAX_CONNECTIONS (answered once, or dropped), by port setting.",
+      labelNames: ["port"],
+      registers,
+    });
+    this.#dropped = new Counter({
+      name: "agent_connections_dropped_total",
+      help: "Connections past MAX_CONNECTIONS closed before being answered (no slot left), by port setting.",
+      labelNames: ["port"],
+      registers,
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A connection came past the cap of `port` (PORT, METRICS_PORT), or one of those was closed unanswered. */
+  connectionOverCap({ port, kind }: { port: string; kind: "over_cap" | "dropped" }): void {
+    (kind === "over_cap" ? this.#overCap : this.#dropped).inc({ port });
   }
 
   /** Where the gauges read at scrape time come from. */

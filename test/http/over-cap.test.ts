@@ -129,6 +129,35 @@ describe("connections over MAX_CONNECTIONS", () => {
     }
   });
 
+  it("a browser can read the refusal: its preflight is answered, and the 503 names its allowed origin and exposes Retry-After", async () => {
+    const { port } = await fullServer({ CORS_ORIGINS: "https://app.example" });
+    const preflight = await exchange(
+      port,
+      "OPTIONS /sessions HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: https://app.example\r\n" +
+        "access-control-request-method: POST\r\naccess-control-request-headers: content-type\r\n\r\n",
+    );
+    await closed(preflight);
+    const allowed = parse(preflight.answer);
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers).toMatchObject({
+      "access-control-allow-origin": "https://app.example",
+      connection: "close",
+    });
+    const post = (origin: string) =>
+      `POST /sessions HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: ${origin}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`;
+    const refused = await exchange(port, post("https://app.example"));
+    await closed(refused);
+    const answer = parse(refused.answer);
+    expect(answer.status).toBe(503);
+    expect(answer.headers).toMatchObject({ "retry-after": "5", "access-control-allow-origin": "https://app.example" });
+    expect(answer.headers["access-control-expose-headers"]).toContain("retry-after");
+    // An origin the server does not name gets its 503 without a CORS header (the browser hides it).
+    const other = await exchange(port, post("https://elsewhere.example"));
+    await closed(other);
+    expect(parse(other.answer).status).toBe(503);
+    expect(parse(other.answer).headers["access-control-allow-origin"]).toBeUndefined();
+  });
+
   it("a connection accepted over the cap is served as any other once room has come before its request", async () => {
     const { port, held } = await fullServer();
     const waiting = await exchange(port);
@@ -199,5 +228,10 @@ describe("connections over MAX_CONNECTIONS", () => {
       dropped: 0,
       maxConnections: MAX,
     });
+    // The metrics count every connection over the cap, and the one dropped unanswered.
+    const counted = async (name: string) =>
+      (await server?.ctx.metrics.registry.getSingleMetric(name)?.get())?.values.map((v) => [v.labels.port, v.value]);
+    expect(await counted("agent_connections_over_cap_total")).toEqual([["PORT", OVER_CAP_SLOTS + 1]]);
+    expect(await counted("agent_connections_dropped_total")).toEqual([["PORT", 1]]);
   });
 });

@@ -115,7 +115,7 @@ describe("the history tail: a run reads only the messages committed since the la
     // A server whose sessions each hold one short message: 1 MB keeps fewer than a thousand of
     // them (each takes about a kilobyte of memory kept), not every one of the 5,000 read.
     const tiny = { messages: { history: async (sessionId: string) => [storedMessage(sessionId, "hi")] } };
-    const tail = new HistoryTail(tiny, 1_000_000);
+    const tail = new HistoryTail(tiny as unknown as Pick<Store, "messages">, 1_000_000);
     for (let i = 0; i < 5_000; i++) await tail.read(`ses_${i}`);
     expect(tail.size.sessions).toBeGreaterThan(500);
     expect(tail.size.sessions).toBeLessThanOrEqual(1_000);
