@@ -195,6 +195,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query)),
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
+      release: (query) => write(() => tables.webhooks.release(query)),
       ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
       giveUpPastCap: (query) => write(() => tables.webhooks.giveUpPastCap(query)),

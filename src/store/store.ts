@@ -236,6 +236,12 @@ export interface Store {
      * was under way, or tried twice after a lost lease) keeps how it settled.
      */
     record(outcome: AttemptOutcome): Promise<void>;
+    /**
+     * Gives back a claimed delivery whose try was cut before it ended (the server stopping):
+     * due again at `at`, with no attempt recorded, if it is still pending and still leased
+     * until `leaseUntil` (claimed by nobody else since).
+     */
+    release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
     ofRun(runId: string): Promise<WebhookDelivery[]>;
     /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
     nextDue(): Promise<number | null>;

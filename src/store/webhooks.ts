@@ -161,6 +161,9 @@ export function webhookStore(db: Db) {
     "UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, finished_at = ?, reason = ? WHERE id = ?",
   );
   const recordAttempt = db.prepare("UPDATE webhook_deliveries SET attempts = ? WHERE id = ?");
+  const release = db.prepare(
+    "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at = ?",
+  );
   const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq");
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
@@ -228,6 +231,10 @@ export function webhookStore(db: Db) {
         reason,
         id,
       );
+    },
+    /** As `Store["webhooks"]["release"]` says. */
+    release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
+      release.run(at, id, leaseUntil);
     },
     ofRun(runId: string): WebhookDelivery[] {
       return (ofRun.all(runId) as DeliveryRow[]).map(deliveryFromRow);

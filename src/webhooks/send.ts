@@ -6,9 +6,14 @@ import { signedHeaders } from "./signature.js";
 /** Why a delivery can never succeed as addressed: it is not tried again. */
 export class RefusedTarget extends Error {}
 
+/** A try cut because the server is stopping: no attempt to record; the delivery is tried again after its lease. */
+export class SendCut extends Error {}
+
 /** Posts signed deliveries, refusing private and loopback targets unless `allowPrivate`. */
 export class WebhookSender {
   readonly #dispatcher: Agent;
+  /** Aborts every try under way (see `cut`). */
+  readonly #cut = new AbortController();
 
   constructor(private readonly options: { key: Buffer | null; allowPrivate: boolean; timeoutMs: number }) {
     // The check sits in the connection's own lookup: the address refused is the one connected to.
@@ -42,16 +47,22 @@ export class WebhookSender {
         headers: { ...headers, "content-type": "application/json", "user-agent": "agent-server-webhooks" },
         body: delivery.body,
         dispatcher: this.#dispatcher,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.#cut.signal]),
       });
       response.body.resume();
       return { at, statusCode: response.statusCode, error: null };
     } catch (err) {
+      if (this.#cut.signal.aborted) throw new SendCut("the server is stopping");
       const code = (err as { code?: string; cause?: { code?: string } }).code;
       if (code === "WEBHOOK_PRIVATE_ADDRESS") throw new RefusedTarget((err as Error).message);
       const name = (err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message;
       return { at, statusCode: null, error: name };
     }
+  }
+
+  /** Cuts every try under way: each throws SendCut. */
+  cut(): void {
+    this.#cut.abort();
   }
 
   close(): Promise<void> {

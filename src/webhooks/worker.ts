@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
-import { RefusedTarget, type WebhookSender } from "./send.js";
+import { RefusedTarget, SendCut, type WebhookSender } from "./send.js";
 import { SendShares, type TryOutcome } from "./send-shares.js";
 
 export interface RetrySchedule {
@@ -52,6 +52,9 @@ export const STUCK_SLOTS = 32;
 
 /** The stuck threshold under `timeoutMs`. */
 export const stuckAfterMs = (timeoutMs: number): number => Math.min(STUCK_MS, Math.floor(timeoutMs / 4));
+
+/** How long the tries under way may go on once the worker stops (the server shutting down). */
+export const STOP_GRACE_MS = 1000;
 
 /** A send under way: its owner, and whether it has been unanswered past the stuck threshold. */
 interface Sending {
@@ -108,10 +111,29 @@ export class WebhookWorker {
     this.#wake(0);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming; the tries under way get `graceMs` to end, then are cut: a cut try records
+   * no attempt, and its delivery is given back, due at once (for the next start, or another
+   * instance). The server's shutdown bounds its whole stop (SHUTDOWN_GRACE_MS), which a
+   * receiver slower than that must not stretch.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    await this.#pass;
+    this.#nudge?.();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), graceMs);
+    });
+    const ended = await Promise.race([(this.#pass ?? Promise.resolve()).then(() => "ended" as const), late]);
+    clearTimeout(timer);
+    if (ended === "late") {
+      const cut = this.#sending.size;
+      this.deps.sender.cut();
+      await this.#pass;
+      if (cut > 0)
+        this.deps.logger.warn({ cut }, "webhook tries cut by the shutdown: their deliveries are tried again later");
+    }
     await this.deps.sender.close();
   }
 
@@ -237,6 +259,12 @@ export class WebhookWorker {
       if (next.status === "failed")
         logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
     } catch (err) {
+      // Cut by the shutdown: no attempt to record; the delivery is due again at once.
+      if (err instanceof SendCut) {
+        const leaseUntil = delivery.nextAttemptAt;
+        if (leaseUntil !== null) await store.webhooks.release({ id: delivery.id, leaseUntil, at: Date.now() });
+        return;
+      }
       if (!(err instanceof RefusedTarget)) throw err;
       this.#shares.record(delivery.owner, "failed");
       const attempt = { at: new Date().toISOString(), statusCode: null, error: err.message };

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { STOP_GRACE_MS } from "../../src/webhooks/worker.js";
 import { call } from "../contract/support.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
@@ -179,5 +180,39 @@ describe("webhooks", () => {
         reason: "no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (1000 ms) of its event",
       }),
     ]);
+  });
+});
+
+describe("a shutdown while a receiver holds a try", () => {
+  it("does not wait out WEBHOOK_TIMEOUT_MS: the try is cut, nothing is recorded, and the delivery is tried again after a restart", async () => {
+    let answer: number | "hang" = "hang";
+    receiver = await startWebhookReceiver(() => answer);
+    server = await startTestServer({ env: { ...ENV, WEBHOOK_TIMEOUT_MS: "60000" } });
+    server.upstream.enqueue({ text: "done" });
+    const session = await server.request("POST", "/sessions", {
+      body: { webhook: { url: receiver.url, events: ["run.finished"] } },
+    });
+    const waited = await server.request("POST", `/sessions/${session.body.id}/runs?wait=true`, {
+      body: { input: "hi" },
+    });
+    expect(waited.body.run.status).toBe("finished");
+    const run = { body: waited.body.run };
+    const hung = receiver;
+    for (let i = 0; i < 200 && hung.received.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(hung.received).toHaveLength(1);
+
+    // The server stops while the receiver holds the try: within SHUTDOWN's bounds, not the try's 60 s.
+    const started = performance.now();
+    const dir = server.dir;
+    await server.close({ keepDir: true });
+    server = undefined;
+    expect(performance.now() - started).toBeLessThan(STOP_GRACE_MS + 3000);
+
+    // Nothing was recorded of the cut try; after its lease, the next start sends it again.
+    answer = 200;
+    server = await startTestServer({ env: { ...ENV, WEBHOOK_TIMEOUT_MS: "100" }, dir });
+    const items = await deliveriesUntil(run.body.id, (all) => all[0]?.status === "delivered");
+    expect(items[0].attempts.map((a: { statusCode: number | null }) => a.statusCode)).toEqual([200]);
+    expect(hung.received.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -111,6 +111,15 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
       )
         .map(deliveryFromRow)
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id)),
+    release: async ({ id, leaseUntil, at }) => {
+      await write([
+        {
+          text: `UPDATE webhook_deliveries SET next_attempt_at = $2
+                 WHERE id = $1 AND status = 'pending' AND next_attempt_at = $3`,
+          values: [id, at, leaseUntil],
+        },
+      ]);
+    },
     record: async ({ id, attempt, next }) => {
       const pending = next.status === "pending";
       await write([

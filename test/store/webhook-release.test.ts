@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/**
+ * A try cut by a shutdown gives its delivery back: due again at once, with no attempt, rather
+ * than waiting out a lease sized for the longest try. Only a delivery still pending and still
+ * leased as the cut try claimed it is given back.
+ */
+describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+  let counter = 0;
+
+  beforeAll(async () => {
+    opened = await backend.open();
+    store = opened.store;
+  });
+  afterAll(() => opened?.dispose());
+
+  /** A new run with one pending delivery; its id. */
+  async function pending(): Promise<string> {
+    const sessionId = `ses_rel_${++counter}`;
+    await seedSession(store, { id: sessionId, owner: sessionId });
+    const runId = `run_rel_${counter}`;
+    await store.runs.create(
+      runRecord({ id: runId, sessionId, webhook: { url: "https://hooks.example.com/in", events: ["run.started"] } }),
+      [{ type: "run.started", runId, seq: 1, at: new Date().toISOString() }],
+    );
+    const [delivery] = await store.webhooks.ofRun(runId);
+    return delivery?.id as string;
+  }
+  const claim = (now: number, leaseUntil: number) => store.webhooks.claim({ now, leaseUntil, limit: 100, perOwner: 1 });
+
+  it("a delivery given back is claimed again at once, with no attempt recorded", async () => {
+    const id = await pending();
+    const now = Date.now();
+    const first = await claim(now, now + 120_000);
+    expect(first.map((d) => d.id)).toContain(id);
+    expect((await claim(now + 1, now + 120_000)).map((d) => d.id)).not.toContain(id);
+    await store.webhooks.release({ id, leaseUntil: now + 120_000, at: now + 2 });
+    const again = await claim(now + 3, now + 130_000);
+    expect(again.map((d) => d.id)).toContain(id);
+    expect(again.find((d) => d.id === id)?.attempts).toEqual([]);
+  });
+
+  it("one claimed again since (another lease), or settled, is left as it is", async () => {
+    const now = Date.now() + 1_000_000;
+    const reclaimed = await pending();
+    const settled = await pending();
+    await claim(now, now + 100);
+    // The lease ran out and another claim took both.
+    const later = await claim(now + 200, now + 60_000);
+    expect(later.map((d) => d.id)).toEqual(expect.arrayContaining([reclaimed, settled]));
+    await store.webhooks.record({
+      id: settled,
+      attempt: { at: new Date(now + 300).toISOString(), statusCode: 200, error: null },
+      next: { status: "delivered" },
+    });
+    // The first claim's try, cut late, gives back nothing.
+    await store.webhooks.release({ id: reclaimed, leaseUntil: now + 100, at: now + 400 });
+    await store.webhooks.release({ id: settled, leaseUntil: now + 60_000, at: now + 400 });
+    expect((await claim(now + 500, now + 70_000)).map((d) => d.id)).not.toContain(reclaimed);
+    const [delivered] = (await store.webhooks.ofRun(`run_rel_${counter}`)).filter((d) => d.id === settled);
+    expect(delivered?.status).toBe("delivered");
+  });
+});
