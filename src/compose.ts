@@ -149,6 +149,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     pollMs: config.WEBHOOK_POLL_MS,
     logger,
     maxPendingPerKey: config.WEBHOOK_MAX_PENDING_PER_KEY,
+    facts: metrics,
   });
   const runs = new RunService({ store, manager, sessions, defaults: runDefaultsOf(config), webhookPolicy });
   // What a call gets without any override, under the ceiling.

@@ -37,6 +37,8 @@ export class Metrics implements RunFacts {
   readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
   readonly #overCap: Counter<"port">;
+  readonly #webhookTries: Counter<"outcome">;
+  readonly #webhooksGivenUp: Counter<"reason">;
   readonly #dropped: Counter<"port">;
 
   constructor({ toolNames }: { toolNames: readonly string[] }) {
@@ -136,7 +138,27 @@ export class Metrics implements RunFacts {
       labelNames: ["port"],
       registers,
     });
+    this.#webhookTries = new Counter({
+      name: "agent_webhook_tries_total",
+      help: "Webhook delivery tries, by outcome (delivered: a 2xx; failed: anything else; refused: a private target; cut: by a shutdown).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.#webhooksGivenUp = new Counter({
+      name: "agent_webhook_deliveries_given_up_total",
+      help: "Webhook deliveries given up, by reason (window: no 2xx within WEBHOOK_RETRY_WINDOW_MS; refused; cap: past WEBHOOK_MAX_PENDING_PER_KEY).",
+      labelNames: ["reason"],
+      registers,
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  webhookTry(outcome: "delivered" | "failed" | "refused" | "cut"): void {
+    this.#webhookTries.inc({ outcome });
+  }
+
+  webhookGivenUp(reason: "window" | "refused" | "cap", count: number): void {
+    this.#webhooksGivenUp.inc({ reason }, count);
   }
 
   /** A connection came past the cap of `port` (PORT, METRICS_PORT), or one of those was closed unanswered. */

@@ -57,6 +57,12 @@ export const stuckAfterMs = (timeoutMs: number): number => Math.min(STUCK_MS, Ma
 export const STOP_GRACE_MS = 1000;
 
 /** A send under way: its owner, and whether it has been unanswered past the stuck threshold. */
+/** What the worker tells the metrics: how each try ended, and why deliveries were given up. */
+export interface WebhookFacts {
+  webhookTry(outcome: "delivered" | "failed" | "refused" | "cut"): void;
+  webhookGivenUp(reason: "window" | "refused" | "cap", count: number): void;
+}
+
 interface Sending {
   owner: string | null;
   stuck: boolean;
@@ -98,6 +104,8 @@ export class WebhookWorker {
       timeoutMs: number;
       pollMs: number;
       logger: Logger;
+      /** Told of each try's outcome and of each delivery given up (the metrics); must not throw. */
+      facts?: WebhookFacts;
       /** WEBHOOK_MAX_PENDING_PER_KEY (0: no cap). */
       maxPendingPerKey: number;
     },
@@ -205,7 +213,11 @@ export class WebhookWorker {
     if (cap === 0 || now - this.#capAppliedAt < pollMs * CAP_CHECK_POLLS) return;
     this.#capAppliedAt = now;
     const at = new Date(now).toISOString();
-    this.#givenUp.report(await store.webhooks.giveUpPastCap({ cap, reason: capReason(cap), at }));
+    const given = await store.webhooks.giveUpPastCap({ cap, reason: capReason(cap), at });
+    this.#givenUp.report(given);
+    let count = 0;
+    for (const n of given.values()) count += n;
+    if (count > 0) this.deps.facts?.webhookGivenUp("cap", count);
   }
 
   /**
@@ -234,7 +246,7 @@ export class WebhookWorker {
   }
 
   async #deliver(delivery: WebhookDelivery, state: Sending): Promise<void> {
-    const { store, sender, schedule, logger } = this.deps;
+    const { store, sender, schedule, logger, facts } = this.deps;
     try {
       const attempt = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
@@ -256,13 +268,17 @@ export class WebhookWorker {
             }
           : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
-      if (next.status === "failed")
+      facts?.webhookTry(ok ? "delivered" : "failed");
+      if (next.status === "failed") {
+        facts?.webhookGivenUp("window", 1);
         logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+      }
     } catch (err) {
       // Cut by the shutdown: no attempt to record; the delivery is due again at once.
       if (err instanceof SendCut) {
         const leaseUntil = delivery.nextAttemptAt;
         if (leaseUntil !== null) await store.webhooks.release({ id: delivery.id, leaseUntil, at: Date.now() });
+        facts?.webhookTry("cut");
         return;
       }
       if (!(err instanceof RefusedTarget)) throw err;
@@ -273,6 +289,8 @@ export class WebhookWorker {
         attempt,
         next: { status: "failed", reason: `target refused: ${err.message}` },
       });
+      facts?.webhookTry("refused");
+      facts?.webhookGivenUp("refused", 1);
       logger.warn({ deliveryId: delivery.id, runId: delivery.runId, reason: err.message }, "webhook target refused");
     }
   }

@@ -65,5 +65,7 @@ describe("WEBHOOK_MAX_PENDING_PER_KEY", () => {
       "the log of deliveries given up",
     );
     expect(logged).toMatchObject({ level: 40, givenUp: 1, owners: [{ owner: null, count: 1 }], maxPendingPerKey: 2 });
+    const givenUp = await live.ctx.metrics.registry.getSingleMetric("agent_webhook_deliveries_given_up_total")?.get();
+    expect(givenUp?.values).toEqual([expect.objectContaining({ labels: { reason: "cap" }, value: 1 })]);
   });
 });

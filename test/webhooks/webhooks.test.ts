@@ -28,6 +28,12 @@ async function deliveriesUntil(runId: string, done: (items: { status: string }[]
   throw new Error("the deliveries did not settle");
 }
 
+/** The server's values of a labelled counter, by its one label's value. */
+async function counted(name: string): Promise<Record<string, number>> {
+  const metric = await server?.ctx.metrics.registry.getSingleMetric(name)?.get();
+  return Object.fromEntries((metric?.values ?? []).map((v) => [Object.values(v.labels)[0] as string, v.value]));
+}
+
 describe("webhooks", () => {
   it("posts a pending approval and a run's end, signed, retried after the receiver's 500s, each try listed", async () => {
     receiver = await startWebhookReceiver((_delivery, tryNumber) => (tryNumber <= 2 ? 500 : 200));
@@ -66,6 +72,9 @@ describe("webhooks", () => {
       { id: finished.id, type: "run.finished", status: "delivered", nextAttemptAt: null },
     ]);
     expect(items[0].attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 200]);
+    // The metrics count each try by its outcome.
+    expect(await counted("agent_webhook_tries_total")).toEqual({ failed: 4, delivered: 2 });
+    expect(await counted("agent_webhook_deliveries_given_up_total")).toEqual({});
   });
 
   it("a run's own target and events replace its session's; without either, WEBHOOK_URL gets the run's end", async () => {
@@ -120,6 +129,8 @@ describe("webhooks", () => {
     expect(delivery.attempts[0].error).toMatch(/private or loopback/);
     expect(delivery.reason).toMatch(/^target refused: .*private or loopback/);
     expect(receiver.received).toEqual([]);
+    expect(await counted("agent_webhook_tries_total")).toEqual({ refused: 1 });
+    expect(await counted("agent_webhook_deliveries_given_up_total")).toEqual({ refused: 1 });
   });
 
   it("refuses a webhook when the server has no WEBHOOK_SECRET (nothing is sent unsigned)", async () => {
@@ -180,6 +191,7 @@ describe("webhooks", () => {
         reason: "no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (1000 ms) of its event",
       }),
     ]);
+    expect(await counted("agent_webhook_deliveries_given_up_total")).toEqual({ window: 1 });
   });
 });
 
@@ -204,9 +216,13 @@ describe("a shutdown while a receiver holds a try", () => {
     // The server stops while the receiver holds the try: within SHUTDOWN's bounds, not the try's 60 s.
     const started = performance.now();
     const dir = server.dir;
+    const metrics = server.ctx.metrics;
     await server.close({ keepDir: true });
+    const tries = (await metrics.registry.getSingleMetric("agent_webhook_tries_total")?.get())?.values ?? [];
+    const stopping = Object.fromEntries(tries.map((v) => [v.labels.outcome as string, v.value]));
     server = undefined;
     expect(performance.now() - started).toBeLessThan(STOP_GRACE_MS + 3000);
+    expect(stopping).toEqual({ cut: 1 });
 
     // Nothing was recorded of the cut try; after its lease, the next start sends it again.
     answer = 200;
