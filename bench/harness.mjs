@@ -180,7 +180,7 @@ export function createHarness(name) {
    * database and workspaces, against `upstreamUrl`; resolves once /healthz answers, with
    * { child, url, dbPath }.
    */
-  const startServer = async ({ entry, label, upstreamUrl, env = {}, nodeArgs = [], cwd = root }) => {
+  const startServer = async ({ entry, label, upstreamUrl, env = {}, nodeArgs = [], cwd = root, onStdout }) => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmp, `${label}-`));
     const child = track(
@@ -199,10 +199,15 @@ export function createHarness(name) {
           LOG_LEVEL: "warn",
           ...env,
         },
-        stdio: ["ignore", "inherit", "inherit"],
+        // With `onStdout`, what the server prints (V8's --trace-gc-nvp lines, say) goes to it.
+        stdio: ["ignore", onStdout ? "pipe" : "inherit", "inherit"],
       }),
       label,
     );
+    if (onStdout) {
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", onStdout);
+    }
     const url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, child);
     return { child, url, dbPath: join(dir, "agent.db") };
