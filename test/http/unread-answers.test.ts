@@ -299,11 +299,13 @@ function answersIn(bytes: Buffer): { status: number; body: string }[] {
 describe("a client that keeps reading slowly is not cut", () => {
   // The deadline is on progress, not on the whole exchange: 20 answers, each prepared 300 ms
   // after the one before has gone (a slow handler), take more than the deadline in all,
-  // while the client, reading 64 KiB every 5 ms, keeps taking what it was sent. It keeps up
-  // with the answers even slowed several times by a loaded machine, so the system's buffers
-  // (several MB on loopback, which the server only sees drain in large steps) never stay full
-  // for anywhere near the deadline: no luck is needed for it to pass, and an exchange cut at
-  // the deadline (a limit on the whole, not on progress) fails it.
+  // while the client, pausing 1 ms after each chunk it reads, keeps taking what it was sent.
+  // It keeps up with the answers even slowed many times by a loaded machine, so the system's
+  // buffers (several MB on loopback, which the server only sees drain in large steps, about a
+  // third of its send buffer at a time) never stay full for anywhere near the deadline. (With
+  // a 5 ms pause, a CI run under full load once read slower than those steps need, ~270 KB/s
+  // for this 5 s deadline, and was cut.) An exchange cut at the deadline (a limit on the
+  // whole, not on progress) fails it.
   const TIMEOUT_MS = 5000;
   let s: Served;
   beforeAll(async () => {
@@ -324,7 +326,7 @@ describe("a client that keeps reading slowly is not cut", () => {
     socket.on("data", (chunk) => {
       received = Buffer.concat([received, chunk]);
       socket.pause();
-      setTimeout(() => socket.resume(), 5);
+      setTimeout(() => socket.resume(), 1);
     });
     await new Promise((resolve) => socket.once("connect", resolve));
     const started = Date.now();
