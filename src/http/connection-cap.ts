@@ -1,4 +1,5 @@
 import type { Server, Socket } from "node:net";
+import { CountedWarning, type WarnLogger } from "./counted-warning.js";
 
 /** Over-cap connections and drops are logged at most once per this many ms, with how many there were. */
 export const DROP_LOG_INTERVAL_MS = 10_000;
@@ -18,10 +19,6 @@ export const OVER_CAP_SLOTS = 16;
  * client that sends its request slowly, or reads the answer slowly, cannot keep a slot.
  */
 export const OVER_CAP_DEADLINE_MS = 2_000;
-
-interface WarnLogger {
-  warn(fields: object, message: string): void;
-}
 
 /**
  * Whether a connection is over the cap (in one of the `overCapSlots`), asked as its request
@@ -71,27 +68,18 @@ export function capConnections(
   /** The connections over the cap, oldest first, with their deadlines. */
   const over = new Map<Socket, NodeJS.Timeout>();
   let held = 0;
-  let overCap = 0;
-  let dropped = 0;
-  let timer: NodeJS.Timeout | undefined;
-  // Logs what came over the cap since the last warning, and looks again an interval later.
-  const report = () => {
-    timer = undefined;
-    if (overCap === 0) return;
-    log.warn(
-      { port: portSetting, overCap, dropped, maxConnections: max },
-      "connections over the cap: the server holds as many as it may at once",
-    );
-    overCap = 0;
-    dropped = 0;
-    timer = setTimeout(report, DROP_LOG_INTERVAL_MS).unref();
-  };
-  const count = (drop: boolean) => {
-    overCap++;
-    if (drop) dropped++;
+  const warning = new CountedWarning({
+    log,
+    message: "connections over the cap: the server holds as many as it may at once",
+    everyMs: DROP_LOG_INTERVAL_MS,
+    kinds: ["overCap", "dropped"],
+    fields: { port: portSetting, maxConnections: max },
+  });
+  /** One more connection over the cap, and how many were dropped unanswered for it (itself, or the oldest). */
+  const count = (dropped: number) => {
     onOverCap?.({ port: portSetting, kind: "over_cap" });
-    if (drop) onOverCap?.({ port: portSetting, kind: "dropped" });
-    if (timer === undefined) report();
+    if (dropped > 0) onOverCap?.({ port: portSetting, kind: "dropped" });
+    warning.count({ overCap: 1, dropped });
   };
   const release = (socket: Socket) => {
     clearTimeout(over.get(socket));
@@ -102,6 +90,7 @@ export function capConnections(
       held++;
       socket.once("close", () => held--);
     } else if (overCapSlots > 0) {
+      let evicted = 0;
       if (over.size >= overCapSlots) {
         // The oldest has had the longest to be answered: a client reconnecting as fast as its
         // connections are cut cannot keep a liveness probe out.
@@ -109,22 +98,21 @@ export function capConnections(
         if (oldest) {
           release(oldest);
           oldest.destroy();
-          dropped++;
-          onOverCap?.({ port: portSetting, kind: "dropped" });
+          evicted = 1;
         }
       }
       over.set(socket, setTimeout(() => socket.destroy(), OVER_CAP_DEADLINE_MS).unref());
       socket.once("close", () => release(socket));
-      count(false);
+      count(evicted);
     } else {
       // Node counts a socket out as it starts closing, this once it has closed: in between,
       // Node may let one more in than there is room for.
       socket.destroy();
-      count(true);
+      count(1);
     }
   });
-  server.on("drop", () => count(true));
-  server.on("close", () => clearTimeout(timer));
+  server.on("drop", () => count(1));
+  server.on("close", () => warning.close());
   return (socket) => {
     if (!over.has(socket)) return false;
     // Room has come since it was accepted (a connection under the cap closed): it is held as

@@ -1,12 +1,9 @@
 import type { ServerResponse } from "node:http";
 import type { Server, Socket } from "node:net";
+import { CountedWarning, type WarnLogger } from "./counted-warning.js";
 
 /** Cuts are logged at most once per this many ms, with how many there were. */
 export const CUT_LOG_INTERVAL_MS = 10_000;
-
-interface WarnLogger {
-  warn(fields: object, message: string): void;
-}
 
 /** Responses that stay open by design (event streams): never cut by the write deadline. */
 const longLived = new WeakSet<ServerResponse>();
@@ -68,18 +65,13 @@ function sweepIntervalMs(timeoutMs: number): number {
 export function cutStalledAnswers(server: Server, timeoutMs: number, log: WarnLogger): void {
   const open = new Set<Socket>();
   const held = new Map<Socket, Held>();
-  let cut = 0;
-  let logTimer: NodeJS.Timeout | undefined;
-  const report = () => {
-    logTimer = undefined;
-    if (cut === 0) return;
-    log.warn(
-      { cut, responseWriteTimeoutMs: timeoutMs },
-      "answers cut: their clients took none of their bytes for RESPONSE_WRITE_TIMEOUT_MS",
-    );
-    cut = 0;
-    logTimer = setTimeout(report, CUT_LOG_INTERVAL_MS).unref();
-  };
+  const warning = new CountedWarning({
+    log,
+    message: "answers cut: their clients took none of their bytes for RESPONSE_WRITE_TIMEOUT_MS",
+    everyMs: CUT_LOG_INTERVAL_MS,
+    kinds: ["cut"],
+    fields: { responseWriteTimeoutMs: timeoutMs },
+  });
 
   const sweep = () => {
     const now = Date.now();
@@ -103,8 +95,7 @@ export function cutStalledAnswers(server: Server, timeoutMs: number, log: WarnLo
         held.delete(socket);
         open.delete(socket);
         cutSocket(socket);
-        cut++;
-        if (logTimer === undefined) report();
+        warning.count({ cut: 1 });
       }
     }
   };
@@ -119,7 +110,7 @@ export function cutStalledAnswers(server: Server, timeoutMs: number, log: WarnLo
   });
   server.on("close", () => {
     clearInterval(sweeper);
-    clearTimeout(logTimer);
+    warning.close();
   });
 }
 
