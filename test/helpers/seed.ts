@@ -57,3 +57,30 @@ export const finishChange = (stopReason: StopReason = "complete"): RunChange => 
   stats: emptyStats(),
   finishedAt: new Date().toISOString(),
 });
+
+let seededDeliveries = 0;
+/**
+ * `count` runs, each in a new session of `owner` with one pending webhook delivery (its
+ * run.started, to a placeholder URL), each event `gapMs` after the one before (claims and
+ * the pending cap order deliveries by it, then by id, which follows the same order).
+ */
+export async function seedDeliveries(
+  store: Store,
+  { owner, count, gapMs = 0 }: { owner: string | null; count: number; gapMs?: number },
+): Promise<{ runId: string; deliveryId: string }[]> {
+  const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const] };
+  const seeded: { runId: string; deliveryId: string }[] = [];
+  for (let i = 0; i < count; i++) {
+    const n = String(++seededDeliveries).padStart(6, "0");
+    const sessionId = `ses_dlv_${n}`;
+    await seedSession(store, { id: sessionId, owner });
+    const runId = `run_dlv_${n}`;
+    await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [
+      { type: "run.started", runId, seq: 1, at: new Date().toISOString() },
+    ]);
+    const [delivery] = await store.webhooks.ofRun(runId);
+    seeded.push({ runId, deliveryId: delivery?.id as string });
+    if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+  }
+  return seeded;
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { seedDeliveries } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /**
@@ -11,9 +11,6 @@ import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js
 describe.each(STORE_BACKENDS)("giving up an owner's pending webhook deliveries past the cap on $name", (backend) => {
   let opened: OpenedBackend;
   let store: Store;
-  let counter = 0;
-  const fresh = (prefix: string) => `${prefix}_${String(++counter).padStart(4, "0")}`;
-  const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const] };
 
   beforeAll(async () => {
     opened = await backend.open();
@@ -22,21 +19,8 @@ describe.each(STORE_BACKENDS)("giving up an owner's pending webhook deliveries p
   afterAll(() => opened?.dispose());
 
   /** `count` runs of new sessions of `owner`, each with its run.started delivery, each event a few ms after the one before; their ids. */
-  async function runsOf(owner: string | null, count: number): Promise<string[]> {
-    const runs: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const sessionId = fresh("ses");
-      await seedSession(store, { id: sessionId, owner });
-      const runId = fresh("run");
-      const at = new Date().toISOString();
-      await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [
-        { type: "run.started", runId, seq: 1, at },
-      ]);
-      runs.push(runId);
-      await new Promise((resolve) => setTimeout(resolve, 3));
-    }
-    return runs;
-  }
+  const runsOf = async (owner: string | null, count: number): Promise<string[]> =>
+    (await seedDeliveries(store, { owner, count, gapMs: 3 })).map((d) => d.runId);
   const deliveryOf = async (runId: string) => (await store.webhooks.ofRun(runId))[0];
   const at = "2030-01-01T00:00:00.000Z";
 

@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunEvent } from "../../src/domain/run-events.js";
 import type { ClaimQuery, Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { seedDeliveries } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /** The outbox's claim shares the slots among owners, the same on every backend. */
 describe.each(STORE_BACKENDS)("webhook claims on $name", (backend) => {
   let opened: OpenedBackend;
   let store: Store;
-  let counter = 0;
-  const fresh = (prefix: string) => `${prefix}_${String(++counter).padStart(4, "0")}`;
-  const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const] };
 
   beforeAll(async () => {
     opened = await backend.open();
@@ -18,21 +14,9 @@ describe.each(STORE_BACKENDS)("webhook claims on $name", (backend) => {
   });
   afterAll(() => opened?.dispose());
 
-  /** `count` runs, each in a session of `owner`, each with a due delivery (its run.started); their ids. */
-  async function deliveries(owner: string | null, count: number): Promise<string[]> {
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const sessionId = fresh("ses");
-      await seedSession(store, { id: sessionId, owner });
-      const runId = fresh("run");
-      const started: RunEvent = { type: "run.started", runId, seq: 1, at: new Date().toISOString() };
-      await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [started]);
-      ids.push(...(await store.webhooks.ofRun(runId)).map((d) => d.id));
-      // Each due a millisecond later than the one before: the claim order (due time, then id) is theirs.
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    return ids;
-  }
+  /** `count` due deliveries of `owner`, each a few ms later than the one before (the claim order is theirs); their ids. */
+  const deliveries = async (owner: string | null, count: number): Promise<string[]> =>
+    (await seedDeliveries(store, { owner, count, gapMs: 2 })).map((d) => d.deliveryId);
   const claim = (query: Omit<ClaimQuery, "now" | "leaseUntil">) => {
     const now = Date.now() + 1000;
     return store.webhooks.claim({ now, leaseUntil: now + 60_000, ...query });

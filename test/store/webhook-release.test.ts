@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { seedDeliveries } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /**
@@ -19,22 +19,15 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
   });
   afterAll(() => opened?.dispose());
 
-  /** A new run with one pending delivery; its id. */
-  async function pending(): Promise<string> {
-    const sessionId = `ses_rel_${++counter}`;
-    await seedSession(store, { id: sessionId, owner: sessionId });
-    const runId = `run_rel_${counter}`;
-    await store.runs.create(
-      runRecord({ id: runId, sessionId, webhook: { url: "https://hooks.example.com/in", events: ["run.started"] } }),
-      [{ type: "run.started", runId, seq: 1, at: new Date().toISOString() }],
-    );
-    const [delivery] = await store.webhooks.ofRun(runId);
-    return delivery?.id as string;
-  }
+  /** A new run with one pending delivery, of an owner of its own; their ids. */
+  const pending = async () => {
+    const [seeded] = await seedDeliveries(store, { owner: `key_rel_${++counter}`, count: 1 });
+    return seeded as { runId: string; deliveryId: string };
+  };
   const claim = (now: number, leaseUntil: number) => store.webhooks.claim({ now, leaseUntil, limit: 100, perOwner: 1 });
 
   it("a delivery given back is claimed again at once, with no attempt recorded", async () => {
-    const id = await pending();
+    const { deliveryId: id } = await pending();
     const now = Date.now();
     const first = await claim(now, now + 120_000);
     expect(first.map((d) => d.id)).toContain(id);
@@ -47,8 +40,8 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
 
   it("one claimed again since (another lease), or settled, is left as it is", async () => {
     const now = Date.now() + 1_000_000;
-    const reclaimed = await pending();
-    const settled = await pending();
+    const { deliveryId: reclaimed } = await pending();
+    const { runId: settledRun, deliveryId: settled } = await pending();
     await claim(now, now + 100);
     // The lease ran out and another claim took both.
     const later = await claim(now + 200, now + 60_000);
@@ -62,7 +55,7 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
     await store.webhooks.release({ id: reclaimed, leaseUntil: now + 100, at: now + 400 });
     await store.webhooks.release({ id: settled, leaseUntil: now + 60_000, at: now + 400 });
     expect((await claim(now + 500, now + 70_000)).map((d) => d.id)).not.toContain(reclaimed);
-    const [delivered] = (await store.webhooks.ofRun(`run_rel_${counter}`)).filter((d) => d.id === settled);
+    const [delivered] = (await store.webhooks.ofRun(settledRun)).filter((d) => d.id === settled);
     expect(delivered?.status).toBe("delivered");
   });
 });
