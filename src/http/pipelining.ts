@@ -1,9 +1,10 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
+import { ObjectSlot } from "../object-slot.js";
 
 /** The latest response of each connection: the one the next request pipelined on it waits for. */
-const latest = new WeakMap<Socket, ServerResponse>();
+const latest = new ObjectSlot<Socket, ServerResponse>("latest response");
 
 /**
  * Requests pipelined on one connection (sent before the answer to the one before them was

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { ObjectSlot } from "../object-slot.js";
 import type { FeedSink } from "../runs/event-feed.js";
 import type { StoredEvent } from "../store/store.js";
 
@@ -7,7 +8,7 @@ import type { StoredEvent } from "../store/store.js";
  * Each event's SSE frame, encoded (to UTF-8 bytes) once however many connections send it:
  * live events are shared objects, so its watchers write the same buffer.
  */
-const frames = new WeakMap<StoredEvent, Buffer>();
+const frames = new ObjectSlot<StoredEvent, Buffer>("sse frame");
 
 /** The SSE frame of a stored event: `id: <seq>`, `event: <type>`, its data (one `data:` line a line). */
 export function sseFrame(event: StoredEvent): Buffer {
@@ -96,7 +97,7 @@ function batchOf(events: readonly StoredEvent[], bytes: number): Batch {
 }
 
 /** The batches of event arrays handed to many connections' `write` (a run's caught-up watchers get the same). */
-const written = new WeakMap<readonly StoredEvent[], Batch>();
+const written = new ObjectSlot<readonly StoredEvent[], Batch>("sse batch");
 /** The last of them: the connections of one loop ask for it in a row. */
 let lastWritten: Batch | null = null;
 function batchOfArray(events: readonly StoredEvent[]): Batch {

@@ -1,16 +1,17 @@
 import type { AgentMessage } from "../agent/messages.js";
 import type { ModelRequest, ToolSpec } from "../agent/model.js";
+import { ObjectSlot } from "../object-slot.js";
 import type { ProviderProfile } from "./provider-profile.js";
 import { toChatMessage, toChatTools } from "./wire-request.js";
 
 /**
  * Each message's request form as UTF-8 JSON, made once per message and provider profile:
  * a session's history is sent again with every model request, and re-encoding it each time
- * is most of what a long history costs. Keyed by the message object, so it lives exactly as
+ * is most of what a long history costs. Kept on the message object, so it lives exactly as
  * long as the message does (the history tail's, the run's). Sound because a message is not
  * changed once committed: the loop and the store make new objects, never edit one.
  */
-const encoded = new WeakMap<AgentMessage, { profile: string; bytes: Buffer }>();
+const encoded = new ObjectSlot<AgentMessage, { profile: string; bytes: Buffer }>("request bytes");
 
 const COMMA = Buffer.from(",");
 const EMPTY = Buffer.alloc(0);
