@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { chmodSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,29 +31,44 @@ async function start(
 
 describe("a server reachable from other machines needs keys", () => {
   /** Runs the built server with `env` until it exits (it should refuse to start). */
-  function refused(env: Record<string, string>) {
+  function refused(env: Record<string, string>): Promise<{ status: number | null; output: string }> {
     const temp = tempDir("exposure-");
     cleanups.push(temp.cleanup);
-    const result = spawnSync(process.execPath, [join(root, "dist/src/server.js")], {
-      cwd: temp.path,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: "0", DATABASE_PATH: join(temp.path, "a.db"), ...env },
-      encoding: "utf8",
-      timeout: 10_000,
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [join(root, "dist/src/server.js")],
+        {
+          cwd: temp.path,
+          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: "0", DATABASE_PATH: join(temp.path, "a.db"), ...env },
+          encoding: "utf8",
+          timeout: 10_000,
+        },
+        (error, stdout, stderr) =>
+          resolve({
+            status: error ? (typeof error.code === "number" ? error.code : null) : 0,
+            output: `${stdout}${stderr}`,
+          }),
+      );
     });
-    return { status: result.status, output: `${result.stdout}${result.stderr}` };
   }
 
+  // The five servers are independent (each its own directory, port and upstream): started at once.
   it("HOST=0.0.0.0 without AGENT_API_KEYS exits 2 naming AGENT_API_KEYS and ALLOW_UNAUTHENTICATED; listens with either", async () => {
-    for (const host of ["0.0.0.0", "::"]) {
-      const open = refused({ HOST: host, WORKSPACE_ROOT: "ws" });
+    const [refusals, [, allowed]] = await Promise.all([
+      Promise.all(["0.0.0.0", "::"].map((host) => refused({ HOST: host, WORKSPACE_ROOT: "ws" }))),
+      // With a key, or the operator's explicit consent, it listens; loopback needs neither.
+      Promise.all([
+        start({ HOST: "0.0.0.0", AGENT_API_KEYS: KEY }),
+        start({ HOST: "0.0.0.0", ALLOW_UNAUTHENTICATED: "1" }),
+        start({ HOST: "localhost" }),
+      ]),
+    ]);
+    for (const open of refusals) {
       expect(open.status, open.output).toBe(2);
       expect(open.output).toMatch(/HOST: .*AGENT_API_KEYS.*ALLOW_UNAUTHENTICATED=1/);
     }
-    // With a key, or the operator's explicit consent, it listens; loopback needs neither.
-    await start({ HOST: "0.0.0.0", AGENT_API_KEYS: KEY });
-    const allowed = await start({ HOST: "0.0.0.0", ALLOW_UNAUTHENTICATED: "1" });
     expect(allowed.server.output()).toMatch(/serving without authentication/);
-    await start({ HOST: "localhost" });
   });
 });
 
