@@ -10,6 +10,12 @@ export default defineConfig({
     // One test file per core (vitest's default leaves one core out: on 2 cores, one file at a
     // time). The suite's files mostly wait on child processes and sockets.
     maxWorkers: "100%",
+    // Each worker runs file after file in one process instead of a new process per file: the
+    // modules a file imports (the server's whole graph, ~1,000) are loaded once per worker, not
+    // once per file (spawn and import were ~1 s of a loaded core per file, a fifth of the run).
+    // So a file must leave nothing behind: its hooks close its servers and restore spies, real
+    // timers and any process.env it changed, and no file mocks a module.
+    isolate: false,
     reporters: process.env.VITEST_JSON_REPORT
       ? ["default", ["json", { outputFile: process.env.VITEST_JSON_REPORT }]]
       : ["default"],
