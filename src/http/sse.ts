@@ -62,6 +62,10 @@ export function openStream(reply: FastifyReply): AbortSignal {
   // holds them a little longer for its stored events, see HEAD_HOLD_MS): a client knows it is
   // connected even before the next event. A HEAD response takes no body, so its head is
   // flushed alone (a flush after the head went out would be a write of nothing).
+  // The SSE plugin answers `Connection: keep-alive` whatever was asked, which keeps a connection
+  // the client asked to close (or an HTTP/1.0 one) open past the stream's end, until the
+  // keep-alive timeout: a client reading to the close would wait that long for the end.
+  if (!reply.raw.shouldKeepAlive) reply.header("connection", "close");
   sse.sendHeaders();
   reply.raw.write(`retry: ${RETRY_MS}\n\n`);
   if (reply.request.method === "HEAD") {
