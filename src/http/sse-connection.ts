@@ -69,18 +69,24 @@ function corkForThisTurn(socket: Socket | null): void {
   setImmediate(() => socket.uncork());
 }
 
-/** Connections with frames waiting, written together once this turn of the event loop is done. */
-const due = new Set<SseConnection>();
+/**
+ * Connections with frames waiting, written together once this turn of the event loop is done
+ * (a connection flushed meanwhile has nothing left to write). An array, not a Set: a Set that
+ * has grown old and fills and empties every turn reallocates its table in the old generation
+ * at each growth and shrinkage, which only a full collection frees.
+ */
+let due: SseConnection[] = [];
 let flushScheduled = false;
 /** The batches of the flush of every due connection under way, by their first event; null outside it. */
 let batches: Map<StoredEvent, Batch> | null = null;
 function flushDue(): void {
   flushScheduled = false;
+  const connections = due;
+  due = [];
   batches = new Map();
   try {
-    for (const connection of due) connection.flush();
+    for (const connection of connections) connection.flush();
   } finally {
-    due.clear();
     batches = null;
   }
 }
@@ -165,11 +171,11 @@ export class SseConnection implements FeedSink {
   }
 
   send(events: readonly StoredEvent[]): void {
+    if (this.#pending.length === 0) due.push(this);
     for (const event of events) {
       this.#pending.push(event);
       this.#bytes += sseFrame(event).length;
     }
-    due.add(this);
     if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(flushDue);
@@ -213,7 +219,6 @@ export class SseConnection implements FeedSink {
     const bytes = this.#bytes;
     this.#pending = [];
     this.#bytes = 0;
-    due.delete(this);
     this.#write(batchOf(pending, bytes));
   }
 

@@ -1,12 +1,15 @@
+import { ObjectSlot } from "../object-slot.js";
 import { EventHub } from "../runs/event-hub.js";
 import type { Store, StoredEvent } from "../store/store.js";
 import type { CommittedBatch, RunObserver } from "./observer.js";
 
 /**
- * When each run's last commit ended (performance.now()), until its events are published: a
- * run's writes are one at a time, each published before the next begins.
+ * When a write's commit ended (performance.now()), kept on the array of stored events it
+ * resolved with, which its writer then publishes; cleared once published. Not a Map by run:
+ * a Map that has grown old and fills and empties with every group of commits reallocates its
+ * table in the old generation each time, which only a full collection frees.
  */
-type CommitTimes = Map<string, number>;
+type CommitTimes = ObjectSlot<readonly StoredEvent[], number | undefined>;
 
 const elapsed = (since: number): number => (performance.now() - since) / 1000;
 
@@ -36,9 +39,9 @@ function observeWrite(
 ): Promise<StoredEvent[]> {
   const started = performance.now();
   write.then(
-    () => {
+    (stored) => {
       const now = performance.now();
-      times.set(batch.runId, now);
+      times.set(stored, now);
       batch.seconds = (now - started) / 1000;
       report(observer, "committed", batch);
     },
@@ -93,9 +96,9 @@ class ObservedEventHub extends EventHub {
   override publish(...args: Parameters<EventHub["publish"]>): void {
     super.publish(...args);
     const [runId, events] = args;
-    const committedAt = this.times.get(runId);
+    const committedAt = this.times.get(events);
     if (committedAt === undefined) return;
-    this.times.delete(runId);
+    this.times.set(events, undefined);
     const watchers = this.watcherCount(runId);
     if (watchers === 0) return;
     const lagSeconds = elapsed(committedAt);
@@ -105,6 +108,6 @@ class ObservedEventHub extends EventHub {
 
 /** The store and the event hub every run goes through, reporting to `observer`. */
 export function observedSeams(store: Store, observer: RunObserver): { store: Store; hub: EventHub } {
-  const times: CommitTimes = new Map();
+  const times: CommitTimes = new ObjectSlot("commit time");
   return { store: observedStore(store, observer, times), hub: new ObservedEventHub(observer, times) };
 }
