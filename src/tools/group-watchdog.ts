@@ -1,13 +1,37 @@
 import { spawn } from "node:child_process";
 import type { Socket } from "node:net";
+import type { Writable } from "node:stream";
+
+/**
+ * How a command is started so that it never runs uncovered by its watchdog: `/bin/sh` reads
+ * one line from its stdin, a pipe only this process holds, and only then execs `file` with
+ * `args` in its own place (same pid, so same process group and parent) with stdin from
+ * /dev/null. The caller spawns this detached, starts the group's watchdog (watchProcessGroup),
+ * and then opens the gate (openGate). Should this process die before that, even by SIGKILL,
+ * the pipe closes unwritten and the launcher exits without running anything: there is no
+ * moment at which the command runs and this process's death would leave it running.
+ */
+export function gatedLaunch(file: string, args: readonly string[]): { file: string; args: string[] } {
+  return { file: "/bin/sh", args: ["-c", 'read -r go || exit 125; exec "$@" </dev/null', "sh", file, ...args] };
+}
+
+/** Lets a gatedLaunch's command start: writes the line it waits for and closes the pipe. */
+export function openGate(stdin: Writable): void {
+  // EPIPE when the launcher is already gone (killed by someone else): its exit says so.
+  stdin.on("error", () => {});
+  stdin.end("go\n");
+}
 
 /**
  * Ends a process group if this server process dies first, even by SIGKILL (which runs no
  * cleanup of ours): a tiny `/bin/sh`, in a session of its own, blocks reading a pipe that
- * only this process holds open, and kills the group when that pipe closes. `release()`,
- * called once the group is known to be gone, kills the watchdog before closing the pipe,
- * so it never signals a group id the system has since given to someone else. Null when
- * the watchdog could not be started: the command then runs, not covered against our crash.
+ * only this process holds open, and kills the group when that pipe closes. Non-null means the
+ * watchdog process exists on return (spawn returns once it has exec'd), so the group is
+ * covered from then on; to cover a command from its first instruction, start it with
+ * gatedLaunch and open its gate after this. `release()`, called once the group is known to
+ * be gone, kills the watchdog before closing the pipe, so it never signals a group id the
+ * system has since given to someone else. Null when the watchdog could not be started: the
+ * command then runs, not covered against our crash.
  */
 export function watchProcessGroup(pgid: number): { release(): void } | null {
   let watchdog: ReturnType<typeof spawn>;
@@ -25,6 +49,11 @@ export function watchProcessGroup(pgid: number): { release(): void } | null {
   watchdog.on("error", () => {});
   const pipe = watchdog.stdin as Socket | null;
   pipe?.on("error", () => {});
+  // No pid: the spawn failed (its 'error' comes on the next tick).
+  if (watchdog.pid === undefined) {
+    pipe?.destroy();
+    return null;
+  }
   // Neither the watchdog nor its pipe keeps this process alive.
   watchdog.unref();
   pipe?.unref();

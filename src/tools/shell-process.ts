@@ -1,8 +1,10 @@
 import { spawn } from "node:child_process";
+import { constants } from "node:fs";
+import { access } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import { errnoCode } from "../errno.js";
-import { watchProcessGroup } from "./group-watchdog.js";
+import { gatedLaunch, openGate, watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
 import { killProcessGroup, processGroupAlive } from "./process-group.js";
 import { shellEnvironment } from "./shell-env.js";
@@ -53,23 +55,44 @@ async function groupEndsWithin(pgid: number, ms: number): Promise<boolean> {
   }
 }
 
+const notStarted = (spawnError: string): ShellRun => ({
+  output: "",
+  omittedBytes: 0,
+  exitCode: null,
+  exitSignal: null,
+  stopped: null,
+  outputLeftOpen: false,
+  backgroundStopped: false,
+  spawnError,
+});
+
 const closed = (stream: Readable): Promise<void> =>
   new Promise((resolve) => (stream.closed ? resolve() : stream.once("close", () => resolve())));
 
 /**
- * Runs the shell (`file` with `args`) in its own process group with stdin closed and an allow-listed
- * environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL after the
- * grace period), and so is what the command left running in the background once it
- * exited; this resolves only after the group is gone. A watchdog ends the group should
- * this process die first. Never rejects for anything the command does.
+ * Runs the shell (`file` with `args`) in its own process group with stdin closed and an
+ * allow-listed environment. On timeout or abort the whole group is stopped (SIGTERM, SIGKILL
+ * after the grace period), and so is what the command left running in the background once it
+ * exited; this resolves only after the group is gone. A watchdog ends the group should this
+ * process die first, and the command starts only once the watchdog is up (gatedLaunch), so
+ * no kill of this process leaves it running. Never rejects for anything the command does.
  */
 export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
+  // Started through a gate (below), a missing or unrunnable program would show only as the
+  // launcher's exit 127 or 126: checked first, it is reported as not started.
+  const unrunnable = await access(options.file, constants.X_OK).then(
+    () => null,
+    (err: unknown) => errnoCode(err) ?? "unknown error",
+  );
+  if (unrunnable) return notStarted(unrunnable);
   const output = new HeadTailBuffer(options.headBytes, options.tailBytes);
-  const child = spawn(options.file, options.args, {
+  const launch = gatedLaunch(options.file, options.args);
+  const child = spawn(launch.file, launch.args, {
     cwd: options.cwd,
     env: shellEnvironment(),
     detached: true,
-    stdio: options.fd3 === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", options.fd3],
+    // stdin is the gate; the command itself gets /dev/null.
+    stdio: options.fd3 === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", options.fd3],
   });
   // Listened to at once: a spawn that fails emits 'error' on the next tick, and one nobody
   // listens to would end this process.
@@ -77,29 +100,21 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     child.once("exit", (code, signal) => resolve({ code, signal }));
     child.once("error", (error) => resolve({ error }));
   });
-  if (!child.stdout || !child.stderr) {
+  if (!child.stdin || !child.stdout || !child.stderr) {
     // Node gives up before making the pipes when the process has no descriptor for them
     // (EMFILE, ENFILE): nothing started.
     const exit = await exited;
-    const spawnError = "error" in exit ? (errnoCode(exit.error) ?? "unknown error") : "no output pipes";
-    return {
-      output: "",
-      omittedBytes: 0,
-      exitCode: null,
-      exitSignal: null,
-      stopped: null,
-      outputLeftOpen: false,
-      backgroundStopped: false,
-      spawnError,
-    };
+    return notStarted("error" in exit ? (errnoCode(exit.error) ?? "unknown error") : "no output pipes");
   }
   // If this server dies mid-command, the command's group dies with it: a recovered run
-  // records it as interrupted, and nothing of it goes on changing the workspace.
+  // records it as interrupted, and nothing of it goes on changing the workspace. The command
+  // waits at its gate until the watchdog is up: killed before that, it never runs.
   const watchdog = child.pid === undefined ? null : watchProcessGroup(child.pid);
   if (child.pid !== undefined && !watchdog) {
     // Rare (the system refused a tiny process); the command still runs and is still bounded.
     process.emitWarning("could not start the shell command's watchdog", { code: "AGENT_SHELL_WATCHDOG" });
   }
+  if (child.pid !== undefined) openGate(child.stdin);
   // Both are pipes (stdio above).
   const stdout: Readable = child.stdout;
   const stderr: Readable = child.stderr;

@@ -167,6 +167,16 @@ describe("shell", () => {
     expect([parse(1), parse(SHELL_MAX_TIMEOUT_MS)]).toEqual([true, true]);
   });
 
+  it("reports a sandbox program that is gone as not started (SHELL_FAILED), not as the command's exit", async () => {
+    const { workspace } = await makeSandbox();
+    const gone = "/nonexistent/bwrap";
+    const tool = createShellTool({
+      sandbox: { kind: "bwrap", bwrap: gone, network: false, tmpBytes: 1 << 20, options: { disableUserns: false } },
+    });
+    const outcome = await runTool(tool, workspace, { command: "true" });
+    expect(expectError(outcome, ToolErrorCode.shellFailed)).toBe(`could not start ${gone} (ENOENT)`);
+  });
+
   it("shows the failure text for a missing workspace", async () => {
     const { base } = await makeSandbox();
     const outcome = await runTool(shellTool, join(base, "gone"), { command: "true" });
