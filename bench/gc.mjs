@@ -12,7 +12,11 @@
 //
 //   npm run bench:gc        (BENCH_N runs, default 3000, after BENCH_WARMUP, default 1000, at
 //                            BENCH_C, default 25; BENCH_ROUNDS rotations, default 3;
-//                            BENCH_NODE_ARGS: more node flags for every server)
+//                            BENCH_NODE_ARGS: more node flags for every server;
+//                            BENCH_TOKENS: instead, runs streaming that many tokens at one per
+//                            BENCH_TOKEN_MS, default 20, as bench:stream, with the stack
+//                            fixture storing its deltas beside it, e.g.
+//                            BENCH_TOKENS=200 BENCH_N=200 BENCH_C=100 BENCH_WARMUP=20)
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
@@ -22,9 +26,14 @@ const WARMUP = envInt("BENCH_WARMUP", 1000);
 const C = envInt("BENCH_C", 25);
 const ROUNDS = envInt("BENCH_ROUNDS", 3);
 const extraArgs = (process.env.BENCH_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+const TOKENS = envInt("BENCH_TOKENS", 0);
+const TOKEN_MS = envInt("BENCH_TOKEN_MS", 20);
 
 const h = createHarness("bench-gc");
-console.log(`bench:gc: ${N} runs at C=${C} (after ${WARMUP}), ${ROUNDS} rounds in rotation`);
+console.log(
+  `bench:gc: ${N} runs at C=${C} (after ${WARMUP}), ${ROUNDS} rounds in rotation` +
+    (TOKENS ? `, each streaming ${TOKENS} tokens at one per ${TOKEN_MS} ms` : ", zero latency"),
+);
 console.log(`  ${machineLine()}`);
 
 /** CPU ms used so far by each kind of thread of `pid` (10 ms ticks). */
@@ -74,17 +83,23 @@ function gcLog() {
   return { entries, onStdout };
 }
 
-const upstream = await h.startUpstream(join(root, "bench/fake-upstream.mjs"), {
-  FAKE_TOOL_NAME: "list_files",
-  FAKE_TOOL_ARGS: "{}",
-});
+const upstream = TOKENS
+  ? await h.startStreamingUpstream({ tokens: TOKENS, intervalMs: TOKEN_MS })
+  : await h.startUpstream(join(root, "bench/fake-upstream.mjs"), {
+      FAKE_TOOL_NAME: "list_files",
+      FAKE_TOOL_ARGS: "{}",
+    });
+const oursEnv = { MAX_CONCURRENT_RUNS: "100000" };
+const fixtureEntry = join(root, "bench/stack-floor-server.mjs");
 const subjects = [
-  { name: "ours", entry: join(root, "dist/src/server.js"), cwd: root },
-  { name: "stack", entry: join(root, "bench/stack-floor-server.mjs"), cwd: root },
+  { name: "ours", entry: join(root, "dist/src/server.js"), cwd: root, env: oursEnv },
+  { name: "stack", entry: fixtureEntry, cwd: root },
 ];
+// Streaming, the floor of a server that stores every event: the fixture storing its deltas.
+if (TOKENS) subjects.push({ name: "stored", entry: fixtureEntry, cwd: root, env: { FIXTURE_STORE_DELTAS: "1" } });
 if (process.env.BENCH_BASE_ROOT) {
   const base = process.env.BENCH_BASE_ROOT;
-  subjects.splice(1, 0, { name: "base", entry: join(base, "dist/src/server.js"), cwd: base });
+  subjects.splice(1, 0, { name: "base", entry: join(base, "dist/src/server.js"), cwd: base, env: oursEnv });
 }
 for (const subject of subjects) {
   subject.log = gcLog();
@@ -92,6 +107,7 @@ for (const subject of subjects) {
     entry: subject.entry,
     label: subject.name,
     upstreamUrl: upstream.url,
+    env: subject.env,
     nodeArgs: ["--trace-gc-nvp", ...extraArgs],
     cwd: subject.cwd,
     onStdout: subject.log.onStdout,
@@ -156,11 +172,13 @@ for (const subject of subjects) {
   );
 }
 const ours = subjects[0];
-const stack = subjects.find((s) => s.name === "stack");
+const floor = subjects.find((s) => s.name === (TOKENS ? "stored" : "stack"));
+const figure = (key, digits) => `${fmt(med(ours, key), digits)} / ${fmt(med(floor, key), digits)}`;
 console.log(
-  `bench:gc (medians of ${ROUNDS}, C=${C}): V8 helper threads ${fmt(med(ours, "v8"), 2)} / ${fmt(med(stack, "v8"), 2)} ms a run (ours / stack), ` +
-    `promoted ${fmt(med(ours, "promotedKbPerRun"), 1)} / ${fmt(med(stack, "promotedKbPerRun"), 1)} KB a run, ` +
-    `GC pauses ${fmt(med(ours, "pauseMsPerRun"), 3)} / ${fmt(med(stack, "pauseMsPerRun"), 3)} ms a run`,
+  `bench:gc (medians of ${ROUNDS}, C=${C}${TOKENS ? `, ${TOKENS} tokens a run` : ""}): ` +
+    `V8 helper threads ${figure("v8", 2)} ms a run (ours / ${floor.name}), ` +
+    `promoted ${figure("promotedKbPerRun", 1)} KB a run, GC pauses ${figure("pauseMsPerRun", 3)} ms a run, ` +
+    `full collections ${figure("fullPerK", 1)} per 1,000 runs`,
 );
 await h.stop();
 h.cleanup();
