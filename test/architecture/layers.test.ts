@@ -27,7 +27,15 @@ const LAYERS: Record<string, string[]> = {
   "src/agent": [],
   "src/domain": ["src/agent"],
   "src/store": ["src/agent", "src/domain"],
-  "src/observability": ["src/agent", "src/domain", "src/store", "src/runs", "src/model", "src/config.js"],
+  "src/observability": [
+    "src/agent",
+    "src/domain",
+    "src/store",
+    "src/runs",
+    "src/model",
+    "src/config.js",
+    "src/object-slot.js",
+  ],
 };
 
 describe("the layers of the code", () => {
