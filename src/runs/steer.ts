@@ -1,7 +1,7 @@
 import type { RunView } from "../domain/run.js";
 import { conflict, notFound } from "../errors.js";
 import { idFor, newId } from "../ids.js";
-import { runView } from "../store/runs.js";
+import { type RunRecord, runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { type StartRunInput, sameRequestRun } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
@@ -29,7 +29,11 @@ export interface SteerDeps {
  */
 export type SteerOutcome =
   /** `replayed`: an earlier request with the same input id had steered it (see `inputId`). */
-  { to: "taken"; run: RunView; replayed?: boolean } | { to: "ended"; inputId?: string } | { to: "idle" };
+  | { to: "taken"; run: RunView; replayed?: boolean }
+  | { to: "ended"; inputId?: string }
+  | { to: "idle" }
+  /** The active run is the one an earlier copy of this request started (see `isRepeatOf`): nothing was steered. */
+  | { to: "repeated" };
 
 /** A repeated steer whose idempotency key was first used for other input. */
 const keyReused = (messageId: string) =>
@@ -48,12 +52,28 @@ const keyReused = (messageId: string) =>
  */
 export async function steerActive(
   deps: SteerDeps,
-  { sessionId, input, inputId }: { sessionId: string; input: string; inputId?: string },
+  {
+    sessionId,
+    input,
+    inputId,
+    isRepeatOf,
+  }: {
+    sessionId: string;
+    input: string;
+    inputId?: string;
+    /**
+     * Whether the active run is the one an earlier copy of this request started, having found
+     * the session idle: asked of the run read here, so a run that copy made after this request
+     * last looked for one is seen too.
+     */
+    isRepeatOf?: (active: RunRecord) => boolean;
+  },
 ): Promise<SteerOutcome> {
   const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
   if (replayed) return replayed;
   const active = await deps.store.runs.active(sessionId);
   if (!active) return { to: "idle" };
+  if (isRepeatOf?.(active)) return { to: "repeated" };
   const id = inputId ?? newId("msg");
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
@@ -136,8 +156,17 @@ export async function steerOrStart(
     const repeated = await runOfRepeatedSteer(deps.store, params, inputId);
     if (repeated) return repeated;
   }
-  const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId });
+  const steered = await steerActive(deps, {
+    sessionId: params.session.id,
+    input: params.input,
+    inputId,
+    isRepeatOf: (active) => inputId !== undefined && active.idempotencyKey === params.idempotencyKey,
+  });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
+  if (steered.to === "repeated" && inputId !== undefined) {
+    const repeated = await runOfRepeatedSteer(deps.store, params, inputId);
+    if (repeated) return repeated;
+  }
   return startOfInput(steered, start, deps.store);
 }
 
