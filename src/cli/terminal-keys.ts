@@ -5,6 +5,7 @@ export type TtyInput = NodeJS.ReadableStream & { setRawMode(raw: boolean): unkno
 
 const CTRL_C = 0x03;
 const CTRL_Z = 0x1a;
+const CTRL_BACKSLASH = 0x1c;
 
 /**
  * The keyboard of a run that may ask questions. From `start` to `stop` the terminal is in
@@ -12,9 +13,10 @@ const CTRL_Z = 0x1a;
  * question that is open (`open`), and are dropped as they arrive while none is, so that a
  * question is only ever answered by keys typed after it was shown (what sudo gets by
  * flushing the terminal's input before it asks). Each question starts with an empty line.
- * `onIgnored` is called the first time keys are dropped. Ctrl-C is `onInterrupt` and
- * Ctrl-Z `suspend` (the process stopped in cooked mode, raw again when continued), question
- * or not: raw mode keeps the terminal from sending SIGINT and SIGTSTP itself.
+ * `onIgnored` is called the first time keys are dropped. Ctrl-C is `onInterrupt`, Ctrl-Z
+ * `suspend` (the process stopped in cooked mode, raw again when continued) and Ctrl-\ `quit`
+ * (the terminal given back in cooked mode first), question or not: raw mode keeps the
+ * terminal from sending SIGINT, SIGTSTP and SIGQUIT itself.
  */
 export class TerminalKeys {
   #started = false;
@@ -27,6 +29,7 @@ export class TerminalKeys {
       onInterrupt: () => void;
       onIgnored: () => void;
       suspend?: () => void;
+      quit?: () => void;
     },
   ) {}
 
@@ -65,15 +68,20 @@ export class TerminalKeys {
 
   readonly #onData = (chunk: Buffer | string): void => {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-    // Neither byte occurs inside a UTF-8 sequence: the chunk is split on them as it is.
+    // None of these bytes occurs inside a UTF-8 sequence: the chunk is split on them as it is.
     let from = 0;
     for (let i = 0; i <= bytes.length; i++) {
       const byte = bytes[i];
-      if (byte !== undefined && byte !== CTRL_C && byte !== CTRL_Z) continue;
+      if (byte !== undefined && byte !== CTRL_C && byte !== CTRL_Z && byte !== CTRL_BACKSLASH) continue;
       if (i > from) this.#route(bytes.subarray(from, i));
       from = i + 1;
       if (byte === CTRL_C) this.deps.onInterrupt();
       if (byte === CTRL_Z) this.#suspend();
+      if (byte === CTRL_BACKSLASH) {
+        this.stop();
+        (this.deps.quit ?? quitThisProcess)();
+        return;
+      }
     }
   };
 
@@ -107,4 +115,13 @@ export class TerminalKeys {
  */
 function stopThisProcess(): void {
   process.kill(0, "SIGTSTP");
+}
+
+/**
+ * Quits as Ctrl-\ does in cooked mode: SIGQUIT to the terminal's foreground process group
+ * (this process and a parent that runs it), whose default action ends each of them. The run
+ * goes on at the server, as after the terminal's own Ctrl-\.
+ */
+function quitThisProcess(): void {
+  process.kill(0, "SIGQUIT");
 }

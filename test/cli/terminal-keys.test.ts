@@ -4,7 +4,7 @@
  * here key by key.
  */
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { terminalAsk } from "../../src/cli/terminal-ask.js";
 import { TerminalKeys } from "../../src/cli/terminal-keys.js";
 import { dist } from "../helpers/file-limit-child.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 /** A terminal's input: what is written to it is typed; `modes` records raw (true) and cooked. */
 class FakeTty extends PassThrough {
@@ -26,7 +27,7 @@ class FakeTty extends PassThrough {
 /** Lets the fake terminal's keys reach their reader. */
 const typed = () => new Promise((resolve) => setImmediate(resolve));
 
-function setup(deps: { onInterrupt?: () => void; suspend?: () => void } = {}) {
+function setup(deps: { onInterrupt?: () => void; suspend?: () => void; quit?: () => void } = {}) {
   const tty = new FakeTty();
   const output = new PassThrough();
   let shown = "";
@@ -39,6 +40,7 @@ function setup(deps: { onInterrupt?: () => void; suspend?: () => void } = {}) {
     onInterrupt: deps.onInterrupt ?? (() => {}),
     onIgnored: () => told.ignored++,
     suspend: deps.suspend,
+    quit: deps.quit,
   });
   keys.start();
   const ask = terminalAsk({ keys, output });
@@ -117,6 +119,26 @@ describe("the keys a question is answered with", () => {
     expect(await asked.answer).toBe(true);
   });
 
+  it("Ctrl-\\ quits with the terminal given back first, whether a question is open or not", async () => {
+    let modeWhenQuit: boolean | undefined;
+    let quits = 0;
+    const { tty, question, told } = setup({
+      quit: () => {
+        quits++;
+        modeWhenQuit = tty.modes.at(-1);
+      },
+    });
+    const asked = question();
+    tty.write("y\u001cy\r");
+    await typed();
+    expect(quits).toBe(1);
+    expect(modeWhenQuit).toBe(false);
+    expect(tty.modes).toEqual([true, false]);
+    expect(tty.listenerCount("data")).toBe(0);
+    expect(told.ignored).toBe(0);
+    asked.withdraw.abort();
+  });
+
   it("stop gives the terminal back: cooked mode, no longer read, so nothing keeps the process alive", async () => {
     const { tty, keys, told } = setup();
     keys.stop();
@@ -168,6 +190,52 @@ describe("the keys a question is answered with", () => {
       const code = await new Promise((resolve) => child.on("close", resolve));
       expect(code).toBe(0);
       expect(stdout).toBe("group stopped");
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it("Ctrl-\\ quits the whole process group, as the terminal's own Ctrl-\\ does: the client and a parent end by SIGQUIT", async () => {
+    // A child leading a process group of its own (never this test's), with a sibling in it that
+    // notes a SIGQUIT in a file; the child types Ctrl-\ into its keys, with the default quit.
+    const dir = tempDir("ctrl-backslash-");
+    try {
+      const script = join(dir.path, "child.mjs");
+      const noted = join(dir.path, "sibling");
+      writeFileSync(
+        script,
+        `
+        import { spawn } from "node:child_process";
+        import { PassThrough } from "node:stream";
+        import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
+        const sibling = spawn(process.execPath, ["-e", \`
+          process.on("SIGQUIT", () => { require("node:fs").writeFileSync(${JSON.stringify(noted)}, "quit"); process.exit(0); });
+          process.stdout.write("ready");
+          setTimeout(() => process.exit(0), 3000);
+        \`], { stdio: ["ignore", "pipe", "inherit"] });
+        let said = "";
+        sibling.stdout.on("data", (d) => { said += d; });
+        while (!said.includes("ready")) await new Promise((resolve) => setTimeout(resolve, 10));
+        const tty = Object.assign(new PassThrough(), { setRawMode() {} });
+        const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {} });
+        keys.start();
+        tty.write("\\u001c");
+        setTimeout(() => process.stdout.write("still here"), 2000);
+      `,
+      );
+      const child = spawn(process.execPath, [script], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
+      let stdout = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+      });
+      const signal = await new Promise((resolve) => child.on("close", (_code, signal) => resolve(signal)));
+      expect(signal).toBe("SIGQUIT");
+      expect(stdout).toBe("");
+      await until(
+        () => (existsSync(noted) ? readFileSync(noted, "utf8") : ""),
+        (text) => text === "quit",
+        "the sibling's SIGQUIT",
+      );
     } finally {
       dir.cleanup();
     }
