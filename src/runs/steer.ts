@@ -1,7 +1,7 @@
 import type { RunView } from "../domain/run.js";
 import { conflict, notFound } from "../errors.js";
 import { idFor, newId } from "../ids.js";
-import { type RunRecord, runView } from "../store/runs.js";
+import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { type StartRunInput, sameRequestRun } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
@@ -32,7 +32,7 @@ export type SteerOutcome =
   | { to: "taken"; run: RunView; replayed?: boolean }
   | { to: "ended"; inputId?: string }
   | { to: "idle" }
-  /** The active run is the one an earlier copy of this request started (see `isRepeatOf`): nothing was steered. */
+  /** An earlier copy of this request started a run (see `isRepeat`): nothing was steered. */
   | { to: "repeated" };
 
 /** A repeated steer whose idempotency key was first used for other input. */
@@ -56,24 +56,24 @@ export async function steerActive(
     sessionId,
     input,
     inputId,
-    isRepeatOf,
+    isRepeat,
   }: {
     sessionId: string;
     input: string;
     inputId?: string;
     /**
-     * Whether the active run is the one an earlier copy of this request started, having found
-     * the session idle: asked of the run read here, so a run that copy made after this request
-     * last looked for one is seen too.
+     * Whether an earlier copy of this request started a run, having found the session idle:
+     * asked once an active run was found, so a run that copy made after this request last
+     * looked for one is seen too, whether it is the active run or ended already.
      */
-    isRepeatOf?: (active: RunRecord) => boolean;
+    isRepeat?: () => Promise<boolean>;
   },
 ): Promise<SteerOutcome> {
   const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
   if (replayed) return replayed;
   const active = await deps.store.runs.active(sessionId);
   if (!active) return { to: "idle" };
-  if (isRepeatOf?.(active)) return { to: "repeated" };
+  if (await isRepeat?.()) return { to: "repeated" };
   const id = inputId ?? newId("msg");
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
@@ -160,7 +160,9 @@ export async function steerOrStart(
     sessionId: params.session.id,
     input: params.input,
     inputId,
-    isRepeatOf: (active) => inputId !== undefined && active.idempotencyKey === params.idempotencyKey,
+    isRepeat: async () =>
+      params.idempotencyKey !== undefined &&
+      (await deps.store.runs.byIdempotencyKey(params.session.id, params.idempotencyKey)) !== null,
   });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" && inputId !== undefined) {
