@@ -82,8 +82,9 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
 }
 
 /**
- * An event hub that reports each delivery of committed events to live watchers: the events
- * of its run's last commit.
+ * An event hub that reports each delivery of committed events to live watchers, once per
+ * commit: its writer publishes the very array the commit resolved with (as every writer does),
+ * which carries the commit's end; an array published again, or another array, is not reported.
  */
 class ObservedEventHub extends EventHub {
   constructor(

@@ -75,7 +75,8 @@ const closed = (stream: Readable): Promise<void> =>
  * after the grace period), and so is what the command left running in the background once it
  * exited; this resolves only after the group is gone. A watchdog ends the group should this
  * process die first, and the command starts only once the watchdog is up (gatedLaunch), so
- * no kill of this process leaves it running. Never rejects for anything the command does.
+ * no kill of this process leaves it running (unless the watchdog could not be started, which
+ * is warned about). Never rejects for anything the command does.
  */
 export async function runShellCommand(options: ShellRunOptions): Promise<ShellRun> {
   // Started through a gate (below), a missing or unrunnable program would show only as the

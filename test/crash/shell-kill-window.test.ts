@@ -12,8 +12,8 @@ import { tempDir } from "../helpers/temp-dir.js";
 
 /**
  * A server killed with kill -9 at the very moment a shell command starts: the command must
- * not outlive it. (A command once ran before its watchdog existed: a kill landing then left
- * it running for ever, about one kill in two here.)
+ * not outlive it, however early the kill lands (a command running before its watchdog exists
+ * would be left running for ever).
  */
 
 let upstream: FakeUpstream;

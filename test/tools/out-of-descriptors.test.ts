@@ -148,4 +148,20 @@ describe("a process out of file descriptors", () => {
       }
     }
   }, 120_000); // some thirty children, each a Node start
+
+  it("a process-group watchdog that cannot be started is reported as none (null), with nothing left unhandled", async () => {
+    const script = `
+      import { watchProcessGroup } from ${dist("src/tools/group-watchdog.js")};
+      import { openSync } from "node:fs";
+      const held = [];
+      try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
+      const watchdog = watchProcessGroup(process.pid);
+      // An 'error' event the spawn left for later, unhandled, would end this child non-zero.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      process.stdout.write(JSON.stringify({ held: held.length, watchdog: watchdog === null ? "none" : "returned" }));
+    `;
+    const { held, watchdog } = JSON.parse(await runUnderFileLimit(script));
+    expect(held).toBeGreaterThan(0);
+    expect(watchdog).toBe("none");
+  });
 });

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { observedSeams } from "../../src/observability/observed-seams.js";
+import type { CommittedBatch, Delivery } from "../../src/observability/observer.js";
+import type { Store, StoredEvent } from "../../src/store/store.js";
+
+/** A store whose commits resolve with a new array of the events given, as both stores do. */
+function fakeStore(): Store {
+  const stored = (events: readonly { runId: string; seq: number; type: string }[]): StoredEvent[] =>
+    events.map((e) => ({ seq: e.seq, type: e.type, data: JSON.stringify(e) }));
+  return {
+    runs: {},
+    commitRun: async (_runId: string, _changes: unknown, events: never[]) => stored(events),
+  } as unknown as Store;
+}
+
+const event = (runId: string, seq: number) => ({ type: "text.delta", text: "x", runId, seq, at: "" }) as never;
+
+function observed() {
+  const commits: CommittedBatch[] = [];
+  const deliveries: Delivery[] = [];
+  const seams = observedSeams(fakeStore(), {
+    committed: (batch) => commits.push(batch),
+    delivered: (delivery) => deliveries.push(delivery),
+  });
+  return { ...seams, commits, deliveries };
+}
+
+describe("the store and hub every run goes through, observed", () => {
+  it("each commit published to watchers is one delivery, with its events, watchers and lag", async () => {
+    const { store, hub, commits, deliveries } = observed();
+    hub.subscribe("run_a", () => {});
+    hub.subscribe("run_a", () => {});
+    hub.subscribe("run_b", () => {});
+    for (let seq = 1; seq <= 3; seq++) {
+      const [a, b] = await Promise.all([
+        store.commitRun("run_a", [], [event("run_a", seq), event("run_a", seq + 10)]),
+        store.commitRun("run_b", [], [event("run_b", seq)]),
+      ]);
+      hub.publish("run_a", a);
+      hub.publish("run_b", b);
+    }
+    expect(commits.map((c) => [c.runId, c.ok])).toEqual(
+      Array(3)
+        .fill([
+          ["run_a", true],
+          ["run_b", true],
+        ])
+        .flat(),
+    );
+    expect(deliveries.map((d) => [d.runId, d.events, d.watchers])).toEqual(
+      Array(3)
+        .fill([
+          ["run_a", 2, 2],
+          ["run_b", 1, 1],
+        ])
+        .flat(),
+    );
+    for (const d of deliveries) expect(d.lagSeconds).toBeGreaterThanOrEqual(0);
+  });
+
+  it("a delivery is counted once, for the array its commit resolved with, and none without watchers", async () => {
+    const { store, hub, deliveries } = observed();
+    const unwatched = await store.commitRun("run_a", [], [event("run_a", 1)]);
+    hub.publish("run_a", unwatched);
+    expect(deliveries).toHaveLength(0);
+
+    hub.subscribe("run_a", () => {});
+    const events = await store.commitRun("run_a", [], [event("run_a", 2)]);
+    hub.publish("run_a", [...events]); // not the commit's own array: no commit time to report from
+    hub.publish("run_a", events);
+    hub.publish("run_a", events); // published again: already reported
+    expect(deliveries).toHaveLength(1);
+  });
+});
