@@ -10,7 +10,7 @@ import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
-import { planOfRun } from "./run-plan.js";
+import { FinishedRunPlans } from "./run-plan.js";
 
 export interface StartRunRequest {
   sessionId: string;
@@ -69,6 +69,9 @@ function approvalView(call: ToolCallRecord): ApprovalView {
 
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
+  /** The plans shown in lists of runs, those of finished runs kept. */
+  readonly #plans = new FinishedRunPlans();
+
   constructor(
     private readonly deps: {
       store: Store;
@@ -119,7 +122,7 @@ export class RunService {
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
     const { store } = this.deps;
-    const items = await Promise.all(result.items.map(async (r) => runView(r, await planOfRun(store, r))));
+    const items = await Promise.all(result.items.map(async (r) => runView(r, await this.#plans.of(store, r))));
     return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (r) => r.id });
   }
 
