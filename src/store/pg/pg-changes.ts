@@ -17,13 +17,24 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       const { message } = change;
       const insert = insertStatement("messages", messageColumns(message));
       if (message.role === "assistant" && message.toolCalls?.length) {
+        // One statement for the reply's calls, their run's calls counted once (a count per call
+        // made a reply of many calls quadratic); each call's ordinal is its place after those.
+        const calls = message.toolCalls;
         return [
           insert,
-          ...message.toolCalls.map((call) => ({
+          {
             text: `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
-                   VALUES ($1, $2, (SELECT count(*) FROM tool_calls WHERE run_id = $1), $3, $4, 'proposed', $5)`,
-            values: [runId, call.id, call.name, call.input, message.createdAt],
-          })),
+                   SELECT $1, c.id, earlier.n + c.k - 1, c.name, c.input, 'proposed', $5
+                   FROM (SELECT count(*) AS n FROM tool_calls WHERE run_id = $1) AS earlier,
+                        unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS c(id, name, input, k)`,
+            values: [
+              runId,
+              calls.map((call) => call.id),
+              calls.map((call) => call.name),
+              calls.map((call) => call.input),
+              message.createdAt,
+            ],
+          },
         ];
       }
       if (message.role === "tool") {
