@@ -51,6 +51,66 @@ function setup(deps: { onInterrupt?: () => void; suspend?: () => void; quit?: ()
   return { tty, keys, question, told, shown: () => shown };
 }
 
+/**
+ * Types `key` (as JavaScript source) into TerminalKeys, with its default suspend and quit, in a
+ * child leading a session and process group of its own (never this test's), beside a sibling
+ * in that group that notes in a file when it gets `signal`. Resolves once the child ended, with
+ * how, what it printed ("typed" once the sibling ended, if it lives that long) and the note.
+ */
+async function keyInOwnProcessGroup(
+  key: string,
+  signal: string,
+): Promise<{ code: number | null; signal: string | null; stdout: string; sibling: string }> {
+  const dir = tempDir("process-group-key-");
+  try {
+    const script = join(dir.path, "child.mjs");
+    const note = join(dir.path, "sibling");
+    writeFileSync(
+      script,
+      `
+      import { spawn } from "node:child_process";
+      import { PassThrough } from "node:stream";
+      import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
+      const sibling = spawn(process.execPath, ["-e", \`
+        process.on(${JSON.stringify(signal)}, () => {
+          require("node:fs").writeFileSync(${JSON.stringify(note)}, ${JSON.stringify(signal)});
+          process.exit(0);
+        });
+        process.stdout.write("ready");
+        setTimeout(() => process.exit(0), 3000);
+      \`], { stdio: ["ignore", "pipe", "inherit"] });
+      let said = "";
+      sibling.stdout.on("data", (d) => { said += d; });
+      while (!said.includes("ready")) await new Promise((resolve) => setTimeout(resolve, 10));
+      const tty = Object.assign(new PassThrough(), { setRawMode() {} });
+      const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {} });
+      keys.start();
+      tty.write("${key}");
+      await new Promise((resolve) => sibling.on("close", resolve));
+      keys.stop();
+      process.stdout.write("typed");
+    `,
+    );
+    const child = spawn(process.execPath, [script], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    const [code, ended] = await new Promise<[number | null, string | null]>((resolve) =>
+      child.on("close", (exitCode, exitSignal) => resolve([exitCode, exitSignal])),
+    );
+    // The sibling notes its signal before it exits; the child may have ended first.
+    await until(
+      () => existsSync(note),
+      (noted) => noted,
+      `the sibling's ${signal}`,
+    ).catch(() => {});
+    return { code, signal: ended, stdout, sibling: existsSync(note) ? readFileSync(note, "utf8") : "" };
+  } finally {
+    dir.cleanup();
+  }
+}
+
 describe("the keys a question is answered with", () => {
   it("are typed after it was shown: keys typed while no question is open are dropped, and that is told once", async () => {
     const { tty, question, told } = setup();
@@ -151,93 +211,14 @@ describe("the keys a question is answered with", () => {
   });
 
   it("Ctrl-Z stops the whole process group, as the terminal's own Ctrl-Z does: a parent (npx) stops with the client", async () => {
-    // A child leading a process group of its own (never this test's), with a sibling in it that
-    // reports a SIGTSTP; the child types Ctrl-Z into its keys, with the default suspend. (The
-    // group has no parent in its session, so the kernel drops the stop for the child itself.)
-    // Before: only the client stopped, so under `npx` the shell never got the terminal back.
-    const dir = tempDir("ctrl-z-");
-    try {
-      const script = join(dir.path, "child.mjs");
-      writeFileSync(
-        script,
-        `
-        import { spawn } from "node:child_process";
-        import { PassThrough } from "node:stream";
-        import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
-        const sibling = spawn(process.execPath, ["-e", \`
-          process.on("SIGTSTP", () => { process.stdout.write("stopped"); process.exit(0); });
-          process.stdout.write("ready");
-          setTimeout(() => process.exit(0), 3000);
-        \`], { stdio: ["ignore", "pipe", "inherit"] });
-        let said = "";
-        sibling.stdout.on("data", (d) => { said += d; });
-        while (!said.includes("ready")) await new Promise((resolve) => setTimeout(resolve, 10));
-        const tty = Object.assign(new PassThrough(), { setRawMode() {} });
-        const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {} });
-        keys.start();
-        tty.write("\\u001a");
-        await new Promise((resolve) => sibling.on("close", resolve));
-        keys.stop();
-        process.stdout.write(said.includes("stopped") ? "group stopped" : "client alone");
-      `,
-      );
-      // detached: the child leads a session and a process group of its own, never this test's.
-      const child = spawn(process.execPath, [script], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
-      let stdout = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-      });
-      const code = await new Promise((resolve) => child.on("close", resolve));
-      expect(code).toBe(0);
-      expect(stdout).toBe("group stopped");
-    } finally {
-      dir.cleanup();
-    }
+    // (The group has no parent in its session, so the kernel drops the stop for the child
+    // itself.) Before: only the client stopped, so under `npx` the shell never got the terminal back.
+    const ended = await keyInOwnProcessGroup("\\u001a", "SIGTSTP");
+    expect(ended).toEqual({ code: 0, signal: null, stdout: "typed", sibling: "SIGTSTP" });
   });
 
   it("Ctrl-\\ quits the whole process group, as the terminal's own Ctrl-\\ does: the client and a parent end by SIGQUIT", async () => {
-    // A child leading a process group of its own (never this test's), with a sibling in it that
-    // notes a SIGQUIT in a file; the child types Ctrl-\ into its keys, with the default quit.
-    const dir = tempDir("ctrl-backslash-");
-    try {
-      const script = join(dir.path, "child.mjs");
-      const noted = join(dir.path, "sibling");
-      writeFileSync(
-        script,
-        `
-        import { spawn } from "node:child_process";
-        import { PassThrough } from "node:stream";
-        import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
-        const sibling = spawn(process.execPath, ["-e", \`
-          process.on("SIGQUIT", () => { require("node:fs").writeFileSync(${JSON.stringify(noted)}, "quit"); process.exit(0); });
-          process.stdout.write("ready");
-          setTimeout(() => process.exit(0), 3000);
-        \`], { stdio: ["ignore", "pipe", "inherit"] });
-        let said = "";
-        sibling.stdout.on("data", (d) => { said += d; });
-        while (!said.includes("ready")) await new Promise((resolve) => setTimeout(resolve, 10));
-        const tty = Object.assign(new PassThrough(), { setRawMode() {} });
-        const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {} });
-        keys.start();
-        tty.write("\\u001c");
-        setTimeout(() => process.stdout.write("still here"), 2000);
-      `,
-      );
-      const child = spawn(process.execPath, [script], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
-      let stdout = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-      });
-      const signal = await new Promise((resolve) => child.on("close", (_code, signal) => resolve(signal)));
-      expect(signal).toBe("SIGQUIT");
-      expect(stdout).toBe("");
-      await until(
-        () => (existsSync(noted) ? readFileSync(noted, "utf8") : ""),
-        (text) => text === "quit",
-        "the sibling's SIGQUIT",
-      );
-    } finally {
-      dir.cleanup();
-    }
+    const ended = await keyInOwnProcessGroup("\\u001c", "SIGQUIT");
+    expect(ended).toEqual({ code: null, signal: "SIGQUIT", stdout: "", sibling: "SIGQUIT" });
   });
 });
