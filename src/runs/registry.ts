@@ -7,6 +7,8 @@ import type { LiveRun } from "./live-run.js";
  */
 export class LiveRuns {
   readonly #runs = new Map<string, LiveRun>();
+  /** Who waits for a run to be executed here (see whenLive), by run id. */
+  readonly #awaited = new Map<string, Set<(live: LiveRun) => void>>();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
 
@@ -41,6 +43,37 @@ export class LiveRuns {
 
   add(live: LiveRun): void {
     this.#runs.set(live.id, live);
+    const waiting = this.#awaited.get(live.id);
+    if (waiting === undefined) return;
+    this.#awaited.delete(live.id);
+    for (const resolve of waiting) resolve(live);
+  }
+
+  /**
+   * `live` resolves with the run once this process executes it (at once if it does); it never
+   * rejects, and stays pending for a run executed elsewhere. `cancel` stops the wait.
+   */
+  whenLive(runId: string): { live: Promise<LiveRun>; cancel(): void } {
+    const now = this.#runs.get(runId);
+    if (now) return { live: Promise.resolve(now), cancel: () => {} };
+    let resolve!: (live: LiveRun) => void;
+    const live = new Promise<LiveRun>((r) => {
+      resolve = r;
+    });
+    let waiting = this.#awaited.get(runId);
+    if (waiting === undefined) {
+      waiting = new Set();
+      this.#awaited.set(runId, waiting);
+    }
+    waiting.add(resolve);
+    return {
+      live,
+      cancel: () => {
+        const set = this.#awaited.get(runId);
+        if (!set?.delete(resolve) || set.size > 0) return;
+        this.#awaited.delete(runId);
+      },
+    };
   }
 
   remove(live: LiveRun): void {

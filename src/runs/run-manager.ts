@@ -203,8 +203,9 @@ export class RunManager {
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
   waitForFinish(runId: string): Promise<RunView> {
     const { store, hub, waitElsewhere } = this.deps;
-    const [live, stopping] = [this.#registry.get(runId), this.#stopping.signal];
-    return waitForRunEnd({ runId, live, get: (id) => this.get(id), stopping, store, hub, waitElsewhere });
+    const [registry, stopping] = [this.#registry, this.#stopping.signal];
+    const live = registry.get(runId);
+    return waitForRunEnd({ runId, live, get: (id) => this.get(id), stopping, store, hub, waitElsewhere, registry });
   }
 
   /** Fires the run's AbortSignal. `accepted` is false for a run that had already finished. */

@@ -4,12 +4,15 @@ import type { Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { waitForRelayedEnd } from "./event-relay.js";
 import type { LiveRun } from "./live-run.js";
+import type { LiveRuns } from "./registry.js";
 
 /**
  * Resolves with the run once it has finished (at once if it already has): a run executed here
  * when this process reports its end; one that is not, when its `run.finished` reaches the hub.
  * That is every unfinished run over a shared database (`waitElsewhere`: it ends on another
- * instance), and a queued one over any store (it ends wherever it starts, here too). Throws
+ * instance), and a queued one over any store (it ends wherever it starts, here too), unless it
+ * comes to be executed here meanwhile (`registry`): then this process reports its end, also
+ * one that cannot be stored (reported after `finishReportMs`, never published). Throws
  * not-found for an unknown run, and shutting-down for a run left unfinished for the restart
  * (also when shutdown begins while this waits for a run not executed here).
  */
@@ -21,6 +24,7 @@ export async function waitForRunEnd({
   store,
   hub,
   waitElsewhere,
+  registry,
 }: {
   runId: string;
   /** The run, when this process executes it. */
@@ -32,22 +36,31 @@ export async function waitForRunEnd({
   store: Store;
   hub: EventHub;
   waitElsewhere?: (runId: string) => Promise<void>;
+  /** The runs this process executes: a run waited for may come to be one of them (whenLive). */
+  registry?: Pick<LiveRuns, "whenLive">;
 }): Promise<RunView> {
   let view = live ? await Promise.race([live.ended, live.done]) : await get(runId);
   if (!view) throw notFound("run", runId);
   const waitEnd = waitElsewhere ?? (view.status === "queued" ? () => waitForRelayedEnd({ store, hub, runId }) : null);
   if (!live && view.status !== "finished" && !stopping.aborted && waitEnd) {
     let onStop = () => {};
-    const stopped = new Promise<void>((resolve) => {
-      onStop = resolve;
+    const stopped = new Promise<null>((resolve) => {
+      onStop = () => resolve(null);
       stopping.addEventListener("abort", onStop, { once: true });
     });
+    const here = registry?.whenLive(runId);
+    let reported: RunView | null = null;
     try {
-      await Promise.race([waitEnd(runId), stopped]);
+      reported = await Promise.race([
+        waitEnd(runId).then(() => null),
+        stopped,
+        ...(here ? [here.live.then((run) => Promise.race([run.ended, run.done]))] : []),
+      ]);
     } finally {
       stopping.removeEventListener("abort", onStop);
+      here?.cancel();
     }
-    view = await get(runId);
+    view = reported ?? (await get(runId));
     if (!view) throw notFound("run", runId);
   }
   // Left unfinished for the restart: it has no end to report yet.
