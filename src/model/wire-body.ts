@@ -43,7 +43,7 @@ function toolsPart(tools: ToolSpec[]): Buffer {
   if (known && known.tools.length === tools.length && known.tools.every((tool, i) => tool === tools[i])) {
     return known.part;
   }
-  const part = Buffer.from(`,"tools":${JSON.stringify(toChatTools(tools))}`);
+  const part = ownBytes(`,"tools":${JSON.stringify(toChatTools(tools))}`);
   toolParts.set(first, { tools: [...tools], part });
   return part;
 }
@@ -51,7 +51,9 @@ function toolsPart(tools: ToolSpec[]): Buffer {
 /**
  * The streaming request body (toChatRequest's) as the bytes sent: exactly
  * `JSON.stringify(toChatRequest(request, model, profile))` in UTF-8, with every message's
- * part encoded once and reused by later requests.
+ * part encoded once and reused by later requests. The body has memory of its own: it lives as
+ * long as its request (seconds, while the model streams), and a slice of Node's shared pool
+ * (64 KiB in Node 24) would keep the whole pool alive that long.
  */
 export function encodeChatRequest(request: ModelRequest, model: string, profile: ProviderProfile): Buffer {
   const parts: Buffer[] = [Buffer.from(`{"model":${JSON.stringify(model)},"messages":[`)];
@@ -62,5 +64,10 @@ export function encodeChatRequest(request: ModelRequest, model: string, profile:
   }
   parts.push(Buffer.from("]"), toolsPart(request.tools));
   parts.push(Buffer.from(`,"stream":true,"stream_options":{"include_usage":true}}`));
-  return Buffer.concat(parts);
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const body = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const part of parts) at += part.copy(body, at);
+  return body;
 }

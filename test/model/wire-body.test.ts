@@ -94,4 +94,11 @@ describe("the request body as sent: each message encoded once", () => {
       expect(JSON.parse(sent(r).toString("utf8")).tools).toEqual(toChatRequest(r, "m-odel").tools);
     }
   });
+
+  it("the body has memory of its own, not a slice of the shared pool that its request would keep alive whole", () => {
+    const body = sent(request({ system: "You are terse." }));
+    expect(body.length).toBeLessThan(Buffer.poolSize / 2); // small enough to be pooled by Buffer.concat
+    expect(body.byteOffset).toBe(0);
+    expect(body.buffer.byteLength).toBe(body.length);
+  });
 });
