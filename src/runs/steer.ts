@@ -32,8 +32,8 @@ export type SteerOutcome =
   | { to: "taken"; run: RunView; replayed?: boolean }
   | { to: "ended"; inputId?: string }
   | { to: "idle" }
-  /** An earlier copy of this request started a run (see `isRepeat`): nothing was steered. */
-  | { to: "repeated" };
+  /** An earlier copy of this request made a run (see `repeatedRun`), answered with: nothing was steered. */
+  | { to: "repeated"; started: StartedRun };
 
 /** A repeated steer whose idempotency key was first used for other input. */
 const keyReused = (messageId: string) =>
@@ -56,24 +56,25 @@ export async function steerActive(
     sessionId,
     input,
     inputId,
-    isRepeat,
+    repeatedRun,
   }: {
     sessionId: string;
     input: string;
     inputId?: string;
     /**
-     * Whether an earlier copy of this request started a run, having found the session idle:
-     * asked once an active run was found, so a run that copy made after this request last
-     * looked for one is seen too, whether it is the active run or ended already.
+     * The run an earlier copy of this request made, having found the session idle (null if
+     * none): asked once an active run was found, so a run that copy made after this request
+     * last looked for one is seen too, whether it is the active run or ended already.
      */
-    isRepeat?: () => Promise<boolean>;
+    repeatedRun?: () => Promise<StartedRun | null>;
   },
 ): Promise<SteerOutcome> {
   const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
   if (replayed) return replayed;
   const active = await deps.store.runs.active(sessionId);
   if (!active) return { to: "idle" };
-  if (await isRepeat?.()) return { to: "repeated" };
+  const repeated = await repeatedRun?.();
+  if (repeated) return { to: "repeated", started: repeated };
   const id = inputId ?? newId("msg");
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
@@ -152,23 +153,12 @@ export async function steerOrStart(
   start: (takesInput: string | undefined) => Promise<StartedRun>,
 ): Promise<StartedRun> {
   const inputId = steerInputId(params);
-  if (inputId !== undefined) {
-    const repeated = await runOfRepeatedSteer(deps.store, params, inputId);
-    if (repeated) return repeated;
-  }
-  const steered = await steerActive(deps, {
-    sessionId: params.session.id,
-    input: params.input,
-    inputId,
-    isRepeat: async () =>
-      params.idempotencyKey !== undefined &&
-      (await deps.store.runs.byIdempotencyKey(params.session.id, params.idempotencyKey)) !== null,
-  });
+  const repeatedRun = inputId === undefined ? undefined : () => runOfRepeatedSteer(deps.store, params, inputId);
+  const repeated = await repeatedRun?.();
+  if (repeated) return repeated;
+  const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
-  if (steered.to === "repeated" && inputId !== undefined) {
-    const repeated = await runOfRepeatedSteer(deps.store, params, inputId);
-    if (repeated) return repeated;
-  }
+  if (steered.to === "repeated") return steered.started;
   return startOfInput(steered, start, deps.store);
 }
 
