@@ -85,7 +85,11 @@ describe("the workspace boundary under a directory-for-symlink swap race", () =>
         if (shown(outcome).includes(OUTSIDE_MARK)) figure.leaked++;
       }
     }
+    // The swapper is dead before anything is looked at: a swap between the two lstat calls
+    // below would otherwise show neither name as the link.
+    const stopped = once(swapper!, "exit");
     swapper?.kill("SIGKILL");
+    await stopped;
     const after = await snapshot(target);
     const written = Object.keys(after).filter((name) => !(name in before)).length;
     const modified = Object.keys(before).filter((name) => after[name] !== before[name]).length;
