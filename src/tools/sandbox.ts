@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, closeSync, constants, lstatSync, openSync, readlinkSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { delimiter, resolve } from "node:path";
 
 /**
  * How the shell tools run a command: inside a bubblewrap sandbox, or (`none`) as the server's
@@ -135,11 +135,15 @@ export function bwrapArgs({
   ];
 }
 
-/** The absolute path of `bwrap` on PATH, or null. */
+/**
+ * The absolute path of `bwrap` on PATH, or null. A relative entry of PATH is taken from this
+ * process's working directory, once: a command is started from another directory (the
+ * workspace, or `/`), where the same relative name would find nothing.
+ */
 function findBwrap(path: string): string | null {
   for (const dir of path.split(delimiter)) {
     if (dir === "") continue;
-    const candidate = join(dir, "bwrap");
+    const candidate = resolve(dir, "bwrap");
     try {
       accessSync(candidate, constants.X_OK);
       return candidate;

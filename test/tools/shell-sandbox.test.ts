@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
@@ -174,6 +174,33 @@ describe("the sandboxed shell", () => {
 });
 
 describe("choosing the sandbox (SHELL_SANDBOX)", () => {
+  it("finds bwrap through a relative PATH entry and runs commands with it from any directory", async () => {
+    const real = sandbox.kind === "bwrap" ? sandbox.bwrap : "";
+    // A PATH entry relative to the server's directory, as an operator may have one (and not
+    // one that `..` would bring back to the same place from `/`).
+    const here = await mkdtemp(join(process.cwd(), ".relative-path-"));
+    try {
+      await mkdir(join(here, "bin"));
+      await symlink(real, join(here, "bin", "bwrap"));
+      const path = join(basename(here), "bin");
+      const found = resolveShellSandbox({
+        mode: "bwrap",
+        network: false,
+        tmpBytes: TMP_BYTES,
+        directory: layout.workspace,
+        path,
+      });
+      if (!found.ok || found.sandbox.kind !== "bwrap") throw new Error(`no sandbox: ${JSON.stringify(found)}`);
+      expect(found.sandbox.bwrap).toBe(join(here, "bin", "bwrap"));
+      const tool = createShellTool({ sandbox: found.sandbox });
+      expect(expectOk(await runTool(tool, layout.workspace, { command: "echo from-the-sandbox" }))).toBe(
+        "from-the-sandbox\n[exit code 0]",
+      );
+    } finally {
+      await rm(here, { recursive: true, force: true });
+    }
+  });
+
   it("auto falls back to none, with the reason, where bwrap is missing; bwrap then is a problem; off is none", () => {
     const directory = layout.workspace;
     const missing = { network: false, tmpBytes: TMP_BYTES, directory, path: "/nonexistent-bin" };
