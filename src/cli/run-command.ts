@@ -41,8 +41,9 @@ export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCo
       }),
     ]);
   } finally {
-    // The terminal is given back however the client stops.
+    // The terminal is given back however the client stops, with what it held.
     keys?.stop();
+    out.start();
     unsubscribe();
     // The answer's last line is ended, however the client stops.
     out.endLine();
@@ -88,6 +89,8 @@ async function startAndFollow({
     onReconnect: ({ after, reason }) => out.note(`[stream] lost (${reason}); reconnecting after event ${after}`),
   });
   for await (const frame of events) {
+    // While the output is stopped (Ctrl-S), the events wait at the server.
+    await out.flowing();
     // On a terminal, control characters in the JSON are escaped (the same JSON), as in the text.
     if (options.json) io.stdout.write(`${io.stdout.isTTY ? printableJson(frame.data) : frame.data}\n`);
     const event = decodeEvent(frame.data);
@@ -116,6 +119,8 @@ function questionKeys(options: RunOptions, io: CliIo, cancel: RunCancel, out: Ou
   return new TerminalKeys({
     input: stdin,
     onInterrupt: () => cancel.interrupt(),
+    stopOutput: () => out.stop(),
+    startOutput: () => out.start(),
     onIgnored: () =>
       out.note(
         "[input] ignored what was typed while no question was open (a question counts only keys typed after it)",

@@ -4,8 +4,12 @@ import { PassThrough, type Readable } from "node:stream";
 export type TtyInput = NodeJS.ReadableStream & { setRawMode(raw: boolean): unknown };
 
 const CTRL_C = 0x03;
+const CTRL_Q = 0x11;
+const CTRL_S = 0x13;
 const CTRL_Z = 0x1a;
 const CTRL_BACKSLASH = 0x1c;
+/** The keys handled here, never typed into a question. */
+const CONTROL_KEYS: ReadonlySet<number> = new Set([CTRL_C, CTRL_Q, CTRL_S, CTRL_Z, CTRL_BACKSLASH]);
 
 /**
  * The keyboard of a run that may ask questions. From `start` to `stop` the terminal is in
@@ -16,7 +20,9 @@ const CTRL_BACKSLASH = 0x1c;
  * `onIgnored` is called the first time keys are dropped. Ctrl-C is `onInterrupt`, Ctrl-Z
  * `suspend` (the process stopped in cooked mode, raw again when continued) and Ctrl-\ `quit`
  * (the terminal given back in cooked mode first), question or not: raw mode keeps the
- * terminal from sending SIGINT, SIGTSTP and SIGQUIT itself.
+ * terminal from sending SIGINT, SIGTSTP and SIGQUIT itself. It also turns off the terminal's
+ * flow control, so Ctrl-S is `stopOutput` and Ctrl-Q `startOutput`, and Ctrl-C, Ctrl-Z and
+ * Ctrl-\ start the output first, as a terminal does when such a key sends its signal.
  */
 export class TerminalKeys {
   #started = false;
@@ -30,6 +36,8 @@ export class TerminalKeys {
       onIgnored: () => void;
       suspend?: () => void;
       quit?: () => void;
+      stopOutput?: () => void;
+      startOutput?: () => void;
     },
   ) {}
 
@@ -72,9 +80,11 @@ export class TerminalKeys {
     let from = 0;
     for (let i = 0; i <= bytes.length; i++) {
       const byte = bytes[i];
-      if (byte !== undefined && byte !== CTRL_C && byte !== CTRL_Z && byte !== CTRL_BACKSLASH) continue;
+      if (byte !== undefined && !CONTROL_KEYS.has(byte)) continue;
       if (i > from) this.#route(bytes.subarray(from, i));
       from = i + 1;
+      if (byte === CTRL_S) this.deps.stopOutput?.();
+      else if (byte !== undefined) this.deps.startOutput?.();
       if (byte === CTRL_C) this.deps.onInterrupt();
       if (byte === CTRL_Z) this.#suspend();
       if (byte === CTRL_BACKSLASH) {

@@ -13,6 +13,8 @@ export interface OutStream {
 export class Outputs {
   #midLine = false;
   #held: string[] | null = null;
+  /** Output stopped (Ctrl-S): what is written meanwhile, in order, and who waits for `start`. */
+  #stopped: { writes: (() => void)[]; started: Promise<void>; start: () => void } | null = null;
 
   /** `showText` false: the answer's text is not written (stdout carries something else). */
   constructor(
@@ -21,15 +23,52 @@ export class Outputs {
     private readonly showText = true,
   ) {}
 
+  /**
+   * Stops the output, as a terminal's Ctrl-S does: after a note saying so, nothing is written
+   * until `start`. Whoever shows the run's events waits on `flowing` (so they wait at the
+   * server, not in this process's memory); the rest waits here.
+   */
+  stop(): void {
+    if (this.#stopped) return;
+    this.note("[output] stopped (Ctrl-S): Ctrl-Q goes on");
+    let start: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      start = resolve;
+    });
+    this.#stopped = { writes: [], started, start };
+  }
+
+  /** Goes on after `stop` (Ctrl-Q): what waited is written, in order. */
+  start(): void {
+    const stopped = this.#stopped;
+    if (!stopped) return;
+    this.#stopped = null;
+    for (const write of stopped.writes) write();
+    stopped.start();
+  }
+
+  /** Resolves once the output is not stopped. */
+  flowing(): Promise<void> {
+    return this.#stopped?.started ?? Promise.resolve();
+  }
+
   /** Writes answer text as it is (control characters escaped on a terminal). */
   text(text: string): void {
     if (text === "" || !this.showText) return;
+    if (this.#stopped) {
+      this.#stopped.writes.push(() => this.text(text));
+      return;
+    }
     this.stdout.write(this.stdout.isTTY ? printable(text, { keepLines: true }) : text);
     this.#midLine = !text.endsWith("\n");
   }
 
   /** Ends the answer's current line, if one is open. */
   endLine(): void {
+    if (this.#stopped) {
+      this.#stopped.writes.push(() => this.endLine());
+      return;
+    }
     if (this.#midLine) this.stdout.write("\n");
     this.#midLine = false;
   }
@@ -47,6 +86,10 @@ export class Outputs {
 
   /** A line on stderr. */
   note(line: string): void {
+    if (this.#stopped) {
+      this.#stopped.writes.push(() => this.note(line));
+      return;
+    }
     if (this.#held) {
       this.#held.push(line);
       return;

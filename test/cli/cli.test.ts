@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { freePort } from "../helpers/child-server.js";
@@ -229,6 +230,28 @@ describe("agent-server run", () => {
       const sessionId = sessionOf(result.stdout);
       expect(existsSync(await workspaceFile(sessionId, "hello.txt"))).toBe(true);
       expect(existsSync(await workspaceFile(sessionId, "second.txt"))).toBe(false);
+      expect(result.code).toBe(0);
+    });
+
+    it("Ctrl-S stops the output and Ctrl-Q shows what came meanwhile, as a terminal's flow control does (raw mode turns it off)", async () => {
+      // A reply's chunks go before its gate: the text comes in the reply after a held tool call.
+      const look = held({ toolCalls: [{ id: "call_list", name: "list_files", arguments: "{}" }] });
+      server.upstream.enqueue(look.reply, { text: ["Held back ", "until Ctrl-Q."] });
+      const cli = start();
+      await cli.waitFor(/^run run_\w+\r?$/m, "stdout");
+      cli.child.stdin?.write("\u0013");
+      await cli.waitFor(/\[output\] stopped \(Ctrl-S\): Ctrl-Q goes on/, "stdout");
+      look.release();
+      // The run ends at the server meanwhile; the client shows none of it.
+      const runId = runOf(cli.stdout());
+      for (let i = 0; i < 100 && (await get(`/runs/${runId}`)).status !== "finished"; i++) await delay(20);
+      expect(await get(`/runs/${runId}`)).toMatchObject({ status: "finished", stopReason: "complete" });
+      await delay(300);
+      expect(cli.stdout()).not.toContain("Held back");
+      expect(cli.child.exitCode).toBe(null);
+      cli.child.stdin?.write("\u0011");
+      const result = await cli.done;
+      expect(result.stdout).toContain("Held back until Ctrl-Q.");
       expect(result.code).toBe(0);
     });
 

@@ -27,7 +27,15 @@ class FakeTty extends PassThrough {
 /** Lets the fake terminal's keys reach their reader. */
 const typed = () => new Promise((resolve) => setImmediate(resolve));
 
-function setup(deps: { onInterrupt?: () => void; suspend?: () => void; quit?: () => void } = {}) {
+function setup(
+  deps: {
+    onInterrupt?: () => void;
+    suspend?: () => void;
+    quit?: () => void;
+    stopOutput?: () => void;
+    startOutput?: () => void;
+  } = {},
+) {
   const tty = new FakeTty();
   const output = new PassThrough();
   let shown = "";
@@ -41,6 +49,8 @@ function setup(deps: { onInterrupt?: () => void; suspend?: () => void; quit?: ()
     onIgnored: () => told.ignored++,
     suspend: deps.suspend,
     quit: deps.quit,
+    stopOutput: deps.stopOutput,
+    startOutput: deps.startOutput,
   });
   keys.start();
   const ask = terminalAsk({ keys, output });
@@ -164,6 +174,25 @@ describe("the keys a question is answered with", () => {
     tty.write("\u0003");
     await typed();
     expect(interrupts).toBe(2);
+  });
+
+  it("Ctrl-S stops the output and Ctrl-Q starts it, as the flow control raw mode turns off; Ctrl-C starts it too, then interrupts", async () => {
+    const seen: string[] = [];
+    const { tty, question, told } = setup({
+      stopOutput: () => seen.push("stop"),
+      startOutput: () => seen.push("start"),
+      onInterrupt: () => seen.push("interrupt"),
+    });
+    tty.write("\u0013");
+    await typed();
+    const asked = question();
+    tty.write("y\u0011\u0013\r");
+    expect(await asked.answer).toBe(true);
+    tty.write("\u0003");
+    await typed();
+    // Neither key is typed into the question nor counts as typed while none was open.
+    expect(seen).toEqual(["stop", "start", "stop", "start", "interrupt"]);
+    expect(told.ignored).toBe(0);
   });
 
   it("Ctrl-Z suspends in cooked mode, comes back in raw mode and shows the open question again", async () => {

@@ -168,6 +168,26 @@ describe("the transcript's last line", () => {
   });
 });
 
+describe("the output stopped by Ctrl-S", () => {
+  it("writes nothing after saying so until started, then what waited in order; whoever waits on flowing goes on then", async () => {
+    const written: string[] = [];
+    const terminal = { write: (text: string) => written.push(text), isTTY: true };
+    const out = new Outputs(terminal, terminal);
+    out.text("before");
+    out.stop();
+    const flowing = out.flowing().then(() => written.push("(flowing)"));
+    out.text(" held");
+    out.note("[run] a note");
+    out.endLine();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written).toEqual(["before", "\n[output] stopped (Ctrl-S): Ctrl-Q goes on\n"]);
+    out.start();
+    await flowing;
+    expect(written.slice(2)).toEqual([" held", "\n[run] a note\n", "(flowing)"]);
+    await out.flowing();
+  });
+});
+
 describe("text shown on the terminal", () => {
   it("shows control, bidirectional and zero-width characters as escapes, so a command reads as it runs", () => {
     expect(printable("echo safe \u202e# ~ fr- mr\u202c; rm -rf ~\u200b")).toBe(
