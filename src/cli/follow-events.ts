@@ -6,25 +6,29 @@ import { networkReason } from "./server-errors.js";
 import { readSse, type SseFrame } from "./sse-reader.js";
 
 /** The server sends a heartbeat every 15 s: a stream silent for this long is dead. */
-const IDLE_MS = 45_000;
+export const IDLE_MS = 45_000;
 
 /**
  * A run's events from `GET /runs/{id}/events`, each once, in order, up to and including
  * `run.finished`. A stream that drops (the connection breaks, falls silent, or ends early,
  * as when the server restarts) is reopened with `Last-Event-ID`; `onReconnect` is told once
  * per outage. When the attempts get no data for `giveUpMs`, it throws an unreachable
- * `CliError`. A refusal that cannot pass by itself (401, 404) is thrown as it is.
+ * `CliError`. A refusal that cannot pass by itself (401, 404) is thrown as it is. A stream
+ * counts as silent after `idleMs` without data while it is read: the time the caller keeps a
+ * frame before asking for the next (its output stopped by Ctrl-S) is not the server's silence.
  */
 export async function* followRunEvents({
   client,
   runId,
   onReconnect,
   giveUpMs = GIVE_UP_MS,
+  idleMs = IDLE_MS,
 }: {
   client: ApiClient;
   runId: string;
   onReconnect: (info: { after: number; reason: string }) => void;
   giveUpMs?: number;
+  idleMs?: number;
 }): AsyncGenerator<SseFrame> {
   const path = `/runs/${encodeURIComponent(runId)}/events`;
   let after = 0;
@@ -36,7 +40,7 @@ export async function* followRunEvents({
     let idle: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(idle);
-      idle = setTimeout(() => connection.abort(new Error(`no data for ${IDLE_MS / 1000} s`)), IDLE_MS);
+      idle = setTimeout(() => connection.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
     };
     const received = () => {
       failingSince = null;
@@ -61,8 +65,10 @@ export async function* followRunEvents({
           if (seq <= after) continue;
           after = seq;
         }
+        clearTimeout(idle);
         yield frame;
         if (frame.event === "run.finished") return;
+        arm();
       }
     } catch (error) {
       if (error instanceof CliError && !error.retryable) throw error;

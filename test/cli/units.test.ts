@@ -1,4 +1,7 @@
 /** The client's pure parts: exit codes, the SSE parser, the command line and AGENT_URL. */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { ApiClient } from "../../src/cli/api-client.js";
 import { parseCommand } from "../../src/cli/args.js";
@@ -144,6 +147,39 @@ describe("following a run's events", () => {
       /lost the events of run run_x and got nothing back for 1 s \(cannot reach .*ECONNREFUSED/,
     );
     expect(told).toHaveLength(1);
+  });
+});
+
+describe("a run's events kept by the caller", () => {
+  it("the time the caller keeps a frame (its output stopped) is not the server's silence: no reconnect", async () => {
+    let connections = 0;
+    const server = createServer((_request, response) => {
+      connections++;
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write('id: 1\nevent: run.started\ndata: {"type":"run.started"}\n\n');
+      const heartbeat = setInterval(() => response.write(": heartbeat\n\n"), 50);
+      setTimeout(() => {
+        clearInterval(heartbeat);
+        response.end('id: 2\nevent: run.finished\ndata: {"type":"run.finished"}\n\n');
+      }, 700);
+      response.on("close", () => clearInterval(heartbeat));
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = new ApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: null });
+      const told: string[] = [];
+      const events = followRunEvents({ client, runId: "run_x", idleMs: 200, onReconnect: (i) => told.push(i.reason) });
+      expect((await events.next()).value).toMatchObject({ id: "1" });
+      // Held three times the idle limit, as Ctrl-S holds it, while the server's heartbeats wait unread.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect((await events.next()).value).toMatchObject({ id: "2", event: "run.finished" });
+      expect([told, connections]).toEqual([[], 1]);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 
