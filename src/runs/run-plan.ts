@@ -10,9 +10,9 @@ export async function planOfRun(store: Store, record: RunRecord): Promise<Plan |
   return planFromMessages((await store.messages.ofRun(record.sessionId, record.id)).map(toAgentMessage));
 }
 
-/** A run as stored, with its plan; null when there is no such run. */
-export async function storedRunView(store: Store, runId: string): Promise<RunView | null> {
-  const record = await store.runs.get(runId);
+/** A run as stored (`known`: its record, read already), with its plan; null when there is no such run. */
+export async function storedRunView(store: Store, runId: string, known?: RunRecord): Promise<RunView | null> {
+  const record = known ?? (await store.runs.get(runId));
   return record ? runView(record, await planOfRun(store, record)) : null;
 }
 

@@ -109,10 +109,16 @@ export class RunService {
     );
   }
 
-  /** The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed). */
+  /**
+   * The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed).
+   * Whose it is is known before anything else of it is read: another key's run costs what no
+   * run costs, so its 404 takes no longer (the view reads a planning run's messages).
+   */
   async get(runId: string, owner: string | null): Promise<RunView> {
-    const run = await this.deps.manager.get(runId);
-    if (!run || !(await this.deps.store.sessions.get(run.sessionId, owner))) throw notFound("run", runId);
+    const record = await this.deps.store.runs.get(runId);
+    if (!record || !(await this.deps.store.sessions.get(record.sessionId, owner))) throw notFound("run", runId);
+    const run = await this.deps.manager.get(runId, { record });
+    if (!run) throw notFound("run", runId);
     return run;
   }
 
