@@ -151,7 +151,14 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     maxPendingPerKey: config.WEBHOOK_MAX_PENDING_PER_KEY,
     facts: metrics,
   });
-  const runs = new RunService({ store, manager, sessions, defaults: runDefaultsOf(config), webhookPolicy });
+  const runs = new RunService({
+    store,
+    manager,
+    sessions,
+    defaults: runDefaultsOf(config),
+    webhookPolicy,
+    hiddenWebhookUrl: config.AGENT_API_KEYS.length > 0 ? config.WEBHOOK_URL || null : null,
+  });
   // What a call gets without any override, under the ceiling.
   const tools: ToolCatalogEntry[] = describeWorkspaceTools(shellSandbox).map((tool) => ({
     ...tool,

@@ -79,6 +79,8 @@ export class RunService {
       sessions: SessionService;
       defaults: RunDefaults;
       webhookPolicy: { signing: boolean; allowPrivate: boolean };
+      /** The operator's receiver (WEBHOOK_URL, with API keys): its deliveries are listed without their URL. */
+      hiddenWebhookUrl?: string | null;
     },
   ) {}
 
@@ -147,12 +149,18 @@ export class RunService {
     return { run, text: await this.deps.store.messages.finalAnswer(run.sessionId, runId) };
   }
 
-  /** The run's webhook deliveries, oldest first: each try with its status code, and the next one's time. */
+  /**
+   * The run's webhook deliveries, oldest first: each try with its status code, and the next one's
+   * time. A delivery to the operator's own receiver (hiddenWebhookUrl) shows no URL: API keys set
+   * their receivers themselves, and the operator's URL may carry a token.
+   */
   async webhooks(runId: string, owner: string | null) {
     await this.get(runId, owner);
+    const hidden = this.deps.hiddenWebhookUrl ?? null;
     const items = (await this.deps.store.webhooks.ofRun(runId)).map(
-      ({ body: _body, owner: _owner, nextAttemptAt, ...delivery }) => ({
+      ({ body: _body, owner: _owner, nextAttemptAt, url, ...delivery }) => ({
         ...delivery,
+        url: url === hidden ? null : url,
         nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
       }),
     );
