@@ -67,7 +67,8 @@ function systemViewArgs(): string[] {
 /**
  * The bwrap command line that runs `/bin/sh -c command` in `workspace`: its own user, mount,
  * pid, ipc, uts, cgroup and (unless `network`) network namespaces, no capabilities, no further user namespaces (where this bwrap can
- * forbid them); the system read-only, a fresh /proc (its own processes only), a read-only
+ * forbid them); the system read-only, a fresh /proc (its own processes only; the kernel's
+ * settings in /proc/sys read-only), a read-only
  * /dev, an empty private /dev/shm and /tmp; the workspace, passed open as WORKSPACE_FD (so exactly
  * the directory the server checked), at its own path, read-only when `readOnly`. Nothing else
  * of the host is visible. A tmpfs's pages are host memory that belongs to no process (the OOM
@@ -102,6 +103,11 @@ export function bwrapArgs({
     ...systemViewArgs(),
     "--proc",
     "/proc",
+    // The kernel's settings: their files check only that the writer is the host's root, which
+    // the sandbox's root is when the server runs as root (bwrap leaves the directory writable).
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
     "--dev",
     "/dev",
     "--remount-ro",

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { basename, join } from "node:path";
@@ -170,6 +170,28 @@ describe("the sandboxed shell", () => {
     const outcome = await runTool(shell(), layout.workspace, { command: "head -c 5000000 /dev/zero | tr '\\0' a" });
     expect(expectOk(outcome)).toContain("output cut");
     expect(outcome).toMatchObject({ truncated: true });
+  });
+});
+
+describe("the host's kernel settings", () => {
+  // As an approved command would, with the server running as root (as in a plain `docker run`
+  // of an image running as root, or here): the sandbox's root is the host's root, and writing a
+  // file in /proc/sys checks no more than that. kernel.core_pattern set to `|<a program in the
+  // workspace>` would have the kernel run it as the host's root at the next crash of any process.
+  // The value read is written back: a write that succeeds changes nothing, and shows the hole.
+  it.each([false, true])("cannot be changed from the sandbox (read-only shell: %s)", async (readOnly) => {
+    const before = readFileSync("/proc/sys/kernel/core_pattern", "utf8");
+    const outcome = await runTool(shell({ readOnly }), layout.workspace, {
+      command: [
+        'v=$(cat /proc/sys/kernel/core_pattern); printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE-HOST-SETTING',
+        "grep -c ' /proc/sys ro,' /proc/self/mountinfo",
+        "exit 0",
+      ].join("; "),
+    });
+    const output = shown(outcome);
+    expect(output).not.toContain("WROTE-HOST-SETTING");
+    expect(output).toMatch(/Read-only file system/);
+    expect(readFileSync("/proc/sys/kernel/core_pattern", "utf8")).toBe(before);
   });
 });
 
