@@ -88,13 +88,19 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
   if (unrunnable) return notStarted(unrunnable);
   const output = new HeadTailBuffer(options.headBytes, options.tailBytes);
   const launch = gatedLaunch(options.file, options.args);
-  const child = spawn(launch.file, launch.args, {
-    cwd: options.cwd,
-    env: shellEnvironment(),
-    detached: true,
-    // stdin is the gate; the command itself gets /dev/null.
-    stdio: options.fd3 === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", options.fd3],
-  });
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(launch.file, launch.args, {
+      cwd: options.cwd,
+      env: shellEnvironment(),
+      detached: true,
+      // stdin is the gate; the command itself gets /dev/null.
+      stdio: options.fd3 === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", options.fd3],
+    });
+  } catch (err) {
+    // Refused before anything started (E2BIG: arguments over the system's limits).
+    return notStarted(errnoCode(err) ?? "unknown error");
+  }
   // Listened to at once: a spawn that fails emits 'error' on the next tick, and one nobody
   // listens to would end this process.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: unknown }>((resolve) => {

@@ -10,6 +10,8 @@ import { runShellCommand, type ShellRun } from "./shell-process.js";
 import { formatBytes } from "./text.js";
 import { openWorkspaceRoot } from "./workspace.js";
 
+/** The system's limit on one argument of a program (MAX_ARG_STRLEN: 32 pages), the command's terminating NUL included. */
+export const MAX_COMMAND_BYTES = 128 * 1024;
 export const SHELL_DEFAULT_TIMEOUT_MS = 30_000;
 export const SHELL_MAX_TIMEOUT_MS = 10 * 60_000;
 /** Between SIGTERM and SIGKILL when a command's process group is stopped. */
@@ -85,6 +87,14 @@ export function createShellTool({
       if (signal.aborted) return abortedOutcome("", false);
       if (command.includes("\0")) {
         return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
+      }
+      const bytes = Buffer.byteLength(command);
+      if (bytes >= MAX_COMMAND_BYTES) {
+        return toolError(
+          ToolErrorCode.shellFailed,
+          `the command is ${bytes} bytes; the system takes one of less than ${MAX_COMMAND_BYTES} (128 KiB): write a longer script to a file and run that`,
+          true,
+        );
       }
       // The sandbox mounts the directory opened here, checked to be the workspace.
       const opened = await openWorkspaceRoot(workspace);

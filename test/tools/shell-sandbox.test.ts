@@ -7,7 +7,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolErrorCode } from "../../src/tools/error-codes.js";
 import { resolveShellSandbox, type ShellSandbox } from "../../src/tools/sandbox.js";
-import { createShellTool } from "../../src/tools/shell.js";
+import { createShellTool, MAX_COMMAND_BYTES, shellTool } from "../../src/tools/shell.js";
 import { hostPids } from "../helpers/processes.js";
 import { expectError, expectOk, makeSandbox, runTool, shown } from "./helpers.js";
 
@@ -170,6 +170,19 @@ describe("the sandboxed shell", () => {
     const outcome = await runTool(shell(), layout.workspace, { command: "head -c 5000000 /dev/zero | tr '\\0' a" });
     expect(expectOk(outcome)).toContain("output cut");
     expect(outcome).toMatchObject({ truncated: true });
+  });
+});
+
+describe("a command longer than the system takes", () => {
+  it("is refused as a tool error saying so, sandboxed or not; one just under the limit runs", async () => {
+    for (const tool of [shellTool, shell()]) {
+      const over = await runTool(tool, layout.workspace, { command: `echo ${"a".repeat(200_000)} | wc -c` });
+      expect(expectError(over, ToolErrorCode.shellFailed)).toMatch(/the command is 200013 bytes; .*128 KiB/);
+      const under = `echo ${"a".repeat(MAX_COMMAND_BYTES - 20)} | wc -c`;
+      expect(expectOk(await runTool(tool, layout.workspace, { command: under }))).toBe(
+        `${MAX_COMMAND_BYTES - 19}\n[exit code 0]`,
+      );
+    }
   });
 });
 
