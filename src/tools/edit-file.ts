@@ -1,3 +1,4 @@
+import type { FileHandle } from "node:fs/promises";
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import { writeFileAtomic } from "./atomic-write.js";
@@ -62,7 +63,10 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
           false,
         );
       }
-      const bytes = await opened.file.readFile().finally(() => opened.file.close());
+      const bytes = await readUpTo(opened.file, info.size).finally(() => opened.file.close());
+      if (bytes === null) {
+        return toolError(ToolErrorCode.ioError, `"${path}" grew while it was being read; try again`, true);
+      }
       const text = bytes.toString("utf8");
       // A file that does not survive a UTF-8 round trip would be corrupted by rewriting it as text.
       if (looksBinary(bytes) || !Buffer.from(text, "utf8").equals(bytes)) {
@@ -112,3 +116,19 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
     }
   },
 };
+
+/**
+ * The file's bytes, read through its descriptor up to the `size` it had when checked: null when
+ * there are more (it grew meanwhile), so no more than one byte past the checked size is ever
+ * read, whatever another process does to the file.
+ */
+async function readUpTo(file: FileHandle, size: number): Promise<Buffer | null> {
+  const buffer = Buffer.alloc(size + 1);
+  let filled = 0;
+  while (filled < buffer.length) {
+    const { bytesRead } = await file.read(buffer, filled, buffer.length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return filled > size ? null : buffer.subarray(0, filled);
+}
