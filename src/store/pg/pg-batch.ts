@@ -1,6 +1,7 @@
 import type { Writable } from "node:stream";
 import type { Pool, PoolClient, QueryResult } from "pg";
 import type { StoreConflictError } from "../errors.js";
+import { decodeRows, encodeValues } from "./pg-text.js";
 
 /** One statement of a batch, as data. */
 export interface Statement {
@@ -33,7 +34,8 @@ const checked = (statement: Statement): string => {
  * their queries) and the server runs them in order. A statement that fails aborts the
  * transaction, so everything after it fails and the COMMIT rolls back; the first failure is
  * thrown (a refused statement as its conflict). The batch is data, built before it starts,
- * so no other work can run inside it.
+ * so no other work can run inside it. Its text values are sent encoded and its rows read back
+ * decoded (see pg-text.ts).
  */
 export async function runBatch(pool: Pool, statements: readonly Statement[]): Promise<QueryResult[]> {
   const client = await pool.connect();
@@ -47,7 +49,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
     try {
       sent = [
         client.query("BEGIN"),
-        ...statements.map((statement) => client.query(checked(statement), statement.values)),
+        ...statements.map((statement) => client.query(checked(statement), encodeValues(statement.values))),
         client.query("COMMIT"),
       ];
     } finally {
@@ -64,7 +66,11 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
         broken = reason instanceof Error ? reason : new Error(String(reason));
       throw reason;
     }
-    return settled.slice(1, -1).map((outcome) => (outcome as PromiseFulfilledResult<QueryResult>).value);
+    return settled.slice(1, -1).map((outcome) => {
+      const result = (outcome as PromiseFulfilledResult<QueryResult>).value;
+      decodeRows(result.rows);
+      return result;
+    });
   } finally {
     // A connection in an unknown state is dropped, not reused.
     client.release(broken);

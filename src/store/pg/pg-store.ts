@@ -21,6 +21,7 @@ import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
+import { decodeRows, encodeValues } from "./pg-text.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -34,13 +35,14 @@ export interface OpenPgStoreOptions {
 
 /**
  * The Store over a PostgreSQL pool (node-postgres). Reads are single statements on any pooled
- * connection; every write is one batch of statements run by runBatch in one transaction.
+ * connection; every write is one batch of statements run by runBatch in one transaction. Both
+ * send text values encoded and read them back decoded (pg-text.ts: U+0000 held losslessly).
  */
 export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WINDOW_MS } = {}): Store {
   const health = new StorageHealth();
   const rows = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> => {
     try {
-      return (await pool.query<R>(text, values)).rows;
+      return decodeRows((await pool.query<R>(text, encodeValues(values))).rows);
     } catch (err) {
       throw translatePgError(err);
     }

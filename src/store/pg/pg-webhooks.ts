@@ -124,8 +124,10 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
       const pending = next.status === "pending";
       await write([
         {
-          // The SET expressions read the row as it was: only a pending one takes the outcome.
-          text: `UPDATE webhook_deliveries SET attempts = (attempts::jsonb || jsonb_build_array($2::jsonb))::text,
+          // The SET expressions read the row as it was: only a pending one takes the outcome. The
+          // attempt is appended to the JSON text as text: jsonb refuses `\u0000`, which an error may hold.
+          text: `UPDATE webhook_deliveries SET attempts = CASE WHEN attempts ~ '^\\[\\s*\\]$' THEN '[' || $2 || ']'
+                   ELSE left(rtrim(attempts), -1) || ',' || $2 || ']' END,
                    status = CASE WHEN status = 'pending' THEN $3 ELSE status END,
                    next_attempt_at = CASE WHEN status = 'pending' THEN $4 ELSE next_attempt_at END,
                    finished_at = CASE WHEN status = 'pending' THEN $5 ELSE finished_at END,
