@@ -30,6 +30,8 @@ export const ToolErrorCode = {
   shellFailed: "SHELL_FAILED",
   shellTimeout: "SHELL_TIMEOUT",
   shellAborted: "SHELL_ABORTED",
+  /** read_file: the run was cancelled (or ran out of time) while the file was being read. */
+  readAborted: "READ_ABORTED",
   /** An unexpected file-system error (permissions, I/O); the message names the system code. */
   ioError: "IO_ERROR",
 } as const;

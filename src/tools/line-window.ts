@@ -51,6 +51,17 @@ export class LineWindow {
     return this.lineNo - 1;
   }
 
+  /**
+   * Call instead of `end` when input stops before the text's end (a read limit): the line in
+   * progress, if in the window and begun, is kept marked as not read to its end. Returns the
+   * number of that line, the last one the input reached.
+   */
+  cutShort(): number {
+    const reached = this.lineNo;
+    if (!this.stoppedBy && this.partialLength > 0) this.finishLine(true);
+    return reached;
+  }
+
   private inWindow(): boolean {
     return this.lineNo >= this.options.startLine && this.lineNo <= this.options.endLine;
   }
@@ -61,10 +72,16 @@ export class LineWindow {
     if (room > 0 && this.inWindow()) this.partial += text.slice(from, Math.min(to, from + room));
   }
 
-  private finishLine(): void {
+  /** `unfinished`: the line goes on past the input; `extra` then counts only the chars read. */
+  private finishLine(unfinished = false): void {
     if (this.inWindow()) {
       const extra = this.partialLength - this.partial.length;
-      const text = extra > 0 ? `${this.partial}… [line cut: ${extra} more chars]` : this.partial;
+      const text =
+        extra > 0
+          ? `${this.partial}… [line cut: ${unfinished ? "at least " : ""}${extra} more chars]`
+          : unfinished
+            ? `${this.partial}… [line cut: not read to its end]`
+            : this.partial;
       const formatted = `${String(this.lineNo).padStart(6)}\t${text}`;
       const size = Buffer.byteLength(formatted) + 1;
       if (this.lines.length >= this.options.maxLines || this.bytes + size > this.options.maxBytes) {

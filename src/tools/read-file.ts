@@ -15,6 +15,13 @@ import { locateInWorkspace } from "./workspace.js";
 export const READ_MAX_LINES = 2000;
 export const READ_MAX_BYTES = 100_000;
 export const READ_MAX_LINE_CHARS = 2000;
+/**
+ * At most this many bytes of a file are read per call, whatever its size: reaching a window
+ * (or counting what follows a cut line) never reads further, so a huge or sparse file costs a
+ * bounded time (~0.3 s at ~200 MB/s of decoding). Lines past it are out of read_file's reach;
+ * the result says where it stopped and how big the file is.
+ */
+export const READ_MAX_SCAN_BYTES = 64 * 1024 * 1024;
 const CHUNK_BYTES = 64 * 1024;
 
 export const readFileInput = z.strictObject({
@@ -36,10 +43,11 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
     "Read a text file from the workspace. Each line is shown as `<line number>\\t<text>` (the number and tab " +
     "are not part of the file). Use startLine/endLine to read part of a large file. Output is capped at " +
     `${READ_MAX_LINES} lines and ${READ_MAX_BYTES} bytes, lines longer than ${READ_MAX_LINE_CHARS} characters are ` +
-    "cut; a note at the end says when and where to continue. Binary files are refused.",
+    `cut; a note at the end says when and where to continue. Only the first ${formatBytes(READ_MAX_SCAN_BYTES)} ` +
+    "of a file are read. Binary files are refused.",
   inputSchema: readFileInput,
   readOnly: true,
-  async execute({ path, startLine = 1, endLine }, { workspace }) {
+  async execute({ path, startLine = 1, endLine }, { workspace, signal }) {
     if (endLine !== undefined && endLine < startLine) {
       return toolError(
         ToolErrorCode.invalidLineRange,
@@ -53,7 +61,7 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
       const opened = await openLocatedFile(located.at, path);
       if (!opened.ok) return opened.outcome;
       try {
-        return await readWindow({ ...opened, display: path, startLine, endLine: endLine ?? Infinity });
+        return await readWindow({ ...opened, display: path, startLine, endLine: endLine ?? Infinity, signal });
       } finally {
         await opened.file.close();
       }
@@ -65,19 +73,25 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
   },
 };
 
-/** Streams the open file until the requested window (or a cap) is complete: never holds the whole file. */
+/**
+ * Streams the open file until the requested window (or a cap) is complete, reading at most
+ * READ_MAX_SCAN_BYTES and never holding the whole file. `signal` is looked at before each
+ * read: once it fires, the result is READ_ABORTED.
+ */
 async function readWindow({
   file: handle,
   info,
   display,
   startLine,
   endLine,
+  signal,
 }: {
   file: FileHandle;
   info: Stats;
   display: string;
   startLine: number;
   endLine: number;
+  signal: AbortSignal;
 }): Promise<ToolOutcome> {
   const window = new LineWindow({
     startLine,
@@ -101,9 +115,20 @@ async function readWindow({
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   let first = true;
   let more = true;
+  let scanned = 0;
+  /** The line reading was in when it stopped at READ_MAX_SCAN_BYTES, the file going on; else null. */
+  let reached: number | null = null;
   while (more) {
-    const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    if (signal.aborted) return abortedOutcome(display);
+    const want = Math.min(CHUNK_BYTES, READ_MAX_SCAN_BYTES - scanned);
+    // At the limit, one byte more tells whether the file goes on (then it is left unread).
+    const { bytesRead } = await handle.read(buffer, 0, Math.max(want, 1), null);
     if (bytesRead === 0) break;
+    if (want === 0) {
+      reached = window.cutShort();
+      break;
+    }
+    scanned += bytesRead;
     const bytes = buffer.subarray(0, bytesRead);
     if (first && looksBinary(bytes)) {
       return toolError(ToolErrorCode.binaryFile, `"${display}" is a binary file (${formatBytes(info.size)})`, false);
@@ -112,12 +137,20 @@ async function readWindow({
     checkUtf8(bytes, true);
     more = window.push(decoder.write(bytes));
   }
-  if (more) {
+  if (more && reached === null) {
     checkUtf8(new Uint8Array(0), false);
     window.push(decoder.end());
   }
-  const totalLines = window.end();
+  const totalLines = reached === null ? window.end() : 0;
 
+  if (window.lines.length === 0 && reached !== null) {
+    return toolError(
+      ToolErrorCode.fileTooLarge,
+      `startLine ${startLine} lies past the first ${formatBytes(READ_MAX_SCAN_BYTES)} of "${display}" ` +
+        `(${formatBytes(info.size)}), which is as far as read_file reads: they reach line ${reached}`,
+      false,
+    );
+  }
   if (window.lines.length === 0) {
     if (totalLines === 0 && startLine === 1) return toolOk(`(empty file: ${display})`);
     return toolError(
@@ -132,6 +165,11 @@ async function readWindow({
       `[truncated: showing lines ${window.firstKept}-${window.lastKept}; the file (${formatBytes(info.size)}) has more. ` +
         `Output is capped at ${READ_MAX_LINES} lines / ${READ_MAX_BYTES} bytes; continue with startLine=${window.lastKept + 1}]`,
     );
+  } else if (reached !== null) {
+    notes.push(
+      `[truncated: showing lines ${window.firstKept}-${window.lastKept}; the file (${formatBytes(info.size)}) goes on ` +
+        `past its first ${formatBytes(READ_MAX_SCAN_BYTES)}, which is as far as read_file reads (it stopped at line ${reached})]`,
+    );
   }
   if (window.cutLines > 0) {
     notes.push(
@@ -144,3 +182,6 @@ async function readWindow({
   }
   return toolOk([...window.lines, ...notes].join("\n"), truncated);
 }
+
+const abortedOutcome = (display: string): ToolOutcome =>
+  toolError(ToolErrorCode.readAborted, `reading "${display}" was stopped because the run was cancelled`, false);

@@ -6,9 +6,15 @@ export function looksBinary(head: Uint8Array): boolean {
   return head.subarray(0, BINARY_SNIFF_BYTES).includes(0);
 }
 
-/** A byte count for people: "512 B", "2.0 KiB", "50.0 MiB". */
+/** A byte count for people: "512 B", "2.0 KiB", "50.0 MiB", "4.0 GiB", "16.0 TiB". */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let unit = 0;
+  let scaled = bytes / 1024;
+  while (scaled >= 1024 && unit < units.length - 1) {
+    scaled /= 1024;
+    unit++;
+  }
+  return `${scaled.toFixed(1)} ${units[unit]}`;
 }

@@ -197,6 +197,7 @@ describe("the workspace tool registry", () => {
       shellFailed: "SHELL_FAILED",
       shellTimeout: "SHELL_TIMEOUT",
       shellAborted: "SHELL_ABORTED",
+      readAborted: "READ_ABORTED",
     });
   });
 });
