@@ -19,6 +19,14 @@ export const SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024;
 export const SEARCH_MAX_FILES = 20_000;
 /** Files the walk hands to the search worker at most, before the glob filters them. */
 export const SEARCH_MAX_WALKED_FILES = 100_000;
+/**
+ * The paths of those files, in characters in all, at most: the server holds them and copies
+ * them into the worker (twice: as the path and as its components), so deep trees of long
+ * names (16 KB paths) cannot fill memory. 100,000 paths of 80 characters fit.
+ */
+export const SEARCH_MAX_WALKED_PATH_CHARS = 8_000_000;
+/** Directory entries (of any kind) the walk reads at most: bounds what it holds while walking. */
+export const SEARCH_MAX_LISTED_ENTRIES = 250_000;
 /** The whole search (walk and match) is stopped after this long. */
 export const SEARCH_TIME_LIMIT_MS = 10_000;
 const WALK_MAX_DEPTH = 64;
@@ -131,6 +139,8 @@ async function searchLocated({
 }): Promise<ToolOutcome> {
   const files: SearchWorkerData["files"] = [];
   let tooManyFiles = false;
+  /** Why the walk stopped before covering the tree (a bound), null when it covered it. */
+  let walkCut: string | null = null;
   let start: { dir: OpenDir; close(): Promise<void> };
   if (at.kind === "file" && at.name !== null) {
     // A single file: the worker opens it inside its directory (held by the location).
@@ -148,15 +158,33 @@ async function searchLocated({
   let run: Awaited<ReturnType<typeof runSearchWorker>>;
   try {
     if (at.kind === "directory") {
-      for await (const entry of walk({ start: start.dir, relative: at.relative, maxDepth: WALK_MAX_DEPTH })) {
-        if (signal.aborted) return abortedOutcome();
-        if (Date.now() > deadline) return timeoutOutcome(timeLimitMs);
+      // The walk stops at the time limit or the run's cancellation, letting the loop turn meanwhile.
+      const walkSignal = AbortSignal.any([signal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
+      const walked = walk({
+        start: start.dir,
+        relative: at.relative,
+        maxDepth: WALK_MAX_DEPTH,
+        signal: walkSignal,
+        maxListed: SEARCH_MAX_LISTED_ENTRIES,
+      });
+      let pathChars = 0;
+      for await (const entry of walked) {
         if (entry.kind !== "file") continue;
         if (files.length === SEARCH_MAX_WALKED_FILES) {
           tooManyFiles = true;
           break;
         }
+        pathChars += entry.relative.length;
+        if (pathChars > SEARCH_MAX_WALKED_PATH_CHARS) {
+          walkCut = `the paths of the files found passed ${SEARCH_MAX_WALKED_PATH_CHARS} characters`;
+          break;
+        }
         files.push({ segments: entry.segments, relative: entry.relative });
+      }
+      if (signal.aborted) return abortedOutcome();
+      if (walked.cut === "aborted" || Date.now() > deadline) return timeoutOutcome(timeLimitMs);
+      if (walked.cut === "too_many_entries") {
+        walkCut = `the directories held over ${SEARCH_MAX_LISTED_ENTRIES} entries`;
       }
     }
     run = await runSearchWorker({
@@ -193,13 +221,18 @@ async function searchLocated({
   if (tooManyFiles) {
     notes.push(`[truncated: only the first ${SEARCH_MAX_FILES} files were searched; narrow the path or glob]`);
   }
+  if (walkCut !== null) {
+    notes.push(
+      `[truncated: only part of the workspace was searched, the first ${plural(files.length, "file")} in path order (${walkCut}); narrow the path]`,
+    );
+  }
   if (skippedLarge > 0) {
     notes.push(
       `[truncated: skipped ${plural(skippedLarge, "file")} larger than ${formatBytes(SEARCH_MAX_FILE_BYTES)}; read them with read_file]`,
     );
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
-  const truncated = tooManyMatches || tooManyFiles || skippedLarge > 0;
+  const truncated = tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0;
   const body = matches.length > 0 ? matches : [`no matches in ${plural(searched, "file")} searched`];
   return toolOk([...body, ...notes].join("\n"), truncated);
 }

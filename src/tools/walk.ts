@@ -1,15 +1,21 @@
-import type { Dirent } from "node:fs";
-import { readdir } from "node:fs/promises";
+import type { Dir, Dirent } from "node:fs";
+import { opendir } from "node:fs/promises";
+import { performance } from "node:perf_hooks";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { closeDir, dirPath, type OpenDir, openDirAt } from "./open-dir.js";
+import { slicedSort } from "./sliced-sort.js";
 
 /** Directory names never listed or searched: noise for the model, and often huge. */
 export const HIDDEN_DIRECTORY_NAMES: ReadonlySet<string> = new Set([".git", "node_modules"]);
 
+/** The walk lets the event loop turn once it has run this long since it last did. */
+const WALK_SLICE_MS = 10;
+
 export type WalkEntryKind = "directory" | "file" | "symlink" | "other";
 
 export interface WalkEntry {
-  /** Path relative to the workspace root, `/`-separated. */
+  /** Path relative to the workspace root, `/`-separated (sharing its directory's prefix in memory). */
   relative: string;
   /** Path components relative to the start directory. */
   segments: string[];
@@ -19,63 +25,147 @@ export interface WalkEntry {
   depth: number;
 }
 
+/** Why a walk ended before covering its tree: its signal fired, or it would have read more than `maxListed` entries. */
+export type WalkCut = "aborted" | "too_many_entries";
+
+export interface Walk extends AsyncIterable<WalkEntry> {
+  /** Null while the walk runs, and when it ended by covering the tree or by the caller's break. */
+  readonly cut: WalkCut | null;
+}
+
+export interface WalkOptions {
+  start: OpenDir;
+  /** Where `start` is in the workspace, "." for the root. */
+  relative: string;
+  maxDepth: number;
+  /** Once it fires, the walk ends before its next entry (cut "aborted"). */
+  signal?: AbortSignal;
+  /**
+   * The directory entries the walk reads in all (hidden ones included), at most: the directory
+   * that would pass it is not listed and the walk ends there (cut "too_many_entries"). It
+   * bounds the memory the walk holds (each open directory's sorted entries).
+   */
+  maxListed?: number;
+}
+
+interface Frame {
+  dir: OpenDir;
+  entries: Dirent[];
+  next: number;
+  /** The directory's path relative to the workspace root, with a trailing `/` ("" for the root). */
+  prefix: string;
+  segments: string[];
+  depth: number;
+}
+
 const kindOf = (entry: Dirent): WalkEntryKind =>
   entry.isDirectory() ? "directory" : entry.isFile() ? "file" : entry.isSymbolicLink() ? "symlink" : "other";
 
 const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
- * Walks the open directory `start` (at `relative` in the workspace, "." for the root)
- * depth-first, each directory's entries sorted by name (code points), each directory followed
- * by its contents. Every directory is listed through a descriptor opened inside its parent's
- * without following a link, so a directory swapped for a symlink mid-walk is skipped, never
- * entered. Symlinks are reported, never followed; `.git` and `node_modules` are skipped
- * entirely; directories below `maxDepth` are not entered; unreadable directories are skipped,
- * but a directory that cannot be opened or read for lack of file descriptors (EMFILE, ENFILE)
- * throws that error: skipping it would make the walk look complete without its contents.
- * Stop early by breaking out of the loop (the directories it opened are closed). `start`
- * stays the caller's to close.
+ * Walks the open directory `start` depth-first, each directory's entries sorted by name (code
+ * points), each directory followed by its contents. Every directory is listed through a
+ * descriptor opened inside its parent's without following a link, so a directory swapped for
+ * a symlink mid-walk is skipped, never entered. Symlinks are reported, never followed; `.git`
+ * and `node_modules` are skipped entirely; directories below `maxDepth` are not entered;
+ * unreadable directories are skipped, but a directory that cannot be opened or read for lack
+ * of file descriptors (EMFILE, ENFILE) throws that error: skipping it would make the walk look
+ * complete without its contents. The walk costs the same per entry at any depth, and lets the
+ * event loop turn every WALK_SLICE_MS, however fast its consumer takes the entries. Stop early
+ * by breaking out of the loop (the directories it opened are closed). `start` stays the
+ * caller's to close.
  */
-export async function* walk({
-  start,
-  relative,
-  maxDepth,
-}: {
-  start: OpenDir;
-  relative: string;
-  maxDepth: number;
-}): AsyncGenerator<WalkEntry> {
-  yield* walkDir(start, relative === "." ? "" : `${relative}/`, [], 1, maxDepth);
+export function walk(options: WalkOptions): Walk {
+  const state: { cut: WalkCut | null } = { cut: null };
+  return {
+    get cut() {
+      return state.cut;
+    },
+    [Symbol.asyncIterator]: () => walkEntries(options, state),
+  };
 }
 
-async function* walkDir(
-  dir: OpenDir,
-  prefix: string,
-  segments: string[],
-  depth: number,
-  maxDepth: number,
+async function* walkEntries(
+  { start, relative, maxDepth, signal, maxListed = Number.POSITIVE_INFINITY }: WalkOptions,
+  state: { cut: WalkCut | null },
 ): AsyncGenerator<WalkEntry> {
-  let entries: Dirent[];
-  try {
-    entries = await readdir(dirPath(dir), { withFileTypes: true });
-  } catch (err) {
-    if (isOutOfDescriptors(errnoCode(err))) throw err;
-    return;
-  }
-  entries.sort(byName);
-  for (const entry of entries) {
-    if (HIDDEN_DIRECTORY_NAMES.has(entry.name)) continue;
-    const kind = kindOf(entry);
-    const here = [...segments, entry.name];
-    yield { relative: prefix + here.join("/"), segments: here, name: entry.name, kind, depth };
-    if (kind !== "directory" || depth >= maxDepth) continue;
-    const sub = await openDirAt(dir, entry.name).catch(skipUnlessOutOfDescriptors);
-    if (!sub) continue;
-    try {
-      yield* walkDir(sub, prefix, here, depth + 1, maxDepth);
-    } finally {
-      await closeDir(sub);
+  const stack: Frame[] = [];
+  let listed = 0;
+  /** Lists `dir` onto the stack; false (cut set) when its entries would pass maxListed. */
+  const enter = async (dir: OpenDir, prefix: string, segments: string[], depth: number): Promise<boolean> => {
+    const entries = await listDir(dir, maxListed - listed);
+    if (entries === null) {
+      state.cut = "too_many_entries";
+      return false;
     }
+    listed += entries.length;
+    stack.push({ dir, entries: await slicedSort(entries, byName, WALK_SLICE_MS), next: 0, prefix, segments, depth });
+    return true;
+  };
+  let turned = performance.now();
+  try {
+    if (!(await enter(start, relative === "." ? "" : `${relative}/`, [], 1))) return;
+    while (stack.length > 0) {
+      if (signal?.aborted) {
+        state.cut = "aborted";
+        return;
+      }
+      if (performance.now() - turned > WALK_SLICE_MS) {
+        await nextTurn();
+        turned = performance.now();
+      }
+      const frame = stack[stack.length - 1] as Frame;
+      const entry = frame.entries[frame.next++];
+      if (!entry) {
+        stack.pop();
+        if (frame.dir !== start) await closeDir(frame.dir);
+        continue;
+      }
+      if (HIDDEN_DIRECTORY_NAMES.has(entry.name)) continue;
+      const kind = kindOf(entry);
+      const here = [...frame.segments, entry.name];
+      const path = frame.prefix + entry.name;
+      yield { relative: path, segments: here, name: entry.name, kind, depth: frame.depth };
+      if (kind !== "directory" || frame.depth >= maxDepth) continue;
+      const sub = await openDirAt(frame.dir, entry.name).catch(skipUnlessOutOfDescriptors);
+      if (!sub) continue;
+      let entered = false;
+      try {
+        entered = await enter(sub, `${path}/`, here, frame.depth + 1);
+      } finally {
+        if (!entered) await closeDir(sub);
+      }
+      if (!entered) return;
+    }
+  } finally {
+    for (const frame of stack) if (frame.dir !== start) await closeDir(frame.dir);
+  }
+}
+
+/**
+ * The entries of `dir`, read as a stream so that no more than `room` + 1 are ever held: null
+ * when it has more than `room`. An unreadable directory has none, unless it lacks a file
+ * descriptor (that error is thrown).
+ */
+async function listDir(dir: OpenDir, room: number): Promise<Dirent[] | null> {
+  const entries: Dirent[] = [];
+  let handle: Dir;
+  try {
+    handle = await opendir(dirPath(dir), { bufferSize: 256 });
+  } catch (err) {
+    return skipUnlessOutOfDescriptors(err) ?? [];
+  }
+  try {
+    for (let entry = await handle.read(); entry !== null; entry = await handle.read()) {
+      if (entries.length >= room) return null;
+      entries.push(entry);
+    }
+    return entries;
+  } catch (err) {
+    return skipUnlessOutOfDescriptors(err) ?? [];
+  } finally {
+    await handle.close().catch(() => {});
   }
 }
 
