@@ -108,7 +108,14 @@ search: for (const file of files) {
     const stat = fs.fstatSync(fd);
     if (!stat.isFile()) continue;
     if (stat.size > maxFileBytes) { result.skippedLarge++; continue; }
-    buffer = fs.readFileSync(fd);
+    // At most the size checked, plus one byte to see that it grew meanwhile (then it is large).
+    buffer = Buffer.allocUnsafe(stat.size + 1);
+    let filled = 0;
+    for (let read = -1; read !== 0 && filled < buffer.length; filled += read) {
+      read = fs.readSync(fd, buffer, filled, buffer.length - filled, filled);
+    }
+    if (filled > stat.size) { result.skippedLarge++; continue; }
+    buffer = buffer.subarray(0, filled);
   } catch (err) {
     // A file that vanished or was swapped for a link is skipped; one that cannot be opened
     // for lack of descriptors is not, or the answer would silently miss files.
