@@ -13,7 +13,7 @@ import { makeSandbox, runTool } from "./helpers.js";
  * up to 2 GiB: 300 MiB a call, over 1 GB of buffers at once, before). Its text never matches,
  * so no edit replaces the file the command holds open.
  */
-const FLIP = String.raw`
+const FLIP = `
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
 print("flipping", flush=True)
@@ -43,7 +43,11 @@ describe("edit_file on a file that grows after its size was checked", () => {
     const deadline = Date.now() + 3000;
     try {
       while (Date.now() < deadline) {
-        const outcome = await runTool(editFileTool, workspace, { path: "flip.txt", oldText: "never there", newText: "y" });
+        const outcome = await runTool(editFileTool, workspace, {
+          path: "flip.txt",
+          oldText: "never there",
+          newText: "y",
+        });
         const kind = outcome.ok ? "ok" : outcome.errorCode;
         outcomes.set(kind, (outcomes.get(kind) ?? 0) + 1);
       }
