@@ -28,6 +28,8 @@ interface TracedRun {
   description: RunDescription;
   span: Span | null;
   context: Context;
+  /** The latest end of its child spans (ms): the run's span ends no sooner. */
+  childrenEnd: number;
 }
 
 /**
@@ -75,7 +77,7 @@ export class RunTracer implements RunFacts {
         run.context,
       );
       if (fact.errorType !== null) failed(span, fact.errorType, fact.errorMessage);
-      span.end(fact.startedAt + fact.latencyMs);
+      endChild(run, span, fact.startedAt + fact.latencyMs);
     });
   }
 
@@ -96,7 +98,7 @@ export class RunTracer implements RunFacts {
         run.context,
       );
       if (fact.outcome !== "ok") failed(span, fact.outcome, null);
-      span.end(fact.startedAt + fact.durationMs);
+      endChild(run, span, fact.startedAt + fact.durationMs);
     });
   }
 
@@ -110,7 +112,8 @@ export class RunTracer implements RunFacts {
         "agent_server.run.stop_reason": view.stopReason ?? undefined,
       });
       if (view.stopReason === "error") failed(span, view.error?.code ?? "_OTHER", view.error?.message ?? null);
-      span.end(at);
+      // A child's end is its start plus a duration rounded to the ms: it may pass `at` by one.
+      span.end(Math.max(at, run.childrenEnd));
     });
     this.#runs.delete(view.id);
   }
@@ -124,7 +127,7 @@ export class RunTracer implements RunFacts {
     for (const [runId, run] of this.#runs) {
       this.#on(runId, now, () => {
         run.span?.setAttribute("agent_server.run.suspended", true);
-        run.span?.end(now);
+        run.span?.end(Math.max(now, run.childrenEnd));
       });
     }
     this.#runs.clear();
@@ -141,6 +144,7 @@ export class RunTracer implements RunFacts {
         description: { sessionId: null, model: null },
         span: null,
         context: ROOT_CONTEXT,
+        childrenEnd: 0,
       };
       const described = this.describe(runId).catch(() => traced.description);
       traced.queue = Promise.all([described, this.tracer]).then(([description, tracer]) => {
@@ -174,6 +178,12 @@ export class RunTracer implements RunFacts {
       "gen_ai.conversation.id": run.description.sessionId ?? undefined,
     };
   }
+}
+
+/** Ends a child span of `run` at `end` (ms), which its run's span then does not end before. */
+function endChild(run: TracedRun, span: Span, end: number): void {
+  run.childrenEnd = Math.max(run.childrenEnd, end);
+  span.end(end);
 }
 
 /** Marks a span failed, as the conventions record errors: `error.type` and an ERROR status. */
