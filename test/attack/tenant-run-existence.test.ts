@@ -7,7 +7,7 @@
  * does not own it. Counted here as the reads of A's messages that B's requests cause: none.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Store } from "../../src/store/store.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -26,19 +26,11 @@ describe.each(["sqlite", "postgres"] as const)("another key's run, on %s", (back
     server = await startTestServer({
       backend,
       env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}` },
-      wrapStore: (store): Store => ({
-        ...store,
-        messages: new Proxy(store.messages, {
-          get(target, name) {
-            const value = Reflect.get(target, name, target);
-            if (typeof value !== "function") return value;
-            return (...args: unknown[]) => {
-              messageReads.push(String(name));
-              return value.apply(target, args);
-            };
-          },
+      wrapStore: (store) =>
+        aroundStore(store, "messages", (name, _args, call) => {
+          messageReads.push(name);
+          return call();
         }),
-      }),
     });
     server.upstream.enqueue(
       {

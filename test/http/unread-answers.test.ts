@@ -11,10 +11,10 @@
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Store } from "../../src/store/store.js";
 import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 import { openSse } from "../helpers/sse-client.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -45,21 +45,13 @@ async function serve(timeoutMs: number, env: Record<string, string> = {}, readDe
   const server = await startTestServer({
     env: { AGENT_API_KEYS: KEY, RESPONSE_WRITE_TIMEOUT_MS: String(timeoutMs), ...env },
     logger,
-    wrapStore: (store): Store => ({
-      ...store,
-      sessions: new Proxy(store.sessions, {
-        get(target, name) {
-          const value = Reflect.get(target, name, target);
-          if (typeof value !== "function") return value;
-          if (name !== "get") return value.bind(target);
-          return (...args: unknown[]) => {
-            reads++;
-            if (readDelayMs === 0) return value.apply(target, args);
-            return new Promise((resolve) => setTimeout(resolve, readDelayMs)).then(() => value.apply(target, args));
-          };
-        },
+    wrapStore: (store) =>
+      aroundStore(store, "sessions", (name, _args, call) => {
+        if (name !== "get") return call();
+        reads++;
+        if (readDelayMs === 0) return call();
+        return new Promise((resolve) => setTimeout(resolve, readDelayMs)).then(call);
       }),
-    }),
   });
   const bySourcePort = new Map<number, net.Socket>();
   server.app.server.on("connection", (socket: net.Socket) => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Store } from "../../src/store/store.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
@@ -19,20 +19,11 @@ describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s",
     const reads: string[] = [];
     server = await startTestServer({
       backend,
-      wrapStore: (store): Store => ({
-        ...store,
-        messages: new Proxy(store.messages, {
-          get(target, name) {
-            const value = Reflect.get(target, name, target);
-            if (typeof value !== "function") return value;
-            if (name !== "ofRun") return value.bind(target);
-            return (...args: unknown[]) => {
-              reads.push(args[1] as string);
-              return value.apply(target, args);
-            };
-          },
+      wrapStore: (store) =>
+        aroundStore(store, "messages", (name, args, call) => {
+          if (name === "ofRun") reads.push(args[1] as string);
+          return call();
         }),
-      }),
     });
     const session = (await server.request("POST", "/sessions", { body: { planning: true } })).body;
     const finished: string[] = [];

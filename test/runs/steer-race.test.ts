@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/store/runs.js";
 import type { Store } from "../../src/store/store.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun } from "../helpers/until.js";
 
@@ -8,21 +9,6 @@ let server: TestServer;
 afterEach(async () => {
   await server.close();
 });
-
-/** The store's `runs` with each method's calls going through `around` (which calls on with `call`). */
-function aroundRuns(
-  store: Store,
-  around: (name: string, args: unknown[], call: () => Promise<unknown>) => Promise<unknown>,
-): Store {
-  const runs = new Proxy(store.runs, {
-    get(target, name) {
-      const value = Reflect.get(target, name, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => around(String(name), args, () => value.apply(target, args));
-    },
-  });
-  return { ...store, runs };
-}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -51,7 +37,7 @@ async function steerRace(
     backend,
     wrapStore: (store) => {
       raw = store;
-      return aroundRuns(store, async (name, args, call) => {
+      return aroundStore(store, "runs", async (name, args, call) => {
         if (name === "byIdempotencyKey" && ++keyLookups <= 2) {
           const result = await call();
           if (keyLookups === 2) bothLooked();
