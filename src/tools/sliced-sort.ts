@@ -12,6 +12,7 @@ const RUN = 1024;
  * a 250-character prefix take ~0.4 s to sort in one go).
  */
 export async function slicedSort<T>(items: T[], compare: (a: T, b: T) => number, sliceMs: number): Promise<T[]> {
+  if (items.length <= RUN) return items.sort(compare);
   let turned = performance.now();
   const maybeTurn = async (): Promise<void> => {
     if (performance.now() - turned <= sliceMs) return;
