@@ -68,6 +68,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     mode: config.SHELL_SANDBOX,
     network: config.SHELL_NETWORK,
     tmpBytes: config.SHELL_TMP_BYTES,
+    maxProcesses: config.SHELL_MAX_PROCESSES,
     directory: workspaceRealRoot,
   });
   if (shellSandbox.kind === "none" && config.SHELL_SANDBOX === "auto") {

@@ -148,6 +148,11 @@ const EnvSchema = z.object({
    * (/tmp, /dev/shm): what they hold is host memory that no process owns, until the command ends.
    */
   SHELL_TMP_BYTES: intSetting(256 * 1024 * 1024, { min: 1024 * 1024, max: 16 * 1024 ** 3 }),
+  /**
+   * How many processes (threads included) a sandboxed command may have at once; binds only
+   * when the server does not run as root (the kernel exempts root from this limit).
+   */
+  SHELL_MAX_PROCESSES: intSetting(1024, { min: 16, max: 1_000_000 }),
 
   // Webhooks.
   /** Where runs post their events when neither they nor their session name a target. */

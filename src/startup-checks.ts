@@ -122,14 +122,16 @@ export function prepareShellSandbox({
   mode,
   network,
   tmpBytes,
+  maxProcesses,
   directory,
 }: {
   mode: ShellSandboxMode;
   network: boolean;
   tmpBytes: number;
+  maxProcesses: number;
   directory: string;
 }): ShellSandbox {
-  const resolved = resolveShellSandbox({ mode, network, tmpBytes, directory });
+  const resolved = resolveShellSandbox({ mode, network, tmpBytes, maxProcesses, directory });
   if (!resolved.ok) {
     throw new ConfigError([
       `SHELL_SANDBOX: bwrap is required, but ${resolved.problem}; see the README on what the sandbox needs, or set SHELL_SANDBOX=auto or off`,

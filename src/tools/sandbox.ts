@@ -5,16 +5,21 @@ import { delimiter, resolve } from "node:path";
 /**
  * How the shell tools run a command: inside a bubblewrap sandbox, or (`none`) as the server's
  * user with its file-system and network access. `reason` says why there is no sandbox.
- * `tmpBytes` is the size of each writable in-memory file system of the sandbox (/tmp, /dev/shm).
+ * `tmpBytes` is the size of each writable in-memory file system of the sandbox (/tmp, /dev/shm);
+ * `maxProcesses` how many processes (threads included) a command may have at once.
  */
 export type ShellSandbox =
-  | { kind: "bwrap"; bwrap: string; network: boolean; tmpBytes: number; options: BwrapOptions }
+  | { kind: "bwrap"; bwrap: string; network: boolean; tmpBytes: number; maxProcesses: number; options: BwrapOptions }
   | { kind: "none"; reason: string };
 
-/** What the configuration sets of a sandbox: `network` (SHELL_NETWORK), `tmpBytes` (SHELL_TMP_BYTES). */
+/**
+ * What the configuration sets of a sandbox: `network` (SHELL_NETWORK), `tmpBytes`
+ * (SHELL_TMP_BYTES), `maxProcesses` (SHELL_MAX_PROCESSES).
+ */
 export interface SandboxSettings {
   network: boolean;
   tmpBytes: number;
+  maxProcesses: number;
 }
 
 /** What this bwrap supports beyond the basics (bubblewrap 0.8 forbids nested user namespaces). */
@@ -74,13 +79,15 @@ function systemViewArgs(): string[] {
  * of the host is visible. A tmpfs's pages are host memory that belongs to no process (the OOM
  * killer would kill the server for them), so the only writable tmpfs are /tmp and /dev/shm,
  * each of at most `tmpBytes`; bwrap's root and /dev are remounted read-only (they are
- * writable to the sandbox's user otherwise, root or not). The sandbox dies with bwrap, and bwrap with the server. (bwrap is
+ * writable to the sandbox's user otherwise, root or not). The command may have at most
+ * `maxProcesses` processes at once (limitedShell). The sandbox dies with bwrap, and bwrap with the server. (bwrap is
  * spawned detached, in a session of its own: there is no terminal to inject input into, and
  * the sandbox stays in bwrap's process group, which the shell tool stops as a whole.)
  */
 export function bwrapArgs({
   network,
   tmpBytes,
+  maxProcesses,
   options,
   workspace,
   readOnly,
@@ -137,8 +144,23 @@ export function bwrapArgs({
     "--",
     "/bin/sh",
     "-c",
+    limitedShell(maxProcesses),
+    "sh",
     command,
   ];
+}
+
+/**
+ * The sandbox's first shell, given the command as $1: it limits the processes (threads
+ * included) of the sandbox's user to `maxProcesses` (RLIMIT_NPROC; `ulimit -p` in dash and
+ * busybox, `-u` in bash) and then runs the command as `/bin/sh -c command`. The kernel counts
+ * them per user namespace, so this bounds the sandbox's own processes only, not the server's
+ * or another command's; it exempts the host's root, so it binds only when the server does not
+ * run as root (then a fork bomb fails with "Cannot fork" at the limit).
+ */
+function limitedShell(maxProcesses: number): string {
+  const n = String(maxProcesses);
+  return `{ ulimit -p ${n} || ulimit -u ${n}; } 2>/dev/null; exec /bin/sh -c "$1"`;
 }
 
 /**
@@ -235,7 +257,11 @@ function bwrapProblem({
   const bwrap = findBwrap(path);
   if (!bwrap) return "bwrap is not installed (Debian package bubblewrap)";
   // Exactly the settings, whatever else the caller's object held.
-  const settled: SandboxSettings = { network: settings.network, tmpBytes: settings.tmpBytes };
+  const settled: SandboxSettings = {
+    network: settings.network,
+    tmpBytes: settings.tmpBytes,
+    maxProcesses: settings.maxProcesses,
+  };
   const strict = probeBwrap({ bwrap, ...settled, options: { disableUserns: true }, directory });
   if (strict === null) return { kind: "bwrap", bwrap, ...settled, options: { disableUserns: true } };
   if (probeBwrap({ bwrap, ...settled, options: { disableUserns: false }, directory }) === null) {

@@ -55,6 +55,14 @@ describe("configuration values", () => {
     }
   });
 
+  it("SHELL_MAX_PROCESSES is 1024 by default, between 16 and 1,000,000", () => {
+    expect(loadConfig(base).SHELL_MAX_PROCESSES).toBe(1024);
+    expect(loadConfig({ ...base, SHELL_MAX_PROCESSES: "16" }).SHELL_MAX_PROCESSES).toBe(16);
+    for (const value of ["15", "1000001", "1k", "-1"]) {
+      expect(() => loadConfig({ ...base, SHELL_MAX_PROCESSES: value }), value).toThrow(/SHELL_MAX_PROCESSES: /);
+    }
+  });
+
   it("CORS_ORIGINS takes exact origins or *, and names a value that is not one", () => {
     expect(
       loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).CORS_ORIGINS,

@@ -21,6 +21,7 @@ const SANDBOXED: ShellSandbox = {
   bwrap: "/usr/bin/bwrap",
   network: false,
   tmpBytes: 256 * 1024 * 1024,
+  maxProcesses: 1024,
   options: { disableUserns: true },
 };
 

@@ -124,11 +124,17 @@ describe("the sandbox's in-memory file systems (SHELL_TMP_BYTES)", () => {
 describe("a bwrap that cannot size a tmpfs (before 0.5, no --size)", () => {
   it("auto falls back to no sandbox, saying why; bwrap is a problem naming the option", async () => {
     const { base, workspace } = await makeSandbox();
-    const real = resolveShellSandbox({ mode: "bwrap", network: false, tmpBytes: CAP, directory: workspace });
+    const real = resolveShellSandbox({
+      mode: "bwrap",
+      network: false,
+      tmpBytes: CAP,
+      maxProcesses: 1024,
+      directory: workspace,
+    });
     if (!real.ok || real.sandbox.kind !== "bwrap") throw new Error("bwrap must work for these tests");
     const bin = join(base, "bin");
     await makeOldBwrap(bin, real.sandbox.bwrap);
-    const settings = { network: false, tmpBytes: CAP, directory: workspace, path: bin };
+    const settings = { network: false, tmpBytes: CAP, maxProcesses: 1024, directory: workspace, path: bin };
     expect(resolveShellSandbox({ mode: "auto", ...settings })).toMatchObject({
       ok: true,
       sandbox: { kind: "none", reason: expect.stringContaining("Unknown option --size") },

@@ -30,7 +30,13 @@ beforeAll(async () => {
   for (const dir of [layout.workspace, layout.sibling, join(base, "data")]) await mkdir(dir, { recursive: true });
   await writeFile(join(layout.sibling, "notes.txt"), "SIBLING-SESSION-DATA\n");
   await writeFile(layout.database, "SQLITE-DATABASE-CONTENT\n");
-  const resolved = resolveShellSandbox({ mode: "bwrap", network: false, tmpBytes: TMP_BYTES, directory: root });
+  const resolved = resolveShellSandbox({
+    mode: "bwrap",
+    network: false,
+    tmpBytes: TMP_BYTES,
+    maxProcesses: 1024,
+    directory: root,
+  });
   if (!resolved.ok) throw new Error(`bwrap must work for these tests (install bubblewrap): ${resolved.problem}`);
   sandbox = resolved.sandbox;
   server = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], {
@@ -222,6 +228,7 @@ describe("choosing the sandbox (SHELL_SANDBOX)", () => {
         mode: "bwrap",
         network: false,
         tmpBytes: TMP_BYTES,
+        maxProcesses: 1024,
         directory: layout.workspace,
         path,
       });
@@ -238,18 +245,22 @@ describe("choosing the sandbox (SHELL_SANDBOX)", () => {
 
   it("auto falls back to none, with the reason, where bwrap is missing; bwrap then is a problem; off is none", () => {
     const directory = layout.workspace;
-    const missing = { network: false, tmpBytes: TMP_BYTES, directory, path: "/nonexistent-bin" };
+    const missing = { network: false, tmpBytes: TMP_BYTES, maxProcesses: 1024, directory, path: "/nonexistent-bin" };
     const auto = resolveShellSandbox({ mode: "auto", ...missing });
     expect(auto).toMatchObject({ ok: true, sandbox: { kind: "none", reason: expect.stringContaining("bubblewrap") } });
     expect(resolveShellSandbox({ mode: "bwrap", ...missing })).toMatchObject({
       ok: false,
       problem: expect.stringContaining("not installed"),
     });
-    expect(resolveShellSandbox({ mode: "off", network: false, tmpBytes: TMP_BYTES, directory })).toMatchObject({
+    expect(
+      resolveShellSandbox({ mode: "off", network: false, tmpBytes: TMP_BYTES, maxProcesses: 1024, directory }),
+    ).toMatchObject({
       ok: true,
       sandbox: { kind: "none", reason: "SHELL_SANDBOX=off" },
     });
-    expect(resolveShellSandbox({ mode: "auto", network: false, tmpBytes: TMP_BYTES, directory })).toMatchObject({
+    expect(
+      resolveShellSandbox({ mode: "auto", network: false, tmpBytes: TMP_BYTES, maxProcesses: 1024, directory }),
+    ).toMatchObject({
       ok: true,
       sandbox: { kind: "bwrap" },
     });

@@ -171,7 +171,14 @@ describe("shell", () => {
     const { workspace } = await makeSandbox();
     const gone = "/nonexistent/bwrap";
     const tool = createShellTool({
-      sandbox: { kind: "bwrap", bwrap: gone, network: false, tmpBytes: 1 << 20, options: { disableUserns: false } },
+      sandbox: {
+        kind: "bwrap",
+        bwrap: gone,
+        network: false,
+        tmpBytes: 1 << 20,
+        maxProcesses: 1024,
+        options: { disableUserns: false },
+      },
     });
     const outcome = await runTool(tool, workspace, { command: "true" });
     expect(expectError(outcome, ToolErrorCode.shellFailed)).toBe(`could not start ${gone} (ENOENT)`);
