@@ -65,16 +65,29 @@ async function openEventSource(page: Page, url: string): Promise<void> {
   }, url);
 }
 
-/** Waits (at most WAIT_MS) until the page's EventSource has received an event of `type`. */
-const receivedEvent = (page: Page, type: string) =>
-  page.waitForFunction(
-    (t) => (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === t),
-    type,
-    { timeout: WAIT_MS },
-  );
-
 // biome-ignore lint/suspicious/noExplicitAny: the page's state is read as the page kept it.
 const pageState = (page: Page): Promise<any> => page.evaluate(() => (window as unknown as { es: unknown }).es);
+
+/**
+ * Waits (at most WAIT_MS) until the page's EventSource has received an event of `type`. On a
+ * timeout it fails with what the page saw and what `stored()` says the server has (the run and
+ * its events), so a failure on a loaded machine says which side stopped.
+ */
+async function receivedEvent(page: Page, type: string, stored: () => Promise<unknown>): Promise<void> {
+  try {
+    await page.waitForFunction(
+      (t) => (window as unknown as { es: { events: { type: string }[] } }).es.events.some((e) => e.type === t),
+      type,
+      { timeout: WAIT_MS },
+    );
+  } catch (err) {
+    const seen = await pageState(page).catch((e: unknown) => `unreadable: ${String(e)}`);
+    const kept = await stored().catch((e: unknown) => `unreadable: ${String(e)}`);
+    throw new Error(
+      `no ${type} within ${WAIT_MS} ms (${(err as Error).message.split("\n")[0]}); the page saw ${JSON.stringify(seen)}; the server has ${JSON.stringify(kept)}`,
+    );
+  }
+}
 
 describe("EventSource in Chromium", () => {
   it(
@@ -147,7 +160,11 @@ describe("EventSource in Chromium", () => {
 
         const token = (await server.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).body;
         await openEventSource(page, server.url + token.eventsUrl);
-        await receivedEvent(page, "approval.requested");
+        const serverSide = async () => ({
+          run: (await server.request("GET", `/runs/${run.id}`, { headers: auth })).body,
+          events: (await server.ctx.store.events.after(run.id, 0)).map((e) => `${e.seq} ${e.type}`),
+        });
+        await receivedEvent(page, "approval.requested", serverSide);
         await server.close({ keepDir: true, resume: true });
         server = await startTestServer({ upstream, env, dir: dir.path, port });
         await page.waitForFunction(() => (window as unknown as { es: { opens: number } }).es.opens === 2, null, {
@@ -158,7 +175,7 @@ describe("EventSource in Chromium", () => {
           headers: auth,
         });
         expect(decided.status).toBe(200);
-        await receivedEvent(page, "run.finished");
+        await receivedEvent(page, "run.finished", serverSide);
         const state = await pageState(page);
         const stored = (await server.ctx.store.events.after(run.id, 0)).map((e) => ({
           id: String(e.seq),

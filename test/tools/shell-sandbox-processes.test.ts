@@ -51,12 +51,11 @@ describe.skipIf(!asRoot)("the sandbox's processes (SHELL_MAX_PROCESSES), the ser
     spawned.push(child);
     closeSync(fd);
     let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      output += chunk;
-    });
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.on("data", (chunk) => {
+        output += chunk;
+      });
+    }
     const sleeps = () => hostPids(new RegExp(`^sleep ${SLEEP.replace(".", "\\.")}$`)).length;
     // Until the loop ended, one way or the other.
     for (let i = 0; i < 200 && !/Cannot fork|all-started/.test(output) && sleeps() < TRIES; i++) await delay(20);
