@@ -13,6 +13,7 @@ import openapiRoutes from "../routes/openapi.js";
 import runRoutes from "../routes/runs.js";
 import sessionRoutes from "../routes/sessions.js";
 import toolRoutes from "../routes/tools.js";
+import webhookSecretRoutes from "../routes/webhook-secret.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
@@ -176,6 +177,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     eventRoutes,
     approvalRoutes,
     chatRoutes,
+    webhookSecretRoutes,
     consoleRoutes,
     // On METRICS_PORT instead when that is set (see listenForMetrics).
     ...(ctx.config.METRICS_PORT === undefined ? [metricsRoutes] : []),

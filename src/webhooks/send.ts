@@ -1,7 +1,7 @@
 import { Agent, request } from "undici";
 import type { WebhookAttempt } from "../store/store.js";
 import { guardedLookup, isPrivateAddress, literalHost } from "./address-guard.js";
-import { signedHeaders } from "./signature.js";
+import { ownerWebhookKey, signedHeaders } from "./signature.js";
 
 /** Why a delivery can never succeed as addressed: it is not tried again. */
 export class RefusedTarget extends Error {}
@@ -26,8 +26,10 @@ export class WebhookSender {
   /**
    * One try: the receiver's status code, or why there was none. Throws RefusedTarget when
    * the target may not be reached at all. Redirects are not followed (a 3xx is a failure).
+   * Signed with the server's key and, for a delivery of an API key's session (`owner`), that
+   * key's own too (ownerWebhookKey).
    */
-  async send(delivery: { id: string; url: string; body: string }): Promise<WebhookAttempt> {
+  async send(delivery: { id: string; url: string; body: string; owner: string | null }): Promise<WebhookAttempt> {
     const at = new Date().toISOString();
     const host = literalHost(delivery.url);
     if (!this.options.allowPrivate && host !== null && isPrivateAddress(host)) {
@@ -35,8 +37,9 @@ export class WebhookSender {
     }
     if (!this.options.key)
       return { at, statusCode: null, error: "WEBHOOK_SECRET is not set: nothing is sent unsigned" };
+    const key = this.options.key;
     const headers = signedHeaders({
-      key: this.options.key,
+      keys: delivery.owner === null ? [key] : [key, ownerWebhookKey(key, delivery.owner)],
       id: delivery.id,
       timestamp: Math.floor(Date.now() / 1000),
       body: delivery.body,

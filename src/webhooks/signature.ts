@@ -8,22 +8,39 @@ export function webhookKey(secret: string): Buffer | null {
   return key.length >= 24 && key.length <= 64 ? key : null;
 }
 
-/** The Standard Webhooks headers of one delivery: id, timestamp (seconds) and the `v1` signature of `id.timestamp.body`. */
+/**
+ * The key that signs one owner's (API key's) deliveries besides the server's: an HMAC of the
+ * owner id under the server's key, so it is the same on every instance and after a restart,
+ * no owner can derive another's, and none can derive the server's.
+ */
+export function ownerWebhookKey(serverKey: Buffer, owner: string): Buffer {
+  return createHmac("sha256", serverKey).update(`agent-server webhook owner\0${owner}`).digest();
+}
+
+/** A key as a Standard Webhooks secret: `whsec_` and its base64. */
+export const webhookSecretOf = (key: Buffer): string => `whsec_${key.toString("base64")}`;
+
+/**
+ * The Standard Webhooks headers of one delivery: id, timestamp (seconds) and one `v1`
+ * signature of `id.timestamp.body` per key, space-separated (a receiver accepts the delivery
+ * when any of them verifies with its secret).
+ */
 export function signedHeaders({
-  key,
+  keys,
   id,
   timestamp,
   body,
 }: {
-  key: Buffer;
+  keys: readonly Buffer[];
   id: string;
   timestamp: number;
   body: string;
 }): Record<string, string> {
-  const signature = createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64");
+  const signed = `${id}.${timestamp}.${body}`;
+  const signatures = keys.map((key) => `v1,${createHmac("sha256", key).update(signed).digest("base64")}`);
   return {
     "webhook-id": id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": `v1,${signature}`,
+    "webhook-signature": signatures.join(" "),
   };
 }

@@ -1048,6 +1048,29 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     expect((await call(auth, "GET", "/openapi.yaml", { headers: bearer(KEY_A) })).status).toBe(200);
   });
 
+  it("GET /webhook-secret: each key its own secret, never cached; 409 without WEBHOOK_SECRET or without keys", async () => {
+    const unavailable = await call(auth, "GET", "/webhook-secret", { headers: bearer(KEY_A) });
+    expect(unavailable.status).toBe(409);
+    expect(unavailable.body.error.code).toBe("WEBHOOK_SECRET_UNAVAILABLE");
+    const secret = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
+    const signing = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, WEBHOOK_SECRET: secret } });
+    const keyless = await startTestServer({ env: { WEBHOOK_SECRET: secret } });
+    try {
+      const a = await call(signing, "GET", "/webhook-secret", { headers: bearer(KEY_A) });
+      const b = await call(signing, "GET", "/webhook-secret", { headers: bearer(KEY_B) });
+      expect(a.status).toBe(200);
+      expect(a.headers.get("cache-control")).toBe("no-store");
+      expect(new Set([a.body.secret, b.body.secret, secret]).size).toBe(3);
+      expect((await call(signing, "GET", "/webhook-secret", { headers: bearer(KEY_A) })).body).toEqual(a.body);
+      const none = await call(keyless, "GET", "/webhook-secret");
+      expect(none.status).toBe(409);
+      expect(none.body.error.message).toMatch(/no API keys/);
+    } finally {
+      await signing.close();
+      await keyless.close();
+    }
+  });
+
   it("MAX_RUNS_PER_KEY: a key at its limit gets 429 TOO_MANY_RUNS (scope key); another key still starts runs", async () => {
     const limited = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, MAX_RUNS_PER_KEY: "1" } });
     try {
