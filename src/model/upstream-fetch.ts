@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import { Agent, request } from "undici";
+import { readErrorBody } from "./error-body.js";
 import type { ModelFetch } from "./retry-delay-cap.js";
 
 /** One keep-alive connection pool for every model request. */
@@ -13,7 +14,8 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  * connection pool. It does what the SDK needs (method, headers, a string body, abort,
  * status, headers and a streamed body back) and no more, which matters: a run makes a
  * model request per turn. Redirects are not followed (an OpenAI-compatible API does not
- * redirect).
+ * redirect). The body of an error answer (not 2xx) is read before the promise resolves, at
+ * most MAX_ERROR_BODY_BYTES of it, so the SDK's timeout and the caller's abort bound it.
  */
 export const upstreamFetch: ModelFetch = async (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
@@ -24,13 +26,16 @@ export const upstreamFetch: ModelFetch = async (input, init) => {
     signal: init?.signal ?? undefined,
     dispatcher,
   });
-  const noBody = NULL_BODY.has(response.statusCode);
+  const status = response.statusCode;
+  const noBody = NULL_BODY.has(status);
   if (noBody) response.body.resume();
+  const ok = status >= 200 && status < 300;
   return new UpstreamResponse({
-    status: response.statusCode,
+    status,
     url,
     headers: new ResponseHeaders(response.headers),
-    body: noBody ? null : destroyedOnReturn(response.body),
+    // An error's body is read here, bounded, while the SDK's timeout still runs (see readErrorBody).
+    body: noBody ? null : ok ? destroyedOnReturn(response.body) : await readErrorBody(response.body),
   }) as unknown as Response;
 };
 

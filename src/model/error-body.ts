@@ -1,0 +1,40 @@
+import { Readable } from "node:stream";
+
+/**
+ * The most of an error answer's body that is read: enough for any JSON error object a provider
+ * sends (an error message quotes at most 300 characters of it anyway).
+ */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/** A body already in memory, with the `text()` and `json()` the SDK reads an error answer by. */
+export type BufferedBody = Readable & { text(): Promise<string>; json(): Promise<unknown> };
+
+/**
+ * The first MAX_ERROR_BODY_BYTES of an error answer's body, read now, so that the request's
+ * signal (the SDK's per-attempt timeout and the caller's abort) still bounds the reading: the
+ * SDK would read the whole body, with no timeout, once the headers have come. A longer body
+ * is cut there and destroyed (its connection closed). Rejects as the body does, with the abort
+ * error when the signal stops it.
+ */
+export async function readErrorBody(body: Readable): Promise<BufferedBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    const piece = chunk.subarray(0, MAX_ERROR_BODY_BYTES - bytes);
+    chunks.push(piece);
+    bytes += piece.length;
+    if (bytes >= MAX_ERROR_BODY_BYTES) {
+      // Leaving the loop destroys the unfinished body, and undici then emits an abort error: nobody waits for it.
+      body.on("error", () => {});
+      break;
+    }
+  }
+  return bufferedBody(Buffer.concat(chunks));
+}
+
+function bufferedBody(bytes: Buffer): BufferedBody {
+  const body = Readable.from(bytes.length > 0 ? [bytes] : []) as BufferedBody;
+  body.text = async () => bytes.toString("utf8");
+  body.json = async () => JSON.parse(bytes.toString("utf8"));
+  return body;
+}
