@@ -4,12 +4,20 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** `{prompt_tokens, completion_tokens}` as usage; null for anything else. */
+/** A count of tokens: a whole number from 0 to 2^53 - 1. */
+const isTokenCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/**
+ * `{prompt_tokens, completion_tokens}` as usage; null for anything else, counts that are not
+ * whole non-negative numbers included: a run's stats add them up and are stored, shown and
+ * counted in the metrics as such (1e308 twice made a run's stats Infinity, which could not be
+ * read back; a negative count threw in the metrics' counter).
+ */
 function readUsage(raw: unknown): ModelUsage | null {
   if (!isRecord(raw)) return null;
   const input = raw.prompt_tokens;
   const output = raw.completion_tokens;
-  if (typeof input !== "number" || typeof output !== "number") return null;
+  if (!isTokenCount(input) || !isTokenCount(output)) return null;
   return { inputTokens: input, outputTokens: output };
 }
 
