@@ -150,7 +150,7 @@ async function completeOnce({
     if (guard.cause() === "idle") {
       return {
         code: "MODEL_TIMEOUT",
-        message: `the model stream from ${displayURL(failureContext("stream", model).baseURL)} stalled: no chunk for ${idleTimeoutMs} ms`,
+        message: `the model stream from ${displayURL(failureContext("stream", model).baseURL)} stalled: no output (text, reasoning or tool calls) for ${idleTimeoutMs} ms`,
       };
     }
     return null;

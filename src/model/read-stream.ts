@@ -37,7 +37,11 @@ export async function readChatStream({
   headers: Headers;
   assembler: StreamAssembler;
   maxOutputChars: number | undefined;
-  /** Called on every event (the idle timer is re-armed there). */
+  /**
+   * Called on every event that brings output (text, reasoning or tool calls): the idle timer
+   * is re-armed there. Events with none (role-only, usage or empty chunks) do not count, so
+   * an upstream sending only those cannot hold a run past the idle timeout.
+   */
   onEvent: () => void;
 }): Promise<StreamEnd> {
   const remaining = () => assembler.remainingChars();
@@ -54,7 +58,6 @@ export async function readChatStream({
     return parser.failure ? tooLarge(parser.failure, maxOutputChars) : null;
   };
   const onSse = (sse: SseEvent): StreamEnd | null => {
-    onEvent();
     if (sse.data === "[DONE]") return { ok: true, sawDone: true };
     let chunk: unknown;
     try {
@@ -66,7 +69,9 @@ export async function readChatStream({
     if (sse.event === "error" || (error !== undefined && error !== null)) {
       throw new APIError(undefined, (error ?? chunk) as object, undefined, headers);
     }
+    const produced = assembler.producedChars();
     const accepted = assembler.accept(chunk);
+    if (assembler.producedChars() > produced) onEvent();
     if (accepted.ok) return null;
     return {
       ok: false,

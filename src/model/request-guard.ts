@@ -1,4 +1,4 @@
-/** Why a guarded request was stopped: the caller's signal, or no chunk for `idleTimeoutMs`. */
+/** Why a guarded request was stopped: the caller's signal, or no output for `idleTimeoutMs`. */
 export type StopCause = "user" | "idle";
 
 export interface RequestGuard {
@@ -8,7 +8,7 @@ export interface RequestGuard {
   readonly stopped: Promise<StopCause>;
   /** The first cause that aborted `signal`, or null while it is live. */
   cause(): StopCause | null;
-  /** (Re)arms the idle timer: call once the stream starts and on every chunk. */
+  /** (Re)arms the idle timer: call once the stream starts and on every chunk that brings output. */
   touch(): void;
   /** Clears the timer and unlinks from the caller's signal. Call exactly once, in `finally`. */
   dispose(): void;

@@ -62,6 +62,11 @@ export class StreamAssembler {
     },
   ) {}
 
+  /** Characters of text, reasoning and tool calls received so far: what says the reply is progressing. */
+  producedChars(): number {
+    return this.outputChars;
+  }
+
   /** Characters the reply may still have before it passes the cap (Infinity without one). */
   remainingChars(): number {
     const max = this.options.maxOutputChars;

@@ -106,7 +106,7 @@ describe("OpenAI model client: timeouts", () => {
       request({ onTextDelta: (t) => deltas.push(t) }),
     );
     expect(result).toMatchObject({ ok: false, code: "MODEL_TIMEOUT" });
-    expect(messageOf(result)).toContain("no chunk for 150 ms");
+    expect(messageOf(result)).toContain("no output (text, reasoning or tool calls) for 150 ms");
     expect(deltas).toEqual(["one "]);
     expect(upstream.requests).toHaveLength(1);
   });
