@@ -39,9 +39,11 @@ export type ContentPiece = { kind: "text" | "reasoning"; text: string };
  * The pieces of a `delta.content`, in order: a string is text; an array holds strings and
  * parts, `{type:"text", text}` being text and `{type:"thinking", thinking:[…]}` (Mistral's
  * Magistral) reasoning. Parts of other types (images, references) carry no text and are
- * skipped. Null when `content` is neither a string, an array, null nor absent.
+ * skipped. Null when `content` is neither a string, an array, null nor absent, or when a
+ * thinking part holds another (`inThinking`): nesting has no meaning, and unbounded it would
+ * recurse as deep as the upstream's JSON.
  */
-export function contentPieces(content: unknown): ContentPiece[] | null {
+export function contentPieces(content: unknown, inThinking = false): ContentPiece[] | null {
   if (content === undefined || content === null) return [];
   if (typeof content === "string") return [{ kind: "text", text: content }];
   if (!Array.isArray(content)) return null;
@@ -51,7 +53,8 @@ export function contentPieces(content: unknown): ContentPiece[] | null {
     else if (!isRecord(part)) return null;
     else if (part.type === "text" && typeof part.text === "string") pieces.push({ kind: "text", text: part.text });
     else if (part.type === "thinking") {
-      const inner = contentPieces(part.thinking);
+      if (inThinking) return null;
+      const inner = contentPieces(part.thinking, true);
       if (inner === null) return null;
       for (const piece of inner) pieces.push({ kind: "reasoning", text: piece.text });
     }
