@@ -71,8 +71,23 @@ export class RunDigest implements RunObserver {
 
   constructor(private readonly sinks: readonly RunFacts[]) {}
 
+  /**
+   * Tells every sink: one that throws (breaking its contract) loses its own fact, never the
+   * other sinks' or the digest's record of the run (a pending approval left unsettled would
+   * hold the approvals gauge up for good).
+   */
+  #tell(fact: (sink: RunFacts) => void): void {
+    for (const sink of this.sinks) {
+      try {
+        fact(sink);
+      } catch {
+        // that sink's measurement is lost
+      }
+    }
+  }
+
   committed(batch: CommittedBatch): void {
-    for (const sink of this.sinks) sink.committed?.(batch);
+    this.#tell((sink) => sink.committed?.(batch));
     if (!batch.ok) return;
     let state = this.#runs.get(batch.runId);
     if (!state) {
@@ -95,7 +110,7 @@ export class RunDigest implements RunObserver {
   }
 
   delivered(delivery: Delivery): void {
-    for (const sink of this.sinks) sink.delivered?.(delivery);
+    this.#tell((sink) => sink.delivered?.(delivery));
   }
 
   /** A failed request ends its run: it is reported with the run's end, which names its error. */
@@ -116,7 +131,7 @@ export class RunDigest implements RunObserver {
       errorType: model.error === null ? null : "_OTHER",
       errorMessage: model.error,
     };
-    if (fact.errorType === null) for (const sink of this.sinks) sink.modelRequest?.(fact);
+    if (fact.errorType === null) this.#tell((sink) => sink.modelRequest?.(fact));
     else state.failedRequest = fact;
   }
 
@@ -124,8 +139,7 @@ export class RunDigest implements RunObserver {
     const { runId } = event;
     switch (event.type) {
       case "run.started":
-        for (const sink of this.sinks)
-          sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) });
+        this.#tell((sink) => sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) }));
         return;
       case "tool.started":
         state.toolNames.set(event.toolCallId, event.tool);
@@ -134,7 +148,7 @@ export class RunDigest implements RunObserver {
       case "approval.requested":
         state.toolNames.set(event.toolCallId, event.tool);
         state.pendingApprovals.add(event.toolCallId);
-        for (const sink of this.sinks) sink.approvalRequested?.({ runId, toolCallId: event.toolCallId });
+        this.#tell((sink) => sink.approvalRequested?.({ runId, toolCallId: event.toolCallId }));
         return;
       case "approval.resolved":
         this.#settleApproval(state, runId, event.toolCallId);
@@ -147,10 +161,10 @@ export class RunDigest implements RunObserver {
           // A request cut by a cancel or a spent budget ends the run without an error: its stop names it.
           const errorType = event.run.error?.code ?? event.run.stopReason ?? "_OTHER";
           const fact = { ...state.failedRequest, errorType };
-          for (const sink of this.sinks) sink.modelRequest?.(fact);
+          this.#tell((sink) => sink.modelRequest?.(fact));
         }
         for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
-        for (const sink of this.sinks) sink.runFinished?.({ run: event.run, at: Date.parse(event.at) });
+        this.#tell((sink) => sink.runFinished?.({ run: event.run, at: Date.parse(event.at) }));
         this.#runs.delete(runId);
         return;
     }
@@ -177,11 +191,11 @@ export class RunDigest implements RunObserver {
     };
     state.toolNames.delete(id);
     state.toolStarts.delete(id);
-    for (const sink of this.sinks) sink.toolResult?.(fact);
+    this.#tell((sink) => sink.toolResult?.(fact));
   }
 
   #settleApproval(state: RunState, runId: string, toolCallId: string): void {
     if (!state.pendingApprovals.delete(toolCallId)) return;
-    for (const sink of this.sinks) sink.approvalSettled?.({ runId, toolCallId });
+    this.#tell((sink) => sink.approvalSettled?.({ runId, toolCallId }));
   }
 }
