@@ -64,6 +64,16 @@ export const tooManyStreams = (limit: number, retryAfterSeconds: number): AppErr
     { "retry-after": String(retryAfterSeconds) },
   );
 
+/** 429: the run already holds its maximum of steered inputs not yet taken; retry once it has taken them. */
+export const tooManyInputs = (limit: number, runId: string): AppError =>
+  new AppError(
+    "TOO_MANY_INPUTS",
+    `run ${runId} already has its maximum of ${limit} steered inputs waiting to be taken; retry once it has taken them`,
+    429,
+    { limit, runId },
+    { "retry-after": "1" },
+  );
+
 /**
  * 503: the server holds its maximum of connections (MAX_CONNECTIONS); this one came over it and
  * is closed once answered.

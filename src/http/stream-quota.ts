@@ -5,7 +5,7 @@ import { tooManyStreams } from "../errors.js";
 export const STREAM_RETRY_AFTER_S = 5;
 
 /**
- * The long-lived connections (event streams, `?wait=true` waits) each owner (API key)
+ * The long-lived connections (event streams, `?wait=true` waits, steers) each owner (API key)
  * holds at once, on this instance: each holds a file descriptor for as long as it is open,
  * so one key must not take every one the process has (MAX_STREAMS_PER_KEY).
  */
@@ -39,9 +39,16 @@ export class StreamQuota {
   }
 }
 
-/** Whether a request is answered by a long-lived connection: as an event stream, or by waiting (`?wait=true`). */
+/**
+ * Whether a request is answered by a long-lived connection: as an event stream, or by waiting
+ * (`?wait=true`, or a start with `ifBusy: "steer"`, answered once the run takes its input).
+ */
 export function isLongLived(request: FastifyRequest, reply: FastifyReply): boolean {
-  return reply.sse !== undefined || (request.query as { wait?: unknown } | undefined)?.wait === true;
+  return (
+    reply.sse !== undefined ||
+    (request.query as { wait?: unknown } | undefined)?.wait === true ||
+    (request.body as { ifBusy?: unknown } | null | undefined)?.ifBusy === "steer"
+  );
 }
 
 declare module "fastify" {

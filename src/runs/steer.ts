@@ -1,6 +1,7 @@
 import type { RunView } from "../domain/run.js";
-import { conflict, notFound } from "../errors.js";
+import { conflict, notFound, tooManyInputs } from "../errors.js";
 import { idFor, newId } from "../ids.js";
+import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { type StartRunInput, sameRequestRun } from "./admission.js";
@@ -11,6 +12,12 @@ import { planOfRun } from "./run-plan.js";
 
 /** How often a steer looks at the store between the run's events (a run executed elsewhere sends none here). */
 const POLL_MS = 250;
+
+/**
+ * The most steered inputs a run keeps waiting to be taken: one more is refused (429
+ * TOO_MANY_INPUTS) and nothing of it stored. Each is stored whole and waited for by its request.
+ */
+export const MAX_PENDING_INPUTS = 32;
 
 export interface SteerDeps {
   store: Store;
@@ -82,12 +89,11 @@ export async function steerActive(
     if (event.type === "message" || event.type === "run.finished") wake();
   });
   try {
-    const added = await deps.store.inputs.add({
-      id,
-      runId: active.id,
-      content: input,
-      createdAt: new Date().toISOString(),
-    });
+    const added = await deps.store.inputs
+      .add({ id, runId: active.id, content: input, createdAt: new Date().toISOString() }, { max: MAX_PENDING_INPUTS })
+      .catch((err: unknown) => {
+        throw isConflict(err, "inputs_full") ? tooManyInputs(MAX_PENDING_INPUTS, active.id) : err;
+      });
     if (!added) {
       // Ending already (cancelling), so it takes no input; or, with an id from a key, the input
       // was taken meanwhile, or is stored already and is waited for as the earlier request did.
@@ -99,14 +105,14 @@ export async function steerActive(
       if (earlier !== input) throw keyReused(id);
     }
     while (true) {
-      const pending = (await deps.store.inputs.pending(active.id)).some((i) => i.id === id);
-      if (!pending) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+      // Its own input's state only: no input's content nor the run's is read, so a wait costs
+      // the same however many others wait and however long their inputs are.
+      const status = await deps.store.inputs.pendingStatus(active.id, id);
+      if (status === null) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
       // Shutting down: the input stays stored for the restart, which gives it to the run, or
       // queues it as a new run if the run has ended.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
-      const run = await deps.store.runs.get(active.id);
-      if (!run) throw notFound("run", active.id);
-      if (run.status === "finished") return { to: "ended", inputId: id };
+      if (status === "finished") return { to: "ended", inputId: id };
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, POLL_MS);
         wake = () => {

@@ -26,7 +26,8 @@ export class StorageError extends Error {
  * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
  * unfinished runs; see OwnerLimit), `session_gone` (a run's session was deleted before the
  * run was stored, by another request or instance), `cancel_requested` (an end other than
- * `aborted` for a run whose cancel was requested: the run ends aborted).
+ * `aborted` for a run whose cancel was requested: the run ends aborted), `inputs_full` (the run
+ * already has its maximum of pending steered inputs).
  */
 export type ConflictRule =
   | "active_run"
@@ -38,7 +39,8 @@ export type ConflictRule =
   | "owner_runs"
   | "input_taken"
   | "session_gone"
-  | "cancel_requested";
+  | "cancel_requested"
+  | "inputs_full";
 
 /**
  * At most `max` of something per owner (an API key's hash), counted in the transaction of the
@@ -67,6 +69,9 @@ export const ownerSessionsFull = (limit: OwnerLimit): StoreConflictError =>
   new StoreConflictError("owner_sessions", `the owner already has ${limit.max} sessions`);
 export const ownerRunsFull = (limit: OwnerLimit): StoreConflictError =>
   new StoreConflictError("owner_runs", `the owner already has ${limit.max} unfinished runs`);
+
+export const inputsFull = (max: number): StoreConflictError =>
+  new StoreConflictError("inputs_full", `the run already has ${max} pending inputs`);
 
 export const isStorageError = (err: unknown): err is StorageError => err instanceof StorageError;
 export const isConflict = (err: unknown, rule?: ConflictRule): err is StoreConflictError =>

@@ -1,5 +1,7 @@
+import type { RunStatus } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { Db } from "./database.js";
+import { inputsFull } from "./errors.js";
 import { NOW_MS } from "./leases.js";
 import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
 
@@ -59,6 +61,12 @@ export function queueStore(db: Db) {
      ON CONFLICT (id) DO NOTHING`,
   );
   const pending = db.prepare("SELECT * FROM run_inputs WHERE run_id = +? ORDER BY created_at, id");
+  const others = db.prepare("SELECT count(*) FROM run_inputs WHERE run_id = ? AND id <> ?").pluck();
+  const statusWhilePending = db
+    .prepare(
+      "SELECT (SELECT status FROM runs WHERE runs.id = run_inputs.run_id) FROM run_inputs WHERE id = ? AND run_id = ?",
+    )
+    .pluck();
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   // Driven from the (few) pending inputs, each looking its run up by id: a join let the
@@ -92,8 +100,12 @@ export function queueStore(db: Db) {
     start(runId: string): boolean {
       return start.run(runId).changes > 0;
     },
-    /** False when the run does not take input (not running nor awaiting approval). */
-    addInput(input: RunInput): boolean {
+    /**
+     * False when the run does not take input (not running nor awaiting approval). With `max`,
+     * throws `inputs_full` when the run has `max` pending inputs besides this one.
+     */
+    addInput(input: RunInput, max?: number): boolean {
+      if (max !== undefined && (others.get(input.runId, input.id) as number) >= max) throw inputsFull(max);
       return (
         addInput.run({ id: input.id, run_id: input.runId, content: input.content, created_at: input.createdAt })
           .changes > 0
@@ -102,6 +114,9 @@ export function queueStore(db: Db) {
     pending(runId: string): RunInput[] {
       if (anyPending.get(runId) === undefined) return [];
       return (pending.all(runId) as RunInputRow[]).map(runInputFromRow);
+    },
+    pendingStatus(runId: string, id: string): RunStatus | null {
+      return (statusWhilePending.get(id, runId) as RunStatus | undefined) ?? null;
     },
     /** Removes a pending input the run takes; false when it was not pending. */
     take(runId: string, inputId: string): boolean {

@@ -188,8 +188,9 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
     },
     inputs: {
-      add: (input) => write(() => tables.queue.addInput(input)),
+      add: (input, options) => write(() => tables.queue.addInput(input, options?.max)),
       pending: (runId) => read(() => tables.queue.pending(runId)),
+      pendingStatus: (runId, id) => read(() => tables.queue.pendingStatus(runId, id)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

@@ -1,4 +1,5 @@
 import type { StepTrace } from "../agent/step-trace.js";
+import type { RunStatus } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
@@ -208,11 +209,18 @@ export interface Store {
     /**
      * Stores input for a run that takes it (running or awaiting approval); false when the run
      * does not, when an input with this id is stored already (which is left as it is), or when
-     * the session has a message of this id (the input was taken).
+     * the session has a message of this id (the input was taken). With `max`, refused
+     * (`inputs_full`) when the run already has `max` pending inputs besides one of this id:
+     * counted in the insert's transaction, one such insert of a run at a time.
      */
-    add(input: RunInput): Promise<boolean>;
+    add(input: RunInput, options?: { max?: number }): Promise<boolean>;
     /** The run's inputs not yet taken, oldest first. */
     pending(runId: string): Promise<RunInput[]>;
+    /**
+     * The run's status while its input `id` is pending; null once it is not (taken, withdrawn,
+     * or the run deleted). Neither the input's content nor the run's is read.
+     */
+    pendingStatus(runId: string, id: string): Promise<RunStatus | null>;
     /** Inputs no run will take: their run has finished. */
     orphaned(): Promise<RunInput[]>;
   };

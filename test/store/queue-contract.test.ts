@@ -185,6 +185,27 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.queued(sessionId)).map((r) => r.input)).toEqual(["hi", "steer msg_b"]);
   });
 
+  it("steered input under a maximum: concurrent adds past it refused (inputs_full), a stored id added again is not; its run's status read while pending", async () => {
+    const sessionId = await session();
+    const live = await run(sessionId, "running");
+    const input = (id: string) => ({ id, runId: live, content: `steer ${id}`, createdAt: at() });
+    const adds = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => store.inputs.add(input(`msg_max${i}`), { max: 3 })),
+    );
+    expect(adds.filter((a) => a.status === "fulfilled").map((a) => a.value)).toEqual([true, true, true]);
+    for (const refused of adds.filter((a) => a.status === "rejected")) {
+      expect(isConflict(refused.reason, "inputs_full")).toBe(true);
+    }
+    const stored = (await store.inputs.pending(live)).map((i) => i.id);
+    expect(stored).toHaveLength(3);
+    // A retry of a stored input (a keyed steer) is answered as before: not stored again, not refused.
+    expect(await store.inputs.add(input(stored[0] as string), { max: 3 })).toBe(false);
+    expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("running");
+    expect(await store.inputs.pendingStatus(live, "msg_none")).toBeNull();
+    await store.commitRun(live, [finishChange()], []);
+    expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("finished");
+  });
+
   it("a queued run's run.queued and its later run.started go to a target that asked for them", async () => {
     const sessionId = await session();
     const id = fresh("run");

@@ -1,4 +1,5 @@
-import { isConflict, StoreConflictError } from "../errors.js";
+import type { RunStatus } from "../../domain/run.js";
+import { inputsFull, isConflict, StoreConflictError } from "../errors.js";
 import { type RunInput, runInputFromRow, startedEvent } from "../queue.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
@@ -105,13 +106,14 @@ interface RunInputRow extends Record<string, unknown> {
 /** Steered input over PostgreSQL. */
 export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
   return {
-    add: async (input: RunInput) => {
-      const [, result] = await write([
+    add: async (input: RunInput, { max }: { max?: number } = {}) => {
+      const results = await write([
         // The run's row first: a commit of the run (taking this input, say) holds it, and its
         // fence locks it, so the insert's snapshot is taken after that commit, and sees its
         // message. Without it, a retry of a keyed steer racing the take could see neither the
         // message nor the input, and add it again.
         { text: "SELECT 1 FROM runs WHERE id = $1 FOR SHARE", values: [input.runId] },
+        ...maxInputsStatements(input, max),
         {
           text: `INSERT INTO run_inputs (id, run_id, content, created_at)
                  SELECT $1, $2, $3, $4
@@ -122,12 +124,19 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           values: [input.id, input.runId, input.content, input.createdAt],
         },
       ]);
-      return (result?.rowCount ?? 0) > 0;
+      return (results.at(-1)?.rowCount ?? 0) > 0;
     },
     pending: async (runId) =>
       (await rows<RunInputRow>("SELECT * FROM run_inputs WHERE run_id = $1 ORDER BY created_at, id", [runId])).map(
         runInputFromRow,
       ),
+    pendingStatus: async (runId, id) =>
+      (
+        await rows<{ status: RunStatus }>(
+          "SELECT (SELECT status FROM runs WHERE runs.id = run_inputs.run_id) AS status FROM run_inputs WHERE id = $1 AND run_id = $2",
+          [id, runId],
+        )
+      )[0]?.status ?? null,
     orphaned: async () =>
       (
         await rows<RunInputRow>(
@@ -137,4 +146,22 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
         )
       ).map(runInputFromRow),
   };
+}
+
+/**
+ * With `max`, the statements that refuse an input (`inputs_full`) when its run has `max` pending
+ * inputs besides it: a transaction-scoped advisory lock on the run's inputs, so one such insert
+ * of a run runs at a time across every instance, then the count, taken after the lock, which
+ * under READ COMMITTED sees every insert committed before it.
+ */
+function maxInputsStatements(input: RunInput, max: number | undefined): Statement[] {
+  if (max === undefined) return [];
+  return [
+    { text: "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", values: [`agent-run-inputs:${input.runId}`] },
+    {
+      text: "SELECT 1 WHERE (SELECT count(*) FROM run_inputs WHERE run_id = $1 AND id <> $2) < $3",
+      values: [input.runId, input.id, max],
+      orRefuse: () => inputsFull(max),
+    },
+  ];
 }
