@@ -89,8 +89,8 @@ export async function continuationPoint(
 ): Promise<number> {
   const answered = new Set(decisions.map((d) => d.toolCallId));
   let after = 0;
-  for (const event of await store.events.after(runId, 0)) {
-    if (event.type !== "approval.requested") continue;
+  // Only the approval requests: the run's other events (its messages) may be large.
+  for (const event of await store.events.ofType(runId, "approval.requested")) {
     const { toolCallId } = JSON.parse(event.data) as { toolCallId: string };
     if (answered.has(toolCallId)) after = Math.max(after, event.seq);
   }

@@ -4,8 +4,12 @@ import { type FeedSink, type Follower, followersOf } from "./run-followers.js";
 
 export type { FeedSink };
 
-/** Stored events read per query while replaying. */
-const BACKLOG_PAGE = 500;
+/**
+ * Stored events read per query while replaying: at most this many, and only as many as fit in
+ * MAX_HELD_BYTES (at least one), so a page of large events (1 MB inputs) is not read, nor
+ * written to a client that takes none of it, whole.
+ */
+const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
 
 /**
  * A run's events after `after` into `sink`, as `runEventStream` streams them (the stored
@@ -118,14 +122,14 @@ export function followRunEvents({
         if (ended) return;
         if (sink.backlogBytes() > MAX_HELD_BYTES) await sink.drained();
         if (ended) return;
-        const page = await store.events.after(runId, follower.last, BACKLOG_PAGE);
+        const { events: page, more } = await store.events.afterWithin(runId, follower.last, BACKLOG_PAGE);
         if (ended) return;
         const before = follower.last;
         // Every run stores its first event with itself: none at all, and it is gone.
         if (before === 0 && page.length === 0) return end();
         sendStored(page);
         if (page.some((e) => e.type === "run.finished" && e.seq > before)) return end();
-        if (page.length === BACKLOG_PAGE) continue;
+        if (more) continue;
         // Caught up with what is stored: what was held while reading comes next.
         const wasOverflowed = overflowed;
         overflowed = false;

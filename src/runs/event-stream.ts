@@ -7,8 +7,6 @@ export interface SseFrame {
   data: string;
 }
 
-/** Stored events read per query while replaying. */
-const BACKLOG_PAGE = 500;
 /**
  * The most live events (and bytes of their data) held for one watcher that is not reading.
  * Past either, the held events are dropped and the stream reads on from the database
@@ -16,6 +14,8 @@ const BACKLOG_PAGE = 500;
  */
 export const MAX_HELD_EVENTS = 2000;
 export const MAX_HELD_BYTES = 1 << 20;
+/** Stored events read per query while replaying: at most 500, and at most MAX_HELD_BYTES of them (at least one). */
+const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
 
 /** Which of a run's events a watcher is sent: those after `after`, until `closed` aborts. */
 export interface RunEventsQuery {
@@ -120,7 +120,7 @@ export async function* runEventStream({
     let confirmed = false;
     while (!closed.aborted) {
       if (reading) {
-        const page = await store.events.after(runId, last, BACKLOG_PAGE);
+        const { events: page, more } = await store.events.afterWithin(runId, last, BACKLOG_PAGE);
         for (const event of page) {
           last = event.seq;
           if (event.type === "reasoning.delta" && !reasoning) continue;
@@ -128,7 +128,7 @@ export async function* runEventStream({
           if (event.type === "run.finished") return;
           if (closed.aborted) return;
         }
-        if (page.length === BACKLOG_PAGE) continue;
+        if (more) continue;
         reading = false;
         // Held from here on again; anything lost meanwhile shows as a gap.
         overflowed = false;

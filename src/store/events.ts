@@ -1,5 +1,6 @@
 import type { RunEvent } from "../domain/run-events.js";
 import type { Db } from "./database.js";
+import { countWithin } from "./page.js";
 
 /** A stored event: its seq, its type and its JSON exactly as it was sent. */
 export interface StoredEvent {
@@ -13,6 +14,10 @@ export function eventStore(db: Db) {
   const after = db.prepare(
     "SELECT seq, type, data FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?",
   );
+  // `octet_length` reads a value's length, not its content.
+  const sizes = db
+    .prepare("SELECT octet_length(data) FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?")
+    .pluck();
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
   const ofType = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq");
 
@@ -28,6 +33,13 @@ export function eventStore(db: Db) {
     /** Events after `seq`, in order, at most `limit` of them. */
     after(runId: string, seq: number, limit = Number.MAX_SAFE_INTEGER): StoredEvent[] {
       return after.all(runId, seq, limit) as StoredEvent[];
+    },
+    /** Events after `seq` within `limit` and `bytes` (at least one), and whether more follow. */
+    afterWithin(runId: string, seq: number, page: { limit: number; bytes: number }) {
+      const found = sizes.all(runId, seq, page.limit + 1) as number[];
+      const count = Math.min(page.limit, countWithin(found, page.bytes));
+      const events = count === 0 ? [] : (after.all(runId, seq, count) as StoredEvent[]);
+      return { events, more: found.length > count };
     },
     lastSeq(runId: string): number {
       return (last.get(runId) as { seq: number | null }).seq ?? 0;

@@ -176,6 +176,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     },
     events: {
       after: (runId, seq, limit) => read(() => tables.events.after(runId, seq, limit)),
+      afterWithin: (runId, seq, page) => read(() => tables.events.afterWithin(runId, seq, page)),
       lastSeq: (runId) => read(() => tables.events.lastSeq(runId)),
       ofType: (runId, type) => read(() => tables.events.ofType(runId, type)),
     },

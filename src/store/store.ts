@@ -188,6 +188,15 @@ export interface Store {
   events: {
     /** Events after `seq`, in order, at most `limit` of them. */
     after(runId: string, seq: number, limit?: number): Promise<StoredEvent[]>;
+    /**
+     * Events after `seq`, in order: at most `limit`, and only as many as their stored sizes fit
+     * in `bytes` (at least one), the others not read. `more`: events follow those.
+     */
+    afterWithin(
+      runId: string,
+      seq: number,
+      page: { limit: number; bytes: number },
+    ): Promise<{ events: StoredEvent[]; more: boolean }>;
     lastSeq(runId: string): Promise<number>;
     /** The run's events of one type, in order (a few: e.g. its approval events). */
     ofType(runId: string, type: RunEvent["type"]): Promise<StoredEvent[]>;

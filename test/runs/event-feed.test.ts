@@ -55,9 +55,9 @@ function observed(inner: Store) {
     ...inner,
     events: {
       ...inner.events,
-      after: (runId, seq, limit) => {
+      afterWithin: (runId, seq, bounds) => {
         reads.push(seq);
-        return inner.events.after(runId, seq, limit);
+        return inner.events.afterWithin(runId, seq, bounds);
       },
     },
   };
@@ -305,10 +305,10 @@ it("a replay while the run's oldest events are deleted (with its session) skips 
     ...store,
     events: {
       ...store.events,
-      after: (runId, seq, limit) => {
+      afterWithin: (runId, seq, bounds) => {
         // (a read that does not move on would repeat without end, starving the event loop)
         if (++reads > 20) return Promise.reject(new Error("the feed reads the same page again and again"));
-        return store.events.after(runId, seq, limit);
+        return store.events.afterWithin(runId, seq, bounds);
       },
     },
   };

@@ -21,9 +21,9 @@ function observedReads(inner: Store, before?: (after: number) => Promise<void>) 
     ...inner,
     events: {
       ...inner.events,
-      after: async (runId, seq, limit) => {
+      afterWithin: async (runId, seq, bounds) => {
         reads.push(seq);
-        const page = await inner.events.after(runId, seq, limit);
+        const page = await inner.events.afterWithin(runId, seq, bounds);
         await before?.(seq);
         return page;
       },

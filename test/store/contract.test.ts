@@ -153,6 +153,31 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.events.after(fresh("run"), 0)).toEqual([]);
   });
 
+  it("a page of events within `bytes` reads only what their stored sizes fit (at least one), and says whether more follow", async () => {
+    const { runId } = await liveRun();
+    const big = "é".repeat(50_000); // 100 KB as UTF-8
+    await store.commitRun(
+      runId,
+      [],
+      [event(runId, 2, big), event(runId, 3, big), event(runId, 4), event(runId, 5, big)],
+    );
+    const page = (seq: number, limit: number, bytes: number) =>
+      store.events.afterWithin(runId, seq, { limit, bytes }).then(({ events, more }) => ({
+        seqs: events.map((e) => e.seq),
+        more,
+      }));
+    expect(await page(0, 500, 150_000)).toEqual({ seqs: [1, 2], more: true });
+    expect(await page(2, 500, 150_000)).toEqual({ seqs: [3, 4], more: true });
+    // One event larger than `bytes` is read alone: a reader following `more` always moves on.
+    expect(await page(4, 500, 1000)).toEqual({ seqs: [5], more: false });
+    expect(await page(0, 2, 10_000_000)).toEqual({ seqs: [1, 2], more: true });
+    expect(await page(0, 500, 10_000_000)).toEqual({ seqs: [1, 2, 3, 4, 5], more: false });
+    expect(await page(5, 500, 1000)).toEqual({ seqs: [], more: false });
+    expect(
+      JSON.parse((await store.events.afterWithin(runId, 1, { limit: 1, bytes: 1 })).events[0]?.data ?? "{}"),
+    ).toMatchObject({ text: big });
+  });
+
   it("lists page newest first by cursor, and history pages by seq", async () => {
     const owner = fresh("owner");
     const sessions: string[] = [];

@@ -1,9 +1,9 @@
 import type pg from "pg";
 import { MESSAGE_BYTES_SQL, type MessageRow, messageFromRow } from "../messages.js";
-import { type ListPage, PAGE_BYTES, rowsToRead, toPage } from "../page.js";
+import { countWithin, type ListPage, PAGE_BYTES, rowsToRead, toPage } from "../page.js";
 import { RUN_BYTES_SQL, type RunRow, runFromRow } from "../runs.js";
 import { SESSION_BYTES_SQL, type SessionRow, sessionFromRow } from "../sessions.js";
-import type { Store } from "../store.js";
+import type { Store, StoredEvent } from "../store.js";
 
 type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 
@@ -100,4 +100,32 @@ export function pgPages(rows: Rows) {
         { map: messageFromRow, cursorOf: (m) => String(m.seq) },
       )) satisfies Store["messages"]["page"],
   };
+}
+
+/**
+ * A run's events after `seq` within `limit` and `bytes` (at least one), as over SQLite: their
+ * stored sizes first, then only the events those fit. Events are appended in seq order, so
+ * nothing read can shift between the two reads.
+ */
+export async function eventsWithin(
+  rows: Rows,
+  runId: string,
+  seq: number,
+  page: { limit: number; bytes: number },
+): Promise<{ events: StoredEvent[]; more: boolean }> {
+  const where = "FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+  const found = await rows<{ bytes: number }>(`SELECT octet_length(data) AS bytes ${where}`, [
+    runId,
+    seq,
+    page.limit + 1,
+  ]);
+  const count = Math.min(
+    page.limit,
+    countWithin(
+      found.map((r) => Number(r.bytes)),
+      page.bytes,
+    ),
+  );
+  const events = count === 0 ? [] : await rows<StoredEvent>(`SELECT seq, type, data ${where}`, [runId, seq, count]);
+  return { events, more: found.length > count };
 }

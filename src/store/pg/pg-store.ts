@@ -19,7 +19,7 @@ import { controlNotification, PgListener } from "./pg-listener.js";
 import { pgMessages } from "./pg-messages.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
-import { pgPages } from "./pg-pages.js";
+import { eventsWithin, pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
@@ -190,6 +190,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
           "SELECT seq, type, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
           [runId, seq, limit ?? null],
         ),
+      afterWithin: (runId, seq, page) => eventsWithin(rows, runId, seq, page),
       lastSeq: async (runId) =>
         (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM run_events WHERE run_id = $1", [runId]))
           ?.seq ?? 0,
