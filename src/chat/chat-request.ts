@@ -52,8 +52,14 @@ export function chatAction(body: ChatBody): ChatAction {
   const last = body.messages.at(-1);
   if (last?.role === "assistant") {
     const decisions: ChatDecision[] = [];
+    // A part repeated (same call, same answer) is one decision: a body of thousands of copies
+    // would otherwise be applied thousands of times.
+    const seen = new Set<string>();
     for (const part of last.parts) {
       if (part.state !== "approval-responded" || part.approval?.approved === undefined) continue;
+      const key = `${part.approval.approved}\0${part.approval.id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
       decisions.push({
         toolCallId: part.approval.id,
         decision: part.approval.approved ? "approve" : "deny",
