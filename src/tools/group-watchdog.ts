@@ -9,7 +9,9 @@ import type { Writable } from "node:stream";
  * /dev/null. Before that it marks itself, and so everything the command will start, as the
  * first the kernel's OOM killer kills (`oom_score_adj` 1000; raising one's own needs no
  * privilege): by default it kills the process with the most memory, which is the server
- * whenever a command spreads its memory over processes smaller than it. The caller spawns this detached, starts the group's watchdog (watchProcessGroup),
+ * whenever a command spreads its memory over processes smaller than it. A command may set its
+ * own back down to 0 (the kernel lets any process, unless the server holds CAP_SYS_RESOURCE),
+ * so this spares the server a command's accident, not a command that means it. The caller spawns this detached, starts the group's watchdog (watchProcessGroup),
  * and then opens the gate (openGate). Should this process die before that, even by SIGKILL,
  * the pipe closes unwritten and the launcher exits without running anything: there is no
  * moment at which the command runs and this process's death would leave it running.
@@ -19,7 +21,7 @@ export function gatedLaunch(file: string, args: readonly string[]): { file: stri
     file: "/bin/sh",
     args: [
       "-c",
-      'read -r go || exit 125; echo 1000 >/proc/self/oom_score_adj 2>/dev/null; exec "$@" </dev/null',
+      'read -r go || exit 125; { echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; exec "$@" </dev/null',
       "sh",
       file,
       ...args,

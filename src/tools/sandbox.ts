@@ -153,14 +153,15 @@ export function bwrapArgs({
 /**
  * The sandbox's first shell, given the command as $1: it limits the processes (threads
  * included) of the sandbox's user to `maxProcesses` (RLIMIT_NPROC; `ulimit -p` in dash and
- * busybox, `-u` in bash) and then runs the command as `/bin/sh -c command`. The kernel counts
- * them per user namespace, so this bounds the sandbox's own processes only, not the server's
- * or another command's; it exempts the host's root, so it binds only when the server does not
- * run as root (then a fork bomb fails with "Cannot fork" at the limit).
+ * busybox, `-u` in bash) and then runs the command as `/bin/sh -c -- command`. The kernel
+ * (Linux 5.14 and later) counts them per user namespace, so this bounds the sandbox's own
+ * processes only, not the server's or another command's; it exempts the host's root, so it
+ * binds only when the server does not run as root (then a fork bomb fails with "Cannot fork"
+ * at the limit).
  */
 function limitedShell(maxProcesses: number): string {
   const n = String(maxProcesses);
-  return `{ ulimit -p ${n} || ulimit -u ${n}; } 2>/dev/null; exec /bin/sh -c "$1"`;
+  return `{ ulimit -p ${n} || ulimit -u ${n}; } 2>/dev/null; exec /bin/sh -c -- "$1"`;
 }
 
 /**

@@ -109,7 +109,7 @@ export function createShellTool({
                 cwd: "/",
                 fd3: root.fd,
               }
-            : { file: "/bin/sh", args: ["-c", command], cwd: workspace };
+            : { file: "/bin/sh", args: ["-c", "--", command], cwd: workspace };
         const run = await runShellCommand({
           ...launch,
           timeoutMs,

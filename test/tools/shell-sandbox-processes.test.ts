@@ -18,7 +18,7 @@ const NOBODY = 65534;
 const MAX = 32;
 const TRIES = 200;
 /** A sleep no other test runs, to count this command's processes from the host. */
-const SLEEP = "5.217";
+const SLEEP = "20.217";
 const spawned: { kill(signal: NodeJS.Signals): boolean }[] = [];
 afterEach(() => {
   for (const child of spawned.splice(0)) child.kill("SIGKILL");
@@ -41,7 +41,7 @@ describe.skipIf(!asRoot)("the sandbox's processes (SHELL_MAX_PROCESSES), the ser
     if (!resolved.ok || resolved.sandbox.kind !== "bwrap") throw new Error("bwrap must work for these tests");
     // The loop in a subshell, which dies at its first refused fork; the command's own shell
     // then becomes a sleep (no fork) so the sandbox lives while its processes are counted.
-    const command = `(i=0; while [ $i -lt ${TRIES} ]; do sleep ${SLEEP} & i=$((i+1)); done; echo all-started); exec sleep 3`;
+    const command = `(i=0; while [ $i -lt ${TRIES} ]; do sleep ${SLEEP} & i=$((i+1)); done; echo all-started); exec sleep 10`;
     const fd = openSync(workspace, constants.O_RDONLY | constants.O_DIRECTORY);
     const child = spawn(
       resolved.sandbox.bwrap,
