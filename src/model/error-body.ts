@@ -13,21 +13,26 @@ export type BufferedBody = Readable & { text(): Promise<string>; json(): Promise
  * The first MAX_ERROR_BODY_BYTES of an error answer's body, read now, so that the request's
  * signal (the SDK's per-attempt timeout and the caller's abort) still bounds the reading: the
  * SDK would read the whole body, with no timeout, once the headers have come. A longer body
- * is cut there and destroyed (its connection closed). Rejects as the body does, with the abort
- * error when the signal stops it.
+ * is cut there and destroyed (its connection closed). Rejects with the abort error when
+ * `signal` stopped the reading; a body that breaks otherwise (a reset, a proxy cutting it)
+ * is what came of it, so the answer keeps its status and the start of its message.
  */
-export async function readErrorBody(body: Readable): Promise<BufferedBody> {
+export async function readErrorBody(body: Readable, signal: AbortSignal | null | undefined): Promise<BufferedBody> {
   const chunks: Buffer[] = [];
   let bytes = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    const piece = chunk.subarray(0, MAX_ERROR_BODY_BYTES - bytes);
-    chunks.push(piece);
-    bytes += piece.length;
-    if (bytes >= MAX_ERROR_BODY_BYTES) {
-      // Leaving the loop destroys the unfinished body, and undici then emits an abort error: nobody waits for it.
-      body.on("error", () => {});
-      break;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      const piece = chunk.subarray(0, MAX_ERROR_BODY_BYTES - bytes);
+      chunks.push(piece);
+      bytes += piece.length;
+      if (bytes >= MAX_ERROR_BODY_BYTES) {
+        // Leaving the loop destroys the unfinished body, and undici then emits an abort error: nobody waits for it.
+        body.on("error", () => {});
+        break;
+      }
     }
+  } catch (err) {
+    if (signal?.aborted) throw err;
   }
   return bufferedBody(Buffer.concat(chunks));
 }

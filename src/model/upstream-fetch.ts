@@ -35,7 +35,7 @@ export const upstreamFetch: ModelFetch = async (input, init) => {
     url,
     headers: new ResponseHeaders(response.headers),
     // An error's body is read here, bounded, while the SDK's timeout still runs (see readErrorBody).
-    body: noBody ? null : ok ? destroyedOnReturn(response.body) : await readErrorBody(response.body),
+    body: noBody ? null : ok ? destroyedOnReturn(response.body) : await readErrorBody(response.body, init?.signal),
   }) as unknown as Response;
 };
 

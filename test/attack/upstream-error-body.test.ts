@@ -29,10 +29,15 @@ describe("a model upstream's error answer (a malicious or broken provider)", () 
     upstream = undefined;
   });
 
-  const start = async (handler: http.RequestListener) => {
+  const start = async (handler: http.RequestListener, env: Record<string, string> = {}) => {
     upstream = await hostileUpstream(handler);
     server = await startTestServer({
-      env: { OPENAI_BASE_URL: upstream.baseURL, MODEL_REQUEST_TIMEOUT_MS: "1000", MODEL_IDLE_TIMEOUT_MS: "1000" },
+      env: {
+        OPENAI_BASE_URL: upstream.baseURL,
+        MODEL_REQUEST_TIMEOUT_MS: "1000",
+        MODEL_IDLE_TIMEOUT_MS: "1000",
+        ...env,
+      },
     });
     const session = (await server.request("POST", "/sessions", { body: {} })).body as { id: string };
     return (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "go" } })).body as Run;
@@ -60,6 +65,25 @@ describe("a model upstream's error answer (a malicious or broken provider)", () 
     expect(after.status).toBe("finished");
     expect(after.stopReason).toBe("error");
     expect(after.error?.code).toBe("MODEL_TIMEOUT");
+  }, 30_000);
+
+  it("cut mid-way keeps its status and message: an error answer, not a broken connection to retry", async () => {
+    let requests = 0;
+    const run = await start(
+      (_req, res) => {
+        requests++;
+        res.writeHead(400, { "content-type": "application/json", "content-length": "1000" });
+        res.write('{"error":{"message":"the key is not valid');
+        setTimeout(() => res.socket?.destroy(), 20);
+      },
+      { MODEL_MAX_RETRIES: "2" },
+    );
+    const after = await settled(run.id, 10_000);
+    expect(after.stopReason).toBe("error");
+    expect(after.error?.code).toBe("MODEL_UPSTREAM");
+    expect(after.error?.message).toContain("HTTP 400: ");
+    expect(after.error?.message).toContain("the key is not valid");
+    expect(requests).toBe(1);
   }, 30_000);
 
   it("of 256 MB is read only as far as its message needs: the server's memory does not grow by it", async () => {
