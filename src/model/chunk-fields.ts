@@ -87,3 +87,21 @@ export function extraFields(fragment: Record<string, unknown>): Record<string, u
   }
   return extras;
 }
+
+/** The deepest a provider field of a tool call may nest objects and arrays. */
+export const MAX_FIELD_DEPTH = 64;
+
+/**
+ * Whether `value` nests objects or arrays more than `max` levels deep, walked without
+ * recursion: a value from the upstream may nest as deep as its JSON, past what the recursive
+ * JSON.stringify of it (when its message is stored and sent) can take.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { item: unknown; depth: number }[] = [{ item: value, depth: 0 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (next.item === null || typeof next.item !== "object") continue;
+    if (next.depth >= max) return true;
+    for (const child of Object.values(next.item)) stack.push({ item: child, depth: next.depth + 1 });
+  }
+  return false;
+}

@@ -1,6 +1,14 @@
 import { randomUUID } from "node:crypto";
 import type { ModelToolCall, ModelUsage } from "../agent/model.js";
-import { contentPieces, extraFields, isRecord, reasoningOf, usageOf } from "./chunk-fields.js";
+import {
+  contentPieces,
+  extraFields,
+  isRecord,
+  MAX_FIELD_DEPTH,
+  nestsDeeperThan,
+  reasoningOf,
+  usageOf,
+} from "./chunk-fields.js";
 import { type PartialCall, ToolCallSlots } from "./tool-call-slots.js";
 
 export interface AssembledStream {
@@ -156,6 +164,9 @@ export class StreamAssembler {
     const name = call.name === "" ? fnName : "";
     const args = typeof fn.arguments === "string" ? fn.arguments : "";
     const extras = extraFields(fragment);
+    if (extras && nestsDeeperThan(extras, MAX_FIELD_DEPTH)) {
+      return bad(`the model upstream sent a tool-call field nested more than ${MAX_FIELD_DEPTH} levels deep`);
+    }
     const extrasChars = extras ? JSON.stringify(extras).length : 0;
     if (!this.take(id.length + name.length + args.length + extrasChars)) return this.tooLarge();
     if (call.id === "" && id !== "") call.id = id;

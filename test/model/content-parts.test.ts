@@ -22,4 +22,25 @@ describe("content parts in a stream chunk", () => {
     const result = assembler().accept(chunkWith(content));
     expect(result).toMatchObject({ ok: false, message: expect.stringContaining("`content`") });
   });
+
+  it("a tool-call field nested 5,000 deep is a bad response, not a stack overflow; 64 levels pass", () => {
+    const nested = (depth: number) => {
+      let value: unknown = "leaf";
+      for (let i = 0; i < depth; i++) value = { v: value };
+      return value;
+    };
+    const fragment = (depth: number) => ({
+      choices: [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, id: "c1", function: { name: "ls", arguments: "{}" }, x: nested(depth) }] },
+        },
+      ],
+    });
+    expect(assembler().accept(fragment(5_000))).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("nested"),
+    });
+    expect(assembler().accept(fragment(63))).toEqual({ ok: true });
+  });
 });
