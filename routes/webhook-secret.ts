@@ -1,6 +1,6 @@
 import type { App, AppContext } from "../src/app-context.js";
 import { conflict } from "../src/errors.js";
-import { ownerWebhookKey, webhookKey, webhookSecretOf } from "../src/webhooks/signature.js";
+import { webhookKey, webhookSecretOf } from "../src/webhooks/signature.js";
 
 /**
  * The caller's own webhook secret: the deliveries of its sessions' runs carry a signature with
@@ -8,18 +8,19 @@ import { ownerWebhookKey, webhookKey, webhookSecretOf } from "../src/webhooks/si
  * delivery about another API key's runs. Only with API keys and WEBHOOK_SECRET set.
  */
 export default function webhookSecretRoutes(app: App, ctx: AppContext) {
-  const serverKey = webhookKey(ctx.config.WEBHOOK_SECRET);
+  const signs = webhookKey(ctx.config.WEBHOOK_SECRET) !== null;
   app.get("/webhook-secret", async (request, reply) => {
-    if (!serverKey) {
+    if (!signs) {
       throw conflict("WEBHOOK_SECRET_UNAVAILABLE", "the server has no WEBHOOK_SECRET: it sends no webhooks");
     }
-    if (request.owner === null) {
+    const key = request.owner === null ? null : ctx.webhookOwnerKey(request.owner);
+    if (key === null) {
       throw conflict(
         "WEBHOOK_SECRET_UNAVAILABLE",
         "the server has no API keys: its deliveries are signed with WEBHOOK_SECRET alone",
       );
     }
     reply.header("cache-control", "no-store");
-    return { secret: webhookSecretOf(ownerWebhookKey(serverKey, request.owner)) };
+    return { secret: webhookSecretOf(key) };
   });
 }

@@ -42,6 +42,8 @@ export interface AppContext {
   /** The trace exporter, null when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
   tracing: Tracing | null;
   apiKeys: ApiKeys;
+  /** An API key's own webhook signing key by its owner id (see GET /webhook-secret); null without one. */
+  webhookOwnerKey: (owner: string) => Buffer | null;
   streamTokens: StreamTokens;
   tools: ToolCatalogEntry[];
   /** Where the shell tools run their commands. */

@@ -20,7 +20,7 @@ import { openStoreOrExplain, prepareShellSandbox, prepareWorkspaceRoot } from ".
 import type { Store } from "./store/store.js";
 import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES, workspaceToolsFor } from "./tools/index.js";
 import { WebhookSender } from "./webhooks/send.js";
-import { webhookKey } from "./webhooks/signature.js";
+import { ownerWebhookKeys, webhookKey } from "./webhooks/signature.js";
 import { WebhookWorker } from "./webhooks/worker.js";
 
 export interface ComposeOptions {
@@ -134,10 +134,16 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     approvalCeiling,
     webhookPolicy,
   });
+  const apiKeys = new ApiKeys(config.AGENT_API_KEYS);
+  const webhookOwnerKey = ownerWebhookKeys({
+    serverKey: webhookKey(config.WEBHOOK_SECRET),
+    digestOf: (owner) => apiKeys.digestOf(owner),
+  });
   const webhooks = new WebhookWorker({
     store,
     sender: new WebhookSender({
       key: webhookKey(config.WEBHOOK_SECRET),
+      ownerKey: webhookOwnerKey,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     }),
@@ -176,7 +182,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     peers,
     metrics,
     tracing,
-    apiKeys: new ApiKeys(config.AGENT_API_KEYS),
+    apiKeys,
+    webhookOwnerKey,
     streamTokens: new StreamTokens({
       secret: StreamTokens.secretFrom({ configured: config.STREAM_TOKEN_SECRET, apiKeys: config.AGENT_API_KEYS }),
       ttlMs: config.STREAM_TOKEN_TTL_MS,

@@ -18,6 +18,14 @@ export class ApiKeys {
     return this.#digests.length > 0;
   }
 
+  /**
+   * The whole digest of the key whose owner id is `owner`, or null: unlike the owner id (which
+   * logs and the store show), it is known only to this server and to the key's holder.
+   */
+  digestOf(owner: string): Buffer | null {
+    return this.#digests.find((known) => known.toString("hex").slice(0, 32) === owner) ?? null;
+  }
+
   /** The owner id of a valid `Authorization` header, or null. */
   authenticate(header: string | undefined): string | null {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");

@@ -1,7 +1,7 @@
 import { Agent, request } from "undici";
 import type { WebhookAttempt } from "../store/store.js";
 import { guardedLookup, isPrivateAddress, literalHost } from "./address-guard.js";
-import { ownerWebhookKey, signedHeaders } from "./signature.js";
+import { signedHeaders } from "./signature.js";
 
 /** Why a delivery can never succeed as addressed: it is not tried again. */
 export class RefusedTarget extends Error {}
@@ -15,7 +15,15 @@ export class WebhookSender {
   /** Aborts every try under way (see `cut`). */
   readonly #cut = new AbortController();
 
-  constructor(private readonly options: { key: Buffer | null; allowPrivate: boolean; timeoutMs: number }) {
+  constructor(
+    private readonly options: {
+      key: Buffer | null;
+      /** An owner's own signing key (ownerWebhookKeys), null for one whose API key is gone. */
+      ownerKey: (owner: string) => Buffer | null;
+      allowPrivate: boolean;
+      timeoutMs: number;
+    },
+  ) {
     // The check sits in the connection's own lookup: the address refused is the one connected to.
     this.#dispatcher = new Agent({
       connect: options.allowPrivate ? {} : { lookup: guardedLookup as never },
@@ -27,7 +35,7 @@ export class WebhookSender {
    * One try: the receiver's status code, or why there was none. Throws RefusedTarget when
    * the target may not be reached at all. Redirects are not followed (a 3xx is a failure).
    * Signed with the server's key and, for a delivery of an API key's session (`owner`), that
-   * key's own too (ownerWebhookKey).
+   * key's own too (ownerWebhookKeys).
    */
   async send(delivery: { id: string; url: string; body: string; owner: string | null }): Promise<WebhookAttempt> {
     const at = new Date().toISOString();
@@ -37,9 +45,9 @@ export class WebhookSender {
     }
     if (!this.options.key)
       return { at, statusCode: null, error: "WEBHOOK_SECRET is not set: nothing is sent unsigned" };
-    const key = this.options.key;
+    const ownerKey = delivery.owner === null ? null : this.options.ownerKey(delivery.owner);
     const headers = signedHeaders({
-      keys: delivery.owner === null ? [key] : [key, ownerWebhookKey(key, delivery.owner)],
+      keys: ownerKey ? [this.options.key, ownerKey] : [this.options.key],
       id: delivery.id,
       timestamp: Math.floor(Date.now() / 1000),
       body: delivery.body,

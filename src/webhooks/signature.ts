@@ -9,12 +9,28 @@ export function webhookKey(secret: string): Buffer | null {
 }
 
 /**
- * The key that signs one owner's (API key's) deliveries besides the server's: an HMAC of the
- * owner id under the server's key, so it is the same on every instance and after a restart,
- * no owner can derive another's, and none can derive the server's.
+ * The key that signs one API key's deliveries besides the server's: an HMAC of the API key's
+ * whole digest under the server's key. It is the same on every instance and after a restart,
+ * and deriving it takes both WEBHOOK_SECRET and the API key (or its whole digest, which only
+ * the server holds): a holder of WEBHOOK_SECRET (a receiver of every delivery) knows only
+ * owner ids, which are not enough.
  */
-export function ownerWebhookKey(serverKey: Buffer, owner: string): Buffer {
-  return createHmac("sha256", serverKey).update(`agent-server webhook owner\0${owner}`).digest();
+export function ownerWebhookKey(serverKey: Buffer, keyDigest: Buffer): Buffer {
+  return createHmac("sha256", serverKey).update("agent-server webhook owner\0").update(keyDigest).digest();
+}
+
+/** Each owner's signing key (ownerWebhookKey), given how to find an owner's API key digest. */
+export function ownerWebhookKeys({
+  serverKey,
+  digestOf,
+}: {
+  serverKey: Buffer | null;
+  digestOf: (owner: string) => Buffer | null;
+}): (owner: string) => Buffer | null {
+  return (owner) => {
+    const digest = serverKey && digestOf(owner);
+    return serverKey && digest ? ownerWebhookKey(serverKey, digest) : null;
+  };
 }
 
 /** A key as a Standard Webhooks secret: `whsec_` and its base64. */

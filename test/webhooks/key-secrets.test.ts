@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import { ownerWebhookKey, webhookKey, webhookSecretOf } from "../../src/webhooks/signature.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
 
@@ -55,6 +57,20 @@ describe("a key's own webhook secret", () => {
     // The server's own signature is still on every delivery: receivers that verify with
     // WEBHOOK_SECRET go on working.
     expect((await withServerSecret.until((d) => d.payload.data.runId === mark)).signatureValid).toBe(true);
+  });
+
+  it("cannot be derived from WEBHOOK_SECRET and the key's owner id (what logs and receivers of every delivery know)", async () => {
+    server = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, WEBHOOK_SECRET } });
+    const secretB = (await server.request("GET", "/webhook-secret", { headers: as(KEY_B) })).body.secret as string;
+    const ownerB = createHash("sha256").update(KEY_B).digest("hex").slice(0, 32);
+    const serverKey = webhookKey(WEBHOOK_SECRET);
+    if (!serverKey) throw new Error("the test's WEBHOOK_SECRET is not one");
+    // The derivation the server uses, fed what such a holder has instead of the key's whole digest.
+    const guesses = [Buffer.from(ownerB, "hex"), Buffer.from(ownerB, "utf8")].map((material) =>
+      webhookSecretOf(ownerWebhookKey(serverKey, material)),
+    );
+    expect(guesses).not.toContain(secretB);
+    expect(secretB).toBe(webhookSecretOf(ownerWebhookKey(serverKey, createHash("sha256").update(KEY_B).digest())));
   });
 
   it("is not given for a stream token, which opens only its run's events", async () => {
