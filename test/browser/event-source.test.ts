@@ -137,7 +137,9 @@ describe("EventSource in Chromium", () => {
     "with keys: a stream token opens it, it resumes across a server restart with Last-Event-ID, and stops after run.finished",
     async () => {
       const dir = tempDir("browser-restart-");
-      const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url };
+      // One retry, as a server has by default (2): a model request once found the pooled
+      // connection to the shared fake upstream reset (ECONNRESET) and failed its run in CI.
+      const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url, MODEL_MAX_RETRIES: "1" };
       let server = await startTestServer({ upstream, env, dir: dir.path });
       const port = Number(new URL(server.url).port);
       const { page } = await newPage(browser);
