@@ -91,7 +91,11 @@ export async function startChildServer({
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`server did not become healthy:\n${output}`);
+    if (Date.now() > deadline) {
+      // Not left running behind the failure (nothing else holds it to stop it).
+      child.kill("SIGKILL");
+      throw new Error(`server did not become healthy:\n${output}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return { url, pid: child.pid as number, process: child, output: () => output, exited };
