@@ -8,6 +8,7 @@ import { readChatStream, type StreamEnd } from "./read-stream.js";
 import { displayURL } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
+import { type StopSignalInit, withStopSignal } from "./stop-signal.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import { upstreamFetch } from "./upstream-fetch.js";
 import { encodeChatRequest } from "./wire-body.js";
@@ -79,7 +80,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
     timeout: requestTimeoutMs,
     // Failures are reported as values; the SDK's console logging (which may print raw chunks) stays off.
     logLevel: "off",
-    fetch: capRetryDelay(options.fetch ?? upstreamFetch, maxRetryDelayMs),
+    fetch: capRetryDelay(withStopSignal(options.fetch ?? upstreamFetch), maxRetryDelayMs),
   });
 
   return {
@@ -240,7 +241,8 @@ async function openStream({
       body,
       headers: { "content-type": "application/json" },
       stream: true,
-      signal: guard.signal,
+      // Not the SDK's `signal` (see withStopSignal): the fetch ends the request on a stop.
+      fetchOptions: { stopSignal: guard.signal } satisfies StopSignalInit as object,
     })
     .asResponse();
   pending.catch(() => {});
