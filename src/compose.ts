@@ -83,6 +83,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     config,
     store: options.wrapStore ? options.wrapStore(opened) : opened,
     toolNames: [...WORKSPACE_TOOL_NAMES, ...Object.values(PlanToolName)],
+    onSinkError: (err, kind) =>
+      logger.error({ err, kind }, "metrics or tracing failed to take a fact of runs; such facts are lost"),
   });
   observeCheckpoint = (durationMs) => metrics.observeCheckpoint(durationMs / 1000);
   const { notifications } = store;

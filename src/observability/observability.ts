@@ -25,11 +25,14 @@ export function observeRuns({
   config,
   store,
   toolNames,
+  onSinkError,
 }: {
   config: Config;
   store: Store;
   /** Every tool a run may be offered (the `tool` label's values). */
   toolNames: readonly string[];
+  /** Told once per kind of fact that the metrics or the tracing failed to take. */
+  onSinkError?: (err: unknown, kind: string) => void;
 }): Observability {
   const metrics = new Metrics({ toolNames });
   const endpoint = config.OTEL_EXPORTER_OTLP_ENDPOINT;
@@ -46,5 +49,5 @@ export function observeRuns({
       })
     : null;
   const sinks: RunFacts[] = tracing ? [metrics, tracing.runs] : [metrics];
-  return { ...observedSeams(store, new RunDigest(sinks)), metrics, tracing };
+  return { ...observedSeams(store, new RunDigest(sinks, onSinkError)), metrics, tracing };
 }

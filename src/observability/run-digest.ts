@@ -69,25 +69,34 @@ interface RunState {
 export class RunDigest implements RunObserver {
   readonly #runs = new Map<string, RunState>();
 
-  constructor(private readonly sinks: readonly RunFacts[]) {}
+  /** The kinds of fact a sink has thrown on, each reported once. */
+  readonly #failedKinds = new Set<string>();
+
+  constructor(
+    private readonly sinks: readonly RunFacts[],
+    /** Told the first time a sink throws on each kind of fact (`kind`: the RunFacts method). */
+    private readonly onSinkError: (err: unknown, kind: string) => void = () => {},
+  ) {}
 
   /**
    * Tells every sink: one that throws (breaking its contract) loses its own fact, never the
    * other sinks' or the digest's record of the run (a pending approval left unsettled would
    * hold the approvals gauge up for good).
    */
-  #tell(fact: (sink: RunFacts) => void): void {
+  #tell(kind: keyof RunFacts, fact: (sink: RunFacts) => void): void {
     for (const sink of this.sinks) {
       try {
         fact(sink);
-      } catch {
-        // that sink's measurement is lost
+      } catch (err) {
+        if (this.#failedKinds.has(kind)) continue;
+        this.#failedKinds.add(kind);
+        this.onSinkError(err, kind);
       }
     }
   }
 
   committed(batch: CommittedBatch): void {
-    this.#tell((sink) => sink.committed?.(batch));
+    this.#tell("committed", (sink) => sink.committed?.(batch));
     if (!batch.ok) return;
     let state = this.#runs.get(batch.runId);
     if (!state) {
@@ -110,7 +119,7 @@ export class RunDigest implements RunObserver {
   }
 
   delivered(delivery: Delivery): void {
-    this.#tell((sink) => sink.delivered?.(delivery));
+    this.#tell("delivered", (sink) => sink.delivered?.(delivery));
   }
 
   /** A failed request ends its run: it is reported with the run's end, which names its error. */
@@ -131,7 +140,7 @@ export class RunDigest implements RunObserver {
       errorType: model.error === null ? null : "_OTHER",
       errorMessage: model.error,
     };
-    if (fact.errorType === null) this.#tell((sink) => sink.modelRequest?.(fact));
+    if (fact.errorType === null) this.#tell("modelRequest", (sink) => sink.modelRequest?.(fact));
     else state.failedRequest = fact;
   }
 
@@ -139,7 +148,9 @@ export class RunDigest implements RunObserver {
     const { runId } = event;
     switch (event.type) {
       case "run.started":
-        this.#tell((sink) => sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) }));
+        this.#tell("runStarted", (sink) =>
+          sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) }),
+        );
         return;
       case "tool.started":
         state.toolNames.set(event.toolCallId, event.tool);
@@ -148,7 +159,7 @@ export class RunDigest implements RunObserver {
       case "approval.requested":
         state.toolNames.set(event.toolCallId, event.tool);
         state.pendingApprovals.add(event.toolCallId);
-        this.#tell((sink) => sink.approvalRequested?.({ runId, toolCallId: event.toolCallId }));
+        this.#tell("approvalRequested", (sink) => sink.approvalRequested?.({ runId, toolCallId: event.toolCallId }));
         return;
       case "approval.resolved":
         this.#settleApproval(state, runId, event.toolCallId);
@@ -161,10 +172,10 @@ export class RunDigest implements RunObserver {
           // A request cut by a cancel or a spent budget ends the run without an error: its stop names it.
           const errorType = event.run.error?.code ?? event.run.stopReason ?? "_OTHER";
           const fact = { ...state.failedRequest, errorType };
-          this.#tell((sink) => sink.modelRequest?.(fact));
+          this.#tell("modelRequest", (sink) => sink.modelRequest?.(fact));
         }
         for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
-        this.#tell((sink) => sink.runFinished?.({ run: event.run, at: Date.parse(event.at) }));
+        this.#tell("runFinished", (sink) => sink.runFinished?.({ run: event.run, at: Date.parse(event.at) }));
         this.#runs.delete(runId);
         return;
     }
@@ -191,11 +202,11 @@ export class RunDigest implements RunObserver {
     };
     state.toolNames.delete(id);
     state.toolStarts.delete(id);
-    this.#tell((sink) => sink.toolResult?.(fact));
+    this.#tell("toolResult", (sink) => sink.toolResult?.(fact));
   }
 
   #settleApproval(state: RunState, runId: string, toolCallId: string): void {
     if (!state.pendingApprovals.delete(toolCallId)) return;
-    this.#tell((sink) => sink.approvalSettled?.({ runId, toolCallId }));
+    this.#tell("approvalSettled", (sink) => sink.approvalSettled?.({ runId, toolCallId }));
   }
 }

@@ -31,7 +31,10 @@ describe("the run digest's sinks", () => {
       approvalSettled: () => told.push("approvalSettled"),
       runFinished: () => told.push("runFinished"),
     };
-    const digest = new RunDigest([broken, counting]);
+    const reported: string[] = [];
+    const digest = new RunDigest([broken, counting], (err, kind) =>
+      reported.push(`${kind}: ${(err as Error).message}`),
+    );
     digest.committed(batch([{ type: "run.started", runId: "run_a", seq: 1, at }]));
     digest.committed(
       batch([{ type: "approval.requested", runId: "run_a", seq: 2, at, toolCallId: "call_1", tool: "shell" }]),
@@ -39,5 +42,8 @@ describe("the run digest's sinks", () => {
     const run = { id: "run_a", status: "finished", stopReason: "cancelled", error: null } as unknown as RunView;
     digest.committed(batch([{ type: "run.finished", runId: "run_a", seq: 3, at, run }]));
     expect(told).toEqual(["runStarted", "approvalRequested", "approvalSettled", "runFinished"]);
+    // Each kind of failure is reported once, however often it recurs.
+    digest.committed(batch([{ type: "run.started", runId: "run_b", seq: 1, at }]));
+    expect(reported).toEqual(["runStarted: broken sink", "approvalRequested: broken sink"]);
   });
 });
