@@ -29,7 +29,8 @@ export class RunCancel {
 
   interrupt(): void {
     if (this.#requested) {
-      const runId = this.#runId;
+      // The run's id is the server's: shown escaped.
+      const runId = this.#runId === null ? null : printable(this.#runId);
       const where = `${this.deps.client.target.baseUrl}/runs/${runId}`;
       this.deps.out.note(
         `[run] left without waiting for the end${

@@ -5,7 +5,7 @@ import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
 import { followRunEvents } from "./follow-events.js";
 import { type CliIo, readAll } from "./io.js";
-import { printableJson } from "./printable.js";
+import { printable, printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
 import { targetFromEnv } from "./target.js";
 import { terminalAsk } from "./terminal-ask.js";
@@ -68,7 +68,7 @@ async function startAndFollow({
   ask: Ask | null;
 }): Promise<ExitCode> {
   const sessionId = options.session ?? (await createSession(client, options));
-  out.note(`session ${sessionId}`);
+  out.note(`session ${printable(sessionId)}`);
   if (cancel.requested) {
     out.note("[run] not started: cancelled");
     return EXIT.aborted;
@@ -79,21 +79,23 @@ async function startAndFollow({
     body: { input, ...(options.maxTurns === undefined ? {} : { maxTurns: options.maxTurns }) },
     schema: RunBody,
   });
-  out.note(`run ${run.id}`);
+  out.note(`run ${printable(run.id)}`);
   const approvals = new Approvals({ client, runId: run.id, approve: options.approve, ask, out });
   cancel.attach(run.id, approvals);
   const transcript = new Transcript(out);
   const events = followRunEvents({
     client,
     runId: run.id,
-    onReconnect: ({ after, reason }) => out.note(`[stream] lost (${reason}); reconnecting after event ${after}`),
+    onReconnect: ({ after, reason }) =>
+      out.note(`[stream] lost (${printable(reason)}); reconnecting after event ${after}`),
   });
   for await (const frame of events) {
     // While the output is stopped (Ctrl-S), the events wait at the server.
     await out.flowing();
+    // Decoded first: data that is not JSON (which may carry any control character) is never written.
+    const event = decodeEvent(frame.data);
     // On a terminal, control characters in the JSON are escaped (the same JSON), as in the text.
     if (options.json) io.stdout.write(`${io.stdout.isTTY ? printableJson(frame.data) : frame.data}\n`);
-    const event = decodeEvent(frame.data);
     if (event === null) continue;
     if (event.type === "approval.resolved") approvals.resolved(event.toolCallId);
     transcript.show(event);

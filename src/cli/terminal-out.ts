@@ -84,7 +84,10 @@ export class Outputs {
     for (const line of held) this.note(line);
   }
 
-  /** A line on stderr. */
+  /**
+   * A line on stderr. Its control characters are escaped (newlines and tabs kept), whatever it
+   * quotes: a string of the server that a caller forgot to escape cannot drive the terminal.
+   */
   note(line: string): void {
     if (this.#stopped) {
       this.#stopped.writes.push(() => this.note(line));
@@ -95,7 +98,7 @@ export class Outputs {
       return;
     }
     const shared = this.stdout.isTTY && this.stderr.isTTY;
-    this.stderr.write(`${shared && this.#midLine ? "\n" : ""}${line}\n`);
+    this.stderr.write(`${shared && this.#midLine ? "\n" : ""}${printable(line, { keepLines: true })}\n`);
     if (shared) this.#midLine = false;
   }
 }

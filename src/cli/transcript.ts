@@ -96,14 +96,14 @@ function summary(run: RunBody): string {
     turns === undefined || calls === undefined
       ? ""
       : ` (${turns} turn${turns === 1 ? "" : "s"}, ${calls} tool call${calls === 1 ? "" : "s"})`;
-  return `[run] ${run.stopReason ?? run.status}${because(run)}${counts}`;
+  return `[run] ${printable(run.stopReason ?? run.status)}${because(run)}${counts}`;
 }
 
 function because(run: RunBody): string {
   if (run.error) return `: ${printable(run.error.message)}`;
   if (run.stopReason === "max_turns") {
     const budget = run.maxTurns === undefined ? "" : ` of ${run.maxTurns}`;
-    return `: the turn budget${budget} is spent; go on with --session ${run.sessionId ?? "<id>"}, or allow more with --max-turns`;
+    return `: the turn budget${budget} is spent; go on with --session ${printable(run.sessionId ?? "<id>")}, or allow more with --max-turns`;
   }
   if (run.stopReason === "aborted") return ": the run was cancelled";
   // A loop guard or a budget: the server says where it stopped and what to try.
