@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { MAX_ANSWER_BYTES, mebibytes, readBoundedText } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
 import { readRefusal, refusalError, unreachableError } from "./server-errors.js";
@@ -11,7 +12,7 @@ import type { Target } from "./target.js";
 export class ApiClient {
   constructor(readonly target: Target) {}
 
-  /** A JSON request whose 2xx answer must match `schema`. */
+  /** A JSON request whose 2xx answer must match `schema` (and be at most MAX_ANSWER_BYTES). */
   async json<T>({
     method,
     path,
@@ -35,7 +36,13 @@ export class ApiClient {
         body: body === undefined ? undefined : JSON.stringify(body),
       },
     });
-    const text = await response.text();
+    const text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
+    if (text === null) {
+      throw new CliError(
+        `${request} answered with more than ${mebibytes(MAX_ANSWER_BYTES)}: is AGENT_URL (${this.target.baseUrl}) an agent server?`,
+        EXIT.server,
+      );
+    }
     let parsed: z.ZodSafeParseResult<T> | null = null;
     try {
       parsed = schema.safeParse(JSON.parse(text));

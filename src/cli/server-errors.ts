@@ -1,3 +1,4 @@
+import { MAX_REFUSAL_BYTES, readBoundedText } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
 import type { Target } from "./target.js";
@@ -13,9 +14,9 @@ export interface Refusal {
   request: string;
 }
 
-/** Reads a non-2xx response into a `Refusal`. */
+/** Reads a non-2xx response into a `Refusal` (a body past MAX_REFUSAL_BYTES is not an envelope). */
 export async function readRefusal(response: Response, request: string): Promise<Refusal> {
-  const text = await response.text().catch(() => "");
+  const text = (await readBoundedText(response.body, MAX_REFUSAL_BYTES).catch(() => null)) ?? "";
   let envelope: ErrorEnvelope | null = null;
   try {
     const parsed = ErrorEnvelope.safeParse(JSON.parse(text));

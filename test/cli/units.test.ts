@@ -31,6 +31,10 @@ describe("the client's exit code for a finished run", () => {
 });
 
 async function frames(...chunks: string[]) {
+  return framesWithin(undefined, ...chunks);
+}
+
+async function framesWithin(maxChars: number | undefined, ...chunks: string[]) {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
@@ -38,7 +42,7 @@ async function frames(...chunks: string[]) {
     },
   });
   const out = [];
-  for await (const frame of readSse(body)) out.push(frame);
+  for await (const frame of readSse(body, undefined, maxChars)) out.push(frame);
   return out;
 }
 
@@ -56,6 +60,18 @@ describe("the SSE reader", () => {
       { id: "2", event: "message", data: "x\ny" },
       { id: null, event: "message", data: "no id" },
     ]);
+  });
+
+  it("reads an event up to its limit, in pieces of any size, and refuses one past it (a line or data lines)", async () => {
+    const data = "x".repeat(70_000);
+    const pieces = [`id: 1\ndata: ${data.slice(0, 5)}`, ...data.slice(5).match(/.{1,7}/gs)!, "\ndata: y\n\n"];
+    expect(await framesWithin(80_000, ...pieces)).toEqual([{ id: "1", event: "message", data: `${data}\ny` }]);
+    const refused = (promise: Promise<unknown>) =>
+      expect(promise).rejects.toMatchObject({ exitCode: EXIT.server, message: expect.stringMatching(/more than/) });
+    await refused(framesWithin(1000, `data: ${"a".repeat(600)}`, "a".repeat(600)));
+    await refused(framesWithin(1000, "data: x\n".repeat(200)));
+    // Lines that are not data (heartbeats, ids) are not kept, so they do not count.
+    expect(await framesWithin(1000, ": ping\nid: 1\n".repeat(200), "data: z\n\n")).toHaveLength(1);
   });
 
   it("decodes UTF-8 split across chunks", async () => {
