@@ -6,11 +6,21 @@ import { readRefusal, refusalError, unreachableError } from "./server-errors.js"
 import type { Target } from "./target.js";
 
 /**
+ * How long a JSON request may take, from sending it to the end of its answer. Every JSON
+ * request of the client (create a session, start a run, decide, cancel) is answered at once
+ * by a working server; one that trickles its answer or never finishes it is given up.
+ */
+export const ANSWER_DEADLINE_MS = 60_000;
+
+/**
  * The agent server's HTTP API as the client uses it: JSON requests with the bearer key,
- * every failure turned into a one-line `CliError` (refused, unreachable, not the API).
+ * every failure turned into a one-line `CliError` (refused, unreachable, not the API, too slow).
  */
 export class ApiClient {
-  constructor(readonly target: Target) {}
+  constructor(
+    readonly target: Target,
+    private readonly options: { answerDeadlineMs?: number } = {},
+  ) {}
 
   /** A JSON request whose 2xx answer must match `schema` (and be at most MAX_ANSWER_BYTES). */
   async json<T>({
@@ -27,16 +37,29 @@ export class ApiClient {
     headers?: Record<string, string>;
   }): Promise<T> {
     const request = `${method} ${path}`;
-    const response = await this.send({
-      request,
-      path,
-      init: {
-        method,
-        headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      },
-    });
-    const text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
+    const deadlineMs = this.options.answerDeadlineMs ?? ANSWER_DEADLINE_MS;
+    const deadline = AbortSignal.timeout(deadlineMs);
+    let response: Response;
+    let text: string | null;
+    try {
+      response = await this.send({
+        request,
+        path,
+        init: {
+          method,
+          headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: deadline,
+        },
+      });
+      text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
+    } catch (error) {
+      if (!deadline.aborted) throw error;
+      throw new CliError(
+        `${request} got no whole answer within ${deadlineMs / 1000} s from the server at ${this.target.baseUrl}`,
+        EXIT.unreachable,
+      );
+    }
     if (text === null) {
       throw new CliError(
         `${request} answered with more than ${mebibytes(MAX_ANSWER_BYTES)}: is AGENT_URL (${this.target.baseUrl}) an agent server?`,
