@@ -1,3 +1,6 @@
+import { MAX_ANSWER_BYTES } from "./bounded-read.js";
+import { CliError } from "./cli-error.js";
+import { EXIT } from "./exit-codes.js";
 import { preview, printable } from "./printable.js";
 import type { Outputs } from "./terminal-out.js";
 import type { RunBody, RunEvent } from "./wire.js";
@@ -14,9 +17,12 @@ export class Transcript {
   readonly #turnsSeen = new Set<number>();
   /** The text streamed so far in the current turn. */
   #turnText = "";
+  /** The most text one turn may stream (kept to compare with its committed message). */
+  readonly #maxTurnChars: number;
 
-  constructor(out: Outputs) {
+  constructor(out: Outputs, { maxTurnChars = MAX_ANSWER_BYTES }: { maxTurnChars?: number } = {}) {
     this.#out = out;
+    this.#maxTurnChars = maxTurnChars;
   }
 
   /**
@@ -68,7 +74,18 @@ export class Transcript {
     }
   }
 
+  /**
+   * Prints a turn's text and keeps it. A turn past `maxTurnChars` (no agent server streams
+   * one: its replies are at most MODEL_MAX_OUTPUT_CHARS, 100 M at most) ends the client as a
+   * server error, so endless deltas cannot fill its memory.
+   */
   #streamText(text: string): void {
+    if (this.#turnText.length + text.length > this.#maxTurnChars) {
+      throw new CliError(
+        `the server streamed a turn of more than ${this.#maxTurnChars} characters: is AGENT_URL an agent server?`,
+        EXIT.server,
+      );
+    }
     // Text of a new turn starts on a line of its own.
     if (this.#turnText === "") this.#out.endLine();
     this.#turnText += text;

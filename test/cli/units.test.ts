@@ -220,6 +220,27 @@ describe("the transcript's last line", () => {
   });
 });
 
+describe("a turn's text from a server that never stops sending it", () => {
+  it("past maxTurnChars ends the client as a server error (exit 70); a new turn starts the count again", () => {
+    const out = new Outputs({ write: () => {} }, { write: () => {} });
+    const transcript = new Transcript(out, { maxTurnChars: 1000 });
+    const delta = { type: "text.delta", text: "x".repeat(100) } as const;
+    transcript.show({ type: "turn.started", turn: 1 } as never);
+    for (let i = 0; i < 10; i++) transcript.show(delta as never);
+    transcript.show({ type: "turn.started", turn: 2 } as never);
+    for (let i = 0; i < 10; i++) transcript.show(delta as never);
+    let error: unknown = null;
+    try {
+      transcript.show(delta as never);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).exitCode).toBe(EXIT.server);
+    expect((error as CliError).message).toMatch(/a turn of more than 1000 characters/);
+  });
+});
+
 describe("the output stopped by Ctrl-S", () => {
   it("writes nothing after saying so until started, then what waited in order; whoever waits on flowing goes on then", async () => {
     const written: string[] = [];
