@@ -17,6 +17,8 @@ import { finishedRun, until } from "../helpers/until.js";
 const KEY = "key-replayer-0123456789abcdef";
 const headers = { authorization: `Bearer ${KEY}` };
 const INPUT = "y".repeat(1_000_000);
+/** Each would hold the run's 33 MB before; 12 make that 400 MB, far past what the bound allows. */
+const WATCHERS = 12;
 
 describe("replays of a run whose events are large", () => {
   let server: TestServer;
@@ -51,7 +53,7 @@ describe("replays of a run whose events are large", () => {
     await server?.close();
   });
 
-  it("30 watchers that read nothing hold a bounded part of it each", async () => {
+  it(`${WATCHERS} watchers that read nothing hold a bounded part of it each`, async () => {
     const port = Number(new URL(server.url).port);
     // The server's side of each watcher's connection: what waits in its write buffer is held in memory.
     const held: net.Socket[] = [];
@@ -59,7 +61,7 @@ describe("replays of a run whose events are large", () => {
     server.app.server.on("connection", track);
     const started = performance.now();
     const watchers: net.Socket[] = [];
-    for (let i = 0; i < 30; i++) {
+    for (let i = 0; i < WATCHERS; i++) {
       const socket = net.connect(port, "127.0.0.1", () => socket.pause());
       socket.on("error", () => {});
       socket.write(`GET /runs/${runId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`);
@@ -68,18 +70,18 @@ describe("replays of a run whose events are large", () => {
     try {
       await until(
         () => server.app.openStreams.size,
-        (open) => open === 30,
-        "the 30 streams",
+        (open) => open === WATCHERS,
+        `the ${WATCHERS} streams`,
       );
       const opened = performance.now() - started;
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const buffered = held.reduce((sum, socket) => sum + socket.writableLength, 0) / 1e6;
       console.log(
-        `30 unread replays: opened in ${Math.round(opened)} ms, ${Math.round(buffered)} MB held in their write buffers`,
+        `${WATCHERS} unread replays: opened in ${Math.round(opened)} ms, ${Math.round(buffered)} MB held in their write buffers`,
       );
       // About 2 MB each (MAX_HELD_BYTES, then one more page read), at most 3; not the ~28 MB of a 500-event page.
-      expect(held).toHaveLength(30);
-      expect(buffered).toBeLessThan(30 * 3);
+      expect(held).toHaveLength(WATCHERS);
+      expect(buffered).toBeLessThan(WATCHERS * 3);
     } finally {
       server.app.server.off("connection", track);
       for (const socket of watchers) socket.destroy();
