@@ -3,6 +3,7 @@ import { composeContext, recoverLeftRuns } from "./compose.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { exposureProblem } from "./exposure.js";
 import { listenForMetrics } from "./http/metrics-server.js";
+import { closeInheritedDescriptors } from "./inherited-descriptors.js";
 import { lowOpenFileLimit, readOpenFileLimit } from "./key-limits.js";
 import { createLogger } from "./logger.js";
 import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
@@ -18,6 +19,8 @@ async function main(): Promise<void> {
   // Everything this process creates (the database, its WAL, workspaces, what tools and shell
   // commands write) is private to the server's user: files 0600, directories 0700.
   process.umask(0o077);
+  // Before anything is started: no shell command may inherit what the launcher left open.
+  const inherited = closeInheritedDescriptors();
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -34,6 +37,12 @@ async function main(): Promise<void> {
       ...(config.DATABASE_URL ? [config.DATABASE_URL] : []),
     ],
   });
+  if (inherited.length > 0) {
+    logger.warn(
+      { descriptors: inherited },
+      "closed descriptors the server inherited open (shell commands would have inherited them in turn)",
+    );
+  }
   const exposure = await exposureProblem({
     host: config.HOST,
     authenticated: config.AGENT_API_KEYS.length > 0,

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -46,10 +46,13 @@ export async function startChildServer({
   dir,
   upstreamURL,
   env = {},
+  stdio = ["ignore", "pipe", "pipe"],
 }: {
   dir: string;
   upstreamURL: string;
   env?: Record<string, string>;
+  /** Its descriptors; stdout and stderr must be pipes (its output is read). */
+  stdio?: StdioOptions;
 }): Promise<ChildServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
@@ -68,7 +71,7 @@ export async function startChildServer({
       LOG_LEVEL: "warn",
       ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio,
   });
   let output = "";
   child.stdout?.on("data", (d) => {
