@@ -17,12 +17,17 @@ export const ANSWER_DEADLINE_MS = 60_000;
  * every failure turned into a one-line `CliError` (refused, unreachable, not the API, too slow).
  */
 export class ApiClient {
+  /** The most of one answer read (AGENT_MAX_ANSWER_MIB): a JSON body's bytes, an event's characters. */
+  readonly maxAnswerBytes: number;
+
   constructor(
     readonly target: Target,
-    private readonly options: { answerDeadlineMs?: number } = {},
-  ) {}
+    private readonly options: { answerDeadlineMs?: number; maxAnswerBytes?: number } = {},
+  ) {
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+  }
 
-  /** A JSON request whose 2xx answer must match `schema` (and be at most MAX_ANSWER_BYTES). */
+  /** A JSON request whose 2xx answer must match `schema` (and be at most maxAnswerBytes). */
   async json<T>({
     method,
     path,
@@ -52,7 +57,7 @@ export class ApiClient {
           signal: deadline,
         },
       });
-      text = await readBoundedText(response.body, MAX_ANSWER_BYTES);
+      text = await readBoundedText(response.body, this.maxAnswerBytes);
     } catch (error) {
       if (!deadline.aborted) throw error;
       throw new CliError(
@@ -62,7 +67,7 @@ export class ApiClient {
     }
     if (text === null) {
       throw new CliError(
-        `${request} answered with more than ${mebibytes(MAX_ANSWER_BYTES)}: is AGENT_URL (${this.target.baseUrl}) an agent server?`,
+        `${request} answered with more than ${mebibytes(this.maxAnswerBytes)}: is AGENT_URL (${this.target.baseUrl}) an agent server?`,
         EXIT.server,
       );
     }

@@ -1,8 +1,8 @@
 /**
- * How much of one answer of the server the client reads: a JSON body (in bytes) or one event
- * of a stream (in characters). An agent server's largest answers and events echo a run's
- * input, which its BODY_LIMIT_BYTES (at most 100 MiB) bounds: past this, it is not an agent
- * server, and what it sends is not kept.
+ * How much of one answer of the server the client reads by default (AGENT_MAX_ANSWER_MIB sets
+ * it): a JSON body (in bytes) or one event of a stream (in characters). An agent server's
+ * largest answers and events echo a run's input, which its BODY_LIMIT_BYTES (at most 100 MiB)
+ * bounds: past this, it is not an agent server, and what it sends is not kept.
  */
 export const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 

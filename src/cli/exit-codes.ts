@@ -10,7 +10,7 @@ export const EXIT = {
   stoppedByGuard: 3,
   /** Bad command line. */
   usage: 64,
-  /** `AGENT_URL` or `AGENT_API_KEY` cannot be used. */
+  /** `AGENT_URL`, `AGENT_API_KEY` or `AGENT_MAX_ANSWER_MIB` cannot be used. */
   config: 65,
   /** No server answers at `AGENT_URL`, or it was lost and did not come back. */
   unreachable: 66,

@@ -59,7 +59,7 @@ export async function* followRunEvents({
         },
       });
       if (!response.body) throw new CliError(`GET ${path} answered without a body`, EXIT.server);
-      for await (const frame of readSse(response.body, received)) {
+      for await (const frame of readSse(response.body, received, client.maxAnswerBytes)) {
         const seq = Number(frame.id);
         if (Number.isSafeInteger(seq)) {
           if (seq <= after) continue;

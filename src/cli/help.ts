@@ -27,10 +27,11 @@ Options:
 Environment:
   AGENT_URL        the server (default http://127.0.0.1:3000)
   AGENT_API_KEY    a bearer key, when the server sets AGENT_API_KEYS
+  AGENT_MAX_ANSWER_MIB  the most of one answer or event read, in MiB (default 128)
 
 Exit codes:
   0 complete, 1 error, 2 max_turns, 3 loop_detected or budget_exhausted, 130 aborted;
-  64 bad command line, 65 bad AGENT_URL or AGENT_API_KEY, 66 server unreachable,
+  64 bad command line, 65 bad AGENT_URL, AGENT_API_KEY or AGENT_MAX_ANSWER_MIB, 66 server unreachable,
   67 API key missing or refused, 68 session busy, 69 server full or shutting down
   (retry later), 70 any other refusal or failure of the server
 `;

@@ -7,7 +7,7 @@ import { followRunEvents } from "./follow-events.js";
 import { type CliIo, readAll } from "./io.js";
 import { printable, printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
-import { targetFromEnv } from "./target.js";
+import { answerCapFromEnv, targetFromEnv } from "./target.js";
 import { terminalAsk } from "./terminal-ask.js";
 import { TerminalKeys, type TtyInput } from "./terminal-keys.js";
 import { Outputs } from "./terminal-out.js";
@@ -19,7 +19,8 @@ import { decodeEvent, RunBody, SessionBody } from "./wire.js";
  * events to `run.finished`, answering approvals on the way; resolves with the exit code.
  */
 export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCode> {
-  const client = new ApiClient(targetFromEnv(io.env));
+  const maxAnswerBytes = answerCapFromEnv(io.env);
+  const client = new ApiClient(targetFromEnv(io.env), { maxAnswerBytes });
   const out = new Outputs(io.stdout, io.stderr, !options.json);
   const input = options.prompt === "-" ? (await readAll(io.stdin)).replace(/\r?\n$/, "") : options.prompt;
   if (input.trim() === "") throw new CliError("the prompt read from stdin is empty", EXIT.usage);
@@ -82,7 +83,7 @@ async function startAndFollow({
   out.note(`run ${printable(run.id)}`);
   const approvals = new Approvals({ client, runId: run.id, approve: options.approve, ask, out });
   cancel.attach(run.id, approvals);
-  const transcript = new Transcript(out);
+  const transcript = new Transcript(out, { maxTurnChars: client.maxAnswerBytes });
   const events = followRunEvents({
     client,
     runId: run.id,

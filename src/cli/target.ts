@@ -1,3 +1,4 @@
+import { MAX_ANSWER_BYTES } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
 
@@ -35,4 +36,18 @@ export function targetFromEnv(env: NodeJS.ProcessEnv): Target {
     throw configError("AGENT_API_KEY must be one key of visible ASCII characters, without spaces");
   }
   return { baseUrl: url.href.replace(/\/+$/, ""), apiKey };
+}
+
+/**
+ * How much of one answer the client reads, in bytes (a JSON body) or characters (one event,
+ * one turn's text): `AGENT_MAX_ANSWER_MIB` MiB, 1 to 4096, 128 by default.
+ */
+export function answerCapFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env.AGENT_MAX_ANSWER_MIB?.trim();
+  if (!raw) return MAX_ANSWER_BYTES;
+  const mib = /^\d{1,4}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(mib >= 1 && mib <= 4096)) {
+    throw configError(`AGENT_MAX_ANSWER_MIB must be a whole number of MiB from 1 to 4096, not "${raw}"`);
+  }
+  return mib * 1024 * 1024;
 }

@@ -10,7 +10,7 @@ import { EXIT, exitCodeForStopReason } from "../../src/cli/exit-codes.js";
 import { followRunEvents } from "../../src/cli/follow-events.js";
 import { printable } from "../../src/cli/printable.js";
 import { readSse } from "../../src/cli/sse-reader.js";
-import { targetFromEnv } from "../../src/cli/target.js";
+import { answerCapFromEnv, targetFromEnv } from "../../src/cli/target.js";
 import { Outputs } from "../../src/cli/terminal-out.js";
 import { Transcript } from "../../src/cli/transcript.js";
 import { freePort } from "../helpers/child-server.js";
@@ -217,6 +217,18 @@ describe("the transcript's last line", () => {
       },
     });
     expect(notes.join("")).toBe(`[run] loop_detected: ${detail} (3 turns, 3 tool calls)\n`);
+  });
+});
+
+describe("AGENT_MAX_ANSWER_MIB", () => {
+  it("is 128 MiB by default, a whole number of MiB from 1 to 4096, else a config error", () => {
+    expect(answerCapFromEnv({})).toBe(128 * 1024 * 1024);
+    expect(answerCapFromEnv({ AGENT_MAX_ANSWER_MIB: "16" })).toBe(16 * 1024 * 1024);
+    for (const value of ["0", "4097", "1.5", "16M", "-1"]) {
+      expect(() => answerCapFromEnv({ AGENT_MAX_ANSWER_MIB: value }), value).toThrow(
+        expect.objectContaining({ exitCode: EXIT.config }),
+      );
+    }
   });
 });
 
