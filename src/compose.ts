@@ -137,14 +137,15 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     webhookPolicy,
   });
   const apiKeys = new ApiKeys(config.AGENT_API_KEYS);
+  const webhookSigningKey = webhookKey(config.WEBHOOK_SECRET);
   const webhookOwnerKey = ownerWebhookKeys({
-    serverKey: webhookKey(config.WEBHOOK_SECRET),
+    serverKey: webhookSigningKey,
     digestOf: (owner) => apiKeys.digestOf(owner),
   });
   const webhooks = new WebhookWorker({
     store,
     sender: new WebhookSender({
-      key: webhookKey(config.WEBHOOK_SECRET),
+      key: webhookSigningKey,
       ownerKey: webhookOwnerKey,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,

@@ -83,10 +83,10 @@ export class RunDigest implements RunObserver {
    * other sinks' or the digest's record of the run (a pending approval left unsettled would
    * hold the approvals gauge up for good).
    */
-  #tell(kind: keyof RunFacts, fact: (sink: RunFacts) => void): void {
+  #tell<K extends keyof RunFacts>(kind: K, fact: Parameters<NonNullable<RunFacts[K]>>[0]): void {
     for (const sink of this.sinks) {
       try {
-        fact(sink);
+        (sink[kind] as ((fact: unknown) => void) | undefined)?.call(sink, fact);
       } catch (err) {
         if (this.#failedKinds.has(kind)) continue;
         this.#failedKinds.add(kind);
@@ -96,7 +96,7 @@ export class RunDigest implements RunObserver {
   }
 
   committed(batch: CommittedBatch): void {
-    this.#tell("committed", (sink) => sink.committed?.(batch));
+    this.#tell("committed", batch);
     if (!batch.ok) return;
     let state = this.#runs.get(batch.runId);
     if (!state) {
@@ -119,7 +119,7 @@ export class RunDigest implements RunObserver {
   }
 
   delivered(delivery: Delivery): void {
-    this.#tell("delivered", (sink) => sink.delivered?.(delivery));
+    this.#tell("delivered", delivery);
   }
 
   /** A failed request ends its run: it is reported with the run's end, which names its error. */
@@ -140,7 +140,7 @@ export class RunDigest implements RunObserver {
       errorType: model.error === null ? null : "_OTHER",
       errorMessage: model.error,
     };
-    if (fact.errorType === null) this.#tell("modelRequest", (sink) => sink.modelRequest?.(fact));
+    if (fact.errorType === null) this.#tell("modelRequest", fact);
     else state.failedRequest = fact;
   }
 
@@ -148,9 +148,7 @@ export class RunDigest implements RunObserver {
     const { runId } = event;
     switch (event.type) {
       case "run.started":
-        this.#tell("runStarted", (sink) =>
-          sink.runStarted?.({ runId, sessionId: state.sessionId, at: Date.parse(event.at) }),
-        );
+        this.#tell("runStarted", { runId, sessionId: state.sessionId, at: Date.parse(event.at) });
         return;
       case "tool.started":
         state.toolNames.set(event.toolCallId, event.tool);
@@ -159,7 +157,7 @@ export class RunDigest implements RunObserver {
       case "approval.requested":
         state.toolNames.set(event.toolCallId, event.tool);
         state.pendingApprovals.add(event.toolCallId);
-        this.#tell("approvalRequested", (sink) => sink.approvalRequested?.({ runId, toolCallId: event.toolCallId }));
+        this.#tell("approvalRequested", { runId, toolCallId: event.toolCallId });
         return;
       case "approval.resolved":
         this.#settleApproval(state, runId, event.toolCallId);
@@ -172,10 +170,10 @@ export class RunDigest implements RunObserver {
           // A request cut by a cancel or a spent budget ends the run without an error: its stop names it.
           const errorType = event.run.error?.code ?? event.run.stopReason ?? "_OTHER";
           const fact = { ...state.failedRequest, errorType };
-          this.#tell("modelRequest", (sink) => sink.modelRequest?.(fact));
+          this.#tell("modelRequest", fact);
         }
         for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
-        this.#tell("runFinished", (sink) => sink.runFinished?.({ run: event.run, at: Date.parse(event.at) }));
+        this.#tell("runFinished", { run: event.run, at: Date.parse(event.at) });
         this.#runs.delete(runId);
         return;
     }
@@ -202,11 +200,11 @@ export class RunDigest implements RunObserver {
     };
     state.toolNames.delete(id);
     state.toolStarts.delete(id);
-    this.#tell("toolResult", (sink) => sink.toolResult?.(fact));
+    this.#tell("toolResult", fact);
   }
 
   #settleApproval(state: RunState, runId: string, toolCallId: string): void {
     if (!state.pendingApprovals.delete(toolCallId)) return;
-    this.#tell("approvalSettled", (sink) => sink.approvalSettled?.({ runId, toolCallId }));
+    this.#tell("approvalSettled", { runId, toolCallId });
   }
 }
