@@ -1,10 +1,14 @@
 import type { Logger } from "pino";
 import type { RunNotifications, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
+import { MAX_HELD_BYTES } from "./event-stream.js";
 import { startWakePoll } from "./wake-poll.js";
 
-/** Stored events read per query. */
-const PAGE = 500;
+/**
+ * Stored events read per query: at most 500, and only as many as fit in MAX_HELD_BYTES (at
+ * least one), so a run's burst of large events (1 MB inputs) is not read, nor held, whole.
+ */
+const PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
 
 export interface EventRelayDeps {
   store: Store;
@@ -109,13 +113,13 @@ export class EventRelay {
     const { store, hub } = this.deps;
     if (relayed.cursor === null) relayed.cursor = Math.max(0, (await store.events.lastSeq(runId)) - 1);
     for (;;) {
-      const page = await store.events.after(runId, relayed.cursor, PAGE);
+      const { events: page, more } = await store.events.afterWithin(runId, relayed.cursor, PAGE);
       if (this.#runs.get(runId) !== relayed || this.deps.isLocal(runId)) return;
       const last = page.at(-1);
       if (!last) return;
       relayed.cursor = last.seq;
       hub.publish(runId, page);
-      if (page.length < PAGE) return;
+      if (!more) return;
     }
   }
 }

@@ -51,6 +51,58 @@ describe.each(STORE_BACKENDS)("the event relay without notifications, on $name",
     expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
     expect(seqs[0]).toBeLessThanOrEqual(2);
   });
+  it("reads a burst of large events in pages of at most 1 MiB, publishing each once, in order", async () => {
+    opened = await backend.open();
+    const { store } = opened;
+    await seedSession(store, { id: "ses_burst" });
+    await store.runs.create(runRecord({ id: "run_burst", sessionId: "ses_burst" }), [
+      { type: "run.started", runId: "run_burst", seq: 1, at: at() },
+    ]);
+    // What each read returned, in bytes: the relay reads through the store it is given.
+    const readBytes: number[] = [];
+    const sized = (events: StoredEvent[]) => readBytes.push(events.reduce((sum, e) => sum + e.data.length, 0));
+    const watched: Store = {
+      ...store,
+      events: {
+        ...store.events,
+        after: async (...args) => {
+          const events = await store.events.after(...args);
+          sized(events);
+          return events;
+        },
+        afterWithin: async (...args) => {
+          const page = await store.events.afterWithin(...args);
+          sized(page.events);
+          return page;
+        },
+      },
+    };
+    const hub = new EventHub();
+    relay = new EventRelay({
+      store: watched,
+      hub,
+      notifications: deaf,
+      isLocal: () => false,
+      logger: createLogger({ level: "silent" }),
+      downPollMs: 200,
+    });
+    relay.start();
+    const seen: number[] = [];
+    hub.subscribe("run_burst", (event) => seen.push(event.seq));
+    while (!seen.includes(1)) await new Promise((r) => setTimeout(r, 10));
+    // Another instance commits 40 events of 256 KB (a tenant's steered inputs, say) between two polls.
+    const big = "x".repeat(256 * 1024);
+    const burst: RunEvent[] = [];
+    for (let seq = 2; seq <= 41; seq++)
+      burst.push({ type: "text.delta", text: big, runId: "run_burst", seq, at: at() });
+    await store.commitRun("run_burst", [], burst);
+    const deadline = Date.now() + 10_000;
+    while (seen.at(-1) !== 41 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(seen.slice(seen.indexOf(2))).toEqual(burst.map((e) => e.seq));
+    // Before, one read held all 10 MB; now a page is 1 MiB at most (four events of 256 KB).
+    expect(Math.max(...readBytes)).toBeLessThanOrEqual((1 << 20) + 1024);
+    expect(readBytes.filter((bytes) => bytes > 0).length).toBeGreaterThanOrEqual(10);
+  });
 });
 
 describe("the event relay over two PostgreSQL stores on one database (two instances)", () => {
@@ -69,11 +121,11 @@ describe("the event relay over two PostgreSQL stores on one database (two instan
     const b = await openPgStore({ url: database.url, maxConnections: 2 });
     stores.push(a, b);
     let reads = 0;
-    const after: Store["events"]["after"] = (...args) => {
+    const afterWithin: Store["events"]["afterWithin"] = (...args) => {
       reads++;
-      return b.events.after(...args);
+      return b.events.afterWithin(...args);
     };
-    const counted: Store = { ...b, events: { ...b.events, after } };
+    const counted: Store = { ...b, events: { ...b.events, afterWithin } };
     await seedSession(a, { id: "ses_fan" });
     await a.runs.create(runRecord({ id: "run_fan", sessionId: "ses_fan" }), [
       { type: "run.started", runId: "run_fan", seq: 1, at: at() },
