@@ -100,9 +100,9 @@ export async function steerActive(
       if (inputId === undefined) return { to: "idle" };
       const taken = await takenBefore(deps, { sessionId, input, inputId });
       if (taken) return taken;
-      const earlier = await storedInput(deps, active.id, id);
-      if (earlier === undefined) return { to: "idle" };
-      if (earlier !== input) throw keyReused(id);
+      const same = await deps.store.inputs.pendingHolds(active.id, id, input);
+      if (same === null) return { to: "idle" };
+      if (!same) throw keyReused(id);
     }
     while (true) {
       // Its own input's state only: no input's content nor the run's is read, so a wait costs
@@ -135,11 +135,6 @@ async function takenBefore(
   if (!taken) return null;
   if (taken.content !== input) throw keyReused(inputId);
   return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
-}
-
-/** The content of the run's pending input `id`, undefined when it has none of that id. */
-async function storedInput(deps: SteerDeps, runId: string, id: string): Promise<string | undefined> {
-  return (await deps.store.inputs.pending(runId)).find((i) => i.id === id)?.content;
 }
 
 async function viewOf(deps: SteerDeps, runId: string): Promise<RunView> {

@@ -67,6 +67,7 @@ export function queueStore(db: Db) {
       "SELECT (SELECT status FROM runs WHERE runs.id = run_inputs.run_id) FROM run_inputs WHERE id = ? AND run_id = ?",
     )
     .pluck();
+  const holds = db.prepare("SELECT content = ? FROM run_inputs WHERE id = ? AND run_id = ?").pluck();
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   // Driven from the (few) pending inputs, each looking its run up by id: a join let the
@@ -117,6 +118,10 @@ export function queueStore(db: Db) {
     },
     pendingStatus(runId: string, id: string): RunStatus | null {
       return (statusWhilePending.get(id, runId) as RunStatus | undefined) ?? null;
+    },
+    pendingHolds(runId: string, id: string, content: string): boolean | null {
+      const same = holds.get(content, id, runId) as number | undefined;
+      return same === undefined ? null : same === 1;
     },
     /** Removes a pending input the run takes; false when it was not pending. */
     take(runId: string, inputId: string): boolean {

@@ -192,6 +192,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       add: (input, options) => write(() => tables.queue.addInput(input, options?.max)),
       pending: (runId) => read(() => tables.queue.pending(runId)),
       pendingStatus: (runId, id) => read(() => tables.queue.pendingStatus(runId, id)),
+      pendingHolds: (runId, id, content) => read(() => tables.queue.pendingHolds(runId, id, content)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

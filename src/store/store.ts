@@ -230,6 +230,11 @@ export interface Store {
      * or the run deleted). Neither the input's content nor the run's is read.
      */
     pendingStatus(runId: string, id: string): Promise<RunStatus | null>;
+    /**
+     * Whether the run's pending input `id` holds `content`, compared in the database (the
+     * stored content is not read); null when the run has no pending input of that id.
+     */
+    pendingHolds(runId: string, id: string, content: string): Promise<boolean | null>;
     /** Inputs no run will take: their run has finished. */
     orphaned(): Promise<RunInput[]>;
   };

@@ -202,6 +202,17 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect(await store.inputs.add(input(stored[0] as string), { max: 3 })).toBe(false);
     expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("running");
     expect(await store.inputs.pendingStatus(live, "msg_none")).toBeNull();
+    // A retry compares its input with the stored one, exactly (U+0000 too, which PostgreSQL keeps encoded).
+    const first = stored[0] as string;
+    expect(await store.inputs.pendingHolds(live, first, `steer ${first}`)).toBe(true);
+    expect(await store.inputs.pendingHolds(live, first, `steer ${first} `)).toBe(false);
+    expect(await store.inputs.pendingHolds(live, first, `STEER ${first}`)).toBe(false);
+    expect(await store.inputs.pendingHolds(live, "msg_none", `steer ${first}`)).toBeNull();
+    expect(await store.inputs.pendingHolds(fresh("run"), first, `steer ${first}`)).toBeNull();
+    const nul = { id: fresh("msg"), runId: live, content: "a\u0000b", createdAt: at() };
+    expect(await store.inputs.add(nul)).toBe(true);
+    expect(await store.inputs.pendingHolds(live, nul.id, "a\u0000b")).toBe(true);
+    expect(await store.inputs.pendingHolds(live, nul.id, "a\u0000c")).toBe(false);
     await store.commitRun(live, [finishChange()], []);
     expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("finished");
   });

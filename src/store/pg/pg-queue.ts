@@ -137,6 +137,14 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           [id, runId],
         )
       )[0]?.status ?? null,
+    pendingHolds: async (runId, id, content) =>
+      (
+        await rows<{ same: boolean }>("SELECT content = $3 AS same FROM run_inputs WHERE id = $1 AND run_id = $2", [
+          id,
+          runId,
+          content,
+        ])
+      )[0]?.same ?? null,
     orphaned: async () =>
       (
         await rows<RunInputRow>(
