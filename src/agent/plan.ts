@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AgentMessage, ToolMessage } from "./messages.js";
+import type { AgentMessage } from "./messages.js";
 
 export const PlanStepStatusSchema = z.enum(["pending", "in_progress", "completed"]);
 export type PlanStepStatus = z.infer<typeof PlanStepStatusSchema>;
@@ -79,23 +79,77 @@ export const parseCallArguments = (input: string): unknown => {
   }
 };
 
+/** A plan call not yet applied: the first without a result, and those after it. */
+interface UnsettledCall {
+  id: string;
+  name: string;
+  input: string;
+  /** Its result was a success (true), an error (false); undefined while it has none. */
+  ok?: boolean;
+}
+
+/**
+ * A run's plan folded from a prefix of its committed messages: `plan` holds every plan call
+ * up to the first one without a result, applied; `unsettled` that call and the plan calls
+ * after it. Immutable: foldPlan returns a new one.
+ */
+export interface PlanFold {
+  readonly plan: Plan | null;
+  readonly unsettled: readonly UnsettledCall[];
+}
+
+export const EMPTY_PLAN_FOLD: PlanFold = { plan: null, unsettled: [] };
+
+/** Applies a plan call whose result was a success; an input the call could not apply changes nothing. */
+const applied = (plan: Plan | null, call: UnsettledCall): Plan | null => {
+  const change = applyPlanCall(plan, call.name, parseCallArguments(call.input));
+  return change.ok ? change.plan : plan;
+};
+
+/** `fold` with the run's next messages (in order, after those it was folded from). */
+export function foldPlan(fold: PlanFold, messages: readonly AgentMessage[]): PlanFold {
+  let unsettled: UnsettledCall[] | null = null;
+  for (const m of messages) {
+    if (m.role === "assistant") {
+      for (const call of m.toolCalls ?? []) {
+        if (!isPlanTool(call.name)) continue;
+        unsettled ??= [...fold.unsettled];
+        unsettled.push({ id: call.id, name: call.name, input: call.input });
+      }
+    } else if (m.role === "tool") {
+      const at = (unsettled ?? fold.unsettled).findIndex((call) => call.id === m.toolCallId);
+      if (at < 0) continue;
+      unsettled ??= [...fold.unsettled];
+      unsettled[at] = { ...(unsettled[at] as UnsettledCall), ok: !m.isError };
+    }
+  }
+  if (unsettled === null) return fold;
+  let plan = fold.plan;
+  let settled = 0;
+  for (const call of unsettled) {
+    if (call.ok === undefined) break;
+    if (call.ok) plan = applied(plan, call);
+    settled++;
+  }
+  return { plan, unsettled: unsettled.slice(settled) };
+}
+
+/**
+ * The plan a fold stands for: its applied plan, then every later plan call whose result was a
+ * success, in order (a call without a result is skipped, not waited for).
+ */
+export function planOfFold(fold: PlanFold): Plan | null {
+  let plan = fold.plan;
+  for (const call of fold.unsettled) if (call.ok) plan = applied(plan, call);
+  return plan;
+}
+
 /**
  * A run's plan, derived from its committed messages: every plan tool call whose result was a
  * success, applied in order. Null when the run made no plan.
  */
 export function planFromMessages(runMessages: readonly AgentMessage[]): Plan | null {
-  const results = new Map<string, ToolMessage>();
-  for (const m of runMessages) if (m.role === "tool") results.set(m.toolCallId, m);
-  let plan: Plan | null = null;
-  for (const m of runMessages) {
-    if (m.role !== "assistant") continue;
-    for (const call of m.toolCalls ?? []) {
-      if (!isPlanTool(call.name) || results.get(call.id)?.isError !== false) continue;
-      const change = applyPlanCall(plan, call.name, parseCallArguments(call.input));
-      if (change.ok) plan = change.plan;
-    }
-  }
-  return plan;
+  return planOfFold(foldPlan(EMPTY_PLAN_FOLD, runMessages));
 }
 
 const marks: Record<PlanStepStatus, string> = { pending: "[ ]", in_progress: "[~]", completed: "[x]" };

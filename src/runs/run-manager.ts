@@ -16,7 +16,7 @@ import { RunRecorder } from "./recorder.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
-import { planOfRun, storedRunView } from "./run-plan.js";
+import { planOfRun, RunPlans, storedRunView } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
 import { steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
@@ -41,6 +41,8 @@ export class RunManager {
   readonly ownership: RunOwnership;
   /** The histories of sessions that ran here lately (see HistoryTail). */
   readonly history: HistoryTail;
+  /** The plans of planning runs viewed here lately, kept folded (see RunPlans). */
+  readonly plans = new RunPlans();
 
   constructor(private readonly deps: RunManagerDeps) {
     this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };
@@ -197,7 +199,7 @@ export class RunManager {
   async get(runId: string, { decided = false, record }: { decided?: boolean; record?: RunRecord } = {}) {
     const phase = this.#registry.get(runId)?.phase;
     if (phase?.name === "ending" && (decided || phase.reported)) return phase.view;
-    return storedRunView(this.deps.store, runId, record);
+    return storedRunView(this.deps.store, runId, record, this.plans);
   }
 
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */

@@ -10,7 +10,6 @@ import { runView } from "../store/runs.js";
 import type { Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
-import { FinishedRunPlans } from "./run-plan.js";
 
 export interface StartRunRequest {
   sessionId: string;
@@ -69,9 +68,6 @@ function approvalView(call: ToolCallRecord): ApprovalView {
 
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
-  /** The plans shown in lists of runs, those of finished runs kept. */
-  readonly #plans = new FinishedRunPlans();
-
   constructor(
     private readonly deps: {
       store: Store;
@@ -130,7 +126,9 @@ export class RunService {
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
     const { store } = this.deps;
-    const items = await Promise.all(result.items.map(async (r) => runView(r, await this.#plans.of(store, r))));
+    const items = await Promise.all(
+      result.items.map(async (r) => runView(r, await this.deps.manager.plans.of(store, r))),
+    );
     return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (r) => r.id });
   }
 

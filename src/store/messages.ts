@@ -78,7 +78,7 @@ export function messageStore(db: Db) {
       `SELECT ${MESSAGE_BYTES_SQL} FROM messages WHERE session_id = +@session AND seq > +@after ORDER BY seq LIMIT +@limit`,
     )
     .pluck();
-  const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? ORDER BY seq");
+  const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? AND seq > +? ORDER BY seq");
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
   const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
   const userMessage = db.prepare("SELECT * FROM messages WHERE session_id = ? AND id = ? AND role = 'user'");
@@ -120,8 +120,8 @@ export function messageStore(db: Db) {
         cursorOf: (m) => String(m.seq),
       });
     },
-    ofRun(sessionId: string, runId: string): StoredMessage[] {
-      return (ofRun.all(sessionId, runId) as MessageRow[]).map(messageFromRow);
+    ofRun(sessionId: string, runId: string, afterSeq = 0): StoredMessage[] {
+      return (ofRun.all(sessionId, runId, afterSeq) as MessageRow[]).map(messageFromRow);
     },
     /**
      * The run's answer: the text of its last assistant message when that message is final (it

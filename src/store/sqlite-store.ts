@@ -169,7 +169,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     messages: {
       history: (sessionId, afterSeq) => read(() => tables.messages.history(sessionId, afterSeq)),
       page: (query) => read(() => tables.messages.page(query)),
-      ofRun: (sessionId, runId) => read(() => tables.messages.ofRun(sessionId, runId)),
+      ofRun: (sessionId, runId, afterSeq) => read(() => tables.messages.ofRun(sessionId, runId, afterSeq)),
       finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),
       lastSeq: (sessionId) => read(() => tables.messages.lastSeq(sessionId)),
       userMessage: (sessionId, id) => read(() => tables.messages.userMessage(sessionId, id)),

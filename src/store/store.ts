@@ -174,7 +174,8 @@ export interface Store {
       limit: number;
       bytes?: number;
     }): Promise<ListPage<StoredMessage>>;
-    ofRun(sessionId: string, runId: string): Promise<StoredMessage[]>;
+    /** The run's messages after `afterSeq` (default 0: all), in order. */
+    ofRun(sessionId: string, runId: string, afterSeq?: number): Promise<StoredMessage[]>;
     /**
      * The run's answer: the text of its last assistant message when that message is final (it
      * calls no tool); null when the run's last reply called tools, was empty, or there was none.

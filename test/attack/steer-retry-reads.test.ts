@@ -6,39 +6,17 @@
  * run, whole (31 MB for a request of 40 bytes), on the event loop, before answering 409. Now
  * the database compares that one input.
  */
-import http from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_PENDING_INPUTS } from "../../src/runs/steer.js";
+import { postOnOwnConnection } from "../helpers/own-connection-post.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
 const A = "key-attacker-0123456789abcdef";
 const auth = { authorization: `Bearer ${A}` };
-
-/** A POST on its own connection, given up after `timeoutMs` (a steer waits for its run); resolves with its status (0: none). */
-function post(url: string, payload: string, key: string, timeoutMs: number): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.request(url, {
-      method: "POST",
-      agent: false,
-      timeout: timeoutMs,
-      headers: {
-        ...auth,
-        "idempotency-key": key,
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(payload),
-      },
-    });
-    req.on("timeout", () => req.destroy(new Error("TIMEOUT")));
-    req.on("error", () => resolve(0));
-    req.on("response", (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
-    req.end(payload);
-  });
-}
+const post = (url: string, payload: string, key: string, timeoutMs: number) =>
+  postOnOwnConnection(url, { payload, headers: { ...auth, "idempotency-key": key }, timeoutMs });
 
 let server: TestServer | undefined;
 afterEach(async () => {

@@ -32,20 +32,25 @@ describe.each(["sqlite", "postgres"] as const)("another key's run, on %s", (back
           return call();
         }),
     });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     server.upstream.enqueue(
       {
         toolCalls: [{ id: "call_plan", name: "create_plan", arguments: JSON.stringify({ steps: [{ title: "one" }] }) }],
       },
-      { text: "done" },
+      { text: "done", gate },
     );
     const session = (await server.request("POST", "/sessions", { body: { planning: true }, headers: as(KEY_A) })).body;
     const run = (
       await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "plan" }, headers: as(KEY_A) })
     ).body;
+    // The run has its plan and waits for its answer: each view of it reads its newer messages.
     await until(
-      async () => (await server.request("GET", `/runs/${run.id}`, { headers: as(KEY_A) })).body,
-      (view) => view.status === "finished",
-      "A's run to finish",
+      () => server.upstream.requests.length,
+      (n) => n === 2,
+      "the run's answer to be asked for",
     );
     // A sees its run, with its plan (read from its messages).
     messageReads.length = 0;
@@ -67,5 +72,11 @@ describe.each(["sqlite", "postgres"] as const)("another key's run, on %s", (back
         expect([path, id, messageReads]).toEqual([path, id, []]);
       }
     }
+    release();
+    await until(
+      async () => (await server.request("GET", `/runs/${run.id}`, { headers: as(KEY_A) })).body,
+      (view) => view.status === "finished",
+      "A's run to finish",
+    );
   });
 });

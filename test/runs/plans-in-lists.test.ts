@@ -15,13 +15,18 @@ const planThenAnswer = (title: string, gate?: Promise<void>) => [
 ];
 
 describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s", (backend) => {
-  it("a finished run's plan is read from its messages once, then kept; an unfinished run's at every listing", async () => {
+  it("a run's plan is folded from the messages committed since it was last viewed: a finished run's, once, then kept", async () => {
     const reads: string[] = [];
+    /** Each read of a run's messages: the run, and the seq it read after. */
+    const readsAfter: [string, number][] = [];
     server = await startTestServer({
       backend,
       wrapStore: (store) =>
         aroundStore(store, "messages", (name, args, call) => {
-          if (name === "ofRun") reads.push(args[1] as string);
+          if (name === "ofRun") {
+            reads.push(args[1] as string);
+            readsAfter.push([args[1] as string, (args[2] as number | undefined) ?? 0]);
+          }
           return call();
         }),
     });
@@ -66,14 +71,19 @@ describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s",
     };
     expect(first.plans).toEqual(expected);
     expect(second.plans).toEqual(expected);
-    expect(first.reads.sort()).toEqual([...finished, running.id].sort());
+    // The finished runs were viewed as they finished (their plans kept); the running one is
+    // read again at each listing, from the last message seq read.
+    expect(first.reads).toEqual([running.id]);
     expect(second.reads).toEqual([running.id]);
+    const afterSeqs = readsAfter.filter(([id]) => id === running.id).map(([, after]) => after);
+    expect(afterSeqs[0]).toBe(0);
+    expect(afterSeqs.at(-1)).toBeGreaterThan(0);
 
     release();
     await finishedRun(server, running.id);
+    // Viewed as it finished (finishedRun asks for it): its plan is kept too.
     const third = await list();
     expect(third.plans).toEqual(expected);
-    expect(third.reads).toEqual([running.id]);
-    expect((await list()).reads).toEqual([]);
+    expect(third.reads).toEqual([]);
   });
 });

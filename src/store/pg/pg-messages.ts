@@ -17,12 +17,12 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
         ])
       ).map(messageFromRow),
     page: pgPages(rows).messages,
-    ofRun: async (sessionId, runId) =>
+    ofRun: async (sessionId, runId, afterSeq = 0) =>
       (
-        await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 ORDER BY seq", [
-          sessionId,
-          runId,
-        ])
+        await rows<MessageRow>(
+          "SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 AND seq > $3 ORDER BY seq",
+          [sessionId, runId, afterSeq],
+        )
       ).map(messageFromRow),
     finalAnswer: async (sessionId, runId) =>
       finalAnswerOf(
