@@ -75,7 +75,7 @@ async function* chatFrames(
 /** Whether the run still waits for a decision on `toolCallId` (not decided, not finished). */
 async function awaitsDecision(ctx: Pick<AppContext, "store">, runId: string, toolCallId: string): Promise<boolean> {
   const call = await ctx.store.toolCalls.get(runId, toolCallId);
-  return !!call && !call.decision && (await ctx.store.runs.get(runId))?.status !== "finished";
+  return !!call && !call.decision && (await ctx.store.runs.access(runId))?.status !== "finished";
 }
 
 /**

@@ -32,9 +32,9 @@ export const RETRY_MS = 2000;
  */
 export async function nothingLeft(
   store: AppContext["store"],
-  { runId, after }: { runId: string; after: number },
+  { runId, after, finished }: { runId: string; after: number; finished?: boolean },
 ): Promise<boolean> {
-  if (after <= 0 || (await store.runs.get(runId))?.status !== "finished") return false;
+  if (after <= 0 || !(finished ?? (await store.runs.access(runId))?.status === "finished")) return false;
   return after >= (await store.events.lastSeq(runId));
 }
 

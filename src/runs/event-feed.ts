@@ -159,7 +159,7 @@ export function followRunEvents({
       reading = true;
       const run = async () => {
         // A run that is gone (deleted with its session) publishes nothing more either.
-        finishedBefore ??= ((await store.runs.get(runId))?.status ?? "finished") === "finished";
+        finishedBefore ??= ((await store.runs.access(runId))?.status ?? "finished") === "finished";
         await readLoop(finishedBefore);
       };
       run().catch((err) => end(err));

@@ -145,7 +145,7 @@ export async function waitForRelayedEnd({
     if (event.type === "run.finished") ended();
   });
   try {
-    if ((await store.runs.get(runId))?.status === "finished") return;
+    if ((await store.runs.access(runId))?.status === "finished") return;
     await finished;
   } finally {
     unsubscribe();

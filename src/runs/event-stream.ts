@@ -114,7 +114,7 @@ export async function* runEventStream({
   try {
     let last = after;
     // A run that is gone (deleted with its session) publishes nothing more either.
-    const finishedBefore = finished ?? ((await store.runs.get(runId))?.status ?? "finished") === "finished";
+    const finishedBefore = finished ?? ((await store.runs.access(runId))?.status ?? "finished") === "finished";
     let reading = true;
     /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
     let confirmed = false;

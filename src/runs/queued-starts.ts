@@ -58,7 +58,7 @@ export class QueuedStarts {
     const executing = deps.execute(live);
     slot.release();
     // A DELETE that came between the start and the run's registration here wrote only its status.
-    if ((await deps.store.runs.get(live.id))?.status === "cancelling") live.cancel(BY_DELETE);
+    if ((await deps.store.runs.access(live.id))?.status === "cancelling") live.cancel(BY_DELETE);
     await executing;
     return live;
   }

@@ -7,7 +7,7 @@ import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
-import type { Store, ToolCallRecord } from "../store/store.js";
+import type { RunAccess, Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
 
@@ -108,14 +108,21 @@ export class RunService {
   }
 
   /**
-   * The run if the caller may see it; else NOT_FOUND (never "forbidden": ids are not disclosed).
-   * Whose it is is known before anything else of it is read: another key's run costs what no
-   * run costs, so its 404 takes no longer (the view reads a planning run's messages).
+   * Whose the run is and where it stands, if the caller may see it; else NOT_FOUND (never
+   * "forbidden": ids are not disclosed). Nothing else of the run is read (see `runs.access`):
+   * another key's run costs what no run costs, so its 404 takes no longer, and a request that
+   * needs no view of the run reads neither its input nor its plan.
    */
+  async access(runId: string, owner: string | null): Promise<RunAccess> {
+    const access = await this.deps.store.runs.access(runId);
+    if (!access || access.owner !== owner) throw notFound("run", runId);
+    return access;
+  }
+
+  /** The run if the caller may see it (see `access`); else NOT_FOUND. */
   async get(runId: string, owner: string | null): Promise<RunView> {
-    const record = await this.deps.store.runs.get(runId);
-    if (!record || !(await this.deps.store.sessions.get(record.sessionId, owner))) throw notFound("run", runId);
-    const run = await this.deps.manager.get(runId, { record });
+    await this.access(runId, owner);
+    const run = await this.deps.manager.get(runId);
     if (!run) throw notFound("run", runId);
     return run;
   }
@@ -133,7 +140,7 @@ export class RunService {
   }
 
   async cancel(runId: string, owner: string | null) {
-    await this.get(runId, owner);
+    await this.access(runId, owner);
     return this.deps.manager.cancel(runId);
   }
 
@@ -153,7 +160,7 @@ export class RunService {
    * their receivers themselves, and the operator's URL may carry a token.
    */
   async webhooks(runId: string, owner: string | null) {
-    await this.get(runId, owner);
+    await this.access(runId, owner);
     const hidden = this.deps.hiddenWebhookUrl ?? null;
     const items = (await this.deps.store.webhooks.ofRun(runId)).map(
       ({ body: _body, owner: _owner, nextAttemptAt, url, ...delivery }) => ({
@@ -166,12 +173,12 @@ export class RunService {
   }
 
   async steps(runId: string, owner: string | null) {
-    await this.get(runId, owner);
+    await this.access(runId, owner);
     return { items: await this.deps.store.steps.ofRun(runId), nextCursor: null };
   }
 
   async pendingApprovals(runId: string, owner: string | null) {
-    await this.get(runId, owner);
+    await this.access(runId, owner);
     const pending = await this.deps.store.toolCalls.inState(runId, "awaiting_approval");
     return { items: pending.map(approvalView), nextCursor: null };
   }
@@ -183,7 +190,7 @@ export class RunService {
     decision: "approve" | "deny";
     reason?: string;
   }) {
-    await this.get(params.runId, params.owner);
+    await this.access(params.runId, params.owner);
     return approvalView(await this.deps.manager.decide(params));
   }
 }

@@ -13,6 +13,13 @@ import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
+/** A run's session, status and owner (its session's): see `runs.access`. */
+export interface RunAccess {
+  sessionId: string;
+  status: RunStatus;
+  owner: string | null;
+}
+
 export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
   idempotencyKey: string | null;
@@ -139,6 +146,9 @@ export function runStore(db: Db) {
        @created_at, NULL, @webhook)`,
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
+  const accessOf = db.prepare(
+    "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
+  );
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare(
     "SELECT * FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
@@ -196,6 +206,10 @@ export function runStore(db: Db) {
     get(id: string): RunRecord | null {
       const row = byId.get(id) as RunRow | undefined;
       return row ? runFromRow(row) : null;
+    },
+    access(id: string): RunAccess | null {
+      const row = accessOf.get(id) as { session_id: string; status: RunStatus; owner: string | null } | undefined;
+      return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
     },
     byIdempotencyKey(sessionId: string, key: string): RunRecord | null {
       const row = byKey.get(sessionId, key) as RunRow | undefined;

@@ -130,6 +130,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
           return tables.events.insert(events);
         }),
       get: (id) => read(() => tables.runs.get(id)),
+      access: (id) => read(() => tables.runs.access(id)),
       byIdempotencyKey: (sessionId, key) => read(() => tables.runs.byIdempotencyKey(sessionId, key)),
       active: (sessionId) => read(() => tables.runs.active(sessionId)),
       unfinished: () => read(() => tables.runs.live()),

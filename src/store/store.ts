@@ -9,7 +9,7 @@ import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
 import type { RunInput } from "./queue.js";
-import type { RunRecord } from "./runs.js";
+import type { RunAccess, RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
@@ -22,7 +22,7 @@ export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
 export type { RunInput } from "./queue.js";
-export type { RunRecord } from "./runs.js";
+export type { RunAccess, RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
@@ -85,6 +85,11 @@ export interface Store {
       options?: { lease?: LeaseTerms; limit?: OwnerLimit; takesInput?: string },
     ): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
+    /**
+     * Whose the run is and where it stands, and nothing else of it (neither its input nor its
+     * session's settings are read): what a request about the run checks first. Null when none.
+     */
+    access(id: string): Promise<RunAccess | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
     active(sessionId: string): Promise<RunRecord | null>;

@@ -253,9 +253,9 @@ it("a caller that read the run gives its status and the feed reads none; a finis
     ...store,
     runs: {
       ...store.runs,
-      get: (id) => {
+      access: (id) => {
         statusReads++;
-        return store.runs.get(id);
+        return store.runs.access(id);
       },
     },
   };

@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { RunStatus } from "../../domain/run.js";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
@@ -131,6 +132,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
       get: async (id) => {
         const row = await first<RunRow>("SELECT * FROM runs WHERE id = $1", [id]);
         return row ? runFromRow(row) : null;
+      },
+      access: async (id) => {
+        const row = await first<{ session_id: string; status: RunStatus; owner: string | null }>(
+          "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = $1",
+          [id],
+        );
+        return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
       },
       byIdempotencyKey: async (sessionId, key) => {
         const row = await first<RunRow>("SELECT * FROM runs WHERE session_id = $1 AND idempotency_key = $2", [
