@@ -68,7 +68,7 @@ export async function cancelRun(
   }
   // Cancelled while it ran, it is answered as stored: cancelling (or finished), not with the end
   // its finish may have decided meanwhile and is writing (see RunManager.get).
-  const stored = (await (firing ? storedRunView(deps.store, runId) : deps.get(runId))) ?? view;
+  const stored = (await (firing ? storedRunView({ store: deps.store, runId }) : deps.get(runId))) ?? view;
   // Cancelled here while it ran, it is cancelling even where its status could not be stored.
   const run: RunView = firing && stored.status !== "finished" ? { ...stored, status: "cancelling" } : stored;
   // Finished otherwise than aborted: its end was stored before this request (a no-op; an end

@@ -3,7 +3,7 @@ import type { RunView } from "../domain/run.js";
 import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
-import type { RunRecord, ToolCallRecord } from "../store/store.js";
+import type { ToolCallRecord } from "../store/store.js";
 import { admitRun, type StartRunInput, sameRequestRun } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
@@ -195,11 +195,11 @@ export class RunManager {
     this.#launch(live, { input: restartInput ? record.input : undefined, priorStats: record.stats, priorStep });
   }
 
-  /** The run as stored (`record`: read already), or an end reported unstored; `decided`: also an end being written. */
-  async get(runId: string, { decided = false, record }: { decided?: boolean; record?: RunRecord } = {}) {
+  /** The run as stored, or an end reported unstored; `decided`: also an end being written. */
+  async get(runId: string, { decided = false }: { decided?: boolean } = {}) {
     const phase = this.#registry.get(runId)?.phase;
     if (phase?.name === "ending" && (decided || phase.reported)) return phase.view;
-    return storedRunView(this.deps.store, runId, record, this.plans);
+    return storedRunView({ store: this.deps.store, runId, plans: this.plans });
   }
 
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */

@@ -10,17 +10,17 @@ export async function planOfRun(store: Store, record: RunRecord): Promise<Plan |
   return planFromMessages((await store.messages.ofRun(record.sessionId, record.id)).map(toAgentMessage));
 }
 
-/**
- * A run as stored (`known`: its record, read already), with its plan (from `plans` when
- * given); null when there is no such run.
- */
-export async function storedRunView(
-  store: Store,
-  runId: string,
-  known?: RunRecord,
-  plans?: RunPlans,
-): Promise<RunView | null> {
-  const record = known ?? (await store.runs.get(runId));
+/** A run as stored, with its plan (from `plans` when given); null when there is no such run. */
+export async function storedRunView({
+  store,
+  runId,
+  plans,
+}: {
+  store: Store;
+  runId: string;
+  plans?: RunPlans;
+}): Promise<RunView | null> {
+  const record = await store.runs.get(runId);
   if (!record) return null;
   return runView(record, await (plans ? plans.of(store, record) : planOfRun(store, record)));
 }
