@@ -117,20 +117,27 @@ export async function streamRunEvents(
 /**
  * Events that arrive together (one commit writes several) leave in one socket write:
  * the response is corked at the first frame and uncorked once this turn of the event
- * loop is done. Ending the response flushes anything still corked.
+ * loop is done, or once the frames end, before the response is ended: Node 22's `end()`
+ * writes a chunked body's last chunk before the chunks still corked in the response, which
+ * the client then never reads (Node 24 writes them first).
  */
 export async function* corkedBatches<T>(frames: AsyncIterable<T>, raw: FastifyReply["raw"]): AsyncGenerator<T> {
   let corked = false;
   const uncork = () => {
+    if (!corked) return;
     corked = false;
     raw.uncork();
   };
-  for await (const frame of frames) {
-    if (!corked) {
-      corked = true;
-      raw.cork();
-      setImmediate(uncork);
+  try {
+    for await (const frame of frames) {
+      if (!corked) {
+        corked = true;
+        raw.cork();
+        setImmediate(uncork);
+      }
+      yield frame;
     }
-    yield frame;
+  } finally {
+    uncork();
   }
 }
