@@ -1,4 +1,12 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
+
+// V8's compiled code of the modules Node loads, kept across processes: the suite starts the
+// built server, the client and the build tools some hundreds of times, and each start compiled
+// the same ~1,000 modules again (a fifth of a server start's CPU). Children inherit it, and
+// the helpers that give a child an environment of its own pass it on (test/helpers/compile-cache.ts).
+process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "agent-server-test-compile-cache");
 
 export default defineConfig({
   test: {

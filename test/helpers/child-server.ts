@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { compileCacheEnv } from "./compile-cache.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -69,6 +70,7 @@ export async function startChildServer({
       OPENAI_MODEL: "fake-model",
       MODEL_MAX_RETRIES: "0",
       LOG_LEVEL: "warn",
+      ...compileCacheEnv,
       ...env,
     },
     stdio,
@@ -127,6 +129,7 @@ export function startRefused(dir: string, env: Record<string, string>): { status
       LOG_LEVEL: "warn",
       OPENAI_API_KEY: "sk-test-key",
       OPENAI_MODEL: "fake-model",
+      ...compileCacheEnv,
       ...env,
     },
     encoding: "utf8",

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { compileCacheEnv } from "./compile-cache.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 /** The client's launcher, as `npx agent-server` runs it (dist/ is built by the global setup). */
@@ -42,11 +43,11 @@ export function startCli({
   const argv = [process.execPath, CLI_LAUNCHER, ...args];
   const child = pty
     ? spawn("script", ["-qfec", argv.map(shellQuote).join(" "), "/dev/null"], {
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SHELL: "/bin/sh", TERM: "dumb", ...env },
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SHELL: "/bin/sh", TERM: "dumb", ...compileCacheEnv, ...env },
         stdio: ["pipe", "pipe", "pipe"],
       })
     : spawn(argv[0] as string, argv.slice(1), {
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...compileCacheEnv, ...env },
         stdio: ["pipe", "pipe", "pipe"],
       });
   if (!pty && stdin !== null) child.stdin?.end(stdin);

@@ -4,6 +4,7 @@ import http from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "./child-server.js";
+import { compileCacheEnv } from "./compile-cache.js";
 import { tempDir } from "./temp-dir.js";
 
 // The built server with few file descriptors, for the tests of exhaustion
@@ -51,6 +52,7 @@ export async function startLimited(env: Record<string, string>, cleanups: (() =>
         // As many runs at once as the tests start (two keys'), not the default 64: MAX_CONNECTIONS's
         // default keeps 6 descriptors for each, and 64 runs would need more than 128 in all.
         MAX_CONCURRENT_RUNS: "2",
+        ...compileCacheEnv,
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],
