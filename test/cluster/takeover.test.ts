@@ -5,6 +5,7 @@ import { assertValidHistory } from "../../src/agent/history.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { allStarted } from "../helpers/instances.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { hostPids } from "../helpers/processes.js";
 import { openSse } from "../helpers/sse-client.js";
@@ -110,9 +111,7 @@ const toolResults = (history: AgentMessage[]) =>
 describe("runs survive the loss of their instance (PostgreSQL, real processes)", () => {
   it("run on A, watched on B, approved on C; kill -9 of A mid-tool: one takeover, one INTERRUPTED result, B's stream gapless to run.finished", async () => {
     const lease = { RUN_LEASE_MS: "1500" };
-    const a = await instance("a", lease);
-    const b = await instance("b", lease);
-    const c = await instance("c", lease);
+    const [a, b, c] = await allStarted([instance("a", lease), instance("b", lease), instance("c", lease)]);
     upstream.enqueue({
       toolCalls: [
         { id: "call_t", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt; sleep 30.611" }) },
@@ -146,8 +145,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
   });
 
   it("an interrupting start posted to B while the session's run awaits approval on A: A's run ends aborted, the new run starts and completes", async () => {
-    const a = await instance("a");
-    const b = await instance("b");
+    const [a, b] = await allStarted([instance("a"), instance("b")]);
     upstream.enqueue({
       toolCalls: [{ id: "call_i", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
     });
@@ -173,8 +171,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
   });
 
   it("an interrupting start on B with a run queued behind A's: the new run starts first, the queued one after it", async () => {
-    const a = await instance("a");
-    const b = await instance("b");
+    const [a, b] = await allStarted([instance("a"), instance("b")]);
     upstream.enqueue({
       toolCalls: [{ id: "call_q", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
     });
@@ -203,8 +200,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
 
   it("an owner paused past its lease (SIGSTOP) has its writes refused after SIGCONT and runs nothing twice", async () => {
     const lease = { RUN_LEASE_MS: "1200" };
-    const a = await instance("a", lease);
-    const b = await instance("b", lease);
+    const [a, b] = await allStarted([instance("a", lease), instance("b", lease)]);
     upstream.enqueue({
       toolCalls: [
         { id: "call_p", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt; sleep 2.713" }) },
@@ -235,8 +231,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
 
   it("SIGTERM on the owner: a peer resumes its run at once (long before the lease would expire), its approval still pending", async () => {
     const lease = { RUN_LEASE_MS: "60000" };
-    const a = await instance("a", lease);
-    const b = await instance("b", lease);
+    const [a, b] = await allStarted([instance("a", lease), instance("b", lease)]);
     upstream.enqueue({
       toolCalls: [{ id: "call_a", name: "shell", arguments: JSON.stringify({ command: "echo x >> count.txt" }) }],
     });
@@ -269,8 +264,7 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
 
   it("kill -9 of the owner, then a decision on B before its lease expires: the run taken over announces approval.resolved before the tool starts", async () => {
     const lease = { RUN_LEASE_MS: "2000" };
-    const a = await instance("a", lease);
-    const b = await instance("b", lease);
+    const [a, b] = await allStarted([instance("a", lease), instance("b", lease)]);
     upstream.enqueue({
       toolCalls: [
         { id: "call_x", name: "shell", arguments: JSON.stringify({ command: "sleep 1.5; echo x >> count.txt" }) },

@@ -39,19 +39,17 @@ export async function startInstances({
     await database.drop();
     dir.cleanup();
   };
-  try {
-    for (let i = 0; i < count; i++) {
-      servers.push(
-        await startChildServer({
-          dir: dir.path,
-          upstreamURL: upstream.baseURL,
-          env: { DATABASE_URL: database.url, ...env },
-        }),
-      );
-    }
-  } catch (err) {
+  // Started together, as a deployment's instances may be (each migrates under an advisory lock).
+  const settled = await Promise.allSettled(
+    Array.from({ length: count }, () =>
+      startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env: { DATABASE_URL: database.url, ...env } }),
+    ),
+  );
+  for (const result of settled) if (result.status === "fulfilled") servers.push(result.value);
+  const failed = settled.find((result) => result.status === "rejected");
+  if (failed) {
     await stop();
-    throw err;
+    throw failed.reason;
   }
   return {
     servers,
@@ -60,6 +58,19 @@ export async function startInstances({
     query: async (text, values) => (await client.query(text, values)).rows,
     stop,
   };
+}
+
+/**
+ * The values of processes started together, once each has started; if one fails, its reason,
+ * thrown only once every other start has settled (so each started one is known, to be stopped).
+ */
+export async function allStarted<T extends unknown[]>(
+  starts: readonly [...{ [K in keyof T]: Promise<T[K]> }],
+): Promise<T> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as T;
 }
 
 /** Checks a stream's events are the run's events 1..n in order (none missing, none twice), ending with run.finished. */
