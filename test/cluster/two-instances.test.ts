@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api } from "../helpers/child-server.js";
 import { expectWholeRun, type Instances, startInstances } from "../helpers/instances.js";
@@ -9,14 +9,53 @@ import { openSse } from "../helpers/sse-client.js";
 let upstream: FakeUpstream;
 let cluster: Instances | null = null;
 
-// A fresh upstream per test: a reply one test left queued never reaches the next.
-beforeEach(async () => {
+beforeAll(async () => {
   upstream = await startFakeUpstream();
 });
-afterEach(async () => {
+afterAll(async () => {
   await cluster?.stop();
-  cluster = null;
   await upstream.close();
+});
+
+/**
+ * The two instances the tests share (two server starts and a database each cost more than a
+ * test itself): started by the first test, and again after a test that left them otherwise
+ * than it found them (see afterEach).
+ */
+async function twoInstances(): Promise<Instances> {
+  cluster ??= await startInstances({ count: 2, upstream });
+  return cluster;
+}
+
+/**
+ * A test leaves the shared instances as it found them, or they are not shared on: every
+ * scripted reply taken, no run left unfinished, and each instance listening on PostgreSQL
+ * (a test that cut a listening connection waits here for it to be back).
+ */
+afterEach(async () => {
+  upstream.fallback = undefined;
+  const shared = cluster;
+  if (!shared) return;
+  try {
+    upstream.assertComplete();
+    expect(await shared.query("SELECT id, status FROM runs WHERE status <> 'finished'")).toEqual([]);
+    const names = shared.servers.map((server) => `agent-listener-${server.pid}`);
+    const deadline = Date.now() + 10_000;
+    let listening: { name: string }[] = [];
+    for (;;) {
+      listening = await shared.query(
+        "SELECT application_name AS name FROM pg_stat_activity WHERE application_name = ANY($1) ORDER BY 1",
+        [names],
+      );
+      if (listening.length === names.length || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(listening.map((row) => row.name)).toEqual([...names].sort());
+  } catch (err) {
+    cluster = null;
+    await shared.stop();
+    throw err;
+  }
 });
 
 /** A promise and the function that settles it. */
@@ -40,8 +79,8 @@ const allowShell = { approval: { tools: { shell: "allow" } } };
 
 describe("two server processes over one PostgreSQL", () => {
   it("a run executing on A is watched live on B: every event once, in order, to run.finished; Last-Event-ID resumes on B", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     const held = gate();
     upstream.enqueue(
       { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
@@ -70,8 +109,8 @@ describe("two server processes over one PostgreSQL", () => {
   });
 
   it("a retried POST ?wait=true (same Idempotency-Key) on B waits for the run executing on A and answers its end", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     const held = gate();
     upstream.enqueue({ text: ["the ", "answer"], gate: held.promise });
     const session = await api(a.url, "POST", "/sessions", {});
@@ -102,8 +141,8 @@ describe("two server processes over one PostgreSQL", () => {
   });
 
   it("the listening connection of B is terminated mid-run: B reconnects, and its watcher still gets the whole run", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     const held = gate();
     upstream.enqueue(
       { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
@@ -113,7 +152,7 @@ describe("two server processes over one PostgreSQL", () => {
     const watcher = await openSse(`${b.url}/runs/${runId}/events`);
     await watcher.waitFor((e) => e.event === "text.delta");
     const name = `agent-listener-${b.pid}`;
-    const killed = await cluster.query<{ ok: boolean }>(
+    const killed = await shared.query<{ ok: boolean }>(
       "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1",
       [name],
     );
@@ -125,15 +164,15 @@ describe("two server processes over one PostgreSQL", () => {
     const deadline = Date.now() + 10_000;
     let listening: { pid: number }[] = [];
     while (listening.length === 0 && Date.now() < deadline) {
-      listening = await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [name]);
+      listening = await shared.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [name]);
       if (listening.length === 0) await new Promise((r) => setTimeout(r, 50));
     }
     expect(listening).toHaveLength(1);
   });
 
   it("a decision posted on B reaches the run waiting on A: the same decision again is 200, a conflicting one 409", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     upstream.enqueue(
       { toolCalls: [{ id: "call_ask", name: "shell", arguments: '{"command":"echo approved > out.txt"}' }] },
       { text: "done" },
@@ -155,12 +194,12 @@ describe("two server processes over one PostgreSQL", () => {
     const resolved = events.filter((e) => e.event === "approval.resolved");
     expect(resolved.map((e) => e.json.decision)).toEqual(["approve"]);
     expect(events.at(-1)?.json.run.stopReason).toBe("complete");
-    expect(readFileSync(join(cluster.dir, "workspaces", sessionId, "out.txt"), "utf8")).toBe("approved\n");
+    expect(readFileSync(join(shared.dir, "workspaces", sessionId, "out.txt"), "utf8")).toBe("approved\n");
   });
 
   it("DELETE /runs/{id} on B cancels the run executing on A: 202 cancelling, and the run ends aborted", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     upstream.enqueue({ text: ["never ", "ending"], gate: new Promise(() => {}) });
     const { runId } = await startRun(a.url);
     const watcher = await openSse(`${b.url}/runs/${runId}/events`);
@@ -176,8 +215,8 @@ describe("two server processes over one PostgreSQL", () => {
   });
 
   it("DELETE /sessions/{id} on B waits for the end of its run executing on A, then deletes the session", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     upstream.enqueue({ text: ["never ", "ending"], gate: new Promise(() => {}) });
     const { runId, sessionId } = await startRun(a.url);
     const watcher = await openSse(`${a.url}/runs/${runId}/events`);
@@ -190,8 +229,8 @@ describe("two server processes over one PostgreSQL", () => {
   });
 
   it("A's listening connection terminated: a decision posted on B still reaches the run on A", async () => {
-    cluster = await startInstances({ count: 2, upstream });
-    const [a, b] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    const shared = await twoInstances();
+    const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     upstream.enqueue(
       { toolCalls: [{ id: "call_ask", name: "shell", arguments: '{"command":"echo ok"}' }] },
       { text: "done" },
@@ -199,7 +238,7 @@ describe("two server processes over one PostgreSQL", () => {
     const { runId } = await startRun(a.url);
     const watcher = await openSse(`${b.url}/runs/${runId}/events`);
     await watcher.waitFor((e) => e.event === "approval.requested");
-    const killed = await cluster.query<{ ok: boolean }>(
+    const killed = await shared.query<{ ok: boolean }>(
       "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1",
       [`agent-listener-${a.pid}`],
     );
@@ -212,12 +251,14 @@ describe("two server processes over one PostgreSQL", () => {
 
   it("per-key limits hold across the two: parallel session creations and runs through A and B stop at the key's quota", async () => {
     const key = "key-cluster-0123456789abcdef";
-    cluster = await startInstances({
+    // Two instances of their own, with keys and quotas.
+    const keyed = await startInstances({
       count: 2,
       upstream,
       env: { AGENT_API_KEYS: key, MAX_SESSIONS_PER_KEY: "5", MAX_RUNS_PER_KEY: "2" },
     });
-    const urls = cluster.servers.map((server) => server.url);
+    onTestFinished(() => keyed.stop());
+    const urls = keyed.servers.map((server) => server.url);
     const call = async (i: number, method: string, path: string, body?: unknown) => {
       const res = await fetch(`${urls[i % urls.length]}${path}`, {
         method,
