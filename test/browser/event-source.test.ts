@@ -2,8 +2,8 @@
  * A browser's own EventSource and fetch against the API from another origin, in real Chromium.
  */
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer } from "../helpers/test-server.js";
@@ -12,7 +12,6 @@ import { launchChromium, newPage, screenshot, staticOrigin } from "./browser.js"
 const KEY = "browser-key-0123456789";
 const auth = { authorization: `Bearer ${KEY}` };
 let browser: Browser;
-let upstream: FakeUpstream;
 let origin: Awaited<ReturnType<typeof staticOrigin>>;
 const shots = tempDir("browser-event-source-");
 /**
@@ -24,16 +23,14 @@ const WAIT_MS = 20_000;
 const TEST_MS = 90_000;
 
 beforeAll(async () => {
-  [browser, upstream, origin] = await Promise.all([
+  [browser, origin] = await Promise.all([
     launchChromium(),
-    startFakeUpstream(),
     staticOrigin({ "/": { type: "text/html", body: "<!doctype html><title>client</title><pre id=log></pre>" } }),
   ]);
 });
 afterAll(async () => {
   await browser?.close();
   await origin?.close();
-  await upstream?.close();
   console.log(`browser screenshots: ${shots.path}`);
 });
 
@@ -89,16 +86,16 @@ async function receivedEvent(page: Page, type: string, stored: () => Promise<unk
   }
 }
 
-describe("EventSource in Chromium", () => {
+// The two reconnection tests mostly wait on EventSource's retry (2 s each time): they run at
+// once, each with a server and a model upstream of its own (replies never cross).
+describe.concurrent("EventSource in Chromium", () => {
   it(
     "without keys: receives every event, then stops reconnecting after run.finished (the resume is answered 204)",
-    async () => {
+    async ({ expect }) => {
       const { lines, logger } = capturedLogs();
-      const server = await startTestServer({
-        upstream,
-        env: { CORS_ORIGINS: origin.url },
-        logger,
-      });
+      // The server's own model upstream, closed with it.
+      const server = await startTestServer({ env: { CORS_ORIGINS: origin.url }, logger });
+      const upstream = server.upstream;
       const { page, problems } = await newPage(browser);
       try {
         upstream.enqueue({ toolCalls: [{ id: "call_ls", name: "list_files", arguments: "{}" }] }, { text: "empty" });
@@ -135,10 +132,13 @@ describe("EventSource in Chromium", () => {
 
   it(
     "with keys: a stream token opens it, it resumes across a server restart with Last-Event-ID, and stops after run.finished",
-    async () => {
+    async ({ expect, onTestFinished }) => {
       const dir = tempDir("browser-restart-");
+      // A model upstream of its own, kept across the restart.
+      const upstream = await startFakeUpstream();
+      onTestFinished(() => upstream.close());
       // One retry, as a server has by default (2): a model request once found the pooled
-      // connection to the shared fake upstream reset (ECONNRESET) and failed its run in CI.
+      // connection to the fake upstream reset (ECONNRESET) and failed its run in CI.
       const env = { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url, MODEL_MAX_RETRIES: "1" };
       let server = await startTestServer({ upstream, env, dir: dir.path });
       const port = Number(new URL(server.url).port);
@@ -197,8 +197,10 @@ describe("EventSource in Chromium", () => {
     TEST_MS,
   );
 
-  it("CORS from another origin: the page reads Location, X-Request-Id and WWW-Authenticate; other origins are refused", async () => {
-    const server = await startTestServer({ upstream, env: { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url } });
+  it("CORS from another origin: the page reads Location, X-Request-Id and WWW-Authenticate; other origins are refused", async ({
+    expect,
+  }) => {
+    const server = await startTestServer({ env: { AGENT_API_KEYS: KEY, CORS_ORIGINS: origin.url } });
     const elsewhere = await staticOrigin({ "/": { type: "text/html", body: "<!doctype html><title>other</title>" } });
     const { page } = await newPage(browser);
     try {
