@@ -20,13 +20,34 @@ async function asAdmin(sql: string): Promise<void> {
   }
 }
 
+let fileCopy: Promise<boolean> | null = null;
+
+/**
+ * Whether the server copies a database as files when told (PostgreSQL 15 on): a checkpoint,
+ * cheap without fsync as on the suite's own server, instead of every block of the template
+ * through the WAL (15's default), the same database in under half the time.
+ */
+function fileCopyStrategy(): Promise<boolean> {
+  fileCopy ??= (async () => {
+    const admin = new pg.Client({ connectionString: inject("pgServerUrl") });
+    await admin.connect();
+    try {
+      return Number((await admin.query("SHOW server_version_num")).rows[0].server_version_num) >= 150000;
+    } finally {
+      await admin.end();
+    }
+  })();
+  return fileCopy;
+}
+
 /** A new database, already migrated (a copy of the suite's template), for one test file or test. */
 export async function createTestPgDatabase(): Promise<TestPgDatabase> {
   const name = `agent_test_${randomBytes(6).toString("hex")}`;
+  const strategy = (await fileCopyStrategy()) ? " STRATEGY FILE_COPY" : "";
   // Copies of one template made at once may find it busy for a moment: tried again.
   for (let attempt = 0; ; attempt++) {
     try {
-      await asAdmin(`CREATE DATABASE ${name} TEMPLATE ${inject("pgTemplate")}`);
+      await asAdmin(`CREATE DATABASE ${name} TEMPLATE ${inject("pgTemplate")}${strategy}`);
       break;
     } catch (err) {
       if (attempt >= 20 || (err as { code?: string }).code !== "55006") throw err;
