@@ -10,10 +10,12 @@ export function hostPids(argv: RegExp): number[] {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
+      // The command line first: most processes do not match, and need no second read.
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").replace(/\0$/, "").split("\0").join(" ");
+      if (!argv.test(cmdline)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       if (stat.slice(stat.lastIndexOf(")") + 2)[0] === "Z") continue;
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").replace(/\0$/, "").split("\0").join(" ");
-      if (argv.test(cmdline)) pids.push(Number(name));
+      pids.push(Number(name));
     } catch {
       // exited meanwhile
     }
