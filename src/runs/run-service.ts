@@ -163,7 +163,7 @@ export class RunService {
     await this.access(runId, owner);
     const hidden = this.deps.hiddenWebhookUrl ?? null;
     const items = (await this.deps.store.webhooks.ofRun(runId)).map(
-      ({ body: _body, owner: _owner, nextAttemptAt, url, ...delivery }) => ({
+      ({ owner: _owner, nextAttemptAt, url, ...delivery }) => ({
         ...delivery,
         url: url === hidden ? null : url,
         nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),

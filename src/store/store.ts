@@ -13,7 +13,7 @@ import type { RunAccess, RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
-import type { AttemptOutcome, PastCapQuery, WebhookDelivery } from "./webhooks.js";
+import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } from "./webhooks.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -26,7 +26,7 @@ export type { RunAccess, RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
-export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery } from "./webhooks.js";
+export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery, WebhookListing } from "./webhooks.js";
 
 /**
  * Everything the server keeps, behind one asynchronous interface: any backend (SQLite in
@@ -270,7 +270,8 @@ export interface Store {
      * until `leaseUntil` (claimed by nobody else since).
      */
     release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
-    ofRun(runId: string): Promise<WebhookDelivery[]>;
+    /** The run's deliveries, oldest first, without their bodies (which are not read). */
+    ofRun(runId: string): Promise<WebhookListing[]>;
     /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
     nextDue(): Promise<number | null>;
     /**

@@ -71,6 +71,18 @@ export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
   };
 }
 
+/** A delivery as its run's listing shows it: without its body, which is not read. */
+export type WebhookListing = Omit<WebhookDelivery, "body">;
+
+/** The columns of a listing: every one but the body (a payload that may hold a run's view, its input of 1 MB with it). */
+export const LISTED_COLUMNS =
+  "id, run_id, owner, type, url, status, attempts, next_attempt_at, created_at, finished_at, reason";
+
+export function listingFromRow(row: Omit<DeliveryRow, "body">): WebhookListing {
+  const { body: _body, ...listing } = deliveryFromRow({ ...row, body: "" });
+  return listing;
+}
+
 /** The outcome of one try, as the worker records it. */
 export interface AttemptOutcome {
   id: string;
@@ -164,7 +176,7 @@ export function webhookStore(db: Db) {
   const release = db.prepare(
     "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at = ?",
   );
-  const ofRun = db.prepare("SELECT * FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq");
+  const ofRun = db.prepare(`SELECT ${LISTED_COLUMNS} FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq`);
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
   /** The owners with pending deliveries, in order. */
@@ -236,8 +248,8 @@ export function webhookStore(db: Db) {
     release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
       release.run(at, id, leaseUntil);
     },
-    ofRun(runId: string): WebhookDelivery[] {
-      return (ofRun.all(runId) as DeliveryRow[]).map(deliveryFromRow);
+    ofRun(runId: string): WebhookListing[] {
+      return (ofRun.all(runId) as Omit<DeliveryRow, "body">[]).map(listingFromRow);
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

@@ -55,12 +55,8 @@ describe.each(STORE_BACKENDS)("giving up an owner's pending webhook deliveries p
       finishedAt: at,
       nextAttemptAt: null,
       attempts: [],
-      body: "",
     });
-    expect(await deliveryOf(down[2] as string)).toMatchObject({
-      reason: null,
-      body: expect.stringContaining("run.started"),
-    });
+    expect(await deliveryOf(down[2] as string)).toMatchObject({ reason: null });
     // The runs are as they were: their events stay.
     expect((await store.events.after(down[4] as string, 0)).map((e) => e.type)).toEqual(["run.started"]);
     // Given up once: nothing is past the cap any more, and no claim takes them.
@@ -69,6 +65,7 @@ describe.each(STORE_BACKENDS)("giving up an owner's pending webhook deliveries p
     const claimed = await store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 100, perOwner: 100 });
     expect(claimed.map((d) => d.runId)).not.toContain(down[4]);
     expect(claimed.map((d) => d.runId)).toContain(down[2]);
+    expect(claimed.find((d) => d.runId === down[2])?.body).toContain("run.started");
   });
 
   it("a try that ends after its delivery was given up is listed, and the delivery stays given up", async () => {

@@ -110,7 +110,10 @@ describe.each([
       ["approval.requested", webhook.url],
       ["run.finished", webhook.url],
     ]);
-    expect(JSON.parse(deliveries[2]?.body ?? "{}")).toMatchObject({ data: { sessionId: "ses_run_here" } });
+    const now = Date.now() + 1000;
+    const claimed = await a.store.webhooks.claim({ now, leaseUntil: now + 60_000, limit: 10, perOwner: 10 });
+    const finished = claimed.find((d) => d.id === deliveries[2]?.id);
+    expect(JSON.parse(finished?.body ?? "{}")).toMatchObject({ data: { sessionId: "ses_run_here" } });
   });
 
   it("a store that did not create the run (a restart, another instance) reads it once, for the run's whole life", async () => {

@@ -2,7 +2,7 @@ import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
 import type { ClaimQuery } from "../webhook-claims.js";
 import type { RunWebhookTarget } from "../webhook-targets.js";
-import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
+import { type DeliveryRow, deliveriesFor, deliveryFromRow, LISTED_COLUMNS, listingFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
@@ -146,11 +146,11 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
     },
     ofRun: async (runId) =>
       (
-        await rows<DeliveryRow & Record<string, unknown>>(
-          "SELECT * FROM webhook_deliveries WHERE run_id = $1 ORDER BY event_seq",
+        await rows<Omit<DeliveryRow, "body"> & Record<string, unknown>>(
+          `SELECT ${LISTED_COLUMNS} FROM webhook_deliveries WHERE run_id = $1 ORDER BY event_seq`,
           [runId],
         )
-      ).map(deliveryFromRow),
+      ).map(listingFromRow),
     nextDue: async () =>
       (
         await rows<{ at: number | null }>(
