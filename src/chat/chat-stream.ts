@@ -51,7 +51,9 @@ async function* chatFrames(
 ): AsyncGenerator<{ data: string }> {
   const projection = new UiMessageProjection();
   const send = (chunks: UiChunk[]) => chunks.map((chunk) => ({ data: JSON.stringify(chunk) }));
-  for await (const frame of runEventStream({ store: ctx.store, hub: ctx.hub, runId, after: 0, closed })) {
+  // The projection shows no user message: their stored events (a run's input, its steered inputs, each up to 1 MB) are not read.
+  const events = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after: 0, closed, withoutUserMessages: true });
+  for await (const frame of events) {
     const event = JSON.parse(frame.data) as RunEvent;
     const chunks = projection.next(event);
     // `start` is sent by every stream: it names the message the chunks belong to.

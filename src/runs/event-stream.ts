@@ -33,6 +33,8 @@ export interface RunEventsQuery {
    * here, which says finished before its end is stored.
    */
   finished?: boolean;
+  /** Leave out the stored events of user messages, unread (a chat stream shows none); live ones are sent. */
+  withoutUserMessages?: boolean;
 }
 
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
@@ -91,6 +93,7 @@ export async function* runEventStream({
   closed,
   reasoning = false,
   finished,
+  withoutUserMessages = false,
 }: RunEventsQuery): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
   /** Live events are not held (too many were): the stream reads on from the database. */
@@ -120,7 +123,10 @@ export async function* runEventStream({
     let confirmed = false;
     while (!closed.aborted) {
       if (reading) {
-        const { events: page, more } = await store.events.afterWithin(runId, last, BACKLOG_PAGE);
+        const { events: page, more } = await store.events.afterWithin(runId, last, {
+          ...BACKLOG_PAGE,
+          withoutUserMessages,
+        });
         for (const event of page) {
           last = event.seq;
           if (event.type === "reasoning.delta" && !reasoning) continue;

@@ -9,6 +9,24 @@ export interface StoredEvent {
   data: string;
 }
 
+/**
+ * The stored JSON of a user message's event begins `{"type":"message","message":{"id":"<id>","role":"user",`
+ * (the order its fields are built in): a user message's event is told from its first few hundred
+ * characters, the rest not read. Its id ends at the first `","` (a `"` inside a JSON string is
+ * escaped), so no content can pass for the role; an event that begins otherwise (fields in
+ * another order, an id longer than the prefix) is not told apart, and is read.
+ */
+const PREFIX = `'{"type":"message","message":{"id":"'`;
+export const USER_MESSAGE_PREFIX = { head: PREFIX, headLength: 35, idChars: 600, role: `'","role":"user","'` };
+
+/** SQLite's test that a row of run_events is a user message's event (see USER_MESSAGE_PREFIX). */
+const IS_USER_MESSAGE = (() => {
+  const { head, headLength, idChars, role } = USER_MESSAGE_PREFIX;
+  const rest = `substr(data, ${headLength + 1}, ${idChars})`;
+  return `(type = 'message' AND substr(data, 1, ${headLength}) = ${head}
+    AND instr(${rest}, '","') > 0 AND instr(${rest}, '","') = instr(${rest}, ${role}))`;
+})();
+
 export function eventStore(db: Db) {
   const insert = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, ?)");
   const after = db.prepare(
@@ -18,6 +36,9 @@ export function eventStore(db: Db) {
   const sizes = db
     .prepare("SELECT octet_length(data) FROM run_events WHERE run_id = +? AND seq > +? ORDER BY seq LIMIT +?")
     .pluck();
+  const shown = `FROM run_events WHERE run_id = +? AND seq > +? AND NOT ${IS_USER_MESSAGE} ORDER BY seq LIMIT +?`;
+  const afterShown = db.prepare(`SELECT seq, type, data ${shown}`);
+  const sizesShown = db.prepare(`SELECT octet_length(data) ${shown}`).pluck();
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
   const ofType = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq");
 
@@ -35,10 +56,11 @@ export function eventStore(db: Db) {
       return after.all(runId, seq, limit) as StoredEvent[];
     },
     /** Events after `seq` within `limit` and `bytes` (at least one), and whether more follow. */
-    afterWithin(runId: string, seq: number, page: { limit: number; bytes: number }) {
-      const found = sizes.all(runId, seq, page.limit + 1) as number[];
+    afterWithin(runId: string, seq: number, page: { limit: number; bytes: number; withoutUserMessages?: boolean }) {
+      const [sizesOf, rowsOf] = page.withoutUserMessages ? [sizesShown, afterShown] : [sizes, after];
+      const found = sizesOf.all(runId, seq, page.limit + 1) as number[];
       const count = Math.min(page.limit, countWithin(found, page.bytes));
-      const events = count === 0 ? [] : (after.all(runId, seq, count) as StoredEvent[]);
+      const events = count === 0 ? [] : (rowsOf.all(runId, seq, count) as StoredEvent[]);
       return { events, more: found.length > count };
     },
     lastSeq(runId: string): number {

@@ -196,12 +196,13 @@ export interface Store {
     after(runId: string, seq: number, limit?: number): Promise<StoredEvent[]>;
     /**
      * Events after `seq`, in order: at most `limit`, and only as many as their stored sizes fit
-     * in `bytes` (at least one), the others not read. `more`: events follow those.
+     * in `bytes` (at least one), the others not read. `more`: events follow those. With
+     * `withoutUserMessages`, the `message` events of user messages are left out, unread (see events.ts).
      */
     afterWithin(
       runId: string,
       seq: number,
-      page: { limit: number; bytes: number },
+      page: { limit: number; bytes: number; withoutUserMessages?: boolean },
     ): Promise<{ events: StoredEvent[]; more: boolean }>;
     lastSeq(runId: string): Promise<number>;
     /** The run's events of one type, in order (a few: e.g. its approval events). */

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { USER_MESSAGE_PREFIX } from "../events.js";
 import { MESSAGE_BYTES_SQL, type MessageRow, messageFromRow } from "../messages.js";
 import { countWithin, type ListPage, PAGE_BYTES, rowsToRead, toPage } from "../page.js";
 import { RUN_BYTES_SQL, type RunRow, runFromRow } from "../runs.js";
@@ -102,6 +103,14 @@ export function pgPages(rows: Rows) {
   };
 }
 
+/** PostgreSQL's test that a row of run_events is a user message's event (see USER_MESSAGE_PREFIX): substr reads only the prefix. */
+const IS_USER_MESSAGE = (() => {
+  const { head, headLength, idChars, role } = USER_MESSAGE_PREFIX;
+  const rest = `substr(data, ${headLength + 1}, ${idChars})`;
+  return `(type = 'message' AND substr(data, 1, ${headLength}) = ${head}
+    AND strpos(${rest}, '","') > 0 AND strpos(${rest}, '","') = strpos(${rest}, ${role}))`;
+})();
+
 /**
  * A run's events after `seq` within `limit` and `bytes` (at least one), as over SQLite: their
  * stored sizes first, then only the events those fit. Events are appended in seq order, so
@@ -111,9 +120,9 @@ export async function eventsWithin(
   rows: Rows,
   runId: string,
   seq: number,
-  page: { limit: number; bytes: number },
+  page: { limit: number; bytes: number; withoutUserMessages?: boolean },
 ): Promise<{ events: StoredEvent[]; more: boolean }> {
-  const where = "FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+  const where = `FROM run_events WHERE run_id = $1 AND seq > $2 ${page.withoutUserMessages ? `AND NOT ${IS_USER_MESSAGE}` : ""} ORDER BY seq LIMIT $3`;
   const found = await rows<{ bytes: number }>(`SELECT octet_length(data) AS bytes ${where}`, [
     runId,
     seq,
