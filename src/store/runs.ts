@@ -14,6 +14,9 @@ import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
 /** A run's session, status and owner (its session's): see `runs.access`. */
+/** The session's active run as `runs.active` reads it (ACTIVE_COLUMNS): its id and key, not its input (up to 1 MB). */
+export type ActiveRun = Pick<RunRecord, "id" | "idempotencyKey">;
+export const ACTIVE_COLUMNS = "id, idempotency_key";
 export interface RunAccess {
   sessionId: string;
   status: RunStatus;
@@ -151,7 +154,7 @@ export function runStore(db: Db) {
   );
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare(
-    "SELECT * FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
+    `SELECT ${ACTIVE_COLUMNS} FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1`,
   );
   const live = db.prepare("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id");
   const unfinishedOf = db
@@ -216,9 +219,9 @@ export function runStore(db: Db) {
       return row ? runFromRow(row) : null;
     },
     /** The session's active run (unfinished, not queued), if any. */
-    active(sessionId: string): RunRecord | null {
-      const row = active.get(sessionId) as RunRow | undefined;
-      return row ? runFromRow(row) : null;
+    active(sessionId: string): ActiveRun | null {
+      const row = active.get(sessionId) as { id: string; idempotency_key: string | null } | undefined;
+      return row ? { id: row.id, idempotencyKey: row.idempotency_key } : null;
     },
     /** How many unfinished runs (queued ones too) the sessions of `owner` have. */
     unfinishedOf(owner: string): number {

@@ -9,7 +9,7 @@ import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
 import type { RunInput } from "./queue.js";
-import type { RunAccess, RunRecord } from "./runs.js";
+import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
@@ -22,7 +22,7 @@ export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
 export type { RunInput } from "./queue.js";
-export type { RunAccess, RunRecord } from "./runs.js";
+export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 export type { SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
@@ -92,7 +92,7 @@ export interface Store {
     access(id: string): Promise<RunAccess | null>;
     byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
-    active(sessionId: string): Promise<RunRecord | null>;
+    active(sessionId: string): Promise<ActiveRun | null>;
     /** Every active run (unfinished, not queued), oldest first. */
     unfinished(): Promise<RunRecord[]>;
     /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */

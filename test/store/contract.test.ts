@@ -97,7 +97,10 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     // Another session may use the same key.
     const other = fresh("ses");
     await seedSession(store, { id: other });
-    await store.runs.create(runRecord({ id: fresh("run"), sessionId: other, idempotencyKey: "key-1" }), []);
+    const live = fresh("run");
+    await store.runs.create(runRecord({ id: live, sessionId: other, idempotencyKey: "key-1" }), []);
+    // The active run is read as its id and key alone: not its input.
+    expect(await store.runs.active(other)).toEqual({ id: live, idempotencyKey: "key-1" });
   });
 
   it("a tool call is decided once: a second decision is refused (decided) and the first stands", async () => {

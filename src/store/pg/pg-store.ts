@@ -4,7 +4,7 @@ import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
-import { type RunRow, runColumns, runFromRow } from "../runs.js";
+import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StepTraceSchema } from "../steps.js";
 import { StorageHealth } from "../storage-health.js";
@@ -148,11 +148,11 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         return row ? runFromRow(row) : null;
       },
       active: async (sessionId) => {
-        const row = await first<RunRow>(
-          "SELECT * FROM runs WHERE session_id = $1 AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1",
+        const row = await first<{ id: string; idempotency_key: string | null }>(
+          `SELECT ${ACTIVE_COLUMNS} FROM runs WHERE session_id = $1 AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1`,
           [sessionId],
         );
-        return row ? runFromRow(row) : null;
+        return row ? { id: row.id, idempotencyKey: row.idempotency_key } : null;
       },
       cancelRequested: async (ids) =>
         (
