@@ -125,8 +125,11 @@ export async function decideApproval(
     // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
     await toLedger();
   }
-  const view = await deps.get(runId);
-  if (!view) throw notFound("run", runId);
+  // The run's status alone (as `get` would show it: a run ending here has finished), not its view:
+  // a repeated decision, answered as the first was, reads nothing of the run's input.
+  const phase = deps.registry.get(runId)?.phase;
+  const status = phase?.name === "ending" ? phase.view.status : (await deps.store.runs.access(runId))?.status;
+  if (!status) throw notFound("run", runId);
   const call = await deps.store.toolCalls.get(runId, toolCallId);
   if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);
   if (call.decision) {
@@ -135,13 +138,10 @@ export async function decideApproval(
       decision: call.decision,
     });
   }
-  if (view.status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
+  if (status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
   // A run left for the restart asks for this decision again there.
   if (!deps.accepting() && (!live || live.stopped)) throw shuttingDown();
-  throw conflict(
-    "APPROVAL_NOT_PENDING",
-    `tool call ${toolCallId} is not waiting for a decision (run is ${view.status})`,
-  );
+  throw conflict("APPROVAL_NOT_PENDING", `tool call ${toolCallId} is not waiting for a decision (run is ${status})`);
 }
 
 /**
