@@ -150,7 +150,7 @@ export function runStore(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const accessOf = db.prepare(
-    "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
+    "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = +?",
   );
   const byKey = db.prepare("SELECT * FROM runs WHERE session_id = ? AND idempotency_key = ?");
   const active = db.prepare(
@@ -159,7 +159,7 @@ export function runStore(db: Db) {
   const live = db.prepare("SELECT * FROM runs WHERE status NOT IN ('finished', 'queued') ORDER BY id");
   const unfinishedOf = db
     .prepare(
-      "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = ? AND r.status <> 'finished'",
+      "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.owner = +? AND r.status <> 'finished'",
     )
     .pluck();
   // First page and later pages apart, so a cursor bounds the index range (see sessions.ts).
