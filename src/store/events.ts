@@ -14,18 +14,19 @@ export interface StoredEvent {
  * (the order its fields are built in): a user message's event is told from its first few hundred
  * characters, the rest not read. Its id ends at the first `","` (a `"` inside a JSON string is
  * escaped), so no content can pass for the role; an event that begins otherwise (fields in
- * another order, an id longer than the prefix) is not told apart, and is read.
+ * another order, an id longer than the prefix) is not told apart, and is read. The SQL test,
+ * with the dialect's function that finds a substring's position (SQLite's `instr`, PostgreSQL's
+ * `strpos`); substr reads only the prefix.
  */
-const PREFIX = `'{"type":"message","message":{"id":"'`;
-export const USER_MESSAGE_PREFIX = { head: PREFIX, headLength: 35, idChars: 600, role: `'","role":"user","'` };
+export function isUserMessageSql(position: "instr" | "strpos"): string {
+  const head = `'{"type":"message","message":{"id":"'`;
+  const rest = "substr(data, 36, 600)";
+  return `(type = 'message' AND substr(data, 1, 35) = ${head}
+    AND ${position}(${rest}, '","') > 0 AND ${position}(${rest}, '","') = ${position}(${rest}, '","role":"user","'))`;
+}
 
-/** SQLite's test that a row of run_events is a user message's event (see USER_MESSAGE_PREFIX). */
-const IS_USER_MESSAGE = (() => {
-  const { head, headLength, idChars, role } = USER_MESSAGE_PREFIX;
-  const rest = `substr(data, ${headLength + 1}, ${idChars})`;
-  return `(type = 'message' AND substr(data, 1, ${headLength}) = ${head}
-    AND instr(${rest}, '","') > 0 AND instr(${rest}, '","') = instr(${rest}, ${role}))`;
-})();
+/** SQLite's test that a row of run_events is a user message's event. */
+const IS_USER_MESSAGE = isUserMessageSql("instr");
 
 export function eventStore(db: Db) {
   const insert = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, ?)");

@@ -6,8 +6,9 @@
  * it; now it reads the run's status alone.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { runAwaitingApproval, withKey } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun } from "../helpers/until.js";
 
 const A = "key-attacker-0123456789abcdef";
 const auth = { authorization: `Bearer ${A}` };
@@ -22,24 +23,12 @@ describe("a key repeating its decision on a call of its run of a 1 MB input", ()
   it("does not read the run's view", async () => {
     const s = await startTestServer({ env: { AGENT_API_KEYS: A } });
     server = s;
-    s.upstream.enqueue(
-      { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
-      { text: "done" },
-    );
-    const session = (
-      await s.request("POST", "/sessions", { body: { system: "s".padEnd(200_000, "s") }, headers: auth })
-    ).body;
-    const run = (
-      await s.request("POST", `/sessions/${session.id}/runs`, {
-        body: { input: "w".padEnd(1_000_000, "x") },
-        headers: auth,
-      })
-    ).body;
-    await until(
-      async () => (await s.request("GET", `/runs/${run.id}/approvals`, { headers: auth })).body.items.length,
-      (n) => n === 1,
-      "the approval request",
-    );
+    const { runId } = await runAwaitingApproval(withKey(s, A), {
+      session: { system: "s".padEnd(200_000, "s") },
+      input: "w".padEnd(1_000_000, "x"),
+    });
+    const run = { id: runId };
+    s.upstream.enqueue({ text: "done" });
     const decide = () =>
       s.request("POST", `/runs/${run.id}/approvals/call_w`, { body: { decision: "approve" }, headers: auth });
     expect((await decide()).status).toBe(200);

@@ -5,8 +5,8 @@
  * (1.2 MB) to learn whose the run is. Now it reads the run's session, status and owner alone.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { runAwaitingApproval, withKey } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { until } from "../helpers/until.js";
 
 const A = "key-attacker-0123456789abcdef";
 const auth = { authorization: `Bearer ${A}` };
@@ -21,23 +21,11 @@ describe("a key asking about its own run of a 1 MB input in a session of a 200 K
   it("reads neither to learn whose the run is", async () => {
     const s = await startTestServer({ env: { AGENT_API_KEYS: A } });
     server = s;
-    s.upstream.enqueue({
-      toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
+    const { runId } = await runAwaitingApproval(withKey(s, A), {
+      session: { system: "s".padEnd(200_000, "s") },
+      input: "w".padEnd(1_000_000, "x"),
     });
-    const session = (
-      await s.request("POST", "/sessions", { body: { system: "s".padEnd(200_000, "s") }, headers: auth })
-    ).body;
-    const run = (
-      await s.request("POST", `/sessions/${session.id}/runs`, {
-        body: { input: "w".padEnd(1_000_000, "x") },
-        headers: auth,
-      })
-    ).body;
-    await until(
-      async () => (await s.request("GET", `/runs/${run.id}/approvals`, { headers: auth })).body.items.length,
-      (n) => n === 1,
-      "the approval request",
-    );
+    const run = { id: runId };
     const cpu0 = process.cpuUsage();
     for (let i = 0; i < 50; i++) {
       expect((await s.request("GET", `/runs/${run.id}/approvals`, { headers: auth })).status).toBe(200);

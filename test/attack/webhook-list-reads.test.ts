@@ -6,6 +6,7 @@
  * delivery's body, whole, to drop it; now it reads none.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { runAwaitingApproval, withKey } from "../helpers/awaiting-approval.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
@@ -28,28 +29,13 @@ describe("a key listing the webhook deliveries of its run of a 1 MB input", () =
       env: { AGENT_API_KEYS: A, WEBHOOK_SECRET, WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_POLL_MS: "20" },
     });
     server = s;
-    const content = "c".repeat(500_000);
-    s.upstream.enqueue(
-      { toolCalls: [{ id: "call_w", name: "write_file", arguments: JSON.stringify({ path: "a.txt", content }) }] },
-      { text: "done" },
-    );
-    const session = (
-      await s.request("POST", "/sessions", {
-        body: { webhook: { url: receiver.url, events: ["run.started", "approval.requested", "run.finished"] } },
-        headers: auth,
-      })
-    ).body;
-    const run = (
-      await s.request("POST", `/sessions/${session.id}/runs`, {
-        body: { input: "w".padEnd(1_000_000, "x") },
-        headers: auth,
-      })
-    ).body;
-    await until(
-      async () => (await s.request("GET", `/runs/${run.id}/approvals`, { headers: auth })).body.items.length,
-      (n) => n === 1,
-      "the approval request",
-    );
+    const { runId } = await runAwaitingApproval(withKey(s, A), {
+      session: { webhook: { url: receiver.url, events: ["run.started", "approval.requested", "run.finished"] } },
+      input: "w".padEnd(1_000_000, "x"),
+      content: "c".repeat(500_000),
+    });
+    const run = { id: runId };
+    s.upstream.enqueue({ text: "done" });
     await s.request("POST", `/runs/${run.id}/approvals/call_w`, { body: { decision: "approve" }, headers: auth });
     await until(
       async () => (await s.request("GET", `/runs/${run.id}/webhooks`, { headers: auth })).body.items,

@@ -1,17 +1,33 @@
 import type { TestServer } from "./test-server.js";
 import { until } from "./until.js";
 
-/** Starts a run in a new session and resolves once it awaits approval of its `write_file` call `call_w`. */
-export async function runAwaitingApproval(server: TestServer): Promise<{ sessionId: string; runId: string }> {
+/** `server` with every request made with the bearer `key` (for helpers that take a server). */
+export function withKey(server: TestServer, key: string): TestServer {
+  const auth = { authorization: `Bearer ${key}` };
+  return {
+    ...server,
+    request: (method, path, options = {}) =>
+      server.request(method, path, { ...options, headers: { ...auth, ...options.headers } }),
+  };
+}
+
+/**
+ * Starts a run in a new session (`session`: its body) and resolves once it awaits approval of
+ * its `write_file` call `call_w` (`content`: what the call writes; `input`: the run's input).
+ */
+export async function runAwaitingApproval(
+  server: TestServer,
+  { session = {}, input = "write", content = "hi" }: { session?: object; input?: string; content?: string } = {},
+): Promise<{ sessionId: string; runId: string }> {
   server.upstream.enqueue({
-    toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }],
+    toolCalls: [{ id: "call_w", name: "write_file", arguments: JSON.stringify({ path: "a.txt", content }) }],
   });
-  const session = (await server.request("POST", "/sessions", { body: {} })).body;
-  const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "write" } })).body;
+  const created = (await server.request("POST", "/sessions", { body: session })).body;
+  const run = (await server.request("POST", `/sessions/${created.id}/runs`, { body: { input } })).body;
   await until(
     async () => (await server.request("GET", `/runs/${run.id}`)).body.status,
     (status) => status === "awaiting_approval",
     "the approval request",
   );
-  return { sessionId: session.id, runId: run.id };
+  return { sessionId: created.id, runId: run.id };
 }

@@ -11,7 +11,7 @@
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
+import { runAwaitingApproval, withKey } from "../helpers/awaiting-approval.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 import { openSse } from "../helpers/sse-client.js";
 import { aroundStore } from "../helpers/store-around.js";
@@ -149,7 +149,7 @@ describe("an answer the client does not take is cut after RESPONSE_WRITE_TIMEOUT
   });
 
   it("an event stream is not cut: one idle on a run awaiting approval gets the run's end after several deadlines", async () => {
-    const { runId } = await runAwaitingApproval(withKey(s.server));
+    const { runId } = await runAwaitingApproval(withKey(s.server, KEY));
     const stream = await openSse(`${s.server.url}/runs/${runId}/events`, { headers: asKey });
     await stream.waitFor((e) => e.event === "approval.requested");
     await sleep(TIMEOUT_MS * 4);
@@ -262,15 +262,6 @@ describe("a client that keeps reading is not cut", () => {
     expect(text.match(/^event: text\.delta$/gm)?.length).toBe(4000);
   }, 30_000);
 });
-
-/** `server` with its requests made with the key (for helpers that take a server). */
-function withKey(server: TestServer): TestServer {
-  return {
-    ...server,
-    request: (method, path, options = {}) =>
-      server.request(method, path, { ...options, headers: { ...asKey, ...options.headers } }),
-  };
-}
 
 /**
  * The whole answers in `bytes` (status and body, by Content-Length), in order, and the bytes

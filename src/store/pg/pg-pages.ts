@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { USER_MESSAGE_PREFIX } from "../events.js";
+import { isUserMessageSql } from "../events.js";
 import { MESSAGE_BYTES_SQL, type MessageRow, messageFromRow } from "../messages.js";
 import { countWithin, type ListPage, PAGE_BYTES, rowsToRead, toPage } from "../page.js";
 import { RUN_BYTES_SQL, type RunRow, runFromRow } from "../runs.js";
@@ -103,13 +103,8 @@ export function pgPages(rows: Rows) {
   };
 }
 
-/** PostgreSQL's test that a row of run_events is a user message's event (see USER_MESSAGE_PREFIX): substr reads only the prefix. */
-const IS_USER_MESSAGE = (() => {
-  const { head, headLength, idChars, role } = USER_MESSAGE_PREFIX;
-  const rest = `substr(data, ${headLength + 1}, ${idChars})`;
-  return `(type = 'message' AND substr(data, 1, ${headLength}) = ${head}
-    AND strpos(${rest}, '","') > 0 AND strpos(${rest}, '","') = strpos(${rest}, ${role}))`;
-})();
+/** PostgreSQL's test that a row of run_events is a user message's event (see isUserMessageSql). */
+const IS_USER_MESSAGE = isUserMessageSql("strpos");
 
 /**
  * A run's events after `seq` within `limit` and `bytes` (at least one), as over SQLite: their
