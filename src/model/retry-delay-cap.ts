@@ -34,6 +34,20 @@ export function capRetryDelay(fetchImpl: ModelFetch, maxDelayMs: number): ModelF
     const headers = new Headers(response.headers);
     headers.delete("retry-after");
     headers.set("retry-after-ms", String(maxDelayMs));
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    return withHeaders(response, headers);
   };
+}
+
+/** The highest status the Response constructor accepts; an upstream may send up to 999. */
+const MAX_CONSTRUCTIBLE_STATUS = 599;
+
+/** `response` with other headers: same body, status and status text, whatever the status. */
+function withHeaders(response: Response, headers: Headers): Response {
+  const init = { status: response.status, statusText: response.statusText, headers };
+  if (response.status <= MAX_CONSTRUCTIBLE_STATUS) return new Response(response.body, init);
+  // Built with a status it accepts, then made to report the upstream's own (an own property
+  // shadows the prototype's getter; the body and headers are unaffected).
+  const relabelled = new Response(response.body, { ...init, status: MAX_CONSTRUCTIBLE_STATUS });
+  Object.defineProperty(relabelled, "status", { value: response.status, enumerable: true });
+  return relabelled;
 }

@@ -185,6 +185,34 @@ describe("OpenAI model client: upstream errors name the likely cause", () => {
     }
   });
 
+  it("a status above 599 with a long retry-after is capped and reported as that status, not as a failed connection", async () => {
+    // The Response constructor refuses 600-999, which an upstream may still send.
+    let requests = 0;
+    const server = await rawServer((_req, res) => {
+      requests++;
+      res.writeHead(799, { "content-type": "application/json", "retry-after": "3600" });
+      res.end(JSON.stringify({ error: { message: "odd gateway", type: "server_error" } }));
+    });
+    try {
+      const client = createOpenAIModelClient({
+        baseURL: server.baseURL,
+        apiKey: TEST_API_KEY,
+        model: "m",
+        maxRetries: 1,
+        maxRetryDelayMs: 20,
+      });
+      const started = Date.now();
+      const result = await client.complete(request());
+      expect(result).toMatchObject({ ok: false, code: "MODEL_UPSTREAM" });
+      expect(messageOf(result)).toContain("HTTP 799");
+      expect(messageOf(result)).not.toContain("could not connect");
+      expect(requests).toBe(2);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a 200 that is not an event stream is MODEL_BAD_RESPONSE pointing at OPENAI_BASE_URL", async () => {
     const server = await rawServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/html" });
