@@ -12,7 +12,7 @@ import type { RunBody, RunEvent } from "./wire.js";
  */
 export class Transcript {
   readonly #out: Outputs;
-  /** Tool names and argument text by tool-call id, from the assistant messages. */
+  /** Tool names and argument text by tool-call id, from the assistant messages, until the call's result. */
   readonly #calls = new Map<string, { tool: string; input: string }>();
   readonly #turnsSeen = new Set<number>();
   /** The text streamed so far in the current turn. */
@@ -32,6 +32,11 @@ export class Transcript {
    */
   #toolOf(toolCallId: string): string {
     return printable(this.#calls.get(toolCallId)?.tool ?? toolCallId);
+  }
+
+  /** How many calls' names and inputs are held: the calls without a result yet. */
+  get openCalls(): number {
+    return this.#calls.size;
   }
 
   show(event: RunEvent): void {
@@ -101,6 +106,8 @@ export class Transcript {
       const tool = this.#toolOf(message.toolCallId);
       const outcome = message.isError ? `failed (${printable(message.metadata?.errorCode ?? "error")})` : "done";
       this.#out.note(`[tool] ${tool} ${outcome}: ${preview(message.content)}`);
+      // Its result ends a call: nothing later names it (a turn asked again names its calls again).
+      this.#calls.delete(message.toolCallId);
     }
   }
 }

@@ -220,6 +220,27 @@ describe("the transcript's last line", () => {
   });
 });
 
+describe("the transcript's memory of tool calls", () => {
+  it("holds a call's name and input until its result is shown, so a long run does not grow it", () => {
+    const notes: string[] = [];
+    const out = new Outputs({ write: () => {} }, { write: (line: string) => notes.push(line) });
+    const transcript = new Transcript(out);
+    for (let i = 0; i < 100; i++) {
+      const call = { id: `call_${i}`, name: "read_file", input: JSON.stringify({ path: `f${i}.md` }) };
+      transcript.show({ type: "message", message: { role: "assistant", content: "", toolCalls: [call] } } as never);
+      transcript.show({ type: "tool.started", toolCallId: call.id, tool: "read_file" } as never);
+      expect(transcript.openCalls).toBe(1);
+      transcript.show({
+        type: "message",
+        message: { role: "tool", toolCallId: call.id, content: "text", isError: false },
+      } as never);
+      expect(transcript.openCalls).toBe(0);
+    }
+    expect(notes.filter((line) => line.startsWith("[tool] read_file done"))).toHaveLength(100);
+    expect(notes).toContain('[tool] read_file {"path":"f99.md"}\n');
+  });
+});
+
 describe("AGENT_MAX_ANSWER_MIB", () => {
   it("is 128 MiB by default, a whole number of MiB from 1 to 4096, else a config error", () => {
     expect(answerCapFromEnv({})).toBe(128 * 1024 * 1024);
