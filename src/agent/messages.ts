@@ -21,13 +21,16 @@ export type ToolResultMetadata = z.infer<typeof ToolResultMetadataSchema>;
 /**
  * What an assistant message records besides its content, all optional: `refusal` (the model
  * declined; its text is the content), `reasoning` (what the provider streamed as reasoning,
- * never part of the answer) and `toolCallFields` (per tool-call id, the fields the provider
- * sent beside the call, such as Gemini's `extra_content` thought signature). Which of these
+ * never part of the answer), `reasoningDetails` (the same reasoning as the provider's typed
+ * blocks, OpenRouter's `reasoning_details`, signatures and encrypted blocks included) and
+ * `toolCallFields` (per tool-call id, the fields the provider sent beside the call, such as
+ * Gemini's `extra_content` thought signature). Which of these
  * go back to the provider is the provider profile's decision (src/model/provider-profile.ts).
  */
 export const AssistantMetadataSchema = z.object({
   refusal: z.literal(true).optional(),
   reasoning: z.string().optional(),
+  reasoningDetails: z.array(z.record(z.string(), z.unknown())).optional(),
   toolCallFields: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
 });
 export type AssistantMetadata = z.infer<typeof AssistantMetadataSchema>;

@@ -53,6 +53,7 @@ function assistantMetadata(
   const metadata: AssistantMetadata = {};
   if (result.refusal) metadata.refusal = true;
   if (result.reasoning) metadata.reasoning = wellFormed(result.reasoning);
+  if (result.reasoningDetails?.length) metadata.reasoningDetails = result.reasoningDetails;
   result.toolCalls.forEach((call, i) => {
     const id = committed[i]?.id;
     if (!call.providerFields || id === undefined) return;

@@ -70,6 +70,8 @@ export type ModelResult =
       refusal?: boolean;
       /** The reasoning the provider streamed beside the answer (absent or "" when none). */
       reasoning?: string;
+      /** The reasoning as the provider's typed blocks (OpenRouter's `reasoning_details`), kept to be sent back. */
+      reasoningDetails?: Record<string, unknown>[];
       toolCalls: ModelToolCall[];
       finishReason: string;
       usage: ModelUsage;

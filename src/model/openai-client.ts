@@ -208,6 +208,7 @@ async function completeOnce({
       text: turn.text,
       refusal: turn.refusal,
       reasoning: turn.reasoning,
+      ...(turn.reasoningDetails.length > 0 ? { reasoningDetails: turn.reasoningDetails } : {}),
       toolCalls: turn.toolCalls,
       finishReason: finishReason ?? "stop",
       usage,

@@ -19,14 +19,21 @@ export interface ProviderProfile {
   reasoningField: "reasoning_content" | null;
   /** The fields kept beside each tool call and sent back with it (Gemini 3's `extra_content`). */
   toolCallFields: readonly string[];
+  /**
+   * Whether each assistant message carries its stored reasoning blocks back as
+   * `reasoning_details` (OpenRouter: Gemini 3 refuses a tool call's result without its
+   * signed reasoning; Claude and OpenAI's reasoning models go on from theirs).
+   */
+  reasoningDetails: boolean;
 }
 
 /** The table: one row per profile. */
 const TABLE: Record<ProviderProfileName, Omit<ProviderProfile, "name">> = {
-  openai: { reasoningField: null, toolCallFields: [] },
-  deepseek: { reasoningField: null, toolCallFields: [] },
-  "deepseek-thinking": { reasoningField: "reasoning_content", toolCallFields: [] },
-  gemini: { reasoningField: null, toolCallFields: ["extra_content"] },
+  openai: { reasoningField: null, toolCallFields: [], reasoningDetails: false },
+  deepseek: { reasoningField: null, toolCallFields: [], reasoningDetails: false },
+  "deepseek-thinking": { reasoningField: "reasoning_content", toolCallFields: [], reasoningDetails: false },
+  gemini: { reasoningField: null, toolCallFields: ["extra_content"], reasoningDetails: false },
+  openrouter: { reasoningField: null, toolCallFields: [], reasoningDetails: true },
 };
 
 export function profileNamed(name: ProviderProfileName): ProviderProfile {
@@ -67,7 +74,8 @@ export function parseProviderSetting(value: string): ProviderSetting | string {
 /**
  * The profile for a request: the one its session names (`requested`, when it is a profile),
  * else what `configured` (OPENAI_PROVIDER) names for the model, else detected from the model
- * name and the base URL's host: Gemini models or Google's endpoint are `gemini`;
+ * name and the base URL's host: OpenRouter's endpoint is `openrouter` (whatever the model);
+ * Gemini models or Google's endpoint are `gemini`;
  * DeepSeek's thinking models (`deepseek-reasoner`, the V4 family) are `deepseek-thinking`,
  * other DeepSeek models (including R1 names) `deepseek`; anything else `openai`.
  */
@@ -92,6 +100,7 @@ export function resolveProfile({
   const name = model.toLowerCase();
   const host = hostOf(baseURL);
   const leaf = name.slice(name.lastIndexOf("/") + 1);
+  if (host === "openrouter.ai" || host.endsWith(".openrouter.ai")) return profileNamed("openrouter");
   if (host.endsWith("generativelanguage.googleapis.com") || leaf.startsWith("gemini-")) return profileNamed("gemini");
   if (host.endsWith("api.deepseek.com") || leaf.startsWith("deepseek")) {
     if (/\br1\b/.test(leaf)) return profileNamed("deepseek");

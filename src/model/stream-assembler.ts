@@ -9,6 +9,7 @@ import {
   reasoningOf,
   usageOf,
 } from "./chunk-fields.js";
+import { MAX_REASONING_DETAILS, type ReasoningDetail, ReasoningDetailsFold } from "./reasoning-details.js";
 import { type PartialCall, ToolCallSlots } from "./tool-call-slots.js";
 
 export interface AssembledStream {
@@ -17,6 +18,8 @@ export interface AssembledStream {
   refusal: boolean;
   /** Reasoning the provider streamed beside the answer ("" when none). */
   reasoning: string;
+  /** The reasoning as typed blocks (OpenRouter's `reasoning_details`, folded; see reasoning-details.ts); [] when none. */
+  reasoningDetails: ReasoningDetail[];
   toolCalls: ModelToolCall[];
   /** The last non-null finish_reason of choice 0; null when none arrived. */
   finishReason: string | null;
@@ -51,6 +54,7 @@ export class StreamAssembler {
   private text = "";
   private refusal = false;
   private reasoning = "";
+  private readonly details = new ReasoningDetailsFold();
   private readonly slots = new ToolCallSlots();
   private finishReason: string | null = null;
   private usage: ModelUsage | null = null;
@@ -108,6 +112,8 @@ export class StreamAssembler {
     if (!isRecord(delta)) return bad("the model upstream sent a stream chunk whose `delta` is not an object");
     const reasoning = reasoningOf(delta);
     if (reasoning !== "" && !this.add("reasoning", reasoning)) return this.tooLarge();
+    const details = this.acceptReasoningDetails(delta.reasoning_details);
+    if (!details.ok) return details;
     const pieces = contentPieces(delta.content);
     if (pieces === null) return bad("the model upstream sent a `content` that is neither text nor an array of parts");
     for (const piece of pieces) {
@@ -123,6 +129,34 @@ export class StreamAssembler {
     for (const fragment of fragments) {
       const result = this.acceptToolFragment(fragment);
       if (!result.ok) return result;
+    }
+    return { ok: true };
+  }
+
+  /**
+   * Folds a delta's `reasoning_details` fragments in. Their text repeats the delta's
+   * `reasoning` (OpenRouter sends both), so only the blocks are kept, counted whole against
+   * the output cap.
+   */
+  private acceptReasoningDetails(fragments: unknown): AcceptResult {
+    if (fragments === undefined || fragments === null) return { ok: true };
+    if (!Array.isArray(fragments)) return bad("the model upstream sent `reasoning_details` that is not an array");
+    for (const fragment of fragments) {
+      if (!isRecord(fragment)) return bad("the model upstream sent a `reasoning_details` entry that is not an object");
+      if (nestsDeeperThan(fragment, MAX_FIELD_DEPTH)) {
+        return bad(
+          `the model upstream sent a \`reasoning_details\` entry nested more than ${MAX_FIELD_DEPTH} levels deep`,
+        );
+      }
+      if (!this.take(JSON.stringify(fragment).length)) return this.tooLarge();
+      this.markToken();
+      if (!this.details.add(fragment)) {
+        return {
+          ok: false,
+          tooLarge: true,
+          message: `the model's reply carried more than ${MAX_REASONING_DETAILS} reasoning blocks; it was cut off there and none of it was kept`,
+        };
+      }
     }
     return { ok: true };
   }
@@ -213,6 +247,7 @@ export class StreamAssembler {
         text: this.text,
         refusal: this.refusal,
         reasoning: this.reasoning,
+        reasoningDetails: [...this.details.blocks],
         toolCalls,
         finishReason: this.finishReason,
         usage: this.usage,

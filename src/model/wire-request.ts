@@ -42,7 +42,9 @@ export function toChatMessage(message: AgentMessage, profile: ProviderProfile): 
 
 function toAssistantMessage(message: AssistantMessage, profile: ProviderProfile): ChatCompletionAssistantMessageParam {
   const calls = message.toolCalls ?? [];
-  if (calls.length === 0) return { role: "assistant", content: message.content };
+  const details = profile.reasoningDetails ? message.metadata?.reasoningDetails : undefined;
+  const withDetails = details?.length ? { reasoning_details: details } : {};
+  if (calls.length === 0) return { role: "assistant", content: message.content, ...withDetails };
   const stored = message.metadata?.toolCallFields ?? {};
   const wire: ChatCompletionAssistantMessageParam & Record<string, unknown> = {
     role: "assistant",
@@ -53,6 +55,7 @@ function toAssistantMessage(message: AssistantMessage, profile: ProviderProfile)
       function: { name: call.name, arguments: call.input },
       ...pick(stored[call.id], profile.toolCallFields),
     })),
+    ...withDetails,
   };
   if (profile.reasoningField) wire[profile.reasoningField] = message.metadata?.reasoning ?? "";
   return wire;

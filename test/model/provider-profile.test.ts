@@ -14,6 +14,10 @@ describe("provider profiles", () => {
     expect(profileFor("https://api.deepseek.com", "deepseek-chat")).toBe("deepseek");
     expect(profileFor("http://127.0.0.1:11434/v1", "deepseek-r1:14b")).toBe("deepseek");
     expect(profileFor("not a url", "llama3")).toBe("openai");
+    // OpenRouter's endpoint whatever the model, a Gemini one included.
+    expect(profileFor("https://openrouter.ai/api/v1", "google/gemini-3-pro-preview")).toBe("openrouter");
+    expect(profileFor("https://eu.openrouter.ai/api/v1", "anthropic/claude-sonnet-4")).toBe("openrouter");
+    expect(profileFor("https://openrouter.ai.example.com/v1", "gpt-4o")).toBe("openai");
   });
 
   it("OPENAI_PROVIDER wins over detection, and a value that is not a profile is refused naming the variable", () => {
@@ -23,7 +27,7 @@ describe("provider profiles", () => {
         baseURL: "https://api.deepseek.com",
         model: "deepseek-reasoner",
       }),
-    ).toEqual({ name: "openai", reasoningField: null, toolCallFields: [] });
+    ).toEqual({ name: "openai", reasoningField: null, toolCallFields: [], reasoningDetails: false });
     expect(parseModelEnv({ OPENAI_PROVIDER: " gemini " })).toEqual({
       ok: true,
       value: { provider: { byModel: {}, other: "gemini" } },
@@ -31,7 +35,7 @@ describe("provider profiles", () => {
     const bad = parseModelEnv({ OPENAI_PROVIDER: "anthropic" });
     expect(bad.ok).toBe(false);
     expect(bad.ok ? [] : bad.errors).toEqual([
-      expect.stringMatching(/^OPENAI_PROVIDER must be one of openai, deepseek, deepseek-thinking, gemini/),
+      expect.stringMatching(/^OPENAI_PROVIDER must be one of openai, deepseek, deepseek-thinking, gemini, openrouter/),
     ]);
   });
 });

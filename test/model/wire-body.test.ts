@@ -17,6 +17,10 @@ const history: AgentMessage[] = [
     ],
     metadata: {
       reasoning: "thinking…",
+      reasoningDetails: [
+        { type: "reasoning.text", text: "thinking…", format: "google-gemini-v1", index: 0 },
+        { type: "reasoning.encrypted", data: "c2lnbmVk", id: "c1", index: 0 },
+      ],
       toolCallFields: { c1: { extra_content: { google: { thought_signature: "sig" } } } },
     },
   },
@@ -36,7 +40,12 @@ const history: AgentMessage[] = [
     isError: true,
     metadata: { errorCode: "DENIED", retryable: false, durationMs: 0, outputChars: 6, truncated: false },
   },
-  { id: "m5", role: "assistant", content: "Done.", metadata: { refusal: true } },
+  {
+    id: "m5",
+    role: "assistant",
+    content: "Done.",
+    metadata: { refusal: true, reasoningDetails: [{ type: "reasoning.summary", summary: "wrap up", index: 0 }] },
+  },
 ];
 const tools: ToolSpec[] = [
   {
@@ -52,6 +61,28 @@ const request = (over: Partial<ModelRequest>): ModelRequest => ({
   ...over,
 });
 const sent = (r: ModelRequest, profile = profileNamed("openai")) => encodeChatRequest(r, "m-odel", profile);
+
+describe("reasoning blocks sent back", () => {
+  it("under openrouter every assistant message carries its stored blocks, one with calls or text alone; no other profile sends any", () => {
+    const assistants = (name: (typeof PROVIDER_PROFILES)[number]) =>
+      JSON.parse(sent(request({}), profileNamed(name)).toString("utf8")).messages.filter(
+        (m: { role: string }) => m.role === "assistant",
+      );
+    const [withCalls, textOnly] = assistants("openrouter");
+    expect(withCalls.reasoning_details).toEqual(
+      history[1]?.role === "assistant" && history[1].metadata?.reasoningDetails,
+    );
+    expect(withCalls.tool_calls).toHaveLength(2);
+    expect(textOnly).toEqual({
+      role: "assistant",
+      content: "Done.",
+      reasoning_details: [{ type: "reasoning.summary", summary: "wrap up", index: 0 }],
+    });
+    for (const name of PROVIDER_PROFILES.filter((n) => n !== "openrouter")) {
+      for (const message of assistants(name)) expect(message, name).not.toHaveProperty("reasoning_details");
+    }
+  });
+});
 
 describe("the request body as sent: each message encoded once", () => {
   it.each(PROVIDER_PROFILES)("is byte for byte the JSON of the request (profile %s)", (name) => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FakeReply } from "../fakes/openai-upstream.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { recorded } from "./replay.js";
+import { recorded, recordedText } from "./replay.js";
 
 /**
  * Streams recorded from real providers (test/fixtures/providers/SOURCES.md), replayed
@@ -76,6 +76,54 @@ describe("recorded provider streams", () => {
       { role: "assistant", content: "391" },
       { role: "user", content: "thanks" },
     ]);
+  });
+
+  it("OpenRouter, Gemini 3: the reasoning_details fragments are folded into blocks, stored, and sent back with the call as the recorded client sent them", async () => {
+    const { s, run, messages } = await runOnce(
+      [
+        recorded("openrouter-gemini-3-pro-reasoning-details-tool-call.sse"),
+        recorded("openrouter-gemini-3-pro-after-tool-result.sse"),
+      ],
+      { model: "google/gemini-3-pro-preview", providerProfile: "openrouter" },
+    );
+    // The recorded client's own second request: the blocks it sent back (its call was made the same way).
+    const recordedRequest = JSON.parse(recordedText("openrouter-gemini-3-pro-second-request.json"));
+    const recordedBack = recordedRequest.messages[2];
+    expect(run).toMatchObject({ stopReason: "complete", stats: { modelCalls: 2, inputTokens: 84, outputTokens: 138 } });
+    const assistant = messages[1];
+    expect(assistant).toMatchObject({
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { id: "tool_weather_wJMhKbJOiIeWsXDA84qT", name: "weather", input: '{"location":"Florence, Italy"}' },
+      ],
+    });
+    // Two text fragments of index 0 made one block; the encrypted block (also index 0) its own.
+    expect(assistant.metadata.reasoningDetails).toEqual(recordedBack.reasoning_details);
+    expect(assistant.metadata.reasoningDetails.map((d: { type: string }) => d.type)).toEqual([
+      "reasoning.text",
+      "reasoning.encrypted",
+    ]);
+    // The reasoning text is kept once, from `reasoning` (the blocks repeat it).
+    expect(assistant.metadata.reasoning).toBe(recordedBack.reasoning_details[0].text);
+    expect(messages.at(-1)).toMatchObject({
+      role: "assistant",
+      content: "The weather in Florence, Italy, currently feels quite hot at 40°C.",
+    });
+
+    const back = sent(s, 1)[1];
+    expect(back.reasoning_details).toEqual(recordedBack.reasoning_details);
+    expect(back.tool_calls).toEqual(recordedBack.tool_calls);
+  });
+
+  it("OpenRouter's reasoning blocks are stored under every profile but sent back only under openrouter", async () => {
+    const { s, messages } = await runOnce([
+      recorded("openrouter-gemini-3-pro-reasoning-details-tool-call.sse"),
+      recorded("openrouter-gemini-3-pro-after-tool-result.sse"),
+    ]);
+    expect(messages[1].metadata.reasoningDetails).toHaveLength(2);
+    expect(sent(s, 1)[1]).not.toHaveProperty("reasoning_details");
+    expect(Object.keys(sent(s, 1)[1]).sort()).toEqual(["content", "role", "tool_calls"]);
   });
 
   it("Magistral: a reply whose thinking and text both come as parts", async () => {

@@ -12,10 +12,15 @@ const DIR = join(import.meta.dirname, "..", "fixtures", "providers");
  * as `data: <line>` and a final `data: [DONE]`.
  */
 export function recorded(file: string): FakeReply {
-  const text = readFileSync(join(DIR, file), "utf8");
+  const text = recordedText(file);
   if (file.endsWith(".chunks.txt")) {
     const lines = text.split("\n").filter((line) => line.trim() !== "");
     return { raw: [...lines.map((line) => `data: ${line}\n\n`), "data: [DONE]\n\n"] };
   }
   return { raw: text.split(/(?<=\n\n)/) };
+}
+
+/** A file of test/fixtures/providers as it is (a recorded request body, for instance). */
+export function recordedText(file: string): string {
+  return readFileSync(join(DIR, file), "utf8");
 }
