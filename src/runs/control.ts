@@ -127,8 +127,8 @@ export async function decideApproval(
   }
   // The run's status alone (as `get` would show it: a run ending here has finished), not its view:
   // a repeated decision, answered as the first was, reads nothing of the run's input.
-  const phase = deps.registry.get(runId)?.phase;
-  const status = phase?.name === "ending" ? phase.view.status : (await deps.store.runs.access(runId))?.status;
+  const status =
+    deps.registry.ending(runId, { decided: true })?.status ?? (await deps.store.runs.access(runId))?.status;
   if (!status) throw notFound("run", runId);
   const call = await deps.store.toolCalls.get(runId, toolCallId);
   if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);

@@ -1,3 +1,4 @@
+import type { RunView } from "../domain/run.js";
 import type { LiveRun } from "./live-run.js";
 
 /**
@@ -21,6 +22,15 @@ export class LiveRuns {
 
   get(runId: string): LiveRun | undefined {
     return this.#runs.get(runId);
+  }
+
+  /**
+   * The view of a run whose end is decided here and being written, as reads of it show it
+   * before it is stored: `decided`, from the moment it is decided; otherwise once reported.
+   */
+  ending(runId: string, { decided = false }: { decided?: boolean } = {}): RunView | undefined {
+    const phase = this.#runs.get(runId)?.phase;
+    return phase?.name === "ending" && (decided || phase.reported) ? phase.view : undefined;
   }
 
   values(): LiveRun[] {

@@ -197,9 +197,8 @@ export class RunManager {
 
   /** The run as stored, or an end reported unstored; `decided`: also an end being written. */
   async get(runId: string, { decided = false }: { decided?: boolean } = {}) {
-    const phase = this.#registry.get(runId)?.phase;
-    if (phase?.name === "ending" && (decided || phase.reported)) return phase.view;
-    return storedRunView({ store: this.deps.store, runId, plans: this.plans });
+    const ending = this.#registry.ending(runId, { decided });
+    return ending ?? storedRunView({ store: this.deps.store, runId, plans: this.plans });
   }
 
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
