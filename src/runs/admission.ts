@@ -44,7 +44,7 @@ export interface AdmissionDeps {
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
 export async function sameRequestRun(store: Store, params: StartRunInput): Promise<RunRecord | null> {
   if (!params.idempotencyKey) return null;
-  const existing = await store.runs.byIdempotencyKey(params.session.id, params.idempotencyKey);
+  const existing = await store.runs.keyed(params.session.id, params.idempotencyKey, params.input);
   if (!existing) return null;
   const differs = differingFields(existing, params);
   if (differs.length) {
@@ -54,7 +54,8 @@ export async function sameRequestRun(store: Store, params: StartRunInput): Promi
       { runId: existing.id, differs },
     );
   }
-  return existing;
+  // The same request: its answer is the run, read whole only now.
+  return store.runs.get(existing.id);
 }
 
 export type Admission =

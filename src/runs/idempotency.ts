@@ -1,6 +1,7 @@
 import { canonicalJson as canonical } from "../agent/canonical-json.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
-import { defaultRunLimits, type RunLimits, type RunRecord } from "../store/runs.js";
+import type { KeyedRun } from "../store/keyed-run.js";
+import { defaultRunLimits, type RunLimits } from "../store/runs.js";
 
 /** What a start request asked for, as an idempotency key's retry is compared with it. */
 export interface StartRequestBody {
@@ -13,11 +14,12 @@ export interface StartRequestBody {
 
 /**
  * The fields of a repeated start request that differ from the run its idempotency key
- * started (empty: the same request, which gets the same run back).
+ * started (empty: the same request, which gets the same run back). Whether the input differs
+ * the database told (`existing.sameInput`, compared with this request's).
  */
-export function differingFields(existing: RunRecord, request: StartRequestBody): string[] {
+export function differingFields(existing: KeyedRun, request: StartRequestBody): string[] {
   const differs: string[] = [];
-  if (existing.input !== request.input) differs.push("input");
+  if (!existing.sameInput) differs.push("input");
   if (existing.maxTurns !== request.maxTurns) differs.push("maxTurns");
   if ((existing.contextMaxChars ?? null) !== (request.contextMaxChars ?? null)) differs.push("contextMaxChars");
   if (canonical(existing.approval ?? null) !== canonical(request.approval ?? null)) differs.push("approval");

@@ -131,9 +131,10 @@ async function takenBefore(
   deps: SteerDeps,
   { sessionId, input, inputId }: { sessionId: string; input: string; inputId: string },
 ): Promise<SteerOutcome | null> {
-  const taken = await deps.store.messages.userMessage(sessionId, inputId);
+  // Compared in the database: a retry with other input is refused without reading the taken one.
+  const taken = await deps.store.messages.userMessageHolds(sessionId, inputId, input);
   if (!taken) return null;
-  if (taken.content !== input) throw keyReused(inputId);
+  if (!taken.same) throw keyReused(inputId);
   return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
 }
 

@@ -81,7 +81,9 @@ export function messageStore(db: Db) {
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? AND seq > +? ORDER BY seq");
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
   const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
-  const userMessage = db.prepare("SELECT * FROM messages WHERE session_id = ? AND id = ? AND role = 'user'");
+  const userMessage = db.prepare(
+    "SELECT run_id, content = ? AS same FROM messages WHERE session_id = ? AND id = ? AND role = 'user'",
+  );
   const lastAssistant = db.prepare(
     "SELECT content, tool_calls FROM messages WHERE session_id = +? AND run_id = +? AND role = 'assistant' ORDER BY seq DESC LIMIT 1",
   );
@@ -137,9 +139,9 @@ export function messageStore(db: Db) {
     lastSeq(sessionId: string): number {
       return (lastSeq.get(sessionId) as { seq: number } | undefined)?.seq ?? 0;
     },
-    userMessage(sessionId: string, id: string): StoredMessage | null {
-      const row = userMessage.get(sessionId, id) as MessageRow | undefined;
-      return row ? messageFromRow(row) : null;
+    userMessageHolds(sessionId: string, id: string, content: string): { runId: string; same: boolean } | null {
+      const row = userMessage.get(content, sessionId, id) as { run_id: string; same: number } | undefined;
+      return row ? { runId: row.run_id, same: row.same === 1 } : null;
     },
   };
 }

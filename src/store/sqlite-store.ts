@@ -131,7 +131,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
         }),
       get: (id) => read(() => tables.runs.get(id)),
       access: (id) => read(() => tables.runs.access(id)),
-      byIdempotencyKey: (sessionId, key) => read(() => tables.runs.byIdempotencyKey(sessionId, key)),
+      keyed: (sessionId, key, input) => read(() => tables.runs.keyed(sessionId, key, input)),
       active: (sessionId) => read(() => tables.runs.active(sessionId)),
       unfinished: () => read(() => tables.runs.live()),
       cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
@@ -173,7 +173,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       ofRun: (sessionId, runId, afterSeq) => read(() => tables.messages.ofRun(sessionId, runId, afterSeq)),
       finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),
       lastSeq: (sessionId) => read(() => tables.messages.lastSeq(sessionId)),
-      userMessage: (sessionId, id) => read(() => tables.messages.userMessage(sessionId, id)),
+      userMessageHolds: (sessionId, id, content) =>
+        read(() => tables.messages.userMessageHolds(sessionId, id, content)),
     },
     events: {
       after: (runId, seq, limit) => read(() => tables.events.after(runId, seq, limit)),

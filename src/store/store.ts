@@ -1,16 +1,16 @@
 import type { StepTrace } from "../agent/step-trace.js";
-import type { RunStatus } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
 import type { OwnerLimit } from "./errors.js";
 import type { StoredEvent } from "./events.js";
+import type { KeyedRun } from "./keyed-run.js";
 import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
-import type { RunInput } from "./queue.js";
 import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionRecord } from "./sessions.js";
+import type { InputStore } from "./store-inputs.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
 import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } from "./webhooks.js";
@@ -18,6 +18,7 @@ import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } fr
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
 export type { StoredEvent } from "./events.js";
+export type { KeyedRun } from "./keyed-run.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage } from "./page.js";
@@ -90,7 +91,8 @@ export interface Store {
      * session's settings are read): what a request about the run checks first. Null when none.
      */
     access(id: string): Promise<RunAccess | null>;
-    byIdempotencyKey(sessionId: string, key: string): Promise<RunRecord | null>;
+    /** The session's run started with idempotency key `key`, compared with `input` in the database (see KeyedRun). */
+    keyed(sessionId: string, key: string, input: string): Promise<KeyedRun | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
     active(sessionId: string): Promise<ActiveRun | null>;
     /** Every active run (unfinished, not queued), oldest first. */
@@ -188,8 +190,12 @@ export interface Store {
     finalAnswer(sessionId: string, runId: string): Promise<string | null>;
     /** The seq of the session's last message, 0 when it has none. */
     lastSeq(sessionId: string): Promise<number>;
-    /** The session's user message with this id (a steered input becomes one of its id), null when it has none. */
-    userMessage(sessionId: string, id: string): Promise<StoredMessage | null>;
+    /**
+     * Whether the session's user message `id` (a steered input becomes one of its id) holds
+     * `content`, compared in the database (its content is not read), and its run; null when the
+     * session has no user message of that id.
+     */
+    userMessageHolds(sessionId: string, id: string, content: string): Promise<{ runId: string; same: boolean } | null>;
   };
   events: {
     /** Events after `seq`, in order, at most `limit` of them. */
@@ -221,30 +227,7 @@ export interface Store {
    * Input steered into an active run, kept until the run takes it (the change `input.taken`,
    * in the commit of the user message it becomes) or it is withdrawn to start a new run.
    */
-  inputs: {
-    /**
-     * Stores input for a run that takes it (running or awaiting approval); false when the run
-     * does not, when an input with this id is stored already (which is left as it is), or when
-     * the session has a message of this id (the input was taken). With `max`, refused
-     * (`inputs_full`) when the run already has `max` pending inputs besides one of this id:
-     * counted in the insert's transaction, one such insert of a run at a time.
-     */
-    add(input: RunInput, options?: { max?: number }): Promise<boolean>;
-    /** The run's inputs not yet taken, oldest first. */
-    pending(runId: string): Promise<RunInput[]>;
-    /**
-     * The run's status while its input `id` is pending; null once it is not (taken, withdrawn,
-     * or the run deleted). Neither the input's content nor the run's is read.
-     */
-    pendingStatus(runId: string, id: string): Promise<RunStatus | null>;
-    /**
-     * Whether the run's pending input `id` holds `content`, compared in the database (the
-     * stored content is not read); null when the run has no pending input of that id.
-     */
-    pendingHolds(runId: string, id: string, content: string): Promise<boolean | null>;
-    /** Inputs no run will take: their run has finished. */
-    orphaned(): Promise<RunInput[]>;
-  };
+  inputs: InputStore;
   /**
    * The webhook outbox: a delivery for each event of a run whose stored target asked for its
    * type, written with the event; the worker claims due ones, records each try, and gives up

@@ -38,7 +38,7 @@ async function steerRace(
     wrapStore: (store) => {
       raw = store;
       return aroundStore(store, "runs", async (name, args, call) => {
-        if (name === "byIdempotencyKey" && ++keyLookups <= 2) {
+        if (name === "keyed" && ++keyLookups <= 2) {
           const result = await call();
           if (keyLookups === 2) bothLooked();
           await looked;

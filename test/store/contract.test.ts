@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
+import { defaultRunLimits } from "../../src/store/runs.js";
 import type { Store } from "../../src/store/store.js";
 import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
@@ -89,11 +90,28 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     const sessionId = fresh("ses");
     await seedSession(store, { id: sessionId });
     const first = fresh("run");
-    await store.runs.create(runRecord({ id: first, sessionId, idempotencyKey: "key-1" }), []);
+    const input = "i".repeat(100_000);
+    const approval = { default: "ask" as const, tools: { shell: "deny" as const } };
+    await store.runs.create(
+      runRecord({ id: first, sessionId, idempotencyKey: "key-1", input, maxTurns: 7, approval, maxTokens: 500 }),
+      [],
+    );
     await finish(first);
     const again = store.runs.create(runRecord({ id: fresh("run"), sessionId, idempotencyKey: "key-1" }), []);
     await expect(again).rejects.toSatisfy((err) => isConflict(err, "idempotency_key"));
-    expect((await store.runs.byIdempotencyKey(sessionId, "key-1"))?.id).toBe(first);
+    // Found by the key with its settings; its input compared with the given one, not read.
+    expect(await store.runs.keyed(sessionId, "key-1", input)).toEqual({
+      id: first,
+      sameInput: true,
+      maxTurns: 7,
+      contextMaxChars: null,
+      approval,
+      ...defaultRunLimits(),
+      maxTokens: 500,
+    });
+    expect(await store.runs.keyed(sessionId, "key-1", `${input}j`)).toMatchObject({ id: first, sameInput: false });
+    expect(await store.runs.keyed(sessionId, "key-1", "")).toMatchObject({ id: first, sameInput: false });
+    expect(await store.runs.keyed(sessionId, "key-2", input)).toBeNull();
     // Another session may use the same key.
     const other = fresh("ses");
     await seedSession(store, { id: other });

@@ -57,8 +57,9 @@ describe.each(STORE_BACKENDS)("text with U+0000 through the store on $name", (ba
     const run = runRecord({ id: fresh("run"), sessionId, input: EDGES, idempotencyKey: `key ${NUL}` });
     await store.runs.create(run, []);
     expect(await store.runs.get(run.id)).toEqual(run);
-    expect((await store.runs.byIdempotencyKey(sessionId, `key ${NUL}`))?.id).toBe(run.id);
-    expect((await store.runs.byIdempotencyKey(sessionId, "key a")) ?? null).toBeNull();
+    expect(await store.runs.keyed(sessionId, `key ${NUL}`, EDGES)).toMatchObject({ id: run.id, sameInput: true });
+    expect(await store.runs.keyed(sessionId, `key ${NUL}`, `${EDGES} `)).toMatchObject({ sameInput: false });
+    expect(await store.runs.keyed(sessionId, "key a", EDGES)).toBeNull();
     expect((await store.runs.list({ sessionId, limit: 10, cursor: null })).items).toEqual([run]);
   });
 
@@ -96,7 +97,9 @@ describe.each(STORE_BACKENDS)("text with U+0000 through the store on $name", (ba
     expect(await store.messages.history(sessionId)).toEqual(messages);
     expect(await store.messages.ofRun(sessionId, runId)).toEqual(messages);
     expect((await store.messages.page({ sessionId, afterSeq: 0, limit: 10 })).items).toEqual(messages);
-    expect(await store.messages.userMessage(sessionId, messages[0]?.id as string)).toEqual(messages[0]);
+    const first = messages[0] as StoredMessage;
+    expect(await store.messages.userMessageHolds(sessionId, first.id, first.content)).toEqual({ runId, same: true });
+    expect(await store.messages.userMessageHolds(sessionId, first.id, "\u0001")).toEqual({ runId, same: false });
     expect(await store.messages.finalAnswer(sessionId, runId)).toBe(MARKED);
     const call = await store.toolCalls.get(runId, `call ${NUL}`);
     expect(call).toMatchObject({ name: `tool${NUL}`, input: `{"path":"${NUL}"}`, state: "finished" });

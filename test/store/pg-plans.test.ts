@@ -116,7 +116,7 @@ describe("PostgreSQL reads that stay bounded", () => {
 
   it("a keyed steer's user message is found by its id", async () => {
     const plan = await planOf(/FROM messages WHERE session_id = \$1 AND id = \$2/, () =>
-      store.messages.userMessage("ses_runs", "inp_absent"),
+      store.messages.userMessageHolds("ses_runs", "inp_absent", "input"),
     );
     expect(plan).toMatch(/using messages_user_id/);
   });

@@ -119,7 +119,7 @@ describe("SQLite reads that stay bounded in a large session", () => {
     const store = storeStatementsOn(db);
     const id = "inp_absent";
     for (const plan of [
-      store.planOf(store.find(/FROM messages WHERE session_id = \? AND id = \?/), ["ses_big", id]),
+      store.planOf(store.find(/FROM messages WHERE session_id = \? AND id = \?/), ["x", "ses_big", id]),
       store.planOf(store.find(/^INSERT INTO run_inputs/), { id, run_id: "run_big_7", content: "x", created_at: "x" }),
     ]) {
       expect(plan).toMatch(/SEARCH messages USING INDEX messages_user_id \(id=\?\)/);

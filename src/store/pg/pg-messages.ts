@@ -35,12 +35,12 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
     lastSeq: async (sessionId) =>
       (await first<{ seq: number | null }>("SELECT max(seq) AS seq FROM messages WHERE session_id = $1", [sessionId]))
         ?.seq ?? 0,
-    userMessage: async (sessionId, id) => {
-      const row = await first<MessageRow>(
-        "SELECT * FROM messages WHERE session_id = $1 AND id = $2 AND role = 'user'",
-        [sessionId, id],
+    userMessageHolds: async (sessionId, id, content) => {
+      const row = await first<{ run_id: string; same: boolean }>(
+        "SELECT run_id, content = $3 AS same FROM messages WHERE session_id = $1 AND id = $2 AND role = 'user'",
+        [sessionId, id, content],
       );
-      return row ? messageFromRow(row) : null;
+      return row ? { runId: row.run_id, same: row.same } : null;
     },
   };
 }

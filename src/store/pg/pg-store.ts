@@ -4,6 +4,7 @@ import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
+import { type KeyedRunRow, keyedRunFromRow, keyedRunSql } from "../keyed-run.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StepTraceSchema } from "../steps.js";
@@ -140,12 +141,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         );
         return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
       },
-      byIdempotencyKey: async (sessionId, key) => {
-        const row = await first<RunRow>("SELECT * FROM runs WHERE session_id = $1 AND idempotency_key = $2", [
+      keyed: async (sessionId, key, input) => {
+        const row = await first<KeyedRunRow>(keyedRunSql({ session: "$1", key: "$2", input: "$3" }), [
           sessionId,
           key,
+          input,
         ]);
-        return row ? runFromRow(row) : null;
+        return row ? keyedRunFromRow(row) : null;
       },
       active: async (sessionId) => {
         const row = await first<{ id: string; idempotency_key: string | null }>(

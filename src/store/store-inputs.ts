@@ -1,0 +1,28 @@
+import type { RunStatus } from "../domain/run.js";
+import type { RunInput } from "./queue.js";
+
+/** The Store's steered inputs (see `Store.inputs`). */
+export interface InputStore {
+  /**
+   * Stores input for a run that takes it (running or awaiting approval); false when the run
+   * does not, when an input with this id is stored already (which is left as it is), or when
+   * the session has a message of this id (the input was taken). With `max`, refused
+   * (`inputs_full`) when the run already has `max` pending inputs besides one of this id:
+   * counted in the insert's transaction, one such insert of a run at a time.
+   */
+  add(input: RunInput, options?: { max?: number }): Promise<boolean>;
+  /** The run's inputs not yet taken, oldest first. */
+  pending(runId: string): Promise<RunInput[]>;
+  /**
+   * The run's status while its input `id` is pending; null once it is not (taken, withdrawn,
+   * or the run deleted). Neither the input's content nor the run's is read.
+   */
+  pendingStatus(runId: string, id: string): Promise<RunStatus | null>;
+  /**
+   * Whether the run's pending input `id` holds `content`, compared in the database (the
+   * stored content is not read); null when the run has no pending input of that id.
+   */
+  pendingHolds(runId: string, id: string, content: string): Promise<boolean | null>;
+  /** Inputs no run will take: their run has finished. */
+  orphaned(): Promise<RunInput[]>;
+}
