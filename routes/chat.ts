@@ -19,8 +19,7 @@ export default function chatRoutes(app: App, ctx: AppContext) {
         const { run } = await ctx.runs.start({ sessionId, owner, input: action.input });
         return streamChat(ctx, reply, { runId: run.id, owner, after: 0, stopCancels: true });
       }
-      const session = await ctx.sessions.get(sessionId, owner);
-      const runId = session.activeRunId;
+      const runId = await ctx.sessions.activeRunId(sessionId, owner);
       if (!runId) throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
       for (const decision of action.decisions) await ctx.runs.decide({ runId, owner, ...decision });
       const after = await continuationPoint(ctx.store, runId, action.decisions);
@@ -29,7 +28,7 @@ export default function chatRoutes(app: App, ctx: AppContext) {
   );
 
   const resume = async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
-    const runId = (await ctx.sessions.get(request.params.id, request.owner)).activeRunId;
+    const runId = await ctx.sessions.activeRunId(request.params.id, request.owner);
     if (!runId) return reply.status(204).send();
     return streamChat(ctx, reply, { runId, owner: request.owner, after: 0, stopCancels: false });
   };

@@ -129,7 +129,7 @@ export class RunService {
 
   /** Newest first; at most `limit` runs and PAGE_BYTES of JSON (at least one run). */
   async listForSession(sessionId: string, owner: string | null, page: { limit: number; cursor: string | null }) {
-    await this.deps.sessions.record(sessionId, owner);
+    await this.deps.sessions.access(sessionId, owner);
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
     const { store } = this.deps;

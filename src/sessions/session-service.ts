@@ -147,6 +147,22 @@ export class SessionService {
     return record;
   }
 
+  /**
+   * That the session exists, `owner` may see it and it is not being deleted; else NOT_FOUND.
+   * Its owner alone is read (`sessions.access`), not its system prompt nor its metadata: what a
+   * request about the session that shows none of it checks.
+   */
+  async access(id: string, owner: string | null): Promise<void> {
+    const access = await this.deps.store.sessions.access(id);
+    if (!access || access.owner !== owner || this.#deleting.has(id)) throw notFound("session", id);
+  }
+
+  /** The session's active run, if any, when the caller may see the session (see `access`). */
+  async activeRunId(id: string, owner: string | null): Promise<string | null> {
+    await this.access(id, owner);
+    return this.deps.manager.activeRunId(id);
+  }
+
   /** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
   async #endRuns(id: string): Promise<void> {
     for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
@@ -177,7 +193,7 @@ export class SessionService {
    * page. At most `limit` messages and PAGE_BYTES of JSON (at least one message).
    */
   async messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
-    await this.record(id, owner);
+    await this.access(id, owner);
     const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalidCursor();
     const result = await this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });

@@ -27,6 +27,11 @@ export interface SessionRecord {
   createdAt: string;
 }
 
+/** Whose a session is, and nothing else of it: see `sessions.access`. */
+export interface SessionAccess {
+  owner: string | null;
+}
+
 export interface SessionRow {
   id: string;
   owner: string | null;
@@ -107,6 +112,7 @@ export function sessionStore(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM sessions WHERE id = ?");
   const byIdOwned = db.prepare("SELECT * FROM sessions WHERE id = ? AND owner IS ?");
+  const ownerOf = db.prepare("SELECT owner FROM sessions WHERE id = ?");
   // The first page and the pages after a cursor are two statements: one with
   // `(@cursor IS NULL OR id < @cursor)` could not bound the index range by the cursor, and so
   // walked every newer session to reach a deep page (1.4 ms at 20,000 sessions).
@@ -148,6 +154,9 @@ export function sessionStore(db: Db) {
     get(id: string, owner?: string | null): SessionRecord | null {
       const row = (owner === undefined ? byId.get(id) : byIdOwned.get(id, owner)) as SessionRow | undefined;
       return row ? sessionFromRow(row) : null;
+    },
+    access(id: string): SessionAccess | null {
+      return (ownerOf.get(id) as SessionAccess | undefined) ?? null;
     },
     /**
      * Newest first; the cursor is the last id of the previous page. At most `limit` sessions,

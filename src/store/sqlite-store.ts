@@ -102,6 +102,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
           tables.sessions.insert(session);
         }),
       get: (id, owner) => read(() => tables.sessions.get(id, owner)),
+      access: (id) => read(() => tables.sessions.access(id)),
       list: (query) => read(() => tables.sessions.list(query)),
       // A piece at a time, each in a group's transaction of its own, so a session of any number
       // of events holds the event loop no longer than one piece (a run's messages go with it;

@@ -9,7 +9,7 @@ import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
 import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
-import type { SessionRecord } from "./sessions.js";
+import type { SessionAccess, SessionRecord } from "./sessions.js";
 import type { InputStore } from "./store-inputs.js";
 import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 import type { ClaimQuery } from "./webhook-claims.js";
@@ -24,7 +24,7 @@ export type { NotificationHandlers, RunNotifications } from "./notifications.js"
 export type { ListPage } from "./page.js";
 export type { RunInput } from "./queue.js";
 export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
-export type { SessionRecord } from "./sessions.js";
+export type { SessionAccess, SessionRecord } from "./sessions.js";
 export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
 export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery, WebhookListing } from "./webhooks.js";
@@ -48,6 +48,11 @@ export interface Store {
     insert(session: SessionRecord, limit?: OwnerLimit): Promise<void>;
     /** One session; with `owner` given (a key's hash, or null), only if that owner created it. */
     get(id: string, owner?: string | null): Promise<SessionRecord | null>;
+    /**
+     * Whose the session is, and nothing else of it (neither its system prompt nor its metadata is
+     * read): what a request about the session checks first. Null when there is none.
+     */
+    access(id: string): Promise<SessionAccess | null>;
     /**
      * Newest first; the cursor is the last id of the previous page. At most `limit` sessions, and
      * only as many as their stored sizes fit in `bytes` (PAGE_BYTES by default; at least one):

@@ -380,6 +380,18 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.sessions.delete(sessionId)).toBe(false);
   });
 
+  it("a session's access is its owner, whatever its system prompt; none for a session that is not", async () => {
+    const owned = fresh("ses");
+    await seedSession(store, { id: owned, owner: "owner_a", system: "s".repeat(100_000) });
+    expect(await store.sessions.access(owned)).toEqual({ owner: "owner_a" });
+    const unowned = fresh("ses");
+    await seedSession(store, { id: unowned });
+    expect(await store.sessions.access(unowned)).toEqual({ owner: null });
+    expect(await store.sessions.access(fresh("ses"))).toBeNull();
+    expect(await store.sessions.delete(owned)).toBe(true);
+    expect(await store.sessions.access(owned)).toBeNull();
+  });
+
   it("a run's access is its session, status and owner, whatever its input; none for a run that is not", async () => {
     const sessionId = fresh("ses");
     const runId = fresh("run");

@@ -6,7 +6,7 @@ import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
 import { type KeyedRunRow, keyedRunFromRow, keyedRunSql } from "../keyed-run.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
-import { type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
+import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StepTraceSchema } from "../steps.js";
 import { StorageHealth } from "../storage-health.js";
 import type { Store, StoredEvent } from "../store.js";
@@ -93,6 +93,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
               ]);
         return row ? sessionFromRow(row) : null;
       },
+      access: (id) => first<SessionAccess>("SELECT owner FROM sessions WHERE id = $1", [id]),
       list: pages.sessions,
       // The lock waits for any run insert in flight (its foreign key's share lock), which the
       // delete's own snapshot, taken after it, then sees; an insert after it meets no session.
