@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { App, AppContext } from "../src/app-context.js";
 import { ChatBody, chatAction } from "../src/chat/chat-request.js";
-import { continuationPoint, streamChat } from "../src/chat/chat-stream.js";
+import { streamChat } from "../src/chat/chat-stream.js";
+import { continuationOf } from "../src/chat/continuation.js";
 import { conflict } from "../src/errors.js";
 import { SessionParams } from "../src/http/schemas.js";
 
@@ -21,9 +22,15 @@ export default function chatRoutes(app: App, ctx: AppContext) {
       }
       const runId = await ctx.sessions.activeRunId(sessionId, owner);
       if (!runId) throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
-      for (const decision of action.decisions) await ctx.runs.decide({ runId, owner, ...decision });
-      const after = await continuationPoint(ctx.store, runId, action.decisions);
-      return streamChat(ctx, reply, { runId, owner, after, stopCancels: true });
+      for (const decision of action.decisions) await ctx.runs.decideOnly({ runId, owner, ...decision });
+      const from = await continuationOf(ctx.store, runId, action.decisions);
+      return streamChat(ctx, reply, {
+        runId,
+        owner,
+        after: from?.after ?? 0,
+        awaiting: from?.awaiting,
+        stopCancels: true,
+      });
     },
   );
 

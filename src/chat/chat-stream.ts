@@ -13,6 +13,12 @@ export interface ChatStreamOptions {
   owner: string | null;
   /** Chunks of events up to this seq were sent by an earlier stream: they are not sent again. */
   after: number;
+  /**
+   * With `after` the seq of an approval request: the calls of its reply without a result there
+   * (see Continuation). The events up to it are then not read; without it, they are read only to
+   * be dropped.
+   */
+  awaiting?: readonly string[];
   /** The client closing the stream before its end is `useChat`'s stop: the run is cancelled. */
   stopCancels: boolean;
 }
@@ -45,14 +51,27 @@ export async function streamChat(
 
 async function* chatFrames(
   ctx: Pick<AppContext, "store" | "hub">,
-  { runId, after }: ChatStreamOptions,
+  { runId, after, awaiting }: ChatStreamOptions,
   closed: AbortSignal,
   ended: () => void,
 ): AsyncGenerator<{ data: string }> {
   const projection = new UiMessageProjection();
   const send = (chunks: UiChunk[]) => chunks.map((chunk) => ({ data: JSON.stringify(chunk) }));
+  const taken = after > 0 && awaiting !== undefined && awaiting.length > 0;
+  if (taken) {
+    // Taken up at the approval request: what a stream of the events before it would have sent first.
+    projection.atApprovalRequest(awaiting);
+    yield* send([{ type: "start", messageId: runId }]);
+  }
   // The projection shows no user message: their stored events (a run's input, its steered inputs, each up to 1 MB) are not read.
-  const events = runEventStream({ store: ctx.store, hub: ctx.hub, runId, after: 0, closed, withoutUserMessages: true });
+  const events = runEventStream({
+    store: ctx.store,
+    hub: ctx.hub,
+    runId,
+    after: taken ? after : 0,
+    closed,
+    withoutUserMessages: true,
+  });
   for await (const frame of events) {
     const event = JSON.parse(frame.data) as RunEvent;
     const chunks = projection.next(event);
@@ -74,27 +93,8 @@ async function* chatFrames(
   yield { data: "[DONE]" };
 }
 
-/** Whether the run still waits for a decision on `toolCallId` (not decided, not finished). */
+/** Whether the run still waits for a decision on `toolCallId` (not decided, not finished); the call's input is not read. */
 async function awaitsDecision(ctx: Pick<AppContext, "store">, runId: string, toolCallId: string): Promise<boolean> {
-  const call = await ctx.store.toolCalls.get(runId, toolCallId);
+  const call = await ctx.store.toolCalls.status(runId, toolCallId);
   return !!call && !call.decision && (await ctx.store.runs.access(runId))?.status !== "finished";
-}
-
-/**
- * Where a stream continuing after `decisions` starts: the earlier stream ended at the last of
- * the approval requests they answer, so everything up to it was sent.
- */
-export async function continuationPoint(
-  store: AppContext["store"],
-  runId: string,
-  decisions: readonly { toolCallId: string }[],
-): Promise<number> {
-  const answered = new Set(decisions.map((d) => d.toolCallId));
-  let after = 0;
-  // Only the approval requests: the run's other events (its messages) may be large.
-  for (const event of await store.events.ofType(runId, "approval.requested")) {
-    const { toolCallId } = JSON.parse(event.data) as { toolCallId: string };
-    if (answered.has(toolCallId)) after = Math.max(after, event.seq);
-  }
-  return after;
 }

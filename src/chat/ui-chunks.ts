@@ -47,13 +47,30 @@ function parsedInput(text: string): unknown {
  * a model turn is a step, streamed text a text part, each tool call a dynamic tool part
  * through input, approval and output. A turn dropped before its commit (cancelled, or asked
  * again after a restart) is reset, as the run's own history drops it. Feed every event from
- * the first; `next` returns the chunks the event adds.
+ * the first (or from a call's approval request on, see `atApprovalRequest`); `next` returns the
+ * chunks the event adds.
  */
 export class UiMessageProjection {
   #text: string | null = null;
   #stepOpen = false;
   #committed = false;
   readonly #awaitingResult = new Set<string>();
+
+  /**
+   * Takes the projection up as it stands after a call's approval request, fed every event
+   * before it: the reply's step is open and committed (the reply, which proposed the call, is),
+   * no text part is open, and `awaiting`, the call and the calls after it in its reply, have no
+   * result yet (a reply's calls are asked, run and answered one at a time, in order). The
+   * events from the request on are then fed as from the first.
+   */
+  atApprovalRequest(awaiting: readonly string[]): this {
+    this.#text = null;
+    this.#stepOpen = true;
+    this.#committed = true;
+    this.#awaitingResult.clear();
+    for (const id of awaiting) this.#awaitingResult.add(id);
+    return this;
+  }
 
   next(event: RunEvent): UiChunk[] {
     const out: UiChunk[] = [];

@@ -3,7 +3,7 @@ import type { RunView } from "../domain/run.js";
 import { conflict, notFound, shuttingDown } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { isConflict } from "../store/errors.js";
-import type { Store, ToolCallRecord } from "../store/store.js";
+import type { Store, ToolCallStatus } from "../store/store.js";
 import { applyLedgerDecision, resolveApproval } from "./approvals.js";
 import type { EventHub } from "./event-hub.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
@@ -87,13 +87,13 @@ const takesDecisions = (live: LiveRun): boolean =>
 export async function decideApproval(
   deps: ControlDeps,
   params: { runId: string; toolCallId: string; decision: ToolCallDecision["decision"]; reason?: string | null },
-): Promise<ToolCallRecord> {
+): Promise<ToolCallStatus> {
   const { runId, toolCallId, decision } = params;
   const live = deps.registry.get(runId);
   // Executed by another instance: the decision goes to the ledger, and that instance is woken
   // to act on it (a run without one finds it there when it is resumed).
   const toLedger = async () => {
-    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    const pending = await deps.store.toolCalls.status(runId, toolCallId);
     if (pending?.state !== "awaiting_approval") return;
     const at = new Date().toISOString();
     try {
@@ -119,7 +119,7 @@ export async function decideApproval(
   } else if (live?.resumed && takesDecisions(live)) {
     // A resumed run may not have reached the call yet: the decision goes to the ledger,
     // where the run finds it.
-    const pending = await deps.store.toolCalls.get(runId, toolCallId);
+    const pending = await deps.store.toolCalls.status(runId, toolCallId);
     if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
   } else if ((!live || live.stopped) && deps.accepting()) {
     // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
@@ -130,7 +130,8 @@ export async function decideApproval(
   const status =
     deps.registry.ending(runId, { decided: true })?.status ?? (await deps.store.runs.access(runId))?.status;
   if (!status) throw notFound("run", runId);
-  const call = await deps.store.toolCalls.get(runId, toolCallId);
+  // The call's state, not its input: a repeated decision reads nothing of what the model sent.
+  const call = await deps.store.toolCalls.status(runId, toolCallId);
   if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);
   if (call.decision) {
     if (call.decision === decision) return call;

@@ -3,7 +3,7 @@ import type { RunView } from "../domain/run.js";
 import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
-import type { ToolCallRecord } from "../store/store.js";
+import type { ToolCallStatus } from "../store/store.js";
 import { admitRun, type StartRunInput, sameRequestRun } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
@@ -228,7 +228,7 @@ export class RunManager {
     toolCallId: string;
     decision: ToolCallDecision["decision"];
     reason?: string | null;
-  }): Promise<ToolCallRecord> {
+  }): Promise<ToolCallStatus> {
     if (!this.#registry.get(params.runId)) await this.#recovery;
     return decideApproval(this.#controlDeps(), params);
   }

@@ -29,6 +29,14 @@ export interface StartRunRequest {
 }
 
 /** The server's defaults for what a start request leaves out. */
+export interface DecisionRequest {
+  runId: string;
+  owner: string | null;
+  toolCallId: string;
+  decision: "approve" | "deny";
+  reason?: string;
+}
+
 export interface RunDefaults {
   maxTurns: number;
   loopRepeatLimit: number;
@@ -183,14 +191,20 @@ export class RunService {
     return { items: pending.map(approvalView), nextCursor: null };
   }
 
-  async decide(params: {
-    runId: string;
-    owner: string | null;
-    toolCallId: string;
-    decision: "approve" | "deny";
-    reason?: string;
-  }) {
+  /** Decides (see `decideOnly`) and answers with the approval's view, the call's input with it. */
+  async decide(params: DecisionRequest): Promise<ApprovalView> {
+    await this.decideOnly(params);
+    const call = await this.deps.store.toolCalls.get(params.runId, params.toolCallId);
+    if (!call) throw notFound("approval", params.toolCallId);
+    return approvalView(call);
+  }
+
+  /**
+   * Decides on the call (see RunManager.decide), reading nothing of its input: what a chat
+   * request, whose stream shows the decision, needs.
+   */
+  async decideOnly(params: DecisionRequest): Promise<void> {
     await this.access(params.runId, params.owner);
-    return approvalView(await this.deps.manager.decide(params));
+    await this.deps.manager.decide(params);
   }
 }

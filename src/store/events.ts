@@ -42,6 +42,9 @@ export function eventStore(db: Db) {
   const sizesShown = db.prepare(`SELECT octet_length(data) ${shown}`).pluck();
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
   const ofType = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq");
+  const headsOfType = db.prepare(
+    "SELECT seq, substr(data, 1, +?) AS head FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq",
+  );
 
   return {
     /** Inserts events; call inside a transaction. Returns their serialized form. */
@@ -69,6 +72,9 @@ export function eventStore(db: Db) {
     },
     ofType(runId: string, type: string): StoredEvent[] {
       return ofType.all(runId, type) as StoredEvent[];
+    },
+    headsOfType(runId: string, type: string, chars: number): { seq: number; head: string }[] {
+      return headsOfType.all(chars, runId, type) as { seq: number; head: string }[];
     },
   };
 }

@@ -2,20 +2,13 @@ import { applyRunChange } from "./apply-change.js";
 import { Checkpointer, WAL_RESTART_FRAMES, type WalRestart } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
-import { eventStore } from "./events.js";
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
-import { leaseStore } from "./leases.js";
-import { messageStore } from "./messages.js";
-import { queueStore, startedEvent } from "./queue.js";
-import { runStore } from "./runs.js";
-import { sessionStore } from "./sessions.js";
+import { startedEvent } from "./queue.js";
 import { translateSqliteError } from "./sqlite-errors.js";
-import { stepStore } from "./steps.js";
+import { sqliteTables } from "./sqlite-tables.js";
 import { StorageHealth } from "./storage-health.js";
 import type { Store, StoredEvent } from "./store.js";
-import { toolCallStore } from "./tool-calls.js";
 import { targetOfRun } from "./webhook-targets.js";
-import { webhookStore } from "./webhooks.js";
 
 const ROLLBACK = Symbol("rollback");
 /** Rows of events deleted in one piece of a session's delete (a few ms of work). */
@@ -47,17 +40,7 @@ export function createSqliteStore(db: Db, options: SqliteStoreOptions = {}): Sto
 /** The Store over `db`, and the hold of its writes (see GroupCommit.hold). */
 function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; holdWrites: () => () => void } {
   const health = new StorageHealth();
-  const tables = {
-    sessions: sessionStore(db),
-    runs: runStore(db),
-    messages: messageStore(db),
-    events: eventStore(db),
-    toolCalls: toolCallStore(db),
-    steps: stepStore(db),
-    webhooks: webhookStore(db),
-    leases: leaseStore(db),
-    queue: queueStore(db),
-  };
+  const tables = sqliteTables(db);
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
   const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
@@ -182,9 +165,12 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       afterWithin: (runId, seq, page) => read(() => tables.events.afterWithin(runId, seq, page)),
       lastSeq: (runId) => read(() => tables.events.lastSeq(runId)),
       ofType: (runId, type) => read(() => tables.events.ofType(runId, type)),
+      headsOfType: (runId, type, chars) => read(() => tables.events.headsOfType(runId, type, chars)),
     },
     toolCalls: {
       get: (runId, id) => read(() => tables.toolCalls.get(runId, id)),
+      status: (runId, id) => read(() => tables.toolCalls.status(runId, id)),
+      restOfReply: (runId, id) => read(() => tables.toolCalls.restOfReply(runId, id)),
       open: (runId) => read(() => tables.toolCalls.open(runId)),
       inState: (runId, state) => read(() => tables.toolCalls.inState(runId, state)),
     },

@@ -11,9 +11,8 @@ import type { ListPage } from "./page.js";
 import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionAccess, SessionRecord } from "./sessions.js";
 import type { InputStore } from "./store-inputs.js";
-import type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
-import type { ClaimQuery } from "./webhook-claims.js";
-import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } from "./webhooks.js";
+import type { WebhookOutbox } from "./store-webhooks.js";
+import type { ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -25,7 +24,8 @@ export type { ListPage } from "./page.js";
 export type { RunInput } from "./queue.js";
 export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 export type { SessionAccess, SessionRecord } from "./sessions.js";
-export type { ToolCallRecord, ToolCallState } from "./tool-calls.js";
+export type { WebhookOutbox } from "./store-webhooks.js";
+export type { ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
 export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery, WebhookListing } from "./webhooks.js";
 
@@ -218,9 +218,21 @@ export interface Store {
     lastSeq(runId: string): Promise<number>;
     /** The run's events of one type, in order (a few: e.g. its approval events). */
     ofType(runId: string, type: RunEvent["type"]): Promise<StoredEvent[]>;
+    /**
+     * The run's events of one type, in order, each as its seq and the first `chars` characters
+     * of its JSON (`head`); the rest of the JSON is not read.
+     */
+    headsOfType(runId: string, type: RunEvent["type"], chars: number): Promise<{ seq: number; head: string }[]>;
   };
   toolCalls: {
     get(runId: string, id: string): Promise<ToolCallRecord | null>;
+    /** The call's ledger row without its input, which is not read; null when the run has no such call. */
+    status(runId: string, id: string): Promise<ToolCallStatus | null>;
+    /**
+     * The ids of call `id` and of the calls after it in the reply that proposed it, in order
+     * (empty when the run has no such call); neither the reply nor an input is read.
+     */
+    restOfReply(runId: string, id: string): Promise<string[]>;
     /** The run's calls without a result yet, in order. */
     open(runId: string): Promise<ToolCallRecord[]>;
     inState(runId: string, state: ToolCallState): Promise<ToolCallRecord[]>;
@@ -233,43 +245,8 @@ export interface Store {
    * in the commit of the user message it becomes) or it is withdrawn to start a new run.
    */
   inputs: InputStore;
-  /**
-   * The webhook outbox: a delivery for each event of a run whose stored target asked for its
-   * type, written with the event; the worker claims due ones, records each try, and gives up
-   * what an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY.
-   */
-  webhooks: {
-    /**
-     * Claims up to `limit` deliveries due at `now`, leasing each until `leaseUntil`: of each
-     * owner's, its oldest, at most its limit (`limits`, else `perOwner`) less its count in
-     * `busy` (deliveries the caller is sending); of those, each owner's first before anyone's
-     * second, then the oldest, at most `confined.room` of them the `confined.owners`'.
-     * One owner's backlog takes no other's slots, nor every slot that frees.
-     */
-    claim(query: ClaimQuery): Promise<WebhookDelivery[]>;
-    /**
-     * Records a try: its attempt is added, and a pending delivery takes the outcome (a
-     * failure with its reason). One that settled meanwhile (given up at the cap while its try
-     * was under way, or tried twice after a lost lease) keeps how it settled.
-     */
-    record(outcome: AttemptOutcome): Promise<void>;
-    /**
-     * Gives back a claimed delivery whose try was cut before it ended (the server stopping):
-     * due again at `at`, with no attempt recorded, if it is still pending and still leased
-     * until `leaseUntil` (claimed by nobody else since).
-     */
-    release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
-    /** The run's deliveries, oldest first, without their bodies (which are not read). */
-    ofRun(runId: string): Promise<WebhookListing[]>;
-    /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
-    nextDue(): Promise<number | null>;
-    /**
-     * Gives up each owner's pending deliveries past its oldest `cap` (its newest, by their
-     * events' time): `failed` with `reason`, finished `at`, their bodies dropped (see
-     * webhook-cap.ts). Returns how many of each owner's (null: keyless) it gave up.
-     */
-    giveUpPastCap(query: PastCapQuery): Promise<Map<string | null, number>>;
-  };
+  /** The webhook outbox (see WebhookOutbox). */
+  webhooks: WebhookOutbox;
   /**
    * Proves the store takes writes (a full disk fails here): a write like any other, so a
    * success clears a recorded failure. Throws StorageError on failure.

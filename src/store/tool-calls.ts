@@ -39,11 +39,22 @@ export interface ToolCallRow {
   result_message_id: string | null;
 }
 
+/** A call's ledger row without its input (up to the model's whole argument text): see `toolCalls.status`. */
+export type ToolCallStatus = Omit<ToolCallRecord, "input">;
+
+/** Every column of the ledger but `input`, as `toolCalls.status` reads them (the same SQL on both backends). */
+export const STATUS_COLUMNS = `run_id, id, name, state, decision, decision_reason, approval_reason, approval_requested_at,
+  proposed_at, decided_at, started_at, finished_at, result_message_id`;
+
 export const toolCallFromRow = (row: ToolCallRow): ToolCallRecord => ({
+  ...toolCallStatusFromRow(row),
+  input: row.input,
+});
+
+export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCallStatus => ({
   runId: row.run_id,
   id: row.id,
   name: row.name,
-  input: row.input,
   state: row.state,
   decision: row.decision,
   decisionReason: row.decision_reason,
@@ -55,6 +66,16 @@ export const toolCallFromRow = (row: ToolCallRow): ToolCallRecord => ({
   finishedAt: row.finished_at,
   resultMessageId: row.result_message_id,
 });
+
+/**
+ * The ids of call `id` of run `run` (placeholders of the dialect) and of the calls after it in
+ * its reply, in order: those the same commit proposed (their `proposed_at`, the reply's time) at
+ * its ordinal or after. Read from the ledger's keys and times, not from the reply.
+ */
+export const REST_OF_REPLY_SQL = (run: string, id: string) =>
+  `SELECT c.id FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.proposed_at = x.proposed_at
+     AND c.ordinal >= x.ordinal
+   WHERE x.run_id = ${run} AND x.id = ${id} ORDER BY c.ordinal`;
 
 /** The ledger's statements; its writes run only inside a run's commit (see apply-change). */
 export function toolCallStore(db: Db) {
@@ -80,6 +101,8 @@ export function toolCallStore(db: Db) {
     "UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ? WHERE run_id = ? AND id = ?",
   );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
+  const status = db.prepare(`SELECT ${STATUS_COLUMNS} FROM tool_calls WHERE run_id = ? AND id = ?`);
+  const restOfReply = db.prepare(REST_OF_REPLY_SQL("+@run", "+@id")).pluck();
   const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? ORDER BY ordinal");
   const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state = +? ORDER BY ordinal");
   const open = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state <> 'finished' ORDER BY ordinal");
@@ -107,6 +130,13 @@ export function toolCallStore(db: Db) {
     get(runId: string, id: string): ToolCallRecord | null {
       const row = one.get(runId, id) as ToolCallRow | undefined;
       return row ? toolCallFromRow(row) : null;
+    },
+    status(runId: string, id: string): ToolCallStatus | null {
+      const row = status.get(runId, id) as Omit<ToolCallRow, "input"> | undefined;
+      return row ? toolCallStatusFromRow(row) : null;
+    },
+    restOfReply(runId: string, id: string): string[] {
+      return restOfReply.all({ run: runId, id }) as string[];
     },
     ofRun(runId: string): ToolCallRecord[] {
       return (ofRun.all(runId) as ToolCallRow[]).map(toolCallFromRow);

@@ -160,6 +160,60 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect((await store.toolCalls.open(runId)).map((c) => c.name)).toEqual(["b", "a", "d", "c", "e"]);
   });
 
+  it("a call's status is its ledger row but its input; the rest of its reply is it and its reply's calls after it", async () => {
+    const { sessionId, runId } = await liveRun();
+    const calls = ["e", "c", "a", "d", "b"].map((name) => ({
+      id: fresh(`call_${name}`),
+      name,
+      input: name.repeat(100_000),
+    }));
+    const ids = calls.map((call) => call.id);
+    const reply = (seq: number, toolCalls: typeof calls, createdAt: string) => ({
+      kind: "message" as const,
+      message: message(sessionId, runId, seq, { role: "assistant", content: "", toolCalls, createdAt } as never),
+    });
+    await store.commitRun(
+      runId,
+      [
+        reply(1, calls.slice(0, 3), "2026-01-01T00:00:00.000Z"),
+        { kind: "toolCall.awaitingApproval", toolCallId: ids[1] as string, reason: "c asks", at: at() },
+      ],
+      [],
+    );
+    await store.commitRun(runId, [reply(2, calls.slice(3), "2026-01-01T00:00:01.000Z")], []);
+    const { input, ...status } = (await store.toolCalls.get(runId, ids[1] as string)) ?? { input: "" };
+    expect(input).toBe("c".repeat(100_000));
+    expect(status).toMatchObject({ state: "awaiting_approval", approvalReason: "c asks", name: "c" });
+    expect(await store.toolCalls.status(runId, ids[1] as string)).toEqual(status);
+    expect(await store.toolCalls.status(runId, fresh("call"))).toBeNull();
+    expect(await store.toolCalls.restOfReply(runId, ids[0] as string)).toEqual(ids.slice(0, 3));
+    expect(await store.toolCalls.restOfReply(runId, ids[1] as string)).toEqual(ids.slice(1, 3));
+    expect(await store.toolCalls.restOfReply(runId, ids[2] as string)).toEqual(ids.slice(2, 3));
+    expect(await store.toolCalls.restOfReply(runId, ids[3] as string)).toEqual(ids.slice(3));
+    expect(await store.toolCalls.restOfReply(runId, fresh("call"))).toEqual([]);
+  });
+
+  it("the heads of a run's events of one type are their seqs and first characters, in order", async () => {
+    const { runId } = await liveRun();
+    const asked = (seq: number, toolCallId: string): RunEvent => ({
+      type: "approval.requested",
+      toolCallId,
+      tool: "write_file",
+      input: { content: "x".repeat(200_000) },
+      reason: "asks",
+      runId,
+      seq,
+      at: at(),
+    });
+    await store.commitRun(runId, [], [asked(2, "call_é1"), event(runId, 3), asked(4, 'call_"2"')]);
+    const whole = await store.events.ofType(runId, "approval.requested");
+    expect(whole.map((e) => e.seq)).toEqual([2, 4]);
+    expect(await store.events.headsOfType(runId, "approval.requested", 60)).toEqual(
+      whole.map((e) => ({ seq: e.seq, head: e.data.slice(0, 60) })),
+    );
+    expect(await store.events.headsOfType(runId, "tool.started", 60)).toEqual([]);
+  });
+
   it("events are kept per run in seq order, a seq is stored once, and reads page from any seq", async () => {
     const { runId } = await liveRun();
     for (let seq = 2; seq <= 40; seq += 3) {

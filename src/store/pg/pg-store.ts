@@ -10,7 +10,6 @@ import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } f
 import { StepTraceSchema } from "../steps.js";
 import { StorageHealth } from "../storage-health.js";
 import type { Store, StoredEvent } from "../store.js";
-import { type ToolCallRow, toolCallFromRow } from "../tool-calls.js";
 import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
@@ -24,6 +23,7 @@ import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { eventsWithin, pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
+import { pgToolCalls } from "./pg-tool-calls.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
 
 export interface OpenPgStoreOptions {
@@ -210,27 +210,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
           runId,
           type,
         ]),
+      headsOfType: (runId, type, chars) =>
+        rows<{ seq: number; head: string }>(
+          "SELECT seq, substr(data, 1, $3) AS head FROM run_events WHERE run_id = $1 AND type = $2 ORDER BY seq",
+          [runId, type, chars],
+        ),
     },
-    toolCalls: {
-      get: async (runId, id) => {
-        const row = await first<ToolCallRow>("SELECT * FROM tool_calls WHERE run_id = $1 AND id = $2", [runId, id]);
-        return row ? toolCallFromRow(row) : null;
-      },
-      open: async (runId) =>
-        (
-          await rows<ToolCallRow>(
-            "SELECT * FROM tool_calls WHERE run_id = $1 AND state <> 'finished' ORDER BY ordinal",
-            [runId],
-          )
-        ).map(toolCallFromRow),
-      inState: async (runId, state) =>
-        (
-          await rows<ToolCallRow>("SELECT * FROM tool_calls WHERE run_id = $1 AND state = $2 ORDER BY ordinal", [
-            runId,
-            state,
-          ])
-        ).map(toolCallFromRow),
-    },
+    toolCalls: pgToolCalls(rows, first),
     steps: {
       ofRun: async (runId) =>
         (await rows<{ data: string }>("SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn", [runId])).map((r) =>
