@@ -9,7 +9,7 @@ import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
 import { differingFields } from "./idempotency.js";
 import type { LiveRuns } from "./registry.js";
-import { planOfRun } from "./run-plan.js";
+import type { RunPlans } from "./run-plan.js";
 
 export interface StartRunInput {
   session: SessionRecord;
@@ -39,6 +39,8 @@ export interface AdmissionDeps {
   defaultWebhook?: WebhookTarget | null;
   /** The lease the admitting process takes on the run it inserts. */
   lease: LeaseTerms;
+  /** The plans kept here: a repeated start's answer takes its run's plan from them. */
+  plans: RunPlans;
 }
 
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
@@ -56,6 +58,19 @@ export async function sameRequestRun(store: Store, params: StartRunInput): Promi
   }
   // The same request: its answer is the run, read whole only now.
   return store.runs.get(existing.id);
+}
+
+/**
+ * The answer to a start an earlier request with the same idempotency key made (see
+ * sameRequestRun): its run, with the plan kept in `plans` (not read again from every message of
+ * the run at each repeat); null when there is none.
+ */
+export async function repeatedStart(
+  deps: { store: Store; plans: RunPlans },
+  params: StartRunInput,
+): Promise<{ created: false; run: RunView } | null> {
+  const repeated = await sameRequestRun(deps.store, params);
+  return repeated ? { created: false, run: runView(repeated, await deps.plans.of(deps.store, repeated)) } : null;
 }
 
 export type Admission =
@@ -121,8 +136,8 @@ export async function admitRun(
 ): Promise<Admission> {
   const { store, registry } = deps;
   const { session } = params;
-  const repeated = await sameRequestRun(store, params);
-  if (repeated) return { created: false, run: runView(repeated, await planOfRun(store, repeated)) };
+  const repeated = await repeatedStart(deps, params);
+  if (repeated) return repeated;
   if (!deps.accepting()) throw shuttingDown();
   if (!queued && registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
   const perKey = deps.maxRunsPerKey ?? 0;
@@ -143,8 +158,8 @@ export async function admitRun(
       // The same key, started concurrently: that request's run is this one's answer (the store
       // may report it as the session's active run, which it is, or as the run that fills the
       // key's MAX_RUNS_PER_KEY, before the key).
-      const again = await sameRequestRun(store, params);
-      if (again) return { created: false, run: runView(again, await planOfRun(store, again)) };
+      const again = await repeatedStart(deps, params);
+      if (again) return again;
     }
     if (isConflict(err, "owner_runs")) throw tooManyRuns(perKey, 1, "key");
     if (isConflict(err, "session_gone")) throw notFound("session", session.id);

@@ -51,7 +51,9 @@ export async function interruptActive(deps: ControlDeps, sessionId: string, idem
 const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
 
 /**
- * `ifBusy: "interrupt"`: the session's queue is held (see Store.runs.holdQueue) from before the
+ * `ifBusy: "interrupt"`: a retry (the same idempotency key) gets the run its first request
+ * started (`repeated`), and interrupts nothing: that run is most likely the session's active
+ * one. Else the session's queue is held (see Store.runs.holdQueue) from before the
  * active run is cancelled until `start` has inserted the new run, so the run that ends does not
  * start a queued run in its place, whichever instance executes it; then the queue is released
  * and moved on (it starts nothing while the new run is active, and goes on if it did not start).
@@ -61,10 +63,19 @@ export async function interruptAndStart<T>(
   {
     sessionId,
     idempotencyKey,
+    repeated,
     start,
     startQueue,
-  }: { sessionId: string; idempotencyKey?: string; start: () => Promise<T>; startQueue: () => void },
+  }: {
+    sessionId: string;
+    idempotencyKey?: string;
+    repeated: () => Promise<T | null>;
+    start: () => Promise<T>;
+    startQueue: () => void;
+  },
 ): Promise<T> {
+  const retried = await repeated();
+  if (retried) return retried;
   await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
   try {
     await interruptActive(deps, sessionId, idempotencyKey);

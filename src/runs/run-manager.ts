@@ -4,7 +4,7 @@ import { AppError } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallStatus } from "../store/store.js";
-import { admitRun, type StartRunInput, sameRequestRun } from "./admission.js";
+import { admitRun, repeatedStart, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { HistoryTail } from "./history-tail.js";
@@ -16,7 +16,7 @@ import { RunRecorder } from "./recorder.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
-import { planOfRun, RunPlans, storedRunView } from "./run-plan.js";
+import { RunPlans, storedRunView } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
 import { steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
@@ -106,18 +106,14 @@ export class RunManager {
         return this.#startNow(params);
       case "enqueue":
         return this.#enqueue(params);
-      case "interrupt": {
-        // A retry (the same idempotency key) gets the run its first request started, and
-        // interrupts nothing: that run is most likely the session's active one.
-        const repeated = await sameRequestRun(this.deps.store, params);
-        if (repeated) return { run: runView(repeated, await planOfRun(this.deps.store, repeated)), created: false };
-        return interruptAndStart(this.#controlDeps(), {
+      case "interrupt":
+        return interruptAndStart<StartedRun>(this.#controlDeps(), {
           sessionId: params.session.id,
           idempotencyKey: params.idempotencyKey,
+          repeated: () => repeatedStart({ store: this.deps.store, plans: this.plans }, params),
           start: () => this.#startNow(params),
           startQueue: () => this.#startNext(params.session.id),
         });
-      }
       case "steer":
         return steerOrStart(this.#controlDeps(), params, (t) => this.#enqueue({ ...params, takesInput: t }));
     }
@@ -262,6 +258,7 @@ export class RunManager {
       registry: this.#registry,
       accepting: () => this.accepting,
       lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
+      plans: this.plans,
     };
   }
 
@@ -272,6 +269,7 @@ export class RunManager {
       registry: this.#registry,
       accepting: () => this.accepting,
       get: (runId: string) => this.get(runId, { decided: true }),
+      plans: this.plans,
     };
   }
 

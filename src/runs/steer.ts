@@ -4,11 +4,11 @@ import { idFor, newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
-import { type StartRunInput, sameRequestRun } from "./admission.js";
+import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { runOfInput, startOfInput } from "./queue.js";
 import type { StartedRun } from "./run-manager-deps.js";
-import { planOfRun } from "./run-plan.js";
+import type { RunPlans } from "./run-plan.js";
 
 /** How often a steer looks at the store between the run's events (a run executed elsewhere sends none here). */
 const POLL_MS = 250;
@@ -25,6 +25,8 @@ export interface SteerDeps {
   accepting: () => boolean;
   /** The run as clients see it now. */
   get: (runId: string) => Promise<RunView | null>;
+  /** The plans kept here: a repeated steer's answer takes its run's plan from them. */
+  plans: RunPlans;
 }
 
 /**
@@ -155,7 +157,7 @@ export async function steerOrStart(
   start: (takesInput: string | undefined) => Promise<StartedRun>,
 ): Promise<StartedRun> {
   const inputId = steerInputId(params);
-  const repeatedRun = inputId === undefined ? undefined : () => runOfRepeatedSteer(deps.store, params, inputId);
+  const repeatedRun = inputId === undefined ? undefined : () => runOfRepeatedSteer(deps, params, inputId);
   const repeated = await repeatedRun?.();
   if (repeated) return repeated;
   const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
@@ -175,9 +177,14 @@ function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">)
  * started by the request (it holds the key) or queued from the input left by a process that
  * stopped waiting for it (its id is the input's). Null when there is none.
  */
-async function runOfRepeatedSteer(store: Store, params: StartRunInput, inputId: string): Promise<StartedRun | null> {
-  const keyed = await sameRequestRun(store, params);
-  const made = keyed ?? (await store.runs.get(runOfInput(inputId)));
+async function runOfRepeatedSteer(
+  deps: Pick<SteerDeps, "store" | "plans">,
+  params: StartRunInput,
+  inputId: string,
+): Promise<StartedRun | null> {
+  const keyed = await repeatedStart(deps, params);
+  if (keyed) return keyed;
+  const made = await deps.store.runs.get(runOfInput(inputId));
   if (!made || made.sessionId !== params.session.id) return null;
-  return { run: runView(made, await planOfRun(store, made)), created: false };
+  return { run: runView(made, await deps.plans.of(deps.store, made)), created: false };
 }
