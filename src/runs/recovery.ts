@@ -83,7 +83,8 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
     outcomeFor,
     only: (call) => call.state === "started",
   });
-  const restartInput = (await store.messages.ofRun(run.sessionId, run.id)).length === 0;
+  // Its input is its first message: a run without one starts over with it.
+  const restartInput = !(await store.messages.anyOfRun(run.sessionId, run.id));
   await manager.resume({ record: run, session, recorder, restartInput });
   report.resumed.push(run.id);
 }

@@ -79,6 +79,7 @@ export function messageStore(db: Db) {
     )
     .pluck();
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? AND seq > +? ORDER BY seq");
+  const anyOfRun = db.prepare("SELECT 1 FROM messages WHERE session_id = +? AND run_id = +? LIMIT 1").pluck();
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
   const lastSeq = db.prepare("SELECT seq FROM messages WHERE session_id = +? ORDER BY seq DESC LIMIT 1");
   const userMessage = db.prepare(
@@ -124,6 +125,9 @@ export function messageStore(db: Db) {
     },
     ofRun(sessionId: string, runId: string, afterSeq = 0): StoredMessage[] {
       return (ofRun.all(sessionId, runId, afterSeq) as MessageRow[]).map(messageFromRow);
+    },
+    anyOfRun(sessionId: string, runId: string): boolean {
+      return anyOfRun.get(sessionId, runId) !== undefined;
     },
     /**
      * The run's answer: the text of its last assistant message when that message is final (it

@@ -155,6 +155,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       history: (sessionId, afterSeq) => read(() => tables.messages.history(sessionId, afterSeq)),
       page: (query) => read(() => tables.messages.page(query)),
       ofRun: (sessionId, runId, afterSeq) => read(() => tables.messages.ofRun(sessionId, runId, afterSeq)),
+      anyOfRun: (sessionId, runId) => read(() => tables.messages.anyOfRun(sessionId, runId)),
       finalAnswer: (sessionId, runId) => read(() => tables.messages.finalAnswer(sessionId, runId)),
       lastSeq: (sessionId) => read(() => tables.messages.lastSeq(sessionId)),
       userMessageHolds: (sessionId, id, content) =>

@@ -188,6 +188,8 @@ export interface Store {
     }): Promise<ListPage<StoredMessage>>;
     /** The run's messages after `afterSeq` (default 0: all), in order. */
     ofRun(sessionId: string, runId: string, afterSeq?: number): Promise<StoredMessage[]>;
+    /** Whether the run has committed a message; none is read. */
+    anyOfRun(sessionId: string, runId: string): Promise<boolean>;
     /**
      * The run's answer: the text of its last assistant message when that message is final (it
      * calls no tool); null when the run's last reply called tools, was empty, or there was none.

@@ -434,6 +434,17 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.sessions.delete(sessionId)).toBe(false);
   });
 
+  it("whether a run has committed a message is known without reading one", async () => {
+    const { sessionId, runId } = await liveRun();
+    const other = fresh("run");
+    await store.runs.create(runRecord({ id: other, sessionId, status: "queued" }), []);
+    expect(await store.messages.anyOfRun(sessionId, runId)).toBe(false);
+    await store.commitRun(runId, [{ kind: "message", message: message(sessionId, runId, 1) }], []);
+    expect(await store.messages.anyOfRun(sessionId, runId)).toBe(true);
+    expect(await store.messages.anyOfRun(sessionId, other)).toBe(false);
+    expect(await store.messages.anyOfRun(fresh("ses"), runId)).toBe(false);
+  });
+
   it("a session's access is its owner, whatever its system prompt; none for a session that is not", async () => {
     const owned = fresh("ses");
     await seedSession(store, { id: owned, owner: "owner_a", system: "s".repeat(100_000) });

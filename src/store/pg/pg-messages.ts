@@ -24,6 +24,11 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
           [sessionId, runId, afterSeq],
         )
       ).map(messageFromRow),
+    anyOfRun: async (sessionId, runId) =>
+      (await first("SELECT 1 AS one FROM messages WHERE session_id = $1 AND run_id = $2 LIMIT 1", [
+        sessionId,
+        runId,
+      ])) !== null,
     finalAnswer: async (sessionId, runId) =>
       finalAnswerOf(
         (await first<{ content: string; tool_calls: string | null }>(
