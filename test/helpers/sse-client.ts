@@ -47,6 +47,8 @@ export function openSse(
       const events: SseEvent[] = [];
       const comments: string[] = [];
       const waiters: { predicate: (e: SseEvent) => boolean; resolve: (e: SseEvent) => void }[] = [];
+      /** What came since the last whole frame, in pieces; `buffer` is its last piece (or all of it, once joined). */
+      let pending: string[] = [];
       let buffer = "";
       let raw = "";
       const dispatch = (block: string) => {
@@ -85,13 +87,24 @@ export function openSse(
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
         raw += chunk;
-        buffer += chunk;
+        // A frame ends at a blank line, looked for only in what just came (and the character
+        // before it): a frame of megabytes arriving in many chunks is joined once, not searched
+        // again whole at each chunk.
+        if (`${buffer.at(-1) ?? ""}${chunk}`.indexOf("\n\n") < 0) {
+          pending.push(chunk);
+          buffer = chunk;
+          return;
+        }
+        pending.push(chunk);
+        buffer = pending.join("");
+        pending = [];
         let at = buffer.indexOf("\n\n");
         while (at >= 0) {
           dispatch(buffer.slice(0, at));
           buffer = buffer.slice(at + 2);
           at = buffer.indexOf("\n\n");
         }
+        if (buffer !== "") pending.push(buffer);
       });
       const ended = new Promise<SseEvent[]>((done) => {
         res.on("end", () => done(events));
