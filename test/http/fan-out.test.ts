@@ -113,6 +113,6 @@ it("a watcher that stops reading stalls no one, and the server holds bounded byt
   const ids = [...stalledBody.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
   expect(ids).toEqual(ids.map((_, i) => i + 1));
   expect(stalledBody).toMatch(/event: run\.finished\n/);
-  // 16 MB through the store and four watchers: ~14 s alone on a loaded 2-core machine, and once
-  // past 20 s under the whole suite's load.
+  // 16 MB through the store and four watchers: ~2.5 s alone, several times that under the whole
+  // suite's load on 2 cores.
 }, 60_000);
