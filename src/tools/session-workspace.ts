@@ -70,8 +70,9 @@ export async function createSessionWorkspace({
   if (shared === undefined) {
     // A new directory made by a non-recursive mkdir directly in the root's real path is
     // inside the root by construction (mkdir does not follow a link in its last step). The
-    // mkdir is synchronous, as the tools' metadata calls are (see open-dir.ts): on a local
-    // disk it takes ~20 us of the event loop, where the thread pool's round trip costs ~70 us.
+    // mkdir is synchronous, as the tools' metadata calls are (see open-dir.ts): the kernel's
+    // work is the same either way (20-125 us on a local disk), and the thread pool's round
+    // trip would add ~70 us of CPU.
     const makeDir = async (): Promise<{ realRoot: string; created: boolean }> => {
       const realRoot = await rootRealPath(rootAbs);
       try {
