@@ -184,7 +184,11 @@ async function runOfRepeatedSteer(
 ): Promise<StartedRun | null> {
   const keyed = await repeatedStart(deps, params);
   if (keyed) return keyed;
-  const made = await deps.store.runs.get(runOfInput(inputId));
-  if (!made || made.sessionId !== params.session.id) return null;
-  return { run: runView(made, await deps.plans.of(deps.store, made)), created: false };
+  // Its input is the earlier request's: compared in the database, and the run read only for the same request.
+  const id = runOfInput(inputId);
+  const held = await deps.store.runs.inputHolds(id, params.input);
+  if (!held || held.sessionId !== params.session.id) return null;
+  if (!held.same) throw keyReused(inputId);
+  const made = await deps.store.runs.get(id);
+  return made ? { run: runView(made, await deps.plans.of(deps.store, made)), created: false } : null;
 }

@@ -1,4 +1,5 @@
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
+import type { Db } from "./database.js";
 import { parseOptionalJsonColumn } from "./json.js";
 import type { RunLimits, RunRecord } from "./runs.js";
 
@@ -48,5 +49,36 @@ export function keyedRunFromRow(row: KeyedRunRow): KeyedRun {
     maxToolCalls: row.max_tool_calls,
     loopRepeatLimit: row.loop_repeat_limit,
     planning: row.planning === 1,
+  };
+}
+
+/** Whose a run is and whether its input is the one a request carries, compared in the database (see `runs.inputHolds`). */
+export interface RunInputHold {
+  sessionId: string;
+  same: boolean;
+}
+
+/** The statement comparing run `params.id`'s input with `params.input` (placeholders of the dialect). */
+export function runInputSql(params: { id: string; input: string }): string {
+  return `SELECT session_id, input = ${params.input} AS same_input FROM runs WHERE id = ${params.id}`;
+}
+
+export function runInputHoldFromRow(row: { session_id: string; same_input: number | boolean }): RunInputHold {
+  return { sessionId: row.session_id, same: row.same_input === 1 || row.same_input === true };
+}
+
+/** SQLite: a run looked up to be compared with a repeated request, its input compared in the database, never read. */
+export function keyedRunStore(db: Db) {
+  const byKey = db.prepare(keyedRunSql({ session: "@session", key: "@key", input: "@input" }));
+  const inputOf = db.prepare(runInputSql({ id: "@id", input: "@input" }));
+  return {
+    keyed(sessionId: string, key: string, input: string): KeyedRun | null {
+      const row = byKey.get({ session: sessionId, key, input }) as KeyedRunRow | undefined;
+      return row ? keyedRunFromRow(row) : null;
+    },
+    inputHolds(id: string, input: string): RunInputHold | null {
+      const row = inputOf.get({ id, input }) as { session_id: string; same_input: number } | undefined;
+      return row ? runInputHoldFromRow(row) : null;
+    },
   };
 }

@@ -10,7 +10,6 @@ import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook
 import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
-import { type KeyedRun, type KeyedRunRow, keyedRunFromRow, keyedRunSql } from "./keyed-run.js";
 import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
@@ -153,7 +152,6 @@ export function runStore(db: Db) {
   const accessOf = db.prepare(
     "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = +?",
   );
-  const byKey = db.prepare(keyedRunSql({ session: "@session", key: "@key", input: "@input" }));
   const active = db.prepare(
     `SELECT ${ACTIVE_COLUMNS} FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1`,
   );
@@ -214,10 +212,6 @@ export function runStore(db: Db) {
     access(id: string): RunAccess | null {
       const row = accessOf.get(id) as { session_id: string; status: RunStatus; owner: string | null } | undefined;
       return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
-    },
-    keyed(sessionId: string, key: string, input: string): KeyedRun | null {
-      const row = byKey.get({ session: sessionId, key, input }) as KeyedRunRow | undefined;
-      return row ? keyedRunFromRow(row) : null;
     },
     /** The session's active run (unfinished, not queued), if any. */
     active(sessionId: string): ActiveRun | null {

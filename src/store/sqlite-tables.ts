@@ -1,5 +1,6 @@
 import type { Db } from "./database.js";
 import { eventStore } from "./events.js";
+import { keyedRunStore } from "./keyed-run.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
 import { queueStore } from "./queue.js";
@@ -14,6 +15,7 @@ export function sqliteTables(db: Db) {
   return {
     sessions: sessionStore(db),
     runs: runStore(db),
+    runInputs: keyedRunStore(db),
     messages: messageStore(db),
     events: eventStore(db),
     toolCalls: toolCallStore(db),

@@ -4,7 +4,7 @@ import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
 import type { OwnerLimit } from "./errors.js";
 import type { StoredEvent } from "./events.js";
-import type { KeyedRun } from "./keyed-run.js";
+import type { KeyedRun, RunInputHold } from "./keyed-run.js";
 import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage } from "./page.js";
@@ -98,6 +98,8 @@ export interface Store {
     access(id: string): Promise<RunAccess | null>;
     /** The session's run started with idempotency key `key`, compared with `input` in the database (see KeyedRun). */
     keyed(sessionId: string, key: string, input: string): Promise<KeyedRun | null>;
+    /** Run `id`'s session, and whether its input is `input`, compared in the database (the input is not read); null when none. */
+    inputHolds(id: string, input: string): Promise<RunInputHold | null>;
     /** The session's active run (unfinished, not queued), if any (at most one: see `create`). */
     active(sessionId: string): Promise<ActiveRun | null>;
     /** Every active run (unfinished, not queued), oldest first. */

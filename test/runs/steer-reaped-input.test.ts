@@ -9,7 +9,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-it("steer when the run ends first and a reaper pass queues the left input before the steer starts it: 201 with that run", async () => {
+/**
+ * A steer (with `headers`) sent while a run streams its last reply; the run ends without taking
+ * the input, and a reaper pass (of any instance) queues that input as a run of its own between
+ * the run's end and the steer's start of it. Resolves with the steer's answer.
+ */
+async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}) {
   let manager: RunManager | undefined;
   let reapFirst = true;
   server = await startTestServer({
@@ -19,7 +24,6 @@ it("steer when the run ends first and a reaper pass queues the left input before
       runs: {
         ...store.runs,
         create: async (run, events, options) => {
-          // A reaper pass (of any instance) comes between the run's end and this start.
           if (options?.takesInput !== undefined && reapFirst && manager) {
             reapFirst = false;
             expect((await manager.ownership.reap()).requeuedInputs).toBe(1);
@@ -43,9 +47,9 @@ it("steer when the run ends first and a reaper pass queues the left input before
     (n) => n === 1,
     "the model request",
   );
-  const steered = current.request("POST", `/sessions/${session.id}/runs`, {
-    body: { input: "one more thing", ifBusy: "steer" },
-  });
+  const steer = (input: string) =>
+    current.request("POST", `/sessions/${session.id}/runs`, { body: { input, ifBusy: "steer" }, headers });
+  const steered = steer("one more thing");
   await until(
     () => current.ctx.store.inputs.pending(run.id),
     (p) => p.length === 1,
@@ -54,10 +58,31 @@ it("steer when the run ends first and a reaper pass queues the left input before
   release();
   const res = await steered;
   expect(reapFirst).toBe(false);
+  const inputs = async () =>
+    (await current.request("GET", `/sessions/${session.id}/runs`)).body.items.map((r: { input: string }) => r.input);
+  return { current, res, steer, inputs };
+}
+
+it("steer when the run ends first and a reaper pass queues the left input before the steer starts it: 201 with that run", async () => {
+  const { current, res, inputs } = await steerWhoseInputIsReapedFirst();
   expect(res.status).toBe(201);
   expect(res.body.input).toBe("one more thing");
   expect((await finishedRun(current, res.body.id)).stopReason).toBe("complete");
   // One run was made of the input.
-  const runs = (await current.request("GET", `/sessions/${session.id}/runs`)).body.items;
-  expect(runs.map((r: { input: string }) => r.input).sort()).toEqual(["one more thing", "start"]);
+  expect((await inputs()).sort()).toEqual(["one more thing", "start"]);
+});
+
+it("a keyed steer whose left input a reaper pass queued as a run: its repeat is that run, and the key with other input is refused (409)", async () => {
+  const { current, res, steer, inputs } = await steerWhoseInputIsReapedFirst({ "idempotency-key": "steer-left" });
+  expect(res.status).toBe(201);
+  const made = res.body.id as string;
+  expect(res.body.input).toBe("one more thing");
+
+  const other = await steer("something else entirely");
+  expect(other.status).toBe(409);
+  expect(other.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
+  const again = await steer("one more thing");
+  expect(again.body.id).toBe(made);
+  expect((await finishedRun(current, made)).stopReason).toBe("complete");
+  expect((await inputs()).sort()).toEqual(["one more thing", "start"]);
 });

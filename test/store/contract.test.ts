@@ -112,6 +112,10 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.runs.keyed(sessionId, "key-1", `${input}j`)).toMatchObject({ id: first, sameInput: false });
     expect(await store.runs.keyed(sessionId, "key-1", "")).toMatchObject({ id: first, sameInput: false });
     expect(await store.runs.keyed(sessionId, "key-2", input)).toBeNull();
+    // Compared by the run's id too (a run made of a steer's left input holds no key), its input not read.
+    expect(await store.runs.inputHolds(first, input)).toEqual({ sessionId, same: true });
+    expect(await store.runs.inputHolds(first, `${input}j`)).toEqual({ sessionId, same: false });
+    expect(await store.runs.inputHolds(fresh("run"), input)).toBeNull();
     // Another session may use the same key.
     const other = fresh("ses");
     await seedSession(store, { id: other });

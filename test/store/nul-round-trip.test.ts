@@ -60,6 +60,8 @@ describe.each(STORE_BACKENDS)("text with U+0000 through the store on $name", (ba
     expect(await store.runs.keyed(sessionId, `key ${NUL}`, EDGES)).toMatchObject({ id: run.id, sameInput: true });
     expect(await store.runs.keyed(sessionId, `key ${NUL}`, `${EDGES} `)).toMatchObject({ sameInput: false });
     expect(await store.runs.keyed(sessionId, "key a", EDGES)).toBeNull();
+    expect(await store.runs.inputHolds(run.id, EDGES)).toEqual({ sessionId, same: true });
+    expect(await store.runs.inputHolds(run.id, `${EDGES} `)).toEqual({ sessionId, same: false });
     expect((await store.runs.list({ sessionId, limit: 10, cursor: null })).items).toEqual([run]);
   });
 

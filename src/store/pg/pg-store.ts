@@ -4,7 +4,7 @@ import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { parseJsonColumn } from "../json.js";
-import { type KeyedRunRow, keyedRunFromRow, keyedRunSql } from "../keyed-run.js";
+import { type KeyedRunRow, keyedRunFromRow, keyedRunSql, runInputHoldFromRow, runInputSql } from "../keyed-run.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StepTraceSchema } from "../steps.js";
@@ -149,6 +149,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
           input,
         ]);
         return row ? keyedRunFromRow(row) : null;
+      },
+      inputHolds: async (id, input) => {
+        const row = await first<{ session_id: string; same_input: boolean }>(runInputSql({ id: "$1", input: "$2" }), [
+          id,
+          input,
+        ]);
+        return row ? runInputHoldFromRow(row) : null;
       },
       active: async (sessionId) => {
         const row = await first<{ id: string; idempotency_key: string | null }>(
