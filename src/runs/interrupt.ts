@@ -39,9 +39,10 @@ export async function interruptActive(deps: ControlDeps, sessionId: string, idem
     if (!ended) live.handedOver = false;
     return;
   }
-  // Executed elsewhere (or left for a restart): its end comes from there.
+  // Executed elsewhere (or left for a restart): its end comes from there. Its status alone is
+  // read at each look (not its input, up to 1 MB, 20 times a second).
   while (Date.now() < deadline) {
-    const run = await deps.store.runs.get(active.id);
+    const run = await deps.store.runs.access(active.id);
     if (!run || run.status === "finished") return;
     await sleep(POLL_MS);
   }
