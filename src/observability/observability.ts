@@ -42,7 +42,8 @@ export function observeRuns({
         serviceName: config.OTEL_SERVICE_NAME,
         modelBaseURL: config.model.baseURL ?? DEFAULT_BASE_URL,
         describe: async (runId) => {
-          const run = await store.runs.get(runId);
+          // Whose the run is, not its input (up to 1 MB).
+          const run = await store.runs.access(runId);
           const session = run ? await store.sessions.get(run.sessionId) : null;
           return { sessionId: run?.sessionId ?? null, model: session?.model ?? config.model.model ?? null };
         },
