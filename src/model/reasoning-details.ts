@@ -25,6 +25,29 @@ export class ReasoningDetailsFold {
     return this.#blocks;
   }
 
+  /**
+   * What folding `fragment` in adds to the blocks, in characters: a new block's JSON; else the
+   * text it joins, and the JSON of each other field it changes (its `type` and `index` only
+   * name the block). `text`: its `text` and `summary`, which the delta's `reasoning` may repeat.
+   */
+  measure(fragment: ReasoningDetail): { chars: number; text: number } {
+    let text = 0;
+    for (const field of ["text", "summary"]) {
+      const value = fragment[field];
+      if (typeof value === "string") text += value.length;
+    }
+    const key = keyOf(fragment);
+    const block = key === null ? undefined : this.#byKey.get(key);
+    if (!block) return { chars: JSON.stringify(fragment).length, text };
+    let chars = 0;
+    for (const [field, value] of Object.entries(fragment)) {
+      if (value === null || value === undefined || field === "type" || field === "index") continue;
+      if (CONCATENATED.has(field) && typeof value === "string") chars += value.length;
+      else if (block[field] !== value) chars += JSON.stringify(value).length;
+    }
+    return { chars, text };
+  }
+
   /** Folds one fragment in; false when it would begin a block past MAX_REASONING_DETAILS. */
   add(fragment: ReasoningDetail): boolean {
     const key = keyOf(fragment);

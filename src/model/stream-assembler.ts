@@ -112,7 +112,7 @@ export class StreamAssembler {
     if (!isRecord(delta)) return bad("the model upstream sent a stream chunk whose `delta` is not an object");
     const reasoning = reasoningOf(delta);
     if (reasoning !== "" && !this.add("reasoning", reasoning)) return this.tooLarge();
-    const details = this.acceptReasoningDetails(delta.reasoning_details);
+    const details = this.acceptReasoningDetails(delta.reasoning_details, reasoning !== "");
     if (!details.ok) return details;
     const pieces = contentPieces(delta.content);
     if (pieces === null) return bad("the model upstream sent a `content` that is neither text nor an array of parts");
@@ -134,11 +134,12 @@ export class StreamAssembler {
   }
 
   /**
-   * Folds a delta's `reasoning_details` fragments in. Their text repeats the delta's
-   * `reasoning` (OpenRouter sends both), so only the blocks are kept, counted whole against
-   * the output cap.
+   * Folds a delta's `reasoning_details` fragments in, each counted against the output cap by
+   * what it adds to the blocks (see ReasoningDetailsFold.measure): its text not again when the
+   * delta's `reasoning` carried it (OpenRouter sends both), so a reasoning streamed a few
+   * characters a chunk costs the cap what its text does.
    */
-  private acceptReasoningDetails(fragments: unknown): AcceptResult {
+  private acceptReasoningDetails(fragments: unknown, textCounted: boolean): AcceptResult {
     if (fragments === undefined || fragments === null) return { ok: true };
     if (!Array.isArray(fragments)) return bad("the model upstream sent `reasoning_details` that is not an array");
     for (const fragment of fragments) {
@@ -148,7 +149,8 @@ export class StreamAssembler {
           `the model upstream sent a \`reasoning_details\` entry nested more than ${MAX_FIELD_DEPTH} levels deep`,
         );
       }
-      if (!this.take(JSON.stringify(fragment).length)) return this.tooLarge();
+      const { chars, text } = this.details.measure(fragment);
+      if (!this.take(textCounted ? chars - text : chars)) return this.tooLarge();
       this.markToken();
       if (!this.details.add(fragment)) {
         return {

@@ -58,14 +58,45 @@ describe("reasoning_details in a stream", () => {
   const assembler = (maxOutputChars?: number) => new StreamAssembler({ startedAt: 0, now: () => 1, maxOutputChars });
   const chunk = (reasoning_details: unknown) => ({ choices: [{ index: 0, delta: { reasoning_details } }] });
 
-  it("counts each fragment whole against the output cap", () => {
-    const fragment = { type: "reasoning.encrypted", data: "x".repeat(100), index: 0 };
-    const size = JSON.stringify(fragment).length;
-    const capped = assembler(size * 2);
+  it("counts a new block whole, and then only what each fragment adds to it, against the output cap", () => {
+    const first = { type: "reasoning.encrypted", data: "x".repeat(100), format: "f", index: 0 };
+    const more = { type: "reasoning.encrypted", data: "y".repeat(100), format: "f", index: 0 };
+    const size = JSON.stringify(first).length;
+    const capped = assembler(size + 200);
+    expect(capped.accept(chunk([first]))).toEqual({ ok: true });
+    expect(capped.producedChars()).toBe(size);
+    // Its data joins the block; its type, index and unchanged format add nothing.
+    expect(capped.accept(chunk([more]))).toEqual({ ok: true });
+    expect(capped.producedChars()).toBe(size + 100);
+    expect(capped.accept(chunk([{ ...more, signature: "s".repeat(98) }]))).toMatchObject({ ok: false, tooLarge: true });
+  });
+
+  it("a reasoning streamed a few characters a chunk, as OpenRouter sends it (`reasoning` and its block), counts its text once", () => {
+    const piece = "think it ";
+    const capped = assembler(100_000);
+    const chunks = 10_000;
+    for (let i = 0; i < chunks; i++) {
+      const delta = {
+        reasoning: piece,
+        reasoning_details: [{ type: "reasoning.text", text: piece, format: "anthropic-claude-v1", index: 0 }],
+      };
+      expect(capped.accept({ choices: [{ index: 0, delta }] }), `chunk ${i}`).toEqual({ ok: true });
+    }
+    // The text once (90,000 characters), and the block's fields once.
+    expect(capped.producedChars()).toBeLessThan(chunks * piece.length + 100);
+    const done = capped.finish();
+    expect(done.ok && done.value.reasoning.length).toBe(chunks * piece.length);
+    expect(done.ok && done.value.reasoningDetails).toEqual([
+      { type: "reasoning.text", text: piece.repeat(chunks), format: "anthropic-claude-v1", index: 0 },
+    ]);
+  });
+
+  it("a block's text without a `reasoning` beside it is counted", () => {
+    const capped = assembler(1_000);
+    const fragment = { type: "reasoning.text", text: "t".repeat(400), index: 0 };
     expect(capped.accept(chunk([fragment]))).toEqual({ ok: true });
     expect(capped.accept(chunk([fragment]))).toEqual({ ok: true });
     expect(capped.accept(chunk([fragment]))).toMatchObject({ ok: false, tooLarge: true });
-    expect(capped.producedChars()).toBe(size * 2);
   });
 
   it("a malformed reasoning_details is a bad response, never a throw", () => {
