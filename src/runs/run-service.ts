@@ -2,7 +2,7 @@ import { wellFormed } from "../agent/messages.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { IfBusy, RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { invalidCursor, notFound, sessionBusy } from "../errors.js";
+import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { withinBytes } from "../store/page.js";
@@ -89,13 +89,6 @@ export class RunService {
   ) {}
 
   async start(request: StartRunRequest): Promise<StartedRun> {
-    // An unkeyed start that would be refused as busy learns so from the session's owner and
-    // active run alone, not its whole row (a system prompt of up to 200 KB). When the session
-    // looks idle here, the run's insert stays the judge.
-    if ((request.ifBusy ?? "reject") === "reject" && request.idempotencyKey === undefined) {
-      const active = await this.deps.sessions.activeRunId(request.sessionId, request.owner);
-      if (active) throw sessionBusy(request.sessionId, active);
-    }
     const session = await this.deps.sessions.record(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
