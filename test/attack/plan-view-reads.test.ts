@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { postOnOwnConnection } from "../helpers/own-connection-post.js";
+import { ReadBytes } from "../helpers/read-bytes.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -25,7 +26,8 @@ afterEach(async () => {
 
 describe("a key viewing its own planning run of 32 MB of messages, over and over", () => {
   it("reads the run's messages once, not at every view", async () => {
-    const s = await startTestServer({ env: { AGENT_API_KEYS: A } });
+    const reads = new ReadBytes();
+    const s = await startTestServer({ env: { AGENT_API_KEYS: A }, wrapStore: reads.wrap });
     server = s;
     s.upstream.enqueue(
       { toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"a.txt","content":"hi"}' }] },
@@ -61,15 +63,21 @@ describe("a key viewing its own planning run of 32 MB of messages, over and over
     expect(messages.reduce((sum, m) => sum + m.content.length, 0)).toBeGreaterThan(32_000_000);
 
     // 30 views of the run, as a dashboard polling it would make.
+    reads.counting = true;
     const cpu0 = process.cpuUsage();
     for (let i = 0; i < 30; i++) {
       const view = await s.request("GET", `/runs/${run.id}`, { headers: auth });
       expect(view.body).toMatchObject({ status: "finished", plan: null });
     }
     const cpu = process.cpuUsage(cpu0);
-    // This process is the server and its client.
+    reads.counting = false;
+    // This process is the server and its client: its CPU is logged (4.1 s before, ~40 ms after,
+    // more under a loaded suite); what the store hands back is the measure.
     const cpuMs = (cpu.user + cpu.system) / 1000;
-    console.log(`30 views of a planning run of 32 MB: ${Math.round(cpuMs)} ms of CPU`);
-    expect(cpuMs).toBeLessThan(300);
+    console.log(
+      `30 views of a planning run of 32 MB: ${Math.round(cpuMs)} ms of CPU, ${Math.round(reads.bytes / 1000)} KB read`,
+    );
+    // The run's row each time (a few KB), not its 32 MB of messages.
+    expect(reads.bytes).toBeLessThan(30 * 10_000);
   }, 60_000);
 });
