@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { runAwaitingApproval, withKey } from "../helpers/awaiting-approval.js";
+import { ReadBytes } from "../helpers/read-bytes.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 const A = "key-attacker-0123456789abcdef";
@@ -19,13 +20,15 @@ afterEach(async () => {
 
 describe("a key asking about its own run of a 1 MB input in a session of a 200 KB system prompt", () => {
   it("reads neither to learn whose the run is", async () => {
-    const s = await startTestServer({ env: { AGENT_API_KEYS: A } });
+    const reads = new ReadBytes();
+    const s = await startTestServer({ wrapStore: reads.wrap, env: { AGENT_API_KEYS: A } });
     server = s;
     const { runId } = await runAwaitingApproval(withKey(s, A), {
       session: { system: "s".padEnd(200_000, "s") },
       input: "w".padEnd(1_000_000, "x"),
     });
     const run = { id: runId };
+    reads.counting = true;
     const cpu0 = process.cpuUsage();
     for (let i = 0; i < 50; i++) {
       expect((await s.request("GET", `/runs/${run.id}/approvals`, { headers: auth })).status).toBe(200);
@@ -33,10 +36,13 @@ describe("a key asking about its own run of a 1 MB input in a session of a 200 K
       expect((await s.request("POST", `/runs/${run.id}/stream-token`, { headers: auth })).status).toBe(200);
     }
     const cpu = process.cpuUsage(cpu0);
+    reads.counting = false;
+    console.log(`${Math.round(reads.bytes / 1000)} KB read from the store`);
     // This process is the server and its client.
     const cpuMs = (cpu.user + cpu.system) / 1000;
     console.log(`150 requests about a run of 1.2 MB: ${Math.round(cpuMs)} ms of CPU`);
-    expect(cpuMs).toBeLessThan(700);
+    // Whose the run is, not its 1 MB input nor the 200 KB system prompt (180 MB read before).
+    expect(reads.bytes).toBeLessThan(150 * 5_000);
     await s.request("DELETE", `/runs/${run.id}`, { headers: auth });
   }, 30_000);
 });
