@@ -138,9 +138,11 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     expect(results).toHaveLength(1);
     expect(results[0]?.metadata?.errorCode).toBe("INTERRUPTED");
     expect(countLines(run.sessionId)).toBe(1);
-    // One takeover: one of the peers logged it, the other did not.
-    const tookOver = [b, c].filter((peer) => peer.output().includes("took over runs whose lease had expired"));
-    expect(tookOver).toHaveLength(1);
+    // One takeover: one of the peers logged it, the other did not. A reaper pass logs once it is
+    // done, which may be after the run it resumed has ended.
+    const logged = (peer: typeof b) => peer.output().includes("took over runs whose lease had expired");
+    await waitFor("the takeover's log line", async () => ([b, c].some(logged) ? true : null), 10_000);
+    expect([b, c].filter(logged)).toHaveLength(1);
     for (const pid of hostPids(/^sleep 30\.611$/)) process.kill(pid, "SIGKILL");
   });
 
