@@ -119,25 +119,42 @@ export async function streamRunEvents(
  * the response is corked at the first frame and uncorked once this turn of the event
  * loop is done, or once the frames end, before the response is ended: Node 22's `end()`
  * writes a chunked body's last chunk before the chunks still corked in the response, which
- * the client then never reads (Node 24 writes them first).
+ * the client then never reads (Node 24 writes them first). A batch stays within the
+ * response's high-water mark, and a frame larger than it is written uncorked: a write that
+ * passes the mark while corked returns false, and Node 22 then never emits the 'drain' its
+ * writer waits for (the stream stalled after a tool call's input of 100 KB).
  */
-export async function* corkedBatches<T>(frames: AsyncIterable<T>, raw: FastifyReply["raw"]): AsyncGenerator<T> {
+export async function* corkedBatches<T extends string | { data: string }>(
+  frames: AsyncIterable<T>,
+  raw: FastifyReply["raw"],
+): AsyncGenerator<T> {
+  const limit = raw.writableHighWaterMark;
   let corked = false;
+  let batched = 0;
   const uncork = () => {
     if (!corked) return;
     corked = false;
+    batched = 0;
     raw.uncork();
   };
   try {
     for await (const frame of frames) {
-      if (!corked) {
+      const bytes = frameBytes(frame);
+      if (corked && batched + bytes > limit) uncork();
+      if (!corked && bytes <= limit) {
         corked = true;
         raw.cork();
         setImmediate(uncork);
       }
+      if (corked) batched += bytes;
       yield frame;
     }
   } finally {
     uncork();
   }
+}
+
+/** The bytes a frame takes on the wire, its `data: ` prefix and blank line counted for a message. */
+function frameBytes(frame: string | { data: string }): number {
+  return typeof frame === "string" ? Buffer.byteLength(frame) : Buffer.byteLength(frame.data) + 8;
 }
