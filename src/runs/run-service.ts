@@ -28,7 +28,7 @@ export interface StartRunRequest {
   ifBusy?: IfBusy;
 }
 
-/** The server's defaults for what a start request leaves out. */
+/** A decision on a pending approval, by the key that owns the run. */
 export interface DecisionRequest {
   runId: string;
   owner: string | null;
@@ -37,6 +37,7 @@ export interface DecisionRequest {
   reason?: string;
 }
 
+/** The server's defaults for what a start request leaves out. */
 export interface RunDefaults {
   maxTurns: number;
   loopRepeatLimit: number;

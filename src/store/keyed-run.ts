@@ -23,6 +23,9 @@ export function keyedRunSql(params: { session: string; key: string; input: strin
     FROM runs WHERE session_id = ${params.session} AND idempotency_key = ${params.key}`;
 }
 
+/** A comparison's result as the dialect returns it: SQLite's 1 or 0, PostgreSQL's boolean. */
+const isTrue = (value: number | boolean): boolean => value === 1 || value === true;
+
 export interface KeyedRunRow {
   id: string;
   /** SQLite's 1 or 0, PostgreSQL's boolean. */
@@ -40,7 +43,7 @@ export interface KeyedRunRow {
 export function keyedRunFromRow(row: KeyedRunRow): KeyedRun {
   return {
     id: row.id,
-    sameInput: row.same_input === 1 || row.same_input === true,
+    sameInput: isTrue(row.same_input),
     maxTurns: row.max_turns,
     contextMaxChars: row.context_max_chars,
     approval: parseOptionalJsonColumn(ApprovalPolicySchema, row.approval, `run ${row.id} approval`),
@@ -64,7 +67,7 @@ export function runInputSql(params: { id: string; input: string }): string {
 }
 
 export function runInputHoldFromRow(row: { session_id: string; same_input: number | boolean }): RunInputHold {
-  return { sessionId: row.session_id, same: row.same_input === 1 || row.same_input === true };
+  return { sessionId: row.session_id, same: isTrue(row.same_input) };
 }
 
 /** SQLite: a run looked up to be compared with a repeated request, its input compared in the database, never read. */
