@@ -234,7 +234,9 @@ export interface Store {
     status(runId: string, id: string): Promise<ToolCallStatus | null>;
     /**
      * The ids of call `id` and of the calls after it in the reply that proposed it, in order
-     * (empty when the run has no such call); neither the reply nor an input is read.
+     * (empty when the run has no such call); neither the reply nor an input is read. Replies of
+     * a run proposed within the same millisecond are two replies (but see REST_OF_REPLY_SQL for
+     * calls stored before migration 0017).
      */
     restOfReply(runId: string, id: string): Promise<string[]>;
     /** The run's calls without a result yet, in order. */

@@ -69,12 +69,18 @@ export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCall
 
 /**
  * The ids of call `id` of run `run` (placeholders of the dialect) and of the calls after it in
- * its reply, in order: those the same commit proposed (their `proposed_at`, the reply's time) at
- * its ordinal or after. Read from the ledger's keys and times, not from the reply.
+ * its reply, in order: those of its `reply` (the ordinal of the reply's first call, set when the
+ * reply's calls are proposed) at its ordinal or after. Read from the ledger's keys, not from the
+ * reply. Not from its time: two replies of a run can be proposed within one millisecond.
+ *
+ * A row without `reply` (written before migration 0017, or by an instance of the version before
+ * it during a rolling restart) is read as before: with the calls of its run without one that
+ * have its `proposed_at`, the reply's time. A reply's rows are written in one commit by one
+ * instance, so they either all have it or none does.
  */
 export const REST_OF_REPLY_SQL = (run: string, id: string) =>
-  `SELECT c.id FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.proposed_at = x.proposed_at
-     AND c.ordinal >= x.ordinal
+  `SELECT c.id FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.ordinal >= x.ordinal
+     AND (c.reply = x.reply OR (x.reply IS NULL AND c.reply IS NULL AND c.proposed_at = x.proposed_at))
    WHERE x.run_id = ${run} AND x.id = ${id} ORDER BY c.ordinal`;
 
 /** The ledger's statements; its writes run only inside a run's commit (see apply-change). */
@@ -83,8 +89,8 @@ export function toolCallStore(db: Db) {
   // call (a count per call made a reply of 10,000 calls quadratic, seconds on the event loop).
   const callsOf = db.prepare("SELECT count(*) FROM tool_calls WHERE run_id = ?").pluck();
   const propose = db.prepare(
-    `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
-     VALUES (@run, @id, @ordinal, @name, @input, 'proposed', @at)`,
+    `INSERT INTO tool_calls (run_id, id, ordinal, reply, name, input, state, proposed_at)
+     VALUES (@run, @id, @ordinal, @reply, @name, @input, 'proposed', @at)`,
   );
   const awaitApproval = db.prepare(
     `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ?, approval_requested_at = ?
@@ -109,9 +115,11 @@ export function toolCallStore(db: Db) {
 
   return {
     propose(runId: string, calls: readonly ToolCall[], at: string): void {
-      let ordinal = callsOf.get(runId) as number;
+      // The reply is named by its first call's ordinal (see REST_OF_REPLY_SQL).
+      const reply = callsOf.get(runId) as number;
+      let ordinal = reply;
       for (const call of calls) {
-        propose.run({ run: runId, id: call.id, ordinal: ordinal++, name: call.name, input: call.input, at });
+        propose.run({ run: runId, id: call.id, ordinal: ordinal++, reply, name: call.name, input: call.input, at });
       }
     },
     awaitApproval(runId: string, id: string, reason: string, at: string): void {

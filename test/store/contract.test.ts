@@ -197,6 +197,34 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.toolCalls.restOfReply(runId, fresh("call"))).toEqual([]);
   });
 
+  // A decision made within the millisecond and a model that answers at once (a scripted client on
+  // localhost) give two replies of one run the same time: they are still two replies.
+  it("the rest of a call's reply holds no call of another reply proposed within the same millisecond", async () => {
+    const { sessionId, runId } = await liveRun();
+    const ids = ["a", "b", "c", "d", "e"].map((name) => fresh(`call_${name}`));
+    const calls = (from: number, to: number) => ids.slice(from, to).map((id) => ({ id, name: "t", input: "{}" }));
+    const sameMs = "2026-01-01T00:00:00.000Z";
+    const reply = (seq: number, toolCalls: ReturnType<typeof calls>) => ({
+      kind: "message" as const,
+      message: message(sessionId, runId, seq, {
+        role: "assistant",
+        content: "",
+        toolCalls,
+        createdAt: sameMs,
+      } as never),
+    });
+    // Two replies in one commit, then a third in its own: all three at the same time.
+    await store.commitRun(runId, [reply(1, calls(0, 2)), reply(2, calls(2, 3))], []);
+    await store.commitRun(runId, [reply(3, calls(3, 5))], []);
+    expect(await store.toolCalls.restOfReply(runId, ids[0] as string)).toEqual(ids.slice(0, 2));
+    expect(await store.toolCalls.restOfReply(runId, ids[1] as string)).toEqual(ids.slice(1, 2));
+    expect(await store.toolCalls.restOfReply(runId, ids[2] as string)).toEqual(ids.slice(2, 3));
+    expect(await store.toolCalls.restOfReply(runId, ids[3] as string)).toEqual(ids.slice(3, 5));
+    expect(await store.toolCalls.restOfReply(runId, ids[4] as string)).toEqual(ids.slice(4, 5));
+    // The run's order is kept across them.
+    expect((await store.toolCalls.open(runId)).map((c) => c.id)).toEqual(ids);
+  });
+
   it("the heads of a run's events of one type are their seqs and first characters, in order", async () => {
     const { runId } = await liveRun();
     const asked = (seq: number, toolCallId: string): RunEvent => ({

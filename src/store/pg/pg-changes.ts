@@ -18,13 +18,14 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       const insert = insertStatement("messages", messageColumns(message));
       if (message.role === "assistant" && message.toolCalls?.length) {
         // One statement for the reply's calls, their run's calls counted once (a count per call
-        // made a reply of many calls quadratic); each call's ordinal is its place after those.
+        // made a reply of many calls quadratic); each call's ordinal is its place after those, and
+        // its reply the first call's ordinal, earlier.n (see REST_OF_REPLY_SQL).
         const calls = message.toolCalls;
         return [
           insert,
           {
-            text: `INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at)
-                   SELECT $1, c.id, earlier.n + c.k - 1, c.name, c.input, 'proposed', $5
+            text: `INSERT INTO tool_calls (run_id, id, ordinal, reply, name, input, state, proposed_at)
+                   SELECT $1, c.id, earlier.n + c.k - 1, earlier.n, c.name, c.input, 'proposed', $5
                    FROM (SELECT count(*) AS n FROM tool_calls WHERE run_id = $1) AS earlier,
                         unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS c(id, name, input, k)`,
             values: [

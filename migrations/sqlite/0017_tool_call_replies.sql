@@ -1,0 +1,12 @@
+-- The reply that proposed a call, named by the ordinal of the reply's first call: the calls of
+-- one reply share it, and no two replies of a run do (a run's ordinals are unique and rise), so
+-- `toolCalls.restOfReply` reads a reply's calls by it. They were read by an equal proposed_at,
+-- and two replies of a run proposed within one millisecond (a decision made at once on
+-- localhost, a model answering at once) were taken for one.
+--
+-- Rows written before this migration keep NULL, no backfill: the ledger holds nothing that
+-- tells such replies apart (a backfill could only copy the proposed_at grouping the store
+-- already falls back to), and NULL costs no rewrite of the table here. The store reads a call
+-- whose reply is NULL as before: with the other calls of its run of NULL reply and the same
+-- proposed_at (see REST_OF_REPLY_SQL in src/store/tool-calls.ts).
+ALTER TABLE tool_calls ADD COLUMN reply INTEGER;
