@@ -59,3 +59,11 @@ export async function createTestPgDatabase(): Promise<TestPgDatabase> {
     drop: () => asAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
 }
+
+/**
+ * A pool on `url` whose connections pipeline, as the server's own (openPgStore): what
+ * createPgStore requires.
+ */
+export function pipelinedPool(url: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString: url, max, pipeline: true } as pg.PoolConfig);
+}

@@ -1,8 +1,7 @@
-import pg from "pg";
 import { afterEach, expect, it } from "vitest";
 import { runPgMigrations } from "../../src/store/pg/pg-migrations.js";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
 
 let database: TestPgDatabase | undefined;
 afterEach(async () => {
@@ -11,7 +10,7 @@ afterEach(async () => {
 
 it("migration 0016 keeps a PostgreSQL text value stored before it that starts with U+FFFF as it was", async () => {
   database = await createTestPgDatabase();
-  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const pool = pipelinedPool(database.url, 2);
   pool.on("error", () => {});
   // The database as before 0016, holding values that start with U+FFFF (and one that only holds it).
   await pool.query("DELETE FROM schema_migrations WHERE version = 16");

@@ -1,14 +1,13 @@
 import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrationFiles, migrationsDir, runMigrations } from "../../src/store/migrations.js";
 import { runPgMigrations } from "../../src/store/pg/pg-migrations.js";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 const T1 = "2026-01-01T00:00:00.000Z";
@@ -102,7 +101,7 @@ describe("migration 0017 (the reply of a tool call)", () => {
 
   it("on PostgreSQL: the same, and calls an instance of the version before writes beside a migrated one are read as before", async () => {
     database = await createTestPgDatabase();
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    const pool = pipelinedPool(database.url, 2);
     pool.on("error", () => {});
     // The database as before 0017.
     await pool.query("ALTER TABLE tool_calls DROP COLUMN reply");

@@ -2,7 +2,8 @@ import type { Socket } from "node:net";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runBatch } from "../../src/store/pg/pg-batch.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { createPgStore } from "../../src/store/pg/pg-store.js";
+import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
 
 /** The socket of a pooled client (node-postgres keeps it as `connection.stream`). */
 const socketOf = (client: pg.PoolClient): Socket =>
@@ -14,7 +15,7 @@ describe("a PostgreSQL batch on the wire", () => {
   beforeEach(async () => {
     database = await createTestPgDatabase();
     // As the store's pool: pipelined, here with one connection so that its socket can be watched.
-    pool = new pg.Pool({ connectionString: database.url, max: 1, pipeline: true } as pg.PoolConfig);
+    pool = pipelinedPool(database.url, 1);
     await pool.query("CREATE TABLE t (k TEXT PRIMARY KEY)");
   });
   afterEach(async () => {
@@ -47,4 +48,13 @@ describe("a PostgreSQL batch on the wire", () => {
     );
     expect((await pool.query("SELECT count(*)::int AS n FROM t")).rows[0].n).toBe(3);
   });
+});
+
+it("the store refuses a pool whose connections do not pipeline: a batch queries a connection before its last query answered", async () => {
+  const plain = new pg.Pool({ connectionString: "postgres://127.0.0.1:1/none", max: 1 });
+  try {
+    expect(() => createPgStore(plain)).toThrow(new TypeError("createPgStore needs a pool created with pipeline: true"));
+  } finally {
+    await plain.end();
+  }
 });

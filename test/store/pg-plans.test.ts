@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import type { Store } from "../../src/store/store.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 
 interface Sent {
@@ -21,7 +21,7 @@ describe("PostgreSQL reads that stay bounded", () => {
   const sent: Sent[] = [];
   beforeAll(async () => {
     database = await createTestPgDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool = pipelinedPool(database.url, 4);
     pool.on("error", () => {});
     // Every statement, a read's or a write's batch, as each pooled connection sends it.
     pool.on("connect", (client) => {

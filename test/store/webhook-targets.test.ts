@@ -1,12 +1,11 @@
 import { join } from "node:path";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import { openDatabase } from "../../src/store/database.js";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
-import { createTestPgDatabase } from "../helpers/pg-database.js";
+import { createTestPgDatabase, pipelinedPool } from "../helpers/pg-database.js";
 import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -51,7 +50,7 @@ async function pgStores(): Promise<() => CountingStore> {
   const database = await createTestPgDatabase();
   cleanups.push(() => database.drop());
   return () => {
-    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    const pool = pipelinedPool(database.url, 4);
     pool.on("error", () => {});
     let reads = 0;
     pool.on("connect", (client) => {

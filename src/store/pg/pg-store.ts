@@ -36,11 +36,18 @@ export interface OpenPgStoreOptions {
 }
 
 /**
- * The Store over a PostgreSQL pool (node-postgres). Reads are single statements on any pooled
- * connection; every write is one batch of statements run by runBatch in one transaction. Both
- * send text values encoded and read them back decoded (pg-text.ts: U+0000 held losslessly).
+ * The Store over a PostgreSQL pool (node-postgres) whose connections pipeline (`pipeline: true`,
+ * as openPgStore makes it; another pool is refused with a TypeError). Reads are single
+ * statements on any pooled connection; every write is one batch of statements run by runBatch
+ * in one transaction. Both send text values encoded and read them back decoded (pg-text.ts:
+ * U+0000 held losslessly).
  */
 export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WINDOW_MS } = {}): Store {
+  // runBatch queries a connection again before its last query answered: node-postgres deprecates
+  // that on a connection that does not pipeline (and pg 9 drops it).
+  if ((pool as unknown as { options: { pipeline?: boolean } }).options.pipeline !== true) {
+    throw new TypeError("createPgStore needs a pool created with pipeline: true");
+  }
   const health = new StorageHealth();
   const rows = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> => {
     try {
