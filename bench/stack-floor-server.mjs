@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // The stack floor: a benchmark fixture, NOT the product. A minimal server on the pinned
 // stack (fastify + @fastify/sse, the openai SDK over our undici fetch from
-// dist/src/model/upstream-fetch.js, better-sqlite3 with the product's pragmas) doing only
-// the I/O a run of our server cannot avoid for the bench workload (one tool call, then
-// text): the same HTTP requests, the same 12 SSE events with similar payloads, the same
-// two streamed model requests, a commit for the session and five per run, one mkdir and
-// one readdir. Not done: validation, auth, logging, run manager, recovery, approvals, a
-// tool ledger, storing text deltas, idle timeouts and abort signals, the history of
-// earlier runs; only list_files is offered to the model (the product offers six tools).
-// Its CPU per run is a lower bound for what this stack costs per run, not the product.
+// dist/src/model/upstream-fetch.js, better-sqlite3 with the product's pragmas, its locking
+// mode aside: see FIXTURE_LOCKING) doing only the I/O a run of our server cannot avoid for
+// the bench workload (one tool call, then text): the same HTTP requests, the same 12 SSE
+// events with similar payloads, the same two streamed model requests, a commit for the
+// session and five per run, one mkdir and one readdir. Not done: validation, auth,
+// logging, run manager, recovery, approvals, a tool ledger, storing text deltas, idle
+// timeouts and abort signals, the history of earlier runs; only list_files is offered to
+// the model (the product offers six tools). Its CPU per run is a lower bound for what this
+// stack costs per run, not the product.
 //
 //   BENCH_SERVER_ENTRY=bench/stack-floor-server.mjs node bench/http.mjs
 //
@@ -38,7 +39,15 @@
 //
 // Env: PORT (3000), HOST (127.0.0.1), DATABASE_PATH (./floor.db), WORKSPACE_ROOT or
 // WORKSPACE_DIR (./workspaces), OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (fake-model),
-// FIXTURE_STORE_DELTAS, FIXTURE_SAME_ROWS, FIXTURE_SDK_ITERATOR.
+// FIXTURE_STORE_DELTAS, FIXTURE_SAME_ROWS, FIXTURE_SDK_ITERATOR, FIXTURE_LOCKING.
+//
+// FIXTURE_LOCKING=normal opens the database in SQLite's normal locking mode, as our server
+// does (src/store/database.ts) so that its checkpoints run on a connection of their own, off
+// the event loop; by default (exclusive) the fixture holds the file alone, as our server did
+// before it checkpointed off the event loop. In normal mode every transaction, a lone read
+// included, takes and drops its locks on the WAL index with system calls (a point read
+// costs ~3x, bench/sqlite-locking.mjs); this mode does not checkpoint on a worker itself
+// (its checkpoints stay in its commits, the same CPU on another thread).
 import { mkdirSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -59,13 +68,15 @@ const sameRows = env.FIXTURE_SAME_ROWS === "1";
 if (storeDeltas && sameRows)
   throw new Error("FIXTURE_SAME_ROWS stores the deltas as our server does: drop FIXTURE_STORE_DELTAS");
 
-// ---------- SQLite: the pragmas of src/store/database.ts, a schema of its own (or ours) ----------
+// ---------- SQLite: the pragmas of src/store/database.ts (its locking mode with FIXTURE_LOCKING=normal), a schema of its own (or ours) ----------
 const dbPath = env.DATABASE_PATH || "./floor.db";
 mkdirSync(dirname(resolve(dbPath)), { recursive: true });
 mkdirSync(workspaceRoot, { recursive: true });
 const db = new Database(dbPath, { timeout: 5000 });
+const locking = env.FIXTURE_LOCKING || "exclusive";
+if (locking !== "exclusive" && locking !== "normal") throw new Error("FIXTURE_LOCKING is exclusive or normal");
 for (const pragma of [
-  "locking_mode = EXCLUSIVE",
+  `locking_mode = ${locking.toUpperCase()}`,
   "journal_mode = WAL",
   "synchronous = NORMAL",
   "foreign_keys = ON",
