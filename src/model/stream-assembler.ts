@@ -112,7 +112,7 @@ export class StreamAssembler {
     if (!isRecord(delta)) return bad("the model upstream sent a stream chunk whose `delta` is not an object");
     const reasoning = reasoningOf(delta);
     if (reasoning !== "" && !this.add("reasoning", reasoning)) return this.tooLarge();
-    const details = this.acceptReasoningDetails(delta.reasoning_details, reasoning !== "");
+    const details = this.acceptReasoningDetails(delta.reasoning_details, reasoning.length);
     if (!details.ok) return details;
     const pieces = contentPieces(delta.content);
     if (pieces === null) return bad("the model upstream sent a `content` that is neither text nor an array of parts");
@@ -135,13 +135,16 @@ export class StreamAssembler {
 
   /**
    * Folds a delta's `reasoning_details` fragments in, each counted against the output cap by
-   * what it adds to the blocks (see ReasoningDetailsFold.measure): its text not again when the
-   * delta's `reasoning` carried it (OpenRouter sends both), so a reasoning streamed a few
-   * characters a chunk costs the cap what its text does.
+   * what it adds to the blocks (see ReasoningDetailsFold.measure): its text not again as far as
+   * the delta's `reasoning` (`textCounted` characters, counted already) carried it (OpenRouter
+   * sends both), so a reasoning streamed a few characters a chunk costs the cap what its text
+   * does. That text covers the blocks' text once, however many blocks and however long: a
+   * one-character `reasoning` beside 100,000 characters of block text passed them uncounted.
    */
-  private acceptReasoningDetails(fragments: unknown, textCounted: boolean): AcceptResult {
+  private acceptReasoningDetails(fragments: unknown, textCounted: number): AcceptResult {
     if (fragments === undefined || fragments === null) return { ok: true };
     if (!Array.isArray(fragments)) return bad("the model upstream sent `reasoning_details` that is not an array");
+    let reasoningLeft = textCounted;
     for (const fragment of fragments) {
       if (!isRecord(fragment)) return bad("the model upstream sent a `reasoning_details` entry that is not an object");
       if (nestsDeeperThan(fragment, MAX_FIELD_DEPTH)) {
@@ -150,7 +153,9 @@ export class StreamAssembler {
         );
       }
       const { chars, text } = this.details.measure(fragment);
-      if (!this.take(textCounted ? chars - text : chars)) return this.tooLarge();
+      const covered = Math.min(text, reasoningLeft);
+      reasoningLeft -= covered;
+      if (!this.take(chars - covered)) return this.tooLarge();
       this.markToken();
       if (!this.details.add(fragment)) {
         return {
