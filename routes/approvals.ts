@@ -1,9 +1,12 @@
 import type { App, AppContext } from "../src/app-context.js";
-import { ApprovalParams, DecisionBody, RunParams } from "../src/http/schemas.js";
+import { ApprovalParams, DecisionBody, PageQuery, RunParams } from "../src/http/schemas.js";
 
 export default function approvalRoutes(app: App, ctx: AppContext) {
-  app.get("/runs/:id/approvals", { schema: { params: RunParams } }, async (request) =>
-    ctx.runs.pendingApprovals(request.params.id, request.owner),
+  app.get("/runs/:id/approvals", { schema: { params: RunParams, querystring: PageQuery } }, async (request) =>
+    ctx.runs.pendingApprovals(request.params.id, request.owner, {
+      limit: request.query.limit,
+      cursor: request.query.cursor ?? null,
+    }),
   );
 
   app.post(

@@ -47,11 +47,17 @@ export default function runRoutes(app: App, ctx: AppContext) {
     return reply.status(accepted ? 202 : 200).send(run);
   });
 
-  app.get("/runs/:id/webhooks", { schema: { params: RunParams } }, async (request) =>
-    ctx.runs.webhooks(request.params.id, request.owner),
+  app.get("/runs/:id/webhooks", { schema: { params: RunParams, querystring: PageQuery } }, async (request) =>
+    ctx.runs.webhooks(request.params.id, request.owner, {
+      limit: request.query.limit,
+      cursor: request.query.cursor ?? null,
+    }),
   );
 
-  app.get("/runs/:id/steps", { schema: { params: RunParams } }, async (request) =>
-    ctx.runs.steps(request.params.id, request.owner),
+  app.get("/runs/:id/steps", { schema: { params: RunParams, querystring: PageQuery } }, async (request) =>
+    ctx.runs.steps(request.params.id, request.owner, {
+      limit: request.query.limit,
+      cursor: request.query.cursor ?? null,
+    }),
   );
 }

@@ -75,6 +75,20 @@ function approvalView(call: ToolCallRecord): ApprovalView {
   };
 }
 
+/** The page a request asks of one of a run's lists: `cursor` as the previous page gave it. */
+export interface RunListPage {
+  limit: number;
+  cursor: string | null;
+}
+
+/** The key a page of a run's list starts after (a turn, a ledger ordinal, an event's seq); INVALID_CURSOR unless one. */
+function keyOf(cursor: string | null): number | null {
+  if (cursor === null) return null;
+  const key = /^\d{1,15}$/.test(cursor) ? Number(cursor) : Number.NaN;
+  if (!Number.isSafeInteger(key)) throw invalidCursor();
+  return key;
+}
+
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
   constructor(
@@ -164,32 +178,45 @@ export class RunService {
   }
 
   /**
-   * The run's webhook deliveries, oldest first: each try with its status code, and the next one's
-   * time. A delivery to the operator's own receiver (hiddenWebhookUrl) shows no URL: API keys set
-   * their receivers themselves, and the operator's URL may carry a token.
+   * A page of the run's webhook deliveries, oldest first (the cursor is the seq of the last one's
+   * event): each try with its status code, and the next one's time. A delivery to the operator's
+   * own receiver (hiddenWebhookUrl) shows no URL: API keys set their receivers themselves, and
+   * the operator's URL may carry a token.
    */
-  async webhooks(runId: string, owner: string | null) {
+  async webhooks(runId: string, owner: string | null, page: RunListPage) {
     await this.access(runId, owner);
+    const result = await this.deps.store.webhooks.page({ runId, after: keyOf(page.cursor), limit: page.limit });
     const hidden = this.deps.hiddenWebhookUrl ?? null;
-    const items = (await this.deps.store.webhooks.ofRun(runId)).map(
-      ({ owner: _owner, nextAttemptAt, url, ...delivery }) => ({
-        ...delivery,
-        url: url === hidden ? null : url,
-        nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
-      }),
+    const items = result.items.map(({ owner: _owner, eventSeq: _seq, nextAttemptAt, url, ...delivery }) => ({
+      ...delivery,
+      url: url === hidden ? null : url,
+      nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
+    }));
+    // Its key is not in a delivery's view: the cursor of a page cut short is its last item's.
+    const keys = result.items.map((d) => String(d.eventSeq));
+    return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (_, i) => keys[i] as string });
+  }
+
+  /** A page of the run's step traces, in turn order (the cursor is the last one's turn). */
+  async steps(runId: string, owner: string | null, page: RunListPage) {
+    await this.access(runId, owner);
+    const result = await this.deps.store.steps.page({ runId, after: keyOf(page.cursor), limit: page.limit });
+    return withinBytes(result, { cursorOf: (step) => String(step.turn) });
+  }
+
+  /**
+   * A page of the run's pending approvals, in the order the model proposed the calls (the cursor
+   * is the last one's place in the run's ledger).
+   */
+  async pendingApprovals(runId: string, owner: string | null, page: RunListPage) {
+    await this.access(runId, owner);
+    const after = keyOf(page.cursor);
+    const result = await this.deps.store.toolCalls.awaitingApproval({ runId, after, limit: page.limit });
+    const keys = result.items.map((call) => String(call.ordinal));
+    return withinBytes(
+      { items: result.items.map(approvalView), nextCursor: result.nextCursor },
+      { cursorOf: (_, i) => keys[i] as string },
     );
-    return { items, nextCursor: null };
-  }
-
-  async steps(runId: string, owner: string | null) {
-    await this.access(runId, owner);
-    return { items: await this.deps.store.steps.ofRun(runId), nextCursor: null };
-  }
-
-  async pendingApprovals(runId: string, owner: string | null) {
-    await this.access(runId, owner);
-    const pending = await this.deps.store.toolCalls.inState(runId, "awaiting_approval");
-    return { items: pending.map(approvalView), nextCursor: null };
   }
 
   /** Decides (see `decideOnly`) and answers with the approval's view, the call's input with it. */

@@ -96,12 +96,13 @@ export function readSizedPage<Row, T>({
 
 /**
  * The page cut to its leading items whose JSON (as clients get them) fits `bytes` (see
- * countWithin); when items were cut, its cursor is the one of the last item kept. This is what
- * bounds a page exactly: a stored length can be less than its JSON (escapes).
+ * countWithin); when items were cut, its cursor is the one of the last item kept (`cursorOf`
+ * it and its index in the page: a list whose key is not in its items' JSON keeps the keys
+ * aside). This is what bounds a page exactly: a stored length can be less than its JSON (escapes).
  */
 export function withinBytes<T>(
   page: ListPage<T>,
-  { cursorOf, bytes = PAGE_BYTES }: { cursorOf: (item: T) => string; bytes?: number },
+  { cursorOf, bytes = PAGE_BYTES }: { cursorOf: (item: T, index: number) => string; bytes?: number },
 ): ListPage<T> {
   const count = countWithin(
     (function* () {
@@ -112,5 +113,18 @@ export function withinBytes<T>(
   if (count === page.items.length) return page;
   const items = page.items.slice(0, count);
   const last = items[items.length - 1];
-  return { items, nextCursor: last === undefined ? null : cursorOf(last) };
+  return { items, nextCursor: last === undefined ? null : cursorOf(last, items.length - 1) };
+}
+
+/**
+ * A page of one of a run's lists (its steps, its calls awaiting approval, its webhook
+ * deliveries): the items whose key (a turn, a ledger ordinal, an event's seq) is after `after`
+ * (null: from the first), in key order, bounded by `limit` and `bytes` (PAGE_BYTES by default)
+ * as a page of sessions is (see rowsToRead); the page's cursor is its last item's key.
+ */
+export interface RunPageQuery {
+  runId: string;
+  after: number | null;
+  limit: number;
+  bytes?: number;
 }

@@ -175,9 +175,11 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       restOfReply: (runId, id) => read(() => tables.toolCalls.restOfReply(runId, id)),
       open: (runId) => read(() => tables.toolCalls.open(runId)),
       inState: (runId, state) => read(() => tables.toolCalls.inState(runId, state)),
+      awaitingApproval: (query) => read(() => tables.runLists.awaitingApproval(query)),
     },
     steps: {
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+      page: (query) => read(() => tables.runLists.steps(query)),
     },
     inputs: {
       add: (input, options) => write(() => tables.queue.addInput(input, options?.max)),
@@ -191,6 +193,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       release: (query) => write(() => tables.webhooks.release(query)),
       ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
+      page: (query) => read(() => tables.runLists.deliveries(query)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
       giveUpPastCap: (query) => write(() => tables.webhooks.giveUpPastCap(query)),
     },

@@ -4,6 +4,7 @@ import { keyedRunStore } from "./keyed-run.js";
 import { leaseStore } from "./leases.js";
 import { messageStore } from "./messages.js";
 import { queueStore } from "./queue.js";
+import { runListStore } from "./run-lists.js";
 import { runStore } from "./runs.js";
 import { sessionStore } from "./sessions.js";
 import { stepStore } from "./steps.js";
@@ -20,6 +21,7 @@ export function sqliteTables(db: Db) {
     events: eventStore(db),
     toolCalls: toolCallStore(db),
     steps: stepStore(db),
+    runLists: runListStore(db),
     webhooks: webhookStore(db),
     leases: leaseStore(db),
     queue: queueStore(db),

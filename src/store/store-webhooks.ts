@@ -1,3 +1,5 @@
+import type { ListPage, RunPageQuery } from "./page.js";
+import type { ListedDelivery } from "./run-lists.js";
 import type { ClaimQuery } from "./webhook-claims.js";
 import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } from "./webhooks.js";
 
@@ -29,6 +31,8 @@ export interface WebhookOutbox {
   release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
   /** The run's deliveries, oldest first, without their bodies (which are not read). */
   ofRun(runId: string): Promise<WebhookListing[]>;
+  /** A page of the run's deliveries as `ofRun` lists them, by their event's seq (the page's key; see RunPageQuery). */
+  page(query: RunPageQuery): Promise<ListPage<ListedDelivery>>;
   /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
   nextDue(): Promise<number | null>;
   /**

@@ -7,7 +7,8 @@ import type { StoredEvent } from "./events.js";
 import type { KeyedRun, RunInputHold } from "./keyed-run.js";
 import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
-import type { ListPage } from "./page.js";
+import type { ListPage, RunPageQuery } from "./page.js";
+import type { LedgerCall } from "./run-lists.js";
 import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionAccess, SessionRecord } from "./sessions.js";
 import type { InputStore } from "./store-inputs.js";
@@ -20,8 +21,9 @@ export type { StoredEvent } from "./events.js";
 export type { KeyedRun } from "./keyed-run.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
-export type { ListPage } from "./page.js";
+export type { ListPage, RunPageQuery } from "./page.js";
 export type { RunInput } from "./queue.js";
+export type { LedgerCall, ListedDelivery } from "./run-lists.js";
 export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 export type { SessionAccess, SessionRecord } from "./sessions.js";
 export type { WebhookOutbox } from "./store-webhooks.js";
@@ -242,9 +244,13 @@ export interface Store {
     /** The run's calls without a result yet, in order. */
     open(runId: string): Promise<ToolCallRecord[]>;
     inState(runId: string, state: ToolCallState): Promise<ToolCallRecord[]>;
+    /** A page of the run's calls awaiting approval, in ledger order, each with its ordinal (the page's key; see RunPageQuery). */
+    awaitingApproval(query: RunPageQuery): Promise<ListPage<LedgerCall>>;
   };
   steps: {
     ofRun(runId: string): Promise<StepTrace[]>;
+    /** A page of the run's step traces, by turn (the page's key; see RunPageQuery). */
+    page(query: RunPageQuery): Promise<ListPage<StepTrace>>;
   };
   /**
    * Input steered into an active run, kept until the run takes it (the change `input.taken`,

@@ -91,7 +91,7 @@ describe("migration 0017 (the reply of a tool call)", () => {
     db.pragma("foreign_keys = ON");
     runMigrations(db, only);
     for (const sql of BEFORE) db.exec(sql);
-    expect(runMigrations(db)).toEqual(["0017_tool_call_replies.sql"]);
+    expect(runMigrations(db)[0]).toBe("0017_tool_call_replies.sql");
     const store = createSqliteStore(db);
     await replyAfter(store);
     expect(db.prepare(REPLIES).all()).toEqual(STORED);

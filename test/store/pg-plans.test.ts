@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
+import { seedLargeRun } from "../helpers/run-lists.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 
 interface Sent {
@@ -103,6 +104,32 @@ describe("PostgreSQL reads that stay bounded", () => {
       const plan = await planOf(read, () => store.messages.page({ sessionId: "ses_runs", afterSeq: 0, limit: 10 }));
       expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(seq > /);
       expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
+  });
+
+  it("a page of a run's steps, calls awaiting approval or webhook deliveries, its sizes and its rows, is a range of an index after its cursor", async () => {
+    await seedSession(store, { id: "ses_lists" });
+    await seedLargeRun(store, { sessionId: "ses_lists", runId: "run_lists", steps: 1, approvals: 1 });
+    const query = { runId: "run_lists", after: null, limit: 10 };
+    const lists = [
+      { table: "run_steps", read: () => store.steps.page(query), range: /turn > / },
+      {
+        table: "tool_calls",
+        read: () => store.toolCalls.awaitingApproval(query),
+        range: /tool_calls_awaiting.*\n.*ordinal > /,
+      },
+      { table: "webhook_deliveries", read: () => store.webhooks.page(query), range: /event_seq > / },
+    ];
+    for (const { table, read, range } of lists) {
+      for (const pattern of [
+        new RegExp(`AS bytes FROM ${table} WHERE`),
+        new RegExp(`^SELECT (?!.*AS bytes).* FROM ${table} WHERE run_id = \\$1`),
+      ]) {
+        const plan = await planOf(pattern, read);
+        expect(plan, table).toMatch(/Index Cond: \(\(run_id = /);
+        expect(plan, table).toMatch(range);
+        expect(plan, table).not.toMatch(/Sort|Seq Scan/);
+      }
     }
   });
 

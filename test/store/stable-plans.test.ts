@@ -159,6 +159,28 @@ describe("SQLite reads that stay bounded in a large session", () => {
     db.close();
   });
 
+  it("a page of a run's steps, calls awaiting approval or webhook deliveries is a range of an index after its cursor, unsorted", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const lists = [
+      { table: "run_steps", range: /\(run_id=\? AND turn>\?\)/ },
+      { table: "tool_calls", range: /USING INDEX tool_calls_awaiting \(run_id=\? AND ordinal>\?\)/ },
+      { table: "webhook_deliveries", range: /\(run_id=\? AND event_seq>\?\)/ },
+    ];
+    for (const { table, range } of lists) {
+      // The page's sizes, then its rows (see rowsToRead).
+      for (const read of [
+        new RegExp(`^SELECT octet_length.* FROM ${table} WHERE run_id`),
+        new RegExp(`^SELECT (?!octet_length).* FROM ${table} WHERE run_id = \\+@run.* LIMIT`),
+      ]) {
+        const plan = store.planOf(store.find(read), { run: "run_big_7", after: 3, limit: 21 });
+        expect(plan, table).toMatch(range);
+        expect(plan, table).not.toMatch(/TEMP B-TREE/);
+      }
+    }
+    db.close();
+  });
+
   it("a run's messages come from its index in seq order, with no sort", () => {
     const db = analyzedLargeSession();
     const store = storeStatementsOn(db);

@@ -6,18 +6,20 @@ import { RUN_BYTES_SQL, type RunRow, runFromRow } from "../runs.js";
 import { SESSION_BYTES_SQL, type SessionRow, sessionFromRow } from "../sessions.js";
 import type { Store, StoredEvent } from "../store.js";
 
-type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
+export type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 
 /**
  * A page of large rows over PostgreSQL, as over SQLite: first the stored sizes of the first
  * `limit + 1` rows (`octet_length` reads a value's length, not its content, also for one kept
  * out of line), then only the rows those sizes fit in `bytes` (see rowsToRead). `from` is the
- * query after `SELECT <columns>` up to its ORDER BY (`order`, by `key`), whose values are
- * `values`. The two reads see the database at different moments (see `shifted`).
+ * query after `SELECT <columns>` (`columns`, every one by default, `key` among them) up to its
+ * ORDER BY (`order`, by `key`), whose values are `values`. The two reads see the database at
+ * different moments (see `shifted`).
  */
-async function readPage<Row extends pg.QueryResultRow, T>(
+export async function readPage<Row extends pg.QueryResultRow, T>(
   rows: Rows,
   query: {
+    columns?: string;
     sizeSql: string;
     from: string;
     key: string;
@@ -39,7 +41,12 @@ async function readPage<Row extends pg.QueryResultRow, T>(
     query,
   );
   const found =
-    count === 0 ? [] : await rows<Row>(`SELECT * ${query.from} ${order} LIMIT ${at(1)}`, [...query.values, count]);
+    count === 0
+      ? []
+      : await rows<Row>(`SELECT ${query.columns ?? "*"} ${query.from} ${order} LIMIT ${at(1)}`, [
+          ...query.values,
+          count,
+        ]);
   // A row inserted meanwhile ahead of the counted ones pushes the last of them out of this
   // page: then there is a next page, which starts with it.
   const shifted = count > 0 && String(found.at(-1)?.[query.key]) !== String(sized[count - 1]?.key);

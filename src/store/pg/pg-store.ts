@@ -3,11 +3,9 @@ import type { RunStatus } from "../../domain/run.js";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
-import { parseJsonColumn } from "../json.js";
 import { type KeyedRunRow, keyedRunFromRow, keyedRunSql, runInputHoldFromRow, runInputSql } from "../keyed-run.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
-import { StepTraceSchema } from "../steps.js";
 import { StorageHealth } from "../storage-health.js";
 import type { Store, StoredEvent } from "../store.js";
 import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
@@ -22,6 +20,7 @@ import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { eventsWithin, pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
+import { pgSteps } from "./pg-run-lists.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
 import { pgToolCalls } from "./pg-tool-calls.js";
 import { deliveryStatements, pgWebhooks } from "./pg-webhooks.js";
@@ -231,12 +230,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         ),
     },
     toolCalls: pgToolCalls(rows, first),
-    steps: {
-      ofRun: async (runId) =>
-        (await rows<{ data: string }>("SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn", [runId])).map((r) =>
-          parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
-        ),
-    },
+    steps: pgSteps(rows),
     inputs: pgInputs(rows, write),
     webhooks: pgWebhooks(rows, write),
     leases: pgLeases(rows, write),

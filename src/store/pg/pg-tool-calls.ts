@@ -7,6 +7,7 @@ import {
   toolCallFromRow,
   toolCallStatusFromRow,
 } from "../tool-calls.js";
+import { awaitingApprovalPage } from "./pg-run-lists.js";
 
 type Rows = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>;
 type First = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<R | null>;
@@ -40,5 +41,6 @@ export function pgToolCalls(rows: Rows, first: First): Store["toolCalls"] {
           state,
         ])
       ).map(toolCallFromRow),
+    awaitingApproval: (query) => awaitingApprovalPage(rows, query),
   };
 }

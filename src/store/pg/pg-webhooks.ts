@@ -4,6 +4,7 @@ import type { ClaimQuery } from "../webhook-claims.js";
 import type { RunWebhookTarget } from "../webhook-targets.js";
 import { type DeliveryRow, deliveriesFor, deliveryFromRow, LISTED_COLUMNS, listingFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
+import { deliveriesPage } from "./pg-run-lists.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
 
@@ -151,6 +152,7 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
           [runId],
         )
       ).map(listingFromRow),
+    page: (query) => deliveriesPage(rows, query),
     nextDue: async () =>
       (
         await rows<{ at: number | null }>(
