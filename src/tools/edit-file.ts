@@ -6,6 +6,7 @@ import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedFile } from "./located-io.js";
+import { pathInput } from "./path-input.js";
 import { formatBytes, looksBinary } from "./text.js";
 import { locateInWorkspace } from "./workspace.js";
 
@@ -13,7 +14,7 @@ import { locateInWorkspace } from "./workspace.js";
 export const EDIT_MAX_FILE_BYTES = 5 * 1024 * 1024;
 
 export const editFileInput = z.strictObject({
-  path: z.string().min(1).describe("File to edit, relative to the workspace root. It must exist."),
+  path: pathInput.min(1).describe("File to edit, relative to the workspace root. It must exist."),
   oldText: z
     .string()
     .min(1)

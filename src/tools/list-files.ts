@@ -3,6 +3,7 @@ import { toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedDir } from "./located-io.js";
+import { pathInput } from "./path-input.js";
 import { type WalkEntry, walk } from "./walk.js";
 import { locateInWorkspace } from "./workspace.js";
 
@@ -12,8 +13,7 @@ export const LIST_DEFAULT_DEPTH = 2;
 export const LIST_MAX_DEPTH = 10;
 
 export const listFilesInput = z.strictObject({
-  path: z
-    .string()
+  path: pathInput
     .optional()
     .describe('Directory to list, relative to the workspace root. Defaults to "." (the workspace root).'),
   depth: z

@@ -8,6 +8,7 @@ import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { LineWindow } from "./line-window.js";
 import { openLocatedFile } from "./located-io.js";
+import { pathInput } from "./path-input.js";
 import { formatBytes, looksBinary } from "./text.js";
 import { locateInWorkspace } from "./workspace.js";
 
@@ -25,7 +26,7 @@ export const READ_MAX_SCAN_BYTES = 64 * 1024 * 1024;
 const CHUNK_BYTES = 64 * 1024;
 
 export const readFileInput = z.strictObject({
-  path: z.string().min(1).describe("File to read, relative to the workspace root."),
+  path: pathInput.min(1).describe("File to read, relative to the workspace root."),
   startLine: z.number().int().min(1).optional().describe("First line to show, 1-based. Defaults to 1."),
   endLine: z
     .number()

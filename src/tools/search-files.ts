@@ -6,6 +6,7 @@ import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-e
 import { globFilter } from "./glob.js";
 import { openLocatedDir } from "./located-io.js";
 import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
+import { pathInput } from "./path-input.js";
 import { runSearchWorker } from "./search-worker.js";
 import type { SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
@@ -39,8 +40,7 @@ export const searchFilesInput = z.strictObject({
     .describe(
       "JavaScript regular expression (no slashes, no flags), matched against each line, e.g. 'function \\w+\\('.",
     ),
-  path: z
-    .string()
+  path: pathInput
     .optional()
     .describe('Directory (or single file) to search, relative to the workspace root. Defaults to ".".'),
   glob: z

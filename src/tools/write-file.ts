@@ -5,6 +5,7 @@ import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome } from "./fs-errors.js";
 import { openLocatedFile } from "./located-io.js";
+import { pathInput } from "./path-input.js";
 import { formatBytes } from "./text.js";
 import { locateInWorkspace, workspaceComponents } from "./workspace.js";
 
@@ -12,8 +13,7 @@ import { locateInWorkspace, workspaceComponents } from "./workspace.js";
 export const WRITE_MAX_BYTES = 2 * 1024 * 1024;
 
 export const writeFileInput = z.strictObject({
-  path: z
-    .string()
+  path: pathInput
     .min(1)
     .describe("File to write, relative to the workspace root. Missing parent directories are created."),
   content: z.string().describe("The complete new content of the file (UTF-8 text)."),

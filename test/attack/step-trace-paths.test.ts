@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 const READS = 64;
-/** Each read's path: the same file behind ~15,000 characters of `./`, each a name of its own. */
-const longPath = (i: number) => `${"./".repeat(7_500 + i)}f.txt`;
+/** Each read's path: the same file behind ~4,000 characters of `./` (within PATH_MAX_CHARS), each a name of its own. */
+const longPath = (i: number) => `${"./".repeat(1_950 + i)}f.txt`;
 const LATER_TURNS = 30;
 
 describe("a model reading one file under long paths, then going on for many turns (a malicious upstream)", () => {
@@ -16,7 +16,8 @@ describe("a model reading one file under long paths, then going on for many turn
   it("each step's trace names the files sent within a bounded size; the run's steps stay small", async () => {
     // Before, every step's trace listed every file read in the window by the path the model gave,
     // whole: 64 reads of 15,000-character paths (one reply of ~1 MB) made each of the 30 later
-    // steps store ~1 MB again, and each GET /runs/{id}/steps read and answered 31 MB.
+    // steps store ~1 MB again, and each GET /runs/{id}/steps read and answered 31 MB. Paths are
+    // now at most 4,096 characters; 64 of ~4,000 would still make each later step ~256 KB.
     server.upstream.enqueue(
       { toolCalls: [{ id: "w", name: "write_file", arguments: JSON.stringify({ path: "f.txt", content: "x" }) }] },
       {

@@ -14,6 +14,7 @@ import {
   WORKSPACE_TOOL_NAMES,
   workspaceToolsFor,
 } from "../../src/tools/index.js";
+import { PATH_MAX_CHARS } from "../../src/tools/path-input.js";
 import { expectOk, makeSandbox, writeTree } from "./helpers.js";
 
 const SANDBOXED: ShellSandbox = {
@@ -88,6 +89,18 @@ describe("the workspace tool registry", () => {
       ["shell", "ask", "none"],
     ]);
     expect(described[1]?.inputSchema).toMatchObject({ required: ["path"] });
+    // Every path the model may send is bounded, and the schema it is sent says so.
+    const paths = Object.fromEntries(
+      described.map((tool) => [tool.name, (tool.inputSchema.properties as Record<string, unknown>).path]),
+    );
+    expect(paths).toEqual({
+      list_files: { type: "string", maxLength: PATH_MAX_CHARS, description: expect.any(String) },
+      read_file: { type: "string", minLength: 1, maxLength: PATH_MAX_CHARS, description: expect.any(String) },
+      search_files: { type: "string", maxLength: PATH_MAX_CHARS, description: expect.any(String) },
+      write_file: { type: "string", minLength: 1, maxLength: PATH_MAX_CHARS, description: expect.any(String) },
+      edit_file: { type: "string", minLength: 1, maxLength: PATH_MAX_CHARS, description: expect.any(String) },
+      shell: undefined,
+    });
     expect(describeWorkspaceTools(SANDBOXED).slice(-2)).toMatchObject([
       { name: "shell", defaultApproval: "ask", readOnly: false, sandbox: "bwrap" },
       { name: "shell_readonly", defaultApproval: "allow", readOnly: true, sandbox: "bwrap" },
