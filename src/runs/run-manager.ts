@@ -187,7 +187,7 @@ export class RunManager {
   async resume({ record, session, recorder, restartInput }: ResumeParams): Promise<void> {
     const live = new LiveRun(record, session, recorder);
     live.resumed = true;
-    const priorStep = restartInput ? undefined : (await this.deps.store.steps.ofRun(record.id)).at(-1);
+    const priorStep = restartInput ? undefined : ((await this.deps.store.steps.last(record.id)) ?? undefined);
     this.#launch(live, { input: restartInput ? record.input : undefined, priorStats: record.stats, priorStep });
   }
 

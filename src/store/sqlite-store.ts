@@ -179,6 +179,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     },
     steps: {
       ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
+      last: (runId) => read(() => tables.steps.last(runId)),
       page: (query) => read(() => tables.runLists.steps(query)),
     },
     inputs: {

@@ -37,6 +37,7 @@ export const StepTraceSchema = z.object({
 export function stepStore(db: Db) {
   const upsert = db.prepare("INSERT OR REPLACE INTO run_steps (run_id, turn, data) VALUES (?, ?, ?)");
   const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn");
+  const last = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn DESC LIMIT 1").pluck();
   return {
     /** Records a step; a turn asked again after a restart replaces the lost attempt. */
     save(runId: string, step: StepTrace): void {
@@ -46,6 +47,10 @@ export function stepStore(db: Db) {
       return (ofRun.all(runId) as { data: string }[]).map((r) =>
         parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
       );
+    },
+    last(runId: string): StepTrace | null {
+      const data = last.get(runId) as string | undefined;
+      return data === undefined ? null : parseJsonColumn(StepTraceSchema, data, `step of ${runId}`);
     },
   };
 }

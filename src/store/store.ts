@@ -249,6 +249,8 @@ export interface Store {
   };
   steps: {
     ofRun(runId: string): Promise<StepTrace[]>;
+    /** The run's step trace of its latest turn (the others are not read); null when it has none. */
+    last(runId: string): Promise<StepTrace | null>;
     /** A page of the run's step traces, by turn (the page's key; see RunPageQuery). */
     page(query: RunPageQuery): Promise<ListPage<StepTrace>>;
   };

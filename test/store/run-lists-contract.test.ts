@@ -59,6 +59,12 @@ describe.each(STORE_BACKENDS)("a run's list pages on $name", (backend) => {
     });
   });
 
+  it("steps.last: the trace of the run's latest turn alone, null for a run without one", async () => {
+    const { runId } = await run({ steps: 7 });
+    expect(await store.steps.last(runId)).toEqual(stepOf(7));
+    expect(await store.steps.last("run_none")).toBeNull();
+  });
+
   it("steps: only as many as their stored sizes fit in `bytes`, at least one", async () => {
     const { runId } = await run({ steps: 5, stepBytes: 10_000 });
     const pages = await follow(

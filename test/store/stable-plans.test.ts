@@ -181,6 +181,15 @@ describe("SQLite reads that stay bounded in a large session", () => {
     db.close();
   });
 
+  it("a run's last step trace is the end of its (run_id, turn) key, with no sort", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const plan = store.planOf(store.find(/^SELECT data FROM run_steps WHERE .* DESC LIMIT 1/), ["run_big_7"]);
+    expect(plan).toMatch(/\(run_id=\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+    db.close();
+  });
+
   it("a run's messages come from its index in seq order, with no sort", () => {
     const db = analyzedLargeSession();
     const store = storeStatementsOn(db);

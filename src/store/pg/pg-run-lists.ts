@@ -68,6 +68,13 @@ export function pgSteps(rows: Rows): Store["steps"] {
       (await rows<{ data: string }>("SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn", [runId])).map(
         stepOfRow(runId),
       ),
+    last: async (runId) => {
+      const [row] = await rows<{ data: string }>(
+        "SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn DESC LIMIT 1",
+        [runId],
+      );
+      return row ? stepOfRow(runId)(row) : null;
+    },
     page: (query) =>
       runListPage<{ turn: number; data: string }, StepTrace>(rows, "run_steps", STEPS, query, {
         map: stepOfRow(query.runId),
