@@ -1,10 +1,16 @@
 import type { AgentMessage } from "./messages.js";
 
-/** Characters a message costs against `contextMaxChars`: content and tool-call arguments. */
-export function messageChars(message: AgentMessage): number {
+/** What a message sends beyond its content and tool-call arguments (see ModelClient.sentExtraChars). */
+export type ExtraChars = (message: AgentMessage) => number;
+
+/**
+ * Characters a message costs against `contextMaxChars`: content and tool-call arguments, plus
+ * what `extra` says the provider profile sends back with it (reasoning blocks, signatures).
+ */
+export function messageChars(message: AgentMessage, extra?: ExtraChars): number {
   let chars = message.content.length;
   if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += call.input.length;
-  return chars;
+  return extra ? chars + extra(message) : chars;
 }
 
 /**
@@ -30,8 +36,12 @@ export type ContextWindow =
  * `maxChars`; the stored history is untouched. A budget that cannot hold even
  * the newest unit is an error, never an empty send.
  */
-export function selectContext(history: readonly AgentMessage[], maxChars: number | undefined): ContextWindow {
-  const total = history.reduce((sum, m) => sum + messageChars(m), 0);
+export function selectContext(
+  history: readonly AgentMessage[],
+  maxChars: number | undefined,
+  extra?: ExtraChars,
+): ContextWindow {
+  const total = history.reduce((sum, m) => sum + messageChars(m, extra), 0);
   if (maxChars === undefined || total <= maxChars) {
     return { ok: true, messages: [...history], trimmedCount: 0, chars: total };
   }
@@ -40,13 +50,13 @@ export function selectContext(history: readonly AgentMessage[], maxChars: number
   let first = units.length;
   while (first > 0) {
     const unit = units[first - 1] ?? [];
-    const cost = unit.reduce((sum, m) => sum + messageChars(m), 0);
+    const cost = unit.reduce((sum, m) => sum + messageChars(m, extra), 0);
     if (used + cost > maxChars) break;
     used += cost;
     first--;
   }
   if (first === units.length) {
-    const newest = (units[units.length - 1] ?? []).reduce((sum, m) => sum + messageChars(m), 0);
+    const newest = (units[units.length - 1] ?? []).reduce((sum, m) => sum + messageChars(m, extra), 0);
     return {
       ok: false,
       message: `contextMaxChars ${maxChars} is too small: the newest message unit alone needs ${newest} characters`,

@@ -68,7 +68,8 @@ function assistantMetadata(
  * assistant message only when the stream ended cleanly (law 3).
  */
 export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSpec[]): Promise<ModelTurn> {
-  const window = selectContext(ctx.history, ctx.contextMaxChars);
+  const target = { model: ctx.modelName, providerProfile: ctx.providerProfile };
+  const window = selectContext(ctx.history, ctx.contextMaxChars, ctx.model.sentExtraChars?.(target));
   if (!window.ok)
     return {
       stop: { stopReason: "error", error: { code: "CONTEXT_TOO_SMALL", message: window.message } },

@@ -87,4 +87,11 @@ export type ModelResult =
 
 export interface ModelClient {
   complete(request: ModelRequest): Promise<ModelResult>;
+  /**
+   * How many characters a request for `target` (its model and session's profile) sends for a
+   * message beyond its content and tool-call arguments: what the provider profile sends back
+   * (OpenRouter's `reasoning_details`, Gemini's `extra_content`, DeepSeek's `reasoning_content`),
+   * counted against `contextMaxChars`. Absent: nothing beyond them.
+   */
+  sentExtraChars?(target: Pick<ModelRequest, "model" | "providerProfile">): (message: AgentMessage) => number;
 }

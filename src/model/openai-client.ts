@@ -11,7 +11,7 @@ import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
 import { type StopSignalInit, withStopSignal } from "./stop-signal.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import { upstreamFetch } from "./upstream-fetch.js";
-import { encodeChatRequest } from "./wire-body.js";
+import { encodeChatRequest, extraChars } from "./wire-body.js";
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 /** Per attempt: how long to wait for the response headers. */
@@ -102,6 +102,12 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
         }),
         model: request.model || options.model,
       }),
+    sentExtraChars: (target) => {
+      const model = target.model || options.model;
+      const configured = options.providerProfile;
+      const profile = resolveProfile({ requested: target.providerProfile, configured, baseURL, model });
+      return (message) => extraChars(message, profile);
+    },
   };
 }
 

@@ -2,7 +2,7 @@ import type { AgentMessage } from "../agent/messages.js";
 import type { ModelRequest, ToolSpec } from "../agent/model.js";
 import { ObjectSlot } from "../object-slot.js";
 import type { ProviderProfile } from "./provider-profile.js";
-import { toChatMessage, toChatTools } from "./wire-request.js";
+import { providerExtras, toChatMessage, toChatTools } from "./wire-request.js";
 
 /**
  * Each message's request form as UTF-8 JSON, made once per message and provider profile:
@@ -29,6 +29,32 @@ function messageBytes(message: AgentMessage, profile: ProviderProfile): Buffer {
   const bytes = ownBytes(JSON.stringify(toChatMessage(message, profile)));
   encoded.set(message, { profile: profile.name, bytes });
   return bytes;
+}
+
+/** Each assistant message's extraChars, per profile, kept on the message as its request bytes are. */
+const extras = new ObjectSlot<AgentMessage, { profile: string; chars: number }>("sent extra chars");
+
+/**
+ * What `profile` sends for `message` beyond its content and tool-call arguments, in characters:
+ * each provider field it sends back (providerExtras), a string by its length (as content is
+ * counted), anything else by its JSON text. Counted against `contextMaxChars` with the rest;
+ * worked out once per message and profile, like the request bytes.
+ */
+export function extraChars(message: AgentMessage, profile: ProviderProfile): number {
+  if (message.role !== "assistant") return 0;
+  const known = extras.get(message);
+  if (known?.profile === profile.name) return known.chars;
+  const sent = providerExtras(message, profile);
+  let chars = 0;
+  for (const fields of [sent.message, ...sent.calls]) {
+    for (const value of Object.values(fields)) chars += typeof value === "string" ? value.length : jsonLength(value);
+  }
+  extras.set(message, { profile: profile.name, chars });
+  return chars;
+}
+
+function jsonLength(value: unknown): number {
+  return JSON.stringify(value)?.length ?? 0;
 }
 
 /**

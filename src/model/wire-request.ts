@@ -42,23 +42,38 @@ export function toChatMessage(message: AgentMessage, profile: ProviderProfile): 
 
 function toAssistantMessage(message: AssistantMessage, profile: ProviderProfile): ChatCompletionAssistantMessageParam {
   const calls = message.toolCalls ?? [];
-  const details = profile.reasoningDetails ? message.metadata?.reasoningDetails : undefined;
-  const withDetails = details?.length ? { reasoning_details: details } : {};
-  if (calls.length === 0) return { role: "assistant", content: message.content, ...withDetails };
-  const stored = message.metadata?.toolCallFields ?? {};
-  const wire: ChatCompletionAssistantMessageParam & Record<string, unknown> = {
+  const extras = providerExtras(message, profile);
+  if (calls.length === 0) return { role: "assistant", content: message.content, ...extras.message };
+  return {
     role: "assistant",
     content: message.content === "" ? null : message.content,
-    tool_calls: calls.map((call) => ({
+    tool_calls: calls.map((call, i) => ({
       id: call.id,
       type: "function",
       function: { name: call.name, arguments: call.input },
-      ...pick(stored[call.id], profile.toolCallFields),
+      ...extras.calls[i],
     })),
-    ...withDetails,
+    ...extras.message,
   };
-  if (profile.reasoningField) wire[profile.reasoningField] = message.metadata?.reasoning ?? "";
-  return wire;
+}
+
+/**
+ * What `profile` sends back of an assistant message's metadata: the fields beside its text and
+ * calls (`message`: OpenRouter's `reasoning_details`, DeepSeek's `reasoning_content`) and beside
+ * each call (`calls`, in order: Gemini's `extra_content`). The one place that decides it: the
+ * request form and the context window's count (see wire-body.ts) both read it.
+ */
+export function providerExtras(
+  message: AssistantMessage,
+  profile: ProviderProfile,
+): { message: Record<string, unknown>; calls: Record<string, unknown>[] } {
+  const calls = message.toolCalls ?? [];
+  const extras: Record<string, unknown> = {};
+  const details = profile.reasoningDetails ? message.metadata?.reasoningDetails : undefined;
+  if (details?.length) extras.reasoning_details = details;
+  if (calls.length > 0 && profile.reasoningField) extras[profile.reasoningField] = message.metadata?.reasoning ?? "";
+  const stored = message.metadata?.toolCallFields ?? {};
+  return { message: extras, calls: calls.map((call) => pick(stored[call.id], profile.toolCallFields)) };
 }
 
 /** The `fields` of `source` that it has. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { messageChars } from "../../src/agent/context-window.js";
+import { messageChars, selectContext } from "../../src/agent/context-window.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { toolOk } from "../../src/agent/tool.js";
 import { toolCall } from "../fakes/scripted-model.js";
@@ -31,7 +31,21 @@ function priorHistory(): AgentMessage[] {
 describe("context window (law 10)", () => {
   it("law 10: the history's cost is message contents plus tool-call arguments", () => {
     const history = priorHistory();
-    expect(history.map(messageChars)).toEqual([10, 20, 30, 5]);
+    expect(history.map((m) => messageChars(m))).toEqual([10, 20, 30, 5]);
+  });
+
+  it("law 10: what the provider profile sends back with a message (extra) counts with its content", () => {
+    const history = priorHistory();
+    // a1 sends 40 characters of reasoning blocks back: [a1 + t1] now costs 90.
+    const extra = (m: AgentMessage) => (m === history[1] ? 40 : 0);
+    expect(history.map((m) => messageChars(m, extra))).toEqual([10, 60, 30, 5]);
+    expect(selectContext(history, 105, extra)).toMatchObject({ ok: true, trimmedCount: 0, chars: 105 });
+    // 104 held everything without the blocks (65); with them only [a1 + t1, u2] (95) fits.
+    expect(selectContext(history, 104, extra)).toMatchObject({ ok: true, trimmedCount: 1, chars: 95 });
+    expect(selectContext(history, 104)).toMatchObject({ ok: true, trimmedCount: 0, chars: 65 });
+    expect(selectContext(history, 94, extra)).toMatchObject({ ok: true, trimmedCount: 3, chars: 5 });
+    const tooSmall = selectContext([history[0]!, history[1]!, history[2]!], 89, extra);
+    expect(tooSmall).toMatchObject({ ok: false, message: expect.stringContaining("needs 90 characters") });
   });
 
   it("law 10: without trimming pressure, everything is sent", async () => {

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import type { ModelRequest, ToolSpec } from "../../src/agent/model.js";
 import { PROVIDER_PROFILES, profileNamed } from "../../src/model/provider-profile.js";
-import { encodeChatRequest } from "../../src/model/wire-body.js";
-import { toChatRequest } from "../../src/model/wire-request.js";
+import { encodeChatRequest, extraChars } from "../../src/model/wire-body.js";
+import { toChatMessage, toChatRequest } from "../../src/model/wire-request.js";
 
 const history: AgentMessage[] = [
   { id: "m1", role: "user", content: 'quotes " and \\ backslashes, new\nlines, tabs\t, control \u0001, émoji 🙂' },
@@ -131,5 +131,53 @@ describe("the request body as sent: each message encoded once", () => {
     expect(body.length).toBeLessThan(Buffer.poolSize / 2); // small enough to be pooled by Buffer.concat
     expect(body.byteOffset).toBe(0);
     expect(body.buffer.byteLength).toBe(body.length);
+  });
+});
+
+describe("what a message sends beyond its content and arguments (counted against contextMaxChars)", () => {
+  const json = (value: unknown) => JSON.stringify(value).length;
+  const metadata = (i: number) => {
+    const m = history[i];
+    return m?.role === "assistant" ? (m.metadata ?? {}) : {};
+  };
+
+  it("counts each field the profile sends back, and nothing under a profile that sends none", () => {
+    const per = (name: (typeof PROVIDER_PROFILES)[number]) => history.map((m) => extraChars(m, profileNamed(name)));
+    expect(per("openai")).toEqual([0, 0, 0, 0, 0]);
+    expect(per("deepseek")).toEqual([0, 0, 0, 0, 0]);
+    // reasoning_content goes back only on a message with calls: counted as text, like content.
+    expect(per("deepseek-thinking")).toEqual([0, "thinking…".length, 0, 0, 0]);
+    // extra_content beside each call: its JSON text.
+    expect(per("gemini")).toEqual([0, json(metadata(1).toolCallFields?.c1?.extra_content), 0, 0, 0]);
+    // reasoning_details on every assistant message that stored some: their JSON text.
+    expect(per("openrouter")).toEqual([
+      0,
+      json(metadata(1).reasoningDetails),
+      0,
+      0,
+      json(metadata(4).reasoningDetails),
+    ]);
+  });
+
+  it("is nonzero exactly where the profile's request form of the message differs from the plain one", () => {
+    const plain = profileNamed("openai");
+    for (const name of PROVIDER_PROFILES) {
+      for (const m of history) {
+        const differs = json(toChatMessage(m, profileNamed(name))) !== json(toChatMessage(m, plain));
+        expect(extraChars(m, profileNamed(name)) > 0, `${name} ${m.id}`).toBe(differs);
+      }
+    }
+  });
+
+  it("is worked out once per message and profile: a later count reads the figure kept on the message", () => {
+    const m = structuredClone(history[4]) as AgentMessage;
+    const first = extraChars(m, profileNamed("openrouter"));
+    expect(first).toBe(json(metadata(4).reasoningDetails));
+    // Messages are never changed once committed; changing one here shows the figure is not recomputed.
+    if (m.role === "assistant")
+      m.metadata?.reasoningDetails?.push({ type: "reasoning.encrypted", data: "x".repeat(500) });
+    expect(extraChars(m, profileNamed("openrouter"))).toBe(first);
+    // Another profile makes its own figure.
+    expect(extraChars(m, profileNamed("openai"))).toBe(0);
   });
 });
