@@ -93,5 +93,7 @@ export interface ModelClient {
    * (OpenRouter's `reasoning_details`, Gemini's `extra_content`, DeepSeek's `reasoning_content`),
    * counted against `contextMaxChars`. Absent: nothing beyond them.
    */
-  sentExtraChars?(target: Pick<ModelRequest, "model" | "providerProfile">): (message: AgentMessage) => number;
+  sentExtraChars?(
+    target: Pick<ModelRequest, "model" | "providerProfile">,
+  ): ((message: AgentMessage) => number) | undefined;
 }

@@ -3,7 +3,7 @@ import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agen
 import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
 import { assertSettings } from "./client-settings.js";
 import { checkFinishReason } from "./finish-reason.js";
-import { type ProviderSetting, resolveProfile } from "./provider-profile.js";
+import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
 import { displayURL } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
@@ -106,7 +106,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
       const model = target.model || options.model;
       const configured = options.providerProfile;
       const profile = resolveProfile({ requested: target.providerProfile, configured, baseURL, model });
-      return (message) => extraChars(message, profile);
+      return sendsBack(profile) ? (message) => extraChars(message, profile) : undefined;
     },
   };
 }

@@ -27,6 +27,10 @@ export interface ProviderProfile {
   reasoningDetails: boolean;
 }
 
+/** Whether `profile` sends back anything of an assistant message beyond its text and calls. */
+export const sendsBack = (profile: ProviderProfile): boolean =>
+  profile.reasoningField !== null || profile.toolCallFields.length > 0 || profile.reasoningDetails;
+
 /** The table: one row per profile. */
 const TABLE: Record<ProviderProfileName, Omit<ProviderProfile, "name">> = {
   openai: { reasoningField: null, toolCallFields: [], reasoningDetails: false },

@@ -1,8 +1,7 @@
 import type { StepTrace } from "../agent/step-trace.js";
 import type { Db } from "./database.js";
-import { parseJsonColumn } from "./json.js";
 import { type ListPage, PAGE_BYTES, type RunPageQuery, readSizedPage } from "./page.js";
-import { StepTraceSchema } from "./steps.js";
+import { stepOfRow } from "./steps.js";
 import { type ToolCallRecord, type ToolCallRow, toolCallFromRow } from "./tool-calls.js";
 import { type DeliveryRow, LISTED_COLUMNS, listingFromRow, type WebhookListing } from "./webhooks.js";
 
@@ -57,10 +56,6 @@ export type ListedDelivery = WebhookListing & { eventSeq: number };
 export type LedgerCallRow = ToolCallRow & { ordinal: number };
 export type ListedDeliveryRow = Omit<DeliveryRow, "body"> & { event_seq: number };
 
-export const stepOfRow =
-  (runId: string) =>
-  (row: { data: string }): StepTrace =>
-    parseJsonColumn(StepTraceSchema, row.data, `step of ${runId}`);
 export const ledgerCallFromRow = (row: LedgerCallRow): LedgerCall => ({
   ...toolCallFromRow(row),
   ordinal: row.ordinal,

@@ -34,23 +34,27 @@ export const StepTraceSchema = z.object({
   ),
 });
 
+/** A stored step trace, its JSON checked as it is read back. */
+export const stepOfRow =
+  (runId: string) =>
+  (row: { data: string }): StepTrace =>
+    parseJsonColumn(StepTraceSchema, row.data, `step of ${runId}`);
+
 export function stepStore(db: Db) {
   const upsert = db.prepare("INSERT OR REPLACE INTO run_steps (run_id, turn, data) VALUES (?, ?, ?)");
   const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn");
-  const last = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn DESC LIMIT 1").pluck();
+  const last = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn DESC LIMIT 1");
   return {
     /** Records a step; a turn asked again after a restart replaces the lost attempt. */
     save(runId: string, step: StepTrace): void {
       upsert.run(runId, step.turn, JSON.stringify(step));
     },
     ofRun(runId: string): StepTrace[] {
-      return (ofRun.all(runId) as { data: string }[]).map((r) =>
-        parseJsonColumn(StepTraceSchema, r.data, `step of ${runId}`),
-      );
+      return (ofRun.all(runId) as { data: string }[]).map(stepOfRow(runId));
     },
     last(runId: string): StepTrace | null {
-      const data = last.get(runId) as string | undefined;
-      return data === undefined ? null : parseJsonColumn(StepTraceSchema, data, `step of ${runId}`);
+      const row = last.get(runId) as { data: string } | undefined;
+      return row === undefined ? null : stepOfRow(runId)(row);
     },
   };
 }

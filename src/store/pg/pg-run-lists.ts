@@ -12,8 +12,8 @@ import {
   ledgerCallFromRow,
   listedDeliveryFromRow,
   STEPS,
-  stepOfRow,
 } from "../run-lists.js";
+import { stepOfRow } from "../steps.js";
 import type { Store } from "../store.js";
 import { type Rows, readPage } from "./pg-pages.js";
 
