@@ -1,6 +1,7 @@
 import type { App, AppContext } from "../src/app-context.js";
 import { PageQuery, RunParams, SessionParams, StartRunBody, StartRunQuery } from "../src/http/schemas.js";
 import { streamRunEvents } from "../src/http/sse.js";
+import { AdmissionWatch } from "../src/runs/admission-watch.js";
 
 export default function runRoutes(app: App, ctx: AppContext) {
   app.post(
@@ -8,26 +9,34 @@ export default function runRoutes(app: App, ctx: AppContext) {
     { sse: { kind: "dual" }, schema: { params: SessionParams, body: StartRunBody, querystring: StartRunQuery } },
     async (request, reply) => {
       const key = request.headers["idempotency-key"];
-      const { run, created, steered, replayed } = await ctx.runs.start({
-        sessionId: request.params.id,
-        owner: request.owner,
-        ...request.body,
-        idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
-      });
-      if (reply.sse)
-        return streamRunEvents(ctx, reply, {
-          runId: run.id,
-          after: 0,
-          reasoning: request.query.reasoning,
-          // A run this request created had not finished when it was stored; one found again (a
-          // replay) may have, and the stream reads its stored status.
-          finished: created ? false : undefined,
+      // A stream of the run this request starts begins with the events held since its admission.
+      const admission = reply.sse ? new AdmissionWatch(ctx.hub) : undefined;
+      try {
+        const { run, created, steered, replayed } = await ctx.runs.start({
+          sessionId: request.params.id,
+          owner: request.owner,
+          ...request.body,
+          idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
+          watch: admission,
         });
-      if (request.query.wait) return ctx.runs.waitForFinish(run.id);
-      // A replay is answered as the first request was; input that joined the active run, 202.
-      reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
-      if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");
-      return reply.send(run);
+        if (reply.sse)
+          return await streamRunEvents(ctx, reply, {
+            runId: run.id,
+            after: 0,
+            reasoning: request.query.reasoning,
+            // A run this request created had not finished when it was stored; one found again (a
+            // replay) may have, and the stream reads its stored status.
+            finished: created ? false : undefined,
+            admission,
+          });
+        if (request.query.wait) return ctx.runs.waitForFinish(run.id);
+        // A replay is answered as the first request was; input that joined the active run, 202.
+        reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
+        if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");
+        return reply.send(run);
+      } finally {
+        admission?.release();
+      }
     },
   );
 

@@ -1,6 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import { badRequest } from "../errors.js";
+import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { followRunEvents } from "../runs/event-feed.js";
 import { SseConnection } from "./sse-connection.js";
 import { exemptFromWriteDeadline } from "./write-deadline.js";
@@ -95,19 +96,32 @@ export async function streamRunEvents(
     after,
     reasoning = false,
     finished,
+    admission,
   }: {
     runId: string;
     after: number;
     reasoning?: boolean;
     /** Whether the stored run had finished when the caller read it (see RunEventsQuery); else read. */
     finished?: boolean;
+    /** A watch that saw the run admitted: the stream begins with what it holds (see followRunEvents). */
+    admission?: AdmissionWatch;
   },
 ): Promise<void> {
   const closed = openStream(reply);
   const sink = new SseConnection(reply.raw);
   if (reply.request.method !== "HEAD") sink.holdHead(HEAD_HOLD_MS);
   try {
-    await followRunEvents({ store: ctx.store, hub: ctx.hub, runId, after, closed, sink, reasoning, finished });
+    await followRunEvents({
+      store: ctx.store,
+      hub: ctx.hub,
+      runId,
+      after,
+      closed,
+      sink,
+      reasoning,
+      finished,
+      admission,
+    });
   } finally {
     sink.flush();
     sink.releaseHead();

@@ -7,6 +7,7 @@ import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
+import type { AdmittedRunObserver } from "./admission-watch.js";
 import { differingFields } from "./idempotency.js";
 import type { LiveRuns } from "./registry.js";
 import type { RunPlans } from "./run-plan.js";
@@ -26,6 +27,8 @@ export interface StartRunInput {
   ifBusy?: IfBusy;
   /** The steered input this run is made from: removed with the run's insert (see Store.runs.create). */
   takesInput?: string;
+  /** Told of a run this start creates and executes here, before any of its events is published. */
+  watch?: AdmittedRunObserver;
 }
 
 export interface AdmissionDeps {

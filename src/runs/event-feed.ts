@@ -1,4 +1,5 @@
 import type { StoredEvent } from "../store/store.js";
+import type { AdmissionWatch } from "./admission-watch.js";
 import { MAX_HELD_BYTES, MAX_HELD_EVENTS, type RunEventsQuery } from "./event-stream.js";
 import { type FeedSink, type Follower, followersOf } from "./run-followers.js";
 
@@ -19,6 +20,9 @@ const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
  * While reading it holds live events (at most MAX_HELD_EVENTS / MAX_HELD_BYTES, then drops
  * them and reads on); a gap, or a sink whose backlog passes MAX_HELD_BYTES, sends it back
  * to the database, which holds every published event, read at the client's pace.
+ * With `admission` (a watch that saw the run admitted, from `after` 0), it begins with what
+ * the watch holds, the run's first events, and goes live without reading the store, unless
+ * they are not gapless from the first.
  */
 export function followRunEvents({
   store,
@@ -29,7 +33,8 @@ export function followRunEvents({
   sink,
   reasoning = false,
   finished,
-}: RunEventsQuery & { sink: FeedSink }): Promise<void> {
+  admission,
+}: RunEventsQuery & { sink: FeedSink; admission?: AdmissionWatch }): Promise<void> {
   return new Promise<void>((resolveDone, rejectDone) => {
     const followers = followersOf(hub, runId);
     let ended = false;
@@ -164,6 +169,13 @@ export function followRunEvents({
       };
       run().catch((err) => end(err));
     };
+    // Taken once this follower holds what is published (it is added above): nothing is missed between.
+    const admitted = after === 0 ? (admission?.take(runId) ?? null) : null;
+    if (admitted && admitted.length > 0 && sendInOrder(admitted)) {
+      if (finishedSeen) end();
+      else followers.goLive(follower);
+      return;
+    }
     startReading();
   });
 }

@@ -14,7 +14,7 @@ import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
 import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
-import type { HistoryTail } from "./history-tail.js";
+import type { HistoryTail, SessionHistory } from "./history-tail.js";
 import { LEASE_LOST, type LiveRun } from "./live-run.js";
 import { failedDetail } from "./stop-details.js";
 
@@ -45,6 +45,8 @@ export interface ExecuteParams {
   priorStep?: StepTrace;
   /** Called once the run's input is committed, or the run ended before it was. */
   onInputSettled?: () => void;
+  /** The session's history, read since the run was stored; else read at the run's start. */
+  history?: SessionHistory;
 }
 
 /** The loop's writes as RunChanges: a message (with the ledger and stats it changes) or a tool's start. */
@@ -128,7 +130,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
   };
   let end: Parameters<typeof finishWithRetry>[0]["end"];
   try {
-    const { stored, messages: history } = await deps.history.read(live.sessionId);
+    const { stored, messages: history } = params.history ?? (await deps.history.read(live.sessionId));
     // Where this run's own messages begin: the loop guard counts its calls from there.
     const runStart = stored.findIndex((m) => m.runId === live.id);
     end = await runAgent({

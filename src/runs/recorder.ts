@@ -102,7 +102,8 @@ export class RunRecorder {
   /**
    * A recorder continuing from what is stored. One recorder writes a session's messages at
    * a time (the database keeps one unfinished run per session). `lastEvent` may be given
-   * when the caller just wrote the run's first events. With `lease`, every write is fenced by it.
+   * when the caller just wrote the run's first events, `lastMessage` when it read the
+   * session's history since the run was stored. With `lease`, every write is fenced by it.
    */
   static async open({
     store,
@@ -110,6 +111,7 @@ export class RunRecorder {
     runId,
     sessionId,
     lastEvent,
+    lastMessage,
     lease = null,
   }: {
     store: Store;
@@ -117,11 +119,12 @@ export class RunRecorder {
     runId: string;
     sessionId: string;
     lastEvent?: number;
+    lastMessage?: number;
     lease?: RunLease | null;
   }): Promise<RunRecorder> {
     const [events, messages] = await Promise.all([
       lastEvent ?? store.events.lastSeq(runId),
-      store.messages.lastSeq(sessionId),
+      lastMessage ?? store.messages.lastSeq(sessionId),
     ]);
     return new RunRecorder(store, hub, runId, sessionId, { lastEvent: events, lastMessage: messages }, lease);
   }

@@ -7,17 +7,17 @@ import type { ToolCallStatus } from "../store/store.js";
 import { admitRun, repeatedStart, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
-import { HistoryTail } from "./history-tail.js";
+import { HistoryTail, type SessionHistory } from "./history-tail.js";
 import { interruptAndStart } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { QueuedStarts } from "./queued-starts.js";
-import { RunRecorder } from "./recorder.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { RunPlans, storedRunView } from "./run-plan.js";
 import { stopLiveRuns } from "./shutdown.js";
+import { startNow } from "./start-now.js";
 import { steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
 
@@ -119,25 +119,13 @@ export class RunManager {
     }
   }
 
-  async #startNow(params: StartRunInput): Promise<StartedRun> {
-    const admission = await admitRun(this.#admissionDeps(), params);
-    if (!admission.created) return admission;
-    const { record, events } = admission;
-    this.deps.hub.publish(record.id, events);
-    let recorder: RunRecorder;
-    try {
-      recorder = await RunRecorder.open({
-        ...this.deps,
-        runId: record.id,
-        sessionId: record.sessionId,
-        lastEvent: 1,
-        lease: { runId: record.id, owner: this.instance.id, epoch: 1 },
-      });
-    } finally {
-      admission.release();
-    }
-    await this.#execute(new LiveRun(record, params.session, recorder));
-    return { run: runView(record), created: true };
+  #startNow(params: StartRunInput): Promise<StartedRun> {
+    const { hub } = this.deps;
+    const execute = (live: LiveRun, history: SessionHistory) => this.#execute(live, history);
+    return startNow(
+      { admission: this.#admissionDeps(), hub, history: this.history, owner: this.instance.id, execute },
+      params,
+    );
   }
 
   /**
@@ -174,12 +162,12 @@ export class RunManager {
   }
 
   /** Launches a new run's execution; resolves once its input is committed (or it ended first). */
-  async #execute(live: LiveRun): Promise<void> {
+  async #execute(live: LiveRun, history?: SessionHistory): Promise<void> {
     let inputSettled!: () => void;
     const input = new Promise<void>((resolve) => {
       inputSettled = resolve;
     });
-    this.#launch(live, { input: live.record.input, onInputSettled: inputSettled });
+    this.#launch(live, { input: live.record.input, onInputSettled: inputSettled, history });
     await Promise.race([input, live.done.catch(() => {})]);
   }
 

@@ -9,6 +9,7 @@ import { withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
 import type { RunAccess, Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
+import type { AdmittedRunObserver } from "./admission-watch.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
 
 export interface StartRunRequest {
@@ -26,6 +27,8 @@ export interface StartRunRequest {
   planning?: boolean;
   webhook?: WebhookTarget;
   ifBusy?: IfBusy;
+  /** Told of the run the start creates (see StartRunInput.watch). */
+  watch?: AdmittedRunObserver;
 }
 
 /** A decision on a pending approval, by the key that owns the run. */
@@ -126,6 +129,7 @@ export class RunService {
         idempotencyKey: request.idempotencyKey,
         webhook: request.webhook,
         ifBusy: request.ifBusy,
+        watch: request.watch,
       }),
     );
   }

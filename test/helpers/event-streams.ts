@@ -1,6 +1,8 @@
 import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEventBody } from "../../src/domain/run-events.js";
+import type { FeedSink } from "../../src/runs/event-feed.js";
 import { EventHub } from "../../src/runs/event-hub.js";
+import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
 import type { RunRecorder } from "../../src/runs/recorder.js";
 import type { StoredEvent } from "../../src/store/store.js";
 
@@ -27,3 +29,34 @@ export const finishRun = (recorder: RunRecorder) =>
     ],
     events: [{ type: "run.finished", run: { id: "run_1" } as never }],
   }));
+
+/** A sink that keeps what it is sent; `stalled` reports a backlog past the bound until `drain()`. */
+export class CollectingSink implements FeedSink {
+  readonly events: StoredEvent[] = [];
+  readonly batches: number[] = [];
+  stalled = false;
+  #drained: (() => void) | null = null;
+  /** The arrays handed to `write`, as they were given. */
+  readonly written: (readonly StoredEvent[])[] = [];
+  send(events: readonly StoredEvent[]): void {
+    this.events.push(...events);
+    this.batches.push(events.length);
+  }
+  write(events: readonly StoredEvent[]): void {
+    this.written.push(events);
+    this.send(events);
+  }
+  backlogBytes(): number {
+    return this.stalled ? MAX_HELD_BYTES + 1 : 0;
+  }
+  drained(): Promise<void> {
+    return this.stalled ? new Promise((resolve) => (this.#drained = resolve)) : Promise.resolve();
+  }
+  drain(): void {
+    this.stalled = false;
+    this.#drained?.();
+  }
+  get seqs(): number[] {
+    return this.events.map((e) => e.seq);
+  }
+}

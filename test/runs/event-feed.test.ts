@@ -2,12 +2,11 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/domain/run-events.js";
-import { type FeedSink, followRunEvents } from "../../src/runs/event-feed.js";
-import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
+import { followRunEvents } from "../../src/runs/event-feed.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
-import type { Store, StoredEvent } from "../../src/store/store.js";
-import { finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
+import type { Store } from "../../src/store/store.js";
+import { CollectingSink, finishRun, LossyHub, writeEvents } from "../helpers/event-streams.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { until } from "../helpers/until.js";
@@ -16,37 +15,6 @@ let dir: ReturnType<typeof tempDir>;
 let store: Store;
 let hub: LossyHub;
 let recorder: RunRecorder;
-
-/** A sink that keeps what it is sent; `stalled` reports a backlog past the bound until `drain()`. */
-class CollectingSink implements FeedSink {
-  readonly events: StoredEvent[] = [];
-  readonly batches: number[] = [];
-  stalled = false;
-  #drained: (() => void) | null = null;
-  /** The arrays handed to `write`, as they were given. */
-  readonly written: (readonly StoredEvent[])[] = [];
-  send(events: readonly StoredEvent[]): void {
-    this.events.push(...events);
-    this.batches.push(events.length);
-  }
-  write(events: readonly StoredEvent[]): void {
-    this.written.push(events);
-    this.send(events);
-  }
-  backlogBytes(): number {
-    return this.stalled ? MAX_HELD_BYTES + 1 : 0;
-  }
-  drained(): Promise<void> {
-    return this.stalled ? new Promise((resolve) => (this.#drained = resolve)) : Promise.resolve();
-  }
-  drain(): void {
-    this.stalled = false;
-    this.#drained?.();
-  }
-  get seqs(): number[] {
-    return this.events.map((e) => e.seq);
-  }
-}
 
 /** The store with its event reads observed: the resume point of each, in order. */
 function observed(inner: Store) {

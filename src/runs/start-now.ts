@@ -1,0 +1,52 @@
+import { runView } from "../store/runs.js";
+import { type AdmissionDeps, admitRun, type StartRunInput } from "./admission.js";
+import type { EventHub } from "./event-hub.js";
+import type { HistoryTail, SessionHistory } from "./history-tail.js";
+import { LiveRun } from "./live-run.js";
+import { RunRecorder } from "./recorder.js";
+import type { StartedRun } from "./run-manager-deps.js";
+
+export interface StartNowDeps {
+  admission: AdmissionDeps;
+  hub: EventHub;
+  history: HistoryTail;
+  /** This process's instance id: the new run's lease (epoch 1) names it. */
+  owner: string;
+  /** Launches the run here (registering it at once); resolves once its input is committed (or it ended first). */
+  execute: (live: LiveRun, history: SessionHistory) => Promise<void>;
+}
+
+/**
+ * Starts a run now, executed here (see admitRun: the same run again for a repeated
+ * idempotency key, 409 SESSION_BUSY while the session has an active run); resolves once its
+ * input is committed. Its first events are published as soon as they are stored. The
+ * session's history is read once the run is stored: the recorder's messages follow its last
+ * one, and the loop starts from it, without another read.
+ */
+export async function startNow(deps: StartNowDeps, params: StartRunInput): Promise<StartedRun> {
+  const admission = await admitRun(deps.admission, params);
+  if (!admission.created) return admission;
+  const { record, events } = admission;
+  deps.hub.publish(record.id, events);
+  let recorder: RunRecorder;
+  let history: SessionHistory;
+  try {
+    history = await deps.history.read(record.sessionId);
+    recorder = await RunRecorder.open({
+      store: deps.admission.store,
+      hub: deps.hub,
+      runId: record.id,
+      sessionId: record.sessionId,
+      lastEvent: 1,
+      lastMessage: history.stored.at(-1)?.seq ?? 0,
+      lease: { runId: record.id, owner: deps.owner, epoch: 1 },
+    });
+  } finally {
+    admission.release();
+  }
+  const executing = deps.execute(new LiveRun(record, params.session, recorder), history);
+  // Registered as executed here by now, and nothing more of it published than `events`.
+  params.watch?.admitted(record.id, events);
+  await executing;
+  return { run: runView(record), created: true };
+}
