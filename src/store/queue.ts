@@ -47,6 +47,7 @@ export function queueStore(db: Db) {
     "SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id LIMIT 1",
   );
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
+  const inputRuns = db.prepare("SELECT DISTINCT run_id FROM run_inputs").pluck();
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
   const hold = db.prepare(
     `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END WHERE id = @id`,
@@ -88,6 +89,10 @@ export function queueStore(db: Db) {
     },
     sessions(): string[] {
       return (sessions.all() as { session_id: string }[]).map((r) => r.session_id);
+    },
+    /** The runs with steered input pending. */
+    runsWithInput(): string[] {
+      return inputRuns.all() as string[];
     },
     /** Holds the session's queue for `ms` from now, or releases it (null). */
     hold(sessionId: string, ms: number | null): void {

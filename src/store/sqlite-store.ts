@@ -3,14 +3,15 @@ import { Checkpointer, WAL_RESTART_FRAMES, type WalRestart } from "./checkpointe
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
+import { MayHaveRows } from "./may-have-rows.js";
 import { startedEvent } from "./queue.js";
 import { translateSqliteError } from "./sqlite-errors.js";
 import { sqliteTables } from "./sqlite-tables.js";
+import { sqliteWriteProbe } from "./sqlite-write-probe.js";
 import { StorageHealth } from "./storage-health.js";
 import type { Store, StoredEvent } from "./store.js";
 import { targetOfRun } from "./webhook-targets.js";
 
-const ROLLBACK = Symbol("rollback");
 /** Rows of events deleted in one piece of a session's delete (a few ms of work). */
 const DELETE_PIECE_ROWS = 2000;
 
@@ -43,8 +44,10 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
   const tables = sqliteTables(db);
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
-  const heartbeat = db.prepare("INSERT OR REPLACE INTO server_heartbeat (id, at) VALUES (1, ?)");
-  const growth = db.prepare("INSERT INTO server_probe (data) VALUES (zeroblob(16384))");
+  // Most runs end with no run queued behind them and take no steered input: no read says so.
+  const queuedSessions = new MayHaveRows(tables.queue.sessions());
+  const inputRuns = new MayHaveRows(tables.queue.runsWithInput());
+  const probe = sqliteWriteProbe(db);
 
   /** A write in one transaction: a success clears a recorded failure, a storage failure is recorded. */
   const writeAlone = <T>(fn: () => T): Promise<T> => {
@@ -103,16 +106,18 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     },
     runs: {
       create: (run, events, { lease, limit, takesInput } = {}) =>
-        write(() => {
-          if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
-          if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
-            throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);
-          }
-          tables.runs.insert(run);
-          if (lease) tables.leases.take(run.id, lease);
-          tables.webhooks.deriveFrom(events, { runId: run.id, target: targetOfRun(run) });
-          return tables.events.insert(events);
-        }),
+        queuedSessions.adding(run.status === "queued" ? run.sessionId : null, () =>
+          write(() => {
+            if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
+            if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
+              throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);
+            }
+            tables.runs.insert(run);
+            if (lease) tables.leases.take(run.id, lease);
+            tables.webhooks.deriveFrom(events, { runId: run.id, target: targetOfRun(run) });
+            return tables.events.insert(events);
+          }),
+        ),
       get: (id) => read(() => tables.runs.get(id)),
       access: (id) => read(() => tables.runs.access(id)),
       keyed: (sessionId, key, input) => read(() => tables.runInputs.keyed(sessionId, key, input)),
@@ -121,7 +126,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       unfinished: () => read(() => tables.runs.live()),
       cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
-      queued: (sessionId) => read(() => tables.queue.queued(sessionId)),
+      queued: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queued(sessionId))),
       queuedSessions: () => read(() => tables.queue.sessions()),
       holdQueue: (sessionId, forMs) => write(() => tables.queue.hold(sessionId, forMs)),
       startQueued: (sessionId, at, terms) =>
@@ -183,8 +188,9 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       page: (query) => read(() => tables.runLists.steps(query)),
     },
     inputs: {
-      add: (input, options) => write(() => tables.queue.addInput(input, options?.max)),
-      pending: (runId) => read(() => tables.queue.pending(runId)),
+      add: (input, options) =>
+        inputRuns.adding(input.runId, () => write(() => tables.queue.addInput(input, options?.max))),
+      pending: (runId) => read(() => inputRuns.rows(runId, () => tables.queue.pending(runId))),
       pendingStatus: (runId, id) => read(() => tables.queue.pendingStatus(runId, id)),
       pendingHolds: (runId, id, content) => read(() => tables.queue.pendingHolds(runId, id, content)),
       orphaned: () => read(() => tables.queue.orphaned()),
@@ -203,19 +209,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       claim: (query) => write(() => tables.leases.claim(query)),
       release: (owner) => write(() => tables.leases.release(owner)),
     },
-    probeWrites: () =>
-      write(() => {
-        heartbeat.run(new Date().toISOString());
-        // Allocates new pages in a savepoint rolled back at once: a full disk fails here.
-        try {
-          db.transaction(() => {
-            growth.run();
-            throw ROLLBACK;
-          })();
-        } catch (err) {
-          if (err !== ROLLBACK) throw err;
-        }
-      }),
+    probeWrites: () => write(probe),
     writeFailure: () => health.failure,
     // One process holds the file: there is nobody to hear from.
     notifications: null,
