@@ -107,7 +107,7 @@ export class RunService {
   ) {}
 
   async start(request: StartRunRequest): Promise<StartedRun> {
-    const session = await this.deps.sessions.record(request.sessionId, request.owner);
+    const session = await this.deps.sessions.forStart(request.sessionId, request.owner);
     this.deps.sessions.checkToolNames({ approval: request.approval });
     this.deps.sessions.checkApprovalCeiling({ approval: request.approval, under: session.approval });
     const { defaults } = this.deps;

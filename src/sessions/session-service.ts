@@ -1,7 +1,7 @@
 import { join, relative, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
-import { type ApprovalCeiling, looserThanCeiling } from "../domain/approval-ceiling.js";
+import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import { badRequest, invalidCursor, notFound, sessionRunNotEnded, shuttingDown } from "../errors.js";
@@ -13,7 +13,9 @@ import { withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
+import { refuseLooserThanCeiling, refuseUnknownTools } from "./policy-checks.js";
 import { SessionQuota } from "./session-quota.js";
+import { SessionRecords } from "./session-records.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 
 export interface CreateSessionInput {
@@ -51,50 +53,21 @@ export class SessionService {
   }
 
   readonly #quota: SessionQuota;
+  /** The records of sessions created or started in here lately (see forStart). */
+  readonly #records = new SessionRecords();
   /** Sessions whose DELETE this instance has taken and not yet finished: already gone to its callers. */
   readonly #deleting = new Set<string>();
   /** Per session, the starts in flight here: past the session's lookup, their run not yet admitted. */
   readonly #starting = new Map<string, Set<Promise<unknown>>>();
 
-  /**
-   * Refuses (400 APPROVAL_POLICY_TOO_LOOSE, naming the tools) a policy asking for a looser
-   * mode than APPROVAL_POLICY_MAX allows: a session's, or a run's over its session's (`under`).
-   */
+  /** See refuseLooserThanCeiling: a session's policy, or a run's over its session's (`under`). */
   checkApprovalCeiling({ approval, under }: { approval?: ApprovalPolicy | null; under?: ApprovalPolicy | null }): void {
-    const looser = looserThanCeiling({
-      policy: approval,
-      under,
-      toolNames: this.deps.toolNames,
-      ceiling: this.deps.approvalCeiling,
-    });
-    const names = Object.keys(looser);
-    if (names.length === 0) return;
-    const list = names.map((name) => `${name} (at most ${looser[name]})`).join(", ");
-    throw badRequest(
-      "APPROVAL_POLICY_TOO_LOOSE",
-      `the approval policy is looser than the server allows (APPROVAL_POLICY_MAX) for ${list}`,
-      { tools: looser },
-    );
+    refuseLooserThanCeiling({ approval, under, toolNames: this.deps.toolNames, ceiling: this.deps.approvalCeiling });
   }
 
-  /**
-   * Refuses (400 UNKNOWN_TOOL) a tool name that is not a tool, in a `tools` list or as a key
-   * of an approval override's `tools`: a misspelt `"Shell": "deny"` must not leave `shell`
-   * on its default.
-   */
+  /** See refuseUnknownTools. */
   checkToolNames({ tools, approval }: { tools?: readonly string[]; approval?: ApprovalPolicy | null }): void {
-    const known = this.deps.toolNames;
-    const unknownIn = (names: readonly string[]) => names.filter((name) => !known.includes(name));
-    const inTools = unknownIn(tools ?? []);
-    if (inTools.length) {
-      throw badRequest("UNKNOWN_TOOL", `unknown tools: ${inTools.join(", ")}`, { available: known });
-    }
-    const inApproval = unknownIn(Object.keys(approval?.tools ?? {}));
-    if (inApproval.length) {
-      throw badRequest("UNKNOWN_TOOL", `approval.tools names unknown tools: ${inApproval.join(", ")}`, {
-        available: known,
-      });
-    }
+    refuseUnknownTools({ tools, approval, known: this.deps.toolNames });
   }
 
   async create(input: CreateSessionInput, owner: string | null): Promise<SessionView> {
@@ -136,6 +109,7 @@ export class SessionService {
         await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
         throw this.#quota.refusal(err);
       }
+      this.#records.put(record);
       return sessionView(record, null);
     });
   }
@@ -145,6 +119,22 @@ export class SessionService {
     const record = await this.deps.store.sessions.get(id, owner);
     if (!record || this.#deleting.has(id)) throw notFound("session", id);
     return record;
+  }
+
+  /**
+   * The session for a run's start (see `record`), as kept since its creation or a start here
+   * (see SessionRecords): a session deleted by another instance meanwhile is found gone by
+   * the run's insert (NOT_FOUND).
+   */
+  async forStart(id: string, owner: string | null): Promise<SessionRecord> {
+    const kept = this.#records.get(id);
+    if (kept === undefined) {
+      const record = await this.record(id, owner);
+      this.#records.put(record);
+      return record;
+    }
+    if (kept.owner !== owner || this.#deleting.has(id)) throw notFound("session", id);
+    return kept;
   }
 
   /**
@@ -214,6 +204,7 @@ export class SessionService {
   async delete(id: string, owner: string | null): Promise<void> {
     const record = await this.record(id, owner);
     this.#deleting.add(id);
+    this.#records.forget(id);
     try {
       await this.#deleteTaken(id, record);
     } finally {
@@ -268,6 +259,7 @@ export class SessionService {
       }
     }
     this.deps.manager.history.forget(id);
+    this.#records.forget(id);
     try {
       await removeSessionWorkspace({
         root: this.deps.workspaceRoot,
