@@ -50,6 +50,15 @@ export async function alternate({ h, rounds, c, upstreamUrl, env, nodeArgs, load
   const med = (name, key) => median(results[name].map((r) => r[key]));
   const ratio = (name, key) => med(name, key) / med("stack", key);
   const part = (name) => `${name} ${fmt(med(name, "runsPerS"))} runs/s, ${fmt(med(name, "cpuMsPerRun"), 2)} ms CPU/run`;
+  // Each round's own ratio, measured minutes apart at most: less moved by the machine's drift than a ratio of medians.
+  const roundsLine = (other, key) => {
+    const ratios = results.ours.map((r, i) => r[key] / results[other][i][key]);
+    return `median ${fmt(median(ratios), 2)}x (${fmt(Math.min(...ratios), 2)}-${fmt(Math.max(...ratios), 2)})`;
+  };
+  for (const other of names.filter((n) => n !== "ours")) {
+    const line = `runs/s ${roundsLine(other, "runsPerS")}, CPU/run ${roundsLine(other, "cpuMsPerRun")}`;
+    console.log(`  ours/${other}, each round's own ratio: ${line}`);
+  }
   const vs = (name) =>
     `${name}/stack: ${fmt(ratio(name, "runsPerS"), 2)}x runs/s, ${fmt(ratio(name, "cpuMsPerRun"), 2)}x CPU/run`;
   console.log(
