@@ -6,6 +6,7 @@ import { streamChat } from "../src/chat/chat-stream.js";
 import { continuationOf } from "../src/chat/continuation.js";
 import { conflict } from "../src/errors.js";
 import { SessionParams } from "../src/http/schemas.js";
+import { AdmissionWatch } from "../src/runs/admission-watch.js";
 
 /** The AI SDK's UI message stream protocol (what `useChat` speaks) over a session's runs. */
 export default function chatRoutes(app: App, ctx: AppContext) {
@@ -17,8 +18,15 @@ export default function chatRoutes(app: App, ctx: AppContext) {
       const owner = request.owner;
       const action = chatAction(request.body);
       if (action.kind === "start") {
-        const { run } = await ctx.runs.start({ sessionId, owner, input: action.input });
-        return streamChat(ctx, reply, { runId: run.id, owner, after: 0, stopCancels: true });
+        // The stream begins with the run's events held since its admission (see AdmissionWatch).
+        const admission = new AdmissionWatch(ctx.hub);
+        try {
+          const { run, created } = await ctx.runs.start({ sessionId, owner, input: action.input, watch: admission });
+          const started = { finished: created ? false : undefined, admission };
+          return await streamChat(ctx, reply, { runId: run.id, owner, after: 0, stopCancels: true, ...started });
+        } finally {
+          admission.release();
+        }
       }
       const runId = await ctx.sessions.activeRunId(sessionId, owner);
       if (!runId) throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");

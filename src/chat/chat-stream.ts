@@ -2,6 +2,7 @@ import type { FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import type { RunEvent } from "../domain/run-events.js";
 import { CLIENT_GONE, corkedBatches, openStream } from "../http/sse.js";
+import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { runEventStream } from "../runs/event-stream.js";
 import { type UiChunk, UiMessageProjection } from "./ui-chunks.js";
 
@@ -21,6 +22,10 @@ export interface ChatStreamOptions {
   awaiting?: readonly string[];
   /** The client closing the stream before its end is `useChat`'s stop: the run is cancelled. */
   stopCancels: boolean;
+  /** Whether the run had finished when the caller read it (see RunEventsQuery); else read. */
+  finished?: boolean;
+  /** A watch that saw the run admitted: the stream begins with what it holds (see runEventStream). */
+  admission?: AdmissionWatch;
 }
 
 /**
@@ -51,7 +56,7 @@ export async function streamChat(
 
 async function* chatFrames(
   ctx: Pick<AppContext, "store" | "hub">,
-  { runId, after, awaiting }: ChatStreamOptions,
+  { runId, after, awaiting, finished, admission }: ChatStreamOptions,
   closed: AbortSignal,
   ended: () => void,
 ): AsyncGenerator<{ data: string }> {
@@ -71,6 +76,8 @@ async function* chatFrames(
     after: taken ? after : 0,
     closed,
     withoutUserMessages: true,
+    finished,
+    admission,
   });
   for await (const frame of events) {
     const event = JSON.parse(frame.data) as RunEvent;

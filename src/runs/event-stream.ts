@@ -1,4 +1,5 @@
 import type { Store, StoredEvent } from "../store/store.js";
+import type { AdmissionWatch } from "./admission-watch.js";
 import type { EventHub } from "./event-hub.js";
 
 export interface SseFrame {
@@ -35,6 +36,11 @@ export interface RunEventsQuery {
   finished?: boolean;
   /** Leave out the stored events of user messages, unread (a chat stream shows none); live ones are sent. */
   withoutUserMessages?: boolean;
+  /**
+   * A watch that saw the run admitted (with `after` 0): the stream begins with what it holds,
+   * as if published since it subscribed, and reads the store only at a gap.
+   */
+  admission?: AdmissionWatch;
 }
 
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
@@ -94,6 +100,7 @@ export async function* runEventStream({
   reasoning = false,
   finished,
   withoutUserMessages = false,
+  admission,
 }: RunEventsQuery): AsyncGenerator<SseFrame> {
   const held = new HeldEvents();
   /** Live events are not held (too many were): the stream reads on from the database. */
@@ -112,13 +119,19 @@ export async function* runEventStream({
     }
     wake?.();
   });
+  // Taken once subscribed: together with what is published from now on, every event of the run.
+  const admitted = after === 0 ? (admission?.take(runId) ?? null) : null;
+  for (const event of admitted ?? []) {
+    if (event.type === "run.finished") finishedSeen = true;
+    held.push(event);
+  }
   const onClose = () => wake?.();
   closed.addEventListener("abort", onClose);
   try {
     let last = after;
     // A run that is gone (deleted with its session) publishes nothing more either.
     const finishedBefore = finished ?? ((await store.runs.access(runId))?.status ?? "finished") === "finished";
-    let reading = true;
+    let reading = !admitted?.length;
     /** The run's end was seen but not sent: one more read makes sure nothing stored is left. */
     let confirmed = false;
     while (!closed.aborted) {

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/domain/run-events.js";
 import { AdmissionWatch } from "../../src/runs/admission-watch.js";
 import { followRunEvents } from "../../src/runs/event-feed.js";
-import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
+import { MAX_HELD_BYTES, runEventStream } from "../../src/runs/event-stream.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store, StoredEvent } from "../../src/store/store.js";
@@ -132,4 +132,49 @@ it("a watch gives nothing for a run it did not see admitted, nor twice, and lets
   watch.admitted("run_1", admitted);
   watch.release();
   expect(hub.watcherCount("run_1")).toBe(0);
+});
+
+/** The generator's stream of run_1 from its start (what a chat streams), with its event reads recorded. */
+async function streamAll(admission: AdmissionWatch) {
+  const reads: number[] = [];
+  const observed = aroundStore(store, "events", (name, args, call) => {
+    if (name === "afterWithin") reads.push(args[1] as number);
+    return call();
+  });
+  const stream = runEventStream({
+    store: observed,
+    hub,
+    runId: "run_1",
+    after: 0,
+    closed: new AbortController().signal,
+    finished: false,
+    admission,
+  });
+  const seqs: number[] = [];
+  const first = await stream.next();
+  if (!first.done) seqs.push(Number(first.value.id));
+  await write({ type: "text.delta", text: "live" });
+  await finishRun(recorder);
+  for await (const frame of stream) seqs.push(Number(frame.id));
+  return { seqs, reads };
+}
+
+it("the generator's stream (a chat's) also begins with what the watch held, reading nothing, or reads at a gap", async () => {
+  const watch = new AdmissionWatch(hub);
+  watch.admitted("run_1", admitted);
+  await write({ type: "turn.started", turn: 1 });
+  const whole = await streamAll(watch);
+  expect(whole.seqs).toEqual([1, 2, 3, 4]);
+  expect(whole.reads).toEqual([]);
+  expect(hub.watcherCount("run_1")).toBe(0);
+});
+
+it("the generator's stream reads the store where what the watch held has a gap", async () => {
+  const watch = new AdmissionWatch(hub);
+  watch.admitted("run_1", admitted);
+  hub.lost.add(2);
+  await write({ type: "turn.started", turn: 1 });
+  const healed = await streamAll(watch);
+  expect(healed.seqs).toEqual([1, 2, 3, 4]);
+  expect(healed.reads[0]).toBe(1);
 });
