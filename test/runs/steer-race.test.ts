@@ -23,6 +23,7 @@ async function steerRace(
   beforeSecondLook: (raw: Store, sessionId: string) => Promise<void>,
 ): Promise<{ raw: Store; gate: Promise<void> }> {
   let keyLookups = 0;
+  let keyAnswers = 0;
   let bothLooked!: () => void;
   const looked = new Promise<void>((resolve) => {
     bothLooked = resolve;
@@ -40,7 +41,8 @@ async function steerRace(
       return aroundStore(store, "runs", async (name, args, call) => {
         if (name === "keyed" && ++keyLookups <= 2) {
           const result = await call();
-          if (keyLookups === 2) bothLooked();
+          // Both answered (not only asked): neither copy goes on until the other's answer is in.
+          if (++keyAnswers === 2) bothLooked();
           await looked;
           return result;
         }
