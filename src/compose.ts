@@ -94,6 +94,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       maxRetries: config.MODEL_MAX_RETRIES,
       requestTimeoutMs: config.MODEL_REQUEST_TIMEOUT_MS,
       idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+      streamMaxMs: config.MODEL_STREAM_MAX_MS,
       maxOutputChars: config.MODEL_MAX_OUTPUT_CHARS,
     });
   const manager = new RunManager({

@@ -87,6 +87,7 @@ const EnvSchema = z.object({
   MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),
   MODEL_REQUEST_TIMEOUT_MS: msSetting(60_000),
   MODEL_IDLE_TIMEOUT_MS: msSetting(60_000),
+  MODEL_STREAM_MAX_MS: msSetting(1_800_000, { min: 1_000 }),
   /** The most characters (text, reasoning and tool calls) one model reply may stream. */
   MODEL_MAX_OUTPUT_CHARS: intSetting(1_000_000, { min: 1_000, max: 100_000_000 }),
   SHUTDOWN_GRACE_MS: intSetting(5_000, { min: 0, max: 60_000 }),

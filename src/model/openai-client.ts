@@ -1,27 +1,27 @@
 import OpenAI from "openai";
 import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agent/model.js";
 import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
-import { assertSettings } from "./client-settings.js";
+import { clientSettings } from "./client-settings.js";
 import { checkFinishReason } from "./finish-reason.js";
 import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
 import { displayURL } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
+import { ABORTED, stopFailure } from "./stop-failure.js";
 import { type StopSignalInit, withStopSignal } from "./stop-signal.js";
 import { StreamAssembler } from "./stream-assembler.js";
 import { upstreamFetch } from "./upstream-fetch.js";
 import { encodeChatRequest, extraChars } from "./wire-body.js";
 
-export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
-/** Per attempt: how long to wait for the response headers. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
-/** Once streaming: the longest gap between two chunks. */
-export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
-export const DEFAULT_MAX_RETRIES = 2;
-/** The longest wait between attempts an upstream's `retry-after` may ask for. */
-export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
-
+export {
+  DEFAULT_BASE_URL,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_MAX_RETRY_DELAY_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_STREAM_MAX_MS,
+} from "./client-settings.js";
 export type { ModelFetch };
 
 export interface OpenAIModelClientOptions {
@@ -37,6 +37,8 @@ export interface OpenAIModelClientOptions {
   requestTimeoutMs?: number | undefined;
   /** Once the response started: the longest allowed silence between chunks before the turn fails with MODEL_TIMEOUT. */
   idleTimeoutMs?: number | undefined;
+  /** The longest one model request may last, its stream included, however steadily output comes (MODEL_TIMEOUT past it). */
+  streamMaxMs?: number | undefined;
   /**
    * The most characters of text, reasoning and tool calls one reply may stream; past it the
    * stream is closed and the turn fails (MODEL_OUTPUT_TOO_LARGE). Unlimited when absent.
@@ -61,12 +63,8 @@ export interface OpenAIModelClientOptions {
  * the SDK's retry backoff.
  */
 export function createOpenAIModelClient(options: OpenAIModelClientOptions): ModelClient {
-  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  const maxRetryDelayMs = options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS;
-  const baseURL = options.baseURL ?? DEFAULT_BASE_URL;
-  assertSettings({ model: options.model, maxRetries, requestTimeoutMs, idleTimeoutMs, maxRetryDelayMs, baseURL });
+  const { maxRetries, requestTimeoutMs, idleTimeoutMs, streamMaxMs, maxRetryDelayMs, baseURL } =
+    clientSettings(options);
 
   const client = new OpenAI({
     baseURL,
@@ -89,6 +87,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
         client,
         request,
         idleTimeoutMs,
+        streamMaxMs,
         maxOutputChars: options.maxOutputChars,
         baseURL,
         providerProfile: options.providerProfile,
@@ -116,6 +115,7 @@ interface CompleteArgs {
   request: ModelRequest;
   model: string;
   idleTimeoutMs: number;
+  streamMaxMs: number;
   maxOutputChars: number | undefined;
   baseURL: string;
   providerProfile: ProviderSetting | undefined;
@@ -127,6 +127,7 @@ async function completeOnce({
   request,
   model,
   idleTimeoutMs,
+  streamMaxMs,
   maxOutputChars,
   baseURL,
   providerProfile,
@@ -141,7 +142,7 @@ async function completeOnce({
     onTextDelta: rethrown(request.onTextDelta),
     onReasoningDelta: rethrown(request.onReasoningDelta),
   });
-  const guard = guardRequest({ signal: request.signal, idleTimeoutMs });
+  const guard = guardRequest({ signal: request.signal, idleTimeoutMs, maxMs: streamMaxMs });
 
   const fail = (failure: ModelFailure): ModelResult => {
     const usage = assembler.usageSoFar();
@@ -152,19 +153,17 @@ async function completeOnce({
       timing: { latencyMs: Math.round(now() - startedAt), firstTokenMs: roundOrNull(assembler.firstTokenSoFar()) },
     };
   };
-  const stoppedFailure = (): ModelFailure | null => {
-    if (request.signal.aborted) return { code: "MODEL_ABORTED", message: "the model request was aborted" };
-    if (guard.cause() === "idle") {
-      return {
-        code: "MODEL_TIMEOUT",
-        message: `the model stream from ${displayURL(failureContext("stream", model).baseURL)} stalled: no output (text, reasoning or tool calls) for ${idleTimeoutMs} ms`,
-      };
-    }
-    return null;
-  };
+  const stoppedFailure = () =>
+    stopFailure({
+      signal: request.signal,
+      guard,
+      from: () => displayURL(failureContext("stream", model).baseURL),
+      idleTimeoutMs,
+      streamMaxMs,
+    });
 
   try {
-    if (request.signal.aborted) return fail({ code: "MODEL_ABORTED", message: "the model request was aborted" });
+    if (request.signal.aborted) return fail(ABORTED);
 
     const body = encodeChatRequest(
       request,

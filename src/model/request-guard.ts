@@ -1,5 +1,5 @@
-/** Why a guarded request was stopped: the caller's signal, or no output for `idleTimeoutMs`. */
-export type StopCause = "user" | "idle";
+/** Why a guarded request was stopped: the caller's signal, no output for `idleTimeoutMs`, or output past `maxMs`. */
+export type StopCause = "user" | "idle" | "deadline";
 
 export interface RequestGuard {
   /** Aborts when the caller's signal aborts or the idle timer fires; give this to the SDK. */
@@ -8,7 +8,10 @@ export interface RequestGuard {
   readonly stopped: Promise<StopCause>;
   /** The first cause that aborted `signal`, or null while it is live. */
   cause(): StopCause | null;
-  /** (Re)arms the idle timer: call once the stream starts and on every chunk that brings output. */
+  /**
+   * (Re)arms the idle timer: call once the stream starts and on every chunk that brings output.
+   * Past `maxMs` since the guard was made, it stops the request instead (`deadline`).
+   */
   touch(): void;
   /** Clears the timer and unlinks from the caller's signal. Call exactly once, in `finally`. */
   dispose(): void;
@@ -17,9 +20,21 @@ export interface RequestGuard {
 /**
  * An AbortController linked to the caller's signal plus an idle timer. The link is a
  * listener removed on dispose, so one long-lived run signal serving many requests does
- * not accumulate listeners. A user abort wins over an idle timeout that fires later.
+ * not accumulate listeners. A user abort wins over an idle timeout that fires later. A
+ * stream that keeps bringing output, however slowly, is stopped at its first output past
+ * `maxMs` (checked when output comes: no second timer; a stream that then brings none is
+ * stopped by the idle timer).
  */
-export function guardRequest({ signal, idleTimeoutMs }: { signal: AbortSignal; idleTimeoutMs: number }): RequestGuard {
+export function guardRequest({
+  signal,
+  idleTimeoutMs,
+  maxMs = Number.POSITIVE_INFINITY,
+}: {
+  signal: AbortSignal;
+  idleTimeoutMs: number;
+  maxMs?: number;
+}): RequestGuard {
+  const deadline = performance.now() + maxMs;
   const controller = new AbortController();
   let stopCause: StopCause | null = null;
   let timer: NodeJS.Timeout | undefined;
@@ -46,6 +61,7 @@ export function guardRequest({ signal, idleTimeoutMs }: { signal: AbortSignal; i
     cause: () => stopCause,
     touch() {
       if (stopCause !== null) return;
+      if (performance.now() > deadline) return stop("deadline");
       // Re-arming the one timer in place: this runs on every chunk of the stream.
       if (timer) timer.refresh();
       else timer = setTimeout(() => stop("idle"), idleTimeoutMs);

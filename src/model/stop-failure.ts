@@ -1,0 +1,40 @@
+import type { ModelFailure } from "./classify-error.js";
+import type { RequestGuard } from "./request-guard.js";
+
+export const ABORTED: ModelFailure = { code: "MODEL_ABORTED", message: "the model request was aborted" };
+
+/**
+ * Why a model request was stopped, as the turn's failure: the caller's abort
+ * (MODEL_ABORTED), the guard's idle timer or its deadline (MODEL_TIMEOUT, naming the
+ * upstream, `from`, and the limit); null while nothing stopped it.
+ */
+export function stopFailure({
+  signal,
+  guard,
+  from,
+  idleTimeoutMs,
+  streamMaxMs,
+}: {
+  signal: AbortSignal;
+  guard: RequestGuard;
+  /** The upstream as a failure names it (worked out only for a failure). */
+  from: () => string;
+  idleTimeoutMs: number;
+  streamMaxMs: number;
+}): ModelFailure | null {
+  if (signal.aborted) return ABORTED;
+  switch (guard.cause()) {
+    case "idle":
+      return {
+        code: "MODEL_TIMEOUT",
+        message: `the model stream from ${from()} stalled: no output (text, reasoning or tool calls) for ${idleTimeoutMs} ms`,
+      };
+    case "deadline":
+      return {
+        code: "MODEL_TIMEOUT",
+        message: `the model stream from ${from()} went on past ${streamMaxMs} ms (MODEL_STREAM_MAX_MS)`,
+      };
+    default:
+      return null;
+  }
+}
