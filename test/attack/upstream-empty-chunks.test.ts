@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { type RawUpstream, startRawUpstream } from "../helpers/raw-upstream.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 /**
@@ -19,10 +18,9 @@ const NOTHING = [
 ];
 
 let server: TestServer | undefined;
-let upstream: http.Server | undefined;
+let upstream: RawUpstream | undefined;
 afterEach(async () => {
   await server?.close();
-  upstream?.closeAllConnections();
   upstream?.close();
   server = upstream = undefined;
 });
@@ -30,7 +28,7 @@ afterEach(async () => {
 describe("a model stream of chunks that bring no output", () => {
   it(`fails the run MODEL_TIMEOUT after MODEL_IDLE_TIMEOUT_MS (${IDLE_MS} ms) without output`, async () => {
     let sent = 0;
-    upstream = http.createServer((_req, res) => {
+    upstream = await startRawUpstream((_req, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const timer = setInterval(() => {
         const chunk = { id: "c1", object: "chat.completion.chunk", model: "m", ...NOTHING[sent++ % NOTHING.length] };
@@ -38,11 +36,9 @@ describe("a model stream of chunks that bring no output", () => {
       }, 50);
       res.on("close", () => clearInterval(timer));
     });
-    await new Promise<void>((resolve) => upstream?.listen(0, "127.0.0.1", () => resolve()));
-    const { port } = upstream.address() as AddressInfo;
     server = await startTestServer({
       env: {
-        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        OPENAI_BASE_URL: upstream.baseURL,
         MODEL_IDLE_TIMEOUT_MS: String(IDLE_MS),
         MODEL_MAX_RETRIES: "0",
       },

@@ -1,7 +1,6 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { guardRequest } from "../../src/model/request-guard.js";
+import { type RawUpstream, startRawUpstream } from "../helpers/raw-upstream.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 /**
@@ -14,10 +13,9 @@ const IDLE_MS = 500;
 const MAX_MS = 1_500;
 
 let server: TestServer | undefined;
-let upstream: http.Server | undefined;
+let upstream: RawUpstream | undefined;
 afterEach(async () => {
   await server?.close();
-  upstream?.closeAllConnections();
   upstream?.close();
   server = upstream = undefined;
 });
@@ -25,7 +23,7 @@ afterEach(async () => {
 describe("a model stream that brings output for ever, slowly", () => {
   it(`fails the run MODEL_TIMEOUT once it went on past MODEL_STREAM_MAX_MS (${MAX_MS} ms)`, async () => {
     let sent = 0;
-    upstream = http.createServer((_req, res) => {
+    upstream = await startRawUpstream((_req, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const timer = setInterval(() => {
         sent++;
@@ -39,11 +37,9 @@ describe("a model stream that brings output for ever, slowly", () => {
       }, 100);
       res.on("close", () => clearInterval(timer));
     });
-    await new Promise<void>((resolve) => upstream?.listen(0, "127.0.0.1", () => resolve()));
-    const { port } = upstream.address() as AddressInfo;
     server = await startTestServer({
       env: {
-        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        OPENAI_BASE_URL: upstream.baseURL,
         MODEL_IDLE_TIMEOUT_MS: String(IDLE_MS),
         MODEL_STREAM_MAX_MS: String(MAX_MS),
       },
