@@ -27,7 +27,7 @@ export interface StartRunInput {
   ifBusy?: IfBusy;
   /** The steered input this run is made from: removed with the run's insert (see Store.runs.create). */
   takesInput?: string;
-  /** Told of a run this start creates and executes here, before any of its events is published. */
+  /** Told of a run this start creates and executes here, once registered, with the events published so far (see AdmittedRunObserver). */
   watch?: AdmittedRunObserver;
 }
 

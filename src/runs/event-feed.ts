@@ -21,8 +21,8 @@ const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
  * them and reads on); a gap, or a sink whose backlog passes MAX_HELD_BYTES, sends it back
  * to the database, which holds every published event, read at the client's pace.
  * With `admission` (a watch that saw the run admitted, from `after` 0), it begins with what
- * the watch holds, the run's first events, and goes live without reading the store, unless
- * they are not gapless from the first.
+ * the watch holds, the run's first events, and goes live without reading the store when they
+ * run gapless from the first; else it reads on from the store after the last in order.
  */
 export function followRunEvents({
   store,
@@ -169,7 +169,8 @@ export function followRunEvents({
       };
       run().catch((err) => end(err));
     };
-    // Taken once this follower holds what is published (it is added above): nothing is missed between.
+    // Taken right after this follower was added, in the same synchronous step: no publish can
+    // come between, so the watch's events and the follower's together miss nothing.
     const admitted = after === 0 ? (admission?.take(runId) ?? null) : null;
     if (admitted && admitted.length > 0 && sendInOrder(admitted)) {
       if (finishedSeen) end();

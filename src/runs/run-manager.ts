@@ -121,7 +121,7 @@ export class RunManager {
 
   #startNow(params: StartRunInput): Promise<StartedRun> {
     const { hub } = this.deps;
-    const execute = (live: LiveRun, history: SessionHistory) => this.#execute(live, history);
+    const execute = (live: LiveRun, history?: SessionHistory) => this.#execute(live, history);
     return startNow(
       { admission: this.#admissionDeps(), hub, history: this.history, owner: this.instance.id, execute },
       params,

@@ -12,8 +12,11 @@ export interface StartNowDeps {
   history: HistoryTail;
   /** This process's instance id: the new run's lease (epoch 1) names it. */
   owner: string;
-  /** Launches the run here (registering it at once); resolves once its input is committed (or it ended first). */
-  execute: (live: LiveRun, history: SessionHistory) => Promise<void>;
+  /**
+   * Launches the run here (registering it at once), from `history` if read, else reading it;
+   * resolves once its input is committed (or it ended first).
+   */
+  execute: (live: LiveRun, history?: SessionHistory) => Promise<void>;
 }
 
 /**
@@ -29,16 +32,19 @@ export async function startNow(deps: StartNowDeps, params: StartRunInput): Promi
   const { record, events } = admission;
   deps.hub.publish(record.id, events);
   let recorder: RunRecorder;
-  let history: SessionHistory;
+  let history: SessionHistory | undefined;
   try {
-    history = await deps.history.read(record.sessionId);
+    // A history that cannot be read (a corrupt row, storage failing) is the run's own failure:
+    // its execution reads it again and ends the run with the error, rather than leaving it stored
+    // and never executed.
+    history = await deps.history.read(record.sessionId).catch(() => undefined);
     recorder = await RunRecorder.open({
       store: deps.admission.store,
       hub: deps.hub,
       runId: record.id,
       sessionId: record.sessionId,
       lastEvent: 1,
-      lastMessage: history.stored.at(-1)?.seq ?? 0,
+      lastMessage: history && (history.stored.at(-1)?.seq ?? 0),
       lease: { runId: record.id, owner: deps.owner, epoch: 1 },
     });
   } finally {

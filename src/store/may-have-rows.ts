@@ -3,7 +3,8 @@
  * writes (SQLite, whose file one process owns: see takeOwnerLock). A key may have rows when
  * some were found for it when the store opened, or a write that may add some was made for it
  * since; any other key has none, and a read of its rows is skipped. A key is forgotten again
- * when a read finds none while no such write is unsettled: a settled write's rows are read.
+ * when a read finds none while no such write is unsettled (a settled write's rows are read),
+ * or when it is not asked about any more (`forget`).
  */
 export class MayHaveRows {
   /** The keys that may have rows, each with the writes that may add some not yet settled. */
@@ -31,7 +32,12 @@ export class MayHaveRows {
     return rows;
   }
 
-  /** How many keys may have rows (bounded by the keys written since the last read of each). */
+  /** Drops `key`, which is not asked about again (its run finished, its session was deleted). */
+  forget(key: string): void {
+    this.#keys.delete(key);
+  }
+
+  /** How many keys are kept: those that may have rows and are still asked about. */
   get size(): number {
     return this.#keys.size;
   }

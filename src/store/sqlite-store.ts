@@ -97,10 +97,12 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       // waiting, refuses a session with an unfinished run: no piece goes after one appears.
       delete: async (id) => {
         while (await write(() => tables.sessions.deletePiece(id, deletePieceRows)));
-        return write(() => {
+        const deleted = await write(() => {
           tables.leases.forget();
           return tables.sessions.delete(id);
         });
+        queuedSessions.forget(id);
+        return deleted;
       },
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
@@ -140,8 +142,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
           return { run: { ...next, status: "running" as const }, events: tables.events.insert(events), lease };
         }),
     },
-    commitRun: (runId, changes, events, fence) =>
-      write<StoredEvent[]>(() => {
+    commitRun: (runId, changes, events, fence) => {
+      const committed = write<StoredEvent[]>(() => {
         if (fence && !tables.leases.holds(fence)) {
           throw new StoreConflictError(
             "fenced",
@@ -152,7 +154,14 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
         // The outbox rows of these events, in their transaction: a crash loses none.
         tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
-      }),
+      });
+      // A finished run asks for no steered input (what it left is found by inputs.orphaned).
+      if (!changes.some((change) => change.kind === "finish")) return committed;
+      return committed.then((stored) => {
+        inputRuns.forget(runId);
+        return stored;
+      });
+    },
     commitRequest: (runId, changes) =>
       write(() => {
         for (const change of changes) applyRunChange(tables, runId, change);

@@ -34,6 +34,14 @@ describe("MayHaveRows", () => {
     expect(reads).toEqual(["a", "b", "b", "b"]);
     expect(may.size).toBe(1);
 
+    // A key not asked about any more (a finished run, a deleted session) is dropped at once.
+    await may.adding("d", () => Promise.resolve());
+    expect(may.size).toBe(2);
+    may.forget("d");
+    expect(may.size).toBe(1);
+    expect(may.rows("d", read("d"))).toEqual([]);
+    expect(reads).not.toContain("d");
+
     // A write that failed leaves the key to one more read.
     await expect(may.adding("c", () => Promise.reject(new Error("disk full")))).rejects.toThrow("disk full");
     expect(may.rows("c", read("c"))).toEqual([]);

@@ -1,0 +1,52 @@
+/**
+ * A start whose session history cannot be read once the run is stored (a corrupt row, storage
+ * failing for a moment): the run is the one that fails, ended with the error and stored as
+ * finished, and the session takes the next run. The history read once had moved before the
+ * run's execution, out of its error handling: the start answered 500 and left the run stored
+ * `running`, executed by nobody, so the session stayed busy until a restart.
+ */
+import { afterEach, expect, it } from "vitest";
+import { StorageError } from "../../src/store/errors.js";
+import { aroundStore } from "../helpers/store-around.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+it("a history that cannot be read fails the run, not the start, and the session takes the next run", async () => {
+  let failures = 0;
+  server = await startTestServer({
+    wrapStore: (store) =>
+      aroundStore(store, "messages", (name, _args, call) => {
+        if (name === "history" && failures > 0) {
+          failures--;
+          return Promise.reject(new StorageError("io", "disk I/O error"));
+        }
+        return call();
+      }),
+  });
+  const s = server;
+  s.upstream.enqueue({ text: "hello" });
+  const session = (await s.request("POST", "/sessions", { body: {} })).body;
+  const runs = `/sessions/${session.id}/runs?wait=true`;
+  // Both reads of the start fail: the one before the recorder opens and the execution's.
+  failures = 2;
+  const failed = await s.request("POST", runs, { body: { input: "first" } });
+  expect(failed.status).toBe(200);
+  expect(failed.body.run.stopReason).toBe("error");
+  expect(failed.body.run.status).toBe("finished");
+  const next = await s.request("POST", runs, { body: { input: "second" } });
+  expect(next.status).toBe(200);
+  expect(next.body.run.stopReason).toBe("complete");
+  expect(next.body.text).toBe("hello");
+  // The run read its history from the execution once the first read failed: it saw the second input alone.
+  failures = 1;
+  s.upstream.enqueue({ text: "again" });
+  const third = await s.request("POST", runs, { body: { input: "third" } });
+  expect(third.body.run.stopReason).toBe("complete");
+  const sent = s.upstream.requests.at(-1)?.body.messages.map((m: { content: string }) => m.content);
+  expect(sent).toEqual(["second", "hello", "third"]);
+});
