@@ -34,12 +34,17 @@ export class AdmissionWatch implements AdmittedRunObserver {
     this.#runId = runId;
     this.#events = events;
     this.#bytes = events.reduce((sum, event) => sum + event.data.length, 0);
-    this.#unsubscribe = this.hub.subscribe(runId, (event) => {
-      if (this.#events !== events) return;
-      events.push(event);
-      this.#bytes += event.data.length;
-      if (events.length > MAX_HELD_EVENTS || this.#bytes > MAX_HELD_BYTES) this.#events = null;
-    });
+    // It stands for no watcher (the stream that takes it over is one): not counted as one.
+    this.#unsubscribe = this.hub.subscribe(
+      runId,
+      (event) => {
+        if (this.#events !== events) return;
+        events.push(event);
+        this.#bytes += event.data.length;
+        if (events.length > MAX_HELD_EVENTS || this.#bytes > MAX_HELD_BYTES) this.#events = null;
+      },
+      { watchers: () => 0 },
+    );
   }
 
   /**
