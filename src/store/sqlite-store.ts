@@ -192,7 +192,6 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       awaitingApproval: (query) => read(() => tables.runLists.awaitingApproval(query)),
     },
     steps: {
-      ofRun: (runId) => read(() => tables.steps.ofRun(runId)),
       last: (runId) => read(() => tables.steps.last(runId)),
       page: (query) => read(() => tables.runLists.steps(query)),
     },
@@ -208,7 +207,6 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       claim: (query) => write(() => tables.webhooks.claim(query)),
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       release: (query) => write(() => tables.webhooks.release(query)),
-      ofRun: (runId) => read(() => tables.webhooks.ofRun(runId)),
       page: (query) => read(() => tables.runLists.deliveries(query)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
       giveUpPastCap: (query) => write(() => tables.webhooks.giveUpPastCap(query)),

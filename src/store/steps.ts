@@ -42,15 +42,11 @@ export const stepOfRow =
 
 export function stepStore(db: Db) {
   const upsert = db.prepare("INSERT OR REPLACE INTO run_steps (run_id, turn, data) VALUES (?, ?, ?)");
-  const ofRun = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn");
   const last = db.prepare("SELECT data FROM run_steps WHERE run_id = +? ORDER BY turn DESC LIMIT 1");
   return {
     /** Records a step; a turn asked again after a restart replaces the lost attempt. */
     save(runId: string, step: StepTrace): void {
       upsert.run(runId, step.turn, JSON.stringify(step));
-    },
-    ofRun(runId: string): StepTrace[] {
-      return (ofRun.all(runId) as { data: string }[]).map(stepOfRow(runId));
     },
     last(runId: string): StepTrace | null {
       const row = last.get(runId) as { data: string } | undefined;

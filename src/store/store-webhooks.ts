@@ -1,7 +1,7 @@
 import type { ListPage, RunPageQuery } from "./page.js";
 import type { ListedDelivery } from "./run-lists.js";
 import type { ClaimQuery } from "./webhook-claims.js";
-import type { AttemptOutcome, PastCapQuery, WebhookDelivery, WebhookListing } from "./webhooks.js";
+import type { AttemptOutcome, PastCapQuery, WebhookDelivery } from "./webhooks.js";
 
 /**
  * The webhook outbox: a delivery for each event of a run whose stored target asked for its
@@ -29,9 +29,7 @@ export interface WebhookOutbox {
    * until `leaseUntil` (claimed by nobody else since).
    */
   release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
-  /** The run's deliveries, oldest first, without their bodies (which are not read). */
-  ofRun(runId: string): Promise<WebhookListing[]>;
-  /** A page of the run's deliveries as `ofRun` lists them, by their event's seq (the page's key; see RunPageQuery). */
+  /** A page of the run's deliveries, oldest first, without their bodies (which are not read), by their event's seq (the page's key; see RunPageQuery). */
   page(query: RunPageQuery): Promise<ListPage<ListedDelivery>>;
   /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
   nextDue(): Promise<number | null>;

@@ -248,7 +248,6 @@ export interface Store {
     awaitingApproval(query: RunPageQuery): Promise<ListPage<LedgerCall>>;
   };
   steps: {
-    ofRun(runId: string): Promise<StepTrace[]>;
     /** The run's step trace of its latest turn (the others are not read); null when it has none. */
     last(runId: string): Promise<StepTrace | null>;
     /** A page of the run's step traces, by turn (the page's key; see RunPageQuery). */

@@ -176,7 +176,6 @@ export function webhookStore(db: Db) {
   const release = db.prepare(
     "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at = ?",
   );
-  const ofRun = db.prepare(`SELECT ${LISTED_COLUMNS} FROM webhook_deliveries WHERE run_id = +? ORDER BY event_seq`);
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
   /** The owners with pending deliveries, in order. */
@@ -247,9 +246,6 @@ export function webhookStore(db: Db) {
     /** As `Store["webhooks"]["release"]` says. */
     release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
       release.run(at, id, leaseUntil);
-    },
-    ofRun(runId: string): WebhookListing[] {
-      return (ofRun.all(runId) as Omit<DeliveryRow, "body">[]).map(listingFromRow);
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

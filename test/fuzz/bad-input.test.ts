@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { allSteps } from "../helpers/run-lists.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;
@@ -33,7 +34,7 @@ async function snapshot(): Promise<string> {
     for (const run of runs) {
       counts.events += (await store.events.after(run.id, 0)).length;
       counts.openCalls += (await store.toolCalls.open(run.id)).length;
-      counts.steps += (await store.steps.ofRun(run.id)).length;
+      counts.steps += (await allSteps(store, run.id)).length;
     }
   }
   return JSON.stringify(counts);

@@ -88,3 +88,27 @@ export async function seedLargeRun(
   }
   return calls.map((call) => call.id);
 }
+
+/** Every page of a run's list, in order (pages of 200 items, as a client would follow them). */
+async function allPages<T>(
+  page: (query: { runId: string; after: number | null; limit: number }) => Promise<{
+    items: T[];
+    nextCursor: string | null;
+  }>,
+  runId: string,
+): Promise<T[]> {
+  const all: T[] = [];
+  for (let after: number | null = null; ; ) {
+    const { items, nextCursor } = await page({ runId, after, limit: 200 });
+    all.push(...items);
+    if (nextCursor === null) return all;
+    after = Number(nextCursor);
+  }
+}
+
+/** The run's step traces, in turn order. */
+export const allSteps = (store: Store, runId: string) => allPages((query) => store.steps.page(query), runId);
+
+/** The run's webhook deliveries as listed (no bodies), oldest first, without their page key. */
+export const allDeliveries = async (store: Store, runId: string) =>
+  (await allPages((query) => store.webhooks.page(query), runId)).map(({ eventSeq: _seq, ...delivery }) => delivery);

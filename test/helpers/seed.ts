@@ -2,6 +2,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { StopReason } from "../../src/agent/stop-reason.js";
 import { defaultRunLimits } from "../../src/store/runs.js";
 import type { RunChange, RunRecord, SessionRecord, Store } from "../../src/store/store.js";
+import { allDeliveries } from "./run-lists.js";
 
 /** Inserts a session row with defaults; `overrides` set any field. */
 export async function seedSession(
@@ -78,7 +79,7 @@ export async function seedDeliveries(
     await store.runs.create(runRecord({ id: runId, sessionId, webhook }), [
       { type: "run.started", runId, seq: 1, at: new Date().toISOString() },
     ]);
-    const [delivery] = await store.webhooks.ofRun(runId);
+    const [delivery] = await allDeliveries(store, runId);
     seeded.push({ runId, deliveryId: delivery?.id as string });
     if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
   }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateResponse } from "../helpers/openapi-validator.js";
-import { seedLargeRun } from "../helpers/run-lists.js";
+import { allDeliveries, seedLargeRun } from "../helpers/run-lists.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 /** The documented bound of a page's JSON (README, "API in brief"). */
@@ -84,7 +84,7 @@ describe("a run's steps, pending approvals and webhook deliveries come in pages"
     const pages = await allPages(`/runs/${runId}/webhooks`, "/runs/{id}/webhooks", { key: "id" });
     expect(pages.map((p) => p.keys.length)).toEqual([50, 50, 20]);
     const ids = pages.flatMap((p) => p.keys);
-    const stored = (await server.ctx.store.webhooks.ofRun(runId)).map((d) => d.id);
+    const stored = (await allDeliveries(server.ctx.store, runId)).map((d) => d.id);
     expect(stored).toHaveLength(120);
     expect(ids).toEqual(stored);
     const small = await allPages(`/runs/${runId}/webhooks`, "/runs/{id}/webhooks", { limit: 7, key: "id" });

@@ -10,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { peek } from "../fakes/peek-tool.js";
 import { ScriptedModel, type ScriptedStep } from "../fakes/scripted-model.js";
 import { faultySqlite } from "../helpers/faulty-sqlite.js";
+import { allSteps } from "../helpers/run-lists.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { until } from "../helpers/until.js";
 
@@ -58,7 +59,7 @@ describe("the model's final reply carries the run's end", () => {
     expect(own?.map((e) => e.type)).toEqual(["message", "run.finished"]);
     const stored = await store.runs.get(run.id);
     expect(stored).toMatchObject({ status: "finished", stopReason: "complete", stats: finished.stats });
-    expect((await store.steps.ofRun(run.id)).map((s) => s.turn)).toEqual([1, 2]);
+    expect((await allSteps(store, run.id)).map((s) => s.turn)).toEqual([1, 2]);
     const events = (await store.events.after(run.id, 0)).map((e) => JSON.parse(e.data));
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.at(-1)).toMatchObject({ type: "run.finished", run: { stopReason: "complete" } });

@@ -4,6 +4,7 @@ import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
 import { defaultRunLimits } from "../../src/store/runs.js";
 import type { Store } from "../../src/store/store.js";
+import { allDeliveries } from "../helpers/run-lists.js";
 import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -398,7 +399,7 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
         [{ type: "run.finished", runId, seq: 2, at: at(), run: {} } as unknown as RunEvent],
       ),
     ).resolves.toBeDefined();
-    const deliveries = await store.webhooks.ofRun(runId);
+    const deliveries = await allDeliveries(store, runId);
     expect(deliveries.map((d) => [d.type, d.status, d.url])).toEqual([
       ["run.started", "pending", webhook.url],
       ["run.finished", "pending", webhook.url],
@@ -416,7 +417,7 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(JSON.parse(started!.body)).toMatchObject({ type: "run.started", data: { runId, sessionId } });
     const attempt = { at: at(), statusCode: 200, error: null };
     await store.webhooks.record({ id: deliveries[0]!.id, attempt, next: { status: "delivered" } });
-    const after = await store.webhooks.ofRun(runId);
+    const after = await allDeliveries(store, runId);
     expect(after[0]).toMatchObject({ status: "delivered", attempts: [attempt], nextAttemptAt: null });
     expect(after[1]).toMatchObject({ status: "pending", nextAttemptAt: now + 60_000 });
   });

@@ -3,6 +3,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { StepTrace } from "../../src/agent/step-trace.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import type { Store } from "../../src/store/store.js";
+import { allDeliveries, allSteps } from "../helpers/run-lists.js";
 import { runRecord, seedDeliveries, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -154,7 +155,7 @@ describe.each(STORE_BACKENDS)("text with U+0000 through the store on $name", (ba
     );
     expect(await store.events.after(runId, 1)).toEqual(stored);
     expect(JSON.parse((await store.events.ofType(runId, "text.delta"))[0]?.data as string).text).toBe(NUL);
-    expect(await store.steps.ofRun(runId)).toEqual([step]);
+    expect(await allSteps(store, runId)).toEqual([step]);
     const finishedAt = at();
     await store.commitRun(
       runId,
@@ -192,7 +193,7 @@ describe.each(STORE_BACKENDS)("text with U+0000 through the store on $name", (ba
     const second = { at: at(), statusCode: 500, error: EDGES };
     await store.webhooks.record({ id, attempt: first, next: { status: "pending", at: Date.now() } });
     await store.webhooks.record({ id, attempt: second, next: { status: "failed", reason: MARKED } });
-    const [delivery] = await store.webhooks.ofRun(seeded?.runId as string);
+    const [delivery] = await allDeliveries(store, seeded?.runId as string);
     expect(delivery?.attempts).toEqual([first, second]);
     expect(delivery).toMatchObject({ status: "failed", reason: MARKED });
   });

@@ -3,6 +3,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
 import type { RunChange, Store } from "../../src/store/store.js";
+import { allDeliveries } from "../helpers/run-lists.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -226,10 +227,10 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     await store.runs.create(runRecord({ id, sessionId, status: "queued", createdAt, webhook }), [
       { type: "run.queued", runId: id, seq: 1, at: createdAt },
     ]);
-    expect((await store.webhooks.ofRun(id)).map((d) => d.type)).toEqual(["run.queued"]);
+    expect((await allDeliveries(store, id)).map((d) => d.type)).toEqual(["run.queued"]);
     const active = await store.runs.active(sessionId);
     await store.commitRun(active?.id ?? "", [finishChange()], []);
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(id);
-    expect((await store.webhooks.ofRun(id)).map((d) => d.type)).toEqual(["run.queued", "run.started"]);
+    expect((await allDeliveries(store, id)).map((d) => d.type)).toEqual(["run.queued", "run.started"]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ListPage, Store } from "../../src/store/store.js";
-import { seedLargeRun, stepOf } from "../helpers/run-lists.js";
+import { allDeliveries, seedLargeRun, stepOf } from "../helpers/run-lists.js";
 import { seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -103,7 +103,7 @@ describe.each(STORE_BACKENDS)("a run's list pages on $name", (backend) => {
 
   it("webhook deliveries: by their event's seq, without bodies, each with that seq", async () => {
     const { runId } = await run({ approvals: 5 });
-    const all = await store.webhooks.ofRun(runId);
+    const all = await allDeliveries(store, runId);
     expect(all).toHaveLength(5);
     const pages = await follow(
       (after) => store.webhooks.page({ runId, after, limit: 2 }),

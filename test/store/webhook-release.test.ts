@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
+import { allDeliveries } from "../helpers/run-lists.js";
 import { seedDeliveries } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
@@ -55,7 +56,7 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
     await store.webhooks.release({ id: reclaimed, leaseUntil: now + 100, at: now + 400 });
     await store.webhooks.release({ id: settled, leaseUntil: now + 60_000, at: now + 400 });
     expect((await claim(now + 500, now + 70_000)).map((d) => d.id)).not.toContain(reclaimed);
-    const [delivered] = (await store.webhooks.ofRun(settledRun)).filter((d) => d.id === settled);
+    const [delivered] = (await allDeliveries(store, settledRun)).filter((d) => d.id === settled);
     expect(delivered?.status).toBe("delivered");
   });
 });

@@ -6,6 +6,7 @@ import { createPgStore } from "../../src/store/pg/pg-store.js";
 import { createSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase, pipelinedPool } from "../helpers/pg-database.js";
+import { allDeliveries } from "../helpers/run-lists.js";
 import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
@@ -103,7 +104,7 @@ describe.each([
     await a.store.commitRun("run_here", [], [approvalRequested("run_here", 2)]);
     await a.store.commitRun("run_here", [finishChange()], [runFinished("run_here", 3)]);
     expect(a.targetReads()).toBe(0);
-    const deliveries = await a.store.webhooks.ofRun("run_here");
+    const deliveries = await allDeliveries(a.store, "run_here");
     expect(deliveries.map((d) => [d.type, d.url])).toEqual([
       ["run.started", webhook.url],
       ["approval.requested", webhook.url],
@@ -126,7 +127,7 @@ describe.each([
     await b.store.commitRun("run_there", [], [approvalRequested("run_there", 2)]);
     await b.store.commitRun("run_there", [finishChange()], [runFinished("run_there", 3)]);
     expect(b.targetReads()).toBe(1);
-    const deliveries = await b.store.webhooks.ofRun("run_there");
+    const deliveries = await allDeliveries(b.store, "run_there");
     expect(deliveries.map((d) => [d.type, d.url])).toEqual([
       ["run.started", webhook.url],
       ["approval.requested", webhook.url],

@@ -64,10 +64,6 @@ export const deliveriesPage = (rows: Rows, query: RunPageQuery): Promise<ListPag
 /** A run's step traces over PostgreSQL: all of them, or a page. */
 export function pgSteps(rows: Rows): Store["steps"] {
   return {
-    ofRun: async (runId) =>
-      (await rows<{ data: string }>("SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn", [runId])).map(
-        stepOfRow(runId),
-      ),
     last: async (runId) => {
       const [row] = await rows<{ data: string }>(
         "SELECT data FROM run_steps WHERE run_id = $1 ORDER BY turn DESC LIMIT 1",

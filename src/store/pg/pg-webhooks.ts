@@ -2,7 +2,7 @@ import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
 import type { ClaimQuery } from "../webhook-claims.js";
 import type { RunWebhookTarget } from "../webhook-targets.js";
-import { type DeliveryRow, deliveriesFor, deliveryFromRow, LISTED_COLUMNS, listingFromRow } from "../webhooks.js";
+import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
 import { deliveriesPage } from "./pg-run-lists.js";
 
@@ -145,13 +145,6 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
         },
       ]);
     },
-    ofRun: async (runId) =>
-      (
-        await rows<Omit<DeliveryRow, "body"> & Record<string, unknown>>(
-          `SELECT ${LISTED_COLUMNS} FROM webhook_deliveries WHERE run_id = $1 ORDER BY event_seq`,
-          [runId],
-        )
-      ).map(listingFromRow),
     page: (query) => deliveriesPage(rows, query),
     nextDue: async () =>
       (
