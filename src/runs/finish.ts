@@ -10,8 +10,9 @@ import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { RunChange, RunRecord, Store, ToolCallRecord } from "../store/store.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
-import type { RunRecorder, Stamp, WriteBatch } from "./recorder.js";
+import type { RunRecorder } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
+import type { Stamp, WriteBatch } from "./run-write.js";
 
 /** Picks the result a call still open at the end gets. */
 export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;

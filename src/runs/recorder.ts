@@ -8,6 +8,7 @@ import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
 import { isoNow } from "./iso-now.js";
 import { latestStatsOnly } from "./latest-stats.js";
+import { RunSuspendedError, type Stamp, type WriteBatch } from "./run-write.js";
 
 /**
  * How long buffered events wait before they are retried while writes are failing. Buffered
@@ -31,23 +32,6 @@ const MAX_MERGED_DELTA_CHARS = 1024;
 /** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
 const MAX_BUFFERED_WHILE_FAILING = 10_000;
 
-/** Thrown by a write after the recorder was sealed: this process no longer writes the run. */
-export class RunSuspendedError extends Error {
-  readonly code = "RUN_SUSPENDED";
-  constructor() {
-    super("the server is shutting down; the run continues after the restart");
-  }
-}
-
-/** What a write is made of, built when its turn in the queue comes (seqs are given then). */
-export interface WriteBatch {
-  changes: RunChange[];
-  events: RunEventBody[];
-}
-
-/** Gives a message its place in the session, as it will be once the batch is committed. */
-export type Stamp = (message: AgentMessage) => StoredMessage;
-
 /** The batch of a write made only of what was buffered and deferred (never changed by a write). */
 const NOTHING_MORE: WriteBatch = Object.freeze({ changes: [], events: [] }) as unknown as WriteBatch;
 const nothingMore = (): WriteBatch => NOTHING_MORE;
@@ -63,7 +47,8 @@ const ignore = (): void => {};
  */
 export class RunRecorder {
   #nextSeq: number;
-  #nextMessageSeq: number;
+  /** null: not known yet, read before the first write (see open's `lastMessage`). */
+  #nextMessageSeq: number | null;
   #deferred: RunChange[] = [];
   #buffered: { body: RunEventBody; at: string }[] = [];
   /** A write of what waits (deferred changes, a turn start, events while writes fail). */
@@ -91,19 +76,21 @@ export class RunRecorder {
     private readonly hub: EventHub,
     readonly runId: string,
     readonly sessionId: string,
-    seqs: { lastEvent: number; lastMessage: number },
+    seqs: { lastEvent: number; lastMessage: number | null },
     /** The lease every write names (see Store.commitRun); null: unfenced. */
     readonly lease: RunLease | null,
   ) {
     this.#nextSeq = seqs.lastEvent + 1;
-    this.#nextMessageSeq = seqs.lastMessage + 1;
+    this.#nextMessageSeq = seqs.lastMessage === null ? null : seqs.lastMessage + 1;
   }
 
   /**
    * A recorder continuing from what is stored. One recorder writes a session's messages at
    * a time (the database keeps one unfinished run per session). `lastEvent` may be given
    * when the caller just wrote the run's first events, `lastMessage` when it read the
-   * session's history since the run was stored. With `lease`, every write is fenced by it.
+   * session's history since the run was stored; `lastMessage: null` puts its read off to the
+   * first write (whose failure is then that write's own), so that opening reads nothing when
+   * both are given. With `lease`, every write is fenced by it.
    */
   static async open({
     store,
@@ -119,14 +106,27 @@ export class RunRecorder {
     runId: string;
     sessionId: string;
     lastEvent?: number;
-    lastMessage?: number;
+    lastMessage?: number | null;
     lease?: RunLease | null;
   }): Promise<RunRecorder> {
     const [events, messages] = await Promise.all([
       lastEvent ?? store.events.lastSeq(runId),
-      lastMessage ?? store.messages.lastSeq(sessionId),
+      lastMessage === undefined ? store.messages.lastSeq(sessionId) : lastMessage,
     ]);
     return new RunRecorder(store, hub, runId, sessionId, { lastEvent: events, lastMessage: messages }, lease);
+  }
+
+  /** Learns the session's last message seq (see open's `lastMessage: null`); a failure fails the write that asked. */
+  #readLastMessage(): Promise<void> {
+    return this.store.messages.lastSeq(this.sessionId).then(
+      (last) => {
+        this.#nextMessageSeq ??= last + 1;
+      },
+      (err: unknown) => {
+        this.#failing = isStorageError(err);
+        throw err;
+      },
+    );
   }
 
   /**
@@ -214,6 +214,7 @@ export class RunRecorder {
   // commit, and each async level costs the loop microtask turns.
   #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
     if (this.#sealed) return Promise.reject(new RunSuspendedError());
+    if (this.#nextMessageSeq === null) return this.#readLastMessage().then(() => this.#write(build));
     this.#clearScheduled();
     let messageSeq = this.#nextMessageSeq;
     const createdAt = isoNow();

@@ -44,7 +44,8 @@ export async function startNow(deps: StartNowDeps, params: StartRunInput): Promi
       runId: record.id,
       sessionId: record.sessionId,
       lastEvent: 1,
-      lastMessage: history && (history.stored.at(-1)?.seq ?? 0),
+      // Unknown without the history: read at the recorder's first write, so opening cannot fail.
+      lastMessage: history ? (history.stored.at(-1)?.seq ?? 0) : null,
       lease: { runId: record.id, owner: deps.owner, epoch: 1 },
     });
   } finally {
