@@ -1,6 +1,6 @@
 import type { StoredEvent } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
-import { MAX_HELD_BYTES, MAX_HELD_EVENTS } from "./event-stream.js";
+import { HeldEvents } from "./held-events.js";
 
 /** What a start is told of the run it admits (see StartRunInput.watch). */
 export interface AdmittedRunObserver {
@@ -22,29 +22,19 @@ export interface AdmittedRunObserver {
  */
 export class AdmissionWatch implements AdmittedRunObserver {
   #runId: string | null = null;
-  #events: StoredEvent[] | null = null;
-  #bytes = 0;
+  #held: HeldEvents | null = null;
   #unsubscribe: (() => void) | null = null;
 
   constructor(private readonly hub: EventHub) {}
 
   admitted(runId: string, first: readonly StoredEvent[]): void {
     this.release();
-    const events = [...first];
+    const held = new HeldEvents();
+    for (const event of first) held.hold(event);
     this.#runId = runId;
-    this.#events = events;
-    this.#bytes = events.reduce((sum, event) => sum + event.data.length, 0);
+    this.#held = held;
     // It stands for no watcher (the stream that takes it over is one): not counted as one.
-    this.#unsubscribe = this.hub.subscribe(
-      runId,
-      (event) => {
-        if (this.#events !== events) return;
-        events.push(event);
-        this.#bytes += event.data.length;
-        if (events.length > MAX_HELD_EVENTS || this.#bytes > MAX_HELD_BYTES) this.#events = null;
-      },
-      { watchers: () => 0 },
-    );
+    this.#unsubscribe = this.hub.subscribe(runId, (event) => held.hold(event), { watchers: () => 0 });
   }
 
   /**
@@ -52,9 +42,9 @@ export class AdmissionWatch implements AdmittedRunObserver {
    * first); null when this watch did not see that run admitted, or held too much. Ends the watch.
    */
   take(runId: string): readonly StoredEvent[] | null {
-    const events = this.#runId === runId ? this.#events : null;
+    const held = this.#runId === runId ? this.#held : null;
     this.release();
-    return events;
+    return held === null || held.overflowed ? null : held.takeAll();
   }
 
   /** Ends the watch (nothing is held any more); idempotent. */
@@ -62,7 +52,6 @@ export class AdmissionWatch implements AdmittedRunObserver {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#runId = null;
-    this.#events = null;
-    this.#bytes = 0;
+    this.#held = null;
   }
 }

@@ -1,6 +1,7 @@
 import type { StoredEvent } from "../store/store.js";
 import type { AdmissionWatch } from "./admission-watch.js";
-import { MAX_HELD_BYTES, MAX_HELD_EVENTS, type RunEventsQuery } from "./event-stream.js";
+import type { RunEventsQuery } from "./event-stream.js";
+import { HeldEvents, MAX_HELD_BYTES } from "./held-events.js";
 import { type FeedSink, type Follower, followersOf } from "./run-followers.js";
 
 export type { FeedSink };
@@ -39,9 +40,7 @@ export function followRunEvents({
     const followers = followersOf(hub, runId);
     let ended = false;
     let finishedSeen = false;
-    let held: StoredEvent[] = [];
-    let heldBytes = 0;
-    let overflowed = false;
+    const held = new HeldEvents();
     /** The reader loop is running (or about to). */
     let reading = false;
     const wanted = (event: StoredEvent) => reasoning || event.type !== "reasoning.delta";
@@ -51,7 +50,7 @@ export function followRunEvents({
       ended = true;
       followers.remove(follower);
       closed.removeEventListener("abort", onAbort);
-      held = [];
+      held.clear();
       if (err === undefined) resolveDone();
       else rejectDone(err);
     };
@@ -63,14 +62,7 @@ export function followRunEvents({
       sink,
       hold(event) {
         if (event.type === "run.finished") finishedSeen = true;
-        if (overflowed) return;
-        held.push(event);
-        heldBytes += event.data.length;
-        if (held.length > MAX_HELD_EVENTS || heldBytes > MAX_HELD_BYTES) {
-          held = [];
-          heldBytes = 0;
-          overflowed = true;
-        }
+        held.hold(event);
       },
       /** Live, but not right at these events: in order after `last`, or back to reading. */
       take(events) {
@@ -136,11 +128,9 @@ export function followRunEvents({
         if (page.some((e) => e.type === "run.finished" && e.seq > before)) return end();
         if (more) continue;
         // Caught up with what is stored: what was held while reading comes next.
-        const wasOverflowed = overflowed;
-        overflowed = false;
-        const pending = held;
-        held = [];
-        heldBytes = 0;
+        const wasOverflowed = held.overflowed;
+        held.resume();
+        const pending = held.takeAll();
         if (wasOverflowed || !sendInOrder(pending)) continue;
         if (pending.some((e) => e.type === "run.finished")) return end();
         if (finishedBefore || finishedSeen) {

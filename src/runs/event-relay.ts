@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { RunNotifications, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
-import { MAX_HELD_BYTES } from "./event-stream.js";
+import { MAX_HELD_BYTES } from "./held-events.js";
 import { startWakePoll } from "./wake-poll.js";
 
 /**

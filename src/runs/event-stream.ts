@@ -1,6 +1,7 @@
 import type { Store, StoredEvent } from "../store/store.js";
 import type { AdmissionWatch } from "./admission-watch.js";
 import type { EventHub } from "./event-hub.js";
+import { HeldEvents, MAX_HELD_BYTES } from "./held-events.js";
 
 export interface SseFrame {
   id: string;
@@ -8,13 +9,6 @@ export interface SseFrame {
   data: string;
 }
 
-/**
- * The most live events (and bytes of their data) held for one watcher that is not reading.
- * Past either, the held events are dropped and the stream reads on from the database
- * instead (every published event is already stored), so a stalled watcher costs bounded memory.
- */
-export const MAX_HELD_EVENTS = 2000;
-export const MAX_HELD_BYTES = 1 << 20;
 /** Stored events read per query while replaying: at most 500, and at most MAX_HELD_BYTES of them (at least one). */
 const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
 
@@ -45,40 +39,6 @@ export interface RunEventsQuery {
 
 const frame = (event: StoredEvent): SseFrame => ({ id: String(event.seq), event: event.type, data: event.data });
 
-/** A FIFO of live events: amortised O(1) at both ends (Array#shift is O(n) on long arrays). */
-class HeldEvents {
-  #items: StoredEvent[] = [];
-  #head = 0;
-  bytes = 0;
-
-  get size(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(event: StoredEvent): void {
-    this.#items.push(event);
-    this.bytes += event.data.length;
-  }
-
-  shift(): StoredEvent | undefined {
-    if (this.#head === this.#items.length) return undefined;
-    const event = this.#items[this.#head++] as StoredEvent;
-    this.bytes -= event.data.length;
-    if (this.#head === this.#items.length) this.clear();
-    else if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return event;
-  }
-
-  clear(): void {
-    this.#items = [];
-    this.#head = 0;
-    this.bytes = 0;
-  }
-}
-
 /**
  * A run's events after `after`: the stored backlog, then live ones, ending after
  * `run.finished`. It subscribes before reading anything, holds live events while it reads
@@ -102,28 +62,22 @@ export async function* runEventStream({
   withoutUserMessages = false,
   admission,
 }: RunEventsQuery): AsyncGenerator<SseFrame> {
+  /** Live events; once it overflowed (too many were held), the stream reads on from the database. */
   const held = new HeldEvents();
-  /** Live events are not held (too many were): the stream reads on from the database. */
-  let overflowed = false;
   let wake: (() => void) | null = null;
   /** `run.finished` was published: once everything stored is read and nothing is held, the stream is over. */
   let finishedSeen = false;
   const unsubscribe = hub.subscribe(runId, (event) => {
     if (event.type === "run.finished") finishedSeen = true;
-    if (overflowed) return;
-    held.push(event);
-    if (held.size > MAX_HELD_EVENTS || held.bytes > MAX_HELD_BYTES) {
-      // The client is not keeping up: drop what is held and read on from the database.
-      held.clear();
-      overflowed = true;
-    }
+    // A client not keeping up overflows it: what is held is dropped, and read on from the database.
+    held.hold(event);
     wake?.();
   });
   // Taken once subscribed: together with what is published from now on, every event of the run.
   const admitted = after === 0 ? (admission?.take(runId) ?? null) : null;
   for (const event of admitted ?? []) {
     if (event.type === "run.finished") finishedSeen = true;
-    held.push(event);
+    held.hold(event);
   }
   const onClose = () => wake?.();
   closed.addEventListener("abort", onClose);
@@ -150,7 +104,7 @@ export async function* runEventStream({
         if (more) continue;
         reading = false;
         // Held from here on again; anything lost meanwhile shows as a gap.
-        overflowed = false;
+        held.resume();
         continue;
       }
       const event = held.shift();
@@ -172,7 +126,7 @@ export async function* runEventStream({
         if (event.type === "run.finished") return;
         continue;
       }
-      if (overflowed) {
+      if (held.overflowed) {
         reading = true;
         continue;
       }

@@ -1,6 +1,6 @@
 import type { StoredEvent } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
-import { MAX_HELD_BYTES } from "./event-stream.js";
+import { MAX_HELD_BYTES } from "./held-events.js";
 
 /** Where a feed's events go, in seq order; it never blocks, `backlogBytes` tells how much waits to be written. */
 export interface FeedSink {

@@ -2,7 +2,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { RunEventBody } from "../../src/domain/run-events.js";
 import type { FeedSink } from "../../src/runs/event-feed.js";
 import { EventHub } from "../../src/runs/event-hub.js";
-import { MAX_HELD_BYTES } from "../../src/runs/event-stream.js";
+import { MAX_HELD_BYTES } from "../../src/runs/held-events.js";
 import type { RunRecorder } from "../../src/runs/recorder.js";
 import type { StoredEvent } from "../../src/store/store.js";
 

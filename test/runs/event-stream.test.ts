@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RunEventBody } from "../../src/domain/run-events.js";
-import { MAX_HELD_BYTES, MAX_HELD_EVENTS, runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
+import { runEventStream, type SseFrame } from "../../src/runs/event-stream.js";
+import { MAX_HELD_BYTES, MAX_HELD_EVENTS } from "../../src/runs/held-events.js";
 import { RunRecorder } from "../../src/runs/recorder.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
