@@ -59,11 +59,15 @@ export class ApiClient {
       });
       text = await readBoundedText(response.body, this.maxAnswerBytes);
     } catch (error) {
-      if (!deadline.aborted) throw error;
-      throw new CliError(
-        `${request} got no whole answer within ${deadlineMs / 1000} s from the server at ${this.target.baseUrl}`,
-        EXIT.unreachable,
-      );
+      if (deadline.aborted) {
+        throw new CliError(
+          `${request} got no whole answer within ${deadlineMs / 1000} s from the server at ${this.target.baseUrl}`,
+          EXIT.unreachable,
+        );
+      }
+      if (error instanceof CliError) throw error;
+      // The connection broke while the answer was read: the server went away (retryable).
+      throw unreachableError(error, this.target);
     }
     if (text === null) {
       throw new CliError(

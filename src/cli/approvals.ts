@@ -35,7 +35,8 @@ export class Approvals {
   ) {}
 
   requested(request: ApprovalRequest): void {
-    this.#queue = this.#queue.then(() => this.#answer(request));
+    // One answer that fails (a bug, say) is said, and the next requests are still answered.
+    this.#queue = this.#queue.then(() => this.#answer(request)).catch((error: unknown) => this.#undelivered(error));
   }
 
   resolved(toolCallId: string): void {
@@ -100,10 +101,14 @@ export class Approvals {
       );
     } catch (error) {
       // Resolved meanwhile (409) or gone (404): the event stream tells what happened.
-      if (!(error instanceof CliError)) throw error;
-      if (error.status === 409 || error.status === 404) return;
-      this.deps.out.note(`[approval] the decision was not delivered: ${printable(error.message)}`);
+      if (error instanceof CliError && (error.status === 409 || error.status === 404)) return;
+      this.#undelivered(error);
     }
+  }
+
+  #undelivered(error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.deps.out.note(`[approval] the decision was not delivered: ${printable(reason)}`);
   }
 }
 

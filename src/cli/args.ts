@@ -41,6 +41,9 @@ export function parseCommand(argv: readonly string[]): Command {
   const prompt = words.join(" ");
   if (prompt.trim() === "")
     throw usage('the prompt is missing: agent-server run "<prompt>" (or - to read it from stdin)');
+  for (const name of ["session", "system", "model", "workspace"] as const) {
+    if (values[name] !== undefined && values[name].trim() === "") throw usage(`--${name} is empty`);
+  }
   if (values.session !== undefined) {
     const newOnly = (["system", "model", "workspace"] as const).filter((name) => values[name] !== undefined);
     if (newOnly.length > 0) {

@@ -2,7 +2,7 @@ import type { ApiClient } from "./api-client.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
 import { Backoff, GIVE_UP_MS } from "./retry.js";
-import { networkReason } from "./server-errors.js";
+import { curlCommand, networkReason } from "./server-errors.js";
 import { readSse, type SseFrame } from "./sse-reader.js";
 
 /** The server sends a heartbeat every 15 s: a stream silent for this long is dead. */
@@ -12,10 +12,13 @@ export const IDLE_MS = 45_000;
  * A run's events from `GET /runs/{id}/events`, each once, in order, up to and including
  * `run.finished`. A stream that drops (the connection breaks, falls silent, or ends early,
  * as when the server restarts) is reopened with `Last-Event-ID`; `onReconnect` is told once
- * per outage. When the attempts get no data for `giveUpMs`, it throws an unreachable
- * `CliError`. A refusal that cannot pass by itself (401, 404) is thrown as it is. A stream
- * counts as silent after `idleMs` without data while it is read: the time the caller keeps a
- * frame before asking for the next (its output stopped by Ctrl-S) is not the server's silence.
+ * per outage (`refused`: the server answered, with a refusal that may pass, such as 429).
+ * Only a new event or a heartbeat ends an outage: a stream that opens and closes again without
+ * either does not. When the attempts bring neither for `giveUpMs`, it throws a `CliError`:
+ * unreachable, or the refusal's own exit code when the server kept refusing. A refusal that
+ * cannot pass by itself (401, 404) is thrown as it is. A stream counts as silent after
+ * `idleMs` without data while it is read: the time the caller keeps a frame before asking for
+ * the next (its output stopped by Ctrl-S) is not the server's silence.
  */
 export async function* followRunEvents({
   client,
@@ -26,14 +29,18 @@ export async function* followRunEvents({
 }: {
   client: ApiClient;
   runId: string;
-  onReconnect: (info: { after: number; reason: string }) => void;
+  onReconnect: (info: { after: number; reason: string; refused: boolean }) => void;
   giveUpMs?: number;
   idleMs?: number;
 }): AsyncGenerator<SseFrame> {
   const path = `/runs/${encodeURIComponent(runId)}/events`;
   let after = 0;
-  /** When the attempts since the last data received began failing; null: not failing. */
+  /** When the attempts since the last event or heartbeat began failing; null: not failing. */
   let failingSince: number | null = null;
+  const progressed = () => {
+    failingSince = null;
+    backoff.reset();
+  };
   const backoff = new Backoff();
   for (;;) {
     const connection = new AbortController();
@@ -42,12 +49,9 @@ export async function* followRunEvents({
       clearTimeout(idle);
       idle = setTimeout(() => connection.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
     };
-    const received = () => {
-      failingSince = null;
-      backoff.reset();
-      arm();
-    };
     let reason = "the server ended the stream before run.finished";
+    /** The attempt's failure is the server's refusal (it answered), not the network's. */
+    let refusal: CliError | null = null;
     try {
       arm();
       const response = await client.send({
@@ -59,12 +63,19 @@ export async function* followRunEvents({
         },
       });
       if (!response.body) throw new CliError(`GET ${path} answered without a body`, EXIT.server);
-      for await (const frame of readSse(response.body, received, client.maxAnswerBytes)) {
-        const seq = Number(frame.id);
-        if (Number.isSafeInteger(seq)) {
+      const frames = readSse(response.body, {
+        onActivity: arm,
+        onComment: progressed,
+        maxChars: client.maxAnswerBytes,
+      });
+      for await (const frame of frames) {
+        // Only an id of digits is a seq (the server's are): a frame without one is not a repeat.
+        if (frame.id !== null && /^\d+$/.test(frame.id)) {
+          const seq = Number(frame.id);
           if (seq <= after) continue;
           after = seq;
         }
+        progressed();
         clearTimeout(idle);
         yield frame;
         if (frame.event === "run.finished") return;
@@ -72,6 +83,7 @@ export async function* followRunEvents({
       }
     } catch (error) {
       if (error instanceof CliError && !error.retryable) throw error;
+      if (error instanceof CliError && (error.status === 429 || error.status === 503)) refusal = error;
       reason = error instanceof CliError ? error.message : networkReason(connection.signal.reason ?? error);
     } finally {
       clearTimeout(idle);
@@ -80,12 +92,19 @@ export async function* followRunEvents({
     const firstFailure = failingSince === null;
     failingSince ??= Date.now();
     if (Date.now() - failingSince > giveUpMs) {
-      throw new CliError(
-        `lost the events of run ${runId} and got nothing back for ${Math.round(giveUpMs / 1000)} s (${reason}); the run goes on in the server: follow it with curl -N ${client.target.baseUrl}${path}`,
-        EXIT.unreachable,
-      );
+      const seconds = Math.round(giveUpMs / 1000);
+      const follow = `the run goes on in the server: follow it with ${curlCommand(client.target, `-N ${client.target.baseUrl}${path}`)}`;
+      throw refusal
+        ? new CliError(
+            `the server refused the events of run ${runId} for ${seconds} s (${reason}); ${follow}`,
+            refusal.exitCode,
+          )
+        : new CliError(
+            `lost the events of run ${runId} and got nothing back for ${seconds} s (${reason}); ${follow}`,
+            EXIT.unreachable,
+          );
     }
-    if (firstFailure) onReconnect({ after, reason });
+    if (firstFailure) onReconnect({ after, reason, refused: refusal !== null });
     await backoff.wait();
   }
 }

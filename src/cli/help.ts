@@ -5,6 +5,7 @@ Usage:
   agent-server run [options] "<prompt>"    start a run and follow it to its end
   agent-server run [options] -             the same, the prompt read from stdin
   agent-server --help | --version
+A prompt that starts with - goes after --: agent-server run -- "-v means verbose?"
 
 The answer streams to stdout; the session and run ids, tool activity, approvals and
 the outcome go to stderr (one line each). A tool call that needs approval is asked on
@@ -32,6 +33,6 @@ Environment:
 Exit codes:
   0 complete, 1 error, 2 max_turns, 3 loop_detected or budget_exhausted, 130 aborted;
   64 bad command line, 65 bad AGENT_URL, AGENT_API_KEY or AGENT_MAX_ANSWER_MIB, 66 server unreachable,
-  67 API key missing or refused, 68 session busy, 69 server full or shutting down
+  67 API key missing or refused (or the request forbidden), 68 session busy, 69 server full or shutting down
   (retry later), 70 any other refusal or failure of the server
 `;

@@ -1,8 +1,8 @@
 import type { ApiClient } from "./api-client.js";
 import type { Approvals } from "./approvals.js";
-import { CliError } from "./cli-error.js";
 import { printable } from "./printable.js";
 import { withRetries } from "./retry.js";
+import { curlCommand } from "./server-errors.js";
 import type { Outputs } from "./terminal-out.js";
 import { RunBody } from "./wire.js";
 
@@ -15,6 +15,8 @@ export class RunCancel {
   #requested = false;
   #delivered = false;
   #runId: string | null = null;
+  /** The session a run is being started in (its id not known yet); null: none. */
+  #starting: string | null = null;
   #approvals: Approvals | null = null;
   #leave: () => void = () => {};
   readonly left = new Promise<void>((resolve) => {
@@ -31,14 +33,18 @@ export class RunCancel {
     if (this.#requested) {
       // The run's id is the server's: shown escaped.
       const runId = this.#runId === null ? null : printable(this.#runId);
-      const where = `${this.deps.client.target.baseUrl}/runs/${runId}`;
+      const { target } = this.deps.client;
+      const where = `${target.baseUrl}/runs/${runId}`;
+      const starting = this.#starting === null ? null : printable(this.#starting);
       this.deps.out.note(
         `[run] left without waiting for the end${
           runId === null
-            ? ""
+            ? starting === null
+              ? ""
+              : `; a run may have started in session ${starting} (see ${curlCommand(target, `${target.baseUrl}/sessions/${starting}/runs`)})`
             : this.#delivered
               ? `; the server goes on cancelling ${runId}`
-              : `; the server has not confirmed the cancel yet (to be sure: curl -X DELETE ${where})`
+              : `; the server has not confirmed the cancel yet (to be sure: ${curlCommand(target, `-X DELETE ${where}`)})`
         }`,
       );
       this.#leave();
@@ -48,6 +54,11 @@ export class RunCancel {
     this.#approvals?.stop();
     this.deps.out.note("[run] cancelling (Ctrl-C again to leave without waiting)");
     if (this.#runId) void this.#delete(this.#runId);
+  }
+
+  /** A run is being started in `sessionId`: leaving before its id is known says so. */
+  starting(sessionId: string): void {
+    this.#starting = sessionId;
   }
 
   /** The run exists: a cancel asked for before is sent now. */
@@ -68,8 +79,8 @@ export class RunCancel {
       );
       this.#delivered = true;
     } catch (error) {
-      if (!(error instanceof CliError)) throw error;
-      this.deps.out.note(`[run] the cancel was not delivered: ${printable(error.message)}`);
+      const reason = error instanceof Error ? error.message : String(error);
+      this.deps.out.note(`[run] the cancel was not delivered: ${printable(reason)}`);
     }
   }
 }

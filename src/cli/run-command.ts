@@ -74,6 +74,7 @@ async function startAndFollow({
     out.note("[run] not started: cancelled");
     return EXIT.aborted;
   }
+  cancel.starting(sessionId);
   const run = await client.json({
     method: "POST",
     path: `/sessions/${encodeURIComponent(sessionId)}/runs`,
@@ -87,8 +88,12 @@ async function startAndFollow({
   const events = followRunEvents({
     client,
     runId: run.id,
-    onReconnect: ({ after, reason }) =>
-      out.note(`[stream] lost (${printable(reason)}); reconnecting after event ${after}`),
+    onReconnect: ({ after, reason, refused }) =>
+      out.note(
+        refused && after === 0
+          ? `[stream] not opened (${printable(reason)}); trying again`
+          : `[stream] lost (${printable(reason)}); reconnecting after event ${after}`,
+      ),
   });
   for await (const frame of events) {
     // While the output is stopped (Ctrl-S), the events wait at the server.

@@ -46,15 +46,19 @@ export function refusalError(refusal: Refusal, target: Target): CliError {
 function explain({ status, envelope, retryAfter, request }: Refusal, target: Target): [string, ExitCode] {
   const code = envelope?.error.code;
   const said = envelope ? `${status} ${envelope.error.code}: ${envelope.error.message}` : `${status}`;
-  if (status === 401 || status === 403) {
+  if (status === 401) {
     return target.apiKey === null
       ? [`the server wants an API key (${status}): set AGENT_API_KEY to one of its AGENT_API_KEYS`, EXIT.unauthorized]
       : [`the server refused the key in AGENT_API_KEY (${status}): use one of its AGENT_API_KEYS`, EXIT.unauthorized];
   }
+  if (status === 403) {
+    // Not the key (a missing or unknown one is 401): the server's own words say what.
+    return [`the server forbids ${request} (${said})`, EXIT.unauthorized];
+  }
   if (status === 409 && code === "SESSION_BUSY") {
     const runId = detail(envelope, "runId") ?? "?";
     return [
-      `the session already has an active run, ${runId} (409 SESSION_BUSY): wait for it to end, cancel it (curl -X DELETE ${target.baseUrl}/runs/${runId}), or leave out --session to start in a new session`,
+      `the session already has an active run, ${runId} (409 SESSION_BUSY): wait for it to end, cancel it (${curlCommand(target, `-X DELETE ${target.baseUrl}/runs/${runId}`)}), or leave out --session to start in a new session`,
       EXIT.busy,
     ];
   }
@@ -78,13 +82,35 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
   return [`${request} was refused (${said})`, EXIT.server];
 }
 
+/**
+ * A curl command line with `args` for the user to type, with the key's header when the client
+ * has one (named by its variable, never printed).
+ */
+export function curlCommand(target: Target, args: string): string {
+  return target.apiKey === null ? `curl ${args}` : `curl -H "Authorization: Bearer $AGENT_API_KEY" ${args}`;
+}
+
 /** The network failure behind a failed fetch, in a line that says where the client looked. */
 export function unreachableError(error: unknown, target: Target): CliError {
+  if (causes(error).some((cause) => cause.message === "bad port")) {
+    // fetch refuses some ports outright (6000, 6666-6669, 10080...), whatever listens there.
+    return new CliError(
+      `this client cannot connect to the port of ${target.baseUrl}: fetch refuses it (a port browsers block); run the server on another port`,
+      EXIT.config,
+    );
+  }
   return new CliError(
     `cannot reach the server at ${target.baseUrl} (${networkReason(error)}): start it (npm start) or set AGENT_URL to where it listens`,
     EXIT.unreachable,
     { retryable: true },
   );
+}
+
+/** `error` and its causes, the first few. */
+function causes(error: unknown): Error[] {
+  const found: Error[] = [];
+  for (let cause = error; found.length < 4 && cause instanceof Error; cause = cause.cause) found.push(cause);
+  return found;
 }
 
 /** `ECONNREFUSED`, `ENOTFOUND`... from undici's `fetch failed` and its cause. */

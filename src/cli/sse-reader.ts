@@ -16,14 +16,18 @@ const LINE_END = /\r\n|\r|\n/g;
  * The frames of an SSE body, as the EventSource rules read them: lines end in LF, CRLF
  * or CR; a blank line ends a frame; `:` lines are comments (heartbeats); one space after
  * the colon is dropped. A frame without data is not dispatched. `onActivity` is called for
- * every chunk received, comments included (a live connection). A line, or a frame's `data:`
- * lines, longer than `maxChars` (an event that never ends) is a server `CliError`: no more is read.
+ * every chunk received (a live connection), `onComment` for every comment line (a server's
+ * heartbeat: it streams, though it has no event to send). A line, or a frame's `data:` lines,
+ * longer than `maxChars` (an event that never ends) is a server `CliError`: no more is read.
  * Each chunk is scanned once, so a long line costs time in proportion to its length.
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
-  onActivity: () => void = () => {},
-  maxChars: number = MAX_ANSWER_BYTES,
+  {
+    onActivity = () => {},
+    onComment = () => {},
+    maxChars = MAX_ANSWER_BYTES,
+  }: { onActivity?: () => void; onComment?: () => void; maxChars?: number } = {},
 ): AsyncGenerator<SseFrame> {
   const decoder = new TextDecoder();
   /** The current line so far (a line may span chunks). */
@@ -53,7 +57,10 @@ export async function* readSse(
         frame = emptyFrame();
         continue;
       }
-      if (read.startsWith(":")) continue;
+      if (read.startsWith(":")) {
+        onComment();
+        continue;
+      }
       const colon = read.indexOf(":");
       const field = colon < 0 ? read : read.slice(0, colon);
       let value = colon < 0 ? "" : read.slice(colon + 1);

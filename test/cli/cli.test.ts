@@ -318,7 +318,7 @@ describe("agent-server run", () => {
       const runId = runOf(result.stderr);
       // The stalled proxy holds back the answer to the DELETE too: the client cannot know it arrived.
       expect(result.stderr).toContain(
-        `[run] left without waiting for the end; the server has not confirmed the cancel yet (to be sure: curl -X DELETE ${proxy.url}/runs/${runId})\n`,
+        `[run] left without waiting for the end; the server has not confirmed the cancel yet (to be sure: curl -H "Authorization: Bearer $AGENT_API_KEY" -X DELETE ${proxy.url}/runs/${runId})\n`,
       );
       expect(result.stderr).not.toContain("[run] aborted");
       expect(result.code).toBe(130);
@@ -512,7 +512,7 @@ describe("agent-server run", () => {
     try {
       const result = await runCli({ args: ["run", "--session", session.id, "Hello"], env: env() });
       expect(result.stderr).toBe(
-        `session ${session.id}\nagent-server: the session already has an active run, ${active.id} (409 SESSION_BUSY): wait for it to end, cancel it (curl -X DELETE ${server.url}/runs/${active.id}), or leave out --session to start in a new session\n`,
+        `session ${session.id}\nagent-server: the session already has an active run, ${active.id} (409 SESSION_BUSY): wait for it to end, cancel it (curl -H "Authorization: Bearer $AGENT_API_KEY" -X DELETE ${server.url}/runs/${active.id}), or leave out --session to start in a new session\n`,
       );
       expect(result.code).toBe(68);
     } finally {

@@ -42,7 +42,7 @@ async function framesWithin(maxChars: number | undefined, ...chunks: string[]) {
     },
   });
   const out = [];
-  for await (const frame of readSse(body, undefined, maxChars)) out.push(frame);
+  for await (const frame of readSse(body, { maxChars })) out.push(frame);
   return out;
 }
 

@@ -1,0 +1,205 @@
+/**
+ * The client against servers that misbehave as a broken proxy, a full server or a hostile one
+ * would: each failure is one clear `CliError` with the right exit code, never a crash, a lie
+ * or an endless loop.
+ */
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { ApiClient } from "../../src/cli/api-client.js";
+import { Approvals } from "../../src/cli/approvals.js";
+import { parseCommand } from "../../src/cli/args.js";
+import { CliError } from "../../src/cli/cli-error.js";
+import { EXIT } from "../../src/cli/exit-codes.js";
+import { followRunEvents } from "../../src/cli/follow-events.js";
+import { RunCancel } from "../../src/cli/run-cancel.js";
+import { refusalError } from "../../src/cli/server-errors.js";
+import { Outputs } from "../../src/cli/terminal-out.js";
+import { RunBody } from "../../src/cli/wire.js";
+
+const servers: ReturnType<typeof createServer>[] = [];
+afterEach(() => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+/** A local server answering every request with `handle`; resolves with a client for it. */
+async function serve(
+  handle: (request: IncomingMessage, response: ServerResponse) => void,
+  apiKey: string | null = null,
+) {
+  const server = createServer(handle);
+  servers.push(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return new ApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey });
+}
+
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
+
+/** Every event of `events` until it ends or throws: the frames and the error. */
+async function drain(events: AsyncGenerator<{ id: string | null; event: string }>) {
+  const frames: { id: string | null; event: string }[] = [];
+  try {
+    for await (const frame of events) frames.push(frame);
+    return { frames, error: null };
+  } catch (error) {
+    return { frames, error };
+  }
+}
+
+function notes() {
+  const lines: string[] = [];
+  return { lines, out: new Outputs({ write: () => {} }, { write: (line: string) => lines.push(line) }) };
+}
+
+describe("a JSON answer cut off mid-way", () => {
+  it("is the server gone (exit 66, retryable), not a crash of the client", async () => {
+    const client = await serve((_request, response) => {
+      response.writeHead(201, { "content-type": "application/json", "content-length": "100" });
+      response.write('{"id":"ses');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    const error = await failureOf(client.json({ method: "POST", path: "/sessions", body: {}, schema: RunBody }));
+    expect(error).toBeInstanceOf(CliError);
+    expect(error).toMatchObject({ exitCode: EXIT.unreachable, retryable: true });
+    expect(String(error)).toMatch(/cannot reach the server/);
+  });
+});
+
+describe("an approval answer that fails in an unforeseen way", () => {
+  it("is said, and the next requests are still answered", async () => {
+    const sent: string[] = [];
+    const client = {
+      json: ({ path }: { path: string }) => {
+        sent.push(path);
+        return Promise.reject(new TypeError("terminated"));
+      },
+    } as unknown as ApiClient;
+    const { lines, out } = notes();
+    const approvals = new Approvals({
+      client,
+      runId: "run_1",
+      approve: { all: true, tools: new Set() },
+      ask: null,
+      out,
+    });
+    const request = (toolCallId: string) => ({ toolCallId, tool: "shell", reason: "asks", input: {} }) as never;
+    approvals.requested(request("call_1"));
+    approvals.requested(request("call_2"));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(sent).toEqual(["/runs/run_1/approvals/call_1", "/runs/run_1/approvals/call_2"]);
+    expect(lines.filter((line) => line.includes("the decision was not delivered: terminated"))).toHaveLength(2);
+  });
+});
+
+describe("a second Ctrl-C while the run is being started", () => {
+  it("says a run may have started, and where to find it", () => {
+    const { lines, out } = notes();
+    const cancel = new RunCancel({ client: { target: { baseUrl: "http://h:1", apiKey: "k" } } as ApiClient, out });
+    cancel.starting("ses_1");
+    cancel.interrupt();
+    cancel.interrupt();
+    expect(lines.at(-1)).toMatch(/left without waiting.*a run may have started in session ses_1/);
+    expect(lines.at(-1)).toContain('curl -H "Authorization: Bearer $AGENT_API_KEY" http://h:1/sessions/ses_1/runs');
+  });
+});
+
+describe("following a run's events", () => {
+  it("a stream that opens and closes without an event or a heartbeat is given up (exit 66), said once", async () => {
+    let connections = 0;
+    const client = await serve((_request, response) => {
+      connections++;
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end("retry: 2000\n\n");
+    });
+    const told: string[] = [];
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 600, onReconnect: (i) => told.push(i.reason) });
+    const { error } = await drain(events);
+    expect(error).toMatchObject({ exitCode: EXIT.unreachable });
+    expect(String(error)).toMatch(/lost the events of run run_x/);
+    expect(told).toHaveLength(1);
+    expect(connections).toBeGreaterThan(1);
+    expect(connections).toBeLessThan(10);
+  });
+
+  it("heartbeats keep a stream that keeps dropping: it is followed to the run's end", async () => {
+    let connections = 0;
+    const client = await serve((_request, response) => {
+      connections++;
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      if (connections < 6) response.end("retry: 2000\n\n: heartbeat\n\n");
+      else response.end('id: 1\nevent: run.finished\ndata: {"type":"run.finished"}\n\n');
+    });
+    const told: string[] = [];
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 150, onReconnect: (i) => told.push(i.reason) });
+    const { frames, error } = await drain(events);
+    expect(error).toBeNull();
+    expect(frames.map((f) => f.event)).toEqual(["run.finished"]);
+    expect(connections).toBe(6);
+  });
+
+  it("a stream the server keeps refusing (429 TOO_MANY_STREAMS) exits 69, saying the run goes on", async () => {
+    const client = await serve((_request, response) => {
+      response.writeHead(429, { "content-type": "application/json", "retry-after": "5" });
+      response.end(JSON.stringify({ error: { code: "TOO_MANY_STREAMS", message: "this key holds 1 stream" } }));
+    }, "key-0123456789abcdef");
+    const told: { refused: boolean; after: number }[] = [];
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 400, onReconnect: (i) => told.push(i) });
+    const { error } = await drain(events);
+    expect(error).toMatchObject({ exitCode: EXIT.retryLater });
+    expect(String(error)).toMatch(/refused the events of run run_x .*TOO_MANY_STREAMS.*the run goes on in the server/);
+    expect(String(error)).toContain('curl -H "Authorization: Bearer $AGENT_API_KEY" -N');
+    expect(String(error)).not.toContain("key-0123456789abcdef");
+    expect(told).toMatchObject([{ refused: true, after: 0 }]);
+  });
+
+  it("a frame without an id is shown, not taken for one already seen", async () => {
+    const client = await serve((_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end('event: text.delta\ndata: {"text":"hi"}\n\nid: 1\nevent: run.finished\ndata: {}\n\n');
+    });
+    const { frames } = await drain(followRunEvents({ client, runId: "run_x", onReconnect: () => {} }));
+    expect(frames.map((f) => f.event)).toEqual(["text.delta", "run.finished"]);
+  });
+});
+
+describe("refusals", () => {
+  it("a 403 is said in the server's words (HOST_NOT_ALLOWED is not a missing key)", () => {
+    const error = refusalError(
+      {
+        status: 403,
+        envelope: { error: { code: "HOST_NOT_ALLOWED", message: "add the name to ALLOWED_HOSTS" } } as never,
+        retryAfter: null,
+        request: "POST /sessions",
+      },
+      { baseUrl: "http://vm:3000", apiKey: null },
+    );
+    expect(error.message).toBe(
+      "the server forbids POST /sessions (403 HOST_NOT_ALLOWED: add the name to ALLOWED_HOSTS)",
+    );
+    expect(error.message).not.toMatch(/API key/);
+    expect(error.exitCode).toBe(EXIT.unauthorized);
+  });
+
+  it("a port that fetch refuses is a configuration error (exit 65), not a server to start", async () => {
+    const client = new ApiClient({ baseUrl: "http://127.0.0.1:6000", apiKey: null });
+    const error = await failureOf(client.json({ method: "POST", path: "/sessions", body: {}, schema: RunBody }));
+    expect(error).toMatchObject({ exitCode: EXIT.config });
+    expect(String(error)).toMatch(/fetch refuses it/);
+  });
+});
+
+describe("the command line", () => {
+  it.each(["--session", "--system", "--model", "--workspace"])("an empty %s is a usage error", (option) => {
+    expect(() => parseCommand(["run", option, "", "hi"])).toThrow(expect.objectContaining({ exitCode: EXIT.usage }));
+  });
+});
