@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { MAX_ANSWER_BYTES, mebibytes, readBoundedText } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
-import { readRefusal, refusalError, unreachableError } from "./server-errors.js";
+import { networkReason, readRefusal, refusalError, unreachableError } from "./server-errors.js";
 import type { Target } from "./target.js";
 
 /**
@@ -44,6 +44,11 @@ export class ApiClient {
     const request = `${method} ${path}`;
     const deadlineMs = this.options.answerDeadlineMs ?? ANSWER_DEADLINE_MS;
     const deadline = AbortSignal.timeout(deadlineMs);
+    const late = () =>
+      new CliError(
+        `${request} got no whole answer within ${deadlineMs / 1000} s from the server at ${this.target.baseUrl}`,
+        EXIT.unreachable,
+      );
     let response: Response;
     let text: string | null;
     try {
@@ -57,17 +62,19 @@ export class ApiClient {
           signal: deadline,
         },
       });
+    } catch (error) {
+      throw deadline.aborted ? late() : error;
+    }
+    try {
       text = await readBoundedText(response.body, this.maxAnswerBytes);
     } catch (error) {
-      if (deadline.aborted) {
-        throw new CliError(
-          `${request} got no whole answer within ${deadlineMs / 1000} s from the server at ${this.target.baseUrl}`,
-          EXIT.unreachable,
-        );
-      }
-      if (error instanceof CliError) throw error;
+      if (deadline.aborted) throw late();
       // The connection broke while the answer was read: the server went away (retryable).
-      throw unreachableError(error, this.target);
+      throw new CliError(
+        `${request}: the answer of the server at ${this.target.baseUrl} was cut off (${networkReason(error)})`,
+        EXIT.unreachable,
+        { retryable: true, cutOff: true },
+      );
     }
     if (text === null) {
       throw new CliError(

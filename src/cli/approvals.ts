@@ -36,7 +36,10 @@ export class Approvals {
 
   requested(request: ApprovalRequest): void {
     // One answer that fails (a bug, say) is said, and the next requests are still answered.
-    this.#queue = this.#queue.then(() => this.#answer(request)).catch((error: unknown) => this.#undelivered(error));
+    this.#queue = this.#queue
+      .then(() => this.#answer(request))
+      .catch((error: unknown) => this.#undelivered(error))
+      .catch(() => {});
   }
 
   resolved(toolCallId: string): void {

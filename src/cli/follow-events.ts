@@ -7,15 +7,22 @@ import { readSse, type SseFrame } from "./sse-reader.js";
 
 /** The server sends a heartbeat every 15 s: a stream silent for this long is dead. */
 export const IDLE_MS = 45_000;
+/**
+ * A stream open at least this long that heard a heartbeat was a working one: its end starts a
+ * new outage. A shorter one (it opens, says something and closes, as a broken proxy may do
+ * for ever) is part of the outage it came in.
+ */
+export const HEALTHY_STREAM_MS = 1_000;
 
 /**
  * A run's events from `GET /runs/{id}/events`, each once, in order, up to and including
  * `run.finished`. A stream that drops (the connection breaks, falls silent, or ends early,
  * as when the server restarts) is reopened with `Last-Event-ID`; `onReconnect` is told once
  * per outage (`refused`: the server answered, with a refusal that may pass, such as 429).
- * Only a new event or a heartbeat ends an outage: a stream that opens and closes again without
- * either does not. When the attempts bring neither for `giveUpMs`, it throws a `CliError`:
- * unreachable, or the refusal's own exit code when the server kept refusing. A refusal that
+ * Only a new event, or a stream that heard a heartbeat and lasted `healthyMs`, ends an outage:
+ * a stream that opens and closes again without either does not. When the attempts bring
+ * neither for `giveUpMs`, it throws a `CliError`: unreachable, or the exit code of the
+ * server's last refusal when it refused during the outage (429, 503). A refusal that
  * cannot pass by itself (401, 404) is thrown as it is. A stream counts as silent after
  * `idleMs` without data while it is read: the time the caller keeps a frame before asking for
  * the next (its output stopped by Ctrl-S) is not the server's silence.
@@ -26,19 +33,24 @@ export async function* followRunEvents({
   onReconnect,
   giveUpMs = GIVE_UP_MS,
   idleMs = IDLE_MS,
+  healthyMs = HEALTHY_STREAM_MS,
 }: {
   client: ApiClient;
   runId: string;
   onReconnect: (info: { after: number; reason: string; refused: boolean }) => void;
   giveUpMs?: number;
   idleMs?: number;
+  healthyMs?: number;
 }): AsyncGenerator<SseFrame> {
   const path = `/runs/${encodeURIComponent(runId)}/events`;
   let after = 0;
-  /** When the attempts since the last event or heartbeat began failing; null: not failing. */
+  /** When the attempts since the last progress began failing; null: not failing. */
   let failingSince: number | null = null;
+  /** The server's last refusal during this outage (429, 503); null: none. */
+  let refusal: CliError | null = null;
   const progressed = () => {
     failingSince = null;
+    refusal = null;
     backoff.reset();
   };
   const backoff = new Backoff();
@@ -50,8 +62,8 @@ export async function* followRunEvents({
       idle = setTimeout(() => connection.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
     };
     let reason = "the server ended the stream before run.finished";
-    /** The attempt's failure is the server's refusal (it answered), not the network's. */
-    let refusal: CliError | null = null;
+    const openedAt = Date.now();
+    let heartbeat = false;
     try {
       arm();
       const response = await client.send({
@@ -65,7 +77,9 @@ export async function* followRunEvents({
       if (!response.body) throw new CliError(`GET ${path} answered without a body`, EXIT.server);
       const frames = readSse(response.body, {
         onActivity: arm,
-        onComment: progressed,
+        onComment: () => {
+          heartbeat = true;
+        },
         maxChars: client.maxAnswerBytes,
       });
       for await (const frame of frames) {
@@ -89,15 +103,19 @@ export async function* followRunEvents({
       clearTimeout(idle);
       connection.abort();
     }
+    if (heartbeat && Date.now() - openedAt >= healthyMs) progressed();
     const firstFailure = failingSince === null;
     failingSince ??= Date.now();
     if (Date.now() - failingSince > giveUpMs) {
       const seconds = Math.round(giveUpMs / 1000);
       const follow = `the run goes on in the server: follow it with ${curlCommand(client.target, `-N ${client.target.baseUrl}${path}`)}`;
-      throw refusal
+      const refused = refusal as CliError | null;
+      throw refused
         ? new CliError(
-            `the server refused the events of run ${runId} for ${seconds} s (${reason}); ${follow}`,
-            refusal.exitCode,
+            `the server refused the events of run ${runId} and they did not come back for ${seconds} s (${
+              reason === refused.message ? reason : `${refused.message}; last: ${reason}`
+            }); ${follow}`,
+            refused.exitCode,
           )
         : new CliError(
             `lost the events of run ${runId} and got nothing back for ${seconds} s (${reason}); ${follow}`,

@@ -35,7 +35,7 @@ export class RunCancel {
       const runId = this.#runId === null ? null : printable(this.#runId);
       const { target } = this.deps.client;
       const where = `${target.baseUrl}/runs/${runId}`;
-      const starting = this.#starting === null ? null : printable(this.#starting);
+      const starting = this.#starting === null ? null : printable(encodeURIComponent(this.#starting));
       this.deps.out.note(
         `[run] left without waiting for the end${
           runId === null

@@ -7,12 +7,13 @@ import { followRunEvents } from "./follow-events.js";
 import { type CliIo, readAll } from "./io.js";
 import { printable, printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
+import { startRun } from "./start-run.js";
 import { answerCapFromEnv, targetFromEnv } from "./target.js";
 import { terminalAsk } from "./terminal-ask.js";
 import { TerminalKeys, type TtyInput } from "./terminal-keys.js";
 import { Outputs } from "./terminal-out.js";
 import { Transcript } from "./transcript.js";
-import { decodeEvent, RunBody, SessionBody } from "./wire.js";
+import { decodeEvent, SessionBody } from "./wire.js";
 
 /**
  * `agent-server run`: makes a session (or uses `--session`), starts a run and follows its
@@ -75,11 +76,11 @@ async function startAndFollow({
     return EXIT.aborted;
   }
   cancel.starting(sessionId);
-  const run = await client.json({
-    method: "POST",
-    path: `/sessions/${encodeURIComponent(sessionId)}/runs`,
+  const run = await startRun({
+    client,
+    out,
+    sessionId,
     body: { input, ...(options.maxTurns === undefined ? {} : { maxTurns: options.maxTurns }) },
-    schema: RunBody,
   });
   out.note(`run ${printable(run.id)}`);
   const approvals = new Approvals({ client, runId: run.id, approve: options.approve, ask, out });

@@ -15,6 +15,7 @@ import { EXIT } from "../../src/cli/exit-codes.js";
 import { followRunEvents } from "../../src/cli/follow-events.js";
 import { RunCancel } from "../../src/cli/run-cancel.js";
 import { refusalError } from "../../src/cli/server-errors.js";
+import { startRun } from "../../src/cli/start-run.js";
 import { Outputs } from "../../src/cli/terminal-out.js";
 import { RunBody } from "../../src/cli/wire.js";
 
@@ -70,8 +71,47 @@ describe("a JSON answer cut off mid-way", () => {
     });
     const error = await failureOf(client.json({ method: "POST", path: "/sessions", body: {}, schema: RunBody }));
     expect(error).toBeInstanceOf(CliError);
-    expect(error).toMatchObject({ exitCode: EXIT.unreachable, retryable: true });
-    expect(String(error)).toMatch(/cannot reach the server/);
+    expect(error).toMatchObject({ exitCode: EXIT.unreachable, retryable: true, cutOff: true });
+    expect(String(error)).toMatch(/POST \/sessions: the answer of the server at .* was cut off/);
+  });
+});
+
+describe("a run start whose answer is cut off", () => {
+  it("is asked again under the same Idempotency-Key, and the client follows the run the server started", async () => {
+    const keys: (string | undefined)[] = [];
+    const client = await serve((request, response) => {
+      keys.push(request.headers["idempotency-key"] as string | undefined);
+      const run = JSON.stringify({ id: "run_1", status: "running", sessionId: "ses_1", stopReason: null, error: null });
+      if (keys.length === 1) {
+        response.writeHead(201, { "content-type": "application/json", "content-length": String(run.length + 50) });
+        response.write(run.slice(0, 10));
+        setTimeout(() => response.socket?.destroy(), 20);
+      } else {
+        response.writeHead(201, { "content-type": "application/json", "idempotent-replayed": "true" });
+        response.end(run);
+      }
+    });
+    const { lines, out } = notes();
+    const run = await startRun({ client, out, sessionId: "ses_1", body: { input: "hi" } });
+    expect(run.id).toBe("run_1");
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(lines.join("")).toMatch(
+      /\[run\] POST \/sessions\/ses_1\/runs: the answer .* was cut off .*; asking again for the same run/,
+    );
+  });
+
+  it("a start refused at once (429) is not asked again", async () => {
+    let requests = 0;
+    const client = await serve((_request, response) => {
+      requests++;
+      response.writeHead(429, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { code: "TOO_MANY_RUNS", message: "full" } }));
+    });
+    const error = await failureOf(startRun({ client, out: notes().out, sessionId: "ses_1", body: { input: "hi" } }));
+    expect(error).toMatchObject({ exitCode: EXIT.retryLater });
+    expect(requests).toBe(1);
   });
 });
 
@@ -131,20 +171,45 @@ describe("following a run's events", () => {
     expect(connections).toBeLessThan(10);
   });
 
-  it("heartbeats keep a stream that keeps dropping: it is followed to the run's end", async () => {
+  it("a stream that opens, says something and closes at once, again and again, is given up too", async () => {
     let connections = 0;
     const client = await serve((_request, response) => {
       connections++;
       response.writeHead(200, { "content-type": "text/event-stream" });
-      if (connections < 6) response.end("retry: 2000\n\n: heartbeat\n\n");
-      else response.end('id: 1\nevent: run.finished\ndata: {"type":"run.finished"}\n\n');
+      response.end("retry: 2000\n\n: hello\n\n");
     });
     const told: string[] = [];
-    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 150, onReconnect: (i) => told.push(i.reason) });
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 600, onReconnect: (i) => told.push(i.reason) });
+    const { error } = await drain(events);
+    expect(error).toMatchObject({ exitCode: EXIT.unreachable });
+    expect(told).toHaveLength(1);
+    expect(connections).toBeLessThan(10);
+  });
+
+  it("streams that live with heartbeats, however often they drop, are followed to the run's end", async () => {
+    let connections = 0;
+    const client = await serve((_request, response) => {
+      connections++;
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      if (connections < 4) {
+        response.write("retry: 2000\n\n: heartbeat\n\n");
+        setTimeout(() => response.end(), 150);
+      } else response.end('id: 1\nevent: run.finished\ndata: {"type":"run.finished"}\n\n');
+    });
+    const told: string[] = [];
+    const events = followRunEvents({
+      client,
+      runId: "run_x",
+      giveUpMs: 200,
+      healthyMs: 100,
+      onReconnect: (i) => told.push(i.reason),
+    });
     const { frames, error } = await drain(events);
     expect(error).toBeNull();
     expect(frames.map((f) => f.event)).toEqual(["run.finished"]);
-    expect(connections).toBe(6);
+    expect(connections).toBe(4);
+    // Each drop after a stream that lived is an outage of its own, said once.
+    expect(told).toHaveLength(3);
   });
 
   it("a stream the server keeps refusing (429 TOO_MANY_STREAMS) exits 69, saying the run goes on", async () => {
@@ -156,10 +221,29 @@ describe("following a run's events", () => {
     const events = followRunEvents({ client, runId: "run_x", giveUpMs: 400, onReconnect: (i) => told.push(i) });
     const { error } = await drain(events);
     expect(error).toMatchObject({ exitCode: EXIT.retryLater });
-    expect(String(error)).toMatch(/refused the events of run run_x .*TOO_MANY_STREAMS.*the run goes on in the server/);
+    expect(String(error)).toMatch(
+      /refused the events of run run_x and they did not come back for 0 s \(.*TOO_MANY_STREAMS[^;]*\); the run goes on in the server/,
+    );
     expect(String(error)).toContain('curl -H "Authorization: Bearer $AGENT_API_KEY" -N');
     expect(String(error)).not.toContain("key-0123456789abcdef");
     expect(told).toMatchObject([{ refused: true, after: 0 }]);
+  });
+
+  it("an outage the server refused in and then fell silent in is said as both, with the refusal's exit code", async () => {
+    let requests = 0;
+    const client = await serve((request, response) => {
+      requests++;
+      if (requests === 1) {
+        response.writeHead(503, { "content-type": "application/json" });
+        response.end(JSON.stringify({ error: { code: "SHUTTING_DOWN", message: "restarting" } }));
+      } else request.socket.destroy();
+    });
+    const events = followRunEvents({ client, runId: "run_x", giveUpMs: 400, onReconnect: () => {} });
+    const { error } = await drain(events);
+    expect(error).toMatchObject({ exitCode: EXIT.retryLater });
+    expect(String(error)).toMatch(
+      /\(the server cannot take this request now \(503 SHUTTING_DOWN: restarting\).*; last: /,
+    );
   });
 
   it("a frame without an id is shown, not taken for one already seen", async () => {

@@ -1,0 +1,56 @@
+import { randomUUID } from "node:crypto";
+import type { ApiClient } from "./api-client.js";
+import { CliError } from "./cli-error.js";
+import { printable } from "./printable.js";
+import { Backoff, GIVE_UP_MS } from "./retry.js";
+import { curlCommand } from "./server-errors.js";
+import type { Outputs } from "./terminal-out.js";
+import { RunBody } from "./wire.js";
+
+/**
+ * Starts a run in `sessionId` (`POST /sessions/{id}/runs` with `body`) under an
+ * `Idempotency-Key` of its own, so that asking again gets the same run, never a second. It is
+ * asked again only once an answer was cut off (the run may exist by then), and from then on
+ * also while the server is away or restarting, for up to GIVE_UP_MS; failing that, the error
+ * says a run may have started and where to look. Any other failure is thrown as it is.
+ */
+export async function startRun({
+  client,
+  out,
+  sessionId,
+  body,
+}: {
+  client: ApiClient;
+  out: Outputs;
+  sessionId: string;
+  body: Record<string, unknown>;
+}): Promise<RunBody> {
+  const path = `/sessions/${encodeURIComponent(sessionId)}/runs`;
+  const headers = { "idempotency-key": randomUUID() };
+  /** When the first answer was cut off; null: none was. */
+  let cutOffAt: number | null = null;
+  const backoff = new Backoff();
+  for (;;) {
+    try {
+      return await client.json({ method: "POST", path, body, schema: RunBody, headers });
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error;
+      if (error.cutOff && cutOffAt === null) {
+        cutOffAt = Date.now();
+        out.note(`[run] ${printable(error.message)}; asking again for the same run`);
+      }
+      if (cutOffAt === null) throw error;
+      if (!error.retryable || Date.now() - cutOffAt > GIVE_UP_MS) {
+        const runs = curlCommand(client.target, `${client.target.baseUrl}${path}`);
+        throw new CliError(
+          `${error.message}; a run may have started in session ${sessionId} (see ${runs})`,
+          error.exitCode,
+          {
+            status: error.status,
+          },
+        );
+      }
+    }
+    await backoff.wait();
+  }
+}
