@@ -2,7 +2,6 @@ import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } f
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
-import { openPgStore } from "./store/pg/pg-store.js";
 import { type OpenSqliteStoreOptions, openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 import { resolveShellSandbox, type ShellSandbox, type ShellSandboxMode } from "./tools/index.js";
@@ -75,6 +74,8 @@ export async function openPgStoreOrExplain(
   { groupCommitMs }: { groupCommitMs?: number } = {},
 ): Promise<Store> {
   try {
+    // Loaded only for PostgreSQL: the driver and the store's modules are ~30 ms of a start.
+    const { openPgStore } = await import("./store/pg/pg-store.js");
     return await openPgStore({ url, groupCommitMs });
   } catch (err) {
     if (!(err instanceof StorageError)) throw err;
