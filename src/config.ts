@@ -11,7 +11,7 @@ import {
   stringSetting,
 } from "./config-settings.js";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
-import { WebhookTargetSchema } from "./domain/webhook.js";
+import { carriesCredentials, WebhookTargetSchema } from "./domain/webhook.js";
 import {
   DEFAULT_SESSIONS_PER_KEY,
   defaultMaxConnections,
@@ -236,7 +236,9 @@ function webhookProblems(data: {
   if (data.WEBHOOK_URL === "") return problems;
   const target = WebhookTargetSchema.safeParse({ url: data.WEBHOOK_URL });
   if (!target.success) problems.push("WEBHOOK_URL: must be an http or https URL");
-  else if (data.WEBHOOK_SECRET === "") problems.push("WEBHOOK_URL: needs WEBHOOK_SECRET (nothing is sent unsigned)");
+  else if (carriesCredentials(data.WEBHOOK_URL)) {
+    problems.push("WEBHOOK_URL: must not carry credentials (user:pass@): deliveries do not send them");
+  } else if (data.WEBHOOK_SECRET === "") problems.push("WEBHOOK_URL: needs WEBHOOK_SECRET (nothing is sent unsigned)");
   else {
     try {
       checkWebhookTarget(target.data, { signing: true, allowPrivate: data.WEBHOOK_ALLOW_PRIVATE });

@@ -38,5 +38,19 @@ export const WebhookTargetSchema = z
     }),
   );
 
+/**
+ * Whether `url` carries credentials (`user:pass@`): the sender would not send them (a request
+ * drops a URL's userinfo), so a receiver that wants them refuses every delivery. Receivers
+ * authenticate the server by the signature instead.
+ */
+export function carriesCredentials(url: string): boolean {
+  try {
+    const { username, password } = new URL(url);
+    return username !== "" || password !== "";
+  } catch {
+    return false;
+  }
+}
+
 /** The stored form (JSON read back from the database). */
 export const StoredWebhookTargetSchema = z.object({ url: z.string(), events: z.array(z.enum(WEBHOOK_EVENTS)) });

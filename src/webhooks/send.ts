@@ -1,10 +1,16 @@
 import { Agent, request } from "undici";
 import type { WebhookAttempt } from "../store/store.js";
 import { guardedLookup, isPrivateAddress, literalHost } from "./address-guard.js";
+import { retryAfterMs } from "./retry-schedule.js";
 import { signedHeaders } from "./signature.js";
 
 /** The most of a receiver's answer read (and dropped) before its connection is closed instead. */
 const BODY_READ_MAX = 64 * 1024;
+
+/** A try as recorded, and the wait its receiver asked for (Retry-After of a non-2xx answer; null: none). */
+export interface SendResult extends WebhookAttempt {
+  retryAfterMs: number | null;
+}
 
 /** Why a delivery can never succeed as addressed: it is not tried again. */
 export class RefusedTarget extends Error {}
@@ -40,14 +46,14 @@ export class WebhookSender {
    * Signed with the server's key and, for a delivery of an API key's session (`owner`), that
    * key's own too (ownerWebhookKeys).
    */
-  async send(delivery: { id: string; url: string; body: string; owner: string | null }): Promise<WebhookAttempt> {
+  async send(delivery: { id: string; url: string; body: string; owner: string | null }): Promise<SendResult> {
     const at = new Date().toISOString();
     const host = literalHost(delivery.url);
     if (!this.options.allowPrivate && host !== null && isPrivateAddress(host)) {
       throw new RefusedTarget(`${host} is a private or loopback address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`);
     }
     if (!this.options.key)
-      return { at, statusCode: null, error: "WEBHOOK_SECRET is not set: nothing is sent unsigned" };
+      return { at, statusCode: null, error: "WEBHOOK_SECRET is not set: nothing is sent unsigned", retryAfterMs: null };
     const ownerKey = delivery.owner === null ? null : this.options.ownerKey(delivery.owner);
     const headers = signedHeaders({
       keys: ownerKey ? [this.options.key, ownerKey] : [this.options.key],
@@ -68,13 +74,15 @@ export class WebhookSender {
       // try was outside every bound on sends, so a receiver that answered at once and never ended
       // its body held a connection for each delivery (1,370 in 8 s for one key's runs).
       await response.body.dump({ limit: BODY_READ_MAX });
-      return { at, statusCode: response.statusCode, error: null };
+      const ok = response.statusCode >= 200 && response.statusCode < 300;
+      const wait = ok ? null : retryAfterMs(response.headers["retry-after"]);
+      return { at, statusCode: response.statusCode, error: null, retryAfterMs: wait };
     } catch (err) {
       if (this.#cut.signal.aborted) throw new SendCut("the server is stopping");
       const code = (err as { code?: string; cause?: { code?: string } }).code;
       if (code === "WEBHOOK_PRIVATE_ADDRESS") throw new RefusedTarget((err as Error).message);
       const name = (err as Error).name === "TimeoutError" ? "timed out" : (err as Error).message;
-      return { at, statusCode: null, error: name };
+      return { at, statusCode: null, error: name, retryAfterMs: null };
     }
   }
 

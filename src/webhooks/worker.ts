@@ -2,27 +2,9 @@ import type { Logger } from "pino";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
+import { nextTryAt, type RetrySchedule } from "./retry-schedule.js";
 import { RefusedTarget, SendCut, type WebhookSender } from "./send.js";
 import { SendShares, type TryOutcome } from "./send-shares.js";
-
-export interface RetrySchedule {
-  /** The wait after the first failed try; each further failure doubles it. */
-  baseMs: number;
-  /** The longest wait between tries. */
-  maxMs: number;
-  /** How long after its event a delivery is still tried (24 h). */
-  windowMs: number;
-}
-
-/** When the next try of a delivery that failed `failures` times is due; null once past its window. */
-export function nextTryAt(
-  schedule: RetrySchedule,
-  { failures, createdAt, now }: { failures: number; createdAt: number; now: number },
-): number | null {
-  const wait = Math.min(schedule.baseMs * 2 ** Math.max(0, failures - 1), schedule.maxMs);
-  const at = now + wait;
-  return at - createdAt > schedule.windowMs ? null : at;
-}
 
 /** At most this many sends at once, in all. */
 export const WEBHOOK_SLOTS = 16;
@@ -248,7 +230,7 @@ export class WebhookWorker {
   async #deliver(delivery: WebhookDelivery, state: Sending): Promise<void> {
     const { store, sender, schedule, logger, facts } = this.deps;
     try {
-      const attempt = await sender.send(delivery);
+      const { retryAfterMs, ...attempt } = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
       const outcome: TryOutcome = !ok ? "failed" : state.stuck ? "slow" : "ok";
       this.#shares.record(delivery.owner, outcome);
@@ -258,6 +240,7 @@ export class WebhookWorker {
             failures: delivery.attempts.length + 1,
             createdAt: Date.parse(delivery.createdAt),
             now: Date.now(),
+            retryAfterMs,
           });
       const next: AttemptOutcome["next"] = ok
         ? { status: "delivered" }

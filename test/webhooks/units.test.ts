@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { isPrivateAddress } from "../../src/webhooks/address-guard.js";
 import { GivenUpReport } from "../../src/webhooks/given-up-report.js";
-import { nextTryAt } from "../../src/webhooks/worker.js";
+import { nextTryAt, retryAfterMs } from "../../src/webhooks/retry-schedule.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 
 describe("webhook retry schedule", () => {
@@ -13,6 +13,28 @@ describe("webhook retry schedule", () => {
     expect(at(20)).toBe(3_600_000);
     expect(at(30, 86_400_000 - 3_600_000)).toBe(86_400_000);
     expect(at(30, 86_400_000 - 3_599_999)).toBeNull();
+  });
+
+  it("keeps a receiver's Retry-After when it asks for longer than the backoff, at most the maximum", () => {
+    const at = (failures: number, wait: number | null) =>
+      nextTryAt(schedule, { failures, createdAt: 0, now: 0, retryAfterMs: wait });
+    expect(at(1, 60_000)).toBe(60_000);
+    expect(at(4, 1_000)).toBe(40_000);
+    expect(at(1, 86_400_000)).toBe(3_600_000);
+    expect(at(1, null)).toBe(5_000);
+  });
+
+  it("reads Retry-After as seconds or an HTTP date; anything else is none", () => {
+    const now = Date.parse("2026-12-06T12:00:00Z");
+    expect(retryAfterMs("120", now)).toBe(120_000);
+    expect(retryAfterMs(" 5 ", now)).toBe(5_000);
+    expect(retryAfterMs("Sun, 06 Dec 2026 12:01:00 GMT", now)).toBe(60_000);
+    expect(retryAfterMs("Sun, 06 Dec 2026 11:00:00 GMT", now)).toBe(0);
+    expect([retryAfterMs(undefined, now), retryAfterMs("soon", now), retryAfterMs("-5", now)]).toEqual([
+      null,
+      null,
+      null,
+    ]);
   });
 });
 
