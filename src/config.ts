@@ -272,6 +272,11 @@ export function loadConfig(
     if ((data[name] ?? 0) > 0 && !keyed)
       problems.push(`${name}: limits what one API key may take, so it needs AGENT_API_KEYS`);
   }
+  if (data.CORS_ORIGINS.includes("*") && !keyed) {
+    problems.push(
+      "CORS_ORIGINS: * without AGENT_API_KEYS lets any web page a visitor opens drive this server and its tools: name the origins, or set AGENT_API_KEYS",
+    );
+  }
   const ceiling = parseApprovalCeiling(data.APPROVAL_POLICY_MAX);
   if (!ceiling.ok) problems.push(`APPROVAL_POLICY_MAX: ${ceiling.error}`);
   if (data.HEADERS_TIMEOUT_MS > data.REQUEST_TIMEOUT_MS) {

@@ -67,7 +67,9 @@ describe("configuration values", () => {
     expect(
       loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).CORS_ORIGINS,
     ).toEqual(["https://app.example.com", "http://localhost:5173"]);
-    expect(loadConfig({ ...base, CORS_ORIGINS: "*" }).CORS_ORIGINS).toEqual(["*"]);
+    expect(loadConfig({ ...base, CORS_ORIGINS: "*", AGENT_API_KEYS: "a-key-of-sixteen-chars" }).CORS_ORIGINS).toEqual([
+      "*",
+    ]);
     // A trailing slash would silently never match a browser's Origin header.
     expect(() => loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com/" })).toThrow(
       /CORS_ORIGINS: "https:\/\/app\.example\.com\/" is not an origin/,
