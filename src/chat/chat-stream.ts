@@ -39,7 +39,8 @@ export async function streamChat(
   options: ChatStreamOptions,
 ): Promise<void> {
   reply.headers(PROTOCOL_HEADERS);
-  const closed = openStream(reply);
+  // Cut at a shutdown: the SDK takes a clean end for the whole answer, a cut one it resumes.
+  const closed = openStream(reply, { cut: true });
   let complete = false;
   const frames = chatFrames(ctx, options, closed, () => {
     complete = true;

@@ -41,12 +41,14 @@ export async function nothingLeft(
 
 /**
  * Makes `reply` (negotiated as SSE) an open stream: its headers go out at once with the
- * `retry:` hint, and it is ended with a last comment when the server stops. `closed` aborts
- * when the client goes away or the server stops. The stream holds one of its owner's
+ * `retry:` hint, and it is ended with a last comment when the server stops, or with `cut`
+ * its connection is cut then (a client that takes a clean end for the whole answer, as the AI
+ * SDK's chat does, sees a broken one and resumes). `closed` aborts when the client goes
+ * away or the server stops. The stream holds one of its owner's
  * MAX_STREAMS_PER_KEY slots (usually taken before the handler ran, see limitStreams): over
  * that limit this throws 429 TOO_MANY_STREAMS before anything is written.
  */
-export function openStream(reply: FastifyReply): AbortSignal {
+export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean } = {}): AbortSignal {
   const sse = reply.sse;
   if (!sse) throw new Error("openStream needs an SSE reply");
   reply.server.streamQuota.hold(reply.request.owner, reply);
@@ -54,7 +56,10 @@ export function openStream(reply: FastifyReply): AbortSignal {
   const close = () => closed.abort(CLIENT_GONE);
   sse.onClose(close);
   reply.raw.on("close", close);
-  reply.server.openStreams.add(reply, () => closed.abort(SERVER_STOPPING));
+  reply.server.openStreams.add(reply, () => {
+    closed.abort(SERVER_STOPPING);
+    if (cut) reply.raw.destroy();
+  });
   // A stream is long-lived by design; a watcher that stops reading costs bounded memory (its
   // feed reads on from the store at its pace) and is not cut by RESPONSE_WRITE_TIMEOUT_MS.
   exemptFromWriteDeadline(reply.raw);

@@ -4,59 +4,10 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  AbstractChat,
-  type ChatState,
-  type ChatStatus,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  type UIMessage,
-} from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gate } from "../fakes/gate.js";
+import { assistant, NodeChat, texts, tools, until } from "../helpers/node-chat.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-
-class MemoryState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready";
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (message: UIMessage) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage) => {
-    this.messages = this.messages.map((m, i) => (i === index ? message : m));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class NodeChat extends AbstractChat<UIMessage> {
-  constructor(api: string, options: { approveAutomatically?: boolean } = {}) {
-    super({
-      state: new MemoryState(),
-      transport: new DefaultChatTransport({ api }),
-      ...(options.approveAutomatically
-        ? { sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses }
-        : {}),
-    });
-  }
-}
-
-async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-const assistant = (chat: NodeChat) => [...chat.messages].reverse().find((m) => m.role === "assistant");
-const texts = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
-const tools = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).flatMap((p) => (p.type === "dynamic-tool" ? [p] : []));
 
 let server: TestServer;
 beforeAll(async () => {
