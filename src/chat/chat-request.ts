@@ -49,6 +49,15 @@ export interface ChatDecision {
 export type ChatAction = { kind: "start"; input: string } | { kind: "decide"; decisions: ChatDecision[] };
 
 export function chatAction(body: ChatBody): ChatAction {
+  // The session's history is the server's and only grows: an answer cannot be taken back and
+  // asked again, and starting a run would leave the old answer (and the question twice) in what
+  // the model is sent while the page shows otherwise.
+  if (body.trigger === "regenerate-message") {
+    throw badRequest(
+      "REGENERATE_UNSUPPORTED",
+      "regenerating an answer is not supported: the session keeps every answer; send the question again",
+    );
+  }
   const last = body.messages.at(-1);
   if (last?.role === "assistant") {
     const decisions: ChatDecision[] = [];
