@@ -4,6 +4,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import { CLIENT_GONE, corkedBatches, openStream } from "../http/sse.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { runEventStream } from "../runs/event-stream.js";
+import type { ReplyCall } from "../store/store.js";
 import { type UiChunk, UiMessageProjection } from "./ui-chunks.js";
 
 /** The headers of the UI message stream protocol, besides `text/event-stream`. */
@@ -19,7 +20,7 @@ export interface ChatStreamOptions {
    * (see Continuation). The events up to it are then not read; without it, they are read only to
    * be dropped.
    */
-  awaiting?: readonly string[];
+  awaiting?: readonly ReplyCall[];
   /** The client closing the stream before its end is `useChat`'s stop: the run is cancelled. */
   stopCancels: boolean;
   /** Whether the run had finished when the caller read it (see RunEventsQuery); else read. */

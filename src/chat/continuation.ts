@@ -1,14 +1,15 @@
 import type { AppContext } from "../app-context.js";
+import type { ReplyCall } from "../store/store.js";
 
 /**
  * Where a chat stream continuing after decisions starts: after `after`, the seq of the last
  * approval request they answer (the earlier stream ended there, so everything up to it was sent),
- * with `awaiting`, the calls of that request's reply still without a result there (see
+ * with `awaiting`, the calls of that request's reply from it on, without a result there (see
  * UiMessageProjection.atApprovalRequest).
  */
 export interface Continuation {
   after: number;
-  awaiting: string[];
+  awaiting: ReplyCall[];
 }
 
 /** The start of an approval request's JSON (its fields in the order they are built), then its call's id as a JSON string. */

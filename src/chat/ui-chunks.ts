@@ -1,5 +1,6 @@
 import type { StopReason } from "../agent/stop-reason.js";
 import type { RunEvent } from "../domain/run-events.js";
+import type { ReplyCall } from "../store/store.js";
 
 /**
  * The chunks of the AI SDK's UI message stream protocol (`x-vercel-ai-ui-message-stream: v1`,
@@ -45,7 +46,11 @@ function parsedInput(text: string): unknown {
 /**
  * Projects one run's events, in order, onto one assistant UI message (its id the run's id):
  * a model turn is a step, streamed text a text part, each tool call a dynamic tool part
- * through input, approval and output. A turn dropped before its commit (cancelled, or asked
+ * through input, approval and output. A reply's calls are asked, run and answered one at a
+ * time, in order, and each call's part appears when the run reaches it (its approval request,
+ * its start or its result): a part shown waiting for its input before, while an earlier call
+ * waits for approval, would keep the SDK from posting that approval (it posts once every
+ * call shown has an answer or a result). A turn dropped before its commit (cancelled, or asked
  * again after a restart) is reset, as the run's own history drops it. Feed every event from
  * the first (or from a call's approval request on, see `atApprovalRequest`); `next` returns the
  * chunks the event adds.
@@ -54,21 +59,26 @@ export class UiMessageProjection {
   #text: string | null = null;
   #stepOpen = false;
   #committed = false;
-  readonly #awaitingResult = new Set<string>();
+  /** The calls of the open reply without a result yet, with their tool and argument text. */
+  readonly #awaitingResult = new Map<string, { name: string; input: string }>();
+  /** Of those, the ones whose part was shown. */
+  readonly #shown = new Set<string>();
 
   /**
    * Takes the projection up as it stands after a call's approval request, fed every event
    * before it: the reply's step is open and committed (the reply, which proposed the call, is),
-   * no text part is open, and `awaiting`, the call and the calls after it in its reply, have no
-   * result yet (a reply's calls are asked, run and answered one at a time, in order). The
-   * events from the request on are then fed as from the first.
+   * no text part is open, and `awaiting`, the call (shown) and the calls after it in its reply
+   * (not shown yet), have no result yet. The events from the request on are then fed as from
+   * the first.
    */
-  atApprovalRequest(awaiting: readonly string[]): this {
+  atApprovalRequest(awaiting: readonly ReplyCall[]): this {
     this.#text = null;
     this.#stepOpen = true;
     this.#committed = true;
     this.#awaitingResult.clear();
-    for (const id of awaiting) this.#awaitingResult.add(id);
+    this.#shown.clear();
+    for (const call of awaiting) this.#awaitingResult.set(call.id, { name: call.name, input: call.input });
+    if (awaiting[0]) this.#shown.add(awaiting[0].id);
     return this;
   }
 
@@ -105,28 +115,24 @@ export class UiMessageProjection {
           }
           this.#closeText(out);
           for (const call of message.toolCalls ?? []) {
-            this.#awaitingResult.add(call.id);
-            out.push({
-              type: "tool-input-available",
-              toolCallId: call.id,
-              toolName: call.name,
-              input: parsedInput(call.input),
-              dynamic: true,
-            });
+            this.#awaitingResult.set(call.id, { name: call.name, input: call.input });
           }
           if (this.#awaitingResult.size === 0) this.#finishStep(out);
         } else if (message.role === "tool") {
           const id = message.toolCallId;
+          this.#show(id, out);
           if (message.metadata.errorCode === "DENIED") out.push({ type: "tool-output-denied", toolCallId: id });
           else if (message.isError)
             out.push({ type: "tool-output-error", toolCallId: id, errorText: message.content, dynamic: true });
           else out.push({ type: "tool-output-available", toolCallId: id, output: message.content, dynamic: true });
           this.#awaitingResult.delete(id);
+          this.#shown.delete(id);
           if (this.#awaitingResult.size === 0) this.#finishStep(out);
         }
         break;
       }
       case "approval.requested":
+        this.#show(event.toolCallId, out);
         out.push({
           type: "tool-approval-request",
           approvalId: event.toolCallId,
@@ -143,6 +149,7 @@ export class UiMessageProjection {
         });
         break;
       case "tool.started":
+        this.#show(event.toolCallId, out);
         break;
       case "run.finished": {
         this.#closeText(out);
@@ -156,6 +163,20 @@ export class UiMessageProjection {
       }
     }
     return out;
+  }
+
+  /** Shows the part of the reply's call `id` (waiting for its input's use), once. */
+  #show(id: string, out: UiChunk[]): void {
+    const call = this.#awaitingResult.get(id);
+    if (!call || this.#shown.has(id)) return;
+    this.#shown.add(id);
+    out.push({
+      type: "tool-input-available",
+      toolCallId: id,
+      toolName: call.name,
+      input: parsedInput(call.input),
+      dynamic: true,
+    });
   }
 
   #closeText(out: UiChunk[]): void {

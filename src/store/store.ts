@@ -13,7 +13,7 @@ import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionAccess, SessionRecord } from "./sessions.js";
 import type { InputStore } from "./store-inputs.js";
 import type { WebhookOutbox } from "./store-webhooks.js";
-import type { ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
+import type { ReplyCall, ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
@@ -27,7 +27,7 @@ export type { LedgerCall, ListedDelivery } from "./run-lists.js";
 export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 export type { SessionAccess, SessionRecord } from "./sessions.js";
 export type { WebhookOutbox } from "./store-webhooks.js";
-export type { ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
+export type { ReplyCall, ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
 export type { ClaimQuery } from "./webhook-claims.js";
 export type { AttemptOutcome, PastCapQuery, WebhookAttempt, WebhookDelivery, WebhookListing } from "./webhooks.js";
 
@@ -240,7 +240,7 @@ export interface Store {
      * a run proposed within the same millisecond are two replies (but see REST_OF_REPLY_SQL for
      * calls stored before migration 0017).
      */
-    restOfReply(runId: string, id: string): Promise<string[]>;
+    restOfReply(runId: string, id: string): Promise<ReplyCall[]>;
     /** The run's calls without a result yet, in order. */
     open(runId: string): Promise<ToolCallRecord[]>;
     inState(runId: string, state: ToolCallState): Promise<ToolCallRecord[]>;

@@ -78,8 +78,15 @@ export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCall
  * have its `proposed_at`, the reply's time. A reply's rows are written in one commit by one
  * instance, so they either all have it or none does.
  */
+/** A call of a reply as the chat shows it: its id, tool and argument text. */
+export interface ReplyCall {
+  id: string;
+  name: string;
+  input: string;
+}
+
 export const REST_OF_REPLY_SQL = (run: string, id: string) =>
-  `SELECT c.id FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.ordinal >= x.ordinal
+  `SELECT c.id, c.name, c.input FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.ordinal >= x.ordinal
      AND (c.reply = x.reply OR (x.reply IS NULL AND c.reply IS NULL AND c.proposed_at = x.proposed_at))
    WHERE x.run_id = ${run} AND x.id = ${id} ORDER BY c.ordinal`;
 
@@ -108,7 +115,7 @@ export function toolCallStore(db: Db) {
   );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
   const status = db.prepare(`SELECT ${STATUS_COLUMNS} FROM tool_calls WHERE run_id = ? AND id = ?`);
-  const restOfReply = db.prepare(REST_OF_REPLY_SQL("+@run", "+@id")).pluck();
+  const restOfReply = db.prepare(REST_OF_REPLY_SQL("+@run", "+@id"));
   const ofRun = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? ORDER BY ordinal");
   const inState = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state = +? ORDER BY ordinal");
   const open = db.prepare("SELECT * FROM tool_calls WHERE run_id = +? AND state <> 'finished' ORDER BY ordinal");
@@ -143,8 +150,8 @@ export function toolCallStore(db: Db) {
       const row = status.get(runId, id) as Omit<ToolCallRow, "input"> | undefined;
       return row ? toolCallStatusFromRow(row) : null;
     },
-    restOfReply(runId: string, id: string): string[] {
-      return restOfReply.all({ run: runId, id }) as string[];
+    restOfReply(runId: string, id: string): ReplyCall[] {
+      return restOfReply.all({ run: runId, id }) as ReplyCall[];
     },
     ofRun(runId: string): ToolCallRecord[] {
       return (ofRun.all(runId) as ToolCallRow[]).map(toolCallFromRow);

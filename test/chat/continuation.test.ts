@@ -61,7 +61,9 @@ function fromTheFirst(all: RunEvent[], after: number): UiChunk[] {
 
 /** The same stream taken up at the approval request `after` (the events before it not fed). */
 function takenUp(all: RunEvent[], after: number, awaiting: string[]): UiChunk[] {
-  const projection = new UiMessageProjection().atApprovalRequest(awaiting);
+  const projection = new UiMessageProjection().atApprovalRequest(
+    awaiting.map((id) => ({ id, name: "write_file", input: "{}" })),
+  );
   return [
     { type: "start", messageId: runId },
     ...all.filter((event) => event.seq > after).flatMap((event) => projection.next(event)),
@@ -144,6 +146,27 @@ describe("a chat continuation taken up at an approval request", () => {
       expect(takenUp(all, after, awaiting)).toEqual(expected);
     });
   }
+});
+
+describe("a reply's calls in the projection", () => {
+  it("each call's part appears when the run reaches it, not with the reply: a later call does not wait before an approval", () => {
+    const projection = new UiMessageProjection();
+    const shown = (bodies: RunEventBody[], from: number) =>
+      events(bodies)
+        .slice(from)
+        .flatMap((event) => projection.next(event))
+        .filter((chunk) => chunk.type === "tool-input-available")
+        .map((chunk) => (chunk as { toolCallId: string }).toolCallId);
+    const bodies = [
+      { type: "run.started" },
+      { type: "turn.started", turn: 1 },
+      reply("a", "b"),
+      asked("a"),
+    ] as RunEventBody[];
+    expect(shown(bodies, 0)).toEqual(["a"]);
+    const more = [...bodies, decided("a"), started("a"), result("a"), started("b"), result("b")];
+    expect(shown(more, bodies.length)).toEqual(["b"]);
+  });
 });
 
 describe("the call of an approval request, from the first characters of its JSON", () => {

@@ -191,10 +191,10 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(status).toMatchObject({ state: "awaiting_approval", approvalReason: "c asks", name: "c" });
     expect(await store.toolCalls.status(runId, ids[1] as string)).toEqual(status);
     expect(await store.toolCalls.status(runId, fresh("call"))).toBeNull();
-    expect(await store.toolCalls.restOfReply(runId, ids[0] as string)).toEqual(ids.slice(0, 3));
-    expect(await store.toolCalls.restOfReply(runId, ids[1] as string)).toEqual(ids.slice(1, 3));
-    expect(await store.toolCalls.restOfReply(runId, ids[2] as string)).toEqual(ids.slice(2, 3));
-    expect(await store.toolCalls.restOfReply(runId, ids[3] as string)).toEqual(ids.slice(3));
+    expect((await store.toolCalls.restOfReply(runId, ids[0] as string)).map((c) => c.id)).toEqual(ids.slice(0, 3));
+    expect((await store.toolCalls.restOfReply(runId, ids[1] as string)).map((c) => c.id)).toEqual(ids.slice(1, 3));
+    expect((await store.toolCalls.restOfReply(runId, ids[2] as string)).map((c) => c.id)).toEqual(ids.slice(2, 3));
+    expect((await store.toolCalls.restOfReply(runId, ids[3] as string)).map((c) => c.id)).toEqual(ids.slice(3));
     expect(await store.toolCalls.restOfReply(runId, fresh("call"))).toEqual([]);
   });
 
@@ -217,11 +217,11 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     // Two replies in one commit, then a third in its own: all three at the same time.
     await store.commitRun(runId, [reply(1, calls(0, 2)), reply(2, calls(2, 3))], []);
     await store.commitRun(runId, [reply(3, calls(3, 5))], []);
-    expect(await store.toolCalls.restOfReply(runId, ids[0] as string)).toEqual(ids.slice(0, 2));
-    expect(await store.toolCalls.restOfReply(runId, ids[1] as string)).toEqual(ids.slice(1, 2));
-    expect(await store.toolCalls.restOfReply(runId, ids[2] as string)).toEqual(ids.slice(2, 3));
-    expect(await store.toolCalls.restOfReply(runId, ids[3] as string)).toEqual(ids.slice(3, 5));
-    expect(await store.toolCalls.restOfReply(runId, ids[4] as string)).toEqual(ids.slice(4, 5));
+    expect((await store.toolCalls.restOfReply(runId, ids[0] as string)).map((c) => c.id)).toEqual(ids.slice(0, 2));
+    expect((await store.toolCalls.restOfReply(runId, ids[1] as string)).map((c) => c.id)).toEqual(ids.slice(1, 2));
+    expect((await store.toolCalls.restOfReply(runId, ids[2] as string)).map((c) => c.id)).toEqual(ids.slice(2, 3));
+    expect((await store.toolCalls.restOfReply(runId, ids[3] as string)).map((c) => c.id)).toEqual(ids.slice(3, 5));
+    expect((await store.toolCalls.restOfReply(runId, ids[4] as string)).map((c) => c.id)).toEqual(ids.slice(4, 5));
     // The run's order is kept across them.
     expect((await store.toolCalls.open(runId)).map((c) => c.id)).toEqual(ids);
   });

@@ -53,11 +53,11 @@ const replyAfter = (store: Store) =>
 
 /** Calls stored before 0017 are grouped by their time, as they were; calls after it by their reply alone. */
 async function expectReplies(store: Store): Promise<void> {
-  expect(await store.toolCalls.restOfReply("run_1", "c1")).toEqual(["c1", "c2"]);
-  expect(await store.toolCalls.restOfReply("run_1", "c2")).toEqual(["c2"]);
-  expect(await store.toolCalls.restOfReply("run_1", "c3")).toEqual(["c3"]);
-  expect(await store.toolCalls.restOfReply("run_1", "c4")).toEqual(["c4", "c5"]);
-  expect(await store.toolCalls.restOfReply("run_1", "c5")).toEqual(["c5"]);
+  expect((await store.toolCalls.restOfReply("run_1", "c1")).map((c) => c.id)).toEqual(["c1", "c2"]);
+  expect((await store.toolCalls.restOfReply("run_1", "c2")).map((c) => c.id)).toEqual(["c2"]);
+  expect((await store.toolCalls.restOfReply("run_1", "c3")).map((c) => c.id)).toEqual(["c3"]);
+  expect((await store.toolCalls.restOfReply("run_1", "c4")).map((c) => c.id)).toEqual(["c4", "c5"]);
+  expect((await store.toolCalls.restOfReply("run_1", "c5")).map((c) => c.id)).toEqual(["c5"]);
   expect((await store.toolCalls.open("run_1")).map((c) => c.id)).toEqual(["c1", "c2", "c3", "c4", "c5"]);
 }
 
@@ -125,10 +125,10 @@ describe("migration 0017 (the reply of a tool call)", () => {
           [id, ordinal, T2],
         );
       }
-      expect(await store.toolCalls.restOfReply("run_1", "c4")).toEqual(["c4", "c5"]);
-      expect(await store.toolCalls.restOfReply("run_1", "c6")).toEqual(["c6", "c7"]);
+      expect((await store.toolCalls.restOfReply("run_1", "c4")).map((c) => c.id)).toEqual(["c4", "c5"]);
+      expect((await store.toolCalls.restOfReply("run_1", "c6")).map((c) => c.id)).toEqual(["c6", "c7"]);
       // c3's reply, before 0017 and in the same millisecond, is not told from c6's: the old grouping.
-      expect(await store.toolCalls.restOfReply("run_1", "c3")).toEqual(["c3", "c6", "c7"]);
+      expect((await store.toolCalls.restOfReply("run_1", "c3")).map((c) => c.id)).toEqual(["c3", "c6", "c7"]);
     } finally {
       await store.close();
     }

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Store } from "../store.js";
 import {
   REST_OF_REPLY_SQL,
+  type ReplyCall,
   STATUS_COLUMNS,
   type ToolCallRow,
   toolCallFromRow,
@@ -26,8 +27,7 @@ export function pgToolCalls(rows: Rows, first: First): Store["toolCalls"] {
       );
       return row ? toolCallStatusFromRow(row) : null;
     },
-    restOfReply: async (runId, id) =>
-      (await rows<{ id: string }>(REST_OF_REPLY_SQL("$1", "$2"), [runId, id])).map((r) => r.id),
+    restOfReply: (runId, id) => rows<ReplyCall>(REST_OF_REPLY_SQL("$1", "$2"), [runId, id]),
     open: async (runId) =>
       (
         await rows<ToolCallRow>("SELECT * FROM tool_calls WHERE run_id = $1 AND state <> 'finished' ORDER BY ordinal", [
