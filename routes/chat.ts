@@ -4,6 +4,7 @@ import type { App, AppContext } from "../src/app-context.js";
 import { ChatBody, chatAction } from "../src/chat/chat-request.js";
 import { streamChat } from "../src/chat/chat-stream.js";
 import { continuationOf } from "../src/chat/continuation.js";
+import { startChatRun } from "../src/chat/start-chat-run.js";
 import { conflict } from "../src/errors.js";
 import { SessionParams } from "../src/http/schemas.js";
 import { AdmissionWatch } from "../src/runs/admission-watch.js";
@@ -21,7 +22,7 @@ export default function chatRoutes(app: App, ctx: AppContext) {
         // The stream begins with the run's events held since its admission (see AdmissionWatch).
         const admission = new AdmissionWatch(ctx.hub);
         try {
-          const { run, created } = await ctx.runs.start({ sessionId, owner, input: action.input, watch: admission });
+          const { run, created } = await startChatRun(ctx, { sessionId, owner, input: action.input, watch: admission });
           const started = { finished: created ? false : undefined, admission };
           return await streamChat(ctx, reply, { runId: run.id, owner, after: 0, stopCancels: true, ...started });
         } finally {
