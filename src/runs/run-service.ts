@@ -184,8 +184,8 @@ export class RunService {
   /**
    * A page of the run's webhook deliveries, oldest first (the cursor is the seq of the last one's
    * event): each try with its status code, and the next one's time. A delivery to the operator's
-   * own receiver (hiddenWebhookUrl) shows no URL: API keys set their receivers themselves, and
-   * the operator's URL may carry a token.
+   * own receiver (hiddenWebhookUrl) shows no URL, nor its tries' error texts (they name its host
+   * or address): API keys set their receivers themselves, and the operator's URL may carry a token.
    */
   async webhooks(runId: string, owner: string | null, page: RunListPage) {
     await this.access(runId, owner);
@@ -194,6 +194,14 @@ export class RunService {
     const items = result.items.map(({ owner: _owner, eventSeq: _seq, nextAttemptAt, url, ...delivery }) => ({
       ...delivery,
       url: url === hidden ? null : url,
+      ...(url === hidden
+        ? {
+            attempts: delivery.attempts.map((a) => ({
+              ...a,
+              error: a.error === null ? null : "the operator's receiver was not reached",
+            })),
+          }
+        : {}),
       nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
     }));
     // Its key is not in a delivery's view: the cursor of a page cut short is its last item's.

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { STOP_GRACE_MS } from "../../src/webhooks/worker.js";
 import { call } from "../contract/support.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
 import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
 
 const ENV = {
@@ -263,5 +264,26 @@ describe("the operator's WEBHOOK_URL", () => {
     expect(JSON.stringify(toOperator)).not.toContain("operator-secret-token");
     const own = `${receiver.url}?mine`;
     expect((await deliveries({ url: own })).items[0]).toMatchObject({ type: "run.finished", url: own });
+  });
+
+  it("is not named to an API key by its failed tries' errors either (host, address, port)", async () => {
+    server = await startTestServer({
+      env: { ...ENV, WEBHOOK_ALLOW_PRIVATE: "1", AGENT_API_KEYS: KEY, WEBHOOK_URL: "http://localhost:9/operator-hook" },
+    });
+    const session = (await server.request("POST", "/sessions", { body: {}, headers: as })).body;
+    server.upstream.enqueue({ text: "done" });
+    const run = (
+      await server.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "hi" }, headers: as })
+    ).body.run;
+    const listed = await until(
+      async () => (await server?.request("GET", `/runs/${run.id}/webhooks`, { headers: as }))?.body,
+      (body) => body.items[0]?.attempts.length > 0,
+      "a failed try",
+    );
+    expect(listed.items[0].attempts[0]).toMatchObject({
+      statusCode: null,
+      error: "the operator's receiver was not reached",
+    });
+    expect(JSON.stringify(listed)).not.toMatch(/localhost|127\.0\.0\.1|::1|:9\b|operator-hook/);
   });
 });
