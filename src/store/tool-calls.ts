@@ -78,7 +78,11 @@ export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCall
  * have its `proposed_at`, the reply's time. A reply's rows are written in one commit by one
  * instance, so they either all have it or none does.
  */
-/** A call of a reply as the chat shows it: its id, tool and argument text. */
+/**
+ * A call of a reply as the chat shows it: its id, tool and argument text (empty for the call the
+ * reply is asked from, which the chat has shown already: its input, up to the model's whole
+ * argument text, is not read again).
+ */
 export interface ReplyCall {
   id: string;
   name: string;
@@ -86,7 +90,7 @@ export interface ReplyCall {
 }
 
 export const REST_OF_REPLY_SQL = (run: string, id: string) =>
-  `SELECT c.id, c.name, c.input FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.ordinal >= x.ordinal
+  `SELECT c.id, c.name, CASE WHEN c.id = x.id THEN '' ELSE c.input END AS input FROM tool_calls x JOIN tool_calls c ON c.run_id = x.run_id AND c.ordinal >= x.ordinal
      AND (c.reply = x.reply OR (x.reply IS NULL AND c.reply IS NULL AND c.proposed_at = x.proposed_at))
    WHERE x.run_id = ${run} AND x.id = ${id} ORDER BY c.ordinal`;
 
