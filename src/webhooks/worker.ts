@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
+import { CoolingTargets } from "./cooling-targets.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { nextTryAt, type RetrySchedule } from "./retry-schedule.js";
@@ -72,6 +73,7 @@ export class WebhookWorker {
   readonly #sending = new Map<Promise<void>, Sending>();
   readonly #busy = new Map<string | null, number>();
   readonly #shares = new SendShares(WEBHOOK_SLOTS_PER_OWNER);
+  readonly #cooling = new CoolingTargets();
   readonly #givenUp: GivenUpReport;
   #capAppliedAt = Number.NEGATIVE_INFINITY;
   /** Wakes the drain loop's wait (a send found stuck). */
@@ -229,6 +231,12 @@ export class WebhookWorker {
 
   async #deliver(delivery: WebhookDelivery, state: Sending): Promise<void> {
     const { store, sender, schedule, logger, facts } = this.deps;
+    // Its receiver failed a try of another delivery: this one waits as that one does (no try).
+    const wait = this.#cooling.until(delivery.url, Date.now());
+    if (wait !== null && delivery.nextAttemptAt !== null) {
+      await store.webhooks.release({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, at: wait });
+      return;
+    }
     try {
       const { retryAfterMs, ...attempt } = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
@@ -251,6 +259,8 @@ export class WebhookWorker {
             }
           : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
+      if (ok) this.#cooling.succeeded(delivery.url);
+      else if (at !== null) this.#cooling.failed(delivery.url, at);
       facts?.webhookTry(ok ? "delivered" : "failed");
       if (next.status === "failed") {
         facts?.webhookGivenUp("window", 1);
