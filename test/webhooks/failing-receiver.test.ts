@@ -4,10 +4,8 @@
  * (150 tries within one second for 150 runs). It now gets one try per step of the backoff until
  * it answers 2xx; then the backlog flows.
  */
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, expect, it } from "vitest";
+import { startPlainReceiver } from "../helpers/plain-receiver.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 import { WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
@@ -24,8 +22,7 @@ it("a failing receiver gets one try per backoff step, not its whole backlog; onc
   let failing = true;
   const tries: number[] = [];
   const delivered = new Set<string>();
-  const receiver = createServer((request, response) => {
-    request.resume();
+  const receiver = await startPlainReceiver((request, response) => {
     tries.push(Date.now());
     if (failing) response.writeHead(503).end();
     else {
@@ -33,13 +30,8 @@ it("a failing receiver gets one try per backoff step, not its whole backlog; onc
       response.writeHead(200).end();
     }
   });
-  receiver.listen(0, "127.0.0.1");
-  await once(receiver, "listening");
-  closers.push(() => {
-    receiver.closeAllConnections();
-    receiver.close();
-  });
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  closers.push(receiver.close);
+  const { url } = receiver;
   server = await startTestServer({
     env: { WEBHOOK_SECRET, WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_RETRY_BASE_MS: "1000", WEBHOOK_POLL_MS: "20" },
   });

@@ -2,11 +2,9 @@
  * What a receiver asks of the sender: the wait of its Retry-After is kept, and credentials in
  * a webhook URL (which a delivery would not send) are refused where the URL is given.
  */
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { startPlainReceiver } from "../helpers/plain-receiver.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 import { WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
@@ -21,19 +19,13 @@ afterEach(async () => {
 
 it("a receiver's Retry-After is kept: the next try waits for it, not for the shorter backoff", async () => {
   const tries: number[] = [];
-  const receiver = createServer((request, response) => {
-    request.resume();
+  const receiver = await startPlainReceiver((request, response) => {
     tries.push(Date.now());
     if (tries.length === 1) response.writeHead(503, { "retry-after": "2" }).end();
     else response.writeHead(200).end();
   });
-  receiver.listen(0, "127.0.0.1");
-  await once(receiver, "listening");
-  closers.push(() => {
-    receiver.closeAllConnections();
-    receiver.close();
-  });
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  closers.push(receiver.close);
+  const { url } = receiver;
   server = await startTestServer({
     env: { WEBHOOK_SECRET, WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_RETRY_BASE_MS: "200", WEBHOOK_POLL_MS: "20" },
   });
