@@ -19,7 +19,7 @@ afterEach(async () => {
 
 it("a receiver's Retry-After is kept: the next try waits for it, not for the shorter backoff", async () => {
   const tries: number[] = [];
-  const receiver = await startPlainReceiver((request, response) => {
+  const receiver = await startPlainReceiver((_request, response) => {
     tries.push(Date.now());
     if (tries.length === 1) response.writeHead(503, { "retry-after": "2" }).end();
     else response.writeHead(200).end();
