@@ -36,6 +36,8 @@ export async function cancelRun(
   by = BY_DELETE,
 ): Promise<{ run: RunView; accepted: boolean }> {
   const live = deps.registry.get(runId);
+  // Stored by a start here and not registered yet: its registration stops it.
+  if (!live) deps.registry.cancelStarting(runId);
   // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
   const firing = live?.cancel(by) ?? false;
   const view = await deps.get(runId);

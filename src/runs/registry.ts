@@ -1,5 +1,5 @@
 import type { RunView } from "../domain/run.js";
-import type { LiveRun } from "./live-run.js";
+import { BY_DELETE, type LiveRun } from "./live-run.js";
 
 /**
  * The runs this process executes, by id, and the slots reserved for runs being admitted.
@@ -8,6 +8,11 @@ import type { LiveRun } from "./live-run.js";
  */
 export class LiveRuns {
   readonly #runs = new Map<string, LiveRun>();
+  /**
+   * Runs a start here has stored and not registered yet (see startNow), each with whether a
+   * DELETE came for it meanwhile: it found no live run to stop, so registration stops it.
+   */
+  readonly #starting = new Map<string, { cancelled: boolean }>();
   /** Who waits for a run to be executed here (see whenLive), by run id. */
   readonly #awaited = new Map<string, Set<(live: LiveRun) => void>>();
   /** Slots taken by admissions still writing their run. */
@@ -51,8 +56,31 @@ export class LiveRuns {
     };
   }
 
+  /** A start here stored `runId`: it is registered (`add`) or given up (`abandonStart`) next. */
+  starting(runId: string): void {
+    this.#starting.set(runId, { cancelled: false });
+  }
+
+  abandonStart(runId: string): void {
+    this.#starting.delete(runId);
+  }
+
+  isStarting(runId: string): boolean {
+    return this.#starting.has(runId);
+  }
+
+  /** A DELETE for `runId`, not live here: kept for its registration if a start here stored it. */
+  cancelStarting(runId: string): void {
+    const start = this.#starting.get(runId);
+    if (start) start.cancelled = true;
+  }
+
   add(live: LiveRun): void {
     this.#runs.set(live.id, live);
+    const start = this.#starting.get(live.id);
+    this.#starting.delete(live.id);
+    // Stopped before it runs anything: its loop sees the signal first.
+    if (start?.cancelled) live.cancel(BY_DELETE);
     const waiting = this.#awaited.get(live.id);
     if (waiting === undefined) return;
     this.#awaited.delete(live.id);

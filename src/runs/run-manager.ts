@@ -123,7 +123,14 @@ export class RunManager {
     const { hub } = this.deps;
     const execute = (live: LiveRun, history?: SessionHistory) => this.#execute(live, history);
     return startNow(
-      { admission: this.#admissionDeps(), hub, history: this.history, owner: this.instance.id, execute },
+      {
+        admission: this.#admissionDeps(),
+        hub,
+        history: this.history,
+        registry: this.#registry,
+        owner: this.instance.id,
+        execute,
+      },
       params,
     );
   }

@@ -4,12 +4,15 @@ import type { EventHub } from "./event-hub.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
 import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./recorder.js";
+import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
 
 export interface StartNowDeps {
   admission: AdmissionDeps;
   hub: EventHub;
   history: HistoryTail;
+  /** Where the run is noted as starting until its registration (a DELETE meanwhile is kept for it). */
+  registry: Pick<LiveRuns, "starting" | "abandonStart">;
   /** This process's instance id: the new run's lease (epoch 1) names it. */
   owner: string;
   /**
@@ -30,6 +33,7 @@ export async function startNow(deps: StartNowDeps, params: StartRunInput): Promi
   const admission = await admitRun(deps.admission, params);
   if (!admission.created) return admission;
   const { record, events } = admission;
+  deps.registry.starting(record.id);
   deps.hub.publish(record.id, events);
   let recorder: RunRecorder;
   let history: SessionHistory | undefined;
@@ -48,6 +52,9 @@ export async function startNow(deps: StartNowDeps, params: StartRunInput): Promi
       lastMessage: history ? (history.stored.at(-1)?.seq ?? 0) : null,
       lease: { runId: record.id, owner: deps.owner, epoch: 1 },
     });
+  } catch (err) {
+    deps.registry.abandonStart(record.id);
+    throw err;
   } finally {
     admission.release();
   }

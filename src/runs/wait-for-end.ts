@@ -37,11 +37,14 @@ export async function waitForRunEnd({
   hub: EventHub;
   waitElsewhere?: (runId: string) => Promise<void>;
   /** The runs this process executes: a run waited for may come to be one of them (whenLive). */
-  registry?: Pick<LiveRuns, "whenLive">;
+  registry?: Pick<LiveRuns, "whenLive" | "isStarting">;
 }): Promise<RunView> {
   let view = live ? await Promise.race([live.ended, live.done]) : await get(runId);
   if (!view) throw notFound("run", runId);
-  const waitEnd = waitElsewhere ?? (view.status === "queued" ? () => waitForRelayedEnd({ store, hub, runId }) : null);
+  // A queued run, or one a start here stored and has not registered yet, ends wherever it executes.
+  const waitEnd =
+    waitElsewhere ??
+    (view.status === "queued" || registry?.isStarting(runId) ? () => waitForRelayedEnd({ store, hub, runId }) : null);
   if (!live && view.status !== "finished" && !stopping.aborted && waitEnd) {
     let onStop = () => {};
     const stopped = new Promise<null>((resolve) => {
