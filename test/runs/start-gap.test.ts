@@ -1,8 +1,9 @@
 /**
- * A DELETE /runs/{id} that lands between a plain start's insert (the run is stored `running`,
- * the session's activeRunId) and its registration here: answered 202 `cancelling`, it found no
- * live run to stop, and the run went on to ask the model and run its tools. Registration now
- * stops it first. The window is widened by a slow history read (a long session, a slow disk).
+ * A run's start gap: the run is stored (`running`, the session's activeRunId) and not yet
+ * registered here while its start reads the session's history, widened here by a slow read (a
+ * long session, a slow disk). A DELETE then was answered 202 `cancelling` but found no live run
+ * to stop, and the run asked the model and ran its tools anyway; a `?wait=true` replay then
+ * answered at once with the run still running.
  */
 import { afterEach, expect, it } from "vitest";
 import { aroundStore } from "../helpers/store-around.js";
@@ -10,24 +11,30 @@ import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
+/** The next history read takes 400 ms. */
+let slowNext = false;
 afterEach(async () => {
   await server?.close();
   server = undefined;
+  slowNext = false;
 });
 
-it("a DELETE during a start's admission cancels the run before it asks the model", async () => {
-  let slow = false;
+async function slowHistoryServer(): Promise<TestServer> {
   server = await startTestServer({
     wrapStore: (store) =>
       aroundStore(store, "messages", (name, _args, call) => {
-        if (name === "history" && slow) {
-          slow = false;
+        if (name === "history" && slowNext) {
+          slowNext = false;
           return new Promise((r) => setTimeout(r, 400)).then(call);
         }
         return call();
       }),
   });
-  const s = server;
+  return server;
+}
+
+it("a DELETE during a start's admission cancels the run before it asks the model", async () => {
+  const s = await slowHistoryServer();
   s.upstream.enqueue(
     {
       toolCalls: [
@@ -38,7 +45,7 @@ it("a DELETE during a start's admission cancels the run before it asks the model
   );
   const session = (await s.request("POST", "/sessions", { body: { approval: { tools: { write_file: "allow" } } } }))
     .body;
-  slow = true;
+  slowNext = true;
   const started = s.request("POST", `/sessions/${session.id}/runs`, { body: { input: "hi" } });
   const runId = await until(
     async () => (await s.request("GET", `/sessions/${session.id}`)).body.activeRunId as string | null,
@@ -57,4 +64,23 @@ it("a DELETE during a start's admission cancels the run before it asks the model
     messages.filter((m: { role: string }) => m.role === "tool").map((m: { content: string }) => m.content),
   ).toEqual([]);
   expect(s.upstream.requests.length).toBe(0);
+});
+
+it("?wait=true on an idempotent retry answers once the run has finished", async () => {
+  const s = await slowHistoryServer();
+  s.upstream.enqueue({ text: "hello" });
+  const session = (await s.request("POST", "/sessions", { body: {} })).body;
+  slowNext = true;
+  const headers = { "idempotency-key": "k1" };
+  const first = s.request("POST", `/sessions/${session.id}/runs`, { body: { input: "hi" }, headers });
+  await until(
+    async () => (await s.request("GET", `/sessions/${session.id}`)).body.activeRunId as string | null,
+    (id) => !!id,
+    "the run to be active",
+  );
+  const retry = await s.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "hi" }, headers });
+  await first;
+  expect(retry.status).toBe(200);
+  expect(retry.body.run.status).toBe("finished");
+  expect(retry.body.text).toBe("hello");
 });
