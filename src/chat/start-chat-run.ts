@@ -30,10 +30,10 @@ export async function startChatRun(
     if (activeId === undefined) throw err;
     const deadline = Date.now() + STOPPING_GRACE_MS;
     while (Date.now() < deadline) {
-      if ((await ctx.store.runs.cancelRequested([activeId])).length > 0) {
-        return ctx.runs.start({ ...request, ifBusy: "interrupt" });
-      }
-      if ((await ctx.store.runs.access(activeId))?.status === "finished") return ctx.runs.start(request);
+      // A cancel stored for the run shows as its status (cancelling) until it has ended.
+      const status = (await ctx.store.runs.access(activeId))?.status;
+      if (status === "cancelling") return ctx.runs.start({ ...request, ifBusy: "interrupt" });
+      if (status === undefined || status === "finished") return ctx.runs.start(request);
       await delay(POLL_MS);
     }
     throw err;

@@ -48,12 +48,12 @@ export async function* followRunEvents({
   let failingSince: number | null = null;
   /** The server's last refusal during this outage (429, 503); null: none. */
   let refusal: CliError | null = null;
+  const backoff = new Backoff();
   const progressed = () => {
     failingSince = null;
     refusal = null;
     backoff.reset();
   };
-  const backoff = new Backoff();
   for (;;) {
     const connection = new AbortController();
     let idle: NodeJS.Timeout | undefined;

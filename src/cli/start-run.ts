@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ApiClient } from "./api-client.js";
 import { CliError } from "./cli-error.js";
 import { printable } from "./printable.js";
-import { Backoff, GIVE_UP_MS } from "./retry.js";
+import { withRetries } from "./retry.js";
 import { curlCommand } from "./server-errors.js";
 import type { Outputs } from "./terminal-out.js";
 import { RunBody } from "./wire.js";
@@ -27,30 +27,24 @@ export async function startRun({
 }): Promise<RunBody> {
   const path = `/sessions/${encodeURIComponent(sessionId)}/runs`;
   const headers = { "idempotency-key": randomUUID() };
-  /** When the first answer was cut off; null: none was. */
-  let cutOffAt: number | null = null;
-  const backoff = new Backoff();
-  for (;;) {
-    try {
-      return await client.json({ method: "POST", path, body, schema: RunBody, headers });
-    } catch (error) {
-      if (!(error instanceof CliError)) throw error;
-      if (error.cutOff && cutOffAt === null) {
-        cutOffAt = Date.now();
-        out.note(`[run] ${printable(error.message)}; asking again for the same run`);
-      }
-      if (cutOffAt === null) throw error;
-      if (!error.retryable || Date.now() - cutOffAt > GIVE_UP_MS) {
-        const runs = curlCommand(client.target, `${client.target.baseUrl}${path}`);
-        throw new CliError(
-          `${error.message}; a run may have started in session ${sessionId} (see ${runs})`,
-          error.exitCode,
-          {
-            status: error.status,
-          },
-        );
-      }
-    }
-    await backoff.wait();
+  const attempt = () => client.json({ method: "POST", path, body, schema: RunBody, headers });
+  try {
+    return await attempt();
+  } catch (error) {
+    if (!(error instanceof CliError && error.cutOff)) throw error;
+    out.note(`[run] ${printable(error.message)}; asking again for the same run`);
+  }
+  try {
+    return (await withRetries(attempt)) as RunBody;
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error;
+    const runs = curlCommand(client.target, `${client.target.baseUrl}${path}`);
+    throw new CliError(
+      `${error.message}; a run may have started in session ${sessionId} (see ${runs})`,
+      error.exitCode,
+      {
+        status: error.status,
+      },
+    );
   }
 }
