@@ -7,6 +7,7 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { removeAfterFile } from "./leftovers.js";
 import { createTestPgDatabase } from "./pg-database.js";
 import type { BackendName } from "./store-backends.js";
 import { tempDir } from "./temp-dir.js";
@@ -62,6 +63,8 @@ export async function startTestServer({
   pgUrl?: string;
 } & Pick<ComposeOptions, "wrapStore" | "finishReportMs"> = {}): Promise<TestServer> {
   const temp = reuseDir ? { path: reuseDir, cleanup: () => {} } : tempDir("agent-server-");
+  // A directory kept at close (for a restart on it) goes at the end of the file.
+  if (!reuseDir) removeAfterFile(temp.path);
   const upstream = givenUpstream ?? (await startFakeUpstream());
   const config = loadConfig({
     DATABASE_PATH: join(temp.path, "agent.db"),

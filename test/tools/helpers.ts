@@ -1,19 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { afterAll, afterEach } from "vitest";
 import type { ToolOutcome } from "../../src/agent/tool.js";
 import type { WorkspaceToolDefinition } from "../../src/tools/definition.js";
-
-const perTest: string[] = [];
-const perFile: string[] = [];
-const removeAll = (dirs: string[]) =>
-  Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
-
-afterEach(() => removeAll(perTest));
-afterAll(() => removeAll(perFile));
+import { removeAfterFile, removeAfterTest } from "../helpers/leftovers.js";
 
 /**
  * A fresh temp directory holding `workspace/` (the tools' root) and `outside/` (a sibling the
@@ -24,7 +16,7 @@ export async function makeSandbox({
   forFile = false,
 } = {}): Promise<{ base: string; workspace: string; outside: string }> {
   const base = await realpath(await mkdtemp(join(tmpdir(), "tools-test-")));
-  (forFile ? perFile : perTest).push(base);
+  (forFile ? removeAfterFile : removeAfterTest)(base);
   const workspace = join(base, "workspace");
   const outside = join(base, "outside");
   await mkdir(workspace);
