@@ -29,6 +29,12 @@ export interface WebhookOutbox {
    * until `leaseUntil` (claimed by nobody else since).
    */
   release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
+  /**
+   * Gives up a claimed delivery without a try (its window closed while nobody sent it, e.g.
+   * the server was down): `failed` with `reason`, finished `at`, if it is still pending and
+   * still leased until `leaseUntil`.
+   */
+  expire(query: { id: string; leaseUntil: number; reason: string; at: string }): Promise<void>;
   /** A page of the run's deliveries, oldest first, without their bodies (which are not read), by their event's seq (the page's key; see RunPageQuery). */
   page(query: RunPageQuery): Promise<ListPage<ListedDelivery>>;
   /** When the earliest pending delivery is due (ms since the epoch), null when none is. */

@@ -176,6 +176,10 @@ export function webhookStore(db: Db) {
   const release = db.prepare(
     "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at = ?",
   );
+  const expire = db.prepare(
+    `UPDATE webhook_deliveries SET status = 'failed', reason = ?, finished_at = ?, next_attempt_at = NULL
+     WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
+  );
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
 
   /** The owners with pending deliveries, in order. */
@@ -246,6 +250,10 @@ export function webhookStore(db: Db) {
     /** As `Store["webhooks"]["release"]` says. */
     release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
       release.run(at, id, leaseUntil);
+    },
+    /** As `Store["webhooks"]["expire"]` says. */
+    expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): void {
+      expire.run(reason, at, id, leaseUntil);
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

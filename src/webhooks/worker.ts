@@ -6,46 +6,17 @@ import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { nextTryAt, type RetrySchedule } from "./retry-schedule.js";
 import { RefusedTarget, SendCut, type WebhookSender } from "./send.js";
 import { SendShares, type TryOutcome } from "./send-shares.js";
-
-/** At most this many sends at once, in all. */
-export const WEBHOOK_SLOTS = 16;
-/**
- * At most this many sends at once per owner, once its receiver has answered 2xx often enough
- * (see SendShares): half the slots stay for the others (a lone owner, as a keyless server's,
- * sends 8 at once).
- */
-export const WEBHOOK_SLOTS_PER_OWNER = 8;
-/**
- * The owners whose last try failed hold at most this many slots together, one each at most:
- * however many keys aim at receivers that never answer, the other half of the slots stays for
- * keys whose receivers answer (or have not been tried yet).
- */
-export const FAILING_SLOTS = 8;
-/**
- * A send unanswered this long (or a quarter of WEBHOOK_TIMEOUT_MS when that is less) is stuck:
- * it leaves the WEBHOOK_SLOTS for one of the STUCK_SLOTS, and its owner claims no more until it
- * ends. Whatever receivers did before, the slots held by sends that hang free within it.
- */
-export const STUCK_MS = 1000;
-/**
- * At most this many stuck sends are out of WEBHOOK_SLOTS at once; more stuck ones stay in them
- * (each still ends at WEBHOOK_TIMEOUT_MS).
- */
-export const STUCK_SLOTS = 32;
-
-/** The stuck threshold under `timeoutMs`. */
-export const stuckAfterMs = (timeoutMs: number): number => Math.min(STUCK_MS, Math.floor(timeoutMs / 4));
-
-/** How long the tries under way may go on once the worker stops (the server shutting down). */
-export const STOP_GRACE_MS = 1000;
+import {
+  FAILING_SLOTS,
+  STOP_GRACE_MS,
+  STUCK_SLOTS,
+  stuckAfterMs,
+  WEBHOOK_SLOTS,
+  WEBHOOK_SLOTS_PER_OWNER,
+  type WebhookFacts,
+} from "./worker-limits.js";
 
 /** A send under way: its owner, and whether it has been unanswered past the stuck threshold. */
-/** What the worker tells the metrics: how each try ended, and why deliveries were given up. */
-export interface WebhookFacts {
-  webhookTry(outcome: "delivered" | "failed" | "refused" | "cut"): void;
-  webhookGivenUp(reason: "window" | "refused" | "cap", count: number): void;
-}
-
 interface Sending {
   owner: string | null;
   stuck: boolean;
@@ -231,6 +202,16 @@ export class WebhookWorker {
 
   async #deliver(delivery: WebhookDelivery, state: Sending): Promise<void> {
     const { store, sender, schedule, logger, facts } = this.deps;
+    // Its window closed before anyone sent it (the server down longer than that): given up untried.
+    const createdAt = Date.parse(delivery.createdAt);
+    if (Date.now() - createdAt > schedule.windowMs && delivery.nextAttemptAt !== null) {
+      const reason = `not sent within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`;
+      const at = new Date().toISOString();
+      await store.webhooks.expire({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, reason, at });
+      facts?.webhookGivenUp("window", 1);
+      logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+      return;
+    }
     // Its receiver failed a try of another delivery: this one waits as that one does (no try).
     const wait = this.#cooling.until(delivery.url, Date.now());
     if (wait !== null && delivery.nextAttemptAt !== null) {
@@ -246,7 +227,7 @@ export class WebhookWorker {
         ? null
         : nextTryAt(schedule, {
             failures: delivery.attempts.length + 1,
-            createdAt: Date.parse(delivery.createdAt),
+            createdAt,
             now: Date.now(),
             retryAfterMs,
           });

@@ -59,4 +59,21 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
     const [delivered] = (await allDeliveries(store, settledRun)).filter((d) => d.id === settled);
     expect(delivered?.status).toBe("delivered");
   });
+
+  it("a delivery expired under its lease is failed with the reason and no attempt; one leased to another claim since is left pending", async () => {
+    const now = Date.now() + 2_000_000;
+    const { runId, deliveryId: expired } = await pending();
+    const { runId: otherRun, deliveryId: reclaimed } = await pending();
+    await claim(now, now + 100);
+    const later = await claim(now + 200, now + 60_000);
+    expect(later.map((d) => d.id)).toEqual(expect.arrayContaining([expired, reclaimed]));
+    const at = new Date(now + 300).toISOString();
+    await store.webhooks.expire({ id: expired, leaseUntil: now + 60_000, reason: "window closed", at });
+    // The first claim's lease is gone: its expiry changes nothing.
+    await store.webhooks.expire({ id: reclaimed, leaseUntil: now + 100, reason: "window closed", at });
+    const [failed] = (await allDeliveries(store, runId)).filter((d) => d.id === expired);
+    expect(failed).toMatchObject({ status: "failed", reason: "window closed", finishedAt: at, attempts: [] });
+    const [still] = (await allDeliveries(store, otherRun)).filter((d) => d.id === reclaimed);
+    expect(still?.status).toBe("pending");
+  });
 });

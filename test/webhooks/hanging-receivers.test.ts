@@ -5,7 +5,7 @@
  * fast the machine is (see each BOUND_MS).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { STUCK_MS, WEBHOOK_SLOTS_PER_OWNER } from "../../src/webhooks/worker.js";
+import { STUCK_MS, WEBHOOK_SLOTS_PER_OWNER } from "../../src/webhooks/worker-limits.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { startWebhookReceiver, WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { STOP_GRACE_MS } from "../../src/webhooks/worker.js";
+import { STOP_GRACE_MS } from "../../src/webhooks/worker-limits.js";
 import { call } from "../contract/support.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
