@@ -153,7 +153,14 @@ export async function admitRun(
     events = await store.runs.create(
       record,
       [{ type: queued ? "run.queued" : "run.started", runId: record.id, seq: 1, at: record.createdAt }],
-      { lease: queued ? undefined : deps.lease, limit: ownerLimit, takesInput: params.takesInput },
+      {
+        lease: queued ? undefined : deps.lease,
+        limit: ownerLimit,
+        takesInput: params.takesInput,
+        // An enqueue's (or steer's) start at once on an idle session is the queue's start: it
+        // yields to an interrupting start holding the queue, and is queued behind it instead.
+        unlessQueueHeld: !queued && (params.ifBusy === "enqueue" || params.ifBusy === "steer"),
+      },
     );
   } catch (err) {
     slot.release();

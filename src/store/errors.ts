@@ -65,6 +65,9 @@ export class StoreConflictError extends Error {
 
 export const sessionHasRuns = (sessionId: string): StoreConflictError =>
   new StoreConflictError("active_run", `session ${sessionId} has an unfinished run`);
+/** The session's queue is held by an interrupting start, whose run comes next (see holdQueue). */
+export const queueHeld = (sessionId: string): StoreConflictError =>
+  new StoreConflictError("active_run", `the queue of session ${sessionId} is held`);
 export const ownerSessionsFull = (limit: OwnerLimit): StoreConflictError =>
   new StoreConflictError("owner_sessions", `the owner already has ${limit.max} sessions`);
 export const ownerRunsFull = (limit: OwnerLimit): StoreConflictError =>

@@ -1,7 +1,7 @@
 import { applyRunChange } from "./apply-change.js";
 import { Checkpointer, WAL_RESTART_FRAMES, type WalRestart } from "./checkpointer.js";
 import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
-import { ownerRunsFull, ownerSessionsFull, StorageError, StoreConflictError } from "./errors.js";
+import { ownerRunsFull, ownerSessionsFull, queueHeld, StorageError, StoreConflictError } from "./errors.js";
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
 import { MayHaveRows } from "./may-have-rows.js";
 import { startedEvent } from "./queue.js";
@@ -107,9 +107,10 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
     },
     runs: {
-      create: (run, events, { lease, limit, takesInput } = {}) =>
+      create: (run, events, { lease, limit, takesInput, unlessQueueHeld } = {}) =>
         queuedSessions.adding(run.status === "queued" ? run.sessionId : null, () =>
           write(() => {
+            if (unlessQueueHeld && tables.queue.held(run.sessionId)) throw queueHeld(run.sessionId);
             if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
             if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
               throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);

@@ -85,12 +85,13 @@ export interface Store {
      * (`owner_runs`) when `limit` is given and its owner's sessions already have `limit.max`
      * unfinished runs. With `takesInput`, that steered input is removed in the same
      * transaction (the run is made from it), and the insert is refused (`input_taken`) when it
-     * is no longer pending.
+     * is no longer pending. With `unlessQueueHeld`, refused (`active_run`) while the session's
+     * queue is held (see holdQueue): an interrupting start has the session's next run.
      */
     create(
       run: RunRecord,
       events: readonly RunEvent[],
-      options?: { lease?: LeaseTerms; limit?: OwnerLimit; takesInput?: string },
+      options?: { lease?: LeaseTerms; limit?: OwnerLimit; takesInput?: string; unlessQueueHeld?: boolean },
     ): Promise<StoredEvent[]>;
     get(id: string): Promise<RunRecord | null>;
     /**

@@ -1,5 +1,5 @@
 import type { RunStatus } from "../../domain/run.js";
-import { inputsFull, isConflict, StoreConflictError } from "../errors.js";
+import { inputsFull, isConflict, queueHeld, StoreConflictError } from "../errors.js";
 import { type RunInput, runInputFromRow, startedEvent } from "../queue.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
@@ -13,6 +13,13 @@ type Write = (statements: Statement[]) => Promise<{ rowCount: number | null; row
 
 /** A queued run another instance starts or cancels meanwhile is passed over for the next; at most this often. */
 const START_ATTEMPTS = 8;
+
+/** Refuses the batch (`active_run`, see queueHeld) while the session's queue is held. */
+export const queueFreeStatement = (sessionId: string): Statement => ({
+  text: `SELECT 1 FROM sessions WHERE id = $1 AND (queue_held_until IS NULL OR queue_held_until <= ${NOW_MS})`,
+  values: [sessionId],
+  orRefuse: () => queueHeld(sessionId),
+});
 
 /** A session's queue of runs over PostgreSQL: each start is one batch, its status change conditional. */
 export function pgQueue(
@@ -57,12 +64,8 @@ export function pgQueue(
         const { stored, statement } = eventRows(events);
         try {
           const [, , taken] = await write([
-            {
-              // A held queue waits like a busy one (see holdQueue).
-              text: `SELECT 1 FROM sessions WHERE id = $1 AND (queue_held_until IS NULL OR queue_held_until <= ${NOW_MS})`,
-              values: [sessionId],
-              orRefuse: () => new StoreConflictError("active_run", `the queue of session ${sessionId} is held`),
-            },
+            // A held queue waits like a busy one (see holdQueue).
+            queueFreeStatement(sessionId),
             {
               text: "UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'queued'",
               values: [run.id],

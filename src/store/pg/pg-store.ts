@@ -19,7 +19,7 @@ import { pgMessages } from "./pg-messages.js";
 import { runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { eventsWithin, pgPages } from "./pg-pages.js";
-import { pgInputs, pgQueue, takeInputStatement } from "./pg-queue.js";
+import { pgInputs, pgQueue, queueFreeStatement, takeInputStatement } from "./pg-queue.js";
 import { pgSteps } from "./pg-run-lists.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
 import { pgToolCalls } from "./pg-tool-calls.js";
@@ -121,9 +121,10 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
     },
     runs: {
-      create: async (run, events, { lease, limit, takesInput } = {}) => {
+      create: async (run, events, { lease, limit, takesInput, unlessQueueHeld } = {}) => {
         const stored = await commitEvents(
           [
+            ...(unlessQueueHeld ? [queueFreeStatement(run.sessionId)] : []),
             ...ownerLimitStatements("runs", limit),
             // The run (its foreign key locking the session row) before the input it takes: a
             // session's delete locks that row, then its cascade the input's.
