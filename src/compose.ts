@@ -19,6 +19,7 @@ import { SessionService } from "./sessions/session-service.js";
 import { openStoreOrExplain, prepareShellSandbox, prepareWorkspaceRoot } from "./startup-checks.js";
 import type { Store } from "./store/store.js";
 import { bindWorkspaceTools, describeWorkspaceTools, WORKSPACE_TOOL_NAMES, workspaceToolsFor } from "./tools/index.js";
+import { ceilingInForce } from "./tools/shell-ceiling.js";
 import { WebhookSender } from "./webhooks/send.js";
 import { ownerWebhookKeys, webhookKey } from "./webhooks/signature.js";
 import { WebhookWorker } from "./webhooks/worker.js";
@@ -40,8 +41,9 @@ export interface ComposeOptions {
  * previous process left are recovered by `recoverLeftRuns`, once the server listens.
  */
 export function composeContext(config: Config, logger: Logger, options: ComposeOptions = {}): AppContext {
-  const approvalCeiling = config.APPROVAL_POLICY_MAX;
-  const misnamed = approvalCeiling ? unknownCeilingTools(approvalCeiling, WORKSPACE_TOOL_NAMES) : [];
+  const misnamed = config.APPROVAL_POLICY_MAX
+    ? unknownCeilingTools(config.APPROVAL_POLICY_MAX, WORKSPACE_TOOL_NAMES)
+    : [];
   if (misnamed.length) {
     throw new ConfigError([
       `APPROVAL_POLICY_MAX: unknown tools ${misnamed.join(", ")} (tools: ${WORKSPACE_TOOL_NAMES.join(", ")})`,
@@ -75,6 +77,16 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     logger.warn(
       { reason: shellSandbox.reason },
       "shell commands run unsandboxed, with the server's user, files and network (SHELL_SANDBOX=auto found no working bwrap); shell_readonly is not offered",
+    );
+  }
+  const { ceiling: approvalCeiling, shellDenied } = ceilingInForce({
+    configured: config.APPROVAL_POLICY_MAX,
+    sandbox: shellSandbox,
+    keyCount: config.AGENT_API_KEYS.length,
+  });
+  if (shellDenied) {
+    logger.warn(
+      "shell is denied to every key: it would run unsandboxed, where a command of one key reads the server's environment, every API key included; make the sandbox work (SHELL_SANDBOX) or set APPROVAL_POLICY_MAX to choose otherwise",
     );
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
