@@ -29,7 +29,11 @@ export default function runRoutes(app: App, ctx: AppContext) {
             finished: created ? false : undefined,
             admission,
           });
-        if (request.query.wait) return ctx.runs.waitForFinish(run.id);
+        // Named before the wait: an answer the wait cannot give (a shutdown) still says where the run is.
+        if (request.query.wait) {
+          reply.header("location", `/runs/${run.id}`);
+          return ctx.runs.waitForFinish(run.id);
+        }
         // A replay is answered as the first request was; input that joined the active run, 202.
         reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
         if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");

@@ -96,14 +96,21 @@ export const badRequest = (code: string, message: string, details?: unknown): Ap
 /** 400: a list cursor this API did not give. */
 export const invalidCursor = (): AppError => badRequest("INVALID_CURSOR", "cursor is not one this API gave");
 
-/** 503: the server is stopping; a run left for the restart continues there. */
-export const shuttingDown = (): AppError =>
+/**
+ * 503: the server is stopping; a run left for the restart continues there. With `runId`: the
+ * answer a wait for that run (already stored) gets: it names the run, which goes on (a retry
+ * would start another).
+ */
+export const shuttingDown = (runId?: string): AppError =>
   new AppError(
     "SHUTTING_DOWN",
-    "the server is shutting down; retry after the restart or on another instance",
+    runId === undefined
+      ? "the server is shutting down; retry after the restart or on another instance"
+      : `the server is shutting down; run ${runId} goes on after the restart or on another instance: follow it at /runs/${runId} instead of starting it again`,
     503,
-    undefined,
-    { "retry-after": "5" },
+    runId === undefined ? undefined : { runId },
+    // The connection too: a proxy's next request on it would be refused the same way.
+    { "retry-after": "5", connection: "close" },
   );
 
 export const unavailable = (code: string, message: string): AppError => new AppError(code, message, 503);

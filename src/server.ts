@@ -80,6 +80,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.SHUTDOWN_GRACE_MS + 2000);
     hardStop.unref();
+    // Over a shared database a proxy's new connections belong to the peers: this instance stops
+    // listening at once (a refused connection is retried elsewhere, a 503 to a POST is not) and
+    // closes its idle keep-alive connections; requests under way and open streams go on.
+    if (config.DATABASE_URL) app.server.close();
     stopping = (async () => {
       await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume: config.ON_RESTART === "resume" });
       await app.close();

@@ -67,6 +67,6 @@ export async function waitForRunEnd({
     if (!view) throw notFound("run", runId);
   }
   // Left unfinished for the restart: it has no end to report yet.
-  if (stopping.aborted && view.status !== "finished") throw shuttingDown();
+  if (stopping.aborted && view.status !== "finished") throw shuttingDown(runId);
   return view;
 }

@@ -264,6 +264,33 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     expect(countLines(run.sessionId)).toBe(1);
   });
 
+  it("SIGTERM on an instance: new connections are refused at once (a proxy retries them on a peer) while its tool gets its grace and its open streams stay", async () => {
+    const [a, b] = await allStarted([instance("a"), instance("b")]);
+    upstream.enqueue({
+      toolCalls: [{ id: "call_s", name: "shell", arguments: JSON.stringify({ command: "sleep 1.5; echo slept" }) }],
+    });
+    const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
+    const watcher = await openSse(`${a.url}/runs/${run.runId}/events`);
+    await watcher.waitFor((e) => e.event === "tool.started");
+    a.process.kill("SIGTERM");
+    await sleep(300);
+    // Still up (the tool has its grace), but a new connection is not taken.
+    expect(a.process.exitCode).toBeNull();
+    const answered = await fetch(`${a.url}/healthz`).then(
+      (res) => `answered ${res.status}`,
+      (err: Error & { cause?: { code?: string } }) => err.cause?.code,
+    );
+    expect(answered).toBe("ECONNREFUSED");
+    expect(await a.exited).toBe(0);
+    // The stream opened before the SIGTERM was kept to the end and told of the restart.
+    await watcher.ended;
+    expect(watcher.comments.at(-1)).toMatch(/server restarting/);
+    upstream.enqueue({ text: "done" });
+    const { view, history } = await finished(b, run, 10_000);
+    expect(view.stopReason).toBe("complete");
+    expect(toolResults(history)[0]?.content).toContain("slept");
+  });
+
   it("kill -9 of the owner, then a decision on B before its lease expires: the run taken over announces approval.resolved before the tool starts", async () => {
     const lease = { RUN_LEASE_MS: "2000" };
     const [a, b] = await allStarted([instance("a", lease), instance("b", lease)]);
