@@ -16,7 +16,8 @@ Ctrl-C cancels the run and waits for its end; a second Ctrl-C leaves at once.
 Options:
   -s, --session <id>       run in this session (default: create a new one)
   -a, --approve <tools>    approve these tools' calls without asking: names separated
-                           by commas, or "all" (may be repeated)
+                           by commas (each a tool of the server's), or "all"
+                           (may be repeated)
       --json               print every event as a JSON line on stdout instead of the text
       --max-turns <n>      the run's turn budget (1-1000; the server's default otherwise)
       --system <text>      the new session's system prompt

@@ -1,5 +1,6 @@
 import { ApiClient } from "./api-client.js";
 import { Approvals, type Ask } from "./approvals.js";
+import { checkApprovedTools } from "./approve-check.js";
 import type { RunOptions } from "./args.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
@@ -69,6 +70,7 @@ async function startAndFollow({
   io: CliIo;
   ask: Ask | null;
 }): Promise<ExitCode> {
+  await checkApprovedTools(client, options.approve);
   const sessionId = options.session ?? (await createSession(client, options));
   out.note(`session ${printable(sessionId)}`);
   if (cancel.requested) {

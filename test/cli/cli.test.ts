@@ -108,6 +108,15 @@ describe("agent-server run", () => {
     expect(result.code).toBe(0);
   });
 
+  it("--approve with a name that is no tool of the server is a usage error, before any session or run is made", async () => {
+    const sessionsBefore = (await get("/sessions")).items.length;
+    const result = await runCli({ args: ["run", "--approve", "write_flie", "Create hello.txt"], env: env() });
+    expect(result.code).toBe(64);
+    expect(result.stderr).toContain("--approve names no tool of this server: write_flie (its tools: ");
+    expect(result.stderr).toContain("write_file");
+    expect((await get("/sessions")).items.length).toBe(sessionsBefore);
+  });
+
   for (const [answer, approved] of [
     ["y", true],
     ["N", false],
