@@ -1,20 +1,13 @@
-import { api, HttpError, key, type Message, type RunEvent, watchRun } from "./api.js";
-
-const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const el = (tag: string, props: Record<string, string> = {}, text = ""): HTMLElement => {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(props)) node.setAttribute(name, value);
-  node.textContent = text;
-  return node;
-};
+import { api, HttpError, key } from "./api.js";
+import { removeApproval, showApproval } from "./approvals.js";
+import { $, el, status } from "./dom.js";
+import { showMessage } from "./history.js";
+import type { Message } from "./types.js";
+import { watchRun } from "./watch-run.js";
 
 let current: string | null = null;
 let stopWatching: (() => void) | null = null;
 let activeRun: string | null = null;
-
-const status = (text: string) => {
-  $("status").textContent = text;
-};
 
 /** Asks for a key when the server wants one; else shows the sessions. */
 async function start(): Promise<void> {
@@ -73,16 +66,6 @@ async function openSession(id: string): Promise<void> {
   await showSessions();
 }
 
-function showMessage(message: Message): void {
-  const item = el("li", { class: message.role + (message.isError ? " error" : ""), "data-message": message.id });
-  if (message.role === "tool")
-    item.textContent = `${message.isError ? "✗" : "✓"} ${message.toolCallId}: ${message.content}`;
-  else item.textContent = message.content;
-  for (const call of message.toolCalls ?? [])
-    item.append(el("div", { class: "call" }, `→ ${call.name}(${call.input})`));
-  $("history").append(item);
-}
-
 function setLive(text: string | null): void {
   $("live").hidden = text === null;
   $("live").textContent = text ?? "";
@@ -91,40 +74,6 @@ function setLive(text: string | null): void {
 function setRunning(running: boolean): void {
   $("cancel").hidden = !running;
   $<HTMLButtonElement>("send").disabled = running;
-}
-
-/**
- * Arguments as they are, with what would not show as itself made visible: bidirectional
- * controls and zero-width characters (which could make a command read otherwise than it
- * runs) as `\uXXXX`.
- */
-function shownExactly(text: string): string {
-  return text.replace(/[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g, (c) => {
-    return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-  });
-}
-
-function showApproval(event: Extract<RunEvent, { type: "approval.requested" }>): void {
-  const card = el("div", { class: "approval", "data-tool-call": event.toolCallId });
-  card.append(el("strong", {}, `${event.tool} asks for approval`), el("p", {}, event.reason));
-  card.append(el("pre", {}, shownExactly(JSON.stringify(event.input, null, 2))));
-  const reason = el("input", { class: "deny-reason", placeholder: "reason (optional)" }) as HTMLInputElement;
-  const decide = (decision: "approve" | "deny") => async () => {
-    try {
-      await api("POST", `/runs/${event.runId}/approvals/${encodeURIComponent(event.toolCallId)}`, {
-        decision,
-        ...(reason.value ? { reason: reason.value } : {}),
-      });
-    } catch (err) {
-      status(String(err));
-    }
-  };
-  const approve = el("button", { type: "button", class: "approve" }, "Approve");
-  const deny = el("button", { type: "button", class: "deny" }, "Deny");
-  approve.onclick = decide("approve");
-  deny.onclick = decide("deny");
-  card.append(approve, deny, reason);
-  $("approvals").append(card);
 }
 
 function watch(runId: string): void {
@@ -145,8 +94,7 @@ function watch(runId: string): void {
         }
         showMessage(event.message);
       } else if (event.type === "approval.requested") showApproval(event);
-      else if (event.type === "approval.resolved")
-        document.querySelector(`.approval[data-tool-call="${CSS.escape(event.toolCallId)}"]`)?.remove();
+      else if (event.type === "approval.resolved") removeApproval(event.toolCallId);
       else if (event.type === "run.finished") {
         setLive(null);
         $("approvals").replaceChildren();
