@@ -11,3 +11,14 @@ export function showMessage(message: Message): void {
     item.append(el("div", { class: "call" }, `→ ${call.name}(${call.input})`));
   $("history").append(item);
 }
+
+/** Says that the history shown stops short: the session has more messages than the console reads at once. */
+export function showCut(shown: number): void {
+  $("history").append(
+    el(
+      "li",
+      { class: "cut" },
+      `only the first ${shown} messages are shown: this session has more (read them with the API)`,
+    ),
+  );
+}

@@ -1,7 +1,8 @@
 import { api, HttpError, key } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
 import { $, el, status } from "./dom.js";
-import { showMessage } from "./history.js";
+import { showCut, showMessage } from "./history.js";
+import { readPages } from "./pages.js";
 import type { Message } from "./types.js";
 import { watchRun } from "./watch-run.js";
 
@@ -59,8 +60,9 @@ async function openSession(id: string): Promise<void> {
   setLive(null);
   activeRun = session.activeRunId;
   // The history without the active run's messages: its events replay those, from the first.
-  const messages = await api("GET", `/sessions/${id}/messages?limit=200`);
-  for (const message of messages.items as Message[]) if (message.runId !== activeRun) showMessage(message);
+  const messages = await readPages<Message>(`/sessions/${id}/messages`);
+  for (const message of messages.items) if (message.runId !== activeRun) showMessage(message);
+  if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
   setRunning(activeRun !== null);
   await showSessions();
