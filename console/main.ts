@@ -47,11 +47,26 @@ async function showSessions(): Promise<void> {
   }
 }
 
+/**
+ * Loads of a session, numbered: one that ends after a later one began is dropped (the last
+ * session clicked is the one shown). The view, numbered too: a watcher or a run started for
+ * an earlier view reports nothing into this one.
+ */
+let loads = 0;
+let view = 0;
+
+/** Shows session `id` once its record and history are read; until then the view stays as it was. */
 async function openSession(id: string): Promise<void> {
+  const load = ++loads;
+  const session = await api("GET", `/sessions/${id}`);
+  // The history without the active run's messages: its events replay those, from the first.
+  const messages = await readPages<Message>(`/sessions/${id}/messages`);
+  if (load !== loads) return;
+  view++;
   stopWatching?.();
+  stopWatching = null;
   current = id;
   location.hash = id;
-  const session = await api("GET", `/sessions/${id}`);
   $("chat").hidden = false;
   $("session-title").textContent = id;
   $("history").replaceChildren();
@@ -59,8 +74,6 @@ async function openSession(id: string): Promise<void> {
   $("run-state").textContent = "";
   setLive(null);
   activeRun = session.activeRunId;
-  // The history without the active run's messages: its events replay those, from the first.
-  const messages = await readPages<Message>(`/sessions/${id}/messages`);
   for (const message of messages.items) if (message.runId !== activeRun) showMessage(message);
   if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
@@ -78,11 +91,15 @@ function setRunning(running: boolean): void {
   $<HTMLButtonElement>("send").disabled = running;
 }
 
+/** Shows run `runId`'s events in the current view (the watcher before is stopped). */
 function watch(runId: string): void {
+  stopWatching?.();
+  const mine = view;
   let live = "";
   stopWatching = watchRun(
     runId,
     (event) => {
+      if (mine !== view) return;
       if (event.type === "turn.started") {
         live = "";
         setLive(live);
@@ -110,7 +127,9 @@ function watch(runId: string): void {
         void showSessions();
       }
     },
-    (state) => status(state === "live" ? `watching ${runId}` : state),
+    (state) => {
+      if (mine === view) status(state === "live" ? `watching ${runId}` : state);
+    },
   );
 }
 
@@ -131,9 +150,11 @@ $("new-session").onclick = async () => {
 $("prompt-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   if (!current) return;
+  const mine = view;
   const input = $<HTMLTextAreaElement>("prompt").value;
   try {
     const run = await api("POST", `/sessions/${current}/runs`, { input });
+    if (mine !== view) return; // another session was opened meanwhile: the run is in its own
     $<HTMLTextAreaElement>("prompt").value = "";
     $("run-state").textContent = "";
     activeRun = run.id;

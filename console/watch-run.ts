@@ -5,7 +5,8 @@ import { EVENT_TYPES, type RunEvent } from "./types.js";
  * A run's events, from the first, with EventSource (which resumes with Last-Event-ID by
  * itself, also across a server restart). With an API key the URL carries a stream token;
  * when the token has expired (the reconnect is refused), a new one is fetched and the stream
- * reopened after the last event seen. Returns a function that stops watching.
+ * reopened after the last event seen. Returns a function that stops watching: once called, no
+ * stream is opened and nothing more is reported.
  */
 export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onState: (state: string) => void) {
   let lastSeq = 0;
@@ -16,6 +17,8 @@ export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onSt
     let url = `/runs/${runId}/events?after=${lastSeq}`;
     if (key.get()) {
       const { token } = await api("POST", `/runs/${runId}/stream-token`);
+      // Stopped while the token was on its way (another session opened): nothing is opened.
+      if (stopped) return;
       url += `&token=${encodeURIComponent(token)}`;
     }
     const es = new EventSource(url);
@@ -31,7 +34,7 @@ export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onSt
     for (const type of EVENT_TYPES) {
       es.addEventListener(type, (message) => {
         const event = JSON.parse((message as MessageEvent).data) as RunEvent;
-        if (event.seq <= lastSeq) return;
+        if (stopped || event.seq <= lastSeq) return;
         lastSeq = event.seq;
         onEvent(event);
         if (event.type === "run.finished") stop();

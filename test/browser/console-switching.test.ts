@@ -1,0 +1,113 @@
+/**
+ * Switching sessions in the console while the one clicked before is still loading, in real
+ * Chromium, with an API key (its watcher waits for a stream token) and without (its history
+ * is on its way): the session clicked last is shown, and nothing of the other comes into it.
+ */
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gate } from "../fakes/gate.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { launchChromium, newPage } from "./browser.js";
+
+const KEY = "console-key-0123456789";
+let browser: Browser;
+let keyed: TestServer;
+let open: TestServer;
+
+beforeAll(async () => {
+  [browser, keyed, open] = await Promise.all([
+    launchChromium(),
+    startTestServer({ env: { AGENT_API_KEYS: KEY } }),
+    startTestServer(),
+  ]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await keyed?.close();
+  await open?.close();
+});
+
+/**
+ * Session A with a run streaming text (held open by `hold`) and an idle session B, on `server`;
+ * the console on it, signed in when `key`, its requests recorded.
+ */
+async function twoSessions(server: TestServer, key: string | null, hold: ReturnType<typeof gate>) {
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  const A = (await server.request("POST", "/sessions", { body: {}, headers })).body.id as string;
+  const B = (await server.request("POST", "/sessions", { body: {}, headers })).body.id as string;
+  server.upstream.enqueue({ text: ["A streaming text "], gate: hold.wait });
+  const run = await server.request("POST", `/sessions/${A}/runs`, { body: { input: "question for A" }, headers });
+  expect(run.status).toBe(201);
+  const { page, problems } = await newPage(browser);
+  const requests: string[] = [];
+  page.on("request", (r) => requests.push(new URL(r.url()).pathname));
+  await page.goto(server.url);
+  if (key) {
+    await page.locator("#key-form").waitFor();
+    await page.fill("#key", key);
+    await page.click("#key-form button[type=submit]");
+  }
+  await page.locator(`[data-session="${B}"]`).waitFor();
+  return { page, problems, requests, A, B, runA: run.body.id as string };
+}
+
+/** What the chat shows, as text. */
+const shown = (page: Page) => page.locator("#chat").textContent();
+
+describe("switching sessions while one loads", () => {
+  it("with a key: a watcher stopped while its stream token was on its way opens nothing; B shows nothing of A", async () => {
+    const hold = gate();
+    const token = gate();
+    const { page, requests, A, B, runA } = await twoSessions(keyed, KEY, hold);
+    try {
+      await page.route("**/stream-token", async (route) => {
+        await token.wait;
+        await route.continue();
+      });
+      await page.locator(`[data-session="${A}"]`).click();
+      await page.locator("#session-title", { hasText: A }).waitFor();
+      await page.locator(`[data-session="${B}"]`).click();
+      await page.locator("#session-title", { hasText: B }).waitFor();
+      // A's token arrives after B is shown.
+      const tokenDone = page.waitForEvent("requestfinished", (r) => r.url().endsWith("/stream-token"));
+      token.open();
+      await tokenDone;
+      await page.waitForTimeout(300);
+      expect(requests.filter((path) => path === `/runs/${runA}/events`)).toEqual([]);
+      expect(await shown(page)).not.toMatch(/A streaming|question for A/);
+      expect(await page.locator("#send").isDisabled()).toBe(false);
+    } finally {
+      hold.open();
+      token.open();
+      await page.context().close();
+    }
+  });
+
+  it("without a key: A's history arriving after B is shown is dropped, and A's run is not watched", async () => {
+    const hold = gate();
+    const history = gate();
+    const { page, requests, A, B, runA } = await twoSessions(open, null, hold);
+    try {
+      await page.route(`**/sessions/${A}/messages?*`, async (route) => {
+        await history.wait;
+        await route.continue();
+      });
+      await page.locator(`[data-session="${A}"]`).click();
+      await page.locator(`[data-session="${B}"]`).click();
+      await page.locator("#session-title", { hasText: B }).waitFor();
+      const historyDone = page.waitForEvent("requestfinished", (r) => r.url().includes(`/sessions/${A}/messages`));
+      history.open();
+      await historyDone;
+      await page.waitForTimeout(300);
+      expect(await page.locator("#session-title").textContent()).toBe(B);
+      expect(new URL(page.url()).hash).toBe(`#${B}`);
+      expect(requests.filter((path) => path === `/runs/${runA}/events`)).toEqual([]);
+      expect(await shown(page)).not.toMatch(/A streaming|question for A/);
+      expect(await page.locator("#send").isDisabled()).toBe(false);
+    } finally {
+      hold.open();
+      history.open();
+      await page.context().close();
+    }
+  });
+});
