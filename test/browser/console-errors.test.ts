@@ -1,0 +1,61 @@
+/**
+ * The console, signed in with an API key, in real Chromium, when requests fail: a proxy's
+ * 502 page while the server restarts, sessions gone or refused.
+ */
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { launchChromium, newPage } from "./browser.js";
+
+const KEY = "console-key-0123456789";
+/** What nginx answers while the server behind it is down. */
+const BAD_GATEWAY = {
+  status: 502,
+  contentType: "text/html",
+  body: "<html><body><h1>502 Bad Gateway</h1></body></html>",
+};
+
+let browser: Browser;
+let server: TestServer;
+
+beforeAll(async () => {
+  [browser, server] = await Promise.all([launchChromium(), startTestServer({ env: { AGENT_API_KEYS: KEY } })]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** The console signed in with the key, showing its session list. */
+async function signedIn(): Promise<{ page: Page; problems: string[] }> {
+  const { page, problems } = await newPage(browser);
+  await page.goto(server.url);
+  await page.locator("#key-form").waitFor();
+  await page.fill("#key", KEY);
+  await page.click("#key-form button[type=submit]");
+  await page.locator("#app").waitFor();
+  return { page, problems };
+}
+
+describe("the console when requests fail", () => {
+  it("a stream token answered 502 (a proxy while the server restarts) is asked for again: the run is followed to its end", async () => {
+    server.upstream.enqueue({ text: "answered after a 502" });
+    const { page } = await signedIn();
+    try {
+      let tokens = 0;
+      await page.route("**/stream-token", async (route) => {
+        if (++tokens === 1) await route.fulfill(BAD_GATEWAY);
+        else await route.continue();
+      });
+      await page.locator("#new-session").click();
+      await page.locator("#chat").waitFor();
+      await page.fill("#prompt", "answer");
+      await page.click("#send");
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor({ timeout: 5000 });
+      expect(await page.locator("#history li").allTextContents()).toEqual(["answer", "answered after a 502"]);
+      expect(tokens).toBe(2);
+    } finally {
+      await page.context().close();
+    }
+  });
+});
