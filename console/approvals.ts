@@ -6,7 +6,7 @@ import type { RunEvent } from "./types.js";
 /** A pending call's card: the tool, its reason, its arguments shown exactly; Approve, Deny with a reason. */
 export function showApproval(event: Extract<RunEvent, { type: "approval.requested" }>): void {
   const card = el("div", { class: "approval", "data-tool-call": event.toolCallId });
-  card.append(el("strong", {}, `${event.tool} asks for approval`), el("p", {}, event.reason));
+  card.append(el("strong", {}, shownExactly(`${event.tool} asks for approval`)), el("p", {}, event.reason));
   card.append(el("pre", {}, shownExactly(JSON.stringify(event.input, null, 2))));
   const reason = el("input", { class: "deny-reason", placeholder: "reason (optional)" }) as HTMLInputElement;
   const decide = (decision: "approve" | "deny") => async () => {

@@ -1,14 +1,18 @@
 import { $, el } from "./dom.js";
+import { shownExactly } from "./shown-exactly.js";
 import type { Message } from "./types.js";
 
-/** Appends one committed message to the history: its text, a tool result's outcome, its tool calls. */
+/**
+ * Appends one committed message to the history: its text, a tool result's outcome, its tool
+ * calls (shown exactly, as on an approval card: what they run is what is read).
+ */
 export function showMessage(message: Message): void {
   const item = el("li", { class: message.role + (message.isError ? " error" : ""), "data-message": message.id });
   if (message.role === "tool")
     item.textContent = `${message.isError ? "✗" : "✓"} ${message.toolCallId}: ${message.content}`;
   else item.textContent = message.content;
   for (const call of message.toolCalls ?? [])
-    item.append(el("div", { class: "call" }, `→ ${call.name}(${call.input})`));
+    item.append(el("div", { class: "call" }, shownExactly(`→ ${call.name}(${call.input})`)));
   $("history").append(item);
 }
 

