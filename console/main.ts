@@ -2,6 +2,7 @@ import { api, HttpError, key } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
 import { $, el, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
+import { LiveText } from "./live-text.js";
 import { readPages } from "./pages.js";
 import type { Message } from "./types.js";
 import { watchRun } from "./watch-run.js";
@@ -9,6 +10,7 @@ import { watchRun } from "./watch-run.js";
 let current: string | null = null;
 let stopWatching: (() => void) | null = null;
 let activeRun: string | null = null;
+const live = new LiveText($("live"));
 
 /** Asks for a key when the server wants one; else shows the sessions. */
 async function start(): Promise<void> {
@@ -72,18 +74,13 @@ async function openSession(id: string): Promise<void> {
   $("history").replaceChildren();
   $("approvals").replaceChildren();
   $("run-state").textContent = "";
-  setLive(null);
+  live.reset(false);
   activeRun = session.activeRunId;
   for (const message of messages.items) if (message.runId !== activeRun) showMessage(message);
   if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
   setRunning(activeRun !== null);
   await showSessions();
-}
-
-function setLive(text: string | null): void {
-  $("live").hidden = text === null;
-  $("live").textContent = text ?? "";
 }
 
 function setRunning(running: boolean): void {
@@ -95,27 +92,19 @@ function setRunning(running: boolean): void {
 function watch(runId: string): void {
   stopWatching?.();
   const mine = view;
-  let live = "";
   stopWatching = watchRun(
     runId,
     (event) => {
       if (mine !== view) return;
-      if (event.type === "turn.started") {
-        live = "";
-        setLive(live);
-      } else if (event.type === "text.delta") {
-        live += event.text;
-        setLive(live);
-      } else if (event.type === "message") {
-        if (event.message.role === "assistant") {
-          live = "";
-          setLive(null);
-        }
+      if (event.type === "turn.started") live.reset(true);
+      else if (event.type === "text.delta") live.append(event.text);
+      else if (event.type === "message") {
+        if (event.message.role === "assistant") live.reset(false);
         showMessage(event.message);
       } else if (event.type === "approval.requested") showApproval(event);
       else if (event.type === "approval.resolved") removeApproval(event.toolCallId);
       else if (event.type === "run.finished") {
-        setLive(null);
+        live.reset(false);
         $("approvals").replaceChildren();
         const { stopReason, stopDetail, error } = event.run;
         // The error's own words, else the server's sentence on where it stopped and what to try.

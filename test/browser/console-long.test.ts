@@ -1,6 +1,6 @@
 /**
  * The console over long lists and long output, in real Chromium, on a server without keys:
- * a session's whole history (more than one page), every session (more than one page).
+ * a session's whole history (more than one page), a long streamed answer.
  */
 import type { Browser, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -72,6 +72,49 @@ describe("long lists", () => {
       expect(await note.textContent()).toContain("only the first 5000 messages are shown");
       expect(await page.locator("#history li:not(.cut)").count()).toBe(5000);
       expect(fake.asked).toHaveLength(25);
+    } finally {
+      await page.context().close();
+    }
+  });
+});
+
+describe("long output", () => {
+  it("a fast stream of text is written at most once an animation frame, not once a delta, and shown whole", async () => {
+    const id = await newSession();
+    const deltas = Array.from({ length: 2000 }, (_, i) => `${String(i).padStart(5, "0")} ${"x".repeat(20)}\n`);
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(`${server.url}/#${id}`);
+      await page.locator("#session-title", { hasText: id }).waitFor();
+      // Writes into #live (mutation records) and animation frames, counted from before the run.
+      await page.evaluate(() => {
+        const counts = { writes: 0, frames: 0, done: false };
+        Object.assign(window, { counts });
+        new MutationObserver((records) => {
+          counts.writes += records.length;
+        }).observe(document.getElementById("live") as HTMLElement, {
+          childList: true,
+          characterData: true,
+          subtree: true,
+        });
+        const frame = () => {
+          counts.frames++;
+          if (!counts.done) requestAnimationFrame(frame);
+        };
+        requestAnimationFrame(frame);
+      });
+      server.upstream.enqueue({ text: deltas });
+      await page.fill("#prompt", "long please");
+      await page.click("#send");
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor({ timeout: 15_000 });
+      const counts = await page.evaluate(() => {
+        const { counts } = window as unknown as { counts: { writes: number; frames: number; done: boolean } };
+        counts.done = true;
+        return counts;
+      });
+      // One write a frame at most, besides emptying it at the turn's start and end.
+      expect(counts.writes).toBeLessThanOrEqual(counts.frames + 2);
+      expect(await page.locator("#history li").last().textContent()).toBe(deltas.join(""));
     } finally {
       await page.context().close();
     }
