@@ -1,9 +1,10 @@
 import { api, HttpError, key } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
-import { $, el, status } from "./dom.js";
+import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
 import { LiveText } from "./live-text.js";
 import { readPages } from "./pages.js";
+import { SessionList } from "./sessions.js";
 import type { Message } from "./types.js";
 import { watchRun } from "./watch-run.js";
 
@@ -32,22 +33,8 @@ async function start(): Promise<void> {
   }
 }
 
-async function showSessions(): Promise<void> {
-  const page = await api("GET", "/sessions?limit=100");
-  const list = $("sessions");
-  list.replaceChildren();
-  for (const session of page.items as { id: string; createdAt: string; activeRunId: string | null }[]) {
-    const item = el("li");
-    const button = el("button", { type: "button", "data-session": session.id }, session.id);
-    button.append(
-      el("small", {}, `${new Date(session.createdAt).toLocaleString()}${session.activeRunId ? " · running" : ""}`),
-    );
-    if (session.id === current) button.setAttribute("aria-current", "true");
-    button.onclick = () => void openSession(session.id);
-    item.append(button);
-    list.append(item);
-  }
-}
+const sessions = new SessionList((id) => void openSession(id));
+const showSessions = () => sessions.show(current);
 
 /**
  * Loads of a session, numbered: one that ends after a later one began is dropped (the last
@@ -132,6 +119,7 @@ $("forget-key").onclick = () => {
   location.hash = "";
   location.reload();
 };
+$("more-sessions").onclick = () => void sessions.more(current).catch((err) => status(String(err)));
 $("new-session").onclick = async () => {
   const session = await api("POST", "/sessions", {});
   await openSession(session.id);

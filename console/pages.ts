@@ -4,19 +4,20 @@ import { api } from "./api.js";
 export const MAX_PAGES = 25;
 
 /**
- * Items of a list endpoint from its start, following `nextCursor` page after page, up to
- * `maxPages` pages. `cursor` is where to go on from, null when the list was read to its end
- * (else the list was cut: more items follow).
+ * Items of a list endpoint from its start (or from cursor `from`), following `nextCursor`
+ * page after page, `limit` items a page, up to `maxPages` pages. `cursor` is where to go on
+ * from, null when the list was read to its end (else the list was cut: more items follow).
  */
 export async function readPages<T>(
   path: string,
   maxPages = MAX_PAGES,
   from: string | null = null,
+  limit = 200,
 ): Promise<{ items: T[]; cursor: string | null }> {
   const items: T[] = [];
   let cursor = from;
   for (let page = 0; page < maxPages; page++) {
-    const query = `limit=200${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`;
+    const query = `limit=${limit}${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`;
     const body = await api("GET", `${path}${path.includes("?") ? "&" : "?"}${query}`);
     items.push(...(body.items as T[]));
     cursor = body.nextCursor ?? null;

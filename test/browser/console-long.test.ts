@@ -1,6 +1,7 @@
 /**
  * The console over long lists and long output, in real Chromium, on a server without keys:
- * a session's whole history (more than one page), a long streamed answer.
+ * a session's whole history (more than one page), more sessions than a page lists, a long
+ * streamed answer.
  */
 import type { Browser, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -78,10 +79,35 @@ describe("long lists", () => {
   });
 });
 
+describe("many sessions", () => {
+  it("past the newest 100 sessions, More sessions lists the next page, kept through a refresh", async () => {
+    for (let i = 0; i < 11; i++) await Promise.all(Array.from({ length: 10 }, () => newSession()));
+    const all = (await server.request("GET", "/sessions?limit=200")).body;
+    expect(all.nextCursor).toBeNull();
+    const oldest = all.items.at(-1).id as string;
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(server.url);
+      await page.locator("#sessions li").first().waitFor();
+      expect(await page.locator("#sessions li").count()).toBe(100);
+      await page.locator("#more-sessions").click();
+      await page.locator(`[data-session="${oldest}"]`).waitFor({ timeout: 5000 });
+      expect(await page.locator("#sessions li").count()).toBe(all.items.length);
+      expect(await page.locator("#more-sessions").isHidden()).toBe(true);
+      // Opening the oldest refreshes the list: it stays listed, marked as the one open.
+      await page.locator(`[data-session="${oldest}"]`).click();
+      await page.locator("#session-title", { hasText: oldest }).waitFor();
+      await page.locator(`[data-session="${oldest}"][aria-current="true"]`).waitFor({ timeout: 5000 });
+    } finally {
+      await page.context().close();
+    }
+  });
+});
+
 describe("long output", () => {
   it("a fast stream of text is written at most once an animation frame, not once a delta, and shown whole", async () => {
     const id = await newSession();
-    const deltas = Array.from({ length: 2000 }, (_, i) => `${String(i).padStart(5, "0")} ${"x".repeat(20)}\n`);
+    const deltas = Array.from({ length: 1000 }, (_, i) => `${String(i).padStart(5, "0")} ${"x".repeat(20)}\n`);
     const { page } = await newPage(browser);
     try {
       await page.goto(`${server.url}/#${id}`);
