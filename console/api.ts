@@ -7,6 +7,7 @@ export const key = {
   clear: () => sessionStorage.removeItem(KEY_STORAGE),
 };
 
+/** The server's refusal: its status, and its error's code and message (see openapi.yaml). */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -28,4 +29,10 @@ export async function api(method: string, path: string, body?: unknown): Promise
   const json = text ? JSON.parse(text) : null;
   if (!res.ok) throw new HttpError(res.status, json?.error?.code ?? "HTTP", json?.error?.message ?? res.statusText);
   return json;
+}
+
+/** An error as the header shows it: the server's code and words, else the error's own. */
+export function errorText(err: unknown): string {
+  if (err instanceof HttpError) return `${err.message} (${err.status} ${err.code})`;
+  return String(err);
 }

@@ -1,4 +1,4 @@
-import { api } from "./api.js";
+import { api, errorText } from "./api.js";
 import { $, el, status } from "./dom.js";
 import { shownExactly } from "./shown-exactly.js";
 import type { RunEvent } from "./types.js";
@@ -16,7 +16,7 @@ export function showApproval(event: Extract<RunEvent, { type: "approval.requeste
         ...(reason.value ? { reason: reason.value } : {}),
       });
     } catch (err) {
-      status(String(err));
+      status(errorText(err));
     }
   };
   const approve = el("button", { type: "button", class: "approve" }, "Approve");

@@ -1,4 +1,4 @@
-import { api, HttpError, key } from "./api.js";
+import { api, errorText, HttpError, key } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
 import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
@@ -18,6 +18,7 @@ async function start(): Promise<void> {
   $("forget-key").hidden = !key.get();
   try {
     await showSessions();
+    status("");
     $("key-form").hidden = true;
     $("app").hidden = false;
     const fromHash = location.hash.slice(1);
@@ -29,7 +30,7 @@ async function start(): Promise<void> {
       status(key.get() ? "that key was refused" : "this server needs an API key");
       return;
     }
-    status(String(err));
+    status(errorText(err));
   }
 }
 
@@ -44,14 +45,25 @@ const showSessions = () => sessions.show(current);
 let loads = 0;
 let view = 0;
 
-/** Shows session `id` once its record and history are read; until then the view stays as it was. */
+/**
+ * Shows session `id` once its record and history are read; until then the view stays as it
+ * was, and so it stays when they cannot be read (the error is shown).
+ */
 async function openSession(id: string): Promise<void> {
   const load = ++loads;
-  const session = await api("GET", `/sessions/${id}`);
-  // The history without the active run's messages: its events replay those, from the first.
-  const messages = await readPages<Message>(`/sessions/${id}/messages`);
+  let session: { activeRunId: string | null };
+  let messages: Awaited<ReturnType<typeof readPages<Message>>>;
+  try {
+    session = await api("GET", `/sessions/${id}`);
+    // The history without the active run's messages: its events replay those, from the first.
+    messages = await readPages<Message>(`/sessions/${id}/messages`);
+  } catch (err) {
+    if (load === loads) status(`${id}: ${errorText(err)}`);
+    return;
+  }
   if (load !== loads) return;
   view++;
+  status("");
   stopWatching?.();
   stopWatching = null;
   current = id;
@@ -67,7 +79,7 @@ async function openSession(id: string): Promise<void> {
   if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
   setRunning(activeRun !== null);
-  await showSessions();
+  await showSessions().catch((err) => status(errorText(err)));
 }
 
 function setRunning(running: boolean): void {
@@ -100,7 +112,7 @@ function watch(runId: string): void {
         activeRun = null;
         setRunning(false);
         status("");
-        void showSessions();
+        void showSessions().catch((err) => status(errorText(err)));
       }
     },
     (state) => {
@@ -119,10 +131,14 @@ $("forget-key").onclick = () => {
   location.hash = "";
   location.reload();
 };
-$("more-sessions").onclick = () => void sessions.more(current).catch((err) => status(String(err)));
+$("more-sessions").onclick = () => void sessions.more(current).catch((err) => status(errorText(err)));
 $("new-session").onclick = async () => {
-  const session = await api("POST", "/sessions", {});
-  await openSession(session.id);
+  try {
+    const session = await api("POST", "/sessions", {});
+    await openSession(session.id);
+  } catch (err) {
+    status(errorText(err));
+  }
 };
 $("prompt-form").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -138,11 +154,11 @@ $("prompt-form").addEventListener("submit", async (e) => {
     setRunning(true);
     watch(run.id);
   } catch (err) {
-    status(String(err));
+    status(errorText(err));
   }
 });
 $("cancel").onclick = async () => {
-  if (activeRun) await api("DELETE", `/runs/${activeRun}`).catch((err) => status(String(err)));
+  if (activeRun) await api("DELETE", `/runs/${activeRun}`).catch((err) => status(errorText(err)));
 };
 
 void start();

@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { launchChromium, newPage } from "./browser.js";
 
 const KEY = "console-key-0123456789";
+const auth = { authorization: `Bearer ${KEY}` };
 /** What nginx answers while the server behind it is down. */
 const BAD_GATEWAY = {
   status: 502,
@@ -54,6 +55,55 @@ describe("the console when requests fail", () => {
       await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor({ timeout: 5000 });
       expect(await page.locator("#history li").allTextContents()).toEqual(["answer", "answered after a 502"]);
       expect(tokens).toBe(2);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("signed in, the header no longer says the server needs a key", async () => {
+    const { page } = await signedIn();
+    try {
+      await page.locator("#sessions").waitFor({ state: "attached" });
+      expect(await page.locator("#status").textContent()).toBe("");
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("a session deleted meanwhile, clicked in the list: its error shows, the session open stays open", async () => {
+    const gone = (await server.request("POST", "/sessions", { body: {}, headers: auth })).body.id as string;
+    const { page } = await signedIn();
+    try {
+      await page.locator("#new-session").click();
+      await page.locator("#chat").waitFor();
+      const open = (await page.locator("#session-title").textContent()) ?? "";
+      expect((await server.request("DELETE", `/sessions/${gone}`, { headers: auth })).status).toBe(204);
+      await page.locator(`[data-session="${gone}"]`).click();
+      await page.locator("#status", { hasText: "404" }).waitFor({ timeout: 5000 });
+      expect(await page.locator("#status").textContent()).toContain(gone);
+      expect(await page.locator("#session-title").textContent()).toBe(open);
+      expect(new URL(page.url()).hash).toBe(`#${open}`);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("a new session refused (429 TOO_MANY_SESSIONS): the refusal shows, the view stays", async () => {
+    const { page } = await signedIn();
+    try {
+      await page.route("**/sessions", (route) =>
+        route.request().method() === "POST"
+          ? route.fulfill({
+              status: 429,
+              contentType: "application/json",
+              body: JSON.stringify({ error: { code: "TOO_MANY_SESSIONS", message: "this key has 1000 sessions" } }),
+            })
+          : route.continue(),
+      );
+      await page.locator("#new-session").click();
+      await page.locator("#status", { hasText: "TOO_MANY_SESSIONS" }).waitFor({ timeout: 5000 });
+      expect(await page.locator("#status").textContent()).toContain("this key has 1000 sessions");
+      expect(await page.locator("#chat").isHidden()).toBe(true);
     } finally {
       await page.context().close();
     }
