@@ -1,5 +1,6 @@
 import { api, errorText } from "./api.js";
 import { $, el, status } from "./dom.js";
+import { runPath } from "./paths.js";
 import { shownExactly } from "./shown-exactly.js";
 import type { RunEvent } from "./types.js";
 
@@ -11,7 +12,7 @@ export function showApproval(event: Extract<RunEvent, { type: "approval.requeste
   const reason = el("input", { class: "deny-reason", placeholder: "reason (optional)" }) as HTMLInputElement;
   const decide = (decision: "approve" | "deny") => async () => {
     try {
-      await api("POST", `/runs/${event.runId}/approvals/${encodeURIComponent(event.toolCallId)}`, {
+      await api("POST", runPath(event.runId, `/approvals/${encodeURIComponent(event.toolCallId)}`), {
         decision,
         ...(reason.value ? { reason: reason.value } : {}),
       });

@@ -4,6 +4,7 @@ import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
 import { LiveText } from "./live-text.js";
 import { readPages } from "./pages.js";
+import { isSessionId, runPath, sessionPath } from "./paths.js";
 import { SessionList } from "./sessions.js";
 import type { Message } from "./types.js";
 import { watchRun } from "./watch-run.js";
@@ -22,7 +23,8 @@ async function start(): Promise<void> {
     $("key-form").hidden = true;
     $("app").hidden = false;
     const fromHash = location.hash.slice(1);
-    if (fromHash) await openSession(fromHash);
+    if (isSessionId(fromHash)) await openSession(fromHash);
+    else if (fromHash) status("the address does not name a session (#ses_…)");
   } catch (err) {
     if (err instanceof HttpError && err.status === 401) {
       $("app").hidden = true;
@@ -54,9 +56,9 @@ async function openSession(id: string): Promise<void> {
   let session: { activeRunId: string | null };
   let messages: Awaited<ReturnType<typeof readPages<Message>>>;
   try {
-    session = await api("GET", `/sessions/${id}`);
+    session = await api("GET", sessionPath(id));
     // The history without the active run's messages: its events replay those, from the first.
-    messages = await readPages<Message>(`/sessions/${id}/messages`);
+    messages = await readPages<Message>(sessionPath(id, "/messages"));
   } catch (err) {
     if (load === loads) status(`${id}: ${errorText(err)}`);
     return;
@@ -146,7 +148,7 @@ $("prompt-form").addEventListener("submit", async (e) => {
   const mine = view;
   const input = $<HTMLTextAreaElement>("prompt").value;
   try {
-    const run = await api("POST", `/sessions/${current}/runs`, { input });
+    const run = await api("POST", sessionPath(current, "/runs"), { input });
     if (mine !== view) return; // another session was opened meanwhile: the run is in its own
     $<HTMLTextAreaElement>("prompt").value = "";
     $("run-state").textContent = "";
@@ -158,7 +160,7 @@ $("prompt-form").addEventListener("submit", async (e) => {
   }
 });
 $("cancel").onclick = async () => {
-  if (activeRun) await api("DELETE", `/runs/${activeRun}`).catch((err) => status(errorText(err)));
+  if (activeRun) await api("DELETE", runPath(activeRun)).catch((err) => status(errorText(err)));
 };
 
 void start();

@@ -1,4 +1,5 @@
 import { api, HttpError, key } from "./api.js";
+import { runPath } from "./paths.js";
 import { EVENT_TYPES, type RunEvent } from "./types.js";
 
 /** The wait before reopening a stream that closed, doubled at each failure in a row, up to RETRY_MAX_MS. */
@@ -34,7 +35,7 @@ export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onSt
   };
   const open = async () => {
     if (stopped) return;
-    const path = `/runs/${encodeURIComponent(runId)}`;
+    const path = runPath(runId);
     let url = `${path}/events?after=${lastSeq}`;
     if (key.get()) {
       let token: string;

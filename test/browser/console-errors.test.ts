@@ -108,4 +108,25 @@ describe("the console when requests fail", () => {
       await page.context().close();
     }
   });
+
+  it("an address whose hash is not a session id is not opened: nothing it names is requested with the key", async () => {
+    const session = (await server.request("POST", "/sessions", { body: {}, headers: auth })).body.id as string;
+    const { page } = await newPage(browser);
+    const paths: string[] = [];
+    page.on("request", (r) => paths.push(new URL(r.url()).pathname));
+    try {
+      // As pasted from a link: the session, then a path out of it.
+      await page.goto(`${server.url}/#${session}/../../healthz?`);
+      await page.locator("#key-form").waitFor();
+      await page.fill("#key", KEY);
+      await page.click("#key-form button[type=submit]");
+      await page.locator("#app").waitFor();
+      await page.waitForLoadState("networkidle");
+      expect(paths.filter((path) => !path.startsWith("/console/") && path !== "/sessions" && path !== "/")).toEqual([]);
+      expect(await page.locator("#status").textContent()).toContain("does not name a session");
+      expect(await page.locator("#chat").isHidden()).toBe(true);
+    } finally {
+      await page.context().close();
+    }
+  });
 });
