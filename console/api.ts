@@ -18,6 +18,25 @@ export class HttpError extends Error {
   }
 }
 
+const NOT_JSON = Symbol("not JSON");
+
+/** The body as JSON: null when empty, NOT_JSON when it is something else (a proxy's HTML page). */
+function parsed(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+/** "HTTP 502 Bad Gateway": a reply's status as the header shows it. */
+const httpWords = (res: Response) => `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
+
+/**
+ * The API's JSON answer to `method path` (`body` sent as JSON), or an HttpError: the server's
+ * error (its code and message), or the reply's status when it is no API JSON.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: the console reads the API's JSON as documented in openapi.yaml.
 export async function api(method: string, path: string, body?: unknown): Promise<any> {
   const headers: Record<string, string> = {};
@@ -26,13 +45,16 @@ export async function api(method: string, path: string, body?: unknown): Promise
   if (body !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  const json = text ? JSON.parse(text) : null;
-  if (!res.ok) throw new HttpError(res.status, json?.error?.code ?? "HTTP", json?.error?.message ?? res.statusText);
+  const json = parsed(text);
+  const error = (json as { error?: { code?: string; message?: string } } | null)?.error;
+  if (!res.ok) throw new HttpError(res.status, error?.code ?? "HTTP", error?.message ?? httpWords(res));
+  // A page that is not the API's JSON (a proxy's, a login page's) is no answer either.
+  if (json === NOT_JSON) throw new HttpError(res.status, "NOT_JSON", `${httpWords(res)}, not JSON`);
   return json;
 }
 
 /** An error as the header shows it: the server's code and words, else the error's own. */
 export function errorText(err: unknown): string {
-  if (err instanceof HttpError) return `${err.message} (${err.status} ${err.code})`;
+  if (err instanceof HttpError) return err.code === "HTTP" ? err.message : `${err.message} (${err.status} ${err.code})`;
   return String(err);
 }

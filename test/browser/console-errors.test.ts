@@ -129,4 +129,34 @@ describe("the console when requests fail", () => {
       await page.context().close();
     }
   });
+
+  it("a proxy's 502 page where JSON was expected shows as its HTTP status, not as a JSON syntax error", async () => {
+    const { page } = await newPage(browser);
+    try {
+      await page.route("**/sessions?*", (route) => route.fulfill(BAD_GATEWAY));
+      await page.goto(server.url);
+      await page.locator("#status", { hasText: "HTTP 502" }).waitFor({ timeout: 5000 });
+      expect(await page.locator("#status").textContent()).not.toContain("SyntaxError");
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it("the page asks for no favicon (the server has none: a 401 or 404 in the browser's console)", async () => {
+    const { page } = await newPage(browser);
+    try {
+      // The browser's own requests (the favicon's) are seen by the DevTools protocol only.
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send("Network.enable");
+      const urls: string[] = [];
+      cdp.on("Network.requestWillBeSent", (event) => urls.push(event.request.url));
+      await page.goto(server.url);
+      await page.locator("#key-form").waitFor();
+      await page.waitForLoadState("networkidle");
+      expect(urls.filter((url) => url.includes("favicon"))).toEqual([]);
+      expect(urls.length).toBeGreaterThan(1);
+    } finally {
+      await page.context().close();
+    }
+  });
 });
