@@ -36,10 +36,19 @@ export function loadConsole(): { index: Buffer; assets: Map<string, Buffer> } | 
 
 export type ConsoleFiles = NonNullable<ReturnType<typeof loadConsole>>;
 
-/** The page, or 503 CONSOLE_NOT_BUILT. */
+/** The page, with its security headers (CSP, nosniff, no referrer), or 503 CONSOLE_NOT_BUILT. */
 export function consolePage(files: ConsoleFiles | null): { body: Buffer; headers: Record<string, string> } {
   if (!files) throw new AppError("CONSOLE_NOT_BUILT", "the console is not built: run `npm run build`", 503);
-  return { body: files.index, headers: { "content-type": TYPES[".html"] as string, "content-security-policy": CSP } };
+  return {
+    body: files.index,
+    headers: {
+      "content-type": TYPES[".html"] as string,
+      "content-security-policy": CSP,
+      // Read as HTML only; and the address (its hash names a session) goes nowhere with a link followed.
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    },
+  };
 }
 
 /** One of the page's assets, or 404. */

@@ -868,10 +868,12 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(byName.shell).toMatchObject({ readOnly: false, defaultApproval: "ask" });
     });
 
-    it("console: / serves the page (open, no CDN: its assets are the server's own); an unknown asset is 404", async () => {
+    it("console: / serves the page (open, no CDN: its assets are the server's own; nosniff, no referrer); an unknown asset is 404", async () => {
       const page = await call(server, "GET", "/");
       expect(page.status).toBe(200);
       expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+      expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(page.headers.get("referrer-policy")).toBe("no-referrer");
       // Every URL but the empty icon (`data:,`, so the browser asks for no /favicon.ico).
       const assets = [...String(page.body).matchAll(/(?:src|href)="([^"]+)"/g)]
         .map((m) => m[1] as string)
