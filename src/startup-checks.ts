@@ -2,6 +2,7 @@ import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } f
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { StorageError } from "./store/errors.js";
+import { SchemaTooNewError } from "./store/schema-too-new.js";
 import { type OpenSqliteStoreOptions, openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 import { resolveShellSandbox, type ShellSandbox, type ShellSandboxMode } from "./tools/index.js";
@@ -45,7 +46,8 @@ const SHARED_ROOT_HINT =
 
 /**
  * Opens the store, or throws ConfigError naming DATABASE_PATH and why the file cannot be used
- * (a storage failure, or a file system error: a path, permission, lock or format problem).
+ * (a storage failure, a file system error: a path, permission, lock or format problem, or a
+ * schema a newer release migrated).
  * Any other failure (a migration that does not apply, say) is thrown as it is.
  */
 export function openStoreOrExplain(
@@ -56,7 +58,8 @@ export function openStoreOrExplain(
     return openSqliteStore({ path, ...options });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (!(err instanceof StorageError) && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
+    const explained = err instanceof StorageError || err instanceof SchemaTooNewError;
+    if (!explained && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
     throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
   }
 }
@@ -67,7 +70,8 @@ export const withoutPassword = (url: string): string => url.replace(/^(\w+:\/\/[
 /**
  * Connects to the PostgreSQL database at `url` and migrates it, or throws ConfigError naming
  * DATABASE_URL (without its password) and the server's reason (authentication failed, database
- * missing, connection refused). Any other failure (a migration that does not apply) is thrown as it is.
+ * missing, connection refused, a schema a newer release migrated). Any other failure (a
+ * migration that does not apply) is thrown as it is.
  */
 export async function openPgStoreOrExplain(
   url: string,
@@ -78,7 +82,7 @@ export async function openPgStoreOrExplain(
     const { openPgStore } = await import("./store/pg/pg-store.js");
     return await openPgStore({ url, groupCommitMs });
   } catch (err) {
-    if (!(err instanceof StorageError)) throw err;
+    if (!(err instanceof StorageError) && !(err instanceof SchemaTooNewError)) throw err;
     throw new ConfigError([`DATABASE_URL: cannot use ${withoutPassword(url)}: ${reason(err)}`]);
   }
 }

@@ -43,7 +43,8 @@ function takeOwnerLock(path: string): Database.Database {
  * by this process (see takeOwnerLock; released when the returned connection is closed), and
  * applies pending migrations before returning. Throws StorageError when the file cannot be
  * used (kind `busy`, naming the file, when another process holds it); a migration that does
- * not apply is thrown as it is.
+ * not apply, or a schema a newer release migrated (SchemaTooNewError), is thrown as it is, the
+ * file closed.
  */
 export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
   const onDisk = path !== ":memory:";
@@ -83,6 +84,11 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
     db.close();
     throw translateSqliteError(err);
   }
-  runMigrations(db);
+  try {
+    runMigrations(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   return db;
 }

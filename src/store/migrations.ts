@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type Database from "better-sqlite3";
+import { refuseNewerSchema } from "./schema-too-new.js";
 
 /** The SQL dialects with their own migrations; one version number means the same change in each. */
 export type Dialect = "sqlite" | "postgres";
@@ -34,17 +35,20 @@ const FOREIGN_KEYS_OFF = "-- foreign-keys: off";
 
 /**
  * Applies the SQLite migrations not yet applied, in order, each in its own transaction
- * together with its row in `schema_migrations`. Re-running is a no-op.
+ * together with its row in `schema_migrations`. Re-running is a no-op. A database a newer
+ * release migrated (a version above the folder's highest) is refused with SchemaTooNewError,
+ * nothing applied.
  */
 export function runMigrations(db: Database.Database, dir = migrationsDir("sqlite")): string[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
   );
-  const applied = new Set(
-    (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
-  );
+  const rows = db.prepare("SELECT version, name FROM schema_migrations").all() as { version: number; name: string }[];
+  const files = migrationFiles(dir);
+  refuseNewerSchema(rows, files);
+  const applied = new Set(rows.map((r) => r.version));
   const ran: string[] = [];
-  for (const { version, file, sql } of migrationFiles(dir)) {
+  for (const { version, file, sql } of files) {
     if (applied.has(version)) continue;
     // The pragma is a no-op inside a transaction, so it is set around it.
     const keysOff = sql.startsWith(FOREIGN_KEYS_OFF) && db.pragma("foreign_keys", { simple: true }) === 1;

@@ -1,5 +1,6 @@
 import type { Pool } from "pg";
 import { migrationFiles, migrationsDir } from "../migrations.js";
+import { refuseNewerSchema } from "../schema-too-new.js";
 
 /** The advisory lock key every instance takes to migrate ("agent-server migrations"). */
 const MIGRATION_LOCK = 4_417_302_011;
@@ -8,6 +9,7 @@ const MIGRATION_LOCK = 4_417_302_011;
  * Applies the PostgreSQL migrations not yet applied, in order, each in its own transaction with
  * its row in `schema_migrations`, while holding `pg_advisory_lock`: instances starting together
  * wait for each other and the later ones find nothing left to do. Returns the files applied.
+ * A database a newer release migrated is refused with SchemaTooNewError, nothing applied.
  */
 export async function runPgMigrations(pool: Pool, dir = migrationsDir("postgres")): Promise<string[]> {
   const client = await pool.connect();
@@ -17,11 +19,14 @@ export async function runPgMigrations(pool: Pool, dir = migrationsDir("postgres"
       await client.query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
       );
-      const applied = new Set(
-        (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version),
-      );
+      const rows = (
+        await client.query<{ version: number; name: string }>("SELECT version, name FROM schema_migrations")
+      ).rows;
+      const files = migrationFiles(dir);
+      refuseNewerSchema(rows, files);
+      const applied = new Set(rows.map((r) => r.version));
       const ran: string[] = [];
-      for (const { version, file, sql } of migrationFiles(dir)) {
+      for (const { version, file, sql } of files) {
         if (applied.has(version)) continue;
         await client.query("BEGIN");
         try {
