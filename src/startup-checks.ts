@@ -1,6 +1,7 @@
 import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
+import { displayDatabaseUrl } from "./display-database-url.js";
 import { StorageError } from "./store/errors.js";
 import { SchemaTooNewError } from "./store/schema-too-new.js";
 import { type OpenSqliteStoreOptions, openSqliteStore } from "./store/sqlite-store.js";
@@ -64,12 +65,9 @@ export function openStoreOrExplain(
   }
 }
 
-/** A connection URL without its password, fit for an error message or a log. */
-export const withoutPassword = (url: string): string => url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, "$1@");
-
 /**
  * Connects to the PostgreSQL database at `url` and migrates it, or throws ConfigError naming
- * DATABASE_URL (without its password) and the server's reason (authentication failed, database
+ * DATABASE_URL (as displayDatabaseUrl shows it: no secret) and the server's reason (authentication failed, database
  * missing, connection refused, a schema a newer release migrated). Any other failure (a
  * migration that does not apply) is thrown as it is.
  */
@@ -82,8 +80,15 @@ export async function openPgStoreOrExplain(
     const { openPgStore } = await import("./store/pg/pg-store.js");
     return await openPgStore({ url, groupCommitMs });
   } catch (err) {
+    const shown = displayDatabaseUrl(url);
+    // The driver's own parser refused the URL (its message carries no part of it).
+    if ((err as { code?: unknown }).code === "ERR_INVALID_URL") {
+      throw new ConfigError([
+        `DATABASE_URL: cannot use ${shown}: it is not a URL the PostgreSQL driver can parse (percent-encode @ : / ? # in the user name and password)`,
+      ]);
+    }
     if (!(err instanceof StorageError) && !(err instanceof SchemaTooNewError)) throw err;
-    throw new ConfigError([`DATABASE_URL: cannot use ${withoutPassword(url)}: ${reason(err)}`]);
+    throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${reason(err)}`]);
   }
 }
 

@@ -1,0 +1,64 @@
+/**
+ * DATABASE_URL in the message of a refused start: the password never shows, however it is
+ * written (in the user info, unescaped, or as a query parameter), nor does any query parameter
+ * that may carry a secret, nor any part of a URL that does not parse.
+ */
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config.js";
+import { displayDatabaseUrl } from "../../src/display-database-url.js";
+import { openPgStoreOrExplain } from "../../src/startup-checks.js";
+import { freePort } from "../helpers/child-server.js";
+
+const SECRET = "S3CRET-pw";
+
+describe("DATABASE_URL as an error message shows it", () => {
+  it("drops the password and the query parameters that may carry secrets, and says so", () => {
+    const cases: [string, string][] = [
+      [`postgres://agent:${SECRET}@db.internal:5432/agent`, "postgres://agent@db.internal:5432/agent"],
+      [`postgres://agent@h/db?password=${SECRET}`, "postgres://agent@h/db (1 other query parameter not shown)"],
+      [`postgres://agent:p@ss${SECRET}@h/db`, "postgres://agent@h/db"],
+      [`postgres://agent:x:y${SECRET}@h/db`, "postgres://agent@h/db"],
+      [
+        `postgresql://agent@h/db?sslmode=require&sslpassword=${SECRET}&sslkey=/k/${SECRET}.key&options=-c%20x`,
+        "postgresql://agent@h/db?sslmode=require (3 other query parameters not shown)",
+      ],
+      [`postgres://agent@h/db?host=/run/pg#${SECRET}`, "postgres://agent@h/db?host=%2Frun%2Fpg"],
+    ];
+    for (const [url, shown] of cases) expect(displayDatabaseUrl(url), url).toBe(shown);
+  });
+
+  it("a URL that does not parse shows its scheme only", () => {
+    for (const url of [
+      `postgres://agent:pa/ss${SECRET}@h/db`,
+      `postgres://agent:pa#ss${SECRET}@h/db`,
+      `postgres://agent:${SECRET} x@h:port/db`,
+    ]) {
+      expect(displayDatabaseUrl(url), url).toBe("postgres://(not shown: it cannot be parsed as a URL)");
+    }
+    expect(displayDatabaseUrl(`${SECRET}://x:y@`)).toBe("(not shown: it cannot be parsed as a URL)");
+  });
+
+  it("a start that cannot connect names DATABASE_URL without any of the secret", async () => {
+    const port = await freePort();
+    const refusals: string[] = [];
+    for (const url of [
+      `postgres://agent@127.0.0.1:${port}/agent?password=${SECRET}`,
+      `postgres://agent:p@ss${SECRET}@127.0.0.1:${port}/agent`,
+      `postgres://agent:pa/ss${SECRET}@127.0.0.1:${port}/agent`,
+    ]) {
+      const refused = await openPgStoreOrExplain(url).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(refused, url).toBeInstanceOf(ConfigError);
+      refusals.push((refused as ConfigError).message);
+    }
+    expect(refusals[0]).toMatch(/DATABASE_URL: cannot use postgres:\/\/agent@127\.0\.0\.1:\d+\/agent .*ECONNREFUSED/);
+    expect(refusals[1]).toMatch(/DATABASE_URL: cannot use postgres:\/\/agent@127\.0\.0\.1:\d+\/agent: .*ECONNREFUSED/);
+    expect(refusals[2]).toMatch(/DATABASE_URL: cannot use postgres:\/\/\(not shown.*percent-encode/);
+    for (const message of refusals) {
+      expect(message).not.toContain(SECRET);
+      expect(message).not.toMatch(/\bss\b|pa\/ss/);
+    }
+  });
+});
