@@ -1,11 +1,18 @@
 #!/usr/bin/env node
-// `npm start`: builds dist/ when it is missing or older than the sources, then runs
-// the server in this process's place (signals reach it directly).
+// `npm start`: refuses a Node.js older than package.json's engines (exit 1, saying so),
+// builds dist/ when it is missing or older than the sources, then runs the server in this
+// process's place (signals reach it directly).
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { currentNodeProblem } from "./node-version.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
+const nodeProblem = currentNodeProblem(join(root, "package.json"));
+if (nodeProblem) {
+  console.error(nodeProblem);
+  process.exit(1);
+}
 const entry = join(root, "dist/src/server.js");
 
 function newestMtime(dir) {
