@@ -16,6 +16,13 @@ interface Service {
   stop_grace_period?: string;
 }
 
+/** An nginx time (`30s`, `1m`, `500ms`, a bare number of seconds) in milliseconds. */
+function nginxMs(time: string): number {
+  const [, amount, unit = "s"] = /^(\d+)(ms|s|m|h)?$/.exec(time) ?? [];
+  if (amount === undefined) throw new Error(`not an nginx time: ${time}`);
+  return Number(amount) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit as "ms" | "s" | "m" | "h"];
+}
+
 /** What `${NAME:?message}` and `${NAME:-default}` become with these values set. */
 const substitute = (value: string, vars: Record<string, string>) =>
   value.replace(/\$\{(\w+)(?::[?-][^}]*)?\}/g, (_, name: string) => vars[name] ?? "");
@@ -66,5 +73,19 @@ describe("the docker compose example of several instances (deploy/compose.yaml)"
     expect(seconds).toBeGreaterThanOrEqual(300);
     const upstreams = [...nginx.matchAll(/server (agent-\d):3000;/g)].map((m) => m[1]);
     expect(upstreams).toEqual(agents.map(([name]) => name));
+  });
+
+  it("nginx lets an idle upstream connection go before the instance closes it (no 502 from a reused, closing one)", () => {
+    const nginx = readFileSync(join(deploy, "nginx.conf"), "utf8");
+    const upstream = /upstream agents \{([^}]*)\}/.exec(nginx)?.[1] ?? "";
+    expect(upstream).toMatch(/keepalive \d+;/);
+    // nginx keeps an idle upstream connection 60 s unless the upstream block says otherwise.
+    const idle = nginxMs(/keepalive_timeout (\w+);/.exec(upstream)?.[1] ?? "60s");
+    for (const [name, service] of agents) {
+      const env = Object.fromEntries(
+        Object.entries(service.environment ?? {}).map(([k, v]) => [k, substitute(String(v), vars)]),
+      );
+      expect(idle, name).toBeLessThan(loadConfig(env).KEEP_ALIVE_TIMEOUT_MS);
+    }
   });
 });
