@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { settingRuleProblems } from "./config-rules.js";
 import {
   choiceSetting,
   intSetting,
@@ -11,7 +12,6 @@ import {
   stringSetting,
 } from "./config-settings.js";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
-import { carriesCredentials, WebhookTargetSchema } from "./domain/webhook.js";
 import {
   DEFAULT_SESSIONS_PER_KEY,
   defaultMaxConnections,
@@ -21,8 +21,6 @@ import {
 } from "./key-limits.js";
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { DEFAULT_MAX_PENDING_PER_KEY } from "./webhooks/pending-cap.js";
-import { webhookKey } from "./webhooks/signature.js";
-import { checkWebhookTarget } from "./webhooks/target-policy.js";
 
 export { MAX_TIMER_MS };
 
@@ -164,7 +162,7 @@ const EnvSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: choiceSetting(["0", "1"], "0").transform((value) => value === "1"),
   /** How long one delivery may take. */
   WEBHOOK_TIMEOUT_MS: msSetting(10_000, { min: 100, max: 120_000 }),
-  /** The wait after a delivery's first failure; each further one doubles it, up to WEBHOOK_RETRY_MAX_MS. */
+  /** The wait after a delivery's first failure; each further one doubles it, up to WEBHOOK_RETRY_MAX_MS (not below it: see config-rules.ts). */
   WEBHOOK_RETRY_BASE_MS: msSetting(5_000, { min: 10 }),
   WEBHOOK_RETRY_MAX_MS: msSetting(3_600_000, { min: 10 }),
   /** How long after its event a delivery is still tried. */
@@ -224,31 +222,6 @@ export class ConfigError extends Error {
   }
 }
 
-function webhookProblems(data: {
-  WEBHOOK_URL: string;
-  WEBHOOK_SECRET: string;
-  WEBHOOK_ALLOW_PRIVATE: boolean;
-}): string[] {
-  const problems: string[] = [];
-  if (data.WEBHOOK_SECRET !== "" && !webhookKey(data.WEBHOOK_SECRET)) {
-    problems.push("WEBHOOK_SECRET: must be whsec_ followed by 24 to 64 bytes in base64");
-  }
-  if (data.WEBHOOK_URL === "") return problems;
-  const target = WebhookTargetSchema.safeParse({ url: data.WEBHOOK_URL });
-  if (!target.success) problems.push("WEBHOOK_URL: must be an http or https URL");
-  else if (carriesCredentials(data.WEBHOOK_URL)) {
-    problems.push("WEBHOOK_URL: must not carry credentials (user:pass@): deliveries do not send them");
-  } else if (data.WEBHOOK_SECRET === "") problems.push("WEBHOOK_URL: needs WEBHOOK_SECRET (nothing is sent unsigned)");
-  else {
-    try {
-      checkWebhookTarget(target.data, { signing: true, allowPrivate: data.WEBHOOK_ALLOW_PRIVATE });
-    } catch (err) {
-      problems.push(`WEBHOOK_URL: ${(err as Error).message}`);
-    }
-  }
-  return problems;
-}
-
 /**
  * Reads and validates the configuration; throws ConfigError naming each bad variable.
  * `openFileLimit` (default: this process's) bounds MAX_STREAMS_PER_KEY's and MAX_CONNECTIONS's defaults.
@@ -268,24 +241,9 @@ export function loadConfig(
   if (!parsed.success || !model.ok) throw new ConfigError(problems);
   const data = parsed.data;
   const keyed = data.AGENT_API_KEYS.length > 0;
-  for (const name of ["MAX_RUNS_PER_KEY", "MAX_SESSIONS_PER_KEY", "MAX_STREAMS_PER_KEY"] as const) {
-    if ((data[name] ?? 0) > 0 && !keyed)
-      problems.push(`${name}: limits what one API key may take, so it needs AGENT_API_KEYS`);
-  }
-  if (data.CORS_ORIGINS.includes("*") && !keyed) {
-    problems.push(
-      "CORS_ORIGINS: * without AGENT_API_KEYS lets any web page a visitor opens drive this server and its tools: name the origins, or set AGENT_API_KEYS",
-    );
-  }
   const ceiling = parseApprovalCeiling(data.APPROVAL_POLICY_MAX);
   if (!ceiling.ok) problems.push(`APPROVAL_POLICY_MAX: ${ceiling.error}`);
-  if (data.HEADERS_TIMEOUT_MS > data.REQUEST_TIMEOUT_MS) {
-    problems.push("HEADERS_TIMEOUT_MS: must not be longer than REQUEST_TIMEOUT_MS");
-  }
-  problems.push(...webhookProblems(data));
-  if (data.METRICS_PORT !== undefined && data.METRICS_PORT !== 0 && data.METRICS_PORT === data.PORT) {
-    problems.push("METRICS_PORT: must differ from PORT");
-  }
+  problems.push(...settingRuleProblems(data));
   if (problems.length || !ceiling.ok) throw new ConfigError(problems);
   return {
     ...data,

@@ -203,3 +203,21 @@ describe("the workspace root at run time", () => {
     expect((await server.request("GET", "/readyz")).status).toBe(200);
   });
 });
+
+describe("settings that contradict each other", () => {
+  it("WEBHOOK_RETRY_BASE_MS above WEBHOOK_RETRY_MAX_MS is refused naming both; equal is accepted", () => {
+    expect(() => loadConfig({ ...base, WEBHOOK_RETRY_BASE_MS: "600000", WEBHOOK_RETRY_MAX_MS: "1000" })).toThrow(
+      /WEBHOOK_RETRY_BASE_MS: must not be longer than WEBHOOK_RETRY_MAX_MS \(600000 > 1000\)/,
+    );
+    // Above the default maximum (1 h) without raising it.
+    expect(() => loadConfig({ ...base, WEBHOOK_RETRY_BASE_MS: "7200000" })).toThrow(/WEBHOOK_RETRY_MAX_MS/);
+    const equal = loadConfig({ ...base, WEBHOOK_RETRY_BASE_MS: "1000", WEBHOOK_RETRY_MAX_MS: "1000" });
+    expect([equal.WEBHOOK_RETRY_BASE_MS, equal.WEBHOOK_RETRY_MAX_MS]).toEqual([1000, 1000]);
+
+    const temp = tempDir("config-conflict-");
+    cleanups.push(temp.cleanup);
+    const refused = startRefused(temp.path, { WEBHOOK_RETRY_BASE_MS: "600000", WEBHOOK_RETRY_MAX_MS: "1000" });
+    expect(refused.status).toBe(2);
+    expect(refused.output).toMatch(/WEBHOOK_RETRY_BASE_MS: .*WEBHOOK_RETRY_MAX_MS/);
+  });
+});
