@@ -39,6 +39,8 @@ const EnvSchema = z.object({
    * messages); commits made meanwhile share it (0: one per turn of the event loop).
    */
   GROUP_COMMIT_MS: intSetting(2, { min: 0, max: 50 }),
+  /** With DATABASE_URL: how long a statement may wait for its answer (see DEFAULT_QUERY_TIMEOUT_MS). */
+  DATABASE_QUERY_TIMEOUT_MS: msSetting(30_000, { min: 1_000, max: 3_600_000 }),
   WORKSPACE_ROOT: stringSetting("./workspaces"),
   AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
   LOG_LEVEL: z.preprocess(

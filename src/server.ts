@@ -59,7 +59,10 @@ async function main(): Promise<void> {
   try {
     // DATABASE_URL set: PostgreSQL (connected and migrated here); otherwise the SQLite file.
     const store = config.DATABASE_URL
-      ? await openPgStoreOrExplain(config.DATABASE_URL, { groupCommitMs: config.GROUP_COMMIT_MS })
+      ? await openPgStoreOrExplain(config.DATABASE_URL, {
+          groupCommitMs: config.GROUP_COMMIT_MS,
+          queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+        })
       : undefined;
     ctx = composeContext(config, logger, { store });
   } catch (err) {

@@ -73,12 +73,12 @@ export function openStoreOrExplain(
  */
 export async function openPgStoreOrExplain(
   url: string,
-  { groupCommitMs }: { groupCommitMs?: number } = {},
+  { groupCommitMs, queryTimeoutMs }: { groupCommitMs?: number; queryTimeoutMs?: number } = {},
 ): Promise<Store> {
   try {
     // Loaded only for PostgreSQL: the driver and the store's modules are ~30 ms of a start.
     const { openPgStore } = await import("./store/pg/pg-store.js");
-    return await openPgStore({ url, groupCommitMs });
+    return await openPgStore({ url, groupCommitMs, queryTimeoutMs });
   } catch (err) {
     const shown = displayDatabaseUrl(url);
     // The driver's own parser refused the URL (its message carries no part of it).

@@ -1,5 +1,6 @@
 import type { AppContext } from "../app-context.js";
 import { workspaceRootProblem } from "../startup-checks.js";
+import { boundedProbe } from "./bounded-probe.js";
 
 interface Check {
   ok: boolean;
@@ -14,7 +15,8 @@ export interface Readiness {
 }
 
 /**
- * Ready when the server is not shutting down, the database takes writes, the workspace root
+ * Ready when the server is not shutting down, the database takes writes (answering within
+ * PROBE_DEADLINE_MS: a database that hangs is reported as such, promptly), the workspace root
  * is a directory this process can write (made again when it was removed, as creating a
  * session would) and a model is configured.
  */
@@ -25,7 +27,7 @@ export async function checkReadiness(
   const accepting = ctx.manager.accepting ? { ok: true } : { ok: false, message: "the server is shutting down" };
   let database: Check = { ok: true };
   try {
-    await ctx.store.probeWrites();
+    await boundedProbe(ctx.store);
   } catch (err) {
     database = { ok: false, message: `the database does not take writes: ${(err as Error).message}` };
   }

@@ -8,6 +8,11 @@ export interface TcpProxy {
   dropAll(): void;
   /** Stops passing the server's bytes to the clients (the connections stay open). */
   stall(): void;
+  /**
+   * Silently drops every byte, both ways, of the connections open now (no FIN, no RST: they
+   * go quiet, as after a failover behind a virtual IP); new connections pass as before.
+   */
+  blackhole(): void;
   /** New connections go to this port from now on (a server restarted elsewhere). */
   retarget(port: number): void;
   /** Drops every connection and refuses new ones, as a server that is down. */
@@ -17,23 +22,28 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-/** A TCP proxy on 127.0.0.1 in front of `targetPort`, to break or stall a client's connections. */
-export async function startTcpProxy(initialPort: number): Promise<TcpProxy> {
-  let targetPort = initialPort;
+/**
+ * A TCP proxy on 127.0.0.1 in front of `target` (a port on 127.0.0.1, or a Unix socket's
+ * path), to break, stall or silence a client's connections.
+ */
+export async function startTcpProxy(target: number | string): Promise<TcpProxy> {
+  let targetPort = target;
   const pairs = new Set<[Socket, Socket]>();
+  const silenced = new WeakSet<Socket>();
   const sent: string[] = [];
   let stalled = false;
   const server = createServer((client) => {
-    const upstream = connect(targetPort, "127.0.0.1");
+    const upstream = typeof targetPort === "string" ? connect({ path: targetPort }) : connect(targetPort, "127.0.0.1");
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const index = sent.push("") - 1;
     client.on("data", (data) => {
+      if (silenced.has(client)) return;
       sent[index] += data.toString("latin1");
       upstream.write(data);
     });
     upstream.on("data", (data) => {
-      if (!stalled) client.write(data);
+      if (!stalled && !silenced.has(client)) client.write(data);
     });
     const end = () => {
       pairs.delete(pair);
@@ -62,6 +72,9 @@ export async function startTcpProxy(initialPort: number): Promise<TcpProxy> {
     },
     stall() {
       stalled = true;
+    },
+    blackhole() {
+      for (const [client] of pairs) silenced.add(client);
     },
     retarget(port) {
       targetPort = port;

@@ -1,5 +1,5 @@
 import type { Writable } from "node:stream";
-import type { Pool, PoolClient, QueryResult } from "pg";
+import { DatabaseError, type Pool, type PoolClient, type QueryResult } from "pg";
 import type { StoreConflictError } from "../errors.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
 
@@ -35,10 +35,16 @@ const checked = (statement: Statement): string => {
  * transaction, so everything after it fails and the COMMIT rolls back; the first failure is
  * thrown (a refused statement as its conflict). The batch is data, built before it starts,
  * so no other work can run inside it. Its text values are sent encoded and its rows read back
- * decoded (see pg-text.ts).
+ * decoded (see pg-text.ts). A connection whose state is unknown afterwards (BEGIN or COMMIT
+ * failed, or a statement failed without the server's answer: the query timeout, a broken
+ * connection) is released with the error, which makes the pool destroy it, never hand it out again.
  */
 export async function runBatch(pool: Pool, statements: readonly Statement[]): Promise<QueryResult[]> {
   const client = await pool.connect();
+  // A checked-out connection that breaks emits "error" (its queries fail too, and are handled
+  // below): without a listener it would be thrown at the process.
+  const ignore = () => {};
+  client.on("error", ignore);
   let broken: Error | undefined;
   try {
     // The whole batch leaves in one write: node-postgres writes each statement as it is
@@ -61,8 +67,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
       const reason = (settled[failed] as PromiseRejectedResult).reason as { code?: unknown };
       const statement = statements[failed - 1];
       if (reason?.code === NO_ROW_CHANGED && statement?.orRefuse) throw statement.orRefuse();
-      // A failure of BEGIN or COMMIT itself leaves the connection in an unknown state.
-      if (failed === 0 || failed === sent.length - 1)
+      if (failed === 0 || failed === sent.length - 1 || !(reason instanceof DatabaseError))
         broken = reason instanceof Error ? reason : new Error(String(reason));
       throw reason;
     }
@@ -72,7 +77,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
       return result;
     });
   } finally {
-    // A connection in an unknown state is dropped, not reused.
+    client.off("error", ignore);
     client.release(broken);
   }
 }

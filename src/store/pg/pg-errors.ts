@@ -28,6 +28,13 @@ const RULES: [index: string, rule: StoreConflictError["rule"]][] = [
 const NETWORK = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOENT)$/;
 
 /**
+ * node-postgres's own failures (no SQLSTATE): the connection broke, no connection could be had
+ * in time, a statement went unanswered past the query timeout (its connection is then destroyed).
+ */
+const CLIENT_SIDE =
+  /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout|is not queryable$/;
+
+/**
  * node-postgres's error as the store's: a StorageError with its kind, a StoreConflictError for
  * a broken uniqueness rule or a run whose session is gone, anything else (a bug) unchanged.
  */
@@ -43,7 +50,7 @@ export function translatePgError(err: unknown): unknown {
     return new StoreConflictError("session_gone", err.message);
   if (typeof code === "string" && NETWORK.test(code))
     return new StorageError("unavailable", err.message, { cause: err });
-  if (code === undefined && /^Connection terminated|^timeout exceeded when trying to connect/.test(err.message)) {
+  if (code === undefined && CLIENT_SIDE.test(err.message)) {
     return new StorageError("unavailable", err.message, { cause: err });
   }
   if (typeof code !== "string" || code.length !== 5) return err;

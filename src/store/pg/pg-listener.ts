@@ -1,6 +1,7 @@
 import pg from "pg";
 import type { NotificationHandlers, RunNotifications } from "../notifications.js";
 import type { Statement } from "./pg-batch.js";
+import { keepAliveSettings } from "./pg-connection.js";
 
 /** The channel of committed events: payload `runId:seq`. */
 export const EVENTS_CHANNEL = "agent_run_events";
@@ -77,7 +78,8 @@ export class PgListener implements RunNotifications {
     const client = new pg.Client({
       ...this.options.connection,
       application_name: listenerName(),
-      keepAlive: true,
+      // Idle between notifications: keepalive finds a server that vanished (see KEEPALIVE_IDLE_MS).
+      ...keepAliveSettings,
       connectionTimeoutMillis: 10_000,
     });
     client.on("error", () => this.#lost(client));

@@ -1,4 +1,4 @@
-import type { Pool } from "pg";
+import pg from "pg";
 import { migrationFiles, migrationsDir } from "../migrations.js";
 import { refuseNewerSchema } from "../schema-too-new.js";
 
@@ -9,10 +9,13 @@ const MIGRATION_LOCK = 4_417_302_011;
  * Applies the PostgreSQL migrations not yet applied, in order, each in its own transaction with
  * its row in `schema_migrations`, while holding `pg_advisory_lock`: instances starting together
  * wait for each other and the later ones find nothing left to do. Returns the files applied.
+ * They run on a client of their own, opened with the pool's settings but without its query
+ * timeout: a migration may rewrite a large table, and waits for another instance's.
  * A database a newer release migrated is refused with SchemaTooNewError, nothing applied.
  */
-export async function runPgMigrations(pool: Pool, dir = migrationsDir("postgres")): Promise<string[]> {
-  const client = await pool.connect();
+export async function runPgMigrations(pool: pg.Pool, dir = migrationsDir("postgres")): Promise<string[]> {
+  const client = new pg.Client({ ...pool.options, query_timeout: undefined });
+  await client.connect();
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
@@ -48,6 +51,6 @@ export async function runPgMigrations(pool: Pool, dir = migrationsDir("postgres"
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
     }
   } finally {
-    client.release();
+    await client.end().catch(() => {});
   }
 }

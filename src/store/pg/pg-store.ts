@@ -11,6 +11,7 @@ import type { Store, StoredEvent } from "../store.js";
 import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
+import { DEFAULT_QUERY_TIMEOUT_MS, poolSettings } from "./pg-connection.js";
 import { translatePgError } from "./pg-errors.js";
 import { pgGroupCommit } from "./pg-group-commit.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
@@ -32,6 +33,8 @@ export interface OpenPgStoreOptions {
   maxConnections?: number;
   /** The group commit's window for `commitRun` (see GroupCommit); GROUP_COMMIT_WINDOW_MS by default. */
   groupCommitMs?: number;
+  /** How long a statement may wait for its answer (see poolSettings); DEFAULT_QUERY_TIMEOUT_MS by default. */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -264,18 +267,13 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
  * with the server's own message: authentication failed, database missing, refused) when the
  * database cannot be used.
  */
-export async function openPgStore({ url, maxConnections = 10, groupCommitMs }: OpenPgStoreOptions): Promise<Store> {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: maxConnections,
-    connectionTimeoutMillis: 10_000,
-    // A batch is a few statements sent back to back: a transaction left idle this long belongs
-    // to a process that was paused or lost mid-batch, and its row locks would hold runs from
-    // the reaper. The server ends it (rolled back).
-    idle_in_transaction_session_timeout: 10_000,
-    // A batch's statements are written at once and answered in order (see runBatch).
-    pipeline: true,
-  });
+export async function openPgStore({
+  url,
+  maxConnections = 10,
+  groupCommitMs,
+  queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+}: OpenPgStoreOptions): Promise<Store> {
+  const pool = new pg.Pool(poolSettings({ url, maxConnections, queryTimeoutMs }));
   pool.on("error", () => {});
   try {
     await runPgMigrations(pool);
