@@ -49,8 +49,8 @@ export class LiveRun {
   /** Settles when this process no longer executes the run (its end stored, or left for the restart). */
   done!: Promise<RunView>;
 
-  /** When this process began to hold the run (Date.now()): a lease renewal sent later covers it. */
-  readonly heldSince = Date.now();
+  /** When this process began to hold the run (performance.now(): monotonic): a lease renewal sent later covers it. */
+  readonly heldSince = performance.now();
 
   constructor(
     readonly record: RunRecord,

@@ -18,8 +18,16 @@ export interface OwnershipDeps extends RecoveryDeps {
 
 /** The most runs one reaper pass claims, whatever the free slots (a pass is one statement). */
 const MAX_CLAIM = 100;
-/** A lease not renewed for this share of its TTL is treated as lost here (the margin covers clock drift). */
+/**
+ * A lease not renewed for this share of its TTL is treated as lost here: measured from when
+ * the last renewal that succeeded was sent, before the database started its TTL, so the run
+ * stops at least a tenth of the TTL before a peer may claim it (the margin covers the rates of
+ * the two clocks and the timer's lateness).
+ */
 const SELF_EXPIRY = 0.9;
+
+/** Elapsed time here: monotonic, so a step of the wall clock (NTP, a VM restored) moves no deadline. */
+const now = (): number => performance.now();
 
 /**
  * Ownership of runs by lease, for this process. At start it claims the runs left without an
@@ -34,8 +42,10 @@ export class RunOwnership {
   #timers: NodeJS.Timeout[] = [];
   #reaping: Promise<RecoveryReport> | null = null;
   #again = false;
-  /** When the last renewal that succeeded was sent (Date.now()). */
-  #renewedAt = Date.now();
+  /** When the last renewal that succeeded was sent (performance.now()). */
+  #renewedAt = now();
+  /** Fires at the earliest self-expiry of a run held here (see #armExpiry). */
+  #expiry: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: OwnershipDeps) {}
 
@@ -63,6 +73,8 @@ export class RunOwnership {
   stop(): void {
     for (const timer of this.#timers) clearInterval(timer);
     this.#timers = [];
+    if (this.#expiry) clearTimeout(this.#expiry);
+    this.#expiry = null;
   }
 
   /**
@@ -71,21 +83,11 @@ export class RunOwnership {
    */
   async renew(): Promise<void> {
     const { store, instance, logger } = this.deps;
-    const sentAt = Date.now();
-    const stale = (err?: unknown) => {
-      const late = this.deps
-        .liveRuns()
-        .filter(
-          (run) =>
-            run.recorder.lease !== null &&
-            !run.stopped &&
-            Date.now() - Math.max(this.#renewedAt, run.heldSince) >= instance.leaseMs * SELF_EXPIRY,
-        );
-      if (late.length) logger.error({ err, runs: late.map((r) => r.id) }, "leases could not be renewed in time");
-      for (const run of late) run.stop(LEASE_LOST);
-    };
+    const sentAt = now();
     // The renewals sent before may still be waiting for an answer.
-    stale();
+    this.#stopStale();
+    // Runs taken since the last arming have their own deadline (this renewal may hang).
+    this.#armExpiry();
     const live = this.deps.liveRuns().filter((run) => run.recorder.lease !== null);
     if (!live.length) {
       this.#renewedAt = sentAt;
@@ -102,8 +104,10 @@ export class RunOwnership {
       this.#renewedAt = Math.max(this.#renewedAt, sentAt);
     } catch (err) {
       logger.warn({ err }, "leases could not be renewed; trying again");
-      stale(err);
+      this.#stopStale(err);
       return;
+    } finally {
+      this.#armExpiry();
     }
     for (const run of live) {
       const lease = run.recorder.lease as { runId: string; epoch: number };
@@ -111,6 +115,46 @@ export class RunOwnership {
       logger.warn({ runId: run.id, epoch: lease.epoch }, "lost the lease of a run: another instance took it over");
       run.stop(LEASE_LOST);
     }
+  }
+
+  /** When `run`'s lease is treated as lost here (performance.now()): see SELF_EXPIRY. */
+  #expiresAt(run: LiveRun): number {
+    return Math.max(this.#renewedAt, run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY;
+  }
+
+  /** The leased runs held here that are not stopped yet. */
+  #leased(): LiveRun[] {
+    return this.deps.liveRuns().filter((run) => run.recorder.lease !== null && !run.stopped);
+  }
+
+  /** Stops the runs whose lease is treated as lost (see SELF_EXPIRY), killing their tools. */
+  #stopStale(err?: unknown): void {
+    const late = this.#leased().filter((run) => now() >= this.#expiresAt(run));
+    if (!late.length) return;
+    this.deps.logger.error({ err, runs: late.map((r) => r.id) }, "leases could not be renewed in time");
+    for (const run of late) run.stop(LEASE_LOST);
+  }
+
+  /**
+   * Arms the self-expiry for the earliest of the runs held here: it fires on time whatever the
+   * renewals do (one that hangs does not delay it to the next renewal's tick). Re-armed by each
+   * renewal, and by itself for the runs left.
+   */
+  #armExpiry(): void {
+    if (this.#expiry) clearTimeout(this.#expiry);
+    this.#expiry = null;
+    if (!this.#timers.length) return;
+    const next = Math.min(...this.#leased().map((run) => this.#expiresAt(run)));
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.#expiry = setTimeout(
+      () => {
+        this.#expiry = null;
+        this.#stopStale();
+        this.#armExpiry();
+      },
+      Math.max(0, Math.ceil(next - now())),
+    );
+    this.#expiry.unref();
   }
 
   /** One reaper pass (a pass asked for while one runs is done right after it). */
