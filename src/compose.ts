@@ -57,6 +57,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       groupCommitMs: config.GROUP_COMMIT_MS,
       onCheckpoint: (durationMs) => observeCheckpoint(durationMs),
       onCheckpointError: (message) => logger.warn({ message }, "a WAL checkpoint failed; the next one tries again"),
+      onFileProblem: (problem) => logger.error({ problem }, "the database file is no longer where it was opened"),
     });
   // Over a shared database a run may resume on another instance, in the same workspace path.
   const workspaceRealRoot = prepareWorkspaceRoot(config.WORKSPACE_ROOT, { shared: opened.shared });

@@ -53,7 +53,7 @@ const SHARED_ROOT_HINT =
  */
 export function openStoreOrExplain(
   path: string,
-  options: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError" | "groupCommitMs"> = {},
+  options: Pick<OpenSqliteStoreOptions, "onCheckpoint" | "onCheckpointError" | "onFileProblem" | "groupCommitMs"> = {},
 ): Store {
   try {
     return openSqliteStore({ path, ...options });

@@ -31,6 +31,8 @@ export async function checkReadiness(
   } catch (err) {
     database = { ok: false, message: `the database does not take writes: ${(err as Error).message}` };
   }
+  const fileProblem = ctx.store.fileProblem?.() ?? null;
+  if (database.ok && fileProblem) database = { ok: false, message: fileProblem };
   const model = ctx.modelProblem === null ? { ok: true } : { ok: false, message: ctx.modelProblem };
   const problem = workspaceRootProblem(ctx.config.WORKSPACE_ROOT);
   const workspaces = problem

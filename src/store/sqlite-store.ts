@@ -1,26 +1,23 @@
 import { applyRunChange } from "./apply-change.js";
-import { Checkpointer, WAL_RESTART_FRAMES, type WalRestart } from "./checkpointer.js";
-import { type Db, type OpenDatabaseOptions, openDatabase } from "./database.js";
+import { Checkpointer, WAL_RESTART_FRAMES } from "./checkpointer.js";
+import { type Db, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, queueHeld, StorageError, StoreConflictError } from "./errors.js";
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
 import { MayHaveRows } from "./may-have-rows.js";
 import { startedEvent } from "./queue.js";
 import { translateSqliteError } from "./sqlite-errors.js";
+import { fileProblemOf } from "./sqlite-file-identity.js";
+import type { OpenSqliteStoreOptions, SqliteStoreOptions } from "./sqlite-store-options.js";
 import { sqliteTables } from "./sqlite-tables.js";
 import { sqliteWriteProbe } from "./sqlite-write-probe.js";
 import { StorageHealth } from "./storage-health.js";
 import type { Store, StoredEvent } from "./store.js";
 import { targetOfRun } from "./webhook-targets.js";
 
+export type { OpenSqliteStoreOptions, SqliteStoreOptions };
+
 /** Rows of events deleted in one piece of a session's delete (a few ms of work). */
 const DELETE_PIECE_ROWS = 2000;
-
-export interface SqliteStoreOptions {
-  /** GroupCommit's window for writes; GROUP_COMMIT_WINDOW_MS by default. */
-  groupCommitMs?: number;
-  /** At most this many events are deleted in one piece of a session's delete; 2,000 by default. */
-  deletePieceRows?: number;
-}
 
 /**
  * The Store over one SQLite connection (better-sqlite3, synchronous). A read is done at once
@@ -231,19 +228,6 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
   return { store, holdWrites: () => group.hold() };
 }
 
-export interface OpenSqliteStoreOptions extends OpenDatabaseOptions, SqliteStoreOptions {
-  /** Told of each WAL checkpoint with its duration in ms (see Checkpointer). */
-  onCheckpoint?: (durationMs: number) => void;
-  /** Told when a checkpoint failed. */
-  onCheckpointError?: (message: string) => void;
-  /** How often the WAL is checkpointed (CHECKPOINT_INTERVAL_MS by default). */
-  checkpointIntervalMs?: number;
-  /** The WAL's size in frames from which it is restarted (WAL_RESTART_FRAMES by default). */
-  walRestartFrames?: number;
-  /** Told when the writes held for a WAL restart go on (see Checkpointer). */
-  onWalRestart?: (fact: WalRestart) => void;
-}
-
 /**
  * Opens the SQLite file (see openDatabase) and returns the Store over it. A file's WAL is
  * checkpointed by a worker thread (see Checkpointer), never inside a commit: the connection's
@@ -260,11 +244,13 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
     groupCommitMs,
     walRestartFrames = WAL_RESTART_FRAMES,
     onWalRestart,
+    onFileProblem,
     ...open
   } = options;
   const db = openDatabase(open);
   const { store, holdWrites } = sqliteStoreOf(db, { groupCommitMs });
   if (open.path === ":memory:") return store;
+  const fileProblem = fileProblemOf(open.path, onFileProblem);
   db.pragma("wal_autocheckpoint = 0");
   // A restarted WAL's file is cut back to twice the restart size (a frame is a page and its
   // 24-byte header): what the next cycle fills again is not given back and regrown each time.
@@ -286,6 +272,7 @@ export function openSqliteStore(options: OpenSqliteStoreOptions): Store {
   });
   return {
     ...store,
+    fileProblem,
     // The worker's connection first; the last one to close checkpoints what is left.
     close: async () => {
       await checkpointer.close();

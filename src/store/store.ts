@@ -269,6 +269,12 @@ export interface Store {
   /** The last write failure not yet followed by a successful write, if any. */
   writeFailure(): { at: number; message: string } | null;
   /**
+   * What is wrong with the database's files that writes do not show (a SQLite file deleted or
+   * replaced under the server: writes still succeed, into a file no path names), or null.
+   * Absent for a backend without files of its own (PostgreSQL).
+   */
+  fileProblem?(): string | null;
+  /**
    * Wake-ups from other instances over the same database (commits of events, control
    * requests); null for a backend only one process uses (SQLite).
    */
