@@ -1,5 +1,5 @@
 import type { ClaimScope } from "../store/store.js";
-import { LEASE_LOST, type LiveRun } from "./live-run.js";
+import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun } from "./live-run.js";
 import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun, settleQueues } from "./recovery.js";
 
 /** This process as an owner of runs: its id and how long a lease it takes holds. */
@@ -132,7 +132,7 @@ export class RunOwnership {
     const late = this.#leased().filter((run) => now() >= this.#expiresAt(run));
     if (!late.length) return;
     this.deps.logger.error({ err, runs: late.map((r) => r.id) }, "leases could not be renewed in time");
-    for (const run of late) run.stop(LEASE_LOST);
+    for (const run of late) run.stop(LEASE_UNRENEWED);
   }
 
   /**

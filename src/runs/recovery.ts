@@ -50,6 +50,8 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
   const session = await store.sessions.get(run.sessionId);
   // A run a client had cancelled is never continued.
   const abort = mode === "abort" || !session || run.status === "cancelling";
+  // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
+  const since = store.shared ? "the instance executing it was lost" : "the server restarted";
   const outcomeFor = (call: { state: string }) => (call.state === "started" ? interruptedOutcome() : abortedOutcome());
   if (abort) {
     report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
@@ -62,10 +64,10 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
         stopDetail: abortedDetail({
           by:
             run.status === "cancelling"
-              ? "by a DELETE /runs/{id} request before the server restarted"
+              ? `by a DELETE /runs/{id} request before ${since}`
               : !session
                 ? "because its session was deleted"
-                : "because the server restarted with ON_RESTART=abort",
+                : `because ${since}, with ON_RESTART=abort`,
           stats: run.stats,
         }),
         error: null,
