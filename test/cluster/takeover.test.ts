@@ -272,6 +272,8 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     const run = await startRun(a, { approval: { tools: { shell: "allow" } } });
     const watcher = await openSse(`${a.url}/runs/${run.runId}/events`);
     await watcher.waitFor((e) => e.event === "tool.started");
+    // The model's answer to the tool's result, for whichever instance asks (the peer, at once).
+    upstream.enqueue({ text: "done" });
     a.process.kill("SIGTERM");
     await sleep(300);
     // Still up (the tool has its grace), but a new connection is not taken.
@@ -285,7 +287,6 @@ describe("runs survive the loss of their instance (PostgreSQL, real processes)",
     // The stream opened before the SIGTERM was kept to the end and told of the restart.
     await watcher.ended;
     expect(watcher.comments.at(-1)).toMatch(/server restarting/);
-    upstream.enqueue({ text: "done" });
     const { view, history } = await finished(b, run, 10_000);
     expect(view.stopReason).toBe("complete");
     expect(toolResults(history)[0]?.content).toContain("slept");
