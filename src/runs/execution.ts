@@ -15,7 +15,7 @@ import { approvalGate } from "./approvals.js";
 import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
-import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun } from "./live-run.js";
+import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
 import { failedDetail } from "./stop-details.js";
 
 export interface ExecutionDeps {
@@ -113,6 +113,11 @@ const sameCounts = (a: RunStats, b: RunStats | null): boolean =>
 /** A run this process stopped executing without ending it (shutdown, or its lease was lost). */
 function leftHere(deps: ExecutionDeps, live: LiveRun, log: Logger): Promise<RunView> {
   if (live.stoppedBecause === LEASE_LOST) log.warn("stopped the run: another instance took it over");
+  if (live.stoppedBecause === WRITE_UNCERTAIN) {
+    log.warn(
+      "stopped the run: a write got no answer in time; the run continues from what is stored once its lease expires",
+    );
+  }
   if (live.stoppedBecause === LEASE_UNRENEWED) {
     log.warn("stopped the run: its lease could not be renewed in time (another instance may take it over)");
   }

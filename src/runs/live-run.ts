@@ -31,6 +31,8 @@ export const BY_DELETE = "by a DELETE /runs/{id} request";
 export const LEASE_LOST = "this server no longer holds the run's lease: another instance has taken it over";
 
 /** Why a run stops when its lease could not be renewed in time (the database failed or did not answer). */
+export const WRITE_UNCERTAIN =
+  "a write of the run got no answer in time, so whether it was stored is unknown: the run continues from what is stored once its lease expires";
 export const LEASE_UNRENEWED = "this server could not renew the run's lease in time: another instance may take it over";
 
 /** What this process holds for a run it executes: a cache of it and the means to control it. */
@@ -63,8 +65,9 @@ export class LiveRun {
     this.ended = new Promise((resolve) => {
       this.reportEnd = resolve;
     });
-    // Another instance holds the run now: it continues there, and nothing more runs here.
-    recorder.onFenced(() => this.stop(LEASE_LOST));
+    // Another instance holds the run now, or a write's outcome is unknown: nothing more runs
+    // here, and the run continues from what is stored (there, or after its lease expires).
+    recorder.onLeft((why) => this.stop(why === "fenced" ? LEASE_LOST : WRITE_UNCERTAIN));
   }
 
   get id(): string {

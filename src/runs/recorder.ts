@@ -68,8 +68,8 @@ export class RunRecorder {
   #failing = false;
   /** Sealed: nothing more is written for this run by this process (see `seal`). */
   #sealed = false;
-  /** Told once when a write is refused because the lease no longer holds. */
-  #onFenced: (() => void) | null = null;
+  /** Told once when the run is left (see onLeft). */
+  #onLeft: ((why: "fenced" | "outcome_unknown") => void) | null = null;
 
   private constructor(
     private readonly store: Store,
@@ -130,12 +130,14 @@ export class RunRecorder {
   }
 
   /**
-   * `listener` is told (once) when a write is refused because this process no longer holds
-   * the run (StoreConflictError `fenced`): the recorder is sealed by then, so nothing more of
-   * the run is written here.
+   * `listener` is told (once) when this process leaves the run: a write refused because it no
+   * longer holds the run (StoreConflictError `fenced`), or a write whose outcome is unknown
+   * (StorageError `outcomeUnknown`: it may be stored, and a retry of its events would collide
+   * with them), after which only recovery from what is stored continues the run correctly. The
+   * recorder is sealed by then, so nothing more of the run is written here.
    */
-  onFenced(listener: () => void): void {
-    this.#onFenced = listener;
+  onLeft(listener: (why: "fenced" | "outcome_unknown") => void): void {
+    this.#onLeft = listener;
   }
 
   /** Queues a change that may wait for the run's next write, at most NEXT_WRITE_DELAY_MS. */
@@ -247,11 +249,12 @@ export class RunRecorder {
         return events;
       },
       (err: unknown) => {
-        if (isConflict(err, "fenced")) {
+        const unknown = isStorageError(err) && err.outcomeUnknown;
+        if (unknown || isConflict(err, "fenced")) {
           this.seal();
-          const listener = this.#onFenced;
-          this.#onFenced = null;
-          listener?.();
+          const listener = this.#onLeft;
+          this.#onLeft = null;
+          listener?.(unknown ? "outcome_unknown" : "fenced");
           throw err;
         }
         this.#failing = isStorageError(err);

@@ -7,13 +7,20 @@ export type StorageErrorKind = "full" | "busy" | "readonly" | "corrupt" | "io" |
 /** A storage failure, crossing the store's boundary with a kind instead of a backend's code. */
 export class StorageError extends Error {
   readonly code = "STORAGE_FAILED";
+  /**
+   * A write that failed this way may have been stored all the same (its COMMIT was sent, and
+   * its answer never came: the connection broke, or the answer was later than the query
+   * timeout). Only what is read back says.
+   */
+  readonly outcomeUnknown: boolean;
   constructor(
     readonly kind: StorageErrorKind,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; outcomeUnknown?: boolean },
   ) {
     super(message, options);
     this.name = "StorageError";
+    this.outcomeUnknown = options?.outcomeUnknown ?? false;
   }
 }
 

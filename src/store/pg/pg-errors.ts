@@ -34,6 +34,9 @@ const NETWORK = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUN
 const CLIENT_SIDE =
   /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout|is not queryable$/;
 
+/** Of those, the ones after which a statement sent may still have been carried out. */
+const SENT = /^Connection terminated|^Query read timeout/;
+
 /**
  * node-postgres's error as the store's: a StorageError with its kind, a StoreConflictError for
  * a broken uniqueness rule or a run whose session is gone, anything else (a bug) unchanged.
@@ -51,7 +54,7 @@ export function translatePgError(err: unknown): unknown {
   if (typeof code === "string" && NETWORK.test(code))
     return new StorageError("unavailable", err.message, { cause: err });
   if (code === undefined && CLIENT_SIDE.test(err.message)) {
-    return new StorageError("unavailable", err.message, { cause: err });
+    return new StorageError("unavailable", err.message, { cause: err, outcomeUnknown: SENT.test(err.message) });
   }
   if (typeof code !== "string" || code.length !== 5) return err;
   const kind = KINDS.find(([prefix]) => code.startsWith(prefix))?.[1];
