@@ -82,8 +82,13 @@ export async function interruptAndStart<T>(
     await interruptActive(deps, sessionId, idempotencyKey);
     return await start();
   } finally {
-    // A release that fails leaves the hold to expire by itself.
-    await deps.store.runs.holdQueue(sessionId, null).catch(() => {});
+    const released = await deps.store.runs.holdQueue(sessionId, null).then(
+      () => true,
+      () => false,
+    );
     startQueue();
+    // A release that failed leaves the hold to expire by itself: the queue is started again then
+    // (a run enqueued meanwhile waits for it; on a shared database a peer's reaper may be first).
+    if (!released) setTimeout(startQueue, QUEUE_HOLD_MS + 100).unref();
   }
 }

@@ -53,6 +53,7 @@ export function queueStore(db: Db) {
     `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END WHERE id = @id`,
   );
   const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
+  const releaseAll = db.prepare("UPDATE sessions SET queue_held_until = NULL WHERE queue_held_until IS NOT NULL");
   const addInput = db.prepare(
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at
@@ -97,6 +98,10 @@ export function queueStore(db: Db) {
     /** Holds the session's queue for `ms` from now, or releases it (null). */
     hold(sessionId: string, ms: number | null): void {
       hold.run({ id: sessionId, ms });
+    },
+    /** Releases every session's hold (at open: a hold belongs to a start of a process that is gone). */
+    releaseAll(): void {
+      releaseAll.run();
     },
     /** Whether the session's queue is held now. */
     held(sessionId: string): boolean {

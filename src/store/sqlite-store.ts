@@ -42,6 +42,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
   // One transaction wrapper, reused: building it costs as much as a small commit.
   const inTransaction = db.transaction((fn: () => unknown) => fn());
   // Most runs end with no run queued behind them and take no steered input: no read says so.
+  // One process uses the file (its lock), so a queue hold left in it is a dead process's start's.
+  tables.queue.releaseAll();
   const queuedSessions = new MayHaveRows(tables.queue.sessions());
   const inputRuns = new MayHaveRows(tables.queue.runsWithInput());
   const probe = sqliteWriteProbe(db);
