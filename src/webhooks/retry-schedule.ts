@@ -28,6 +28,22 @@ export function nextTryAt(
 }
 
 /**
+ * How late after its window a delivery may be claimed and still be tried (at most a tenth of
+ * the window): its last try may be due at the window's very end, and a claim comes a poll, or a
+ * receiver's cooling, after that.
+ */
+export const CLAIM_LATE_MS = 60_000;
+
+/**
+ * Whether a delivery claimed at `now` is past its window (created at `createdAt`), beyond
+ * the lateness a claim may have (CLAIM_LATE_MS): nobody could send it in time (a downtime), and
+ * it is given up untried.
+ */
+export function closedBeforeClaim(schedule: RetrySchedule, { createdAt, now }: { createdAt: number; now: number }) {
+  return now - createdAt > schedule.windowMs + Math.min(CLAIM_LATE_MS, schedule.windowMs / 10);
+}
+
+/**
  * A Retry-After header's wait in ms (delay-seconds or an HTTP date, RFC 9110 10.2.3); null
  * when absent or unreadable, 0 for a date already past.
  */

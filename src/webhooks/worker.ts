@@ -3,7 +3,7 @@ import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { CoolingTargets } from "./cooling-targets.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
-import { nextTryAt, type RetrySchedule } from "./retry-schedule.js";
+import { closedBeforeClaim, nextTryAt, type RetrySchedule } from "./retry-schedule.js";
 import { RefusedTarget, SendCut, type WebhookSender } from "./send.js";
 import { SendShares, type TryOutcome } from "./send-shares.js";
 import {
@@ -204,7 +204,7 @@ export class WebhookWorker {
     const { store, sender, schedule, logger, facts } = this.deps;
     // Its window closed before anyone sent it (the server down longer than that): given up untried.
     const createdAt = Date.parse(delivery.createdAt);
-    if (Date.now() - createdAt > schedule.windowMs && delivery.nextAttemptAt !== null) {
+    if (closedBeforeClaim(schedule, { createdAt, now: Date.now() }) && delivery.nextAttemptAt !== null) {
       const reason = `not sent within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`;
       const at = new Date().toISOString();
       await store.webhooks.expire({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, reason, at });

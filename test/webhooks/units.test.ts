@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { isPrivateAddress } from "../../src/webhooks/address-guard.js";
 import { GivenUpReport } from "../../src/webhooks/given-up-report.js";
-import { nextTryAt, retryAfterMs } from "../../src/webhooks/retry-schedule.js";
+import { closedBeforeClaim, nextTryAt, retryAfterMs } from "../../src/webhooks/retry-schedule.js";
 import { capturedLogs } from "../helpers/captured-logs.js";
 
 describe("webhook retry schedule", () => {
@@ -13,6 +13,20 @@ describe("webhook retry schedule", () => {
     expect(at(20)).toBe(3_600_000);
     expect(at(30, 86_400_000 - 3_600_000)).toBe(86_400_000);
     expect(at(30, 86_400_000 - 3_599_999)).toBeNull();
+  });
+
+  it("a try due at the window's very end is still sent when claimed a little later; one claimed after a downtime is not", () => {
+    const last = nextTryAt(schedule, { failures: 30, createdAt: 0, now: 86_400_000 - 3_600_000 });
+    expect(last).toBe(86_400_000);
+    // Claimed at the next poll (a few ms late), or after a receiver's cooling: still tried.
+    expect(closedBeforeClaim(schedule, { createdAt: 0, now: 86_400_000 + 20 })).toBe(false);
+    expect(closedBeforeClaim(schedule, { createdAt: 0, now: 86_400_000 + 59_000 })).toBe(false);
+    // Claimed after the server was down past the window: given up untried.
+    expect(closedBeforeClaim(schedule, { createdAt: 0, now: 86_400_000 + 3_600_000 })).toBe(true);
+    // A short window allows a tenth of itself.
+    const short = { ...schedule, windowMs: 2_000 };
+    expect(closedBeforeClaim(short, { createdAt: 0, now: 2_150 })).toBe(false);
+    expect(closedBeforeClaim(short, { createdAt: 0, now: 2_250 })).toBe(true);
   });
 
   it("keeps a receiver's Retry-After when it asks for longer than the backoff, at most the maximum", () => {
