@@ -54,13 +54,15 @@ export class LiveRun {
   /** Settles when this process no longer executes the run (its end stored, or left for the restart). */
   done!: Promise<RunView>;
 
-  /** When this process began to hold the run (performance.now(): monotonic): a lease renewal sent later covers it. */
-  readonly heldSince = performance.now();
-
   constructor(
     readonly record: RunRecord,
     readonly session: SessionRecord,
     readonly recorder: RunRecorder,
+    /**
+     * When this process began to hold the run (performance.now(): monotonic), no later than
+     * the statement that took its lease was sent: a lease renewal sent later covers it.
+     */
+    readonly heldSince: number = performance.now(),
   ) {
     this.ended = new Promise((resolve) => {
       this.reportEnd = resolve;

@@ -42,8 +42,11 @@ export class RunOwnership {
   #timers: NodeJS.Timeout[] = [];
   #reaping: Promise<RecoveryReport> | null = null;
   #again = false;
-  /** When the last renewal that succeeded was sent (performance.now()). */
-  #renewedAt = now();
+  /**
+   * For each run, when the last renewal that succeeded and covered it was sent (performance.now()).
+   * A renewal covers the runs it named only: one sent while a run was being set up renews nothing of it.
+   */
+  readonly #renewedAt = new WeakMap<LiveRun, number>();
   /** Fires at the earliest self-expiry of a run held here (see #armExpiry). */
   #expiry: NodeJS.Timeout | null = null;
 
@@ -89,10 +92,7 @@ export class RunOwnership {
     // Runs taken since the last arming have their own deadline (this renewal may hang).
     this.#armExpiry();
     const live = this.deps.liveRuns().filter((run) => run.recorder.lease !== null);
-    if (!live.length) {
-      this.#renewedAt = sentAt;
-      return;
-    }
+    if (!live.length) return;
     let held: Set<string>;
     try {
       const leases = await store.leases.renew({
@@ -101,7 +101,7 @@ export class RunOwnership {
         runIds: live.map((run) => run.id),
       });
       held = new Set(leases.map((lease) => `${lease.runId}:${lease.epoch}`));
-      this.#renewedAt = Math.max(this.#renewedAt, sentAt);
+      for (const run of live) this.#renewedAt.set(run, Math.max(this.#renewedAt.get(run) ?? sentAt, sentAt));
     } catch (err) {
       logger.warn({ err }, "leases could not be renewed; trying again");
       this.#stopStale(err);
@@ -119,7 +119,9 @@ export class RunOwnership {
 
   /** When `run`'s lease is treated as lost here (performance.now()): see SELF_EXPIRY. */
   #expiresAt(run: LiveRun): number {
-    return Math.max(this.#renewedAt, run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY;
+    return (
+      Math.max(this.#renewedAt.get(run) ?? run.heldSince, run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY
+    );
   }
 
   /** The leased runs held here that are not stopped yet. */
@@ -206,6 +208,8 @@ export class RunOwnership {
     const report = emptyReport();
     if (limit <= 0) return report;
     const { store, instance, logger } = this.deps;
+    // The leases run from before their claim was sent, however long recovering each one takes.
+    const heldSince = performance.now();
     const claimed = await store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope });
     for (const run of claimed) {
       // Still winding down here after its lease was lost: it stops before it runs again.
@@ -215,7 +219,7 @@ export class RunOwnership {
         await stale.done.catch(() => {});
       }
       try {
-        await recoverRun(this.deps, run, report);
+        await recoverRun(this.deps, run, report, heldSince);
       } catch (err) {
         // Its lease expires unrenewed (it is not live here), and the next pass tries again.
         logger.error({ err, runId: run.record.id }, "could not recover a claimed run");

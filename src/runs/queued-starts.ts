@@ -46,6 +46,7 @@ export class QueuedStarts {
     }
     // Held from here to the run's registration, so that starts at once stay within the limit.
     const slot = deps.registry.reserve();
+    const heldSince = performance.now();
     const started = await startQueuedRun(deps, sessionId).catch((err: unknown) => {
       slot.release();
       throw err;
@@ -54,7 +55,7 @@ export class QueuedStarts {
       slot.release();
       return null;
     }
-    const live = new LiveRun(started.record, started.session, started.recorder);
+    const live = new LiveRun(started.record, started.session, started.recorder, heldSince);
     const executing = deps.execute(live);
     slot.release();
     // A DELETE that came between the start and the run's registration here wrote only its status.

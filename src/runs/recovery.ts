@@ -44,7 +44,13 @@ export interface RecoveryDeps {
  * with its last step (calls awaiting approval await it again, their timeout counted from
  * their request), or, in `abort` mode, ends `aborted` through the one finish of a run.
  */
-export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: ClaimedRun, report: RecoveryReport) {
+export async function recoverRun(
+  deps: RecoveryDeps,
+  { record: run, lease }: ClaimedRun,
+  report: RecoveryReport,
+  /** When the run's lease was taken (see ResumeParams.heldSince). */
+  heldSince?: number,
+) {
   const { store, hub, manager, mode } = deps;
   const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId, lease });
   const session = await store.sessions.get(run.sessionId);
@@ -87,7 +93,7 @@ export async function recoverRun(deps: RecoveryDeps, { record: run, lease }: Cla
   });
   // Its input is its first message: a run without one starts over with it.
   const restartInput = !(await store.messages.anyOfRun(run.sessionId, run.id));
-  await manager.resume({ record: run, session, recorder, restartInput });
+  await manager.resume({ record: run, session, recorder, restartInput, heldSince });
   report.resumed.push(run.id);
 }
 

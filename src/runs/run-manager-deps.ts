@@ -58,4 +58,6 @@ export interface ResumeParams {
   recorder: RunRecorder;
   /** Nothing of the run was committed: it starts again from its input. */
   restartInput: boolean;
+  /** When its lease was taken (performance.now(), before the claim was sent); default now. */
+  heldSince?: number;
 }

@@ -179,8 +179,8 @@ export class RunManager {
   }
 
   /** Continues a run the previous process left unfinished (see recovery). */
-  async resume({ record, session, recorder, restartInput }: ResumeParams): Promise<void> {
-    const live = new LiveRun(record, session, recorder);
+  async resume({ record, session, recorder, restartInput, heldSince }: ResumeParams): Promise<void> {
+    const live = new LiveRun(record, session, recorder, heldSince);
     live.resumed = true;
     const priorStep = restartInput ? undefined : ((await this.deps.store.steps.last(record.id)) ?? undefined);
     this.#launch(live, { input: restartInput ? record.input : undefined, priorStats: record.stats, priorStep });

@@ -30,6 +30,8 @@ export interface StartNowDeps {
  * one, and the loop starts from it, without another read.
  */
 export async function startNow(deps: StartNowDeps, params: StartRunInput): Promise<StartedRun> {
+  // The lease is taken by admitRun's insert: held from before it is sent (see LiveRun.heldSince).
+  const heldSince = performance.now();
   const admission = await admitRun(deps.admission, params);
   if (!admission.created) return admission;
   const { record, events } = admission;
@@ -58,7 +60,7 @@ export async function startNow(deps: StartNowDeps, params: StartRunInput): Promi
   } finally {
     admission.release();
   }
-  const executing = deps.execute(new LiveRun(record, params.session, recorder), history);
+  const executing = deps.execute(new LiveRun(record, params.session, recorder, heldSince), history);
   // Registered as executed here by now, and nothing more of it published than `events`.
   params.watch?.admitted(record.id, events);
   await executing;
