@@ -106,7 +106,13 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
   return async ({ toolCall, tool, input }) => {
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
     if (ledger?.decision) {
-      const decision = { decision: ledger.decision, reason: ledger.decisionReason };
+      // An approval stored before the operator's ceiling came to deny the tool (a restart with a
+      // stricter APPROVAL_POLICY_MAX) is not used: the ceiling wins over any decision.
+      const overruled =
+        ledger.decision === "approve" && clampToCeiling("allow", tool.name, deps.approvalCeiling) === "deny";
+      const decision: ToolCallDecision = overruled
+        ? { decision: "deny", reason: `the approval policy denies ${tool.name}` }
+        : { decision: ledger.decision, reason: ledger.decisionReason };
       await announceLedgerDecision(deps, live, toolCall.id, decision);
       return decision;
     }
