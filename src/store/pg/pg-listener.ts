@@ -19,7 +19,15 @@ export interface PgListenerOptions {
   /** First wait before reconnecting, doubled up to `maxBackoffMs`. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /**
+   * How often the listening connection is asked a `SELECT 1` (default PING_MS); one unanswered
+   * within the same time is destroyed and replaced: a connection that went quiet without being
+   * closed (a failover behind a virtual IP) would otherwise deliver nothing, for good.
+   */
+  pingMs?: number;
 }
+
+export const PING_MS = 10_000;
 
 /** The statement waking the instance that executes `runId` (sent at the commit of the batch it is in). */
 export function controlNotification(runId: string): Statement {
@@ -47,6 +55,7 @@ export class PgListener implements RunNotifications {
   #closed = false;
   #backoffMs: number;
   #retry: NodeJS.Timeout | null = null;
+  #ping: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: PgListenerOptions) {
     this.#backoffMs = options.minBackoffMs ?? 100;
@@ -69,6 +78,7 @@ export class PgListener implements RunNotifications {
     const client = this.#client;
     this.#client = null;
     this.#connected = false;
+    this.#stopPinging();
     await client?.end().catch(() => {});
   }
 
@@ -81,6 +91,8 @@ export class PgListener implements RunNotifications {
       // Idle between notifications: keepalive finds a server that vanished (see KEEPALIVE_IDLE_MS).
       ...keepAliveSettings,
       connectionTimeoutMillis: 10_000,
+      // A statement unanswered this long (a ping, see #startPinging) fails.
+      query_timeout: this.options.pingMs ?? PING_MS,
     });
     client.on("error", () => this.#lost(client));
     client.on("end", () => this.#lost(client));
@@ -102,6 +114,7 @@ export class PgListener implements RunNotifications {
     this.#client = client;
     this.#connected = true;
     this.#backoffMs = this.options.minBackoffMs ?? 100;
+    this.#startPinging(client);
     for (const handlers of [...this.#handlers]) handlers.resync?.();
   }
 
@@ -109,8 +122,35 @@ export class PgListener implements RunNotifications {
     if (this.#client !== client) return;
     this.#client = null;
     this.#connected = false;
+    this.#stopPinging();
     client.end().catch(() => {});
     this.#scheduleRetry();
+  }
+
+  /** Asks `client` a `SELECT 1` every pingMs, one at a time; unanswered within that, it is destroyed and replaced. */
+  #startPinging(client: pg.Client): void {
+    const pingMs = this.options.pingMs ?? PING_MS;
+    let waiting = false;
+    this.#ping = setInterval(() => {
+      if (waiting) return;
+      waiting = true;
+      client.query("SELECT 1").then(
+        () => {
+          waiting = false;
+        },
+        () => {
+          // Its socket may never close by itself (nothing answers on it): destroyed here.
+          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+          this.#lost(client);
+        },
+      );
+    }, pingMs);
+    this.#ping.unref();
+  }
+
+  #stopPinging(): void {
+    if (this.#ping) clearInterval(this.#ping);
+    this.#ping = null;
   }
 
   #scheduleRetry(): void {
