@@ -30,9 +30,10 @@ export const BY_DELETE = "by a DELETE /runs/{id} request";
 /** Why a run stops when its lease is lost. */
 export const LEASE_LOST = "this server no longer holds the run's lease: another instance has taken it over";
 
-/** Why a run stops when its lease could not be renewed in time (the database failed or did not answer). */
+/** Why a run stops when one of its writes got no answer (see StorageError.outcomeUnknown). */
 export const WRITE_UNCERTAIN =
   "a write of the run got no answer in time, so whether it was stored is unknown: the run continues from what is stored once its lease expires";
+/** Why a run stops when its lease could not be renewed in time (the database failed or did not answer). */
 export const LEASE_UNRENEWED = "this server could not renew the run's lease in time: another instance may take it over";
 
 /** What this process holds for a run it executes: a cache of it and the means to control it. */

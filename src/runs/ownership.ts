@@ -119,9 +119,8 @@ export class RunOwnership {
 
   /** When `run`'s lease is treated as lost here (performance.now()): see SELF_EXPIRY. */
   #expiresAt(run: LiveRun): number {
-    return (
-      Math.max(this.#renewedAt.get(run) ?? run.heldSince, run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY
-    );
+    // A renewal that named the run was sent after it was held: its time, when there is one, is the later.
+    return (this.#renewedAt.get(run) ?? run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY;
   }
 
   /** The leased runs held here that are not stopped yet. */
@@ -209,7 +208,7 @@ export class RunOwnership {
     if (limit <= 0) return report;
     const { store, instance, logger } = this.deps;
     // The leases run from before their claim was sent, however long recovering each one takes.
-    const heldSince = performance.now();
+    const heldSince = now();
     const claimed = await store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope });
     for (const run of claimed) {
       // Still winding down here after its lease was lost: it stops before it runs again.

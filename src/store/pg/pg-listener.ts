@@ -27,6 +27,7 @@ export interface PgListenerOptions {
   pingMs?: number;
 }
 
+/** How often the listening connection is pinged by default (see PgListenerOptions.pingMs). */
 export const PING_MS = 10_000;
 
 /** The statement waking the instance that executes `runId` (sent at the commit of the batch it is in). */
