@@ -6,7 +6,12 @@ import { listenForMetrics } from "./http/metrics-server.js";
 import { closeInheritedDescriptors } from "./inherited-descriptors.js";
 import { lowOpenFileLimit, readOpenFileLimit } from "./key-limits.js";
 import { createLogger } from "./logger.js";
-import { listenProblem, makeDatabasePrivate, openPgStoreOrExplain } from "./startup-checks.js";
+import {
+  listenProblem,
+  makeDatabasePrivate,
+  migrationLockWaitMessage,
+  openPgStoreOrExplain,
+} from "./startup-checks.js";
 
 /**
  * The process entry: validated configuration, database, recovery of runs left by
@@ -62,6 +67,7 @@ async function main(): Promise<void> {
       ? await openPgStoreOrExplain(config.DATABASE_URL, {
           groupCommitMs: config.GROUP_COMMIT_MS,
           queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+          onMigrationLockWait: (wait) => logger.warn({ holder: wait.holder }, migrationLockWaitMessage(wait)),
         })
       : undefined;
     ctx = composeContext(config, logger, { store });

@@ -3,6 +3,8 @@ import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { displayDatabaseUrl } from "./display-database-url.js";
 import { StorageError } from "./store/errors.js";
+import type { MigrationLockHolder } from "./store/pg/pg-migrations.js";
+import type { OpenPgStoreOptions } from "./store/pg/pg-store.js";
 import { SchemaTooNewError } from "./store/schema-too-new.js";
 import { type OpenSqliteStoreOptions, openSqliteStore } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
@@ -73,12 +75,16 @@ export function openStoreOrExplain(
  */
 export async function openPgStoreOrExplain(
   url: string,
-  { groupCommitMs, queryTimeoutMs }: { groupCommitMs?: number; queryTimeoutMs?: number } = {},
+  {
+    groupCommitMs,
+    queryTimeoutMs,
+    onMigrationLockWait,
+  }: Pick<OpenPgStoreOptions, "groupCommitMs" | "queryTimeoutMs" | "onMigrationLockWait"> = {},
 ): Promise<Store> {
   try {
     // Loaded only for PostgreSQL: the driver and the store's modules are ~30 ms of a start.
     const { openPgStore } = await import("./store/pg/pg-store.js");
-    return await openPgStore({ url, groupCommitMs, queryTimeoutMs });
+    return await openPgStore({ url, groupCommitMs, queryTimeoutMs, onMigrationLockWait });
   } catch (err) {
     const shown = displayDatabaseUrl(url);
     // The driver's own parser refused the URL (its message carries no part of it).
@@ -90,6 +96,27 @@ export async function openPgStoreOrExplain(
     if (!(err instanceof StorageError) && !(err instanceof SchemaTooNewError)) throw err;
     throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${reason(err)}`]);
   }
+}
+
+/**
+ * What an operator reads while a start waits for PostgreSQL's migration lock: who holds it
+ * and how to release it if that holder is stopped or hung (a start waits as long as it is held).
+ */
+export function migrationLockWaitMessage({
+  holder,
+  waitedMs,
+}: {
+  holder: MigrationLockHolder | null;
+  waitedMs: number;
+}): string {
+  const waited = `waiting ${Math.round(waitedMs / 1000)} s for the PostgreSQL migration lock`;
+  if (!holder) return `${waited}: its holder just released it`;
+  const who = [
+    holder.applicationName && `application ${holder.applicationName}`,
+    holder.clientAddr && `client ${holder.clientAddr}`,
+    holder.state && `${holder.state}${holder.since ? ` since ${holder.since}` : ""}`,
+  ].filter(Boolean);
+  return `${waited}, held by PostgreSQL backend ${holder.pid}${who.length ? ` (${who.join(", ")})` : ""}: another instance is migrating, or one that holds the lock is stopped or hung (then SELECT pg_terminate_backend(${holder.pid}) releases it)`;
 }
 
 /**

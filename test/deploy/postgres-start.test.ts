@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { MIGRATION_LOCK } from "../../src/store/pg/pg-migrations.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api, freePort, startChildServer, startRefused } from "../helpers/child-server.js";
 import { databaseUrl } from "../helpers/pg-cluster.js";
@@ -37,6 +39,44 @@ describe("DATABASE_URL selects PostgreSQL", () => {
       const again = await api(server.url, "GET", `/runs/${run.body.run.id}`);
       expect(again.body.status).toBe("finished");
       expect(existsSync(join(dir.path, "agent.db"))).toBe(false);
+    } finally {
+      server.process.kill("SIGTERM");
+      await server.exited;
+      await upstream.close();
+    }
+  });
+
+  it("a start finding the migration lock held says which PostgreSQL connection holds it, and starts once it is released", async () => {
+    // What an instance stopped (SIGSTOP, a hung host) while migrating leaves: the lock held by a live connection.
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    await holder.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    const holderPid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
+    const upstream = await startFakeUpstream();
+    let seen = "";
+    const starting = startChildServer({
+      dir: dir.path,
+      upstreamURL: upstream.baseURL,
+      env: { DATABASE_URL: database.url },
+      onOutput: (text) => {
+        seen += text;
+      },
+    });
+    starting.catch(() => {});
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!seen.includes("migration lock") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toMatch(
+        new RegExp(
+          `waiting \\d+ s for the PostgreSQL migration lock, held by PostgreSQL backend ${holderPid} \\(.*\\): another instance is migrating, or one that holds the lock is stopped or hung \\(then SELECT pg_terminate_backend\\(${holderPid}\\) releases it\\)`,
+        ),
+      );
+    } finally {
+      await holder.end();
+    }
+    const server = await starting;
+    try {
+      expect((await api(server.url, "GET", "/healthz")).status).toBe(200);
     } finally {
       server.process.kill("SIGTERM");
       await server.exited;

@@ -60,12 +60,15 @@ export async function startChildServer({
   upstreamURL,
   env = {},
   stdio = ["ignore", "pipe", "pipe"],
+  onOutput,
 }: {
   dir: string;
   upstreamURL: string;
   env?: Record<string, string>;
   /** Its descriptors; stdout and stderr must be pipes (its output is read). */
   stdio?: StdioOptions;
+  /** Told each piece of its output as it comes, also before it is ready. */
+  onOutput?: (text: string) => void;
 }): Promise<ChildServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
@@ -88,12 +91,12 @@ export async function startChildServer({
     stdio,
   });
   let output = "";
-  child.stdout?.on("data", (d) => {
+  const take = (d: Buffer) => {
     output += d;
-  });
-  child.stderr?.on("data", (d) => {
-    output += d;
-  });
+    onOutput?.(String(d));
+  };
+  child.stdout?.on("data", take);
+  child.stderr?.on("data", take);
   const exited = new Promise<number | string>((resolve) =>
     child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
   );

@@ -3,7 +3,32 @@ import { migrationFiles, migrationsDir } from "../migrations.js";
 import { refuseNewerSchema } from "../schema-too-new.js";
 
 /** The advisory lock key every instance takes to migrate ("agent-server migrations"). */
-const MIGRATION_LOCK = 4_417_302_011;
+export const MIGRATION_LOCK = 4_417_302_011;
+
+/** How often a start waiting for the migration lock tries it again. */
+const LOCK_RETRY_MS = 250;
+/** How often a start still waiting for the migration lock says so again. */
+export const LOCK_WAIT_REPORT_MS = 30_000;
+
+/** The connection holding the migration lock, as PostgreSQL describes it (null fields: not visible to this role). */
+export interface MigrationLockHolder {
+  pid: number;
+  applicationName: string | null;
+  clientAddr: string | null;
+  /** The holder's state (`active`, `idle`, `idle in transaction`), and since when, ISO 8601. */
+  state: string | null;
+  since: string | null;
+}
+
+export interface PgMigrationOptions {
+  dir?: string;
+  /**
+   * Told when the migration lock is held by another connection (another instance migrating,
+   * or one stopped or hung while holding it), then every LOCK_WAIT_REPORT_MS while this start
+   * waits; `holder` is null when it ended meanwhile. Never told when the lock is free.
+   */
+  onLockWait?: (wait: { holder: MigrationLockHolder | null; waitedMs: number }) => void;
+}
 
 /**
  * Applies the PostgreSQL migrations not yet applied, in order, each in its own transaction with
@@ -12,12 +37,17 @@ const MIGRATION_LOCK = 4_417_302_011;
  * They run on a client of their own, opened with the pool's settings but without its query
  * timeout: a migration may rewrite a large table, and waits for another instance's.
  * A database a newer release migrated is refused with SchemaTooNewError, nothing applied.
+ * A start that finds the lock taken waits for it as long as it is held, saying so (onLockWait):
+ * PostgreSQL cannot tell a slow migration from a holder that stopped (SIGSTOP, a hung host).
  */
-export async function runPgMigrations(pool: pg.Pool, dir = migrationsDir("postgres")): Promise<string[]> {
+export async function runPgMigrations(
+  pool: pg.Pool,
+  { dir = migrationsDir("postgres"), onLockWait }: PgMigrationOptions = {},
+): Promise<string[]> {
   const client = new pg.Client({ ...pool.options, query_timeout: undefined });
   await client.connect();
   try {
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await takeMigrationLock(client, onLockWait);
     try {
       await client.query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
@@ -53,4 +83,55 @@ export async function runPgMigrations(pool: pg.Pool, dir = migrationsDir("postgr
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+async function tryLock(client: pg.Client): Promise<boolean> {
+  const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1) AS locked", [
+    MIGRATION_LOCK,
+  ]);
+  return rows[0]?.locked === true;
+}
+
+/** Takes the migration lock, waiting while another connection holds it (told to onLockWait). */
+async function takeMigrationLock(client: pg.Client, onLockWait: PgMigrationOptions["onLockWait"]): Promise<void> {
+  const started = performance.now();
+  let reportedAt = Number.NEGATIVE_INFINITY;
+  while (!(await tryLock(client))) {
+    const waitedMs = performance.now() - started;
+    if (onLockWait && waitedMs - reportedAt >= LOCK_WAIT_REPORT_MS) {
+      reportedAt = waitedMs;
+      onLockWait({ holder: await lockHolder(client), waitedMs: Math.round(waitedMs) });
+    }
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+  }
+}
+
+/**
+ * The connection holding the migration lock, or null. A bigint advisory key is held as
+ * classid (its high 32 bits) and objid (its low 32 bits), objsubid 1.
+ */
+async function lockHolder(client: pg.Client): Promise<MigrationLockHolder | null> {
+  const { rows } = await client.query<{
+    pid: number;
+    application_name: string | null;
+    client_addr: string | null;
+    state: string | null;
+    since: Date | null;
+  }>(
+    `SELECT a.pid, a.application_name, host(a.client_addr) AS client_addr, a.state, a.state_change AS since
+     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+       AND l.classid::bigint = ($1::bigint >> 32) AND l.objid::bigint = ($1::bigint & 4294967295)
+     LIMIT 1`,
+    [MIGRATION_LOCK],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    pid: row.pid,
+    applicationName: row.application_name || null,
+    clientAddr: row.client_addr,
+    state: row.state,
+    since: row.since ? row.since.toISOString() : null,
+  };
 }

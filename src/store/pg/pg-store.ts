@@ -17,7 +17,7 @@ import { pgGroupCommit } from "./pg-group-commit.js";
 import { fenceStatement, pgLeases, takeLeaseStatement } from "./pg-leases.js";
 import { controlNotification, PgListener } from "./pg-listener.js";
 import { pgMessages } from "./pg-messages.js";
-import { runPgMigrations } from "./pg-migrations.js";
+import { type PgMigrationOptions, runPgMigrations } from "./pg-migrations.js";
 import { ownerLimitStatements } from "./pg-owner-limit.js";
 import { eventsWithin, pgPages } from "./pg-pages.js";
 import { pgInputs, pgQueue, queueFreeStatement, takeInputStatement } from "./pg-queue.js";
@@ -35,6 +35,8 @@ export interface OpenPgStoreOptions {
   groupCommitMs?: number;
   /** How long a statement may wait for its answer (see poolSettings); DEFAULT_QUERY_TIMEOUT_MS by default. */
   queryTimeoutMs?: number;
+  /** Told while the start waits for another connection's migration lock (see runPgMigrations). */
+  onMigrationLockWait?: PgMigrationOptions["onLockWait"];
 }
 
 /**
@@ -272,11 +274,12 @@ export async function openPgStore({
   maxConnections = 10,
   groupCommitMs,
   queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+  onMigrationLockWait,
 }: OpenPgStoreOptions): Promise<Store> {
   const pool = new pg.Pool(poolSettings({ url, maxConnections, queryTimeoutMs }));
   pool.on("error", () => {});
   try {
-    await runPgMigrations(pool);
+    await runPgMigrations(pool, { onLockWait: onMigrationLockWait });
   } catch (err) {
     await pool.end().catch(() => {});
     throw translatePgError(err);
