@@ -32,9 +32,10 @@ export interface WebhookOutbox {
   /**
    * Gives up a claimed delivery without a try (its window closed while nobody sent it, e.g.
    * the server was down): `failed` with `reason`, finished `at`, if it is still pending and
-   * still leased until `leaseUntil`.
+   * still leased until `leaseUntil`. Resolves whether it gave the delivery up (false: another
+   * claim holds it since, or it is no longer pending).
    */
-  expire(query: { id: string; leaseUntil: number; reason: string; at: string }): Promise<void>;
+  expire(query: { id: string; leaseUntil: number; reason: string; at: string }): Promise<boolean>;
   /** A page of the run's deliveries, oldest first, without their bodies (which are not read), by their event's seq (the page's key; see RunPageQuery). */
   page(query: RunPageQuery): Promise<ListPage<ListedDelivery>>;
   /** When the earliest pending delivery is due (ms since the epoch), null when none is. */

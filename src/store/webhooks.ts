@@ -252,8 +252,8 @@ export function webhookStore(db: Db) {
       release.run(at, id, leaseUntil);
     },
     /** As `Store["webhooks"]["expire"]` says. */
-    expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): void {
-      expire.run(reason, at, id, leaseUntil);
+    expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): boolean {
+      return expire.run(reason, at, id, leaseUntil).changes > 0;
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

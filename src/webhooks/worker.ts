@@ -207,9 +207,11 @@ export class WebhookWorker {
     if (closedBeforeClaim(schedule, { createdAt, now: Date.now() }) && delivery.nextAttemptAt !== null) {
       const reason = `not sent within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`;
       const at = new Date().toISOString();
-      await store.webhooks.expire({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, reason, at });
-      facts?.webhookGivenUp("window", 1);
-      logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+      // Another claim may hold it since (this one's lease ran out): then that claim decides.
+      if (await store.webhooks.expire({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, reason, at })) {
+        facts?.webhookGivenUp("window", 1);
+        logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+      }
       return;
     }
     // Its receiver failed a try of another delivery: this one waits as that one does (no try).

@@ -68,9 +68,13 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
     const later = await claim(now + 200, now + 60_000);
     expect(later.map((d) => d.id)).toEqual(expect.arrayContaining([expired, reclaimed]));
     const at = new Date(now + 300).toISOString();
-    await store.webhooks.expire({ id: expired, leaseUntil: now + 60_000, reason: "window closed", at });
-    // The first claim's lease is gone: its expiry changes nothing.
-    await store.webhooks.expire({ id: reclaimed, leaseUntil: now + 100, reason: "window closed", at });
+    expect(await store.webhooks.expire({ id: expired, leaseUntil: now + 60_000, reason: "window closed", at })).toBe(
+      true,
+    );
+    // The first claim's lease is gone: its expiry changes nothing, and says so.
+    expect(await store.webhooks.expire({ id: reclaimed, leaseUntil: now + 100, reason: "window closed", at })).toBe(
+      false,
+    );
     const [failed] = (await allDeliveries(store, runId)).filter((d) => d.id === expired);
     expect(failed).toMatchObject({ status: "failed", reason: "window closed", finishedAt: at, attempts: [] });
     const [still] = (await allDeliveries(store, otherRun)).filter((d) => d.id === reclaimed);

@@ -122,13 +122,14 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
       ]);
     },
     expire: async ({ id, leaseUntil, reason, at }) => {
-      await write([
+      const [result] = (await write([
         {
           text: `UPDATE webhook_deliveries SET status = 'failed', reason = $2, finished_at = $3, next_attempt_at = NULL
                  WHERE id = $1 AND status = 'pending' AND next_attempt_at = $4`,
           values: [id, reason, at, leaseUntil],
         },
-      ]);
+      ])) as { rowCount: number | null }[];
+      return (result?.rowCount ?? 0) > 0;
     },
     record: async ({ id, attempt, next }) => {
       const pending = next.status === "pending";
