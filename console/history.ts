@@ -16,13 +16,13 @@ export function showMessage(message: Message): void {
   $("history").append(item);
 }
 
-/** Says that the history shown stops short: the session has more messages than the console reads at once. */
+/** Says, above them, that the history shown starts late: the session has more messages than the console reads at once. */
 export function showCut(shown: number): void {
-  $("history").append(
+  $("history").prepend(
     el(
       "li",
       { class: "cut" },
-      `only the first ${shown} messages are shown: this session has more (read them with the API)`,
+      `only the latest ${shown} messages are shown: this session has earlier ones (read them with the API)`,
     ),
   );
 }

@@ -58,7 +58,8 @@ async function openSession(id: string): Promise<void> {
   try {
     session = await api("GET", sessionPath(id));
     // The history without the active run's messages: its events replay those, from the first.
-    messages = await readPages<Message>(sessionPath(id, "/messages"));
+    // Newest first, so that a history longer than the console reads shows its latest messages.
+    messages = await readPages<Message>(sessionPath(id, "/messages?order=newest"));
   } catch (err) {
     if (load === loads) status(`${id}: ${errorText(err)}`);
     return;
@@ -77,7 +78,7 @@ async function openSession(id: string): Promise<void> {
   $("run-state").textContent = "";
   live.reset(false);
   activeRun = session.activeRunId;
-  for (const message of messages.items) if (message.runId !== activeRun) showMessage(message);
+  for (const message of messages.items.reverse()) if (message.runId !== activeRun) showMessage(message);
   if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
   setRunning(activeRun !== null);

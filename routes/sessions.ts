@@ -1,5 +1,5 @@
 import type { App, AppContext } from "../src/app-context.js";
-import { CreateSessionBody, PageQuery, SessionParams } from "../src/http/schemas.js";
+import { CreateSessionBody, MessagePageQuery, PageQuery, SessionParams } from "../src/http/schemas.js";
 
 export default function sessionRoutes(app: App, ctx: AppContext) {
   app.post("/sessions", { schema: { body: CreateSessionBody } }, async (request, reply) => {
@@ -20,10 +20,14 @@ export default function sessionRoutes(app: App, ctx: AppContext) {
     return reply.status(204).send();
   });
 
-  app.get("/sessions/:id/messages", { schema: { params: SessionParams, querystring: PageQuery } }, async (request) =>
-    ctx.sessions.messages(request.params.id, request.owner, {
-      limit: request.query.limit,
-      cursor: request.query.cursor ?? null,
-    }),
+  app.get(
+    "/sessions/:id/messages",
+    { schema: { params: SessionParams, querystring: MessagePageQuery } },
+    async (request) =>
+      ctx.sessions.messages(request.params.id, request.owner, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+        order: request.query.order,
+      }),
   );
 }

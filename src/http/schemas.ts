@@ -16,6 +16,11 @@ export const PageQuery = z.strictObject({
   cursor: z.string().min(1).max(64).optional(),
 });
 
+/** A page of a session's messages: oldest first (the default), or newest first. */
+export const MessagePageQuery = PageQuery.extend({
+  order: z.enum(["oldest", "newest"]).default("oldest"),
+});
+
 /** The most keys a session's `metadata` has (each at most 256 characters). */
 export const METADATA_MAX_KEYS = 64;
 /** The most bytes a session's `metadata` is as JSON (UTF-8): it is stored, and listed with the session. */

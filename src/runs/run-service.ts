@@ -5,7 +5,7 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
-import { withinBytes } from "../store/page.js";
+import { MAX_KEY, withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
 import type { RunAccess, Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -88,7 +88,7 @@ export interface RunListPage {
 function keyOf(cursor: string | null): number | null {
   if (cursor === null) return null;
   const key = /^\d{1,15}$/.test(cursor) ? Number(cursor) : Number.NaN;
-  if (!Number.isSafeInteger(key)) throw invalidCursor();
+  if (!Number.isSafeInteger(key) || key > MAX_KEY) throw invalidCursor();
   return key;
 }
 

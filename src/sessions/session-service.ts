@@ -9,7 +9,7 @@ import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
 import { isConflict } from "../store/errors.js";
-import { withinBytes } from "../store/page.js";
+import { MAX_KEY, withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -182,11 +182,23 @@ export class SessionService {
    * The committed history, in order; the cursor is the seq of the last message of the previous
    * page. At most `limit` messages and PAGE_BYTES of JSON (at least one message).
    */
-  async messages(id: string, owner: string | null, page: { limit: number; cursor: string | null }) {
+  /**
+   * A page of the session's messages, oldest first or newest first; the cursor is the seq of
+   * the previous page's last message (INVALID_CURSOR past MAX_KEY).
+   */
+  async messages(
+    id: string,
+    owner: string | null,
+    page: { limit: number; cursor: string | null; order?: "oldest" | "newest" },
+  ) {
     await this.access(id, owner);
-    const afterSeq = page.cursor === null ? 0 : Number(page.cursor);
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalidCursor();
-    const result = await this.deps.store.messages.page({ sessionId: id, afterSeq, limit: page.limit });
+    const seq = page.cursor === null ? null : Number(page.cursor);
+    if (seq !== null && !(Number.isSafeInteger(seq) && seq >= 0 && seq <= MAX_KEY)) throw invalidCursor();
+    const result = await this.deps.store.messages.page(
+      page.order === "newest"
+        ? { sessionId: id, afterSeq: 0, beforeSeq: seq ?? MAX_KEY + 1, limit: page.limit }
+        : { sessionId: id, afterSeq: seq ?? 0, limit: page.limit },
+    );
     return withinBytes(result, { cursorOf: (m) => String(m.seq) });
   }
 

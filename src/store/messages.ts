@@ -78,6 +78,15 @@ export function messageStore(db: Db) {
       `SELECT ${MESSAGE_BYTES_SQL} FROM messages WHERE session_id = +@session AND seq > +@after ORDER BY seq LIMIT +@limit`,
     )
     .pluck();
+  // The same, newest first: the messages before a seq.
+  const pageBefore = db.prepare(
+    "SELECT * FROM messages WHERE session_id = +@session AND seq < +@before ORDER BY seq DESC LIMIT +@limit",
+  );
+  const pageBeforeSizes = db
+    .prepare(
+      `SELECT ${MESSAGE_BYTES_SQL} FROM messages WHERE session_id = +@session AND seq < +@before ORDER BY seq DESC LIMIT +@limit`,
+    )
+    .pluck();
   const ofRun = db.prepare("SELECT * FROM messages WHERE session_id = +? AND run_id = +? AND seq > +? ORDER BY seq");
   const anyOfRun = db.prepare("SELECT 1 FROM messages WHERE session_id = +? AND run_id = +? LIMIT 1").pluck();
   // The last row of the session's (session_id, seq) index: cheaper in SQLite than max(seq).
@@ -99,26 +108,33 @@ export function messageStore(db: Db) {
       return (all.all(sessionId, afterSeq) as MessageRow[]).map(messageFromRow);
     },
     /**
-     * A page of the history: messages after `afterSeq`, in order; at most `limit`, and only as
-     * many as their stored sizes fit in `bytes` (at least one; see rowsToRead).
+     * A page of the history: messages after `afterSeq`, in order, or before `beforeSeq`, newest
+     * first; at most `limit`, and only as many as their stored sizes fit in `bytes` (at least
+     * one; see rowsToRead).
      */
     page({
       sessionId,
       afterSeq,
+      beforeSeq,
       limit,
       bytes = PAGE_BYTES,
     }: {
       sessionId: string;
       afterSeq: number;
+      beforeSeq?: number;
       limit: number;
       bytes?: number;
     }): ListPage<StoredMessage> {
-      const query = (count: number) => ({ session: sessionId, after: afterSeq, limit: count });
+      const newest = beforeSeq !== undefined;
+      const query = (count: number) =>
+        newest
+          ? { session: sessionId, before: beforeSeq, limit: count }
+          : { session: sessionId, after: afterSeq, limit: count };
       return readSizedPage({
         limit,
         bytes,
-        sizes: (count) => pageSizes.all(query(count)) as number[],
-        rows: (count) => page.all(query(count)) as MessageRow[],
+        sizes: (count) => (newest ? pageBeforeSizes : pageSizes).all(query(count)) as number[],
+        rows: (count) => (newest ? pageBefore : page).all(query(count)) as MessageRow[],
         map: messageFromRow,
         cursorOf: (m) => String(m.seq),
       });

@@ -1,3 +1,9 @@
+/**
+ * The largest key a numbered list can hold (a message's or an event's seq, a turn, a ledger
+ * ordinal): PostgreSQL stores them as INTEGER. A cursor past it is none this API gave.
+ */
+export const MAX_KEY = 2_147_483_647;
+
 /** A page of a list, as every list route answers. */
 export interface ListPage<T> {
   items: T[];

@@ -184,10 +184,14 @@ export interface Store {
   messages: {
     /** The committed history of a session, in order: all of it, or the messages after `afterSeq`. */
     history(sessionId: string, afterSeq?: number): Promise<StoredMessage[]>;
-    /** Messages after `afterSeq`, in order; bounded by `limit` and `bytes` as `sessions.list` is. */
+    /**
+     * Messages after `afterSeq`, in order; or, given `beforeSeq`, the messages before it, newest
+     * first (`afterSeq` unused). Bounded by `limit` and `bytes` as `sessions.list` is.
+     */
     page(query: {
       sessionId: string;
       afterSeq: number;
+      beforeSeq?: number;
       limit: number;
       bytes?: number;
     }): Promise<ListPage<StoredMessage>>;

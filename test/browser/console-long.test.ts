@@ -23,14 +23,22 @@ afterAll(async () => {
 
 const newSession = async (): Promise<string> => (await server.request("POST", "/sessions", { body: {} })).body.id;
 
-/** Answers GET /sessions/{id}/messages with `total` messages, `perPage` a page, seq-numbered cursors. */
+/**
+ * Answers GET /sessions/{id}/messages as the API does with `total` messages, `perPage` a page,
+ * seq-numbered cursors: oldest first, or newest first with order=newest.
+ */
 function fakeMessages(id: string, total: number, perPage = 200) {
   const asked: string[] = [];
   const handler = async (route: Route) => {
     const url = new URL(route.request().url());
     asked.push(url.search);
-    const after = Number(url.searchParams.get("cursor") ?? 0);
-    const seqs = Array.from({ length: Math.max(0, Math.min(perPage, total - after)) }, (_, i) => after + i + 1);
+    const cursor = url.searchParams.get("cursor");
+    const newest = url.searchParams.get("order") === "newest";
+    const before = cursor === null ? total + 1 : Number(cursor);
+    const after = Number(cursor ?? 0);
+    const seqs = newest
+      ? Array.from({ length: Math.max(0, Math.min(perPage, before - 1)) }, (_, i) => before - 1 - i)
+      : Array.from({ length: Math.max(0, Math.min(perPage, total - after)) }, (_, i) => after + i + 1);
     const items = seqs.map((seq) => ({
       id: `msg_${seq}`,
       runId: "run_old",
@@ -38,7 +46,9 @@ function fakeMessages(id: string, total: number, perPage = 200) {
       role: seq % 2 ? "user" : "assistant",
       content: `message ${seq}`,
     }));
-    const nextCursor = after + items.length < total ? String(after + items.length) : null;
+    const last = seqs.at(-1);
+    const more = last !== undefined && (newest ? last > 1 : last < total);
+    const nextCursor = more ? String(last) : null;
     await route.fulfill({ contentType: "application/json", body: JSON.stringify({ items, nextCursor }) });
   };
   return { pattern: `**/sessions/${id}/messages?*`, handler, asked };
@@ -56,13 +66,14 @@ describe("long lists", () => {
       const items = await page.locator("#history li").allTextContents();
       expect(items).toHaveLength(205);
       expect(items[0]).toBe("message 1");
-      expect(fake.asked).toEqual(["?limit=200", "?limit=200&cursor=200"]);
+      expect(items[204]).toBe("message 205");
+      expect(fake.asked).toEqual(["?order=newest&limit=200", "?order=newest&limit=200&cursor=6"]);
     } finally {
       await page.context().close();
     }
   });
 
-  it("a history past what the console reads at once ends with a note saying so", async () => {
+  it("a history past what the console reads at once shows its latest messages under a note saying so", async () => {
     const id = await newSession();
     // Pages of one message each (as a page of large messages is, within its 1 MiB): 25 are read.
     const fake = fakeMessages(id, 1000, 1);
@@ -72,8 +83,11 @@ describe("long lists", () => {
       await page.goto(`${server.url}/#${id}`);
       const note = page.locator("#history li.cut");
       await note.waitFor({ timeout: 5000 });
-      expect(await note.textContent()).toContain("only the first 25 messages are shown");
-      expect(await page.locator("#history li:not(.cut)").count()).toBe(25);
+      expect(await note.textContent()).toContain("only the latest 25 messages are shown");
+      const items = await page.locator("#history li").allTextContents();
+      expect(items).toHaveLength(26);
+      expect(items[0]).toContain("only the latest 25");
+      expect(items.slice(1)).toEqual(Array.from({ length: 25 }, (_, i) => `message ${976 + i}`));
       expect(fake.asked).toHaveLength(25);
     } finally {
       await page.context().close();

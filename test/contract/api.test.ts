@@ -251,6 +251,75 @@ describe.each(["sqlite", "postgres"] as const)(
       validateSchema("ErrorResponse", body);
     });
 
+    it("a session's messages page newest first with order=newest, each cursor going back", async () => {
+      const session = await call(server, "POST", "/sessions");
+      const id = session.body.id;
+      for (const answer of ["first answer", "second answer"]) {
+        server.upstream.enqueue({ text: answer });
+        const run = await call(server, "POST", "/sessions/{id}/runs", {
+          params: { id },
+          query: "wait=true",
+          body: { input: `asked for ${answer}` },
+        });
+        expect(run.status).toBe(200);
+      }
+      const newest = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id },
+        query: "order=newest&limit=3",
+      });
+      expect(newest.status).toBe(200);
+      expect(newest.body.items.map((m: { content: string }) => m.content)).toEqual([
+        "second answer",
+        "asked for second answer",
+        "first answer",
+      ]);
+      expect(newest.body.nextCursor).toBe(String(newest.body.items[2].seq));
+      const older = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id },
+        query: `order=newest&limit=3&cursor=${newest.body.nextCursor}`,
+      });
+      expect(older.body).toEqual({
+        items: [expect.objectContaining({ content: "asked for first answer" })],
+        nextCursor: null,
+      });
+      // The default stays oldest first.
+      const oldest = await call(server, "GET", "/sessions/{id}/messages", { params: { id }, query: "limit=1" });
+      expect(oldest.body.items[0].content).toBe("asked for first answer");
+      const sideways = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id },
+        query: "order=sideways",
+      });
+      expect(sideways.status).toBe(400);
+      expect(sideways.body.error.details[0]).toMatchObject({ in: "querystring", path: "order" });
+    });
+
+    it("a cursor past any key a list can hold is 400 INVALID_CURSOR, not a database error", async () => {
+      const session = await call(server, "POST", "/sessions");
+      server.upstream.enqueue({ text: "done" });
+      const run = await call(server, "POST", "/sessions/{id}/runs", {
+        params: { id: session.body.id },
+        query: "wait=true",
+        body: { input: "hi" },
+      });
+      const past = "2147483648"; // PostgreSQL stores seqs, turns and ordinals as INTEGER
+      for (const [path, params, query] of [
+        ["/sessions/{id}/messages", { id: session.body.id }, `cursor=${past}`],
+        ["/sessions/{id}/messages", { id: session.body.id }, `order=newest&cursor=${past}`],
+        ["/runs/{id}/steps", { id: run.body.run.id }, `cursor=${past}`],
+        ["/runs/{id}/approvals", { id: run.body.run.id }, `cursor=${past}`],
+        ["/runs/{id}/webhooks", { id: run.body.run.id }, `cursor=${past}`],
+      ] as const) {
+        const res = await call(server, "GET", path, { params, query });
+        expect(res.status, `${path}?${query}`).toBe(400);
+        expect(res.body.error.code, path).toBe("INVALID_CURSOR");
+      }
+      const last = await call(server, "GET", "/sessions/{id}/messages", {
+        params: { id: session.body.id },
+        query: "cursor=2147483647",
+      });
+      expect(last.body).toEqual({ items: [], nextCursor: null });
+    });
+
     it("a list cursor this API did not give is 400 INVALID_CURSOR on every list", async () => {
       const session = await call(server, "POST", "/sessions");
       for (const [path, params] of [

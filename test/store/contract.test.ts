@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
+import { MAX_KEY } from "../../src/store/page.js";
 import { defaultRunLimits } from "../../src/store/runs.js";
 import type { Store } from "../../src/store/store.js";
 import { allDeliveries } from "../helpers/run-lists.js";
@@ -314,6 +315,13 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(first.items.map((m) => m.seq)).toEqual([1, 2]);
     expect(first.nextCursor).toBe("2");
     expect((await store.messages.page({ sessionId, afterSeq: 2, limit: 2 })).items.map((m) => m.seq)).toEqual([3]);
+    // Newest first: before a seq, the first page before any seq a session can hold.
+    const newest = await store.messages.page({ sessionId, afterSeq: 0, beforeSeq: MAX_KEY + 1, limit: 2 });
+    expect(newest.items.map((m) => m.seq)).toEqual([3, 2]);
+    expect(newest.nextCursor).toBe("2");
+    const older = await store.messages.page({ sessionId, afterSeq: 0, beforeSeq: 2, limit: 2 });
+    expect(older.items.map((m) => m.seq)).toEqual([1]);
+    expect(older.nextCursor).toBeNull();
     expect(await store.messages.lastSeq(sessionId)).toBe(3);
     expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1, 2, 3]);
     expect(await store.messages.history(sessionId, 1)).toEqual((await store.messages.history(sessionId)).slice(1));

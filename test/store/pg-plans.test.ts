@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_KEY } from "../../src/store/page.js";
 import { createPgStore } from "../../src/store/pg/pg-store.js";
 import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase, pipelinedPool, type TestPgDatabase } from "../helpers/pg-database.js";
@@ -103,6 +104,16 @@ describe("PostgreSQL reads that stay bounded", () => {
     ]) {
       const plan = await planOf(read, () => store.messages.page({ sessionId: "ses_runs", afterSeq: 0, limit: 10 }));
       expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(seq > /);
+      expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
+    for (const read of [
+      /AS bytes FROM messages WHERE/,
+      /^SELECT \* FROM messages WHERE session_id = \$1 AND seq < \$2/,
+    ]) {
+      const plan = await planOf(read, () =>
+        store.messages.page({ sessionId: "ses_runs", afterSeq: 0, beforeSeq: MAX_KEY + 1, limit: 10 }),
+      );
+      expect(plan).toMatch(/Index Cond: \(\(session_id = .*\) AND \(seq < /);
       expect(plan).not.toMatch(/Sort|Seq Scan/);
     }
   });

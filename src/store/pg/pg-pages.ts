@@ -93,15 +93,16 @@ export function pgPages(rows: Rows) {
         },
         { map: runFromRow, cursorOf: (r) => r.id },
       )) satisfies Store["runs"]["list"],
-    messages: (async ({ sessionId, afterSeq, limit, bytes = PAGE_BYTES }) =>
+    messages: (async ({ sessionId, afterSeq, beforeSeq, limit, bytes = PAGE_BYTES }) =>
       readPage<MessageRow, ReturnType<typeof messageFromRow>>(
         rows,
         {
           sizeSql: MESSAGE_BYTES_SQL,
-          from: "FROM messages WHERE session_id = $1 AND seq > $2",
+          // The key as bigint: the first page of the newest is before MAX_KEY + 1.
+          from: `FROM messages WHERE session_id = $1 AND seq ${beforeSeq === undefined ? ">" : "<"} $2::bigint`,
           key: "seq",
-          descending: false,
-          values: [sessionId, afterSeq],
+          descending: beforeSeq !== undefined,
+          values: [sessionId, beforeSeq ?? afterSeq],
           limit,
           bytes,
         },
