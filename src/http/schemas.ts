@@ -4,6 +4,7 @@ import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 import { IF_BUSY } from "../domain/run.js";
 import { WebhookTargetSchema } from "../domain/webhook.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
+import { MAX_KEY } from "../store/page.js";
 
 const id = z.string().min(1).max(64);
 
@@ -90,7 +91,7 @@ export const StartRunQuery = z.strictObject({
 });
 
 export const EventsQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).optional(),
+  after: z.coerce.number().int().min(0).max(MAX_KEY).optional(),
   /** A stream token (`POST /runs/{id}/stream-token`); checked by the authentication hook. */
   token: z.string().max(2048).optional(),
   /** Include `reasoning.delta` events (off by default). */

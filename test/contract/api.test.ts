@@ -814,6 +814,14 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(badHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
       const badAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=-1" });
       expect(badAfter.body.error.code).toBe("VALIDATION_FAILED");
+      // Past any seq a run can hold (PostgreSQL stores seqs as INTEGER): no event this stream sent.
+      const pastHeader = await call(server, "GET", "/runs/{id}/events", {
+        params,
+        headers: { accept: "text/event-stream", "last-event-id": "2147483648" },
+      });
+      expect(pastHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
+      const pastAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=2147483648" });
+      expect(pastAfter.body.error.code).toBe("VALIDATION_FAILED");
       // The route negotiates nothing: whatever the Accept header, the answer is the stream.
       const anyAccept = await validatedStream(
         "GET",
