@@ -17,7 +17,9 @@ const final = (err: unknown) =>
  * reopened after the last event seen. A stream that closed, or a token request that failed
  * (a proxy's 502 while the server restarts), is tried again after RETRY_FIRST_MS, doubled
  * at each failure in a row up to RETRY_MAX_MS, until the run finishes or watching stops;
- * only a token refused for good (4xx: the run gone, the key refused) ends it, `disconnected`.
+ * only a refusal for good (4xx: the run gone, the key refused) ends it, `disconnected`: of
+ * the stream token, or, a stream having closed (which EventSource gives no status for), of
+ * the run itself, asked for once before the stream is opened again.
  * Returns a function that stops watching: once called, no stream is opened and nothing more
  * is reported.
  */
@@ -59,8 +61,9 @@ export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onSt
     };
     es.onerror = () => {
       if (stopped) return;
-      // Closed: refused (an expired token), or ended with 204: open again after what was seen.
-      if (es.readyState === EventSource.CLOSED) retry();
+      // Closed: refused (an expired token, the run gone), or ended with 204: unless the run is
+      // gone for good, open again after what was seen.
+      if (es.readyState === EventSource.CLOSED) void goneOrRetry();
       else onState("reconnecting");
     };
     for (const type of EVENT_TYPES) {
@@ -72,6 +75,18 @@ export function watchRun(runId: string, onEvent: (event: RunEvent) => void, onSt
         if (event.type === "run.finished") stop();
       });
     }
+  };
+  const goneOrRetry = async () => {
+    try {
+      await api("GET", runPath(runId));
+    } catch (err) {
+      if (stopped) return;
+      if (final(err)) {
+        onState(`disconnected: ${(err as Error).message}`);
+        return;
+      }
+    }
+    retry();
   };
   const stop = () => {
     stopped = true;

@@ -1,10 +1,11 @@
 /**
  * The console over long lists and long output, in real Chromium, on a server without keys:
  * a session's whole history (more than one page), more sessions than a page lists, a long
- * streamed answer.
+ * streamed answer; and a watched run that is gone.
  */
 import type { Browser, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RETRY_FIRST_MS } from "../../console/watch-run.js";
 import { newId } from "../../src/ids.js";
 import { seedSession } from "../helpers/seed.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -114,6 +115,52 @@ describe("many sessions", () => {
       await page.locator(`[data-session="${oldest}"]`).click();
       await page.locator("#session-title", { hasText: oldest }).waitFor();
       await page.locator(`[data-session="${oldest}"][aria-current="true"]`).waitFor({ timeout: 5000 });
+    } finally {
+      await page.context().close();
+    }
+  });
+});
+
+describe("a watched run gone", () => {
+  it("a run gone by the time its stream opens (its session deleted meanwhile) ends the watch, said so, instead of reconnecting for ever", async () => {
+    const id = await newSession();
+    server.upstream.enqueue({
+      toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"notes.txt","content":"hello"}' }],
+    });
+    const run = (await server.request("POST", `/sessions/${id}/runs`, { body: { input: "write it" } })).body;
+    await expect.poll(async () => (await server.request("GET", `/runs/${run.id}/approvals`)).body.items.length).toBe(1);
+    const { page } = await newPage(browser);
+    try {
+      const streams: string[] = [];
+      page.on("request", (request) => {
+        if (request.url().includes(`/runs/${run.id}/events`)) streams.push(request.url());
+      });
+      // The session's history arrives once the session is deleted: the console then watches a run that is gone.
+      let deleted: () => void = () => {};
+      const gone = new Promise<void>((resolve) => {
+        deleted = resolve;
+      });
+      let read: () => void = () => {};
+      const historyRead = new Promise<void>((resolve) => {
+        read = resolve;
+      });
+      await page.route(`**/sessions/${id}/messages?*`, async (route) => {
+        const response = await route.fetch();
+        read();
+        await gone;
+        await route.fulfill({ response });
+      });
+      await page.goto(`${server.url}/#${id}`);
+      await historyRead;
+      expect((await server.request("DELETE", `/sessions/${id}`)).status).toBe(204);
+      deleted();
+      await page.locator("#status", { hasText: "disconnected" }).waitFor({ timeout: 5000 });
+      expect(await page.locator("#status").textContent()).toContain(`run ${run.id} not found`);
+      const opened = streams.length;
+      expect(opened).toBe(1);
+      // Past the first reconnection's delay (RETRY_FIRST_MS): no stream is opened again.
+      await new Promise((r) => setTimeout(r, RETRY_FIRST_MS + 500));
+      expect(streams.length).toBe(opened);
     } finally {
       await page.context().close();
     }
