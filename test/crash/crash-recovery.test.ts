@@ -9,10 +9,12 @@ import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-databas
 import { hostPids } from "../helpers/processes.js";
 import { openSse, type SseEvent, type SseStream } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let upstream: FakeUpstream;
 let dir: ReturnType<typeof tempDir>;
 const children: ChildServer[] = [];
+const restarted: TestServer[] = [];
 /** The test's PostgreSQL database when the suite runs on postgres; every server of a test uses it. */
 let database: TestPgDatabase | null = null;
 const never = new Promise<void>(() => {});
@@ -24,6 +26,7 @@ afterAll(async () => {
   await upstream.close();
 });
 afterEach(async () => {
+  for (const server of restarted.splice(0)) await server.close({ keepDir: true });
   for (const child of children.splice(0)) {
     if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
     await child.exited;
@@ -40,6 +43,23 @@ async function start(env: Record<string, string> = {}): Promise<ChildServer> {
   const child = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env: { ...store, ...env } });
   children.push(child);
   return child;
+}
+
+/**
+ * The server restarted over the killed one's database and workspaces, in this process: the same
+ * start as the built server's (configuration, store, app, listen, then the recovery of the runs
+ * left), at a fraction of a process's start. Resolves once the recovery is done; a test about
+ * what a request sees while the recovery is under way restarts a process instead (`start`).
+ */
+async function restart(env: Record<string, string> = {}): Promise<TestServer> {
+  const server = await startTestServer({
+    dir: dir.path,
+    upstream,
+    env: { ...(database ? { INSTANCE_ID: "crash-test" } : {}), ...env },
+    ...(database ? { pgUrl: database.url } : {}),
+  });
+  restarted.push(server);
+  return server;
 }
 
 async function kill(child: ChildServer): Promise<void> {
@@ -68,7 +88,7 @@ const lines = (path: string) => (existsSync(path) ? readFileSync(path, "utf8").s
  * its end, and checks what a crash may never do.
  */
 async function settleAndCheck(
-  server: ChildServer,
+  server: { url: string },
   run: { sessionId: string; runId: string; watcher: SseStream | null },
   expectedStop: "complete" | "aborted",
 ) {
@@ -129,7 +149,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     await kill(a);
 
     upstream.enqueue({ text: "the final answer" });
-    const b = await start();
+    const b = await restart();
     const history = await settleAndCheck(b, run, "complete");
     expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(history[1]?.content).toBe("the final answer");
@@ -137,7 +157,8 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   });
 
   // A decision posted between the restarted server's listen and its recovery of the run waits
-  // for the recovery (over PostgreSQL that window is wide enough for this test to land in it).
+  // for the recovery (over PostgreSQL that window is wide enough for this test to land in it):
+  // the restart is a process, answering from its listen on, not `restart`.
   it("awaiting approval: the request is pending again after the restart and a decision continues the run", async () => {
     dir = tempDir();
     const a = await start();
@@ -190,7 +211,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
       expect(alive).toEqual([]);
 
       upstream.enqueue({ text: "noted" });
-      const b = await start();
+      const b = await restart();
       const history = await settleAndCheck(b, run, "complete");
       const result = history.find((m) => m.role === "tool");
       expect(result).toMatchObject({ isError: true, toolCallId: "call_t" });
@@ -208,7 +229,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
 
     upstream.enqueue({ text: "done" });
-    const b = await start();
+    const b = await restart();
     const history = await settleAndCheck(b, run, "complete");
     expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(1);
@@ -229,7 +250,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(0);
 
     upstream.enqueue({ text: "both done" });
-    const b = await start();
+    const b = await restart();
     await settleAndCheck(b, run, "complete");
     expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
     expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(1);
@@ -248,7 +269,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     await run.watcher?.waitFor((e) => e.event === "approval.requested");
     await kill(a);
 
-    const b = await start({ ON_RESTART: "abort" });
+    const b = await restart({ ON_RESTART: "abort" });
     const history = await settleAndCheck(b, run, "aborted");
     const results = history.filter((m) => m.role === "tool") as Extract<AgentMessage, { role: "tool" }>[];
     expect(results.map((m) => [m.toolCallId, m.metadata.errorCode])).toEqual([
@@ -268,7 +289,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     await fetch(`${a.url}/runs/${run.runId}`, { method: "DELETE" }).catch(() => {});
     expect(await a.exited).toBe("SIGKILL");
 
-    const b = await start();
+    const b = await restart();
     const history = await settleAndCheck(b, run, "aborted");
     expect(history.find((m) => m.role === "tool")).toMatchObject({ toolCallId: "call_c", isError: true });
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
