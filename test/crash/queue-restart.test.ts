@@ -8,12 +8,14 @@ import { api, type ChildServer, startChildServer } from "../helpers/child-server
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { openSse } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
 let upstream: FakeUpstream;
 let dir: ReturnType<typeof tempDir>;
 let database: TestPgDatabase | null = null;
 const children: ChildServer[] = [];
+const restarted: TestServer[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -22,6 +24,7 @@ afterAll(async () => {
   await upstream.close();
 });
 afterEach(async () => {
+  for (const server of restarted.splice(0)) await server.close({ keepDir: true });
   for (const child of children.splice(0)) {
     if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
     await child.exited;
@@ -38,6 +41,21 @@ async function start(): Promise<ChildServer> {
   const child = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
   children.push(child);
   return child;
+}
+
+/**
+ * The server restarted over the killed one's database and workspaces, in this process: the same
+ * start as the built server's (configuration, store, app, listen, then the recovery of what was
+ * left), without a second process's start.
+ */
+async function restart(): Promise<TestServer> {
+  const server = await startTestServer({
+    dir: dir.path,
+    upstream,
+    ...(database ? { pgUrl: database.url, env: { INSTANCE_ID: "queue-test" } } : {}),
+  });
+  restarted.push(server);
+  return server;
 }
 
 /** The server's database, opened beside it (as a second connection). */
@@ -99,7 +117,7 @@ describe.each(["sqlite", "postgres"] as const)("queued runs and steered input ac
     }
 
     upstream.enqueue({ text: "first, steered" }, { text: "second done" }, { text: "third done" });
-    const again = await start();
+    const again = await restart();
     const last = await openSse(`${again.url}/runs/${queued[1]}/events`);
     const events = await last.ended;
     expect(events.map((e) => e.event).slice(0, 2)).toEqual(["run.queued", "run.started"]);
