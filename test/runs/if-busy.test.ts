@@ -1,13 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
+import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer;
-afterEach(async () => {
-  await server.close();
-});
 
 /** A promise and the function that resolves it. */
 function gate(): { open: () => void; promise: Promise<void> } {
@@ -45,9 +43,13 @@ const askedInputs = () =>
   );
 
 describe.each(["sqlite", "postgres"] as const)("ifBusy on %s", (backend) => {
-  beforeEach(async () => {
-    server = await startTestServer({ backend });
-  });
+  // One server for the backend's tests, each in a session of its own.
+  sharedTestServer(
+    () => startTestServer({ backend }),
+    (shared) => {
+      server = shared;
+    },
+  );
 
   it("reject (the default, and said explicitly) answers 409 SESSION_BUSY naming the active run", async () => {
     const { sessionId, first, release } = await busySession();
