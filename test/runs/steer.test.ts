@@ -1,15 +1,13 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { validHistory } from "../helpers/history.js";
+import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer;
-afterEach(async () => {
-  await server.close();
-});
 
 const finished = (runId: string) => finishedRun(server, runId);
 
@@ -42,9 +40,13 @@ const steer = (sessionId: string, input: string) =>
   server.request("POST", `/sessions/${sessionId}/runs`, { body: { input, ifBusy: "steer" } });
 
 describe.each(["sqlite", "postgres"] as const)("ifBusy steer on %s", (backend) => {
-  beforeEach(async () => {
-    server = await startTestServer({ backend });
-  });
+  // One server for the backend's tests, each in a session of its own.
+  sharedTestServer(
+    () => startTestServer({ backend }),
+    (shared) => {
+      server = shared;
+    },
+  );
 
   it("steer during a running tool: the user message lands after the tool's result, before the next model request (202)", async () => {
     const { session, run, watcher } = await runInTool();
