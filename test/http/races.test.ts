@@ -2,13 +2,21 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vit
 import type { Store } from "../../src/store/store.js";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
+import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
 let server: TestServer;
+/** Servers started for one test (one of them its `server`), closed after it. */
+const forTest: TestServer[] = [];
+async function startForTest(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  const started = await startTestServer(options);
+  forTest.push(started);
+  return started;
+}
 afterEach(async () => {
-  await server.close();
+  for (const started of forTest.splice(0)) await started.close();
 });
 
 /** A run whose first call (a shell command writing a file) waits for approval. */
@@ -27,9 +35,13 @@ async function runAwaitingApproval() {
 }
 
 describe.each(["sqlite", "postgres"] as const)("races on %s, driven in a fixed order", (backend) => {
-  beforeEach(async () => {
-    server = await startTestServer({ backend });
-  });
+  // One server for the backend's tests, each in a session of its own.
+  sharedTestServer(
+    () => startTestServer({ backend }),
+    (shared) => {
+      server = shared;
+    },
+  );
 
   it("approve then DELETE in the same tick: the approval is recorded but no tool starts, the run ends aborted", async () => {
     const { session, run, watcher } = await runAwaitingApproval();
@@ -91,8 +103,7 @@ describe.each(["sqlite", "postgres"] as const)("races on %s, driven in a fixed o
   });
 
   it("an unanswered approval is denied at the timeout (fail closed) and the model sees the denial", async () => {
-    await server.close();
-    server = await startTestServer({ env: { APPROVAL_TIMEOUT_MS: "100" } });
+    server = await startForTest({ env: { APPROVAL_TIMEOUT_MS: "100" } });
     server.upstream.enqueue(
       { toolCalls: [{ id: "call_t", name: "write_file", arguments: '{"path":"x","content":"y"}' }] },
       { text: "ok, not written" },
@@ -108,7 +119,7 @@ describe.each(["sqlite", "postgres"] as const)("races on %s, driven in a fixed o
 
 describe("tool refusals through the loop", () => {
   beforeEach(async () => {
-    server = await startTestServer();
+    server = await startForTest();
   });
 
   it("each refusal is a tool result the model sees, and the run goes on", async () => {
@@ -144,13 +155,8 @@ describe("tool refusals through the loop", () => {
 });
 
 describe("idle streams", () => {
-  beforeEach(async () => {
-    server = await startTestServer();
-  });
-
   it("an idle event stream gets comment heartbeats and is marked unbuffered for proxies", async () => {
-    await server.close();
-    server = await startTestServer({ sseHeartbeatMs: 50 });
+    server = await startForTest({ sseHeartbeatMs: 50 });
     let release!: () => void;
     server.upstream.enqueue({ text: "late", gate: new Promise<void>((r) => (release = r)) });
     const session = (await server.request("POST", "/sessions", { body: {} })).body;
@@ -210,7 +216,7 @@ function withHooks(
 describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s", (backend) => {
   it("is gone from the moment its DELETE is taken: a run started meanwhile is 404 and nothing of it is left", async () => {
     const held = door();
-    server = await startTestServer({
+    server = await startForTest({
       backend,
       // The store's delete held open, as a large session's pieces hold it.
       wrapStore: (store) => withHooks(store, { beforeDelete: held.pass }),
@@ -240,7 +246,7 @@ describe.each(["sqlite", "postgres"] as const)("a session being deleted, on %s",
   it("a start past the session's lookup when its DELETE is taken: the run it admits is ended and deleted with the session", async () => {
     const held = door();
     const activeAtDelete: (string | null)[] = [];
-    server = await startTestServer({
+    server = await startForTest({
       backend,
       // The run's insert held open: the start has found the session, its run is not stored yet.
       // The session's rows go only once no run of it is live: what is active then is noted.
@@ -282,7 +288,7 @@ describe("two instances over one PostgreSQL database", () => {
     const held = door();
     // What each delete statement finds of the session's runs: [id, status, stop reason].
     const runsAtDelete: [string, string, string | null][][] = [];
-    server = await startTestServer({
+    server = await startForTest({
       pgUrl: database.url,
       // The first delete held once its runs were ended: the other instance starts one then.
       wrapStore: (store) =>
@@ -319,7 +325,7 @@ describe("two instances over one PostgreSQL database", () => {
     // After afterEach has closed `server`, whose pool is on this database.
     onTestFinished(() => database.drop());
     const held = door();
-    server = await startTestServer({ pgUrl: database.url });
+    server = await startForTest({ pgUrl: database.url });
     const other = await startTestServer({
       pgUrl: database.url,
       upstream: server.upstream,
