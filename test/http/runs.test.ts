@@ -1,16 +1,18 @@
 import { existsSync } from "node:fs";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;
 
-beforeEach(async () => {
-  server = await startTestServer();
-});
-afterEach(async () => {
-  await server.close();
-});
+// One server for the file's tests, each in sessions of its own.
+sharedTestServer(
+  () => startTestServer(),
+  (shared) => {
+    server = shared;
+  },
+);
 
 async function createSession(body: unknown = {}) {
   const res = await server.request("POST", "/sessions", { body });
