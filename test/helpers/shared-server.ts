@@ -21,8 +21,7 @@ export function sharedTestServer(start: () => Promise<TestServer>, use: (server:
   afterEach(async () => {
     const used = shared;
     if (!used) return;
-    used.upstream.fallback = undefined;
-    if ((await idle(used)) && consumed(used)) return;
+    if (await leftAsFound(used)) return;
     shared = null;
     await used.close();
   });
@@ -30,6 +29,15 @@ export function sharedTestServer(start: () => Promise<TestServer>, use: (server:
     await shared?.close();
     shared = null;
   });
+}
+
+/**
+ * Whether a test left `server` as it found it, to be used by the next: no run live, every reply
+ * scripted on its upstream taken. Unsets the upstream's fallback.
+ */
+export async function leftAsFound(server: TestServer): Promise<boolean> {
+  server.upstream.fallback = undefined;
+  return (await idle(server)) && consumed(server);
 }
 
 /** Whether the server's live runs have all ended (a run's end is seen a moment before it leaves). */

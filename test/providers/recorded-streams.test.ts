@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { FakeReply } from "../fakes/openai-upstream.js";
+import { leftAsFound } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { recorded, recordedText } from "./replay.js";
@@ -10,11 +11,31 @@ import { recorded, recordedText } from "./replay.js";
  * is committed, what the stats say, and what the next request sends back to that provider.
  */
 
-let server: TestServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
+/**
+ * The file's servers, one for each environment its tests ask for (a start and a stop cost about
+ * what a test does), each test in a session of its own. A server is used again only if the test
+ * before left it as it found it (no run live, every scripted reply taken); otherwise it is
+ * replaced.
+ */
+const servers = new Map<string, TestServer>();
+afterAll(async () => {
+  for (const server of servers.values()) await server.close();
+  servers.clear();
 });
+
+async function serverWith(env: Record<string, string>): Promise<TestServer> {
+  const key = JSON.stringify(env);
+  const kept = servers.get(key);
+  if (kept && (await leftAsFound(kept))) {
+    kept.upstream.requests.length = 0;
+    return kept;
+  }
+  servers.delete(key);
+  await kept?.close();
+  const started = await startTestServer({ env });
+  servers.set(key, started);
+  return started;
+}
 
 async function runOnce(
   replies: FakeReply[],
@@ -25,8 +46,7 @@ async function runOnce(
     providerProfile,
   }: { model?: string; env?: Record<string, string>; approval?: unknown; providerProfile?: string } = {},
 ) {
-  server = await startTestServer({ env });
-  const s = server;
+  const s = await serverWith(env);
   s.upstream.enqueue(...replies);
   const session = await s.request("POST", "/sessions", {
     body: {
