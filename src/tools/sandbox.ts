@@ -182,9 +182,18 @@ function findBwrap(path: string): string | null {
 }
 
 /**
+ * The bwraps (path, settings and options) that made a sandbox in this process: a fact of the
+ * machine and the binary, so another server started in the same process (tests, embedders)
+ * does not spawn the probe again (40 ms, more on a loaded machine). A failure is not kept: it
+ * may be the directory's, and is tried again.
+ */
+const WORKING_BWRAPS = new Set<string>();
+
+/**
  * Whether bwrap can run a sandboxed command here (it needs user namespaces: a container's
  * seccomp or AppArmor profile may forbid them): runs `true` in the sandbox the shell tools
- * use, with `directory` as the workspace. Null when it works, else why not.
+ * use, with `directory` as the workspace (which must open, every time). Null when it works,
+ * else why not.
  */
 function probeBwrap({
   bwrap,
@@ -202,14 +211,19 @@ function probeBwrap({
   } catch (err) {
     return `cannot open WORKSPACE_ROOT to try the sandbox in (${(err as NodeJS.ErrnoException).code ?? "error"})`;
   }
+  const known = JSON.stringify([bwrap, settings.network, settings.tmpBytes, settings.maxProcesses, options]);
   try {
+    if (WORKING_BWRAPS.has(known)) return null;
     const args = bwrapArgs({ ...settings, options, workspace: directory, readOnly: true, command: "true" });
     const tried = spawnSync(bwrap, args, {
       stdio: ["ignore", "ignore", "pipe", fd],
       timeout: 10_000,
       env: {},
     });
-    if (tried.status === 0) return null;
+    if (tried.status === 0) {
+      WORKING_BWRAPS.add(known);
+      return null;
+    }
     const said = tried.stderr?.toString().trim().split("\n").at(-1);
     return `bwrap cannot make a sandbox here (${said || tried.error?.message || `exit ${tried.status ?? tried.signal}`})`;
   } finally {

@@ -243,6 +243,42 @@ describe("choosing the sandbox (SHELL_SANDBOX)", () => {
     }
   });
 
+  it("a bwrap that made a sandbox is not tried again in this process; one that failed is, every time", async () => {
+    const real = sandbox.kind === "bwrap" ? sandbox.bwrap : "";
+    const here = await mkdtemp(join(process.cwd(), ".probe-count-"));
+    try {
+      const log = join(here, "runs.log");
+      // A bwrap that logs each run, then is the real one; and one that logs and fails.
+      for (const [dir, then] of [
+        ["works", `exec ${real} "$@"`],
+        ["fails", "echo 'bwrap: no user namespaces' >&2; exit 1"],
+      ] as const) {
+        await mkdir(join(here, dir));
+        await writeFile(join(here, dir, "bwrap"), `#!/bin/sh\necho ${dir} >> ${log}\n${then}\n`, { mode: 0o755 });
+      }
+      const resolve = (dir: string, directory: string) =>
+        resolveShellSandbox({
+          mode: "auto",
+          network: false,
+          tmpBytes: TMP_BYTES,
+          maxProcesses: 1024,
+          directory,
+          path: join(here, dir),
+        });
+      const runs = async () => (existsSync(log) ? (await readFile(log, "utf8")).trim().split("\n") : []);
+      expect(resolve("works", layout.workspace)).toMatchObject({ ok: true, sandbox: { kind: "bwrap" } });
+      expect(resolve("works", layout.sibling)).toMatchObject({ ok: true, sandbox: { kind: "bwrap" } });
+      expect(await runs()).toEqual(["works"]);
+      for (const directory of [layout.workspace, layout.workspace]) {
+        expect(resolve("fails", directory)).toMatchObject({ ok: true, sandbox: { kind: "none" } });
+      }
+      // Each failing resolution tries the strict sandbox, then the one without --disable-userns.
+      expect(await runs()).toEqual(["works", "fails", "fails", "fails", "fails"]);
+    } finally {
+      await rm(here, { recursive: true, force: true });
+    }
+  });
+
   it("auto falls back to none, with the reason, where bwrap is missing; bwrap then is a problem; off is none", () => {
     const directory = layout.workspace;
     const missing = { network: false, tmpBytes: TMP_BYTES, maxProcesses: 1024, directory, path: "/nonexistent-bin" };
