@@ -1,0 +1,131 @@
+/**
+ * kill -9 at random instants: a real server on a real SQLite file, driven by a scripted model
+ * through a workload of every kind of run (several tool calls a turn, approvals, streamed text,
+ * several turns, `?wait`, a queue, a steer, a cancel), is killed at an instant a seeded PRNG
+ * picks (some milliseconds in, or just after the model's Nth request), sometimes killed again
+ * during its recovery, restarted on the same directory until every run has finished, and then
+ * checked against the durability promise (test/helpers/kill-anywhere/invariants.ts).
+ *
+ * KILL_ANYWHERE_ITERATIONS (default 4) iterations, from seed KILL_ANYWHERE_SEED (default: drawn
+ * now) upwards, one seed each; a failing iteration names its seed and keeps its directory, and
+ * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1` replays its choices (the instants
+ * themselves depend on the machine's timing).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { assertValidHistory } from "../../src/agent/history.js";
+import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
+import { type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { checkDatabase } from "../helpers/kill-anywhere/invariants.js";
+import { prng, scriptedModel } from "../helpers/kill-anywhere/script.js";
+import { allRuns, call, startWorkload, type Target } from "../helpers/kill-anywhere/workload.js";
+import { tempDir } from "../helpers/temp-dir.js";
+
+const ITERATIONS = Number(process.env.KILL_ANYWHERE_ITERATIONS ?? 4);
+const FIRST_SEED = Number(process.env.KILL_ANYWHERE_SEED ?? Math.floor(Math.random() * 1e9));
+const SETTLE_MS = 20_000;
+
+let upstream: FakeUpstream;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream?.close();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function killNow(server: ChildServer): Promise<void> {
+  server.process.kill("SIGKILL");
+  await server.exited;
+}
+
+/** Waits for a random instant: some ms, or just after the model's Nth request from now. */
+async function randomInstant(random: () => number, maxMs: number): Promise<string> {
+  if (random() < 0.5) {
+    const ms = Math.floor(random() * maxMs);
+    await sleep(ms);
+    return `${ms} ms`;
+  }
+  const n = 1 + Math.floor(random() * 8);
+  const after = Math.floor(random() * 30);
+  const target = upstream.requests.length + n;
+  const deadline = Date.now() + maxMs * 3;
+  while (upstream.requests.length < target && Date.now() < deadline) await sleep(2);
+  await sleep(after);
+  return `${after} ms after model request +${n}`;
+}
+
+/** Runs one iteration; resolves with what happened, or throws with the seed and the problems. */
+async function iteration(seed: number): Promise<string> {
+  const random = prng(seed);
+  upstream.fallback = scriptedModel(prng(seed ^ 0x5bd1e995));
+  const dir = tempDir("kill-anywhere-");
+  const target: Target = { url: "" };
+  const servers: ChildServer[] = [];
+  const start = async () => {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    servers.push(server);
+    target.url = server.url;
+    return server;
+  };
+  const stop = new AbortController();
+  const story: string[] = [];
+  let failed = true;
+  try {
+    let server = await start();
+    const { acked, jobs } = startWorkload(target, random, `s${seed}`, stop.signal);
+    const kills = random() < 0.5 ? 2 : 1;
+    for (let i = 0; i < kills; i++) {
+      story.push(`kill ${i + 1} at ${await randomInstant(random, i === 0 ? 700 : 400)}`);
+      await killNow(server);
+      server = await start();
+    }
+    const settling = Date.now();
+    await Promise.all(jobs);
+    // Settled: every run finished (the approver deciding what awaits), or the deadline.
+    const deadline = Date.now() + SETTLE_MS;
+    let live = await allRuns(target);
+    while (live.some((r) => r.status !== "finished") && Date.now() < deadline) {
+      await sleep(50);
+      live = await allRuns(target);
+    }
+    stop.abort();
+    const problems = live.filter((r) => r.status !== "finished").map((r) => `run ${r.id} still ${r.status}`);
+    for (const sessionId of new Set(live.map((r) => r.sessionId))) {
+      const history = await call(target, "GET", `/sessions/${sessionId}/messages?limit=200`);
+      try {
+        assertValidHistory(history?.body?.items ?? []);
+      } catch (err) {
+        problems.push(`session ${sessionId} over the API: ${(err as Error).message}`);
+      }
+    }
+    await killNow(server);
+    const checked = checkDatabase(dir.path, acked);
+    problems.push(...checked.problems);
+    story.push(`settled in ${Date.now() - settling} ms: ${checked.summary}`);
+    if (problems.length > 0) {
+      const output = servers.map((s, i) => `--- server ${i + 1} ---\n${s.output().slice(-4000)}`).join("\n");
+      throw new Error(
+        `KILL_ANYWHERE_SEED=${seed}: ${story.join("; ")}\ndirectory kept: ${dir.path}\n${problems.join("\n")}\n${output}`,
+      );
+    }
+    failed = false;
+    return story.join("; ");
+  } finally {
+    stop.abort();
+    for (const s of servers) if (s.process.exitCode === null && s.process.signalCode === null) await killNow(s);
+    if (!failed) dir.cleanup();
+  }
+}
+
+describe("kill -9 at random instants, then restart (sqlite)", () => {
+  it.each(Array.from({ length: ITERATIONS }, (_, i) => FIRST_SEED + i))(
+    "seed %i: every durability law holds after the restart",
+    async (seed) => {
+      const story = await iteration(seed);
+      if (process.env.KILL_ANYWHERE_VERBOSE) console.log(`seed ${seed}: ${story}`);
+      expect(story).toBeTruthy();
+    },
+    SETTLE_MS + 30_000,
+  );
+});
