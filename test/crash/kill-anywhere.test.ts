@@ -3,7 +3,7 @@
  * through a workload of every kind of run (several tool calls a turn, approvals, streamed text,
  * several turns, `?wait`, a queue, a steer, a cancel), is killed at an instant a seeded PRNG
  * picks (some milliseconds in, or just after the model's Nth request), sometimes killed again
- * during its recovery, restarted on the same directory until every run has finished, and then
+ * while it starts or soon after (amid its recovery), restarted on the same directory until every run has finished, and then
  * checked against the durability promise (test/helpers/kill-anywhere/invariants.ts).
  *
  * KILL_ANYWHERE_ITERATIONS (default 4) iterations, from seed KILL_ANYWHERE_SEED (default: drawn
@@ -11,16 +11,22 @@
  * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1` replays its choices (the instants
  * themselves depend on the machine's timing).
  */
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assertValidHistory } from "../../src/agent/history.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
-import { checkDatabase } from "../helpers/kill-anywhere/invariants.js";
+import { checkDatabase, type Query } from "../helpers/kill-anywhere/invariants.js";
 import { prng, scriptedModel } from "../helpers/kill-anywhere/script.js";
 import { allRuns, call, startWorkload, type Target } from "../helpers/kill-anywhere/workload.js";
+import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
-const ITERATIONS = Number(process.env.KILL_ANYWHERE_ITERATIONS ?? 4);
+const ITERATIONS = Number(process.env.KILL_ANYWHERE_ITERATIONS ?? 2);
+const BACKENDS = (process.env.KILL_ANYWHERE_BACKENDS ?? "sqlite,postgres").split(",") as ("sqlite" | "postgres")[];
 const FIRST_SEED = Number(process.env.KILL_ANYWHERE_SEED ?? Math.floor(Math.random() * 1e9));
 const SETTLE_MS = 20_000;
 
@@ -56,17 +62,40 @@ async function randomInstant(random: () => number, maxMs: number): Promise<strin
 }
 
 /** Runs one iteration; resolves with what happened, or throws with the seed and the problems. */
-async function iteration(seed: number): Promise<string> {
+async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<string> {
   const random = prng(seed);
   upstream.fallback = scriptedModel(prng(seed ^ 0x5bd1e995));
   const dir = tempDir("kill-anywhere-");
   const target: Target = { url: "" };
   const servers: ChildServer[] = [];
+  // Over PostgreSQL the restarted server has the same INSTANCE_ID, as a restarted container
+  // would: it takes its own runs back at once (another id waits for their leases to expire).
+  const database: TestPgDatabase | null = backend === "postgres" ? await createTestPgDatabase() : null;
+  const env: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "kill-anywhere" } : {};
   const start = async () => {
-    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
     servers.push(server);
     target.url = server.url;
     return server;
+  };
+  // A server killed while it starts (before or after it is ready, maybe amid its recovery).
+  const startAndKill = async (ms: number) => {
+    let exited: Promise<unknown> = Promise.resolve();
+    const ready = startChildServer({
+      dir: dir.path,
+      upstreamURL: upstream.baseURL,
+      env,
+      onSpawn: (child) => {
+        exited = new Promise((resolve) => child.once("exit", resolve));
+        setTimeout(() => child.kill("SIGKILL"), ms);
+      },
+    });
+    const server = await ready.catch(() => null);
+    if (server) {
+      servers.push(server);
+      target.url = server.url;
+    }
+    await exited;
   };
   const stop = new AbortController();
   const story: string[] = [];
@@ -78,6 +107,11 @@ async function iteration(seed: number): Promise<string> {
     for (let i = 0; i < kills; i++) {
       story.push(`kill ${i + 1} at ${await randomInstant(random, i === 0 ? 700 : 400)}`);
       await killNow(server);
+      if (random() < 0.35) {
+        const ms = Math.floor(random() * 1500);
+        story.push(`killed again ${ms} ms into its restart`);
+        await startAndKill(ms);
+      }
       server = await start();
     }
     const settling = Date.now();
@@ -100,13 +134,13 @@ async function iteration(seed: number): Promise<string> {
       }
     }
     await killNow(server);
-    const checked = checkDatabase(dir.path, acked);
+    const checked = await readDatabase(dir.path, database, (query) => checkDatabase(dir.path, acked, query));
     problems.push(...checked.problems);
     story.push(`settled in ${Date.now() - settling} ms: ${checked.summary}`);
     if (problems.length > 0) {
       const output = servers.map((s, i) => `--- server ${i + 1} ---\n${s.output().slice(-4000)}`).join("\n");
       throw new Error(
-        `KILL_ANYWHERE_SEED=${seed}: ${story.join("; ")}\ndirectory kept: ${dir.path}\n${problems.join("\n")}\n${output}`,
+        `KILL_ANYWHERE_SEED=${seed} KILL_ANYWHERE_BACKENDS=${backend}: ${story.join("; ")}\ndirectory kept: ${dir.path}\n${problems.join("\n")}\n${output}`,
       );
     }
     failed = false;
@@ -114,16 +148,48 @@ async function iteration(seed: number): Promise<string> {
   } finally {
     stop.abort();
     for (const s of servers) if (s.process.exitCode === null && s.process.signalCode === null) await killNow(s);
-    if (!failed) dir.cleanup();
+    if (!failed) {
+      dir.cleanup();
+      await database?.drop();
+    }
   }
 }
 
-describe("kill -9 at random instants, then restart (sqlite)", () => {
+/** Runs `read` over the settled database: the SQLite file opened read-only, or a PostgreSQL client. */
+async function readDatabase<T>(dir: string, database: TestPgDatabase | null, read: (query: Query) => Promise<T>) {
+  if (!database) {
+    const db = new Database(join(dir, "agent.db"), { readonly: true, fileMustExist: true });
+    try {
+      return await read(async (sql) => db.prepare(sql).all());
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    return await read(async (sql) => (await client.query(sql)).rows);
+  } finally {
+    await client.end();
+  }
+}
+
+describe.each(BACKENDS)("kill -9 at random instants, then restart (%s)", (backend) => {
   it.each(Array.from({ length: ITERATIONS }, (_, i) => FIRST_SEED + i))(
     "seed %i: every durability law holds after the restart",
     async (seed) => {
-      const story = await iteration(seed);
-      if (process.env.KILL_ANYWHERE_VERBOSE) console.log(`seed ${seed}: ${story}`);
+      const log = (line: string) =>
+        process.env.KILL_ANYWHERE_LOG && appendFileSync(process.env.KILL_ANYWHERE_LOG, line);
+      // Whatever fails names the seed; a soak's log gets each line as it goes (vitest holds a
+      // file's console output back until the file ends).
+      const story = await iteration(seed, backend).catch((err: Error) => {
+        const message = err.message.startsWith("KILL_ANYWHERE_SEED")
+          ? err.message
+          : `KILL_ANYWHERE_SEED=${seed} KILL_ANYWHERE_BACKENDS=${backend}: ${err.stack}`;
+        log(`FAIL ${message}\n`);
+        throw new Error(message);
+      });
+      log(`${backend} seed ${seed}: ${story}\n`);
       expect(story).toBeTruthy();
     },
     SETTLE_MS + 30_000,

@@ -61,6 +61,7 @@ export async function startChildServer({
   env = {},
   stdio = ["ignore", "pipe", "pipe"],
   onOutput,
+  onSpawn,
 }: {
   dir: string;
   upstreamURL: string;
@@ -69,6 +70,8 @@ export async function startChildServer({
   stdio?: StdioOptions;
   /** Told each piece of its output as it comes, also before it is ready. */
   onOutput?: (text: string) => void;
+  /** Called with the process as soon as it is spawned, before it is ready (to kill it while it starts). */
+  onSpawn?: (child: ChildProcess) => void;
 }): Promise<ChildServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
@@ -90,6 +93,7 @@ export async function startChildServer({
     },
     stdio,
   });
+  onSpawn?.(child);
   let output = "";
   const take = (d: Buffer) => {
     output += d;

@@ -1,8 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { expectedAssistant, MARKS, STEER_INPUT, sessionTag } from "./script.js";
 import type { Acknowledged } from "./workload.js";
+
+/** Rows of one SELECT, over either backend (the schemas name and type their columns alike). */
+// biome-ignore lint/suspicious/noExplicitAny: rows are cast where read.
+export type Query = (sql: string) => Promise<any[]>;
 
 interface MessageRow {
   id: string;
@@ -25,114 +28,131 @@ const NEVER_RAN = new Set(["ABORTED", "DENIED", "NOT_EXECUTED", "UNKNOWN_TOOL", 
  * read-only once the server has settled) and in the workspaces: each a sentence in the
  * returned list, empty when all hold.
  */
-export function checkDatabase(dir: string, acked: Acknowledged): { problems: string[]; summary: string } {
+export async function checkDatabase(
+  dir: string,
+  acked: Acknowledged,
+  query: Query,
+): Promise<{ problems: string[]; summary: string }> {
   const problems: string[] = [];
-  let summary = "";
-  const db = new Database(join(dir, "agent.db"), { readonly: true, fileMustExist: true });
-  try {
-    const runs = db
-      .prepare("SELECT id, session_id, status, stop_reason, input FROM runs ORDER BY created_at")
-      .all() as {
-      id: string;
-      session_id: string;
-      status: string;
-      stop_reason: string | null;
-      input: string;
-    }[];
-    const runIds = new Set(runs.map((r) => r.id));
-    for (const id of acked.runs) if (!runIds.has(id)) problems.push(`acknowledged run ${id} is missing`);
-    // No run stays live without progress: the settle waited for all to finish.
-    for (const r of runs) {
-      if (r.status !== "finished" || !r.stop_reason) problems.push(`run ${r.id} is ${r.status}/${r.stop_reason}`);
-    }
-    const leftInputs = db.prepare("SELECT run_id, content FROM run_inputs").all() as { run_id: string }[];
-    for (const i of leftInputs) problems.push(`steered input left unconsumed on run ${i.run_id}`);
-
-    // Event seqs of each run are 1..n; run.finished is there once, last, for a finished run.
-    const events = db.prepare("SELECT run_id, seq, type, data FROM run_events ORDER BY run_id, seq").all() as {
-      run_id: string;
-      seq: number;
-      type: string;
-      data: string;
-    }[];
-    const byRun = new Map<string, typeof events>();
-    for (const e of events) byRun.set(e.run_id, [...(byRun.get(e.run_id) ?? []), e]);
-    // What a client saw is what is stored: no event is lost or rewritten after it was sent.
-    for (const [runId, seen] of acked.seen) {
-      const stored = byRun.get(runId) ?? [];
-      for (const e of seen) {
-        const at = stored[Number(e.id) - 1];
-        if (at?.type !== e.event || at.data !== e.data)
-          problems.push(`run ${runId}: event ${e.id} (${e.event}) a client saw is stored as ${at?.type ?? "nothing"}`);
-      }
-    }
-    const messageEvents = new Map<string, number>();
-    for (const r of runs) {
-      const list = byRun.get(r.id) ?? [];
-      list.forEach((e, i) => {
-        if (e.seq !== i + 1) problems.push(`run ${r.id}: event #${i + 1} has seq ${e.seq} (a gap)`);
-        if (e.type === "message") {
-          const id = JSON.parse(e.data).message?.id as string;
-          messageEvents.set(id, (messageEvents.get(id) ?? 0) + 1);
-        }
-      });
-      const finished = list.filter((e) => e.type === "run.finished");
-      if (finished.length !== 1) problems.push(`run ${r.id} has ${finished.length} run.finished events`);
-      else if (list.at(-1)?.type !== "run.finished") problems.push(`run ${r.id}: events follow its run.finished`);
-    }
-
-    const messages = db.prepare("SELECT * FROM messages ORDER BY session_id, seq").all() as MessageRow[];
-    for (const m of messages) {
-      const n = messageEvents.get(m.id) ?? 0;
-      if (n !== 1) problems.push(`message ${m.id} (${m.role}, run ${m.run_id}) has ${n} message events`);
-      messageEvents.delete(m.id);
-    }
-    for (const id of messageEvents.keys()) problems.push(`a message event names message ${id}, which is not stored`);
-
-    for (const sessionId of acked.steered) {
-      if (!messages.some((m) => m.session_id === sessionId && m.role === "user" && m.content === STEER_INPUT))
-        problems.push(`session ${sessionId}: the accepted steered input is not in its history`);
-    }
-    const sessions = db.prepare("SELECT id, workspace FROM sessions").all() as { id: string; workspace: string }[];
-    for (const s of sessions) {
-      problems.push(
-        ...checkSession(
-          dir,
-          s,
-          messages.filter((m) => m.session_id === s.id),
-          runs.filter((r) => r.session_id === s.id),
-        ),
-      );
-    }
-
-    // The ledger agrees: every call finished, with its result message.
-    const ledger = db.prepare("SELECT run_id, id, state, result_message_id FROM tool_calls").all() as {
-      run_id: string;
-      id: string;
-      state: string;
-      result_message_id: string | null;
-    }[];
-    const results = new Map(messages.filter((m) => m.role === "tool").map((m) => [`${m.run_id}/${m.tool_call_id}`, m]));
-    for (const c of ledger) {
-      if (c.state !== "finished") problems.push(`ledger: call ${c.id} is ${c.state}`);
-      const result = results.get(`${c.run_id}/${c.id}`);
-      if (!result) problems.push(`ledger: call ${c.id} has no result message`);
-      else if (c.result_message_id !== result.id)
-        problems.push(`ledger: call ${c.id} names result ${c.result_message_id}, stored ${result.id}`);
-    }
-    // What the iteration went through, for its story.
-    const count = (sql: string) =>
-      (db.prepare(sql).all() as { k: string; n: number }[]).map(({ k, n }) => `${k}:${n}`).join(",");
-    summary = [
-      count("SELECT coalesce(stop_reason, status) AS k, count(*) AS n FROM runs GROUP BY 1"),
-      count(
-        "SELECT coalesce(json_extract(metadata, '$.errorCode'), 'ok') AS k, count(*) AS n FROM messages WHERE role = 'tool' GROUP BY 1",
-      ),
-    ].join(" ");
-  } finally {
-    db.close();
+  const runs = (await query("SELECT id, session_id, status, stop_reason, input FROM runs ORDER BY created_at, id")) as {
+    id: string;
+    session_id: string;
+    status: string;
+    stop_reason: string | null;
+    input: string;
+  }[];
+  const runIds = new Set(runs.map((r) => r.id));
+  for (const id of acked.runs) if (!runIds.has(id)) problems.push(`acknowledged run ${id} is missing`);
+  // No run stays live without progress: the settle waited for all to finish.
+  for (const r of runs) {
+    if (r.status !== "finished" || !r.stop_reason) problems.push(`run ${r.id} is ${r.status}/${r.stop_reason}`);
   }
-  return { problems, summary };
+  // A `?wait=true` start answers with the finished run, however many kills it was sent across.
+  for (const w of acked.waited) {
+    if (w.status !== 200 || w.run.status !== "finished")
+      problems.push(`a ?wait=true start was answered ${w.status} ${JSON.stringify(w.run).slice(0, 200)}`);
+  }
+  const leftInputs = (await query("SELECT run_id, content FROM run_inputs")) as { run_id: string }[];
+  for (const i of leftInputs) problems.push(`steered input left unconsumed on run ${i.run_id}`);
+
+  // Event seqs of each run are 1..n; run.finished is there once, last, for a finished run.
+  const events = (await query("SELECT run_id, seq, type, data FROM run_events ORDER BY run_id, seq")) as {
+    run_id: string;
+    seq: number;
+    type: string;
+    data: string;
+  }[];
+  const byRun = new Map<string, typeof events>();
+  for (const e of events) byRun.set(e.run_id, [...(byRun.get(e.run_id) ?? []), e]);
+  // What a client saw is what is stored: no event is lost or rewritten after it was sent.
+  for (const [runId, seen] of acked.seen) {
+    const stored = byRun.get(runId) ?? [];
+    for (const e of seen) {
+      const at = stored[Number(e.id) - 1];
+      if (at?.type !== e.event || at.data !== e.data)
+        problems.push(`run ${runId}: event ${e.id} (${e.event}) a client saw is stored as ${at?.type ?? "nothing"}`);
+    }
+  }
+  const messageEvents = new Map<string, number>();
+  for (const r of runs) {
+    const list = byRun.get(r.id) ?? [];
+    list.forEach((e, i) => {
+      if (e.seq !== i + 1) problems.push(`run ${r.id}: event #${i + 1} has seq ${e.seq} (a gap)`);
+      if (e.type === "message") {
+        const id = JSON.parse(e.data).message?.id as string;
+        messageEvents.set(id, (messageEvents.get(id) ?? 0) + 1);
+      }
+    });
+    const finished = list.filter((e) => e.type === "run.finished");
+    if (finished.length !== 1) problems.push(`run ${r.id} has ${finished.length} run.finished events`);
+    else if (list.at(-1)?.type !== "run.finished") problems.push(`run ${r.id}: events follow its run.finished`);
+  }
+
+  const messages = (await query("SELECT * FROM messages ORDER BY session_id, seq")) as MessageRow[];
+  for (const m of messages) {
+    const n = messageEvents.get(m.id) ?? 0;
+    if (n !== 1) problems.push(`message ${m.id} (${m.role}, run ${m.run_id}) has ${n} message events`);
+    messageEvents.delete(m.id);
+  }
+  for (const id of messageEvents.keys()) problems.push(`a message event names message ${id}, which is not stored`);
+
+  for (const sessionId of acked.steered) {
+    if (!messages.some((m) => m.session_id === sessionId && m.role === "user" && m.content === STEER_INPUT))
+      problems.push(`session ${sessionId}: the accepted steered input is not in its history`);
+  }
+  const sessions = (await query("SELECT id, workspace FROM sessions")) as { id: string; workspace: string }[];
+  for (const s of sessions) {
+    problems.push(
+      ...checkSession(
+        dir,
+        s,
+        messages.filter((m) => m.session_id === s.id),
+        runs.filter((r) => r.session_id === s.id),
+      ),
+    );
+  }
+
+  // The ledger agrees: every call finished, with its result message.
+  const ledger = (await query("SELECT run_id, id, state, result_message_id FROM tool_calls")) as {
+    run_id: string;
+    id: string;
+    state: string;
+    result_message_id: string | null;
+  }[];
+  const results = new Map(messages.filter((m) => m.role === "tool").map((m) => [`${m.run_id}/${m.tool_call_id}`, m]));
+  for (const c of ledger) {
+    if (c.state !== "finished") problems.push(`ledger: call ${c.id} is ${c.state}`);
+    const result = results.get(`${c.run_id}/${c.id}`);
+    if (!result) problems.push(`ledger: call ${c.id} has no result message`);
+    else if (c.result_message_id !== result.id)
+      problems.push(`ledger: call ${c.id} names result ${c.result_message_id}, stored ${result.id}`);
+  }
+  const inLedger = new Set(ledger.map((c) => `${c.run_id}/${c.id}`));
+  for (const m of messages.filter((x) => x.role === "assistant" && x.tool_calls)) {
+    for (const c of JSON.parse(m.tool_calls as string) as { id: string }[])
+      if (!inLedger.has(`${m.run_id}/${c.id}`)) problems.push(`ledger: call ${c.id} of run ${m.run_id} is not in it`);
+  }
+  // A run's input is its first message, stored once however often the run was started over;
+  // a start sent again with its idempotency key is one run.
+  for (const r of runs) {
+    const own = messages.filter((m) => m.run_id === r.id);
+    if (own.length && (own[0]?.role !== "user" || own[0]?.content !== r.input))
+      problems.push(`run ${r.id} does not begin with its input`);
+    if (own.filter((m) => m.role === "user" && m.content === r.input).length > 1)
+      problems.push(`run ${r.id} has its input more than once`);
+    if (runs.some((o) => o !== r && o.session_id === r.session_id && o.input === r.input))
+      problems.push(`session ${r.session_id} has two runs of input ${JSON.stringify(r.input)}`);
+  }
+  // What the iteration went through, for its story.
+  const tally = (keys: string[]) => {
+    const counts = new Map<string, number>();
+    for (const key of keys.sort()) counts.set(key, (counts.get(key) ?? 0) + 1);
+    return [...counts].map(([key, n]) => `${key}:${n}`).join(",");
+  };
+  const codes = messages
+    .filter((m) => m.role === "tool")
+    .map((m) => (JSON.parse(m.metadata ?? "{}").errorCode as string | null) ?? "ok");
+  return { problems, summary: `${tally(runs.map((r) => r.stop_reason ?? r.status))} ${tally(codes)}` };
 }
 
 /** One session's laws: results per call, what the model sent, side effects at most once. */
@@ -187,10 +207,11 @@ function checkSession(
           : c.name === "write_file" && existsSync(join(workspace, "notes", `${c.id}.txt`))
             ? 1
             : 0;
-      // A started tool never runs twice; a call that ran has its real result or "outcome unknown".
+      // A started tool never runs twice; a call that ran has its real result (its tool's own
+      // outcome: a cancel kills a shell, SHELL_ABORTED) or "outcome unknown" (INTERRUPTED),
+      // never a result that says it was not executed.
       if (ran > 1) problems.push(`${where}: call ${c.id} executed ${ran} times`);
-      if (ran > 0 && code !== null && code !== "INTERRUPTED")
-        problems.push(`${where}: call ${c.id} ran but its result is ${code}`);
+      if (ran > 0 && code && NEVER_RAN.has(code)) problems.push(`${where}: call ${c.id} ran but its result is ${code}`);
       if (ran === 0 && code && NEVER_RAN.has(code)) continue;
       if (ran === 0 && !result.is_error && (c.name === "shell" || c.name === "write_file"))
         problems.push(`${where}: call ${c.id} has a success result but never ran`);

@@ -40,6 +40,8 @@ export interface Acknowledged {
   decisions: Map<string, "approve" | "deny">;
   /** Sessions whose steered input was accepted into the active run (202). */
   steered: string[];
+  /** What each `?wait=true` start was answered, once answered (sent again across kills). */
+  waited: { status: number; run: { id?: string; status?: string } }[];
   /** Per run, the events a client following it saw before the kill. */
   seen: Map<string, SseEvent[]>;
 }
@@ -56,7 +58,7 @@ export function startWorkload(
   tag: string,
   stop: AbortSignal,
 ): { acked: Acknowledged; jobs: Promise<void>[] } {
-  const acked: Acknowledged = { runs: [], decisions: new Map(), steered: [], seen: new Map() };
+  const acked: Acknowledged = { runs: [], decisions: new Map(), steered: [], waited: [], seen: new Map() };
   /** A request a client sends again until it is answered (the server killed under it). */
   const persist = async (...args: Parameters<typeof call>) => {
     for (;;) {
@@ -102,7 +104,8 @@ export function startWorkload(
     },
     approval: async () => {
       const id = await session(null);
-      if (id) await run(id, { input: `${inputTag("approval", tag)} ask first` }, true);
+      const res = id ? await run(id, { input: `${inputTag("approval", tag)} ask first` }, true) : null;
+      if (res) acked.waited.push({ status: res.status, run: res.body ?? {} });
     },
     steer: async () => {
       const id = await session(allow);
