@@ -72,8 +72,8 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
   // would: it takes its own runs back at once (another id waits for their leases to expire).
   const database: TestPgDatabase | null = backend === "postgres" ? await createTestPgDatabase() : null;
   const env: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "kill-anywhere" } : {};
-  const start = async () => {
-    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
+  const start = async (extra: Record<string, string> = {}) => {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env: { ...env, ...extra } });
     servers.push(server);
     target.url = server.url;
     return server;
@@ -112,7 +112,10 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
         story.push(`killed again ${ms} ms into its restart`);
         await startAndKill(ms);
       }
-      server = await start();
+      // Now and then a restart closes what was live instead of resuming it.
+      const abort = random() < 0.2;
+      if (abort) story.push("restarted with ON_RESTART=abort");
+      server = await start(abort ? { ON_RESTART: "abort" } : {});
     }
     const settling = Date.now();
     await Promise.all(jobs);

@@ -52,6 +52,16 @@ export async function checkDatabase(
     if (w.status !== 200 || w.run.status !== "finished")
       problems.push(`a ?wait=true start was answered ${w.status} ${JSON.stringify(w.run).slice(0, 200)}`);
   }
+  for (const id of new Set(acked.reasked))
+    problems.push(`call ${id} awaits approval again after a decision was answered`);
+  const decided = new Map([...acked.decisions].map(([id, decision]) => [id, decision]));
+  for (const m of (await query("SELECT tool_call_id, metadata FROM messages WHERE role = 'tool'")) as MessageRow[]) {
+    const decision = decided.get(m.tool_call_id as string);
+    const code = JSON.parse(m.metadata ?? "{}").errorCode;
+    // Denied: never run (DENIED, or ABORTED by a cancel first); approved: never DENIED.
+    if (decision === "deny" ? !NEVER_RAN.has(code) : decision === "approve" && code === "DENIED")
+      problems.push(`call ${m.tool_call_id} was answered ${decision}, its result is ${code ?? "ok"}`);
+  }
   const leftInputs = (await query("SELECT run_id, content FROM run_inputs")) as { run_id: string }[];
   for (const i of leftInputs) problems.push(`steered input left unconsumed on run ${i.run_id}`);
 
@@ -97,7 +107,7 @@ export async function checkDatabase(
   for (const id of messageEvents.keys()) problems.push(`a message event names message ${id}, which is not stored`);
 
   for (const sessionId of acked.steered) {
-    if (!messages.some((m) => m.session_id === sessionId && m.role === "user" && m.content === STEER_INPUT))
+    if (!messages.some((m) => m.session_id === sessionId && m.role === "user" && m.content.endsWith(STEER_INPUT)))
       problems.push(`session ${sessionId}: the accepted steered input is not in its history`);
   }
   const sessions = (await query("SELECT id, workspace FROM sessions")) as { id: string; workspace: string }[];

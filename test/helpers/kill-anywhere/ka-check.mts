@@ -6,7 +6,7 @@ const dir = process.argv[2] as string;
 const db = new Database(join(dir, "agent.db"), { readonly: true });
 const r = await checkDatabase(
   dir,
-  { runs: [], decisions: new Map(), steered: [], waited: [], seen: new Map() },
+  { runs: [], decisions: new Map(), reasked: [], steered: [], waited: [], seen: new Map() },
   async (sql) => db.prepare(sql).all(),
 );
 console.log(r.summary);

@@ -15,7 +15,10 @@ export function prng(seed: number): () => number {
 /** The kinds of session a workload drives, each with its own script. */
 export type SessionKind = "tools" | "approval" | "steer" | "cancel";
 
-/** A run's input names its session's script: `[ka:<kind>:<tag>]`. */
+/**
+ * Every run's input names its session's script: `[ka:<kind>:<tag>]` (the model is asked with
+ * the session's history, whose first run may have lost its input to a kill and an abort).
+ */
 export const inputTag = (kind: SessionKind, tag: string) => `[ka:${kind}:${tag}]`;
 const TAG = /\[ka:(tools|approval|steer|cancel):([a-z0-9]+)\]/;
 

@@ -38,7 +38,9 @@ export interface Acknowledged {
   runs: string[];
   /** Decisions answered 200, by tool call id. */
   decisions: Map<string, "approve" | "deny">;
-  /** Sessions whose steered input was accepted into the active run (202). */
+  /** Calls pending again after a decision on them was answered 200. */
+  reasked: string[];
+  /** Sessions whose steered input (its text ends with STEER_INPUT) was accepted into the active run (202). */
   steered: string[];
   /** What each `?wait=true` start was answered, once answered (sent again across kills). */
   waited: { status: number; run: { id?: string; status?: string } }[];
@@ -58,7 +60,7 @@ export function startWorkload(
   tag: string,
   stop: AbortSignal,
 ): { acked: Acknowledged; jobs: Promise<void>[] } {
-  const acked: Acknowledged = { runs: [], decisions: new Map(), steered: [], waited: [], seen: new Map() };
+  const acked: Acknowledged = { runs: [], decisions: new Map(), reasked: [], steered: [], waited: [], seen: new Map() };
   /** A request a client sends again until it is answered (the server killed under it). */
   const persist = async (...args: Parameters<typeof call>) => {
     for (;;) {
@@ -100,26 +102,28 @@ export function startWorkload(
       await run(id, { input: `${inputTag("tools", tag)} look around` });
       await sleep(random() * 150);
       // Joins the session's queue behind the first run (or starts, if that one is over).
-      await run(id, { input: "and then this", ifBusy: "enqueue" });
+      await run(id, { input: `${inputTag("tools", tag)} and then this`, ifBusy: "enqueue" });
     },
     approval: async () => {
       const id = await session(null);
       const res = id ? await run(id, { input: `${inputTag("approval", tag)} ask first` }, true) : null;
-      if (res) acked.waited.push({ status: res.status, run: res.body ?? {} });
+      if (res) acked.waited.push({ status: res.status, run: res.body?.run ?? {} });
     },
     steer: async () => {
       const id = await session(allow);
       if (!id) return;
       await run(id, { input: `${inputTag("steer", tag)} go` });
       await sleep(random() * 200);
-      await run(id, { input: STEER_INPUT, ifBusy: "steer" });
+      await run(id, { input: `${inputTag("steer", tag)} ${STEER_INPUT}`, ifBusy: "steer" });
     },
     cancel: async () => {
       const id = await session(null);
       if (!id) return;
       const res = await run(id, { input: `${inputTag("cancel", tag)} maybe` });
       await sleep(random() * 300);
-      if (res?.body?.id) await persist(target, "DELETE", `/runs/${res.body.id}`, undefined, stop);
+      // Cancelled by DELETE, or by a new run started with ifBusy "interrupt".
+      if (random() < 0.5) await run(id, { input: `${inputTag("cancel", tag)} instead, this`, ifBusy: "interrupt" });
+      else if (res?.body?.id) await persist(target, "DELETE", `/runs/${res.body.id}`, undefined, stop);
     },
   };
   void approver(target, random, acked, stop);
@@ -139,6 +143,11 @@ export async function approver(target: Target, random: () => number, acked: Ackn
         if (r.status !== "awaiting_approval") continue;
         const pending = await call(target, "GET", `/runs/${r.id}/approvals`, undefined, stop);
         for (const p of pending?.body?.items ?? []) {
+          // A decision answered is stored: its call does not await one again.
+          if (acked.decisions.has(p.toolCallId)) {
+            acked.reasked.push(p.toolCallId);
+            continue;
+          }
           const decision = random() < 0.85 ? "approve" : "deny";
           const res = await call(target, "POST", `/runs/${r.id}/approvals/${p.toolCallId}`, { decision }, stop);
           if (res?.status === 200) acked.decisions.set(p.toolCallId, decision);
