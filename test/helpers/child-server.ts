@@ -62,6 +62,7 @@ export async function startChildServer({
   stdio = ["ignore", "pipe", "pipe"],
   onOutput,
   onSpawn,
+  readyMs = 15_000,
 }: {
   dir: string;
   upstreamURL: string;
@@ -72,6 +73,8 @@ export async function startChildServer({
   onOutput?: (text: string) => void;
   /** Called with the process as soon as it is spawned, before it is ready (to kill it while it starts). */
   onSpawn?: (child: ChildProcess) => void;
+  /** How long it may take to answer `/healthz` before it is killed and the start fails. */
+  readyMs?: number;
 }): Promise<ChildServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [join(root, "dist/src/server.js")], {
@@ -105,7 +108,7 @@ export async function startChildServer({
     child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`server exited before it was ready:\n${output}`);

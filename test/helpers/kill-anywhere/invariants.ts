@@ -162,7 +162,17 @@ export async function checkDatabase(
   const codes = messages
     .filter((m) => m.role === "tool")
     .map((m) => (JSON.parse(m.metadata ?? "{}").errorCode as string | null) ?? "ok");
-  return { problems, summary: `${tally(runs.map((r) => r.stop_reason ?? r.status))} ${tally(codes)}` };
+  // The longest a run went without an event (kills and restarts count), and between which.
+  let slowest = { ms: 0, what: "" };
+  for (const list of byRun.values()) {
+    for (let i = 1; i < list.length; i++) {
+      const [a, b] = [list[i - 1], list[i]].map((e) => JSON.parse((e as { data: string }).data));
+      const ms = Date.parse(b.at) - Date.parse(a.at);
+      if (ms > slowest.ms) slowest = { ms, what: `${a.type} -> ${b.type}` };
+    }
+  }
+  const slow = `longest pause ${slowest.ms} ms (${slowest.what})`;
+  return { problems, summary: `${tally(runs.map((r) => r.stop_reason ?? r.status))} ${tally(codes)}; ${slow}` };
 }
 
 /** One session's laws: results per call, what the model sent, side effects at most once. */
