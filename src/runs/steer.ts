@@ -81,7 +81,8 @@ export async function steerActive(
   const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
   if (replayed) return replayed;
   const active = await deps.store.runs.active(sessionId);
-  if (!active) return { to: "idle" };
+  if (!active)
+    return inputId === undefined ? { to: "idle" } : leftByEarlierCopy(deps, { sessionId, input, inputId, repeatedRun });
   const repeated = await repeatedRun?.();
   if (repeated) return { to: "repeated", started: repeated };
   const id = inputId ?? newId("msg");
@@ -126,6 +127,36 @@ export async function steerActive(
   } finally {
     unsubscribe();
   }
+}
+
+/**
+ * No active run, for a steer repeated with its key: its earlier copy may have stored the input
+ * on a run that then ended without taking it, its process lost before it started the input's
+ * own run (a restart's recovery ended the run, and has not yet queued that input as a run of
+ * its own: see queueLeftInput). The input is then this request's to start (`ended`): one run
+ * whichever of the two takes it first (a run's insert removes the input it takes). Input gone
+ * since the first look was taken by a run (a user message, or the run queued from it), found
+ * again here; else the session is `idle`. Looked for only once no run is active: a run that
+ * has finished takes no input again, so what is not left now was taken.
+ */
+async function leftByEarlierCopy(
+  deps: SteerDeps,
+  {
+    sessionId,
+    input,
+    inputId,
+    repeatedRun,
+  }: { sessionId: string; input: string; inputId: string; repeatedRun?: () => Promise<StartedRun | null> },
+): Promise<SteerOutcome> {
+  const left = (await deps.store.inputs.orphaned()).find((stored) => stored.id === inputId);
+  if (left) {
+    if (left.content !== input) throw keyReused(inputId);
+    return { to: "ended", inputId };
+  }
+  const taken = await takenBefore(deps, { sessionId, input, inputId });
+  if (taken) return taken;
+  const repeated = await repeatedRun?.();
+  return repeated ? { to: "repeated", started: repeated } : { to: "idle" };
 }
 
 /** The answer to a repeated steer whose input a run took already (a user message of its id); null if none did. */
