@@ -11,7 +11,7 @@
  * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1` replays its choices (the instants
  * themselves depend on the machine's timing).
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -72,6 +72,7 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
   // would: it takes its own runs back at once (another id waits for their leases to expire).
   const database: TestPgDatabase | null = backend === "postgres" ? await createTestPgDatabase() : null;
   const env: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "kill-anywhere" } : {};
+  if (process.env.KILL_ANYWHERE_DUMP) env.LOG_LEVEL = process.env.LOG_LEVEL ?? "info";
   const start = async (extra: Record<string, string> = {}) => {
     const server = await startChildServer({
       dir: dir.path,
@@ -154,6 +155,10 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
       );
     }
     failed = false;
+    // Investigating: each server's log (LOG_LEVEL from the environment) kept in this folder.
+    const dump = process.env.KILL_ANYWHERE_DUMP;
+    for (const [i, s] of dump ? servers.entries() : [])
+      writeFileSync(join(dump as string, `${backend}-${seed}-server-${i + 1}.log`), s.output());
     return story.join("; ");
   } finally {
     stop.abort();
