@@ -200,14 +200,22 @@ export class RunManager {
     return waitForRunEnd({ runId, live, get: (id) => this.get(id), stopping, store, hub, waitElsewhere, registry });
   }
 
-  /** Fires the run's AbortSignal. `accepted` is false for a run that had already finished. */
-  cancel(runId: string): Promise<{ run: RunView; accepted: boolean }> {
+  /**
+   * Fires the run's AbortSignal. `accepted` is false for a run that had already finished. A run
+   * not registered here waits for start-up recovery first, as a decision does: a run the
+   * recovery had claimed and not yet resumed would otherwise get only a stored request, which
+   * the run, resumed from the record read at its claim, never reads over a SQLite file (and
+   * over PostgreSQL only at the next safety poll): it went on running, and waiting for
+   * approvals, while shown `cancelling`.
+   */
+  async cancel(runId: string): Promise<{ run: RunView; accepted: boolean }> {
+    if (!this.#registry.get(runId)) await this.#recovery;
     return cancelRun(this.#controlDeps(), runId);
   }
 
   /**
-   * Start-up recovery is under way until `recovery` settles: a decision for a run not yet
-   * registered waits for it, so it reaches the resumed run instead of being refused.
+   * Start-up recovery is under way until `recovery` settles: a decision or a cancel for a run
+   * not yet registered waits for it, so it reaches the resumed run.
    */
   recovering(recovery: Promise<unknown>): void {
     this.#recovery = recovery.catch(() => {});

@@ -1,0 +1,75 @@
+/**
+ * A DELETE /runs/{id} sent while the restart's recovery had claimed the run but not yet resumed
+ * it (the server listens before it recovers): it was answered `cancelling` at once, and the run,
+ * resumed from the record read at its claim, went on waiting for its approval, over a SQLite
+ * file for good. The cancel now waits for the recovery, as a decision does, and stops the run.
+ */
+import { afterEach, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { startFakeUpstream } from "../fakes/openai-upstream.js";
+import { freePort } from "../helpers/child-server.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
+
+const servers: TestServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0).reverse()) await server.close();
+});
+
+it("a cancel sent between the recovery's claim of a run and its resumption ends the run aborted", async () => {
+  const upstream = await startFakeUpstream();
+  upstream.fallback = () => ({ text: "done" });
+  const a = await startTestServer({ upstream });
+  upstream.enqueue({ toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] });
+  const session = (await a.request("POST", "/sessions", { body: {} })).body;
+  const run = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "first" } })).body;
+  await until(
+    async () => (await a.request("GET", `/runs/${run.id}/approvals`)).body.items,
+    (items) => items.length === 1,
+    "the approval request",
+  );
+  // Left live, as a lost process leaves it.
+  await a.close({ keepDir: true, resume: true });
+
+  const port = await freePort();
+  let cancel: Promise<{ status: number; body: { status: string } }> | null = null;
+  // As the recovery reads the claimed run's messages, just before it resumes it, a client
+  // cancels the run.
+  const cancelFirst = (store: Store): Store =>
+    new Proxy(store, {
+      get(target, key, receiver) {
+        if (key !== "messages") return Reflect.get(target, key, receiver);
+        return {
+          ...target.messages,
+          anyOfRun: async (sessionId: string, runId: string) => {
+            if (!cancel) {
+              cancel = fetch(`http://127.0.0.1:${port}/runs/${run.id}`, { method: "DELETE" }).then(async (res) => ({
+                status: res.status,
+                body: await res.json(),
+              }));
+              // Answered at once where the cancel does not wait for the recovery (or given a second).
+              await Promise.race([cancel, new Promise((resolve) => setTimeout(resolve, 1000))]);
+            }
+            return target.messages.anyOfRun(sessionId, runId);
+          },
+        };
+      },
+    });
+  const b = await startTestServer({ dir: a.dir, upstream, port, wrapStore: cancelFirst });
+  servers.push(b);
+  const answered = await (cancel as unknown as Promise<{ status: number; body: { status: string } }>);
+  expect(answered.status).toBe(202);
+  expect(answered.body.status).toBe("cancelling");
+
+  const ended = await until(
+    async () => (await b.request("GET", `/runs/${run.id}`)).body,
+    (r) => r.status === "finished",
+    "the cancelled run to end",
+  );
+  expect(ended.stopReason).toBe("aborted");
+  const results = (await b.request("GET", `/sessions/${session.id}/messages`)).body.items.filter(
+    (m: { role: string }) => m.role === "tool",
+  );
+  expect(results.map((m: { metadata: { errorCode: string } }) => m.metadata.errorCode)).toEqual(["ABORTED"]);
+  await upstream.close();
+});
