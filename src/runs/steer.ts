@@ -148,11 +148,10 @@ async function leftByEarlierCopy(
     repeatedRun,
   }: { sessionId: string; input: string; inputId: string; repeatedRun?: () => Promise<StartedRun | null> },
 ): Promise<SteerOutcome> {
-  const left = (await deps.store.inputs.orphaned()).find((stored) => stored.id === inputId);
-  if (left) {
-    if (left.content !== input) throw keyReused(inputId);
-    return { to: "ended", inputId };
-  }
+  // Compared in the database: neither this input's content nor any other's is read.
+  const left = await deps.store.inputs.leftHolds(inputId, input);
+  if (left === false) throw keyReused(inputId);
+  if (left) return { to: "ended", inputId };
   const taken = await takenBefore(deps, { sessionId, input, inputId });
   if (taken) return taken;
   const repeated = await repeatedRun?.();

@@ -201,6 +201,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       pending: (runId) => read(() => inputRuns.rows(runId, () => tables.queue.pending(runId))),
       pendingStatus: (runId, id) => read(() => tables.queue.pendingStatus(runId, id)),
       pendingHolds: (runId, id, content) => read(() => tables.queue.pendingHolds(runId, id, content)),
+      leftHolds: (id, content) => read(() => tables.queue.leftHolds(id, content)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

@@ -23,6 +23,12 @@ export interface InputStore {
    * stored content is not read); null when the run has no pending input of that id.
    */
   pendingHolds(runId: string, id: string, content: string): Promise<boolean | null>;
+  /**
+   * Whether input `id`, left on a run that has finished (see `orphaned`), holds `content`,
+   * compared in the database (the stored content is not read); null when no finished run has
+   * an input of that id.
+   */
+  leftHolds(id: string, content: string): Promise<boolean | null>;
   /** Inputs no run will take: their run has finished. */
   orphaned(): Promise<RunInput[]>;
 }

@@ -214,8 +214,15 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect(await store.inputs.add(nul)).toBe(true);
     expect(await store.inputs.pendingHolds(live, nul.id, "a\u0000b")).toBe(true);
     expect(await store.inputs.pendingHolds(live, nul.id, "a\u0000c")).toBe(false);
+    // Left on a run that is not finished: not left yet.
+    expect(await store.inputs.leftHolds(first, `steer ${first}`)).toBeNull();
     await store.commitRun(live, [finishChange()], []);
     expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("finished");
+    // Left on the finished run: a keyed steer sent again compares its input with it, exactly.
+    expect(await store.inputs.leftHolds(first, `steer ${first}`)).toBe(true);
+    expect(await store.inputs.leftHolds(first, `steer ${first} `)).toBe(false);
+    expect(await store.inputs.leftHolds(nul.id, "a\u0000b")).toBe(true);
+    expect(await store.inputs.leftHolds("msg_none", `steer ${first}`)).toBeNull();
   });
 
   it("a queued run's run.queued and its later run.started go to a target that asked for them", async () => {

@@ -148,6 +148,14 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           content,
         ])
       )[0]?.same ?? null,
+    leftHolds: async (id, content) =>
+      (
+        await rows<{ same: boolean }>(
+          `SELECT content = $2 AS same FROM run_inputs i WHERE id = $1
+           AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
+          [id, content],
+        )
+      )[0]?.same ?? null,
     orphaned: async () =>
       (
         await rows<RunInputRow>(
