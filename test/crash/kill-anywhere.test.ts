@@ -1,15 +1,21 @@
 /**
- * kill -9 at random instants: a real server on a real SQLite file, driven by a scripted model
- * through a workload of every kind of run (several tool calls a turn, approvals, streamed text,
- * several turns, `?wait`, a queue, a steer, a cancel), is killed at an instant a seeded PRNG
- * picks (some milliseconds in, or just after the model's Nth request), sometimes killed again
- * while it starts or soon after (amid its recovery), restarted on the same directory until every run has finished, and then
- * checked against the durability promise (test/helpers/kill-anywhere/invariants.ts).
+ * kill -9 at random instants: a real server, on a real SQLite file and on PostgreSQL (the
+ * restarted server with the same INSTANCE_ID), driven by a scripted model through a workload of
+ * every kind of run (several tool calls a turn, approvals, streamed text, several turns,
+ * `?wait`, a queue, a steer, a cancel or an interrupt, every start retried with its idempotency
+ * key until answered), is killed at an instant a seeded PRNG picks (some milliseconds in, or
+ * just after the model's Nth request), sometimes killed again while it starts or soon after
+ * (amid its recovery), sometimes restarted with ON_RESTART=abort, restarted on the same data
+ * until every run has finished, and then checked against the durability promise
+ * (test/helpers/kill-anywhere/invariants.ts).
  *
- * KILL_ANYWHERE_ITERATIONS (default 4) iterations, from seed KILL_ANYWHERE_SEED (default: drawn
- * now) upwards, one seed each; a failing iteration names its seed and keeps its directory, and
- * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1` replays its choices (the instants
- * themselves depend on the machine's timing).
+ * KILL_ANYWHERE_ITERATIONS (default 2) iterations per backend of KILL_ANYWHERE_BACKENDS
+ * (default "sqlite,postgres"), from seed KILL_ANYWHERE_SEED (default: drawn now) upwards, one
+ * seed each. A failing iteration names its seed and keeps its directory;
+ * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1 KILL_ANYWHERE_BACKENDS=<backend>`
+ * replays its choices (the instants themselves depend on the machine's timing). A soak:
+ * KILL_ANYWHERE_LOG=<file> gets each iteration's story as it ends, KILL_ANYWHERE_DUMP=<dir>
+ * each server's log (LOG_LEVEL, default info).
  */
 import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

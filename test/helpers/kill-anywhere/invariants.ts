@@ -24,9 +24,19 @@ interface MessageRow {
 const NEVER_RAN = new Set(["ABORTED", "DENIED", "NOT_EXECUTED", "UNKNOWN_TOOL", "INVALID_ARGUMENTS"]);
 
 /**
- * Every durability law the product promises, checked in the SQLite file itself (opened
- * read-only once the server has settled) and in the workspaces: each a sentence in the
- * returned list, empty when all hold.
+ * Every durability law the product promises, checked in the database itself once the server
+ * has settled (the SQLite file opened read-only, or the PostgreSQL database) and in the
+ * workspaces, against what the clients were answered (`acked`): each broken law a sentence in
+ * `problems`, empty when all hold. The laws: acknowledged runs exist, all finished (none left
+ * live without an owner), no steered input left untaken; each run's events are seqs 1..n with
+ * one run.finished, last; every event a client saw is stored as it saw it; every stored message
+ * has exactly one `message` event and every such event its message; every tool call of an
+ * assistant message has exactly one result, after it, in its run, and its ledger row finished
+ * with that result; a stored assistant message is the script's whole reply (nothing partial);
+ * a side effect (a marker line, a note file) happens at most once per call, and a call that
+ * ran is never reported as not executed (its real result, its tool's own failure such as
+ * SHELL_ABORTED by a cancel, or INTERRUPTED, "outcome unknown"); a decision answered 200 is
+ * kept; a start retried with its key is one run, and each run begins with its input, once.
  */
 export async function checkDatabase(
   dir: string,
