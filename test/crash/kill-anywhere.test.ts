@@ -116,7 +116,7 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
   let failed = true;
   try {
     let server = await start();
-    const { acked, jobs } = startWorkload(target, random, `s${seed}`, stop.signal);
+    const { acked, jobs } = startWorkload(target, seed, `s${seed}`, stop.signal);
     const kills = random() < 0.5 ? 2 : 1;
     for (let i = 0; i < kills; i++) {
       story.push(`kill ${i + 1} at ${await randomInstant(random, i === 0 ? 700 : 400)}`);

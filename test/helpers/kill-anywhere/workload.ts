@@ -1,5 +1,5 @@
 import { openSse, type SseEvent } from "../sse-client.js";
-import { inputTag, type SessionKind, STEER_INPUT } from "./script.js";
+import { inputTag, prng, type SessionKind, STEER_INPUT } from "./script.js";
 
 /** The server the workload talks to now: replaced at each restart. */
 export interface Target {
@@ -56,7 +56,7 @@ export interface Acknowledged {
  */
 export function startWorkload(
   target: Target,
-  random: () => number,
+  seed: number,
   tag: string,
   stop: AbortSignal,
 ): { acked: Acknowledged; jobs: Promise<void>[] } {
@@ -100,6 +100,7 @@ export function startWorkload(
       const id = await session(allow);
       if (!id) return;
       await run(id, { input: `${inputTag("tools", tag)} look around` });
+      const random = prng(seed ^ 0x1001);
       await sleep(random() * 150);
       // Joins the session's queue behind the first run (or starts, if that one is over).
       await run(id, { input: `${inputTag("tools", tag)} and then this`, ifBusy: "enqueue" });
@@ -113,6 +114,7 @@ export function startWorkload(
       const id = await session(allow);
       if (!id) return;
       await run(id, { input: `${inputTag("steer", tag)} go` });
+      const random = prng(seed ^ 0x2002);
       await sleep(random() * 200);
       await run(id, { input: `${inputTag("steer", tag)} ${STEER_INPUT}`, ifBusy: "steer" });
     },
@@ -120,13 +122,16 @@ export function startWorkload(
       const id = await session(null);
       if (!id) return;
       const res = await run(id, { input: `${inputTag("cancel", tag)} maybe` });
+      const random = prng(seed ^ 0x3003);
       await sleep(random() * 300);
       // Cancelled by DELETE, or by a new run started with ifBusy "interrupt".
       if (random() < 0.5) await run(id, { input: `${inputTag("cancel", tag)} instead, this`, ifBusy: "interrupt" });
       else if (res?.body?.id) await persist(target, "DELETE", `/runs/${res.body.id}`, undefined, stop);
     },
   };
-  void approver(target, random, acked, stop);
+  // Each job and the approver draw from a PRNG of their own: a seed replays every choice,
+  // whatever order the jobs' requests are answered in.
+  void approver(target, prng(seed ^ 0x4004), acked, stop);
   return { acked, jobs: Object.values(jobs).map((job) => job()) };
 }
 
