@@ -20,6 +20,15 @@ export interface ControlDeps {
   get: (runId: string) => Promise<RunView | null>;
   /** The plans kept here (see RunPlans): a view made here takes its plan from them. */
   plans: RunPlans;
+  /**
+   * Settles once start-up recovery has (see RunManager.recovering). A cancel (DELETE, or an
+   * interrupting start) of a run not registered here waits for it, as a decision does: a run
+   * the recovery had claimed and not yet resumed would otherwise get only a stored request,
+   * which the run, resumed from the record read at its claim, never reads over a SQLite file
+   * (over PostgreSQL, at the next safety poll): it went on, waiting for its approval while
+   * shown `cancelling`.
+   */
+  recovered?: () => Promise<unknown>;
 }
 
 /**
@@ -35,6 +44,7 @@ export async function cancelRun(
   runId: string,
   by = BY_DELETE,
 ): Promise<{ run: RunView; accepted: boolean }> {
+  if (!deps.registry.get(runId)) await deps.recovered?.();
   const live = deps.registry.get(runId);
   // Stored by a start here and not registered yet: its registration stops it.
   if (!live) deps.registry.cancelStarting(runId);

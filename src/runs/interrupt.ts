@@ -23,6 +23,8 @@ export async function interruptActive(deps: ControlDeps, sessionId: string, idem
   const active = await deps.store.runs.active(sessionId);
   if (!active) return;
   if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return;
+  // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
+  if (!deps.registry.get(active.id)) await deps.recovered?.();
   const live = deps.registry.get(active.id);
   if (live) live.handedOver = true;
   await cancelRun(deps, active.id, INTERRUPTED_BY);

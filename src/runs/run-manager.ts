@@ -201,15 +201,10 @@ export class RunManager {
   }
 
   /**
-   * Fires the run's AbortSignal. `accepted` is false for a run that had already finished. A run
-   * not registered here waits for start-up recovery first, as a decision does: a run the
-   * recovery had claimed and not yet resumed would otherwise get only a stored request, which
-   * the run, resumed from the record read at its claim, never reads over a SQLite file (and
-   * over PostgreSQL only at the next safety poll): it went on running, and waiting for
-   * approvals, while shown `cancelling`.
+   * Fires the run's AbortSignal. `accepted` is false for a run that had already finished (a run
+   * not registered here waits for start-up recovery first: see ControlDeps.recovered).
    */
-  async cancel(runId: string): Promise<{ run: RunView; accepted: boolean }> {
-    if (!this.#registry.get(runId)) await this.#recovery;
+  cancel(runId: string): Promise<{ run: RunView; accepted: boolean }> {
     return cancelRun(this.#controlDeps(), runId);
   }
 
@@ -273,6 +268,7 @@ export class RunManager {
       accepting: () => this.accepting,
       get: (runId: string) => this.get(runId, { decided: true }),
       plans: this.plans,
+      recovered: () => this.#recovery,
     };
   }
 
