@@ -9,7 +9,7 @@
  * until every run has finished, and then checked against the durability promise
  * (test/helpers/kill-anywhere/invariants.ts).
  *
- * KILL_ANYWHERE_ITERATIONS (default 2) iterations per backend of KILL_ANYWHERE_BACKENDS
+ * KILL_ANYWHERE_ITERATIONS (default 1) iterations per backend of KILL_ANYWHERE_BACKENDS
  * (default "sqlite,postgres"), from seed KILL_ANYWHERE_SEED (default: drawn now) upwards, one
  * seed each. A failing iteration names its seed and keeps its directory;
  * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1 KILL_ANYWHERE_BACKENDS=<backend>`
@@ -31,7 +31,7 @@ import { allRuns, call, startWorkload, type Target } from "../helpers/kill-anywh
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
-const ITERATIONS = Number(process.env.KILL_ANYWHERE_ITERATIONS ?? 2);
+const ITERATIONS = Number(process.env.KILL_ANYWHERE_ITERATIONS ?? 1);
 const BACKENDS = (process.env.KILL_ANYWHERE_BACKENDS ?? "sqlite,postgres").split(",") as ("sqlite" | "postgres")[];
 const FIRST_SEED = Number(process.env.KILL_ANYWHERE_SEED ?? Math.floor(Math.random() * 1e9));
 const SETTLE_MS = 45_000;
