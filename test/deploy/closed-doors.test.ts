@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { compileCacheEnv } from "../helpers/compile-cache.js";
 import { tempDir } from "../helpers/temp-dir.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -40,9 +41,17 @@ describe("a server reachable from other machines needs keys", () => {
         [join(root, "dist/src/server.js")],
         {
           cwd: temp.path,
-          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: "0", DATABASE_PATH: join(temp.path, "a.db"), ...env },
+          env: {
+            PATH: process.env.PATH ?? "/usr/bin:/bin",
+            PORT: "0",
+            DATABASE_PATH: join(temp.path, "a.db"),
+            ...compileCacheEnv,
+            ...env,
+          },
           encoding: "utf8",
-          timeout: 10_000,
+          // A guard against a start that never ends, not a bound on how fast it is refused: five
+          // servers start at once here, beside another test file (a browser's launch, on 2 cores).
+          timeout: 30_000,
         },
         (error, stdout, stderr) =>
           resolve({
@@ -69,7 +78,7 @@ describe("a server reachable from other machines needs keys", () => {
       expect(open.output).toMatch(/HOST: .*AGENT_API_KEYS.*ALLOW_UNAUTHENTICATED=1/);
     }
     expect(allowed.server.output()).toMatch(/serving without authentication/);
-  });
+  }, 60_000);
 });
 
 describe("what the server creates is private to its user", () => {
