@@ -3,7 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { badRequest } from "../errors.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { followRunEvents } from "../runs/event-feed.js";
-import { MAX_KEY } from "../store/page.js";
+import { keyOfCursor } from "../store/page.js";
 import { SseConnection } from "./sse-connection.js";
 import { exemptFromWriteDeadline } from "./write-deadline.js";
 
@@ -14,10 +14,11 @@ import { exemptFromWriteDeadline } from "./write-deadline.js";
 export function resumePoint(lastEventId: string | string[] | undefined, after: number | undefined): number {
   if (lastEventId === undefined) return after ?? 0;
   const value = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
-  if (value === undefined || !/^\d{1,15}$/.test(value.trim()) || Number(value.trim()) > MAX_KEY) {
+  const seq = value === undefined ? null : keyOfCursor(value.trim());
+  if (seq === null) {
     throw badRequest("INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event this stream sent (an integer)");
   }
-  return Number(value.trim());
+  return seq;
 }
 
 /** The reason an open stream's signal aborts when its client went away (not the server stopping). */

@@ -5,7 +5,7 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
-import { MAX_KEY, withinBytes } from "../store/page.js";
+import { keyOfCursor, withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
 import type { RunAccess, Store, ToolCallRecord } from "../store/store.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -87,8 +87,8 @@ export interface RunListPage {
 /** The key a page of a run's list starts after (a turn, a ledger ordinal, an event's seq); INVALID_CURSOR unless one. */
 function keyOf(cursor: string | null): number | null {
   if (cursor === null) return null;
-  const key = /^\d{1,15}$/.test(cursor) ? Number(cursor) : Number.NaN;
-  if (!Number.isSafeInteger(key) || key > MAX_KEY) throw invalidCursor();
+  const key = keyOfCursor(cursor);
+  if (key === null) throw invalidCursor();
   return key;
 }
 

@@ -9,7 +9,7 @@ import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
 import { isConflict } from "../store/errors.js";
-import { MAX_KEY, withinBytes } from "../store/page.js";
+import { keyOfCursor, MAX_KEY, withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
@@ -192,8 +192,8 @@ export class SessionService {
     page: { limit: number; cursor: string | null; order?: "oldest" | "newest" },
   ) {
     await this.access(id, owner);
-    const seq = page.cursor === null ? null : Number(page.cursor);
-    if (seq !== null && !(Number.isSafeInteger(seq) && seq >= 0 && seq <= MAX_KEY)) throw invalidCursor();
+    const seq = page.cursor === null ? null : keyOfCursor(page.cursor);
+    if (page.cursor !== null && seq === null) throw invalidCursor();
     const result = await this.deps.store.messages.page(
       page.order === "newest"
         ? { sessionId: id, afterSeq: 0, beforeSeq: seq ?? MAX_KEY + 1, limit: page.limit }

@@ -4,6 +4,12 @@
  */
 export const MAX_KEY = 2_147_483_647;
 
+/** The key a cursor of a numbered list names (digits, at most MAX_KEY), or null when it names none. */
+export function keyOfCursor(cursor: string): number | null {
+  const key = /^\d{1,10}$/.test(cursor) ? Number(cursor) : Number.NaN;
+  return key <= MAX_KEY ? key : null;
+}
+
 /** A page of a list, as every list route answers. */
 export interface ListPage<T> {
   items: T[];

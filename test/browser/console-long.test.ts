@@ -7,6 +7,7 @@ import type { Browser, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RETRY_FIRST_MS } from "../../console/watch-run.js";
 import { newId } from "../../src/ids.js";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { seedSession } from "../helpers/seed.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { launchChromium, newPage } from "./browser.js";
@@ -123,17 +124,12 @@ describe("many sessions", () => {
 
 describe("a watched run gone", () => {
   it("a run gone by the time its stream opens (its session deleted meanwhile) ends the watch, said so, instead of reconnecting for ever", async () => {
-    const id = await newSession();
-    server.upstream.enqueue({
-      toolCalls: [{ id: "call_w", name: "write_file", arguments: '{"path":"notes.txt","content":"hello"}' }],
-    });
-    const run = (await server.request("POST", `/sessions/${id}/runs`, { body: { input: "write it" } })).body;
-    await expect.poll(async () => (await server.request("GET", `/runs/${run.id}/approvals`)).body.items.length).toBe(1);
+    const { sessionId: id, runId } = await runAwaitingApproval(server);
     const { page } = await newPage(browser);
     try {
       const streams: string[] = [];
       page.on("request", (request) => {
-        if (request.url().includes(`/runs/${run.id}/events`)) streams.push(request.url());
+        if (request.url().includes(`/runs/${runId}/events`)) streams.push(request.url());
       });
       // The session's history arrives once the session is deleted: the console then watches a run that is gone.
       let deleted: () => void = () => {};
@@ -155,7 +151,7 @@ describe("a watched run gone", () => {
       expect((await server.request("DELETE", `/sessions/${id}`)).status).toBe(204);
       deleted();
       await page.locator("#status", { hasText: "disconnected" }).waitFor({ timeout: 5000 });
-      expect(await page.locator("#status").textContent()).toContain(`run ${run.id} not found`);
+      expect(await page.locator("#status").textContent()).toContain(`run ${runId} not found`);
       const opened = streams.length;
       expect(opened).toBe(1);
       // Past the first reconnection's delay (RETRY_FIRST_MS): no stream is opened again.

@@ -8,6 +8,7 @@
 import { afterEach, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { freePort } from "../helpers/child-server.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
@@ -26,14 +27,7 @@ it.each([
     const upstream = await startFakeUpstream();
     upstream.fallback = () => ({ text: "done" });
     const a = await startTestServer({ upstream });
-    upstream.enqueue({ toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] });
-    const session = (await a.request("POST", "/sessions", { body: {} })).body;
-    const run = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "first" } })).body;
-    await until(
-      async () => (await a.request("GET", `/runs/${run.id}/approvals`)).body.items,
-      (items) => items.length === 1,
-      "the approval request",
-    );
+    const { sessionId, runId } = await runAwaitingApproval(a, { input: "first" });
     // Left live, as a lost process leaves it.
     await a.close({ keepDir: true, resume: true });
 
@@ -47,12 +41,12 @@ it.each([
           if (key !== "messages") return Reflect.get(target, key, receiver);
           return {
             ...target.messages,
-            anyOfRun: async (sessionId: string, runId: string) => {
+            anyOfRun: async (ofSession: string, ofRun: string) => {
               if (!cancel) {
                 const request =
                   how === "DELETE"
-                    ? fetch(`http://127.0.0.1:${port}/runs/${run.id}`, { method: "DELETE" })
-                    : fetch(`http://127.0.0.1:${port}/sessions/${session.id}/runs`, {
+                    ? fetch(`http://127.0.0.1:${port}/runs/${runId}`, { method: "DELETE" })
+                    : fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
                         method: "POST",
                         headers: { "content-type": "application/json" },
                         body: JSON.stringify({ input: "instead", ifBusy: "interrupt" }),
@@ -64,7 +58,7 @@ it.each([
                 // Answered at once where the cancel does not wait for the recovery (or given a second).
                 await Promise.race([cancel, new Promise((resolve) => setTimeout(resolve, 1000))]);
               }
-              return target.messages.anyOfRun(sessionId, runId);
+              return target.messages.anyOfRun(ofSession, ofRun);
             },
           };
         },
@@ -77,12 +71,12 @@ it.each([
     if (how === "DELETE") expect(answered.body.status).toBe("cancelling");
 
     const ended = await until(
-      async () => (await b.request("GET", `/runs/${run.id}`)).body,
+      async () => (await b.request("GET", `/runs/${runId}`)).body,
       (r) => r.status === "finished",
       "the cancelled run to end",
     );
     expect(ended.stopReason).toBe("aborted");
-    const results = (await b.request("GET", `/sessions/${session.id}/messages`)).body.items.filter(
+    const results = (await b.request("GET", `/sessions/${sessionId}/messages`)).body.items.filter(
       (m: { role: string }) => m.role === "tool",
     );
     expect(results.map((m: { metadata: { errorCode: string } }) => m.metadata.errorCode)).toEqual(["ABORTED"]);

@@ -7,6 +7,7 @@
 import { afterEach, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
+import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { freePort } from "../helpers/child-server.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
@@ -20,19 +21,12 @@ it("a steer retried while the restart's recovery has not yet queued its left inp
   const upstream = await startFakeUpstream();
   upstream.fallback = () => ({ text: "done" });
   const a = await startTestServer({ upstream });
-  upstream.enqueue({ toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] });
-  const session = (await a.request("POST", "/sessions", { body: {} })).body;
-  const first = (await a.request("POST", `/sessions/${session.id}/runs`, { body: { input: "first" } })).body;
-  await until(
-    async () => (await a.request("GET", `/runs/${first.id}/approvals`)).body.items,
-    (items) => items.length === 1,
-    "the approval request",
-  );
+  const { sessionId, runId: firstId } = await runAwaitingApproval(a, { input: "first" });
   const steer = { body: { input: "also this", ifBusy: "steer" }, headers: { "idempotency-key": "steer-1" } };
   // Stored on the run, which waits for a decision: the request waits for the run to take it.
-  const earlier = a.request("POST", `/sessions/${session.id}/runs`, steer).catch(() => null);
+  const earlier = a.request("POST", `/sessions/${sessionId}/runs`, steer).catch(() => null);
   await until(
-    () => a.ctx.store.inputs.pending(first.id),
+    () => a.ctx.store.inputs.pending(firstId),
     (pending) => pending.length === 1,
     "the steered input",
   );
@@ -52,7 +46,7 @@ it("a steer retried while the restart's recovery has not yet queued its left inp
           ...target.inputs,
           orphaned: async () => {
             if (!retry) {
-              retry = fetch(`http://127.0.0.1:${port}/sessions/${session.id}/runs`, {
+              retry = fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
                 method: "POST",
                 headers: { "content-type": "application/json", ...steer.headers },
                 body: JSON.stringify(steer.body),
@@ -71,7 +65,7 @@ it("a steer retried while the restart's recovery has not yet queued its left inp
 
   const runs = await until(
     async () =>
-      (await b.request("GET", `/sessions/${session.id}/runs`)).body.items as {
+      (await b.request("GET", `/sessions/${sessionId}/runs`)).body.items as {
         id: string;
         input: string;
         status: string;
@@ -80,7 +74,7 @@ it("a steer retried while the restart's recovery has not yet queued its left inp
     "every run to finish",
   );
   expect(runs.filter((r) => r.input === "also this").map((r) => r.id)).toEqual([answered.body.id]);
-  const messages = (await b.request("GET", `/sessions/${session.id}/messages`)).body.items as { content: string }[];
+  const messages = (await b.request("GET", `/sessions/${sessionId}/messages`)).body.items as { content: string }[];
   expect(messages.filter((m) => m.content === "also this")).toHaveLength(1);
   await upstream.close();
 });

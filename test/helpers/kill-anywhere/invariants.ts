@@ -1,24 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { MessageRow } from "../../../src/store/messages.js";
 import { expectedAssistant, MARKS, STEER_INPUT, sessionTag } from "./script.js";
 import type { Acknowledged } from "./workload.js";
 
 /** Rows of one SELECT, over either backend (the schemas name and type their columns alike). */
 // biome-ignore lint/suspicious/noExplicitAny: rows are cast where read.
 export type Query = (sql: string) => Promise<any[]>;
-
-interface MessageRow {
-  id: string;
-  session_id: string;
-  run_id: string;
-  seq: number;
-  role: string;
-  content: string;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  is_error: number | null;
-  metadata: string | null;
-}
 
 /** Outcomes that say a call was never executed: its side effect must not exist. */
 const NEVER_RAN = new Set(["ABORTED", "DENIED", "NOT_EXECUTED", "UNKNOWN_TOOL", "INVALID_ARGUMENTS"]);
