@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { StringTable } from "../string-table.js";
 
 /** What a stream's last frame says when the server stops: clients reconnect and resume. */
 export const RESTART_COMMENT = ": server restarting, reconnect to resume\n\n";
@@ -12,12 +13,15 @@ const END_WAIT_MS = 1000;
  * `Last-Event-ID` instead of an error.
  */
 export class OpenStreams {
-  readonly #open = new Map<FastifyReply, () => void>();
+  /** By a key of this table's own (a StringTable: streams come and go, see string-table.ts). */
+  readonly #open = new StringTable<{ reply: FastifyReply; stop: () => void }>();
+  #added = 0;
 
   /** Tracks an SSE reply until it closes; `stop` ends what feeds it. */
   add(reply: FastifyReply, stop: () => void): void {
-    this.#open.set(reply, stop);
-    reply.raw.once("close", () => this.#open.delete(reply));
+    const key = `s${++this.#added}`;
+    this.#open.set(key, { reply, stop });
+    reply.raw.once("close", () => this.#open.delete(key));
   }
 
   get size(): number {
@@ -26,8 +30,8 @@ export class OpenStreams {
 
   /** Ends every open stream after RESTART_COMMENT; resolves when they were flushed (or after END_WAIT_MS). */
   async endAll(): Promise<void> {
-    const ending = [...this.#open].map(
-      ([reply, stop]) =>
+    const ending = this.#open.values().map(
+      ({ reply, stop }) =>
         new Promise<void>((resolve) => {
           const raw = reply.raw;
           stop();

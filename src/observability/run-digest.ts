@@ -2,6 +2,7 @@ import type { ModelUsage } from "../agent/model.js";
 import type { StepTrace } from "../agent/step-trace.js";
 import type { RunView } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
+import { StringTable } from "../string-table.js";
 import type { CommittedBatch, Delivery, RunObserver } from "./observer.js";
 
 /** One model request of a run, reported once its trace is committed. Times are ms since the epoch. */
@@ -67,7 +68,7 @@ interface RunState {
  * counts once; a failed one with its run's end, whose error code it takes.
  */
 export class RunDigest implements RunObserver {
-  readonly #runs = new Map<string, RunState>();
+  readonly #runs = new StringTable<RunState>();
 
   /** The kinds of fact a sink has thrown on, each reported once. */
   readonly #failedKinds = new Set<string>();

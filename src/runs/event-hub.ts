@@ -1,18 +1,24 @@
 import type { StoredEvent } from "../store/events.js";
+import { StringTable } from "../string-table.js";
 
 export type EventListener = (event: StoredEvent) => void;
 
 /** Told when a run gets its first watcher here (`true`) and loses its last (`false`). */
 export type WatchObserver = (runId: string, watched: boolean) => void;
 
+/** One subscriber of a run: its listener, and how many watchers it stands for (one if not given). */
+interface Subscription {
+  listener: EventListener;
+  watchers: (() => number) | undefined;
+}
+
 /**
  * Fans a run's events out to any number of live watchers. Only events already
  * written to the database are published, so what a watcher sees can be replayed.
  */
 export class EventHub {
-  readonly #listeners = new Map<string, Set<EventListener>>();
-  /** Listeners that stand for several watchers (a run's followers), and how many. */
-  readonly #weights = new Map<EventListener, () => number>();
+  /** Each watched run's subscribers (a StringTable: runs come and go, see string-table.ts). */
+  readonly #subscribers = new StringTable<Set<Subscription>>();
   #observer: WatchObserver | null = null;
 
   /** The one observer of which runs are watched (the relay of events committed elsewhere). */
@@ -22,48 +28,46 @@ export class EventHub {
 
   /** Runs with at least one watcher here. */
   watchedRuns(): string[] {
-    return [...this.#listeners.keys()];
+    return this.#subscribers.keys();
   }
 
   /** `watchers`: how many watchers the listener stands for (one if not given), for `watcherCount`. */
   subscribe(runId: string, listener: EventListener, { watchers }: { watchers?: () => number } = {}): () => void {
-    let set = this.#listeners.get(runId);
+    let set = this.#subscribers.get(runId);
     const first = !set;
     if (!set) {
       set = new Set();
-      this.#listeners.set(runId, set);
+      this.#subscribers.set(runId, set);
     }
-    set.add(listener);
-    if (watchers) this.#weights.set(listener, watchers);
+    const subscription: Subscription = { listener, watchers };
+    set.add(subscription);
     if (first) this.#observer?.(runId, true);
     return () => {
-      set.delete(listener);
-      this.#weights.delete(listener);
-      if (set.size === 0 && this.#listeners.get(runId) === set) {
-        this.#listeners.delete(runId);
+      set.delete(subscription);
+      if (set.size === 0 && this.#subscribers.get(runId) === set) {
+        this.#subscribers.delete(runId);
         this.#observer?.(runId, false);
       }
     };
   }
 
   publish(runId: string, events: readonly StoredEvent[]): void {
-    const set = this.#listeners.get(runId);
+    const set = this.#subscribers.get(runId);
     if (!set) return;
-    for (const listener of [...set]) for (const event of events) listener(event);
+    for (const { listener } of [...set]) for (const event of events) listener(event);
   }
 
   watcherCount(runId?: string): number {
-    if (runId !== undefined) return this.#count(this.#listeners.get(runId));
+    if (runId !== undefined) return this.#count(this.#subscribers.get(runId));
     let total = 0;
-    for (const set of this.#listeners.values()) total += this.#count(set);
+    for (const set of this.#subscribers.values()) total += this.#count(set);
     return total;
   }
 
-  #count(set: Set<EventListener> | undefined): number {
+  #count(set: Set<Subscription> | undefined): number {
     if (set === undefined) return 0;
-    if (this.#weights.size === 0) return set.size;
     let total = 0;
-    for (const listener of set) total += this.#weights.get(listener)?.() ?? 1;
+    for (const { watchers } of set) total += watchers?.() ?? 1;
     return total;
   }
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { RunNotifications, Store } from "../store/store.js";
+import { StringTable } from "../string-table.js";
 import type { EventHub } from "./event-hub.js";
 import { MAX_HELD_BYTES } from "./held-events.js";
 import { startWakePoll } from "./wake-poll.js";
@@ -39,7 +40,7 @@ interface Relayed {
  * gaps and drops what it has sent), so nothing is lost and nothing is sent twice.
  */
 export class EventRelay {
-  readonly #runs = new Map<string, Relayed>();
+  readonly #runs = new StringTable<Relayed>();
   #stops: (() => void)[] = [];
 
   constructor(private readonly deps: EventRelayDeps) {}

@@ -1,5 +1,6 @@
 import type { AgentMessage } from "../agent/messages.js";
 import { type StoredMessage, toAgentMessage } from "../domain/stored-message.js";
+import { LruTable } from "../lru-table.js";
 import type { Store } from "../store/store.js";
 
 /** A session's history as a run starts from it: as stored, and as the loop takes it. */
@@ -14,7 +15,7 @@ interface Entry extends SessionHistory {
 }
 
 /**
- * What a kept session costs besides its messages (its entry, arrays and map slot), and what a
+ * What a kept session costs besides its messages (its entry, arrays and table slot), and what a
  * message costs besides its text (the stored and the loop's objects, ids, timestamps):
  * measured on Node 24 at ~390 and ~620 bytes. Counted with the text, so that many small
  * sessions are bounded by the memory they take, not only by their characters.
@@ -43,20 +44,21 @@ function charsOf(message: StoredMessage): number {
  * and per message: about bytes of memory): the sessions used least recently are dropped first.
  */
 export class HistoryTail {
-  readonly #entries = new Map<string, Entry>();
-  #chars = 0;
+  readonly #entries: LruTable<Entry>;
 
   constructor(
     private readonly store: Pick<Store, "messages">,
-    private readonly maxChars = 64 * 1024 * 1024,
-  ) {}
+    maxChars = 64 * 1024 * 1024,
+  ) {
+    this.#entries = new LruTable(maxChars);
+  }
 
   /** The session's whole committed history, in order (the read of a run's start). */
   async read(sessionId: string): Promise<SessionHistory> {
-    const known = this.#entries.get(sessionId);
+    const known = this.#entries.peek(sessionId);
     const newer = await this.store.messages.history(sessionId, known?.lastSeq ?? 0);
     // Another read of the session may have moved the entry on meanwhile: the later one stands.
-    const current = this.#entries.get(sessionId);
+    const current = this.#entries.peek(sessionId);
     const base = current && current.lastSeq >= (known?.lastSeq ?? 0) ? current : known;
     const fresh = base ? newer.filter((m) => m.seq > base.lastSeq) : newer;
     const entry: Entry = {
@@ -65,33 +67,18 @@ export class HistoryTail {
       lastSeq: fresh.at(-1)?.seq ?? base?.lastSeq ?? 0,
       chars: (base?.chars ?? SESSION_COST) + fresh.reduce((sum, m) => sum + charsOf(m), 0),
     };
-    this.#put(sessionId, entry);
+    // A history larger than the whole bound is not kept (the next run reads it again).
+    this.#entries.set(sessionId, entry, entry.chars);
     return entry;
   }
 
   /** Drops what is kept of a session (deleted). */
   forget(sessionId: string): void {
-    const entry = this.#entries.get(sessionId);
-    if (!entry) return;
     this.#entries.delete(sessionId);
-    this.#chars -= entry.chars;
   }
 
   /** How many characters are kept, over how many sessions. */
   get size(): { sessions: number; chars: number } {
-    return { sessions: this.#entries.size, chars: this.#chars };
-  }
-
-  #put(sessionId: string, entry: Entry): void {
-    this.forget(sessionId);
-    // A history larger than the whole bound is not kept (the next run reads it again).
-    if (entry.chars > this.maxChars) return;
-    this.#entries.set(sessionId, entry);
-    this.#chars += entry.chars;
-    for (const [id, oldest] of this.#entries) {
-      if (this.#chars <= this.maxChars) break;
-      this.#entries.delete(id);
-      this.#chars -= oldest.chars;
-    }
+    return { sessions: this.#entries.size, chars: this.#entries.cost };
   }
 }

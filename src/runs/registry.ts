@@ -1,4 +1,5 @@
 import type { RunView } from "../domain/run.js";
+import { StringTable } from "../string-table.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 
 /**
@@ -7,14 +8,14 @@ import { BY_DELETE, type LiveRun } from "./live-run.js";
  * busy (the database does), only how many runs this process takes on.
  */
 export class LiveRuns {
-  readonly #runs = new Map<string, LiveRun>();
+  readonly #runs = new StringTable<LiveRun>();
   /**
    * Runs a start here has stored and not registered yet (see startNow), each with whether a
    * DELETE came for it meanwhile: it found no live run to stop, so registration stops it.
    */
-  readonly #starting = new Map<string, { cancelled: boolean }>();
+  readonly #starting = new StringTable<{ cancelled: boolean }>();
   /** Who waits for a run to be executed here (see whenLive), by run id. */
-  readonly #awaited = new Map<string, Set<(live: LiveRun) => void>>();
+  readonly #awaited = new StringTable<Set<(live: LiveRun) => void>>();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
 
@@ -39,7 +40,7 @@ export class LiveRuns {
   }
 
   values(): LiveRun[] {
-    return [...this.#runs.values()];
+    return this.#runs.values();
   }
 
   /** Takes a slot at once (before any await), so concurrent admissions respect the limits. */

@@ -1,4 +1,5 @@
 import type { StoredEvent } from "../store/store.js";
+import { StringTable } from "../string-table.js";
 import type { EventHub } from "./event-hub.js";
 import { MAX_HELD_BYTES } from "./held-events.js";
 
@@ -125,13 +126,13 @@ class RunFollowers {
   }
 }
 
-const groups = new WeakMap<EventHub, Map<string, RunFollowers>>();
+const groups = new WeakMap<EventHub, StringTable<RunFollowers>>();
 
 /** The followers of `runId` on `hub`, made at the first and gone with the last (its subscription too). */
 export function followersOf(hub: EventHub, runId: string): RunFollowers {
   let runs = groups.get(hub);
   if (runs === undefined) {
-    runs = new Map();
+    runs = new StringTable();
     groups.set(hub, runs);
   }
   let followers = runs.get(runId);

@@ -1,6 +1,7 @@
+import { LruTable } from "../lru-table.js";
 import type { SessionRecord } from "../store/store.js";
 
-/** What a kept record costs besides its system prompt and metadata (its fields, ids, map slot), about in bytes. */
+/** What a kept record costs besides its system prompt and metadata (its fields, ids, table entry), about in bytes. */
 const RECORD_COST = 1024;
 
 function sizeOf(record: SessionRecord): number {
@@ -16,43 +17,28 @@ function sizeOf(record: SessionRecord): number {
  * recently are dropped first; a record larger than the bound is not kept.
  */
 export class SessionRecords {
-  readonly #records = new Map<string, { record: SessionRecord; size: number }>();
-  #size = 0;
+  readonly #records: LruTable<SessionRecord>;
 
-  constructor(private readonly maxChars = 16 * 1024 * 1024) {}
+  constructor(maxChars = 16 * 1024 * 1024) {
+    this.#records = new LruTable(maxChars);
+  }
 
   /** The kept record of session `id`, if any (it becomes the most recently used). */
   get(id: string): SessionRecord | undefined {
-    const entry = this.#records.get(id);
-    if (entry === undefined) return undefined;
-    this.#records.delete(id);
-    this.#records.set(id, entry);
-    return entry.record;
+    return this.#records.get(id);
   }
 
   put(record: SessionRecord): void {
-    this.forget(record.id);
-    const size = sizeOf(record);
-    if (size > this.maxChars) return;
-    this.#records.set(record.id, { record, size });
-    this.#size += size;
-    for (const [id, oldest] of this.#records) {
-      if (this.#size <= this.maxChars) break;
-      this.#records.delete(id);
-      this.#size -= oldest.size;
-    }
+    this.#records.set(record.id, record, sizeOf(record));
   }
 
   /** Drops the record of a session being deleted. */
   forget(id: string): void {
-    const entry = this.#records.get(id);
-    if (entry === undefined) return;
     this.#records.delete(id);
-    this.#size -= entry.size;
   }
 
   /** How many records are kept, and their size in the bound's unit. */
   get size(): { sessions: number; chars: number } {
-    return { sessions: this.#records.size, chars: this.#size };
+    return { sessions: this.#records.size, chars: this.#records.cost };
   }
 }

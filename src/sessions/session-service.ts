@@ -11,6 +11,7 @@ import type { RunManager } from "../runs/run-manager.js";
 import { isConflict } from "../store/errors.js";
 import { keyOfCursor, MAX_KEY, withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
+import { StringTable } from "../string-table.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import { refuseLooserThanCeiling, refuseUnknownTools } from "./policy-checks.js";
@@ -56,9 +57,9 @@ export class SessionService {
   /** The records of sessions created or started in here lately (see forStart). */
   readonly #records = new SessionRecords();
   /** Sessions whose DELETE this instance has taken and not yet finished: already gone to its callers. */
-  readonly #deleting = new Set<string>();
+  readonly #deleting = new StringTable<true>();
   /** Per session, the starts in flight here: past the session's lookup, their run not yet admitted. */
-  readonly #starting = new Map<string, Set<Promise<unknown>>>();
+  readonly #starting = new StringTable<Set<Promise<unknown>>>();
 
   /** See refuseLooserThanCeiling: a session's policy, or a run's over its session's (`under`). */
   checkApprovalCeiling({ approval, under }: { approval?: ApprovalPolicy | null; under?: ApprovalPolicy | null }): void {
@@ -215,7 +216,7 @@ export class SessionService {
    */
   async delete(id: string, owner: string | null): Promise<void> {
     const record = await this.record(id, owner);
-    this.#deleting.add(id);
+    this.#deleting.set(id, true);
     this.#records.forget(id);
     try {
       await this.#deleteTaken(id, record);
