@@ -1,8 +1,9 @@
 import type { RunEvent } from "../domain/run-events.js";
 import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
+import { LruTable } from "../lru-table.js";
 import { parseOptionalJsonColumn } from "./json.js";
 
-/** At most this many runs' targets are kept (the runs a store writes now); the oldest go first. */
+/** At most this many runs' targets are kept (the runs a store writes now); the least recently remembered go first. */
 const MAX_KEPT = 10_000;
 
 /** A run's stored target, with its session: what a delivery needs. */
@@ -32,19 +33,16 @@ export const targetOfRun = (run: { sessionId: string; webhook: WebhookTarget | n
  * run's end is written; bounded, for runs whose end another instance writes.
  */
 export class RunTargets {
-  readonly #byRun = new Map<string, RunWebhookTarget | null>();
+  /** By run id, each counting one: past MAX_KEPT the least recently remembered go (see lru-table.ts). */
+  readonly #byRun = new LruTable<RunWebhookTarget | null>(MAX_KEPT);
 
   /** The run's target (null: it has none), or undefined when it is not known here. */
   known(runId: string): RunWebhookTarget | null | undefined {
-    return this.#byRun.get(runId);
+    return this.#byRun.peek(runId);
   }
 
   remember(runId: string, target: RunWebhookTarget | null): void {
-    this.#byRun.set(runId, target);
-    if (this.#byRun.size > MAX_KEPT) {
-      const oldest = this.#byRun.keys().next();
-      if (!oldest.done) this.#byRun.delete(oldest.value);
-    }
+    this.#byRun.set(runId, target, 1);
   }
 
   /** The target of the run `row` was read for (kept; undefined or null: there is no such run). */
