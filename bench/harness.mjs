@@ -76,6 +76,19 @@ export function freePort() {
  * temp dir removed on exit and on SIGINT/SIGTERM (BENCH_KEEP_TMP=1 keeps the dir); what
  * `atCleanup` registered (e.g. stopping a daemon living in the dir) runs first, last first.
  */
+/**
+ * `[command, args]` to spawn node with `args`, pinned with BENCH_PIN=1 (taskset): a server on
+ * the machine's last CPU, anything else (the fake upstream, the load driver) on the others,
+ * so that a server's CPU a run is not moved by the other processes' scheduling. Unpinned
+ * otherwise, or where there is a single CPU.
+ */
+export function nodeCommand(role, args) {
+  const cpus = os.availableParallelism();
+  if (process.env.BENCH_PIN !== "1" || cpus < 2) return [process.execPath, args];
+  const cores = role === "server" ? String(cpus - 1) : cpus === 2 ? "0" : `0-${cpus - 2}`;
+  return ["taskset", ["-c", cores, process.execPath, ...args]];
+}
+
 export function createHarness(name) {
   const tmp = mkdtempSync(join(os.tmpdir(), `${name}-`));
   const children = new Set();
@@ -137,7 +150,7 @@ export function createHarness(name) {
   /** Starts the fake upstream (`script`, env added) and resolves with { child, port, url }. */
   const startUpstream = (script, env = {}) => {
     const child = track(
-      spawn(process.execPath, [script], {
+      spawn(...nodeCommand("upstream", [script]), {
         env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
         stdio: ["ignore", "pipe", "inherit"],
       }),
@@ -184,7 +197,7 @@ export function createHarness(name) {
     const port = await freePort();
     const dir = mkdtempSync(join(tmp, `${label}-`));
     const child = track(
-      spawn(process.execPath, [...nodeArgs, entry], {
+      spawn(...nodeCommand("server", [...nodeArgs, entry]), {
         cwd,
         env: {
           PATH: process.env.PATH ?? "",
@@ -221,7 +234,7 @@ export function createHarness(name) {
     const jsonPath = join(tmp, `${label.replace(/\W+/g, "-")}-${Date.now()}.json`);
     return new Promise((resolveResult) => {
       const child = track(
-        spawn(process.execPath, [script, ...args, "--label", label, "--json", jsonPath], {
+        spawn(...nodeCommand("driver", [script, ...args, "--label", label, "--json", jsonPath]), {
           stdio: ["ignore", "inherit", "inherit"],
         }),
         `load driver (${label})`,

@@ -15,6 +15,8 @@
 //   BENCH_OWN_UPSTREAM=1 / BENCH_OWN_LOAD=1 (use our fallbacks even when the kit is there),
 //   BENCH_SERVER_NODE_ARGS (extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 //   BENCH_KEEP_TMP=1 (keep the temp dir: database and the drivers' JSON results),
+//   BENCH_PIN=1 (each server on the machine's last CPU, the upstream and the load driver on the
+//   others, with taskset: see nodeCommand in harness.mjs),
 //   DATABASE_URL (postgres://...: the server over that PostgreSQL database instead of a temp SQLite file),
 //   BENCH_SERVER_ENTRY (the server script, relative to the repo root; default dist/src/server.js;
 //   bench/stack-floor-server.mjs measures the stack floor: the same libraries, no product logic),
