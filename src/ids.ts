@@ -7,31 +7,25 @@ let poolOffset = POOL_SIZE;
 let lastTime = 0;
 let counter = 0;
 
-/** `length` base-32 digits of `value`, most significant first. */
-function encode(value: number, length: number): string {
-  let out = "";
+/** The alphabet as bytes, and where an id's 24 digits are put together before becoming its string. */
+const DIGITS = Buffer.from(ALPHABET, "latin1");
+const body = Buffer.alloc(24);
+
+/** Writes `value`'s last `length` base-32 digits into `body` at `at`, most significant first. */
+function putDigits(value: number, at: number, length: number): void {
   let rest = value;
-  for (let i = 0; i < length; i++) {
-    out = ALPHABET[rest % 32] + out;
+  for (let i = at + length - 1; i >= at; i--) {
+    body[i] = DIGITS[rest % 32] as number;
     rest = Math.floor(rest / 32);
   }
-  return out;
-}
-
-/** Ten random base-32 digits, from a pool refilled 4 KiB at a time. */
-function randomDigits(): string {
-  if (poolOffset + 10 > POOL_SIZE) {
-    randomFillSync(pool);
-    poolOffset = 0;
-  }
-  let out = "";
-  for (let i = 0; i < 10; i++) out += ALPHABET[(pool[poolOffset++] as number) & 31];
-  return out;
 }
 
 /**
- * A new id like `ses_01jbz3k8c90000x4q7r5t6v8`: the prefix, then a millisecond time
- * and a counter (so ids sort in creation order within this process), then randomness.
+ * A new id like `ses_01jbz3k8c90000x4q7r5t6v8`: the prefix, then a millisecond time (10
+ * digits) and a counter (4) (so ids sort in creation order within this process), then 10
+ * random digits (from a pool refilled 4 KiB at a time). The digits are written as bytes and
+ * read as one string: a run makes a dozen ids, and a string built a digit at a time leaves
+ * two dozen strings behind each.
  */
 export function newId(prefix: string): string {
   const now = Date.now();
@@ -41,7 +35,14 @@ export function newId(prefix: string): string {
   } else {
     counter++;
   }
-  return `${prefix}_${encode(lastTime, 10)}${encode(counter, 4)}${randomDigits()}`;
+  putDigits(lastTime, 0, 10);
+  putDigits(counter, 10, 4);
+  if (poolOffset + 10 > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  for (let i = 14; i < 24; i++) body[i] = DIGITS[(pool[poolOffset++] as number) & 31] as number;
+  return `${prefix}_${body.toString("latin1", 0, 24)}`;
 }
 
 /**

@@ -31,6 +31,8 @@ export function withUniqueIds(calls: readonly ToolCall[], used: ReadonlySet<stri
     seen.add(call.id);
     return first && isUsableId(call.id) && !used.has(call.id);
   });
+  // Usually every call keeps its id: nothing to rename, and `used` (the whole history's) is not copied.
+  if (keeps.every(Boolean)) return [...calls];
   const taken = new Set([...used, ...calls.filter((_, i) => keeps[i]).map((call) => call.id)]);
   const nextSuffix = new Map<string, number>();
   return calls.map((call, i) => {
