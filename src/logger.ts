@@ -76,3 +76,24 @@ export function createLogger({
     destination,
   );
 }
+
+/** The log lines a part of the server writes with its own bindings. */
+export type LineLogger = Pick<Logger, "info" | "warn" | "error">;
+
+/**
+ * `logger.child(bindings)`, made at the first line written at an enabled level: making a pino
+ * child serializes (and redacts) its bindings at once, which a run's logger, made for every
+ * run, need not pay where its lines are dropped (a LOG_LEVEL of warn or above drops a plain
+ * run's two info lines).
+ */
+export function lazyChild(logger: Logger, bindings: Record<string, unknown>): LineLogger {
+  let child: Logger | null = null;
+  const at =
+    (level: "info" | "warn" | "error"): Logger["info"] =>
+    (...args: Parameters<Logger["info"]>) => {
+      if (!logger.isLevelEnabled(level)) return;
+      child ??= logger.child(bindings);
+      child[level](...args);
+    };
+  return { info: at("info"), warn: at("warn"), error: at("error") };
+}

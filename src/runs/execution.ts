@@ -10,6 +10,7 @@ import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
 import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
+import { type LineLogger, lazyChild } from "../logger.js";
 import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
 import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
@@ -111,7 +112,7 @@ const sameCounts = (a: RunStats, b: RunStats | null): boolean =>
   a.outputTokens === b.outputTokens;
 
 /** A run this process stopped executing without ending it (shutdown, or its lease was lost). */
-function leftHere(deps: ExecutionDeps, live: LiveRun, log: Logger): Promise<RunView> {
+function leftHere(deps: ExecutionDeps, live: LiveRun, log: LineLogger): Promise<RunView> {
   if (live.stoppedBecause === LEASE_LOST) log.warn("stopped the run: another instance took it over");
   if (live.stoppedBecause === WRITE_UNCERTAIN) {
     log.warn(
@@ -129,7 +130,7 @@ function leftHere(deps: ExecutionDeps, live: LiveRun, log: Logger): Promise<RunV
  * leaves it: finished, or unfinished for the restart when it was stopped.
  */
 export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: ExecuteParams): Promise<RunView> {
-  const log = deps.logger.child({ runId: live.id, sessionId: live.sessionId });
+  const log = lazyChild(deps.logger, { runId: live.id, sessionId: live.sessionId });
   log.info({ resumed: live.resumed }, "run started");
   let inputPending = params.input !== undefined;
   const inputSettled = () => {
@@ -212,6 +213,6 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
   return finished;
 }
 
-function logFinished(log: Logger, run: RunView): void {
+function logFinished(log: LineLogger, run: RunView): void {
   log.info({ stopReason: run.stopReason, stopDetail: run.stopDetail, stats: run.stats }, "run finished");
 }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { stdoutDestination } from "../../src/logger.js";
+import { describe, expect, it, vi } from "vitest";
+import { createLogger, lazyChild, stdoutDestination } from "../../src/logger.js";
 
 const errno = (code: string) => Object.assign(new Error(code), { code });
 
@@ -51,5 +51,40 @@ describe("the stdout log destination", () => {
     destination.write("a\n");
     destination.write("b\n");
     expect(calls).toBe(1);
+  });
+});
+
+describe("a lazily made child logger", () => {
+  const logged = (level: "info" | "warn") => {
+    const lines: string[] = [];
+    const destination = { write: (line: string) => lines.push(line) };
+    return { lines, logger: createLogger({ level, destination }) };
+  };
+
+  it("makes no child for lines below the level, and writes the others with its bindings", () => {
+    const { lines, logger } = logged("warn");
+    const child = vi.spyOn(logger, "child");
+    const log = lazyChild(logger, { runId: "run_1", sessionId: "ses_1" });
+    log.info({ resumed: false }, "run started");
+    expect(child).not.toHaveBeenCalled();
+    expect(lines).toEqual([]);
+    log.warn({ error: { code: "X" } }, "run ended with an error");
+    log.error("run failed");
+    expect(child).toHaveBeenCalledTimes(1);
+    expect(lines.map((line) => JSON.parse(line))).toMatchObject([
+      { level: 40, runId: "run_1", sessionId: "ses_1", error: { code: "X" }, msg: "run ended with an error" },
+      { level: 50, runId: "run_1", sessionId: "ses_1", msg: "run failed" },
+    ]);
+  });
+
+  it("writes info lines with its bindings at the info level", () => {
+    const { lines, logger } = logged("info");
+    lazyChild(logger, { runId: "run_2" }).info({ resumed: true }, "run started");
+    expect(JSON.parse(lines[0] ?? "{}")).toMatchObject({
+      level: 30,
+      runId: "run_2",
+      resumed: true,
+      msg: "run started",
+    });
   });
 });
