@@ -101,15 +101,18 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   app.decorateRequest("owner", null);
   // Every response names its request, as the log line about it does (registered before CORS,
   // whose preflight answers from its own hook).
-  app.addHook("onRequest", async (request, reply) => {
+  // Callback hooks, not async ones, here and below: they run on every request and need no promise.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    done();
   });
   // A request on a connection over MAX_CONNECTIONS: /healthz, or a 503, before anything else runs.
   answerOverCap(app, overCap, { corsOrigins: ctx.config.CORS_ORIGINS });
   // A response sent before the request's body was read (a 401, a 404, a 413...) closes the
   // connection: otherwise the socket stays open waiting for a body that may never come.
-  app.addHook("onSend", async (request, reply) => {
+  app.addHook("onSend", (request, reply, payload, done) => {
     if (!request.raw.complete) reply.header("connection", "close");
+    done(null, payload);
   });
 
   // Without keys, a page that re-points its own name at this server (DNS rebinding) would talk
@@ -139,23 +142,28 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)),
   });
 
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     if (
       !ctx.apiKeys.enabled ||
       OPEN_ROUTES.has(request.url.split("?")[0] ?? "") ||
       CONSOLE_ROUTES.has(request.routeOptions.url ?? "") ||
       request.method === "OPTIONS"
     )
-      return;
+      return done();
     const owner =
       ctx.apiKeys.authenticate(request.headers.authorization) ?? streamTokenOwner(ctx.streamTokens, request);
     if (owner === null) {
       reply.header("www-authenticate", 'Bearer realm="agent-server"');
-      throw new AppError("UNAUTHORIZED", "a valid bearer API key is required (Authorization: Bearer <key>)", 401);
+      return done(
+        new AppError("UNAUTHORIZED", "a valid bearer API key is required (Authorization: Bearer <key>)", 401),
+      );
     }
     request.owner = owner;
+    done();
   });
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
+    // The line's fields are not even gathered when the level drops it.
+    if (!logger.isLevelEnabled("info")) return done();
     request.log.info(
       {
         method: request.method,
@@ -166,6 +174,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       },
       "request",
     );
+    done();
   });
 
   for (const routes of [
