@@ -6,7 +6,7 @@
 // (/proc/<pid>/task: the main thread, V8's helper threads, libuv's pool, workers), and from
 // V8's own lines over the measured runs: scavenges and full collections per 1,000 runs, the
 // bytes alive at a scavenge and those it promoted to the old generation, per scavenge and per
-// run, and the main thread's pauses per run. Bytes promoted per run that stay the same
+// run, the bytes allocated per run, and the main thread's pauses per run. Bytes promoted per run that stay the same
 // whatever the young generation's size (BENCH_NODE_ARGS=--max-semi-space-size=8) are objects
 // kept alive until a full collection.
 //
@@ -60,7 +60,7 @@ function threadCpuMs(pid) {
   return byKind;
 }
 
-/** The GC lines a server printed (--trace-gc-nvp), parsed: kind, pause, survived, promoted. */
+/** The GC lines a server printed (--trace-gc-nvp), parsed: kind, pause, allocated (since the last collection), survived, promoted. */
 function gcLog() {
   const entries = [];
   let pending = "";
@@ -75,6 +75,7 @@ function gcLog() {
       entries.push({
         kind,
         pause: field("pause"),
+        allocated: field("allocated"),
         survived: field("new_space_survived"),
         promoted: field("promoted"),
       });
@@ -155,6 +156,7 @@ for (let round = 0; round < ROUNDS; round++) {
       survivedMb: scavenges.length ? sum(scavenges, "survived") / scavenges.length / 1e6 : Number.NaN,
       promotedMb: scavenges.length ? sum(scavenges, "promoted") / scavenges.length / 1e6 : Number.NaN,
       promotedKbPerRun: sum(scavenges, "promoted") / runs / 1e3,
+      allocatedKbPerRun: sum(gcs, "allocated") / runs / 1e3,
       pauseMsPerRun: sum(gcs, "pause") / runs,
       errors: result?.errors ?? Number.NaN,
     });
@@ -163,12 +165,12 @@ for (let round = 0; round < ROUNDS; round++) {
 
 console.log("");
 console.log(
-  "subject  CPU ms/run: main  V8 helpers  libuv  other | per 1,000 runs: scavenges  full | a scavenge: alive MB  promoted MB | promoted KB/run  GC pause ms/run  errors",
+  "subject  CPU ms/run: main  V8 helpers  libuv  other | per 1,000 runs: scavenges  full | a scavenge: alive MB  promoted MB | allocated KB/run  promoted KB/run  GC pause ms/run  errors",
 );
 const med = (subject, key) => median(subject.rounds.map((r) => r[key]));
 for (const subject of subjects) {
   console.log(
-    `${subject.name.padEnd(8)} ${fmt(med(subject, "main"), 2).padStart(14)} ${fmt(med(subject, "v8"), 2).padStart(11)} ${fmt(med(subject, "libuv"), 2).padStart(6)} ${fmt(med(subject, "other"), 2).padStart(6)} | ${fmt(med(subject, "scavengesPerK"), 1).padStart(26)} ${fmt(med(subject, "fullPerK"), 1).padStart(5)} | ${fmt(med(subject, "survivedMb"), 2).padStart(20)} ${fmt(med(subject, "promotedMb"), 2).padStart(12)} | ${fmt(med(subject, "promotedKbPerRun"), 1).padStart(15)} ${fmt(med(subject, "pauseMsPerRun"), 3).padStart(16)} ${String(med(subject, "errors")).padStart(7)}`,
+    `${subject.name.padEnd(8)} ${fmt(med(subject, "main"), 2).padStart(14)} ${fmt(med(subject, "v8"), 2).padStart(11)} ${fmt(med(subject, "libuv"), 2).padStart(6)} ${fmt(med(subject, "other"), 2).padStart(6)} | ${fmt(med(subject, "scavengesPerK"), 1).padStart(26)} ${fmt(med(subject, "fullPerK"), 1).padStart(5)} | ${fmt(med(subject, "survivedMb"), 2).padStart(20)} ${fmt(med(subject, "promotedMb"), 2).padStart(12)} | ${fmt(med(subject, "allocatedKbPerRun"), 0).padStart(16)} ${fmt(med(subject, "promotedKbPerRun"), 1).padStart(15)} ${fmt(med(subject, "pauseMsPerRun"), 3).padStart(16)} ${String(med(subject, "errors")).padStart(7)}`,
   );
 }
 const ours = subjects[0];
@@ -177,7 +179,7 @@ const figure = (key, digits) => `${fmt(med(ours, key), digits)} / ${fmt(med(floo
 console.log(
   `bench:gc (medians of ${ROUNDS}, C=${C}${TOKENS ? `, ${TOKENS} tokens a run` : ""}): ` +
     `V8 helper threads ${figure("v8", 2)} ms a run (ours / ${floor.name}), ` +
-    `promoted ${figure("promotedKbPerRun", 1)} KB a run, GC pauses ${figure("pauseMsPerRun", 3)} ms a run, ` +
+    `allocated ${figure("allocatedKbPerRun", 0)} KB a run, promoted ${figure("promotedKbPerRun", 1)} KB a run, GC pauses ${figure("pauseMsPerRun", 3)} ms a run, ` +
     `full collections ${figure("fullPerK", 1)} per 1,000 runs`,
 );
 await h.stop();
