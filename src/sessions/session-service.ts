@@ -51,7 +51,11 @@ export class SessionService {
     },
   ) {
     this.#quota = new SessionQuota({ store: deps.store, limit: deps.maxSessionsPerKey ?? 0 });
+    this.#root = resolve(deps.workspaceRoot);
   }
+
+  /** The workspace root as an absolute path, resolved once (the server never changes its directory). */
+  readonly #root: string;
 
   readonly #quota: SessionQuota;
   /** The records of sessions created or started in here lately (see forStart). */
@@ -88,7 +92,7 @@ export class SessionService {
       const createdAt = new Date().toISOString();
       // With API keys, a shared workspace is shared among one key's sessions, never across keys.
       const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
-      const workspace = await createSessionWorkspace({ root: this.deps.workspaceRoot, sessionId: id, shared });
+      const workspace = await createSessionWorkspace({ root: this.#root, sessionId: id, shared });
       const record: SessionRecord = {
         id,
         owner,
@@ -96,7 +100,7 @@ export class SessionService {
         model: input.model ?? null,
         tools: input.tools ?? null,
         approval: input.approval ?? null,
-        workspace: relative(resolve(this.deps.workspaceRoot), workspace.path),
+        workspace: relative(this.#root, workspace.path),
         workspaceShared: workspace.shared,
         providerProfile: input.providerProfile ?? null,
         planning: input.planning ?? false,
@@ -205,7 +209,7 @@ export class SessionService {
 
   /** The absolute workspace directory of a session. */
   workspacePath(record: SessionRecord): string {
-    return join(resolve(this.deps.workspaceRoot), record.workspace);
+    return join(this.#root, record.workspace);
   }
 
   /**
