@@ -34,6 +34,11 @@ import { newId } from "./ids.js";
 const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
 
 /** Builds the HTTP app (it does not listen): plugins, auth, error handling, routes. */
+/** Whether a request's head announces a body (a length above zero, or a chunked one). */
+function declaresBody(headers: { "content-length"?: string; "transfer-encoding"?: string }): boolean {
+  return headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0;
+}
+
 export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -109,9 +114,11 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // A request on a connection over MAX_CONNECTIONS: /healthz, or a 503, before anything else runs.
   answerOverCap(app, overCap, { corsOrigins: ctx.config.CORS_ORIGINS });
   // A response sent before the request's body was read (a 401, a 404, a 413...) closes the
-  // connection: otherwise the socket stays open waiting for a body that may never come.
+  // connection: otherwise the socket stays open waiting for a body that may never come. A
+  // request that declares no body has none to wait for, even when it is answered before Node
+  // has marked it complete (a refusal from a hook, answered in the tick its head was parsed).
   app.addHook("onSend", (request, reply, payload, done) => {
-    if (!request.raw.complete) reply.header("connection", "close");
+    if (!request.raw.complete && declaresBody(request.headers)) reply.header("connection", "close");
     done(null, payload);
   });
 
