@@ -26,7 +26,7 @@ export async function readErrorBody(body: Readable, signal: AbortSignal | null |
       chunks.push(piece);
       bytes += piece.length;
       if (bytes >= MAX_ERROR_BODY_BYTES) {
-        // Leaving the loop destroys the unfinished body, and undici then emits an abort error: nobody waits for it.
+        // Leaving the loop destroys the unfinished body (aborting its request); an error it may still emit is nobody's concern.
         body.on("error", () => {});
         break;
       }

@@ -1,7 +1,8 @@
 import type { Readable } from "node:stream";
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import { readErrorBody } from "./error-body.js";
 import type { ModelFetch } from "./retry-delay-cap.js";
+import { dispatchRequest } from "./upstream-dispatch.js";
 
 /** One keep-alive connection pool for every model request. */
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
@@ -10,8 +11,8 @@ const dispatcher = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
- * The fetch the SDK uses by default: a thin `fetch` over undici's `request` and one
- * connection pool. It does what the SDK needs (method, headers, a string body, abort,
+ * The fetch the SDK uses by default: a thin `fetch` over undici's dispatcher (see
+ * dispatchRequest) and one connection pool. It does what the SDK needs (method, headers, a string body, abort,
  * status, headers and a streamed body back) and no more, which matters: a run makes a
  * model request per turn. Redirects are not followed (an OpenAI-compatible API does not
  * redirect). The body of an error answer (not 2xx) is read before the promise resolves, at
@@ -19,12 +20,13 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  */
 export const upstreamFetch: ModelFetch = async (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  const response = await request(url, {
-    method: (init?.method ?? "GET") as "GET",
+  const response = await dispatchRequest({
+    dispatcher,
+    url,
+    method: init?.method ?? "GET",
     headers: plainHeaders(init?.headers),
     body: (init?.body ?? undefined) as string | undefined,
     signal: init?.signal ?? undefined,
-    dispatcher,
   });
   const status = response.statusCode;
   const noBody = NULL_BODY.has(status);
@@ -52,7 +54,7 @@ function destroyedOnReturn<T extends Readable>(body: T): T {
     const iterator: NodeJS.AsyncIterator<unknown> = {
       next: () => inner.next(),
       return: async (value?: undefined) => {
-        // Destroying an unfinished body makes undici emit an abort error: nobody waits for it.
+        // Destroying an unfinished body aborts its request; an error it may still emit is nobody's concern.
         body.on("error", () => {});
         body.destroy();
         return (await inner.return?.(value)) ?? { done: true, value };
@@ -81,7 +83,7 @@ function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
 
 /**
  * The part of a fetch `Response` the SDK reads (`ok`, `status`, `url`, `headers`, `body`,
- * `text()`, `json()`). The body is undici's Node stream, which the SDK iterates directly
+ * `text()`, `json()`). The body is a Node stream (UpstreamBody), which the SDK iterates directly
  * (it accepts any async iterable of bytes), so no web stream or `Response` is built per
  * request. The SDK cancels a body it gives up on through its async iterator's `return()`,
  * which destroys the stream (see `destroyedOnReturn`).
