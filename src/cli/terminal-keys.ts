@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { PassThrough, type Readable } from "node:stream";
 
 /** A terminal's input (process.stdin on a terminal): what the keys need of it. */
@@ -23,9 +24,16 @@ const CONTROL_KEYS: ReadonlySet<number> = new Set([CTRL_C, CTRL_Q, CTRL_S, CTRL_
  * terminal from sending SIGINT, SIGTSTP and SIGQUIT itself. It also turns off the terminal's
  * flow control, so Ctrl-S is `stopOutput` and Ctrl-Q `startOutput`, and Ctrl-C, Ctrl-Z and
  * Ctrl-\ start the output first, as a terminal does when such a key sends its signal.
+ * A process in the background of its terminal (started with `&`, or continued with `bg`) is
+ * stopped by the system if it sets raw mode or reads the terminal: the keys wait, checking
+ * every FOREGROUND_POLL_MS, until it is in the foreground (`fg`), and the run goes on meanwhile.
  */
 export class TerminalKeys {
   #started = false;
+  /** While in the background: the check that takes the terminal once in the foreground. */
+  #waiting: NodeJS.Timeout | null = null;
+  /** Raw mode set and the terminal read (not while waiting for the foreground). */
+  #raw = false;
   #question: { keys: PassThrough; redraw: () => void } | null = null;
   #toldIgnored = false;
 
@@ -38,15 +46,15 @@ export class TerminalKeys {
       quit?: () => void;
       stopOutput?: () => void;
       startOutput?: () => void;
+      /** Whether the process may use its terminal now (see inForeground). */
+      inForeground?: () => boolean;
     },
   ) {}
 
   start(): void {
     if (this.#started) return;
     this.#started = true;
-    this.deps.input.setRawMode(true);
-    this.deps.input.on("data", this.#onData);
-    this.deps.input.resume();
+    this.#takeTerminal();
   }
 
   /** Gives the terminal back as it was (cooked mode) and stops reading it: nothing keeps the process alive. */
@@ -54,9 +62,35 @@ export class TerminalKeys {
     if (!this.#started) return;
     this.#started = false;
     this.#question = null;
+    this.#stopWaiting();
+    if (!this.#raw) return;
+    this.#raw = false;
     this.deps.input.off("data", this.#onData);
     this.deps.input.pause();
     this.deps.input.setRawMode(false);
+  }
+
+  /** Raw mode and reading, at once in the foreground; else once the process is brought there. */
+  #takeTerminal(): void {
+    if (this.#raw || this.#waiting) return;
+    if (!(this.deps.inForeground ?? inForeground)()) {
+      this.#waiting = setInterval(() => {
+        if (!(this.deps.inForeground ?? inForeground)()) return;
+        this.#stopWaiting();
+        this.#takeTerminal();
+        this.#question?.redraw();
+      }, FOREGROUND_POLL_MS).unref();
+      return;
+    }
+    this.#raw = true;
+    this.deps.input.setRawMode(true);
+    this.deps.input.on("data", this.#onData);
+    this.deps.input.resume();
+  }
+
+  #stopWaiting(): void {
+    if (this.#waiting) clearInterval(this.#waiting);
+    this.#waiting = null;
   }
 
   /**
@@ -110,9 +144,34 @@ export class TerminalKeys {
     input.setRawMode(false);
     suspend();
     if (!this.#started) return;
-    input.setRawMode(true);
-    this.#question?.redraw();
+    // Continued in the foreground (`fg`), or in the background (`bg`): raw again once it may.
+    this.#raw = false;
+    this.deps.input.off("data", this.#onData);
+    this.deps.input.pause();
+    this.#takeTerminal();
+    if (this.#raw) this.#question?.redraw();
   }
+}
+
+/** How often a process in the background checks whether it was brought to the foreground. */
+export const FOREGROUND_POLL_MS = 250;
+
+/**
+ * Whether this process may use its terminal: it has none (nothing to stop it), or its process
+ * group is the terminal's foreground one. Read from /proc/self/stat (Linux); true where that
+ * cannot be read.
+ */
+export function inForeground(): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync("/proc/self/stat", "utf8");
+  } catch {
+    return true;
+  }
+  // After the command's name (in parentheses, which may hold anything): state ppid pgrp session tty_nr tpgid.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const [pgrp, ttyNr, tpgid] = [fields[2], fields[4], fields[5]];
+  return ttyNr === "0" || tpgid === "-1" || tpgid === pgrp;
 }
 
 /**

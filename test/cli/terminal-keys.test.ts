@@ -3,13 +3,13 @@
  * them (terminalAsk), over a fake terminal: what the client's pty tests drive end to end,
  * here key by key.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { terminalAsk } from "../../src/cli/terminal-ask.js";
-import { TerminalKeys } from "../../src/cli/terminal-keys.js";
+import { FOREGROUND_POLL_MS, TerminalKeys } from "../../src/cli/terminal-keys.js";
 import { dist } from "../helpers/file-limit-child.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { until } from "../helpers/until.js";
@@ -51,6 +51,7 @@ function setup(
     quit: deps.quit,
     stopOutput: deps.stopOutput,
     startOutput: deps.startOutput,
+    inForeground: () => true,
   });
   keys.start();
   const ask = terminalAsk({ keys, output });
@@ -78,7 +79,7 @@ async function keyInOwnProcessGroup(
     writeFileSync(
       script,
       `
-      import { spawn } from "node:child_process";
+      import { spawn, spawnSync } from "node:child_process";
       import { PassThrough } from "node:stream";
       import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
       const sibling = spawn(process.execPath, ["-e", \`
@@ -249,5 +250,75 @@ describe("the keys a question is answered with", () => {
   it("Ctrl-\\ quits the whole process group, as the terminal's own Ctrl-\\ does: the client and a parent end by SIGQUIT", async () => {
     const ended = await keyInOwnProcessGroup("\\u001c", "SIGQUIT");
     expect(ended).toEqual({ code: null, signal: "SIGQUIT", stdout: "", sibling: "SIGQUIT" });
+  });
+
+  it("in the background, the terminal is left alone (no raw mode, not read) until the process is brought to the foreground", async () => {
+    const tty = new FakeTty();
+    let foreground = false;
+    const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {}, inForeground: () => foreground });
+    keys.start();
+    const output = new PassThrough();
+    let shown = "";
+    output.on("data", (chunk: Buffer) => {
+      shown += chunk.toString();
+    });
+    const ask = terminalAsk({ keys, output });
+    const answer = ask("Allow this call? [y/N] ", new AbortController().signal);
+    await new Promise((resolve) => setTimeout(resolve, FOREGROUND_POLL_MS * 2));
+    expect(tty.modes).toEqual([]);
+    expect(tty.listenerCount("data")).toBe(0);
+    foreground = true;
+    await until(
+      () => tty.modes,
+      (modes) => modes.length > 0,
+      "raw mode once in the foreground",
+    );
+    expect(tty.modes).toEqual([true]);
+    // The question shown in the background is shown again once it can be answered.
+    expect(shown.match(/Allow this call\? \[y\/N\] /g)).toHaveLength(2);
+    tty.write("y\r");
+    expect(await answer).toBe(true);
+    keys.stop();
+    expect(tty.modes).toEqual([true, false]);
+  });
+
+  it("stopped while waiting for the foreground, the keys never touch the terminal", async () => {
+    const tty = new FakeTty();
+    const keys = new TerminalKeys({ input: tty, onInterrupt() {}, onIgnored() {}, inForeground: () => false });
+    keys.start();
+    keys.stop();
+    await new Promise((resolve) => setTimeout(resolve, FOREGROUND_POLL_MS * 2));
+    expect(tty.modes).toEqual([]);
+  });
+
+  it("a client started as a background job (`&`) keeps running, and takes raw mode once brought to the foreground (`fg`)", async () => {
+    // Before: setting raw mode from the background stopped the process (SIGTTOU, "Stopped (tty output)").
+    const dir = tempDir("background-keys-");
+    try {
+      const child = join(dir.path, "child.mjs");
+      writeFileSync(
+        child,
+        `
+        import { TerminalKeys } from ${dist("src/cli/terminal-keys.js")};
+        const setRawMode = process.stdin.setRawMode.bind(process.stdin);
+        process.stdin.setRawMode = (raw) => { console.log("raw:" + raw); return setRawMode(raw); };
+        const keys = new TerminalKeys({ input: process.stdin, onInterrupt() {}, onIgnored() {} });
+        keys.start();
+        console.log("started");
+        setTimeout(() => { keys.stop(); console.log("done"); }, 1500);
+      `,
+      );
+      const shell = `node ${JSON.stringify(child)} & sleep 0.6; jobs -l; fg`;
+      const out = spawnSync("script", ["-qfec", `bash --norc --noprofile -ic '${shell}'`, "/dev/null"], {
+        encoding: "utf8",
+        timeout: 20_000,
+        env: { ...process.env, PATH: `${join(process.execPath, "..")}:${process.env.PATH ?? ""}` },
+      });
+      const text = out.stdout.replace(/\r/g, "");
+      expect(text).toMatch(/started[\s\S]*Running[\s\S]*raw:true[\s\S]*raw:false[\s\S]*done/);
+      expect(text).not.toContain("Stopped");
+    } finally {
+      dir.cleanup();
+    }
   });
 });
