@@ -10,6 +10,7 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { freePort } from "../helpers/child-server.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -36,32 +37,22 @@ it.each([
     // As the recovery reads the claimed run's messages, just before it resumes it, a client
     // cancels the run.
     const cancelFirst = (store: Store): Store =>
-      new Proxy(store, {
-        get(target, key, receiver) {
-          if (key !== "messages") return Reflect.get(target, key, receiver);
-          return {
-            ...target.messages,
-            anyOfRun: async (ofSession: string, ofRun: string) => {
-              if (!cancel) {
-                const request =
-                  how === "DELETE"
-                    ? fetch(`http://127.0.0.1:${port}/runs/${runId}`, { method: "DELETE" })
-                    : fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
-                        method: "POST",
-                        headers: { "content-type": "application/json" },
-                        body: JSON.stringify({ input: "instead", ifBusy: "interrupt" }),
-                      });
-                cancel = request.then(async (res) => ({
-                  status: res.status,
-                  body: await res.json(),
-                }));
-                // Answered at once where the cancel does not wait for the recovery (or given a second).
-                await Promise.race([cancel, new Promise((resolve) => setTimeout(resolve, 1000))]);
-              }
-              return target.messages.anyOfRun(ofSession, ofRun);
-            },
-          };
-        },
+      aroundStore(store, "messages", (name, _args, call) => {
+        if (name !== "anyOfRun" || cancel) return call();
+        const request =
+          how === "DELETE"
+            ? fetch(`http://127.0.0.1:${port}/runs/${runId}`, { method: "DELETE" })
+            : fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: JSON.stringify({ input: "instead", ifBusy: "interrupt" }),
+              });
+        cancel = request.then(async (res) => ({
+          status: res.status,
+          body: await res.json(),
+        }));
+        // Answered at once where the cancel does not wait for the recovery (or given a second).
+        return Promise.race([cancel, new Promise((resolve) => setTimeout(resolve, 1000))]).then(call);
       });
     const b = await startTestServer({ dir: a.dir, upstream, port, wrapStore: cancelFirst });
     servers.push(b);

@@ -9,6 +9,7 @@ import type { Store } from "../../src/store/store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
 import { freePort } from "../helpers/child-server.js";
+import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -39,24 +40,14 @@ it("a steer retried while the restart's recovery has not yet queued its left inp
   // The restart's recovery ends the run (ON_RESTART=abort); as it looks for input left on ended
   // runs, the client sends its steer again, answered before the recovery goes on.
   const retryFirst = (store: Store): Store =>
-    new Proxy(store, {
-      get(target, key, receiver) {
-        if (key !== "inputs") return Reflect.get(target, key, receiver);
-        return {
-          ...target.inputs,
-          orphaned: async () => {
-            if (!retry) {
-              retry = fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
-                method: "POST",
-                headers: { "content-type": "application/json", ...steer.headers },
-                body: JSON.stringify(steer.body),
-              }).then(async (res) => ({ status: res.status, body: await res.json() }));
-              await retry;
-            }
-            return target.inputs.orphaned();
-          },
-        };
-      },
+    aroundStore(store, "inputs", (name, _args, call) => {
+      if (name !== "orphaned" || retry) return call();
+      retry = fetch(`http://127.0.0.1:${port}/sessions/${sessionId}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...steer.headers },
+        body: JSON.stringify(steer.body),
+      }).then(async (res) => ({ status: res.status, body: await res.json() }));
+      return retry.then(call);
     });
   const b = await startTestServer({ dir: a.dir, upstream, port, env: { ON_RESTART: "abort" }, wrapStore: retryFirst });
   servers.push(b);
