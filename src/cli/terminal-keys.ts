@@ -63,19 +63,16 @@ export class TerminalKeys {
     this.#started = false;
     this.#question = null;
     this.#stopWaiting();
-    if (!this.#raw) return;
-    this.#raw = false;
-    this.deps.input.off("data", this.#onData);
-    this.deps.input.pause();
-    this.deps.input.setRawMode(false);
+    this.#giveTerminal();
   }
 
   /** Raw mode and reading, at once in the foreground; else once the process is brought there. */
   #takeTerminal(): void {
     if (this.#raw || this.#waiting) return;
-    if (!(this.deps.inForeground ?? inForeground)()) {
+    const foreground = this.deps.inForeground ?? inForeground;
+    if (!foreground()) {
       this.#waiting = setInterval(() => {
-        if (!(this.deps.inForeground ?? inForeground)()) return;
+        if (!foreground()) return;
         this.#stopWaiting();
         this.#takeTerminal();
         this.#question?.redraw();
@@ -86,6 +83,15 @@ export class TerminalKeys {
     this.deps.input.setRawMode(true);
     this.deps.input.on("data", this.#onData);
     this.deps.input.resume();
+  }
+
+  /** Cooked mode again, and the terminal no longer read (nothing when it was not taken). */
+  #giveTerminal(): void {
+    if (!this.#raw) return;
+    this.#raw = false;
+    this.deps.input.off("data", this.#onData);
+    this.deps.input.pause();
+    this.deps.input.setRawMode(false);
   }
 
   #stopWaiting(): void {
@@ -140,14 +146,11 @@ export class TerminalKeys {
   }
 
   #suspend(): void {
-    const { input, suspend = stopThisProcess } = this.deps;
-    input.setRawMode(false);
+    const { suspend = stopThisProcess } = this.deps;
+    this.#giveTerminal();
     suspend();
     if (!this.#started) return;
     // Continued in the foreground (`fg`), or in the background (`bg`): raw again once it may.
-    this.#raw = false;
-    this.deps.input.off("data", this.#onData);
-    this.deps.input.pause();
     this.#takeTerminal();
     if (this.#raw) this.#question?.redraw();
   }

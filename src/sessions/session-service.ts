@@ -111,7 +111,7 @@ export class SessionService {
       try {
         await this.deps.store.sessions.insert(record, this.#quota.limitOf(owner));
       } catch (err) {
-        await removeSessionWorkspace({ root: this.deps.workspaceRoot, path: workspace.path, shared: workspace.shared });
+        await removeSessionWorkspace({ root: this.#root, path: workspace.path, shared: workspace.shared });
         throw this.#quota.refusal(err);
       }
       this.#records.put(record);
@@ -279,7 +279,7 @@ export class SessionService {
     this.#records.forget(id);
     try {
       await removeSessionWorkspace({
-        root: this.deps.workspaceRoot,
+        root: this.#root,
         path: this.workspacePath(record),
         shared: record.workspaceShared,
       });
