@@ -1,7 +1,7 @@
 import cors from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
 import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from "fastify";
-import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import approvalRoutes from "../routes/approvals.js";
 import chatRoutes from "../routes/chat.js";
@@ -26,6 +26,7 @@ import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
 import { answerOverCap } from "./http/over-cap.js";
 import { oneAnswerAtATime } from "./http/pipelining.js";
+import { schemaController } from "./http/schema-compilers.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
 import { cutStalledAnswers } from "./http/write-deadline.js";
@@ -33,17 +34,18 @@ import { newId } from "./ids.js";
 
 const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
 
-/** Builds the HTTP app (it does not listen): plugins, auth, error handling, routes. */
 /** Whether a request's head announces a body (a length above zero, or a chunked one). */
 function declaresBody(headers: { "content-length"?: string; "transfer-encoding"?: string }): boolean {
   return headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0;
 }
 
+/** Builds the HTTP app (it does not listen): plugins, auth, error handling, routes. */
 export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
+    schemaController,
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: (error, request, reply) => {
@@ -76,7 +78,6 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // nothing holds at most one answer, for a bounded time (event streams and waits are not cut).
   cutStalledAnswers(app.server, ctx.config.RESPONSE_WRITE_TIMEOUT_MS, logger);
   oneAnswerAtATime(app);
-  app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");
   // An empty body is no body, whatever the Content-Type (clients often send it on every

@@ -6,6 +6,7 @@ import type { App, AppContext } from "../app-context.js";
 import { ConfigError } from "../config.js";
 import { listenProblem } from "../startup-checks.js";
 import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
+import { schemaController } from "./schema-compilers.js";
 
 /**
  * With METRICS_PORT set, GET /metrics is served there (on HOST, without API keys: keep that
@@ -18,7 +19,7 @@ import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
 export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<App | null> {
   const port = ctx.config.METRICS_PORT;
   if (port === undefined) return null;
-  const app: App = Fastify({ forceCloseConnections: true }).withTypeProvider<ZodTypeProvider>();
+  const app: App = Fastify({ forceCloseConnections: true, schemaController }).withTypeProvider<ZodTypeProvider>();
   const max = ctx.config.MAX_CONNECTIONS;
   capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
     portSetting: "METRICS_PORT",

@@ -1,13 +1,4 @@
-import {
-  type Attributes,
-  type Context,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  trace,
-} from "@opentelemetry/api";
+import type { Attributes, Context, Span, Tracer } from "@opentelemetry/api";
 import type { RunView } from "../domain/run.js";
 import type { ModelRequestFact, RunFacts, ToolResultFact } from "./run-digest.js";
 
@@ -17,17 +8,32 @@ export interface RunDescription {
   model: string | null;
 }
 
+type OtelApi = typeof import("@opentelemetry/api");
+
+/**
+ * The OpenTelemetry API, loaded with the first traced run, so a server that does not trace
+ * does not load it (prom-client's process metrics load its CommonJS build; this is the ES one:
+ * ~50 modules more at every start).
+ */
+let otelApi: Promise<OtelApi> | undefined;
+const loadOtelApi = (): Promise<OtelApi> => {
+  otelApi ??= import("@opentelemetry/api");
+  return otelApi;
+};
+
 /** The provider as the GenAI conventions name it: the server speaks the OpenAI Chat Completions API. */
 const PROVIDER = "openai";
 
 interface TracedRun {
   /** The run's operations on its spans, in the order of its facts, once it is described. */
   queue: Promise<void>;
-  /** Set once the SDK is loaded, before any operation of the run runs. */
+  /** Set once the SDK and the API are loaded, before any operation of the run runs. */
   tracer: Tracer | null;
+  api: OtelApi | null;
   description: RunDescription;
   span: Span | null;
-  context: Context;
+  /** The run's span as its children's parent, once it is made. */
+  context: Context | undefined;
   /** The latest end of its child spans (ms): the run's span ends no sooner. */
   childrenEnd: number;
 }
@@ -71,22 +77,24 @@ export class RunTracer implements RunFacts {
         "server.address": this.server?.address,
         "server.port": this.server?.port,
       };
+      const api = run.api as OtelApi;
       const span = (run.tracer as Tracer).startSpan(
         model ? `chat ${model}` : "chat",
-        { kind: SpanKind.CLIENT, startTime: fact.startedAt, attributes },
+        { kind: api.SpanKind.CLIENT, startTime: fact.startedAt, attributes },
         run.context,
       );
-      if (fact.errorType !== null) failed(span, fact.errorType, fact.errorMessage);
+      if (fact.errorType !== null) failed(api, span, fact.errorType, fact.errorMessage);
       endChild(run, span, fact.startedAt + fact.latencyMs);
     });
   }
 
   toolResult(fact: ToolResultFact): void {
     this.#on(fact.runId, fact.startedAt, (run) => {
+      const api = run.api as OtelApi;
       const span = (run.tracer as Tracer).startSpan(
         `execute_tool ${fact.tool}`,
         {
-          kind: SpanKind.INTERNAL,
+          kind: api.SpanKind.INTERNAL,
           startTime: fact.startedAt,
           attributes: {
             ...this.#common(run, "execute_tool"),
@@ -97,7 +105,7 @@ export class RunTracer implements RunFacts {
         },
         run.context,
       );
-      if (fact.outcome !== "ok") failed(span, fact.outcome, null);
+      if (fact.outcome !== "ok") failed(api, span, fact.outcome, null);
       endChild(run, span, fact.startedAt + fact.durationMs);
     });
   }
@@ -111,7 +119,8 @@ export class RunTracer implements RunFacts {
         "gen_ai.usage.output_tokens": view.stats.outputTokens,
         "agent_server.run.stop_reason": view.stopReason ?? undefined,
       });
-      if (view.stopReason === "error") failed(span, view.error?.code ?? "_OTHER", view.error?.message ?? null);
+      if (view.stopReason === "error")
+        failed(run.api as OtelApi, span, view.error?.code ?? "_OTHER", view.error?.message ?? null);
       // A child's end is its start plus a duration rounded to the ms: it may pass `at` by one.
       span.end(Math.max(at, run.childrenEnd));
     });
@@ -141,17 +150,19 @@ export class RunTracer implements RunFacts {
       const traced: TracedRun = {
         queue: Promise.resolve(),
         tracer: null,
+        api: null,
         description: { sessionId: null, model: null },
         span: null,
-        context: ROOT_CONTEXT,
+        context: undefined,
         childrenEnd: 0,
       };
       const described = this.describe(runId).catch(() => traced.description);
-      traced.queue = Promise.all([described, this.tracer]).then(([description, tracer]) => {
+      traced.queue = Promise.all([described, this.tracer, loadOtelApi()]).then(([description, tracer, api]) => {
         traced.description = description;
         traced.tracer = tracer;
+        traced.api = api;
         traced.span = tracer.startSpan("invoke_agent", {
-          kind: SpanKind.INTERNAL,
+          kind: api.SpanKind.INTERNAL,
           startTime: at,
           attributes: {
             ...this.#common(traced, "invoke_agent"),
@@ -159,7 +170,7 @@ export class RunTracer implements RunFacts {
             "agent_server.run.id": runId,
           },
         });
-        traced.context = trace.setSpan(ROOT_CONTEXT, traced.span);
+        traced.context = api.trace.setSpan(api.ROOT_CONTEXT, traced.span);
       });
       this.#runs.set(runId, traced);
       run = traced;
@@ -187,7 +198,7 @@ function endChild(run: TracedRun, span: Span, end: number): void {
 }
 
 /** Marks a span failed, as the conventions record errors: `error.type` and an ERROR status. */
-function failed(span: Span, errorType: string, message: string | null): void {
+function failed(api: OtelApi, span: Span, errorType: string, message: string | null): void {
   span.setAttribute("error.type", errorType);
-  span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message } : {}) });
+  span.setStatus({ code: api.SpanStatusCode.ERROR, ...(message ? { message } : {}) });
 }
