@@ -3,17 +3,22 @@ import { ToolErrorCode } from "../../src/tools/error-codes.js";
 import { dist, runUnderFileLimit } from "../helpers/file-limit-child.js";
 import { makeSandbox, writeTree } from "./helpers.js";
 
+type ToolName = "locate" | "shell" | "write" | "search" | "list";
+
 /**
  * In a process that has used up its file descriptors (as a flood of connections can make it),
- * a workspace tool's outcome: the built tools, run in a child under `ulimit -n 64` that holds
- * every descriptor left before the call but `free` (enough to open the workspace, not what the
- * tool opens next). The child exits 0 only if nothing was left unhandled.
+ * a workspace tool's outcomes: the built tools, run in a child under `ulimit -n 64` that, for
+ * each count in `frees`, holds every descriptor left but that many (enough to open the
+ * workspace, say, not what the tool opens next), calls the tool, and lets them all go again;
+ * with `untilSuccess` it stops after the first call that succeeds. The child exits 0 only if
+ * nothing was left unhandled.
  */
-async function outcomeWithoutDescriptors(
+async function outcomesWithoutDescriptors(
   workspace: string,
-  tool: "locate" | "shell" | "write" | "search" | "list",
-  free = 0,
-): Promise<Record<string, unknown>> {
+  tool: ToolName,
+  frees: number[],
+  untilSuccess = false,
+): Promise<Record<string, unknown>[]> {
   const script = `
     import { locateInWorkspace } from ${dist("src/tools/workspace.js")};
     import { closeSync, openSync } from "node:fs";
@@ -22,50 +27,58 @@ async function outcomeWithoutDescriptors(
     import { searchFilesTool } from ${dist("src/tools/search-files.js")};
     import { writeFileTool } from ${dist("src/tools/write-file.js")};
     const workspace = process.argv[2];
-    const held = [];
-    try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
-    for (let i = 0; i < ${free}; i++) closeSync(held.pop());
-    const context = { workspace, signal: new AbortController().signal };
     const tool = ${JSON.stringify(tool)};
-    const outcome = tool === "locate"
-      ? (await locateInWorkspace({ workspace, path: "notes.txt" })).outcome
-      : tool === "write"
-        ? await writeFileTool.execute({ path: "notes.txt", content: "kept" }, context)
-        : tool === "search"
-          ? await searchFilesTool.execute({ pattern: "kept" }, context)
-          : tool === "list"
-            ? await listFilesTool.execute({ depth: 10 }, context)
-            : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
-    // Anything the call left to fail later (an 'error' event nobody listens to) fails here.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    process.stdout.write(JSON.stringify({ held: held.length, outcome }));
+    const call = async () => {
+      const context = { workspace, signal: new AbortController().signal };
+      return tool === "locate"
+        ? (await locateInWorkspace({ workspace, path: "notes.txt" })).outcome
+        : tool === "write"
+          ? await writeFileTool.execute({ path: "notes.txt", content: "kept" }, context)
+          : tool === "search"
+            ? await searchFilesTool.execute({ pattern: "kept" }, context)
+            : tool === "list"
+              ? await listFilesTool.execute({ depth: 10 }, context)
+              : await createShellTool({ kind: "none" }).execute({ command: "true" }, context);
+    };
+    const outcomes = [];
+    let least = Infinity;
+    for (const free of ${JSON.stringify(frees)}) {
+      const held = [];
+      try { for (;;) held.push(openSync("/dev/null", "r")); } catch (err) { if (err.code !== "EMFILE") throw err; }
+      for (let i = 0; i < free; i++) closeSync(held.pop());
+      least = Math.min(least, held.length);
+      const outcome = await call();
+      // Anything the call left to fail later (an 'error' event nobody listens to) fails here.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const fd of held) closeSync(fd);
+      outcomes.push(outcome);
+      if (${untilSuccess} && outcome.ok === true) break;
+    }
+    process.stdout.write(JSON.stringify({ held: least, outcomes }));
   `;
-  const out = await runUnderFileLimit(script, [workspace]);
-  const { held, outcome } = JSON.parse(out);
+  const { held, outcomes } = JSON.parse(await runUnderFileLimit(script, [workspace]));
   expect(held).toBeGreaterThan(0);
-  return outcome;
+  return outcomes;
 }
 
-/**
- * The outcomes of `tool` with 1, 2, … descriptors free, up to the first that succeeds (or up to
- * `most` free). Each is its own child, so they do not depend on one another: a few are run at
- * once (a Node start each), and those past the first success are dropped.
- */
-async function outcomesUntilSuccess(
+/** The outcome of `tool` with `free` descriptors left (see outcomesWithoutDescriptors). */
+async function outcomeWithoutDescriptors(
   workspace: string,
-  tool: "search" | "list",
-  most: number,
-): Promise<Record<string, unknown>[]> {
-  const atOnce = 3;
-  const outcomes: Record<string, unknown>[] = [];
-  for (let free = 1; free <= most; free += atOnce) {
-    const frees = Array.from({ length: Math.min(atOnce, most - free + 1) }, (_, i) => free + i);
-    for (const outcome of await Promise.all(frees.map((n) => outcomeWithoutDescriptors(workspace, tool, n)))) {
-      outcomes.push(outcome);
-      if (outcome.ok === true) return outcomes;
-    }
-  }
-  return outcomes;
+  tool: ToolName,
+  free = 0,
+): Promise<Record<string, unknown>> {
+  const [outcome] = await outcomesWithoutDescriptors(workspace, tool, [free]);
+  return outcome as Record<string, unknown>;
+}
+
+/** The outcomes of `tool` with 1, 2, … descriptors free, up to the first that succeeds (or up to `most` free). */
+function outcomesUntilSuccess(workspace: string, tool: "search" | "list", most: number) {
+  return outcomesWithoutDescriptors(
+    workspace,
+    tool,
+    Array.from({ length: most }, (_, i) => i + 1),
+    true,
+  );
 }
 
 describe("a process out of file descriptors", () => {
@@ -122,7 +135,7 @@ describe("a process out of file descriptors", () => {
     expect(outcomes.map((outcome) => outcome.message)).toContainEqual(
       expect.stringMatching(/open the files to search/),
     );
-  }, 60_000); // some ten children, each a Node start
+  });
 
   it("list_files and search_files whose walk runs short of descriptors deep in the tree say so, instead of answering without that part", async () => {
     const { workspace } = await makeSandbox();
@@ -147,7 +160,7 @@ describe("a process out of file descriptors", () => {
         expect(String(outcome.message), tool).toMatch(/no file descriptor left.*EMFILE/);
       }
     }
-  }, 120_000); // some thirty children, each a Node start
+  });
 
   it("a process-group watchdog that cannot be started is reported as none (null), with nothing left unhandled", async () => {
     const script = `
