@@ -3,9 +3,11 @@
 // and the test suite some hundred times: the built server started afresh (a new database and
 // workspace each), the CPU of all its threads and the time from the process's start until it
 // listens, then the CPU once its first run (one tool call, then text, against the fake
-// upstream) has ended. The modules it loaded before listening, by package, from one more
-// start. With BENCH_BASE_ROOT (another checkout, built) its server alternates with ours.
+// upstream) has ended; and a start refused for its configuration (PORT=none: exit 2), its CPU
+// until it exits. The modules it loaded before listening, by package, from one more start.
+// With BENCH_BASE_ROOT (another checkout, built) its server alternates with ours.
 // Env: BENCH_ROUNDS (3), BENCH_STARTS (5 per server and round), BENCH_PIN=1 (see harness).
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
@@ -54,11 +56,24 @@ async function startOnce(label, entry, env = {}) {
   return { ...probed, afterRun };
 }
 
+/** One start of `entry` refused for its configuration: its probe's figures at its exit. */
+function refusedOnce(label, entry) {
+  const ran = spawnSync(process.execPath, ["--import", probe, entry], {
+    env: { PATH: process.env.PATH ?? "", PORT: "none", LOG_LEVEL: "warn" },
+    encoding: "utf8",
+  });
+  const match = ran.stdout.match(/startup-probe (\{.*\})\n/);
+  if (ran.status !== 2 || !match) h.fail(`${label}: a start with PORT=none exited ${ran.status}: ${ran.stderr}`);
+  return JSON.parse(match[1]);
+}
+
 console.log(machineLine());
 const results = Object.fromEntries(Object.keys(servers).map((label) => [label, []]));
+const refused = Object.fromEntries(Object.keys(servers).map((label) => [label, []]));
 for (let round = 1; round <= rounds; round++) {
   for (const [label, entry] of Object.entries(servers)) {
     for (let i = 0; i < starts; i++) results[label].push(await startOnce(label, entry));
+    for (let i = 0; i < starts; i++) refused[label].push(refusedOnce(label, entry));
   }
   const line = Object.entries(results)
     .map(([label, xs]) => `${label} ${fmt(median(xs.slice(-starts).map((x) => x.cpu)), 0)} ms CPU to listen`)
@@ -79,7 +94,8 @@ const summary = Object.entries(results).map(([label, xs]) => {
   const cpu = median(xs.map((x) => x.cpu));
   const wall = median(xs.map((x) => x.wall));
   const afterRun = median(xs.map((x) => x.afterRun));
-  return `${label}: ${fmt(cpu, 0)} ms CPU and ${fmt(wall, 0)} ms to listen, ${fmt(afterRun, 0)} ms CPU after the first run`;
+  const refusedCpu = median(refused[label].map((x) => x.cpu));
+  return `${label}: ${fmt(cpu, 0)} ms CPU and ${fmt(wall, 0)} ms to listen, ${fmt(afterRun, 0)} ms CPU after the first run, ${fmt(refusedCpu, 0)} ms CPU to refuse a bad PORT`;
 });
 console.log(`startup summary (medians of ${rounds * starts} starts each): ${summary.join("; ")}`);
 await h.stop();

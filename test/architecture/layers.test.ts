@@ -60,6 +60,17 @@ describe("the layers of the code", () => {
     ).toEqual([]);
   });
 
+  it("the entry (src/server.ts) loads the server only once the configuration is valid: its static imports are the checks'", () => {
+    expect(importedFolders("src/server.ts").sort()).toEqual([
+      "src/config-exit.js",
+      "src/config.js",
+      "src/exposure.js",
+      "src/inherited-descriptors.js",
+      "src/logger.js",
+    ]);
+    expect(readFileSync(join(root, "src/server.ts"), "utf8")).toContain('await import("./serve.js")');
+  });
+
   it("the rule checker sees imports (src/runs imports src/store)", () => {
     expect(filesUnder("src/runs").flatMap(importedFolders)).toContain("src/store");
   });
