@@ -16,11 +16,9 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Three test files for every two cores (vitest's default leaves one core out: on 2 cores,
-    // one file at a time). The suite's files mostly wait on child processes and sockets: with
-    // one file per core the two cores were 87% busy and the suite took ~370 s, with three
-    // files 95% and ~315 s.
-    maxWorkers: "150%",
+    // One test file per core (vitest's default leaves one core out: on 2 cores, one file at a
+    // time). The suite's files mostly wait on child processes and sockets.
+    maxWorkers: "100%",
     // Each worker runs file after file in one process instead of a new process per file: the
     // modules a file imports (the server's whole graph, ~1,000) are loaded once per worker, not
     // once per file (spawn and import were ~1 s of a loaded core per file, a fifth of the run).
