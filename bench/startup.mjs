@@ -10,12 +10,18 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, root } from "./harness.mjs";
+import { cpuMsOf, createHarness, envInt, fmt, machineLine, median, nodeCommand, root } from "./harness.mjs";
 
 const rounds = envInt("BENCH_ROUNDS", 3);
 const starts = envInt("BENCH_STARTS", 5);
 const probe = pathToFileURL(join(root, "bench/startup-probe.mjs")).href;
 const h = createHarness("bench-startup");
+
+/** The figures of the probe's line in `text` (see startup-probe.mjs), or null before it is whole. */
+function probed(text) {
+  const match = text.match(/startup-probe (\{.*\})\n/);
+  return match ? JSON.parse(match[1]) : null;
+}
 const upstream = await h.startUpstream(join(root, "bench/fake-upstream.mjs"), {
   FAKE_TOOL_NAME: "list_files",
   FAKE_TOOL_ARGS: "{}",
@@ -25,7 +31,7 @@ if (process.env.BENCH_BASE_ROOT) servers.base = join(process.env.BENCH_BASE_ROOT
 
 /** One start of `entry`: its probe's figures, then the process's CPU after its first run. */
 async function startOnce(label, entry, env = {}) {
-  let probed = null;
+  let figures = null;
   let out = "";
   const server = await h.startServer({
     entry,
@@ -35,11 +41,10 @@ async function startOnce(label, entry, env = {}) {
     env,
     onStdout: (text) => {
       out += text;
-      const match = out.match(/startup-probe (\{.*\})\n/);
-      if (match) probed = JSON.parse(match[1]);
+      figures ??= probed(out);
     },
   });
-  if (!probed) h.fail(`${label}: the server answered without its probe's line`);
+  if (!figures) h.fail(`${label}: the server answered without its probe's line`);
   const json = { "content-type": "application/json" };
   const session = await (await fetch(`${server.url}/sessions`, { method: "POST", headers: json, body: "{}" })).json();
   const { run } = await (
@@ -53,18 +58,19 @@ async function startOnce(label, entry, env = {}) {
     h.fail(`${label}: the first run ended ${JSON.stringify(run)}`);
   const afterRun = cpuMsOf(server.child.pid);
   await h.stop([server.child]);
-  return { ...probed, afterRun };
+  return { ...figures, afterRun };
 }
 
 /** One start of `entry` refused for its configuration: its probe's figures at its exit. */
 function refusedOnce(label, entry) {
-  const ran = spawnSync(process.execPath, ["--import", probe, entry], {
+  // Pinned as the timed starts are (BENCH_PIN=1).
+  const ran = spawnSync(...nodeCommand("server", ["--import", probe, entry]), {
     env: { PATH: process.env.PATH ?? "", PORT: "none", LOG_LEVEL: "warn" },
     encoding: "utf8",
   });
-  const match = ran.stdout.match(/startup-probe (\{.*\})\n/);
-  if (ran.status !== 2 || !match) h.fail(`${label}: a start with PORT=none exited ${ran.status}: ${ran.stderr}`);
-  return JSON.parse(match[1]);
+  const figures = probed(ran.stdout);
+  if (ran.status !== 2 || !figures) h.fail(`${label}: a start with PORT=none exited ${ran.status}: ${ran.stderr}`);
+  return figures;
 }
 
 console.log(machineLine());

@@ -7,8 +7,8 @@ import { createLogger } from "./logger.js";
 /**
  * The process entry: descriptors inherited open are closed, the configuration is validated
  * and the exposure checked; only then is the rest of the server loaded and started
- * (serve.ts). A start refused for its configuration exits 2 having loaded a sixth of the
- * server's modules (~0.3 s of CPU instead of ~1 s).
+ * (serve.ts), so that a start refused for its configuration exits 2 having loaded a sixth of
+ * the server's modules (bench:startup measures it).
  */
 async function main(): Promise<void> {
   // Everything this process creates (the database, its WAL, workspaces, what tools and shell
