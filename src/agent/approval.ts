@@ -17,6 +17,8 @@ export interface BeforeToolCallRequest {
 /**
  * Asked before every valid tool call, after argument validation and before any
  * side effect. It may wait (for a person); it throws only when something broke.
+ * Once `signal` fires the loop no longer waits for it and closes the call itself: from
+ * then on the hook must record nothing of the call.
  */
 export type BeforeToolCall = (request: BeforeToolCallRequest) => Promise<ToolCallDecision>;
 

@@ -20,6 +20,9 @@ function awaitingApproval(live: LiveRun): RunChange[] {
   return [{ kind: "status", status: "awaiting_approval" }];
 }
 
+/** What the gate answers once the run is cancelled: the loop no longer waits for it (see BeforeToolCall). */
+const CANCELLED: ToolCallDecision = { decision: "deny", reason: "the run was cancelled" };
+
 /** Whether deciding `toolCallId` leaves the run with nothing to wait for. */
 const lastWaiting = (live: LiveRun, toolCallId: string): boolean =>
   live.phase.name === "awaiting_approval" && live.waiters.size === 1 && live.waiters.has(toolCallId);
@@ -103,8 +106,10 @@ async function announceLedgerDecision(
  * decision already in it (a resumed run) is reused, never asked twice.
  */
 export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall {
-  return async ({ toolCall, tool, input }) => {
+  return async ({ toolCall, tool, input, signal }) => {
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
+    // Cancelled while the ledger was read: the loop has closed the call already.
+    if (signal.aborted) return CANCELLED;
     if (ledger?.decision) {
       // An approval stored before the operator's ceiling came to deny the tool (a restart with a
       // stricter APPROVAL_POLICY_MAX) is not used: the ceiling wins over any decision.
@@ -140,18 +145,30 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     });
     const reason = `${tool.name} requires approval`;
     try {
-      await live.recorder.write(() => ({
-        changes: [
-          ...(asked
-            ? []
-            : [{ kind: "toolCall.awaitingApproval" as const, toolCallId: toolCall.id, reason, at: requestedAt }]),
-          ...awaitingApproval(live),
-        ],
-        events: asked ? [] : [{ type: "approval.requested", toolCallId: toolCall.id, tool: tool.name, input, reason }],
-      }));
+      await live.recorder.write(() =>
+        // Decided at the write's turn: cancelled meanwhile, the call's result (the loop's) may
+        // be written before this, and a request after it would reopen a closed call.
+        signal.aborted
+          ? { changes: [], events: [] }
+          : {
+              changes: [
+                ...(asked
+                  ? []
+                  : [{ kind: "toolCall.awaitingApproval" as const, toolCallId: toolCall.id, reason, at: requestedAt }]),
+                ...awaitingApproval(live),
+              ],
+              events: asked
+                ? []
+                : [{ type: "approval.requested", toolCallId: toolCall.id, tool: tool.name, input, reason }],
+            },
+      );
     } catch (err) {
       live.waiters.forget(toolCall.id);
       throw err;
+    }
+    if (signal.aborted) {
+      live.waiters.forget(toolCall.id);
+      return CANCELLED;
     }
     if (asked) {
       // A decision written while this run was on its way here (after a restart) is in the ledger.

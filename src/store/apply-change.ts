@@ -1,5 +1,5 @@
 import type { RunChange } from "./changes.js";
-import { StoreConflictError } from "./errors.js";
+import { callClosed, StoreConflictError } from "./errors.js";
 import type { MessageStore } from "./messages.js";
 import type { QueueStore } from "./queue.js";
 import type { RunStore } from "./runs.js";
@@ -26,12 +26,14 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       if (message.role === "assistant" && message.toolCalls?.length) {
         tables.toolCalls.propose(runId, message.toolCalls, message.createdAt);
       } else if (message.role === "tool") {
-        tables.toolCalls.finish(runId, message.toolCallId, message.id, message.createdAt);
+        if (!tables.toolCalls.finish(runId, message.toolCallId, message.id, message.createdAt))
+          throw callClosed(runId, message.toolCallId);
       }
       return;
     }
     case "toolCall.awaitingApproval":
-      tables.toolCalls.awaitApproval(runId, change.toolCallId, change.reason, change.at);
+      if (!tables.toolCalls.awaitApproval(runId, change.toolCallId, change.reason, change.at))
+        throw callClosed(runId, change.toolCallId);
       return;
     case "toolCall.decided":
       if (!tables.toolCalls.decide(runId, change.toolCallId, change.decision, change.reason, change.at)) {
@@ -39,7 +41,7 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       }
       return;
     case "toolCall.started":
-      tables.toolCalls.start(runId, change.toolCallId, change.at);
+      if (!tables.toolCalls.start(runId, change.toolCallId, change.at)) throw callClosed(runId, change.toolCallId);
       return;
     case "status":
       tables.runs.setStatus(runId, change.status);

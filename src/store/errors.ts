@@ -34,7 +34,8 @@ export class StorageError extends Error {
  * unfinished runs; see OwnerLimit), `session_gone` (a run's session was deleted before the
  * run was stored, by another request or instance), `cancel_requested` (an end other than
  * `aborted` for a run whose cancel was requested: the run ends aborted), `inputs_full` (the run
- * already has its maximum of pending steered inputs).
+ * already has its maximum of pending steered inputs), `call_closed` (the tool call has its
+ * result already, or is not in the ledger: a closed call never changes again, and gets no second result).
  */
 export type ConflictRule =
   | "active_run"
@@ -47,7 +48,8 @@ export type ConflictRule =
   | "input_taken"
   | "session_gone"
   | "cancel_requested"
-  | "inputs_full";
+  | "inputs_full"
+  | "call_closed";
 
 /**
  * At most `max` of something per owner (an API key's hash), counted in the transaction of the
@@ -70,6 +72,9 @@ export class StoreConflictError extends Error {
   }
 }
 
+/** A change to a tool call that has its result already (or is not in the ledger): see ConflictRule. */
+export const callClosed = (runId: string, toolCallId: string): StoreConflictError =>
+  new StoreConflictError("call_closed", `tool call ${toolCallId} of run ${runId} has its result already`);
 export const sessionHasRuns = (sessionId: string): StoreConflictError =>
   new StoreConflictError("active_run", `session ${sessionId} has an unfinished run`);
 /** The session's queue is held by an interrupting start, whose run comes next (see holdQueue). */

@@ -105,7 +105,7 @@ export function toolCallStore(db: Db) {
   );
   const awaitApproval = db.prepare(
     `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = ?, approval_requested_at = ?
-     WHERE run_id = ? AND id = ?`,
+     WHERE run_id = ? AND id = ? AND state <> 'finished'`,
   );
   const decide = db.prepare(
     `UPDATE tool_calls SET state = CASE WHEN @decision = 'approve' THEN 'approved' ELSE 'denied' END,
@@ -113,9 +113,13 @@ export function toolCallStore(db: Db) {
      WHERE run_id = @run AND id = @id AND state IN ('proposed', 'awaiting_approval')
        AND NOT EXISTS (SELECT 1 FROM runs WHERE id = @run AND cancel_requested_at IS NOT NULL)`,
   );
-  const start = db.prepare("UPDATE tool_calls SET state = 'started', started_at = ? WHERE run_id = ? AND id = ?");
+  // A call that has its result never changes again (see the writes below).
+  const start = db.prepare(
+    "UPDATE tool_calls SET state = 'started', started_at = ? WHERE run_id = ? AND id = ? AND state <> 'finished'",
+  );
   const finish = db.prepare(
-    "UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ? WHERE run_id = ? AND id = ?",
+    `UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ?
+     WHERE run_id = ? AND id = ? AND state <> 'finished'`,
   );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
   const status = db.prepare(`SELECT ${STATUS_COLUMNS} FROM tool_calls WHERE run_id = ? AND id = ?`);
@@ -133,18 +137,21 @@ export function toolCallStore(db: Db) {
         propose.run({ run: runId, id: call.id, ordinal: ordinal++, reply, name: call.name, input: call.input, at });
       }
     },
-    awaitApproval(runId: string, id: string, reason: string, at: string): void {
-      awaitApproval.run(reason, at, runId, id);
+    /** Records a request for approval; false when the call has its result already (or is not in the ledger). */
+    awaitApproval(runId: string, id: string, reason: string, at: string): boolean {
+      return awaitApproval.run(reason, at, runId, id).changes > 0;
     },
     /** Records a decision; false when the call was already decided or is past deciding. */
     decide(runId: string, id: string, decision: "approve" | "deny", reason: string | null, at: string): boolean {
       return decide.run({ run: runId, id, decision, reason, at }).changes > 0;
     },
-    start(runId: string, id: string, at: string): void {
-      start.run(at, runId, id);
+    /** Records a tool's start; false when the call has its result already (or is not in the ledger). */
+    start(runId: string, id: string, at: string): boolean {
+      return start.run(at, runId, id).changes > 0;
     },
-    finish(runId: string, id: string, resultMessageId: string, at: string): void {
-      finish.run(at, resultMessageId, runId, id);
+    /** Records the call's result; false when it has one already (or is not in the ledger): one result a call. */
+    finish(runId: string, id: string, resultMessageId: string, at: string): boolean {
+      return finish.run(at, resultMessageId, runId, id).changes > 0;
     },
     get(runId: string, id: string): ToolCallRecord | null {
       const row = one.get(runId, id) as ToolCallRow | undefined;

@@ -15,7 +15,7 @@
  * `KILL_ANYWHERE_SEED=<seed> KILL_ANYWHERE_ITERATIONS=1 KILL_ANYWHERE_BACKENDS=<backend>`
  * replays its choices (the instants themselves depend on the machine's timing). A soak:
  * KILL_ANYWHERE_LOG=<file> gets each iteration's story as it ends, KILL_ANYWHERE_DUMP=<dir>
- * each server's log (LOG_LEVEL, default info).
+ * each server's log (LOG_LEVEL, default info) and, for a failing iteration, every stored event.
  */
 import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -151,9 +151,21 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
       }
     }
     await killNow(server);
-    const checked = await readDatabase(dir.path, database, (query) => checkDatabase(dir.path, acked, query));
+    const dump = process.env.KILL_ANYWHERE_DUMP;
+    const checked = await readDatabase(dir.path, database, async (query) => {
+      const found = await checkDatabase(dir.path, acked, query);
+      // Investigating a failure: every event stored, as the runs' streams replay them.
+      if (dump && found.problems.length > 0) {
+        const events = await query("SELECT run_id, seq, data FROM run_events ORDER BY run_id, seq");
+        writeFileSync(join(dump, `${backend}-${seed}-events.jsonl`), events.map((e) => `${e.data}\n`).join(""));
+      }
+      return found;
+    });
     problems.push(...checked.problems);
     story.push(`settled in ${Date.now() - settling} ms: ${checked.summary}`);
+    // Investigating: each server's log (LOG_LEVEL from the environment) kept in this folder, failed or not.
+    for (const [i, s] of dump ? servers.entries() : [])
+      writeFileSync(join(dump as string, `${backend}-${seed}-server-${i + 1}.log`), s.output());
     if (problems.length > 0) {
       const output = servers.map((s, i) => `--- server ${i + 1} ---\n${s.output().slice(-4000)}`).join("\n");
       throw new Error(
@@ -161,10 +173,6 @@ async function iteration(seed: number, backend: "sqlite" | "postgres"): Promise<
       );
     }
     failed = false;
-    // Investigating: each server's log (LOG_LEVEL from the environment) kept in this folder.
-    const dump = process.env.KILL_ANYWHERE_DUMP;
-    for (const [i, s] of dump ? servers.entries() : [])
-      writeFileSync(join(dump as string, `${backend}-${seed}-server-${i + 1}.log`), s.output());
     return story.join("; ");
   } finally {
     stop.abort();

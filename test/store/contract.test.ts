@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { abortedOutcome, toolResultMessage } from "../../src/agent/tool-results.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
@@ -152,6 +153,39 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(stored).toMatchObject({ state: "approved", decision: "approve", approvalReason: "shell asks" });
     expect((await store.toolCalls.inState(runId, "approved")).map((c) => c.id)).toEqual([call.id]);
     expect((await store.runs.get(runId))?.status).toBe("awaiting_approval");
+  });
+
+  it("a tool call gets one result: a second is refused (call_closed) with its batch, and a closed call changes no more", async () => {
+    const { sessionId, runId } = await liveRun();
+    const call = { id: fresh("call"), name: "shell", input: '{"command":"ls"}' };
+    const assistant = message(sessionId, runId, 1, { role: "assistant", content: "", toolCalls: [call] } as never);
+    await store.commitRun(runId, [{ kind: "message", message: assistant }], []);
+    const result = (seq: number, toolCallId = call.id) =>
+      message(sessionId, runId, seq, toolResultMessage({ id: fresh("msg"), toolCallId, outcome: abortedOutcome() }));
+    const first = result(2);
+    await store.commitRun(runId, [{ kind: "message", message: first }], [event(runId, 2)]);
+
+    // A second writer's result, an approval request or a start for the closed call: each batch refused whole.
+    const refusals = [
+      { kind: "message", message: result(3) },
+      { kind: "toolCall.awaitingApproval", toolCallId: call.id, reason: "shell asks", at: at() },
+      { kind: "toolCall.started", toolCallId: call.id, at: at() },
+    ] as const;
+    for (const change of refusals) {
+      await expect(store.commitRun(runId, [change], [event(runId, 3)])).rejects.toSatisfy((err) =>
+        isConflict(err, "call_closed"),
+      );
+    }
+    // A result for a call the ledger does not hold is refused too.
+    await expect(
+      store.commitRun(runId, [{ kind: "message", message: result(3, "call_unknown") }], []),
+    ).rejects.toSatisfy((err) => isConflict(err, "call_closed"));
+
+    expect(await store.toolCalls.get(runId, call.id)).toMatchObject({ state: "finished", approvalReason: null });
+    expect(await store.toolCalls.open(runId)).toEqual([]);
+    const history = await store.messages.history(sessionId);
+    expect(history.filter((m) => m.role === "tool").map((m) => m.id)).toEqual([first.id]);
+    expect((await store.events.after(runId, 0)).map((e) => e.seq)).toEqual([1, 2]);
   });
 
   it("a run's tool calls keep the order they were proposed in, across its replies", async () => {

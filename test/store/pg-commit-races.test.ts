@@ -1,5 +1,8 @@
 import pg from "pg";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/agent/messages.js";
+import { abortedOutcome, toolResultMessage } from "../../src/agent/tool-results.js";
+import type { StoredMessage } from "../../src/domain/stored-message.js";
 import { isConflict } from "../../src/store/errors.js";
 import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { RunInput, Store } from "../../src/store/store.js";
@@ -143,5 +146,56 @@ it("PostgreSQL: a queued run taking left-over input while its session is deleted
   await expect(queuing).rejects.toSatisfy((err) => isConflict(err, "session_gone"));
   expect((await watcher.query("SELECT count(*)::int AS n FROM runs WHERE session_id = $1", [sessionId])).rows).toEqual([
     { n: 0 },
+  ]);
+});
+
+/**
+ * Two writers closing the same tool call at once (a run's end and a late write of its own, or
+ * two processes): under READ COMMITTED the second one's ledger update waits for the first's
+ * lock on the call's row, and once that commits it finds the call finished. Its batch is
+ * refused whole: the call keeps one result (law 4), where an unguarded update stored two.
+ */
+it("PostgreSQL: a tool result written while another result of the call commits is refused, and the call keeps one", async () => {
+  const sessionId = "ses_tworesults";
+  const runId = "run_tworesults";
+  await seedSession(store, { id: sessionId });
+  await store.runs.create(runRecord({ id: runId, sessionId }), [
+    { type: "run.started", runId, seq: 1, at: new Date().toISOString() },
+  ]);
+  const call = { id: "call_tworesults", name: "shell", input: '{"command":"ls"}' };
+  const stamped = (message: AgentMessage, seq: number) =>
+    ({ ...message, sessionId, runId, seq, createdAt: new Date().toISOString() }) as StoredMessage;
+  await store.commitRun(
+    runId,
+    [{ kind: "message", message: stamped({ id: "msg_tr_1", role: "assistant", content: "", toolCalls: [call] }, 1) }],
+    [],
+  );
+
+  // The first result's commit in progress: its message stored and the call's row updated.
+  await taker.query("BEGIN");
+  await taker.query(
+    `INSERT INTO messages (id, session_id, run_id, seq, role, content, tool_call_id, metadata, created_at)
+     VALUES ('msg_tr_2', $1, $2, 2, 'tool', 'aborted', $3, '{}', $4)`,
+    [sessionId, runId, call.id, new Date().toISOString()],
+  );
+  await taker.query(
+    "UPDATE tool_calls SET state = 'finished', result_message_id = 'msg_tr_2' WHERE run_id = $1 AND id = $2",
+    [runId, call.id],
+  );
+  const second = stamped(toolResultMessage({ id: "msg_tr_3", toolCallId: call.id, outcome: abortedOutcome() }), 3);
+  const writing = store.commitRun(
+    runId,
+    [{ kind: "message", message: second }],
+    [{ type: "message", message: second, runId, seq: 2, at: second.createdAt }],
+  );
+  writing.catch(() => {});
+  await untilOneWaitsOnLock("the second result to wait for the first");
+  await taker.query("COMMIT");
+
+  await expect(writing).rejects.toSatisfy((err) => isConflict(err, "call_closed"));
+  const results = await watcher.query("SELECT id FROM messages WHERE run_id = $1 AND role = 'tool'", [runId]);
+  expect(results.rows).toEqual([{ id: "msg_tr_2" }]);
+  expect((await watcher.query("SELECT count(*)::int AS n FROM run_events WHERE run_id = $1", [runId])).rows).toEqual([
+    { n: 1 },
   ]);
 });

@@ -1,6 +1,6 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { RunChange } from "../changes.js";
-import { StoreConflictError } from "../errors.js";
+import { callClosed, StoreConflictError } from "../errors.js";
 import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
@@ -39,11 +39,15 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
         ];
       }
       if (message.role === "tool") {
+        // One result a call: a second writer's batch waits for the first's lock on the call's
+        // row, then finds it finished and is refused.
         return [
           insert,
           {
-            text: "UPDATE tool_calls SET state = 'finished', finished_at = $1, result_message_id = $2 WHERE run_id = $3 AND id = $4",
+            text: `UPDATE tool_calls SET state = 'finished', finished_at = $1, result_message_id = $2
+                   WHERE run_id = $3 AND id = $4 AND state <> 'finished'`,
             values: [message.createdAt, message.id, runId, message.toolCallId],
+            orRefuse: () => callClosed(runId, message.toolCallId),
           },
         ];
       }
@@ -53,8 +57,9 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       return [
         {
           text: `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = $1, approval_requested_at = $2
-                 WHERE run_id = $3 AND id = $4`,
+                 WHERE run_id = $3 AND id = $4 AND state <> 'finished'`,
           values: [change.reason, change.at, runId, change.toolCallId],
+          orRefuse: () => callClosed(runId, change.toolCallId),
         },
       ];
     case "toolCall.decided":
@@ -71,8 +76,9 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
     case "toolCall.started":
       return [
         {
-          text: "UPDATE tool_calls SET state = 'started', started_at = $1 WHERE run_id = $2 AND id = $3",
+          text: "UPDATE tool_calls SET state = 'started', started_at = $1 WHERE run_id = $2 AND id = $3 AND state <> 'finished'",
           values: [change.at, runId, change.toolCallId],
+          orRefuse: () => callClosed(runId, change.toolCallId),
         },
       ];
     case "status":
