@@ -99,19 +99,22 @@ export async function steerActive(
       });
     if (!added) {
       // Ending already (cancelling), so it takes no input; or, with an id from a key, the input
-      // was taken meanwhile, or is stored already and is waited for as the earlier request did.
+      // is stored already and is waited for as the earlier request did, or went meanwhile.
       if (inputId === undefined) return { to: "idle" };
-      const taken = await takenBefore(deps, { sessionId, input, inputId });
-      if (taken) return taken;
       const same = await deps.store.inputs.pendingHolds(active.id, id, input);
-      if (same === null) return { to: "idle" };
-      if (!same) throw keyReused(id);
+      if (same === false) throw keyReused(id);
+      if (same === null) return (await goneSince(deps, { sessionId, input, inputId, repeatedRun })) ?? { to: "idle" };
     }
     while (true) {
       // Its own input's state only: no input's content nor the run's is read, so a wait costs
       // the same however many others wait and however long their inputs are.
       const status = await deps.store.inputs.pendingStatus(active.id, id);
-      if (status === null) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+      if (status === null) {
+        // Taken by the run; or, keyed, queued as a run of its own once the run ended without it.
+        const queued = await repeatedRun?.();
+        if (queued) return { to: "repeated", started: queued };
+        return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+      }
       // Shutting down: the input stays stored for the restart, which gives it to the run, or
       // queues it as a new run if the run has ended.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
@@ -129,6 +132,14 @@ export async function steerActive(
   }
 }
 
+/** A steer with an idempotency key: its input's id comes from the key (see steerInputId). */
+interface KeyedSteer {
+  sessionId: string;
+  input: string;
+  inputId: string;
+  repeatedRun?: () => Promise<StartedRun | null>;
+}
+
 /**
  * No active run, for a steer repeated with its key: its earlier copy may have stored the input
  * on a run that then ended without taking it, its process lost before it started the input's
@@ -141,21 +152,29 @@ export async function steerActive(
  */
 async function leftByEarlierCopy(
   deps: SteerDeps,
-  {
-    sessionId,
-    input,
-    inputId,
-    repeatedRun,
-  }: { sessionId: string; input: string; inputId: string; repeatedRun?: () => Promise<StartedRun | null> },
+  { sessionId, input, inputId, repeatedRun }: KeyedSteer,
 ): Promise<SteerOutcome> {
   // Compared in the database: neither this input's content nor any other's is read.
   const left = await deps.store.inputs.leftHolds(inputId, input);
   if (left === false) throw keyReused(inputId);
   if (left) return { to: "ended", inputId };
+  return (await goneSince(deps, { sessionId, input, inputId, repeatedRun })) ?? { to: "idle" };
+}
+
+/**
+ * Where a keyed steer's input went once it is no longer pending on the run it was stored on:
+ * taken by a run (a user message of its id), or queued as a run of its own once that run ended
+ * without it (see queueLeftInput), or a run this request's key started; null when none of them
+ * holds it (the run it was stored on ended taking no input).
+ */
+async function goneSince(
+  deps: SteerDeps,
+  { sessionId, input, inputId, repeatedRun }: KeyedSteer,
+): Promise<SteerOutcome | null> {
   const taken = await takenBefore(deps, { sessionId, input, inputId });
   if (taken) return taken;
   const repeated = await repeatedRun?.();
-  return repeated ? { to: "repeated", started: repeated } : { to: "idle" };
+  return repeated ? { to: "repeated", started: repeated } : null;
 }
 
 /** The answer to a repeated steer whose input a run took already (a user message of its id); null if none did. */
