@@ -92,11 +92,18 @@ async function announceLedgerDecision(
 ): Promise<void> {
   const resolved = await deps.store.events.ofType(live.id, "approval.resolved");
   if (resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId)) return;
-  await live.recorder.write(() => ({
-    // Decided at the write's turn: a run cancelled meanwhile stays cancelling.
-    changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
-    events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
-  }));
+  await live.recorder.write(() =>
+    // Decided at the write's turn: cancelled meanwhile, the run's loop has closed the call (see
+    // BeforeToolCall), and its end may be written before this; nothing of the call follows.
+    live.controller.signal.aborted
+      ? { changes: [], events: [] }
+      : {
+          changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
+          events: [
+            { type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null },
+          ],
+        },
+  );
 }
 
 /**

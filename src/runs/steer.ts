@@ -103,7 +103,9 @@ export async function steerActive(
       if (inputId === undefined) return { to: "idle" };
       const same = await deps.store.inputs.pendingHolds(active.id, id, input);
       if (same === false) throw keyReused(id);
-      if (same === null) return (await goneSince(deps, { sessionId, input, inputId, repeatedRun })) ?? { to: "idle" };
+      // Not pending on the active run: left on a run that ended without it (stored by an
+      // earlier copy), or gone where goneSince looks.
+      if (same === null) return leftByEarlierCopy(deps, { sessionId, input, inputId, repeatedRun });
     }
     while (true) {
       // Its own input's state only: no input's content nor the run's is read, so a wait costs
@@ -111,9 +113,9 @@ export async function steerActive(
       const status = await deps.store.inputs.pendingStatus(active.id, id);
       if (status === null) {
         // Taken by the run; or, keyed, queued as a run of its own once the run ended without it.
-        const queued = await repeatedRun?.();
-        if (queued) return { to: "repeated", started: queued };
-        return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+        const gone = inputId === undefined ? null : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
+        if (gone?.to === "taken") return { ...gone, replayed: !added };
+        return gone ?? { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
       }
       // Shutting down: the input stays stored for the restart, which gives it to the run, or
       // queues it as a new run if the run has ended.
@@ -141,14 +143,14 @@ interface KeyedSteer {
 }
 
 /**
- * No active run, for a steer repeated with its key: its earlier copy may have stored the input
+ * No active run (or one not holding the input), for a steer repeated with its key: its earlier copy may have stored the input
  * on a run that then ended without taking it, its process lost before it started the input's
  * own run (a restart's recovery ended the run, and has not yet queued that input as a run of
  * its own: see queueLeftInput). The input is then this request's to start (`ended`): one run
  * whichever of the two takes it first (a run's insert removes the input it takes). Input gone
  * since the first look was taken by a run (a user message, or the run queued from it), found
- * again here; else the session is `idle`. Looked for only once no run is active: a run that
- * has finished takes no input again, so what is not left now was taken.
+ * again here; else the session is `idle`. A run that has finished takes no input again, so
+ * what is not left now was taken.
  */
 async function leftByEarlierCopy(
   deps: SteerDeps,

@@ -74,7 +74,10 @@ export class StoreConflictError extends Error {
 
 /** A change to a tool call that has its result already (or is not in the ledger): see ConflictRule. */
 export const callClosed = (runId: string, toolCallId: string): StoreConflictError =>
-  new StoreConflictError("call_closed", `tool call ${toolCallId} of run ${runId} has its result already`);
+  new StoreConflictError(
+    "call_closed",
+    `tool call ${toolCallId} of run ${runId} has its result already, or is not in the ledger`,
+  );
 export const sessionHasRuns = (sessionId: string): StoreConflictError =>
   new StoreConflictError("active_run", `session ${sessionId} has an unfinished run`);
 /** The session's queue is held by an interrupting start, whose run comes next (see holdQueue). */

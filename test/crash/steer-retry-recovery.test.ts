@@ -134,3 +134,34 @@ it("a steer retried while the restart's recovery ends its run and queues the lef
   expect(answered?.status).toBeLessThan(300);
   await expectOneRunOfInput(b, sessionId, answered);
 });
+
+/**
+ * The earlier copy's input was left on a run that ended without it while the session's next
+ * run started (a DELETE here, after the restart resumed the run; over a shared database,
+ * another instance's end), before anything queued the left input. The retry finds that next run
+ * active, not holding the input: it took the session for busy with nothing of its own, and
+ * queued a run that did not take the input, which a later pass then queued again (two runs).
+ */
+it("a steer retried once its input is left on an ended run, with the session's next run active, takes that input", async () => {
+  const { upstream, dir, sessionId, port, retry } = await lostWithSteeredInput();
+  const b = await startTestServer({ dir, upstream, port });
+  servers.push(b);
+  const [first] = (await b.request("GET", `/sessions/${sessionId}/runs`)).body.items as { id: string }[];
+  // The next run waits for an approval, so it stays active.
+  upstream.enqueue({ toolCalls: [{ id: "call_n", name: "write_file", arguments: '{"path":"n.txt","content":"n"}' }] });
+  const next = await b.request("POST", `/sessions/${sessionId}/runs`, { body: { input: "next", ifBusy: "enqueue" } });
+  await b.request("DELETE", `/runs/${first?.id}`);
+  await until(
+    async () => (await b.request("GET", `/runs/${next.body.id}`)).body.status,
+    (status) => status === "awaiting_approval",
+    "the next run's approval request",
+  );
+  expect((await b.ctx.store.inputs.orphaned()).map((i) => i.content)).toEqual(["also this"]);
+
+  const answered = await retry();
+  expect(answered.status).toBeLessThan(300);
+  // The retry's run took the left input: nothing is left to make another run of it.
+  expect(await b.ctx.store.inputs.orphaned()).toEqual([]);
+  await b.request("DELETE", `/runs/${next.body.id}`);
+  await expectOneRunOfInput(b, sessionId, answered);
+});
