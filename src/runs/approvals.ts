@@ -5,6 +5,7 @@ import { evaluateApproval } from "../domain/approval-policy.js";
 import { isConflict } from "../store/errors.js";
 import type { RunChange, Store } from "../store/store.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
+import type { WriteBatch } from "./run-write.js";
 
 export interface ApprovalDeps {
   store: Store;
@@ -22,6 +23,14 @@ function awaitingApproval(live: LiveRun): RunChange[] {
 
 /** What the gate answers once the run is cancelled: the loop no longer waits for it (see BeforeToolCall). */
 const CANCELLED: ToolCallDecision = { decision: "deny", reason: "the run was cancelled" };
+
+/**
+ * A write of the gate's, decided at its turn: nothing once the run is cancelled, as its loop
+ * has closed the call (see BeforeToolCall) and its result, or the run's end, may be written
+ * before this: a request after it would reopen a closed call, an announcement follow the end.
+ */
+const unlessCancelled = (live: LiveRun, build: () => WriteBatch) => (): WriteBatch =>
+  live.controller.signal.aborted ? { changes: [], events: [] } : build();
 
 /** Whether deciding `toolCallId` leaves the run with nothing to wait for. */
 const lastWaiting = (live: LiveRun, toolCallId: string): boolean =>
@@ -92,17 +101,11 @@ async function announceLedgerDecision(
 ): Promise<void> {
   const resolved = await deps.store.events.ofType(live.id, "approval.resolved");
   if (resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId)) return;
-  await live.recorder.write(() =>
-    // Decided at the write's turn: cancelled meanwhile, the run's loop has closed the call (see
-    // BeforeToolCall), and its end may be written before this; nothing of the call follows.
-    live.controller.signal.aborted
-      ? { changes: [], events: [] }
-      : {
-          changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
-          events: [
-            { type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null },
-          ],
-        },
+  await live.recorder.write(
+    unlessCancelled(live, () => ({
+      changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
+      events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
+    })),
   );
 }
 
@@ -152,22 +155,18 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     });
     const reason = `${tool.name} requires approval`;
     try {
-      await live.recorder.write(() =>
-        // Decided at the write's turn: cancelled meanwhile, the call's result (the loop's) may
-        // be written before this, and a request after it would reopen a closed call.
-        signal.aborted
-          ? { changes: [], events: [] }
-          : {
-              changes: [
-                ...(asked
-                  ? []
-                  : [{ kind: "toolCall.awaitingApproval" as const, toolCallId: toolCall.id, reason, at: requestedAt }]),
-                ...awaitingApproval(live),
-              ],
-              events: asked
-                ? []
-                : [{ type: "approval.requested", toolCallId: toolCall.id, tool: tool.name, input, reason }],
-            },
+      await live.recorder.write(
+        unlessCancelled(live, () => ({
+          changes: [
+            ...(asked
+              ? []
+              : [{ kind: "toolCall.awaitingApproval" as const, toolCallId: toolCall.id, reason, at: requestedAt }]),
+            ...awaitingApproval(live),
+          ],
+          events: asked
+            ? []
+            : [{ type: "approval.requested", toolCallId: toolCall.id, tool: tool.name, input, reason }],
+        })),
       );
     } catch (err) {
       live.waiters.forget(toolCall.id);

@@ -114,8 +114,8 @@ export async function steerActive(
       if (status === null) {
         // Taken by the run; or, keyed, queued as a run of its own once the run ended without it.
         const gone = inputId === undefined ? null : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
-        if (gone?.to === "taken") return { ...gone, replayed: !added };
-        return gone ?? { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+        if (gone && gone.to !== "taken") return gone;
+        return { to: "taken", run: gone?.run ?? (await viewOf(deps, active.id)), replayed: !added };
       }
       // Shutting down: the input stays stored for the restart, which gives it to the run, or
       // queues it as a new run if the run has ended.
