@@ -7,53 +7,22 @@
  * INVALID_HISTORY). Now the gate records nothing once the run is cancelled, and the ledger
  * refuses any change to a call that has its result.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { api, type ChildServer, freePort, startChildServer } from "../helpers/child-server.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { api, freePort } from "../helpers/child-server.js";
+import { crashHarness } from "../helpers/crash-harness.js";
 import { aroundStore } from "../helpers/store-around.js";
-import { tempDir } from "../helpers/temp-dir.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
-let upstream: FakeUpstream;
-let dir: ReturnType<typeof tempDir> | null = null;
-let database: TestPgDatabase | null = null;
-const children: ChildServer[] = [];
-const restarted: TestServer[] = [];
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream.close();
-});
-afterEach(async () => {
-  for (const server of restarted.splice(0)) await server.close({ keepDir: true });
-  for (const child of children.splice(0)) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
-    await child.exited;
-  }
-  dir?.cleanup();
-  await database?.drop();
-  database = null;
-});
-
+const crash = crashHarness({ instanceId: "gate" });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(["sqlite", "postgres"] as const)("on %s", (backend) => {
   it("a cancel while a resumed run's approval gate reads the ledger leaves the call one result and the session usable", async () => {
-    dir = tempDir("approval-gate-");
-    if (backend === "postgres") database = await createTestPgDatabase();
-    const shared: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "gate" } : {};
+    await crash.prepare(backend, "approval-gate-");
     // Killed right after the model's reply is stored: its shell call (which asks, by default) is proposed.
-    const a = await startChildServer({
-      dir: dir.path,
-      upstreamURL: upstream.baseURL,
-      env: { ...shared, AGENT_FAILPOINTS: "after-assistant-commit" },
-    });
-    children.push(a);
-    upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"echo hi"}' }] });
+    const a = await crash.start({ AGENT_FAILPOINTS: "after-assistant-commit" });
+    crash.upstream.enqueue({ toolCalls: [{ id: "call_s", name: "shell", arguments: '{"command":"echo hi"}' }] });
     const session = await api(a.url, "POST", "/sessions", {});
     const run = await api(a.url, "POST", `/sessions/${session.body.id}/runs`, { input: "go" });
     expect(run.status).toBe(201);
@@ -98,15 +67,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (backend) => {
         return call();
       });
     };
-    const b = await startTestServer({
-      dir: dir.path,
-      upstream,
-      port,
-      wrapStore: raceTheGate,
-      env: database ? { INSTANCE_ID: "gate" } : {},
-      ...(database ? { pgUrl: database.url } : {}),
-    });
-    restarted.push(b);
+    const b = await crash.restart({ port, wrapStore: raceTheGate });
     // Sent once the resumed run's gate reads the call, and answered once the loop has closed it.
     const answered = await until(
       async () => (cancel ? await cancel : null),
@@ -132,7 +93,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (backend) => {
     expect(events.map((e) => e.type)).not.toContain("approval.requested");
 
     // The session's next run reads a valid history.
-    upstream.enqueue({ text: "done" });
+    crash.upstream.enqueue({ text: "done" });
     const next = await b.request("POST", `/sessions/${session.body.id}/runs?wait=true`, { body: { input: "again" } });
     expect(next.body.run).toMatchObject({ status: "finished", stopReason: "complete" });
   });

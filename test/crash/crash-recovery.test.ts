@@ -1,71 +1,18 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { assertValidHistory } from "../../src/agent/history.js";
 import type { AgentMessage } from "../../src/agent/messages.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { api, type ChildServer } from "../helpers/child-server.js";
+import { crashHarness } from "../helpers/crash-harness.js";
 import { hostPids } from "../helpers/processes.js";
 import { openSse, type SseEvent, type SseStream } from "../helpers/sse-client.js";
-import { tempDir } from "../helpers/temp-dir.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
-let upstream: FakeUpstream;
-let dir: ReturnType<typeof tempDir>;
-const children: ChildServer[] = [];
-const restarted: TestServer[] = [];
-/** The test's PostgreSQL database when the suite runs on postgres; every server of a test uses it. */
-let database: TestPgDatabase | null = null;
+const crash = crashHarness({ instanceId: "crash-test" });
 const never = new Promise<void>(() => {});
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream.close();
-});
-afterEach(async () => {
-  for (const server of restarted.splice(0)) await server.close({ keepDir: true });
-  for (const child of children.splice(0)) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
-    await child.exited;
-  }
-  dir?.cleanup();
-  await database?.drop();
-  database = null;
-});
-
-async function start(env: Record<string, string> = {}): Promise<ChildServer> {
-  // Over PostgreSQL the restarted server has the same INSTANCE_ID, as a restarted container
-  // would: it takes its own runs back at once (another id waits for their leases to expire).
-  const store: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "crash-test" } : {};
-  const child = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env: { ...store, ...env } });
-  children.push(child);
-  return child;
-}
-
-/**
- * The server restarted over the killed one's database and workspaces, in this process: the same
- * start as the built server's (configuration, store, app, listen, then the recovery of the runs
- * left), at a fraction of a process's start. Resolves once the recovery is done; a test about
- * what a request sees while the recovery is under way restarts a process instead (`start`).
- */
-async function restart(env: Record<string, string> = {}): Promise<TestServer> {
-  const server = await startTestServer({
-    dir: dir.path,
-    upstream,
-    env: { ...(database ? { INSTANCE_ID: "crash-test" } : {}), ...env },
-    ...(database ? { pgUrl: database.url } : {}),
-  });
-  restarted.push(server);
-  return server;
-}
-
-async function kill(child: ChildServer): Promise<void> {
-  child.process.kill("SIGKILL");
-  expect(await child.exited).toBe("SIGKILL");
-}
+const start = (env: Record<string, string> = {}) => crash.start(env);
+const restart = (env: Record<string, string> = {}) => crash.restart({ env });
+const kill = (child: ChildServer) => crash.kill(child);
 
 /**
  * Starts a session and a run, with a watcher on its events unless the server is about
@@ -80,7 +27,7 @@ async function startRun(server: ChildServer, session: Record<string, unknown> = 
   return { sessionId: created.body.id as string, runId: run.body.id as string, watcher };
 }
 
-const workspaceFile = (sessionId: string, name: string) => join(dir.path, "workspaces", sessionId, name);
+const workspaceFile = (sessionId: string, name: string) => join(crash.dir, "workspaces", sessionId, name);
 const lines = (path: string) => (existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0);
 
 /**
@@ -136,19 +83,16 @@ async function settleAndCheck(
 }
 
 describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then restart (%s)", (backend) => {
-  beforeEach(async () => {
-    if (backend === "postgres") database = await createTestPgDatabase();
-  });
+  beforeEach(() => crash.prepare(backend));
 
   it("mid model stream: nothing partial is stored and the resumed run asks again and completes", async () => {
-    dir = tempDir();
     const a = await start();
-    upstream.enqueue({ text: ["partial ", "thoughts"], gate: never });
+    crash.upstream.enqueue({ text: ["partial ", "thoughts"], gate: never });
     const run = await startRun(a);
     await run.watcher?.waitFor((e) => e.event === "text.delta");
     await kill(a);
 
-    upstream.enqueue({ text: "the final answer" });
+    crash.upstream.enqueue({ text: "the final answer" });
     const b = await restart();
     const history = await settleAndCheck(b, run, "complete");
     expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
@@ -160,16 +104,15 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   // for the recovery (over PostgreSQL that window is wide enough for this test to land in it):
   // the restart is a process, answering from its listen on, not `restart`.
   it("awaiting approval: the request is pending again after the restart and a decision continues the run", async () => {
-    dir = tempDir();
     const a = await start();
-    upstream.enqueue({
+    crash.upstream.enqueue({
       toolCalls: [{ id: "call_a", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }],
     });
     const run = await startRun(a);
     await run.watcher?.waitFor((e) => e.event === "approval.requested");
     await kill(a);
 
-    upstream.enqueue({ text: "done" });
+    crash.upstream.enqueue({ text: "done" });
     const b = await start();
     const pending = await api(b.url, "GET", `/runs/${run.runId}/approvals`);
     expect(pending.body.items.map((p: { toolCallId: string }) => p.toolCallId)).toEqual(["call_a"]);
@@ -186,9 +129,8 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   ])(
     "mid tool (SHELL_SANDBOX=%s): the command dies with the server, gets an INTERRUPTED result and is never run again",
     async (sandbox, sleep) => {
-      dir = tempDir();
       const a = await start({ SHELL_SANDBOX: sandbox });
-      upstream.enqueue({
+      crash.upstream.enqueue({
         toolCalls: [
           {
             id: "call_t",
@@ -210,7 +152,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
       for (const pid of alive) process.kill(pid, "SIGKILL");
       expect(alive).toEqual([]);
 
-      upstream.enqueue({ text: "noted" });
+      crash.upstream.enqueue({ text: "noted" });
       const b = await restart();
       const history = await settleAndCheck(b, run, "complete");
       const result = history.find((m) => m.role === "tool");
@@ -221,14 +163,15 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   );
 
   it("between the assistant commit and the first tool: the resumed run executes the call once", async () => {
-    dir = tempDir();
     const a = await start({ AGENT_FAILPOINTS: "after-assistant-commit" });
-    upstream.enqueue({ toolCalls: [{ id: "call_b", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
+    crash.upstream.enqueue({
+      toolCalls: [{ id: "call_b", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }],
+    });
     const run = await startRun(a, { approval: { tools: { shell: "allow" } } }, { watch: false });
     expect(await a.exited).toBe("SIGKILL");
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
 
-    upstream.enqueue({ text: "done" });
+    crash.upstream.enqueue({ text: "done" });
     const b = await restart();
     const history = await settleAndCheck(b, run, "complete");
     expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
@@ -236,9 +179,8 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   });
 
   it("right after a tool result commit: the finished tool is not run again, the next one runs once", async () => {
-    dir = tempDir();
     const a = await start({ AGENT_FAILPOINTS: "after-tool-result-commit" });
-    upstream.enqueue({
+    crash.upstream.enqueue({
       toolCalls: [
         { id: "call_1", name: "shell", arguments: '{"command":"echo x >> one.txt"}' },
         { id: "call_2", name: "shell", arguments: '{"command":"echo y >> two.txt"}' },
@@ -249,7 +191,7 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
     expect(lines(workspaceFile(run.sessionId, "two.txt"))).toBe(0);
 
-    upstream.enqueue({ text: "both done" });
+    crash.upstream.enqueue({ text: "both done" });
     const b = await restart();
     await settleAndCheck(b, run, "complete");
     expect(lines(workspaceFile(run.sessionId, "one.txt"))).toBe(1);
@@ -257,9 +199,8 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   });
 
   it("ON_RESTART=abort closes every open call and ends the run aborted", async () => {
-    dir = tempDir();
     const a = await start();
-    upstream.enqueue({
+    crash.upstream.enqueue({
       toolCalls: [
         { id: "call_x", name: "shell", arguments: '{"command":"echo x >> count.txt"}' },
         { id: "call_y", name: "list_files", arguments: "{}" },
@@ -281,9 +222,10 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
   });
 
   it("a run cancelled just before the crash is not continued after the restart: it ends aborted", async () => {
-    dir = tempDir();
     const a = await start({ AGENT_FAILPOINTS: "after-cancel-request" });
-    upstream.enqueue({ toolCalls: [{ id: "call_c", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }] });
+    crash.upstream.enqueue({
+      toolCalls: [{ id: "call_c", name: "shell", arguments: '{"command":"echo x >> count.txt"}' }],
+    });
     const run = await startRun(a);
     await run.watcher?.waitFor((e) => e.event === "approval.requested");
     await fetch(`${a.url}/runs/${run.runId}`, { method: "DELETE" }).catch(() => {});
@@ -293,6 +235,6 @@ describe.each(["sqlite", "postgres"] as const)("kill -9 at each point, then rest
     const history = await settleAndCheck(b, run, "aborted");
     expect(history.find((m) => m.role === "tool")).toMatchObject({ toolCallId: "call_c", isError: true });
     expect(lines(workspaceFile(run.sessionId, "count.txt"))).toBe(0);
-    upstream.assertComplete();
+    crash.upstream.assertComplete();
   });
 });

@@ -1,85 +1,23 @@
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openPgStore } from "../../src/store/pg/pg-store.js";
-import { openSqliteStore } from "../../src/store/sqlite-store.js";
-import type { Store } from "../../src/store/store.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
-import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { api } from "../helpers/child-server.js";
+import { crashHarness } from "../helpers/crash-harness.js";
 import { openSse } from "../helpers/sse-client.js";
-import { tempDir } from "../helpers/temp-dir.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
-let upstream: FakeUpstream;
-let dir: ReturnType<typeof tempDir>;
-let database: TestPgDatabase | null = null;
-const children: ChildServer[] = [];
-const restarted: TestServer[] = [];
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream.close();
-});
-afterEach(async () => {
-  for (const server of restarted.splice(0)) await server.close({ keepDir: true });
-  for (const child of children.splice(0)) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGKILL");
-    await child.exited;
-  }
-  dir?.cleanup();
-  await database?.drop();
-  database = null;
-});
-
-async function start(): Promise<ChildServer> {
-  // Over PostgreSQL the restarted server has the same INSTANCE_ID (as a restarted container):
-  // it takes its own runs back at once.
-  const env: Record<string, string> = database ? { DATABASE_URL: database.url, INSTANCE_ID: "queue-test" } : {};
-  const child = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL, env });
-  children.push(child);
-  return child;
-}
-
-/**
- * The server restarted over the killed one's database and workspaces, in this process: the same
- * start as the built server's (configuration, store, app, listen, then the recovery of what was
- * left), without a second process's start.
- */
-async function restart(): Promise<TestServer> {
-  const server = await startTestServer({
-    dir: dir.path,
-    upstream,
-    ...(database ? { pgUrl: database.url, env: { INSTANCE_ID: "queue-test" } } : {}),
-  });
-  restarted.push(server);
-  return server;
-}
-
-/** The server's database, opened beside it (as a second connection). */
-async function openStore(): Promise<Store> {
-  return database
-    ? openPgStore({ url: database.url, maxConnections: 2 })
-    : openSqliteStore({ path: join(dir.path, "agent.db") });
-}
+const crash = crashHarness({ instanceId: "queue-test" });
 
 describe.each(["sqlite", "postgres"] as const)("queued runs and steered input across kill -9 (%s)", (backend) => {
-  beforeEach(async () => {
-    dir = tempDir("queue-restart-");
-    if (backend === "postgres") database = await createTestPgDatabase();
-  });
+  beforeEach(() => crash.prepare(backend, "queue-restart-"));
 
   it("the queue and a steer's input survive a crash: the run resumes with the input, then the queue runs in order", async () => {
-    const server = await start();
-    const before = upstream.requests.length;
-    upstream.enqueue({ hang: "before-headers" });
+    const server = await crash.start();
+    const before = crash.upstream.requests.length;
+    crash.upstream.enqueue({ hang: "before-headers" });
     const session = (await api(server.url, "POST", "/sessions", {})).body.id as string;
     const first = await api(server.url, "POST", `/sessions/${session}/runs`, { input: "first" });
     expect(first.status).toBe(201);
     await until(
-      async () => upstream.requests.length,
+      async () => crash.upstream.requests.length,
       (n) => n === before + 1,
       "the first model request",
     );
@@ -94,8 +32,8 @@ describe.each(["sqlite", "postgres"] as const)("queued runs and steered input ac
       (err: unknown) => err,
     );
     // PostgreSQL can be watched meanwhile; the SQLite file is locked by its server until it dies.
-    if (database) {
-      const watch = await openStore();
+    if (crash.database) {
+      const watch = await crash.openStore();
       await until(
         () => watch.inputs.pending(first.body.id),
         (p) => p.length === 1,
@@ -108,7 +46,7 @@ describe.each(["sqlite", "postgres"] as const)("queued runs and steered input ac
     server.process.kill("SIGKILL");
     expect(await server.exited).toBe("SIGKILL");
     expect(await steering).toBeInstanceOf(Error);
-    const store = await openStore();
+    const store = await crash.openStore();
     try {
       expect((await store.inputs.pending(first.body.id)).map((i) => i.content)).toEqual(["steered"]);
       expect((await store.runs.queued(session)).map((r) => r.id)).toEqual(queued);
@@ -116,8 +54,8 @@ describe.each(["sqlite", "postgres"] as const)("queued runs and steered input ac
       await store.close();
     }
 
-    upstream.enqueue({ text: "first, steered" }, { text: "second done" }, { text: "third done" });
-    const again = await restart();
+    crash.upstream.enqueue({ text: "first, steered" }, { text: "second done" }, { text: "third done" });
+    const again = await crash.restart();
     const last = await openSse(`${again.url}/runs/${queued[1]}/events`);
     const events = await last.ended;
     expect(events.map((e) => e.event).slice(0, 2)).toEqual(["run.queued", "run.started"]);
@@ -129,7 +67,7 @@ describe.each(["sqlite", "postgres"] as const)("queued runs and steered input ac
       });
     }
     // After the restart: the resumed run with the steered input last, then the queue, oldest first.
-    const asked = upstream.requests.slice(before + 1).map((r) => {
+    const asked = crash.upstream.requests.slice(before + 1).map((r) => {
       const users = r.body.messages.filter((m: { role: string }) => m.role === "user");
       return users.map((m: { content: string }) => m.content).join(" + ");
     });
