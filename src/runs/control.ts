@@ -84,11 +84,19 @@ export async function cancelRun(
   // its finish may have decided meanwhile and is writing (see RunManager.get).
   const stored =
     (await (firing ? storedRunView({ store: deps.store, runId, plans: deps.plans }) : deps.get(runId))) ?? view;
-  // Cancelled here while it ran, it is cancelling even where its status could not be stored.
-  const run: RunView = firing && stored.status !== "finished" ? { ...stored, status: "cancelling" } : stored;
+  if (stored.status !== "finished") {
+    // Cancelled here while it ran, it is cancelling even where its status could not be stored.
+    return { run: firing ? { ...stored, status: "cancelling" } : stored, accepted: true };
+  }
+  // Ended aborted since this request found it unfinished (the instance executing it may end it
+  // before this answer): answered as the request found it, `cancelling`; its end follows as
+  // `run.finished`.
+  if (stored.stopReason === "aborted" && view.status !== "finished") {
+    return { run: { ...view, status: "cancelling" }, accepted: true };
+  }
   // Finished otherwise than aborted: its end was stored before this request (a no-op; an end
   // stored after a cancel request is `aborted`).
-  return { run, accepted: run.status !== "finished" || run.stopReason === "aborted" };
+  return { run: stored, accepted: stored.stopReason === "aborted" };
 }
 
 /** Whether a live run still acts on a decision (not cancelled, not left for the restart, not ended). */
