@@ -42,6 +42,12 @@ export const tooManyRuns = (limit: number, retryAfterSeconds: number, scope: "se
     { "retry-after": String(retryAfterSeconds) },
   );
 
+/** Whether `err` is the server's own limit (MAX_CONCURRENT_RUNS) refusing a run, not the key's. */
+export const isServerFull = (err: unknown): boolean =>
+  err instanceof AppError &&
+  err.code === "TOO_MANY_RUNS" &&
+  (err.details as { scope?: string } | undefined)?.scope === "server";
+
 /** 429: the caller's key keeps its maximum of sessions (MAX_SESSIONS_PER_KEY); deleting one frees a place. */
 export const tooManySessions = (limit: number): AppError =>
   new AppError(

@@ -1,5 +1,6 @@
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
+import { AppError } from "../errors.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
@@ -84,20 +85,34 @@ export const runOfInput = (inputId: string): string => `run_${inputId.slice(inpu
 /**
  * Starts the run of a steer that found no run to take its input: `start` (with `inputId`, the
  * input its run ended without, which the insert takes). When a pass moving the queues on
- * queued that input first (see queueLeftInput), the request's run is that one.
+ * queued that input first (see queueLeftInput), the request's run is that one. A start refused
+ * for a limit or a shutdown (429, 503) leaves the input on the run that ended without it, where
+ * the next pass would queue it all the same (and a client retrying as told would run it twice):
+ * it is queued now, and the answer is that queued run.
  */
 export async function startOfInput<T extends { run: RunView; created: boolean }>(
   { inputId }: { to: string; inputId?: string },
   start: (takesInput: string | undefined) => Promise<T>,
-  store: Store,
+  deps: QueueDeps & { startQueue: (sessionId: string) => void },
 ): Promise<T | { run: RunView; created: boolean }> {
+  const made = async (): Promise<{ run: RunView; created: boolean } | null> => {
+    const run = inputId === undefined ? null : await deps.store.runs.get(runOfInput(inputId));
+    return run ? { run: runView(run, await planOfRun(deps.store, run)), created: true } : null;
+  };
   try {
     return await start(inputId);
   } catch (err) {
-    if (inputId === undefined || !isConflict(err, "input_taken")) throw err;
-    const made = await store.runs.get(runOfInput(inputId));
-    if (!made) throw err;
-    return { run: runView(made, await planOfRun(store, made)), created: true };
+    if (inputId === undefined) throw err;
+    if (isConflict(err, "input_taken")) return (await made()) ?? Promise.reject(err);
+    const refused = err instanceof AppError && (err.status === 429 || err.status === 503);
+    // Read among the inputs of finished runs (a finished run's own pending list is not kept).
+    const left = refused ? (await deps.store.inputs.orphaned()).find((i) => i.id === inputId) : undefined;
+    if (!left) throw err;
+    const queued = await queueLeftInput(deps, left);
+    if (!queued) return (await made()) ?? Promise.reject(err);
+    // Started once nothing is ahead of it and a slot is free (the key's limit counts it already).
+    deps.startQueue(queued.sessionId);
+    return { run: runView(queued), created: true };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { RunView } from "../domain/run.js";
-import { AppError } from "../errors.js";
+import { AppError, isServerFull } from "../errors.js";
 import { newId } from "../ids.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallStatus } from "../store/store.js";
@@ -136,15 +136,15 @@ export class RunManager {
   }
 
   /**
-   * Starts the run at once when the session is idle and nothing is queued; else stores it
-   * `queued` and starts the session's queue (this run, when nothing is ahead of it any more).
+   * Starts the run at once when the session is idle, nothing is queued and a slot is free;
+   * else stores it `queued` and starts the session's queue (see QueuedStarts).
    */
   async #enqueue(params: StartRunInput): Promise<StartedRun> {
     if ((await this.deps.store.runs.queued(params.session.id)).length === 0) {
       try {
         return await this.#startNow(params);
       } catch (err) {
-        if (!(err instanceof AppError && err.code === "SESSION_BUSY")) throw err;
+        if (!(err instanceof AppError && (err.code === "SESSION_BUSY" || isServerFull(err)))) throw err;
       }
     }
     const admission = await admitRun(this.#admissionDeps(), params, { queued: true });
@@ -269,6 +269,7 @@ export class RunManager {
       get: (runId: string) => this.get(runId, { decided: true }),
       plans: this.plans,
       recovered: () => this.#recovery,
+      startQueue: (sessionId: string) => this.#startNext(sessionId),
     };
   }
 

@@ -27,6 +27,8 @@ export interface SteerDeps {
   get: (runId: string) => Promise<RunView | null>;
   /** The plans kept here: a repeated steer's answer takes its run's plan from them. */
   plans: RunPlans;
+  /** Starts the session's queue in the background (a run queued from a steer's input). */
+  startQueue: (sessionId: string) => void;
 }
 
 /**
@@ -214,7 +216,7 @@ export async function steerOrStart(
   const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated") return steered.started;
-  return startOfInput(steered, start, deps.store);
+  return startOfInput(steered, start, deps);
 }
 
 /** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
