@@ -1,6 +1,7 @@
 import type { StopPoint } from "../agent/stop-detail.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
+import { messageOf } from "../errors.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
@@ -11,8 +12,6 @@ import { abortedDetail, failedDetail } from "./stop-details.js";
 
 /** How often a run whose end could not be written tries again. */
 export const FINISH_RETRY_MS = 1000;
-
-const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * Writes a live run's end (see finishRun), trying again while storage fails. The end is
@@ -111,7 +110,7 @@ function endNow(live: LiveRun, end: RunEnd & { stopPoint?: StopPoint }): RunEnd 
 function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
   if (live.stopped) return;
   const succeeded = end.stopReason === "complete" || end.stopReason === "max_turns";
-  const error = { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${describe(err)}` };
+  const error = { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${messageOf(err)}` };
   const reported: RunEnd = succeeded
     ? { stopReason: "error", stopDetail: failedDetail(error, end.stats), error, stats: end.stats }
     : end;

@@ -1,6 +1,6 @@
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
-import { AppError } from "../errors.js";
+import { AppError, messageOf } from "../errors.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
@@ -9,7 +9,7 @@ import type { EventHub } from "./event-hub.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
-import { abortedDetail } from "./stop-details.js";
+import { abortedDetail, failedDetail } from "./stop-details.js";
 
 export interface QueueDeps {
   store: Store;
@@ -38,16 +38,28 @@ export async function startQueuedRun(deps: StartQueueDeps, sessionId: string): P
   if (!started) return null;
   const { run } = started;
   deps.hub.publish(run.id, started.events);
-  const [session, recorder] = await Promise.all([
-    deps.store.sessions.get(sessionId),
-    RunRecorder.open({
-      ...deps,
-      runId: run.id,
-      sessionId,
-      lastEvent: started.events.at(-1)?.seq,
-      lease: started.lease,
-    }),
-  ]);
+  // Opened without a read (the session's last message is read at its first write), so that a
+  // run marked running here is always either executed or ended.
+  const recorder = await RunRecorder.open({
+    ...deps,
+    runId: run.id,
+    sessionId,
+    lastEvent: started.events.at(-1)?.seq,
+    lastMessage: null,
+    lease: started.lease,
+  });
+  let session: SessionRecord | null;
+  try {
+    session = await deps.store.sessions.get(sessionId);
+  } catch (err) {
+    // Nobody would execute it: it ends `error` now (if that write fails too, the next recovery ends it).
+    const error = { code: "PERSISTENCE_FAILED", message: `could not start the queued run: ${messageOf(err)}` };
+    const stopDetail = failedDetail(error, run.stats);
+    const end = { stopReason: "error" as const, stopDetail, error, stats: run.stats };
+    await finishRun({ store: deps.store, recorder, record: run, end, outcomeFor: abortedOutcome }).catch(() => {});
+    recorder.dispose();
+    throw err;
+  }
   // Deleted meanwhile, with its runs: nothing is left to execute.
   if (!session) return null;
   return { record: run, session, recorder };
