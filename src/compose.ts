@@ -181,7 +181,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     sessions,
     defaults: runDefaultsOf(config),
     webhookPolicy,
-    hiddenWebhookUrl: config.AGENT_API_KEYS.length > 0 ? config.WEBHOOK_URL || null : null,
+    hidesServerDefaultTarget: config.AGENT_API_KEYS.length > 0,
   });
   // What a call gets without any override, under the ceiling.
   const tools: ToolCatalogEntry[] = describeWorkspaceTools(shellSandbox).map((tool) => ({

@@ -54,3 +54,24 @@ export function carriesCredentials(url: string): boolean {
 
 /** The stored form (JSON read back from the database). */
 export const StoredWebhookTargetSchema = z.object({ url: z.string(), events: z.array(z.enum(WEBHOOK_EVENTS)) });
+
+/**
+ * A run's target as its start resolved it (the run's own, else its session's, else the
+ * server's WEBHOOK_URL) and its record keeps: `serverDefault` says it is the server's. With
+ * API keys that is the operator's receiver, hidden from the keys (see RunService.webhooks)
+ * whatever WEBHOOK_URL says now: a run keeps its target across a change of WEBHOOK_URL (a
+ * rotated token, instances of a rolling deploy configured apart).
+ */
+export interface ResolvedWebhookTarget extends WebhookTarget {
+  serverDefault: boolean;
+}
+
+/**
+ * A run's stored target (JSON read back). One stored without `serverDefault` (by an older
+ * version, or an older instance of a rolling deploy) reads as the server's: which it was
+ * cannot be told, and taking a key's own receiver for the operator's only hides from that key
+ * a URL it set itself, while the converse would show every key the operator's (token and all).
+ */
+export const StoredResolvedTargetSchema = StoredWebhookTargetSchema.extend({
+  serverDefault: z.boolean().default(true),
+});

@@ -1,7 +1,7 @@
 import { emptyStats } from "../agent/stats.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { IfBusy, RunView } from "../domain/run.js";
-import type { WebhookTarget } from "../domain/webhook.js";
+import type { ResolvedWebhookTarget, WebhookTarget } from "../domain/webhook.js";
 import { conflict, notFound, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
 import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
@@ -80,6 +80,13 @@ export type Admission =
   | { created: false; run: RunView }
   | { created: true; record: RunRecord; events: StoredEvent[]; release: () => void };
 
+/** The run's target: its own or its session's (`named`), else the server's default, marked as such. */
+const resolvedTarget = (
+  named: WebhookTarget | null,
+  serverDefault: WebhookTarget | null,
+): ResolvedWebhookTarget | null =>
+  named ? { ...named, serverDefault: false } : serverDefault ? { ...serverDefault, serverDefault: true } : null;
+
 /** A new run's record: `queued`, or `running` (the default). */
 export function newRunRecord(
   params: StartRunInput,
@@ -101,7 +108,7 @@ export function newRunRecord(
     finishedAt: null,
     approval: params.approval ?? null,
     idempotencyKey: params.idempotencyKey ?? null,
-    webhook: params.webhook ?? params.session.webhook ?? defaultWebhook ?? null,
+    webhook: resolvedTarget(params.webhook ?? params.session.webhook ?? null, defaultWebhook ?? null),
   };
 }
 

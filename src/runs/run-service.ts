@@ -7,7 +7,8 @@ import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
 import { keyOfCursor, withinBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
-import type { RunAccess, Store, ToolCallRecord } from "../store/store.js";
+import type { RunAccess, Store, ToolCallRecord, WebhookListing } from "../store/store.js";
+import { HIDDEN_RECEIVER_ERROR, hiddenReceiverReason } from "../webhooks/delivery-reasons.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
@@ -92,6 +93,18 @@ function keyOf(cursor: string | null): number | null {
   return key;
 }
 
+/** A delivery to the operator's hidden receiver as API keys see it: nothing of it that names the receiver. */
+function hiddenReceiverView<D extends Pick<WebhookListing, "url" | "attempts" | "reason">>(
+  delivery: D,
+): Omit<D, "url"> & { url: null } {
+  return {
+    ...delivery,
+    url: null,
+    attempts: delivery.attempts.map((a) => ({ ...a, error: a.error === null ? null : HIDDEN_RECEIVER_ERROR })),
+    reason: hiddenReceiverReason(delivery.reason),
+  };
+}
+
 /** Runs as the HTTP API sees them: every lookup checks that the caller owns the run's session. */
 export class RunService {
   constructor(
@@ -101,8 +114,11 @@ export class RunService {
       sessions: SessionService;
       defaults: RunDefaults;
       webhookPolicy: { signing: boolean; allowPrivate: boolean };
-      /** The operator's receiver (WEBHOOK_URL, with API keys): its deliveries are listed without their URL. */
-      hiddenWebhookUrl?: string | null;
+      /**
+       * Whether runs whose target is the server's default (WEBHOOK_URL: the operator's receiver)
+       * list their deliveries without its URL (see `webhooks`): true with API keys.
+       */
+      hidesServerDefaultTarget?: boolean;
     },
   ) {}
 
@@ -183,25 +199,21 @@ export class RunService {
 
   /**
    * A page of the run's webhook deliveries, oldest first (the cursor is the seq of the last one's
-   * event): each try with its status code, and the next one's time. A delivery to the operator's
-   * own receiver (hiddenWebhookUrl) shows no URL, nor its tries' error texts (they name its host
-   * or address): API keys set their receivers themselves, and the operator's URL may carry a token.
+   * event): each try with its status code, and the next one's time. When the run's target is the
+   * server's default and hidesServerDefaultTarget, its deliveries show no URL, nor their tries'
+   * error texts, nor a refusal's reason (they name its host or address): API keys set their
+   * receivers themselves, and the operator's URL may carry a token. Whether the target is the
+   * server's is stored with the run (see ResolvedWebhookTarget), not read off today's WEBHOOK_URL.
    */
   async webhooks(runId: string, owner: string | null, page: RunListPage) {
     await this.access(runId, owner);
-    const result = await this.deps.store.webhooks.page({ runId, after: keyOf(page.cursor), limit: page.limit });
-    const hidden = this.deps.hiddenWebhookUrl ?? null;
-    const items = result.items.map(({ owner: _owner, eventSeq: _seq, nextAttemptAt, url, ...delivery }) => ({
-      ...delivery,
-      url: url === hidden ? null : url,
-      ...(url === hidden
-        ? {
-            attempts: delivery.attempts.map((a) => ({
-              ...a,
-              error: a.error === null ? null : "the operator's receiver was not reached",
-            })),
-          }
-        : {}),
+    const { store, hidesServerDefaultTarget = false } = this.deps;
+    const [result, hidden] = await Promise.all([
+      store.webhooks.page({ runId, after: keyOf(page.cursor), limit: page.limit }),
+      hidesServerDefaultTarget ? store.webhooks.targetOf(runId).then((t) => t?.serverDefault === true) : false,
+    ]);
+    const items = result.items.map(({ owner: _owner, eventSeq: _seq, nextAttemptAt, ...delivery }) => ({
+      ...(hidden ? hiddenReceiverView(delivery) : delivery),
       nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
     }));
     // Its key is not in a delivery's view: the cursor of a page cut short is its last item's.

@@ -6,7 +6,7 @@ import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
 import type { RunStatus, RunView } from "../domain/run.js";
-import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
+import { type ResolvedWebhookTarget, StoredResolvedTargetSchema } from "../domain/webhook.js";
 import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
@@ -27,7 +27,7 @@ export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
   idempotencyKey: string | null;
   /** Where this run's events are posted: resolved at its start, null for nowhere. */
-  webhook: WebhookTarget | null;
+  webhook: ResolvedWebhookTarget | null;
 }
 
 /** What a run may spend and how it is guarded, fixed when it starts. */
@@ -107,7 +107,7 @@ export function runFromRow(row: RunRow): RunRecord {
     finishedAt: row.finished_at,
     approval: parseOptionalJsonColumn(ApprovalPolicySchema, row.approval, `run ${row.id} approval`),
     idempotencyKey: row.idempotency_key,
-    webhook: parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, `run ${row.id} webhook`),
+    webhook: parseOptionalJsonColumn(StoredResolvedTargetSchema, row.webhook, `run ${row.id} webhook`),
   };
 }
 

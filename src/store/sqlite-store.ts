@@ -211,6 +211,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       expire: (query) => write(() => tables.webhooks.expire(query)),
       page: (query) => read(() => tables.runLists.deliveries(query)),
       nextDue: () => read(() => tables.webhooks.nextDue()),
+      targetOf: (runId) => read(() => tables.webhooks.targetOf(runId)),
       giveUpPastCap: (query) => write(() => tables.webhooks.giveUpPastCap(query)),
     },
     leases: {

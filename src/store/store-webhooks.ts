@@ -1,3 +1,4 @@
+import type { ResolvedWebhookTarget } from "../domain/webhook.js";
 import type { ListPage, RunPageQuery } from "./page.js";
 import type { ListedDelivery } from "./run-lists.js";
 import type { ClaimQuery } from "./webhook-claims.js";
@@ -38,6 +39,8 @@ export interface WebhookOutbox {
   expire(query: { id: string; leaseUntil: number; reason: string; at: string }): Promise<boolean>;
   /** A page of the run's deliveries, oldest first, without their bodies (which are not read), by their event's seq (the page's key; see RunPageQuery). */
   page(query: RunPageQuery): Promise<ListPage<ListedDelivery>>;
+  /** The run's target, which each of its deliveries was sent to (fixed at its start); null when it has none or there is no such run. */
+  targetOf(runId: string): Promise<ResolvedWebhookTarget | null>;
   /** When the earliest pending delivery is due (ms since the epoch), null when none is. */
   nextDue(): Promise<number | null>;
   /**

@@ -1,5 +1,10 @@
 import type { RunEvent } from "../domain/run-events.js";
-import { StoredWebhookTargetSchema, type WebhookTarget } from "../domain/webhook.js";
+import {
+  type ResolvedWebhookTarget,
+  StoredResolvedTargetSchema,
+  StoredWebhookTargetSchema,
+  type WebhookTarget,
+} from "../domain/webhook.js";
 import { LruTable } from "../lru-table.js";
 import { parseOptionalJsonColumn } from "./json.js";
 
@@ -21,6 +26,10 @@ export function targetOfRow(row: { session_id: string; webhook: string | null })
   const stored = parseOptionalJsonColumn(StoredWebhookTargetSchema, row.webhook, "run webhook");
   return stored ? { sessionId: row.session_id, ...stored } : null;
 }
+
+/** The target stored on a run's row as its start resolved it (see ResolvedWebhookTarget), or null when it has none. */
+export const resolvedTargetOfRow = (row: TargetRow): ResolvedWebhookTarget | null =>
+  parseOptionalJsonColumn(StoredResolvedTargetSchema, row.webhook, "run webhook");
 
 /** A run's target as its record holds it, with its session: what its deliveries need. */
 export const targetOfRun = (run: { sessionId: string; webhook: WebhookTarget | null }): RunWebhookTarget | null =>

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { RunEvent } from "../domain/run-events.js";
+import type { ResolvedWebhookTarget } from "../domain/webhook.js";
 import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn } from "./json.js";
 import { type ClaimQuery, ownerKey, ownerRooms, pickClaimed } from "./webhook-claims.js";
-import { RunTargets, type RunWebhookTarget, type TargetRow } from "./webhook-targets.js";
+import { RunTargets, type RunWebhookTarget, resolvedTargetOfRow, type TargetRow } from "./webhook-targets.js";
 
 /** One try of a delivery: the receiver's status code, or why there was none. */
 export interface WebhookAttempt {
@@ -254,6 +255,11 @@ export function webhookStore(db: Db) {
     /** As `Store["webhooks"]["expire"]` says. */
     expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): boolean {
       return expire.run(reason, at, id, leaseUntil).changes > 0;
+    },
+    /** As `Store["webhooks"]["targetOf"]` says. */
+    targetOf(runId: string): ResolvedWebhookTarget | null {
+      const row = targetOf.get(runId) as TargetRow | undefined;
+      return row ? resolvedTargetOfRow(row) : null;
     },
     /** When the earliest pending delivery is due, or null when none is. */
     nextDue(): number | null {

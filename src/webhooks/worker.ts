@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { CoolingTargets } from "./cooling-targets.js";
+import { noSuccessReason, notSentReason, refusedReason } from "./delivery-reasons.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { closedBeforeClaim, nextTryAt, type RetrySchedule } from "./retry-schedule.js";
@@ -205,7 +206,7 @@ export class WebhookWorker {
     // Its window closed before anyone sent it (the server down longer than that): given up untried.
     const createdAt = Date.parse(delivery.createdAt);
     if (closedBeforeClaim(schedule, { createdAt, now: Date.now() }) && delivery.nextAttemptAt !== null) {
-      const reason = `not sent within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`;
+      const reason = notSentReason(schedule.windowMs);
       const at = new Date().toISOString();
       // Another claim may hold it since (this one's lease ran out): then that claim decides.
       if (await store.webhooks.expire({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, reason, at })) {
@@ -214,8 +215,8 @@ export class WebhookWorker {
       }
       return;
     }
-    // Its receiver failed a try of another delivery: this one waits as that one does (no try).
-    const wait = this.#cooling.until(delivery.url, Date.now());
+    // Its receiver failed a try of another of its owner's deliveries: this one waits as that one does (no try).
+    const wait = this.#cooling.until(delivery.owner, delivery.url, Date.now());
     if (wait !== null && delivery.nextAttemptAt !== null) {
       await store.webhooks.release({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, at: wait });
       return;
@@ -236,14 +237,11 @@ export class WebhookWorker {
       const next: AttemptOutcome["next"] = ok
         ? { status: "delivered" }
         : at === null
-          ? {
-              status: "failed",
-              reason: `no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (${schedule.windowMs} ms) of its event`,
-            }
+          ? { status: "failed", reason: noSuccessReason(schedule.windowMs) }
           : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
-      if (ok) this.#cooling.succeeded(delivery.url);
-      else if (at !== null) this.#cooling.failed(delivery.url, at);
+      if (ok) this.#cooling.succeeded(delivery.owner, delivery.url);
+      else if (at !== null) this.#cooling.failed(delivery.owner, delivery.url, at);
       facts?.webhookTry(ok ? "delivered" : "failed");
       if (next.status === "failed") {
         facts?.webhookGivenUp("window", 1);
@@ -263,7 +261,7 @@ export class WebhookWorker {
       await store.webhooks.record({
         id: delivery.id,
         attempt,
-        next: { status: "failed", reason: `target refused: ${err.message}` },
+        next: { status: "failed", reason: refusedReason(err.message) },
       });
       facts?.webhookTry("refused");
       facts?.webhookGivenUp("refused", 1);

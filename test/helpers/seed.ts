@@ -1,5 +1,6 @@
 import { emptyStats } from "../../src/agent/stats.js";
 import type { StopReason } from "../../src/agent/stop-reason.js";
+import type { WebhookTarget } from "../../src/domain/webhook.js";
 import { defaultRunLimits } from "../../src/store/runs.js";
 import type { RunChange, RunRecord, SessionRecord, Store } from "../../src/store/store.js";
 import { allDeliveries } from "./run-lists.js";
@@ -28,8 +29,18 @@ export async function seedSession(
   return session;
 }
 
-/** A running run record with defaults, not yet inserted. */
-export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionId: string }): RunRecord {
+/**
+ * A running run record with defaults, not yet inserted. A `webhook` that does not say whether
+ * it is the server's default is a run's own (`serverDefault: false`).
+ */
+export function runRecord(
+  overrides: Partial<Omit<RunRecord, "webhook">> & {
+    id: string;
+    sessionId: string;
+    webhook?: (WebhookTarget & { serverDefault?: boolean }) | null;
+  },
+): RunRecord {
+  const { webhook, ...rest } = overrides;
   return {
     status: "running",
     stopReason: null,
@@ -44,8 +55,8 @@ export function runRecord(overrides: Partial<RunRecord> & { id: string; sessionI
     finishedAt: null,
     approval: null,
     idempotencyKey: null,
-    webhook: null,
-    ...overrides,
+    ...rest,
+    webhook: webhook ? { serverDefault: false, ...webhook } : null,
   };
 }
 

@@ -14,6 +14,8 @@ import { tempDir } from "../helpers/temp-dir.js";
 interface CountingStore {
   store: Store;
   targetReads: () => number;
+  /** Writes the run's stored target as `json`, as an older version would have. */
+  storeTargetJson(runId: string, json: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -42,7 +44,10 @@ function sqliteStores(): () => CountingStore {
       return statement;
     }) as typeof db.prepare;
     const store = createSqliteStore(db);
-    return { store, targetReads: () => reads, close: () => store.close() };
+    const storeTargetJson = async (runId: string, json: string) => {
+      db.prepare("UPDATE runs SET webhook = ? WHERE id = ?").run(json, runId);
+    };
+    return { store, targetReads: () => reads, storeTargetJson, close: () => store.close() };
   };
 }
 
@@ -62,7 +67,10 @@ async function pgStores(): Promise<() => CountingStore> {
       }) as typeof client.query;
     });
     const store = createPgStore(pool);
-    return { store, targetReads: () => reads, close: () => store.close() };
+    const storeTargetJson = async (runId: string, json: string) => {
+      await pool.query("UPDATE runs SET webhook = $1 WHERE id = $2", [json, runId]);
+    };
+    return { store, targetReads: () => reads, storeTargetJson, close: () => store.close() };
   };
 }
 
@@ -133,5 +141,27 @@ describe.each([
       ["approval.requested", webhook.url],
       ["run.finished", webhook.url],
     ]);
+  });
+
+  it("records whether it is the server's default (WEBHOOK_URL); one stored without that reads as the server's", async () => {
+    const open = await stores();
+    const a = open();
+    cleanups.push(() => a.close());
+    const create = async (id: string, target?: Parameters<typeof runRecord>[0]["webhook"]) => {
+      await seedSession(a.store, { id: `ses_${id}` });
+      const record = runRecord({ id, sessionId: `ses_${id}`, webhook: target });
+      await a.store.runs.create(record, [{ type: "run.started", runId: id, seq: 1, at: at() }]);
+    };
+    await create("run_own", webhook);
+    await create("run_default", { ...webhook, serverDefault: true });
+    await create("run_older", webhook);
+    await a.storeTargetJson("run_older", JSON.stringify(webhook));
+    await create("run_none");
+    expect(await a.store.webhooks.targetOf("run_own")).toEqual({ ...webhook, serverDefault: false });
+    expect(await a.store.webhooks.targetOf("run_default")).toEqual({ ...webhook, serverDefault: true });
+    expect(await a.store.webhooks.targetOf("run_older")).toEqual({ ...webhook, serverDefault: true });
+    expect((await a.store.runs.get("run_older"))?.webhook).toEqual({ ...webhook, serverDefault: true });
+    expect(await a.store.webhooks.targetOf("run_none")).toBeNull();
+    expect(await a.store.webhooks.targetOf("run_missing")).toBeNull();
   });
 });

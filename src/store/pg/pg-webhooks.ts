@@ -1,7 +1,7 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
 import type { ClaimQuery } from "../webhook-claims.js";
-import type { RunWebhookTarget } from "../webhook-targets.js";
+import { type RunWebhookTarget, resolvedTargetOfRow, type TargetRow } from "../webhook-targets.js";
 import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
 import { deliveriesPage } from "./pg-run-lists.js";
@@ -162,6 +162,10 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
           "SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'",
         )
       )[0]?.at ?? null,
+    targetOf: async (runId) => {
+      const [row] = await rows<TargetRow>("SELECT session_id, webhook FROM runs WHERE id = $1", [runId]);
+      return row ? resolvedTargetOfRow(row) : null;
+    },
     giveUpPastCap: async ({ cap, reason, at }) => {
       const [result] = (await write([{ text: GIVE_UP_PAST_CAP, values: [cap, reason, at] }])) as {
         rows: { owner: string }[];
