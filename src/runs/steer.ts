@@ -44,7 +44,9 @@ export type SteerOutcome =
   | { to: "ended"; inputId?: string }
   | { to: "idle" }
   /** An earlier copy of this request made a run (see `repeatedRun`), answered with: nothing was steered. */
-  | { to: "repeated"; started: StartedRun };
+  | { to: "repeated"; started: StartedRun }
+  /** The run ended without the input, which a pass over the queues made a run of (see queueLeftInput). */
+  | { to: "queued"; started: StartedRun };
 
 /** A repeated steer whose idempotency key was first used for other input. */
 const keyReused = (messageId: string) =>
@@ -114,8 +116,12 @@ export async function steerActive(
       // the same however many others wait and however long their inputs are.
       const status = await deps.store.inputs.pendingStatus(active.id, id);
       if (status === null) {
-        // Taken by the run; or, keyed, queued as a run of its own once the run ended without it.
-        const gone = inputId === undefined ? null : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
+        // Taken by the run; or queued as a run of its own once the run ended without it (keyed,
+        // also where goneSince looks).
+        const gone =
+          inputId === undefined
+            ? await runMadeOf(deps, id)
+            : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
         if (gone && gone.to !== "taken") return gone;
         return { to: "taken", run: gone?.run ?? (await viewOf(deps, active.id)), replayed: !added };
       }
@@ -193,6 +199,14 @@ async function takenBefore(
   return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
 }
 
+/** The run a pass over the queues made of input `id` left on a run that ended without it; null when none did. */
+async function runMadeOf(deps: SteerDeps, id: string): Promise<SteerOutcome | null> {
+  const made = await deps.store.runs.get(runOfInput(id));
+  return made
+    ? { to: "queued", started: { run: runView(made, await deps.plans.of(deps.store, made)), created: true } }
+    : null;
+}
+
 async function viewOf(deps: SteerDeps, runId: string): Promise<RunView> {
   const view = await deps.get(runId);
   if (!view) throw notFound("run", runId);
@@ -215,7 +229,7 @@ export async function steerOrStart(
   if (repeated) return repeated;
   const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
-  if (steered.to === "repeated") return steered.started;
+  if (steered.to === "repeated" || steered.to === "queued") return steered.started;
   return startOfInput(steered, start, deps);
 }
 

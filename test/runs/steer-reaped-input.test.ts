@@ -11,12 +11,17 @@ afterEach(async () => {
 
 /**
  * A steer (with `headers`) sent while a run streams its last reply; the run ends without taking
- * the input, and a reaper pass (of any instance) queues that input as a run of its own between
- * the run's end and the steer's start of it. Resolves with the steer's answer.
+ * the input, and a reaper pass (of any instance) queues that input as a run of its own: between
+ * the run's end and the steer's start of it (`start`), or before the steer's look at its input
+ * finds the run ended (`look`). Resolves with the steer's answer.
  */
-async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}) {
+async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}, at: "start" | "look" = "start") {
   let manager: RunManager | undefined;
   let reapFirst = true;
+  const reap = async () => {
+    reapFirst = false;
+    expect((await manager?.ownership.reap())?.requeuedInputs).toBe(1);
+  };
   server = await startTestServer({
     backend: "postgres",
     wrapStore: (store) => ({
@@ -24,11 +29,17 @@ async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}
       runs: {
         ...store.runs,
         create: async (run, events, options) => {
-          if (options?.takesInput !== undefined && reapFirst && manager) {
-            reapFirst = false;
-            expect((await manager.ownership.reap()).requeuedInputs).toBe(1);
-          }
+          if (at === "start" && options?.takesInput !== undefined && reapFirst && manager) await reap();
           return store.runs.create(run, events, options);
+        },
+      },
+      inputs: {
+        ...store.inputs,
+        pendingStatus: async (runId, id) => {
+          const status = await store.inputs.pendingStatus(runId, id);
+          if (at !== "look" || status !== "finished" || !reapFirst || !manager) return status;
+          await reap();
+          return store.inputs.pendingStatus(runId, id);
         },
       },
     }),
@@ -84,5 +95,12 @@ it("a keyed steer whose left input a reaper pass queued as a run: its repeat is 
   const again = await steer("one more thing");
   expect(again.body.id).toBe(made);
   expect((await finishedRun(current, made)).stopReason).toBe("complete");
+  expect((await inputs()).sort()).toEqual(["one more thing", "start"]);
+});
+
+it("an unkeyed steer whose run ended, its input queued by a reaper pass before the steer looked again: 201 with that run, not 202 with the ended one", async () => {
+  const { current, res, inputs } = await steerWhoseInputIsReapedFirst({}, "look");
+  expect({ status: res.status, input: res.body.input }).toEqual({ status: 201, input: "one more thing" });
+  expect((await finishedRun(current, res.body.id)).stopReason).toBe("complete");
   expect((await inputs()).sort()).toEqual(["one more thing", "start"]);
 });
