@@ -50,7 +50,8 @@ export function queueStore(db: Db) {
   const inputRuns = db.prepare("SELECT DISTINCT run_id FROM run_inputs").pluck();
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
   const hold = db.prepare(
-    `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END WHERE id = @id`,
+    `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END
+     WHERE id = @id AND (@held IS NULL OR queue_held_until = @held) RETURNING queue_held_until AS until`,
   );
   const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
   const releaseAll = db.prepare("UPDATE sessions SET queue_held_until = NULL WHERE queue_held_until IS NOT NULL");
@@ -102,8 +103,9 @@ export function queueStore(db: Db) {
       return inputRuns.all() as string[];
     },
     /** Holds the session's queue for `ms` from now, or releases it (null). */
-    hold(sessionId: string, ms: number | null): void {
-      hold.run({ id: sessionId, ms });
+    hold(sessionId: string, ms: number | null, held: number | null): number | null {
+      const row = hold.get({ id: sessionId, ms, held }) as { until: number | null } | undefined;
+      return row ? (row.until ?? null) : null;
     },
     /** Releases every session's hold (at open: a hold belongs to a start of a process that is gone). */
     releaseAll(): void {

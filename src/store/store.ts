@@ -122,10 +122,13 @@ export interface Store {
      * the one returned.
      */
     /**
-     * Holds the session's queue for `forMs` from now (null: releases it): while held, startQueued
-     * starts none of its runs. A hold that is not released ends by itself.
+     * Holds the session's queue for `forMs` from now, and resolves with the hold (its end as
+     * stored): while held, startQueued starts none of its runs. A hold that is not released ends
+     * by itself. `forMs` null releases it; with `held`, only while the hold is still that one (a
+     * start that held the queue since keeps its hold). Resolves with the hold as stored now (null
+     * once released, or when nothing changed).
      */
-    holdQueue(sessionId: string, forMs: number | null): Promise<void>;
+    holdQueue(sessionId: string, forMs: number | null, held?: number): Promise<number | null>;
     startQueued(
       sessionId: string,
       at: string,

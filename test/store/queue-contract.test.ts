@@ -111,6 +111,20 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(next);
   });
 
+  it("a release naming a hold clears it only while it is still that hold: a hold stored since stays", async () => {
+    const sessionId = await session();
+    const queued = await run(sessionId, "queued");
+    const first = await store.runs.holdQueue(sessionId, 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = await store.runs.holdQueue(sessionId, 60_000);
+    expect(first).not.toBeNull();
+    expect(second).toBeGreaterThan(first ?? Number.POSITIVE_INFINITY);
+    expect(await store.runs.holdQueue(sessionId, null, first ?? undefined)).toBeNull();
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await store.runs.holdQueue(sessionId, null, second ?? undefined);
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(queued);
+  });
+
   it("a finish `from: queued` ends a queued run, and is refused (run_not_live) once the run has started", async () => {
     const sessionId = await session();
     const cancelled = await run(sessionId, "queued");

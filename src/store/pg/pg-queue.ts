@@ -40,14 +40,13 @@ export function pgQueue(
           "SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id",
         )
       ).map((r) => r.session_id),
-    holdQueue: async (sessionId, forMs) => {
-      await write([
-        {
-          text: `UPDATE sessions SET queue_held_until = CASE WHEN $2::float8 IS NULL THEN NULL ELSE ${NOW_MS} + $2::float8 END
-                 WHERE id = $1`,
-          values: [sessionId, forMs],
-        },
-      ]);
+    holdQueue: async (sessionId, forMs, held) => {
+      const [row] = await rows<{ until: number | null }>(
+        `UPDATE sessions SET queue_held_until = CASE WHEN $2::float8 IS NULL THEN NULL ELSE ${NOW_MS} + $2::float8 END
+         WHERE id = $1 AND ($3::float8 IS NULL OR queue_held_until = $3::float8) RETURNING queue_held_until AS until`,
+        [sessionId, forMs, held ?? null],
+      );
+      return row ? (row.until ?? null) : null;
     },
     startQueued: async (sessionId, at, terms) => {
       for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
