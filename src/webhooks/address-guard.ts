@@ -103,10 +103,11 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 export function guardedLookup(hostname: string, options: { all?: boolean }, callback: LookupCallback): void {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, options.all ? [] : "");
-    const refused = addresses.find((entry) => isPrivateAddress(entry.address));
-    if (refused) {
+    if (addresses.some((entry) => isPrivateAddress(entry.address))) {
+      // The address is not named: a key that sets the name reads this in its deliveries, and
+      // would learn where an internal name points.
       const error: NodeJS.ErrnoException = new Error(
-        `${hostname} resolves to ${refused.address}, a private or loopback address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`,
+        `${hostname} resolves to a private or loopback address (WEBHOOK_ALLOW_PRIVATE=1 allows it)`,
       );
       error.code = "WEBHOOK_PRIVATE_ADDRESS";
       return callback(error, options.all ? [] : "");

@@ -129,6 +129,8 @@ describe("webhooks", () => {
     expect(delivery.status).toBe("failed");
     expect(delivery.attempts[0].error).toMatch(/private or loopback/);
     expect(delivery.reason).toMatch(/^target refused: .*private or loopback/);
+    // The name is the key's own; the address it resolves to is not told (no map of the internal network).
+    expect(JSON.stringify(delivery)).not.toContain("127.0.0.1");
     expect(receiver.received).toEqual([]);
     expect(await counted("agent_webhook_tries_total")).toEqual({ refused: 1 });
     expect(await counted("agent_webhook_deliveries_given_up_total")).toEqual({ refused: 1 });
