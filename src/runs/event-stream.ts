@@ -102,9 +102,12 @@ export async function* runEventStream({
           if (closed.aborted) return;
         }
         if (more) continue;
-        reading = false;
-        // Held from here on again; anything lost meanwhile shows as a gap.
+        // Held from here on again. What was dropped while the page was sent (a slow client: what
+        // was held overflowed) is read now, not when a later event would show the gap (a run
+        // that then waits, for an approval say, publishes none).
+        const wasOverflowed = held.overflowed;
         held.resume();
+        reading = wasOverflowed;
         continue;
       }
       const event = held.shift();

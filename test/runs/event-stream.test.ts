@@ -236,3 +236,25 @@ it("a stream resumed past the end still ends when the run's last events overflow
   expect(ended).toBe("ended");
   expect(frames).toEqual([]);
 });
+
+it("events dropped (held overflowed) while a stored page is being sent are read back without waiting for another publish", async () => {
+  // A short backlog: one page, `more` false.
+  await write({ type: "turn.started", turn: 1 });
+  await write({ type: "text.delta", text: "a" });
+  const closed = new AbortController();
+  const stream = runEventStream({ store, hub, runId: "run_1", after: 0, closed: closed.signal });
+  // The stream has read its page (1..3) and sent the first frame; the client now reads slowly.
+  expect((await stream.next()).value?.id).toBe("1");
+  // Meanwhile the run writes more than may be held for this watcher, then waits (no more events).
+  const count = MAX_HELD_EVENTS + 10;
+  await write(...Array.from({ length: count }, (_, i) => ({ type: "text.delta" as const, text: `t${i}` })));
+  // The client reads on: the rest of the page, then what it missed (seq 4 onward).
+  expect((await stream.next()).value?.id).toBe("2");
+  expect((await stream.next()).value?.id).toBe("3");
+  const next = await Promise.race([
+    stream.next().then((r) => r.value?.id ?? "done"),
+    new Promise<string>((resolve) => setTimeout(() => resolve("stuck"), 2000)),
+  ]);
+  closed.abort();
+  expect(next).toBe("4");
+});
