@@ -1,6 +1,6 @@
 import cors from "@fastify/cors";
 import { fastifySSE } from "@fastify/sse";
-import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import approvalRoutes from "../routes/approvals.js";
@@ -18,6 +18,7 @@ import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { clientErrorHandler } from "./http/client-error.js";
 import { capConnections, OVER_CAP_SLOTS } from "./http/connection-cap.js";
+import { connectionTimeouts } from "./http/connection-timeouts.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler } from "./http/error-handler.js";
 import { guardHosts } from "./http/host-guard.js";
@@ -56,15 +57,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     },
     forceCloseConnections: true,
     clientErrorHandler,
-    // A client that sends its request slowly, or not at all, is cut (408) instead of holding
-    // a connection (and a file descriptor) for ever; an idle keep-alive connection is closed.
-    // Responses are not limited by these (see cutStalledAnswers below).
-    requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,
-    keepAliveTimeout: ctx.config.KEEP_ALIVE_TIMEOUT_MS,
-    http: {
-      headersTimeout: ctx.config.HEADERS_TIMEOUT_MS,
-      connectionsCheckingInterval: Math.min(1000, ctx.config.HEADERS_TIMEOUT_MS),
-    },
+    ...connectionTimeouts(ctx.config),
   }).withTypeProvider<ZodTypeProvider>();
   // Connections from every client together stop at MAX_CONNECTIONS, below the descriptors the
   // process may open: a flood of them cannot starve the runs in flight of theirs. A few more
@@ -150,6 +143,12 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)),
   });
 
+  // A stream token speaks for its key only while that key is configured (a key removed from
+  // AGENT_API_KEYS takes its tokens with it, even under a kept STREAM_TOKEN_SECRET).
+  const tokenOwner = (request: FastifyRequest): string | null => {
+    const owner = streamTokenOwner(ctx.streamTokens, request);
+    return owner !== null && ctx.apiKeys.digestOf(owner) !== null ? owner : null;
+  };
   app.addHook("onRequest", (request, reply, done) => {
     if (
       !ctx.apiKeys.enabled ||
@@ -158,8 +157,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       request.method === "OPTIONS"
     )
       return done();
-    const owner =
-      ctx.apiKeys.authenticate(request.headers.authorization) ?? streamTokenOwner(ctx.streamTokens, request);
+    const owner = ctx.apiKeys.authenticate(request.headers.authorization) ?? tokenOwner(request);
     if (owner === null) {
       reply.header("www-authenticate", 'Bearer realm="agent-server"');
       return done(

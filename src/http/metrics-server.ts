@@ -6,6 +6,7 @@ import type { App, AppContext } from "../app-context.js";
 import { ConfigError } from "../config.js";
 import { listenProblem } from "../startup-checks.js";
 import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
+import { connectionTimeouts } from "./connection-timeouts.js";
 import { schemaController } from "./schema-compilers.js";
 
 /**
@@ -19,7 +20,12 @@ import { schemaController } from "./schema-compilers.js";
 export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<App | null> {
   const port = ctx.config.METRICS_PORT;
   if (port === undefined) return null;
-  const app: App = Fastify({ forceCloseConnections: true, schemaController }).withTypeProvider<ZodTypeProvider>();
+  // PORT's timeouts: silent connections are cut and do not keep a scraper out of the few this port holds.
+  const app: App = Fastify({
+    forceCloseConnections: true,
+    schemaController,
+    ...connectionTimeouts(ctx.config),
+  }).withTypeProvider<ZodTypeProvider>();
   const max = ctx.config.MAX_CONNECTIONS;
   capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
     portSetting: "METRICS_PORT",
