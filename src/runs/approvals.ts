@@ -73,13 +73,23 @@ export async function resolveApproval(
  */
 export async function applyLedgerDecision(
   live: LiveRun,
-  { toolCallId, decision }: { toolCallId: string; decision: ToolCallDecision },
+  {
+    toolCallId,
+    decision,
+    announced = false,
+  }: {
+    toolCallId: string;
+    decision: ToolCallDecision /** Its `approval.resolved` is stored already. */;
+    announced?: boolean;
+  },
 ): Promise<void> {
   if (!live.waiters.has(toolCallId)) return;
   const running = lastWaiting(live, toolCallId);
   const written = live.recorder.write(() => ({
     changes: running ? [{ kind: "status", status: "running" }] : [],
-    events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
+    events: announced
+      ? []
+      : [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
   }));
   wake(live, toolCallId, decision);
   await written;
@@ -87,6 +97,12 @@ export async function applyLedgerDecision(
 
 /** The call an `approval.resolved` event read back from storage resolved. */
 const ResolvedCall = z.object({ toolCallId: z.string() });
+
+/** Whether the run's stored events announce a decision for the call already. */
+async function resolvedBefore(deps: ApprovalDeps, runId: string, toolCallId: string): Promise<boolean> {
+  const resolved = await deps.store.events.ofType(runId, "approval.resolved");
+  return resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId);
+}
 
 /**
  * A decision a resumed run finds in its ledger is announced (`approval.resolved`, the run
@@ -99,8 +115,7 @@ async function announceLedgerDecision(
   toolCallId: string,
   decision: ToolCallDecision,
 ): Promise<void> {
-  const resolved = await deps.store.events.ofType(live.id, "approval.resolved");
-  if (resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId)) return;
+  if (await resolvedBefore(deps, live.id, toolCallId)) return;
   await live.recorder.write(
     unlessCancelled(live, () => ({
       changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
@@ -178,10 +193,12 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     }
     if (asked) {
       // A decision written while this run was on its way here (after a restart) is in the ledger.
+      // Announced already when it was written here, for this run, before its waiter existed.
       const again = await deps.store.toolCalls.get(live.id, toolCall.id);
       if (again?.decision) {
         const decision = { decision: again.decision, reason: again.decisionReason };
-        await applyLedgerDecision(live, { toolCallId: toolCall.id, decision });
+        const announced = await resolvedBefore(deps, live.id, toolCall.id);
+        await applyLedgerDecision(live, { toolCallId: toolCall.id, decision, announced });
       }
     }
     return decided;
