@@ -11,12 +11,13 @@ import type { RunView } from "../domain/run.js";
 import { failpoint } from "../failpoints.js";
 import { newId } from "../ids.js";
 import { type LineLogger, lazyChild } from "../logger.js";
+import { isConflict } from "../store/errors.js";
 import type { RunChange, SessionRecord, Store } from "../store/store.js";
 import { approvalGate } from "./approvals.js";
 import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
-import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
+import { BY_DELETE, LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
 import { failedDetail } from "./stop-details.js";
 
 export interface ExecutionDeps {
@@ -69,6 +70,9 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
         },
         (err: unknown) => {
           live.toolFinished(item.toolCallId);
+          // Cancelled through the store (by another instance) before the start was stored: the
+          // tool does not run, and the run ends aborted.
+          if (isConflict(err, "cancel_requested")) live.cancel(BY_DELETE);
           throw err;
         },
       );

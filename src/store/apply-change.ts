@@ -1,5 +1,5 @@
 import type { RunChange } from "./changes.js";
-import { callClosed, StoreConflictError } from "./errors.js";
+import { callClosed, cancelRequested, StoreConflictError } from "./errors.js";
 import type { MessageStore } from "./messages.js";
 import type { QueueStore } from "./queue.js";
 import type { RunStore } from "./runs.js";
@@ -41,8 +41,9 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       }
       return;
     case "toolCall.started":
-      if (!tables.toolCalls.start(runId, change.toolCallId, change.at)) throw callClosed(runId, change.toolCallId);
-      return;
+      if (tables.toolCalls.start(runId, change.toolCallId, change.at)) return;
+      if (tables.runs.cancelRequested([runId]).length > 0) throw cancelRequested(runId);
+      throw callClosed(runId, change.toolCallId);
     case "status":
       tables.runs.setStatus(runId, change.status);
       return;
@@ -64,8 +65,7 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       const outcome = tables.runs.finish(runId, change);
       if (outcome === "not_live")
         throw new StoreConflictError("run_not_live", `run ${runId} has already finished or is gone`);
-      if (outcome === "cancel_requested")
-        throw new StoreConflictError("cancel_requested", `run ${runId} was cancelled: it ends aborted`);
+      if (outcome === "cancel_requested") throw cancelRequested(runId);
       return;
     }
   }

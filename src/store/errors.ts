@@ -73,6 +73,10 @@ export class StoreConflictError extends Error {
 }
 
 /** A change to a tool call that has its result already (or is not in the ledger): see ConflictRule. */
+/** A change refused because the run's cancel was requested: it ends `aborted`, nothing more of it runs. */
+export const cancelRequested = (runId: string): StoreConflictError =>
+  new StoreConflictError("cancel_requested", `run ${runId} was cancelled: it ends aborted`);
+
 export const callClosed = (runId: string, toolCallId: string): StoreConflictError =>
   new StoreConflictError(
     "call_closed",

@@ -114,8 +114,10 @@ export function toolCallStore(db: Db) {
        AND NOT EXISTS (SELECT 1 FROM runs WHERE id = @run AND cancel_requested_at IS NOT NULL)`,
   );
   // A call that has its result never changes again (see the writes below).
+  // Nor does a call start once its run's cancel was requested (by another request or instance).
   const start = db.prepare(
-    "UPDATE tool_calls SET state = 'started', started_at = ? WHERE run_id = ? AND id = ? AND state <> 'finished'",
+    `UPDATE tool_calls SET state = 'started', started_at = @at WHERE run_id = @run AND id = @id AND state <> 'finished'
+       AND NOT EXISTS (SELECT 1 FROM runs WHERE id = @run AND cancel_requested_at IS NOT NULL)`,
   );
   const finish = db.prepare(
     `UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ?
@@ -145,9 +147,9 @@ export function toolCallStore(db: Db) {
     decide(runId: string, id: string, decision: "approve" | "deny", reason: string | null, at: string): boolean {
       return decide.run({ run: runId, id, decision, reason, at }).changes > 0;
     },
-    /** Records a tool's start; false when the call has its result already (or is not in the ledger). */
+    /** Records a tool's start; false when the call has its result already (or is not in the ledger), or its run's cancel was requested. */
     start(runId: string, id: string, at: string): boolean {
-      return start.run(at, runId, id).changes > 0;
+      return start.run({ at, run: runId, id }).changes > 0;
     },
     /** Records the call's result; false when it has one already (or is not in the ledger): one result a call. */
     finish(runId: string, id: string, resultMessageId: string, at: string): boolean {

@@ -188,6 +188,19 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect((await store.events.after(runId, 0)).map((e) => e.seq)).toEqual([1, 2]);
   });
 
+  it("a tool call does not start once its run's cancel was requested (cancel_requested), and its batch is refused whole", async () => {
+    const { sessionId, runId } = await liveRun();
+    const call = { id: fresh("call"), name: "shell", input: '{"command":"ls"}' };
+    const assistant = message(sessionId, runId, 1, { role: "assistant", content: "", toolCalls: [call] } as never);
+    await store.commitRun(runId, [{ kind: "message", message: assistant }], []);
+    await store.commitRequest(runId, [{ kind: "cancelRequested", at: at() }]);
+    await expect(
+      store.commitRun(runId, [{ kind: "toolCall.started", toolCallId: call.id, at: at() }], [event(runId, 2)]),
+    ).rejects.toSatisfy((err) => isConflict(err, "cancel_requested"));
+    expect(await store.toolCalls.get(runId, call.id)).toMatchObject({ state: "proposed" });
+    expect((await store.events.after(runId, 0)).map((e) => e.seq)).toEqual([1]);
+  });
+
   it("a run's tool calls keep the order they were proposed in, across its replies", async () => {
     const { sessionId, runId } = await liveRun();
     const calls = ["b", "a", "d", "c", "e"].map((name) => ({ id: fresh(`call_${name}`), name, input: "{}" }));

@@ -1,6 +1,6 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { RunChange } from "../changes.js";
-import { callClosed, StoreConflictError } from "../errors.js";
+import { callClosed, cancelRequested, StoreConflictError } from "../errors.js";
 import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
@@ -75,6 +75,12 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       ];
     case "toolCall.started":
       return [
+        // No call starts once its run's cancel was requested (by another request or instance).
+        {
+          text: "SELECT 1 FROM runs WHERE id = $1 AND cancel_requested_at IS NULL",
+          values: [runId],
+          orRefuse: () => cancelRequested(runId),
+        },
         {
           text: "UPDATE tool_calls SET state = 'started', started_at = $1 WHERE run_id = $2 AND id = $3 AND state <> 'finished'",
           values: [change.at, runId, change.toolCallId],
@@ -143,7 +149,7 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
           text: `SELECT 1 WHERE $1 = 'aborted'
                    OR NOT EXISTS (SELECT 1 FROM runs WHERE id = $2 AND cancel_requested_at IS NOT NULL)`,
           values: [change.stopReason, runId],
-          orRefuse: () => new StoreConflictError("cancel_requested", `run ${runId} was cancelled: it ends aborted`),
+          orRefuse: () => cancelRequested(runId),
         },
       ];
   }
