@@ -66,5 +66,7 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The API key's owner id, or null when the server runs without keys. */
     owner: string | null;
+    /** Whether `owner` comes from a stream token (`?token=`) rather than the key itself. */
+    byStreamToken: boolean;
   }
 }

@@ -98,6 +98,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       .send({ error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` } }),
   );
   app.decorateRequest("owner", null);
+  app.decorateRequest("byStreamToken", false);
   // Every response names its request, as the log line about it does (registered before CORS,
   // whose preflight answers from its own hook).
   // Callback hooks, not async ones, here and below: they run on every request and need no promise.
@@ -157,7 +158,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       request.method === "OPTIONS"
     )
       return done();
-    const owner = ctx.apiKeys.authenticate(request.headers.authorization) ?? tokenOwner(request);
+    const keyOwner = ctx.apiKeys.authenticate(request.headers.authorization);
+    const owner = keyOwner ?? tokenOwner(request);
+    request.byStreamToken = keyOwner === null && owner !== null;
     if (owner === null) {
       reply.header("www-authenticate", 'Bearer realm="agent-server"');
       return done(

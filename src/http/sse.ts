@@ -53,7 +53,7 @@ export async function nothingLeft(
 export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean } = {}): AbortSignal {
   const sse = reply.sse;
   if (!sse) throw new Error("openStream needs an SSE reply");
-  reply.server.streamQuota.hold(reply.request.owner, reply);
+  reply.server.streamQuota.hold(reply.request.owner, reply, { byToken: reply.request.byStreamToken });
   const closed = new AbortController();
   const close = () => closed.abort(CLIENT_GONE);
   sse.onClose(close);

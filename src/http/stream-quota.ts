@@ -11,30 +11,45 @@ export const STREAM_RETRY_AFTER_S = 5;
  */
 export class StreamQuota {
   readonly #held = new Map<string, number>();
+  /** The streams opened with an owner's stream tokens (counted in `#held` too). */
+  readonly #byTokens = new Map<string, number>();
   readonly #holding = new WeakSet<FastifyReply>();
+  /**
+   * At most half an owner's slots go to the holders of its stream tokens (a browser, whoever a
+   * token leaked to): they cannot take every slot of the key that issued them.
+   */
+  readonly #tokenMax: number;
 
   /** `max`: the connections one owner may hold; 0: no limit. */
-  constructor(readonly max: number) {}
+  constructor(readonly max: number) {
+    this.#tokenMax = Math.max(1, Math.floor(max / 2));
+  }
 
   /**
    * Takes one of `owner`'s slots for `reply` until its response closes (the stream ended, the
    * client went away, the server stopped), or throws 429 TOO_MANY_STREAMS when `owner` holds
-   * them all. Without an owner (no keys) or a limit, nothing is counted. A reply holds at
-   * most one slot however often it is asked.
+   * them all (or, `byToken`: when its stream tokens' streams hold half of them). Without an
+   * owner (no keys) or a limit, nothing is counted. A reply holds at most one slot however
+   * often it is asked.
    */
-  hold(owner: string | null, reply: FastifyReply): void {
+  hold(owner: string | null, reply: FastifyReply, { byToken = false }: { byToken?: boolean } = {}): void {
     if (owner === null || this.max === 0 || this.#holding.has(reply)) return;
     const raw = reply.raw;
     // A response already closed will not say so again: it holds no connection to count.
     if (raw.closed || raw.destroyed) return;
-    const count = this.#held.get(owner) ?? 0;
-    if (count >= this.max) throw tooManyStreams(this.max, STREAM_RETRY_AFTER_S);
-    this.#held.set(owner, count + 1);
+    if ((this.#held.get(owner) ?? 0) >= this.max) throw tooManyStreams(this.max, STREAM_RETRY_AFTER_S);
+    if (byToken && (this.#byTokens.get(owner) ?? 0) >= this.#tokenMax) {
+      throw tooManyStreams(this.#tokenMax, STREAM_RETRY_AFTER_S);
+    }
+    const counts = byToken ? [this.#held, this.#byTokens] : [this.#held];
+    for (const count of counts) count.set(owner, (count.get(owner) ?? 0) + 1);
     this.#holding.add(reply);
     raw.once("close", () => {
-      const left = (this.#held.get(owner) ?? 1) - 1;
-      if (left > 0) this.#held.set(owner, left);
-      else this.#held.delete(owner);
+      for (const count of counts) {
+        const left = (count.get(owner) ?? 1) - 1;
+        if (left > 0) count.set(owner, left);
+        else count.delete(owner);
+      }
     });
   }
 }
@@ -71,7 +86,7 @@ export function limitStreams(app: FastifyInstance, quota: StreamQuota): void {
   app.addHook("onRoute", (route) => {
     const handler = route.handler as (this: FastifyInstance, ...args: Parameters<RouteHandlerMethod>) => unknown;
     route.handler = function limited(this: FastifyInstance, request, reply) {
-      if (isLongLived(request, reply)) quota.hold(request.owner, reply);
+      if (isLongLived(request, reply)) quota.hold(request.owner, reply, { byToken: request.byStreamToken });
       return handler.call(this, request, reply);
     };
   });
