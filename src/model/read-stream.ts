@@ -63,6 +63,8 @@ export async function readChatStream({
     try {
       chunk = JSON.parse(sse.data);
     } catch {
+      // An error event's text is the upstream's error, JSON or not.
+      if (sse.event === "error") throw new APIError(undefined, { message: sse.data }, undefined, headers);
       return bad("the model upstream sent a stream chunk that is not valid JSON");
     }
     const error = (chunk as { error?: unknown } | null)?.error;

@@ -70,9 +70,12 @@ export class SseParser {
     let pos = 0;
     if (this.#afterCR && chunk.length > 0 && chunk[0] === LF) pos = 1;
     this.#afterCR = false;
+    // Each found once and looked for again only once passed: a chunk of lines ended by one kind
+    // alone (CR, or LF) is not scanned to its end for the other at every line (quadratic).
     let nextCR = chunk.indexOf(CR, pos);
+    let nextLF = chunk.indexOf(LF, pos);
     while (pos < chunk.length) {
-      const nextLF = chunk.indexOf(LF, pos);
+      if (nextLF !== -1 && nextLF < pos) nextLF = chunk.indexOf(LF, pos);
       if (nextCR !== -1 && nextCR < pos) nextCR = chunk.indexOf(CR, pos);
       const end = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
       const lineEnd = end === -1 ? chunk.length : end;

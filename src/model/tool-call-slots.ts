@@ -34,12 +34,14 @@ export class ToolCallSlots {
   callFor({ index, id, name }: FragmentKey): PartialCall {
     const current = (index === undefined ? this.#last : this.#byIndex.get(index)) ?? null;
     const otherId = current !== null && id !== "" && current.id !== "" && id !== current.id;
+    // Without an index, a fragment naming a function starts another call, unless it repeats
+    // the current call's id and name (a provider that sends them with every fragment).
     const anotherCall =
       index === undefined &&
       current !== null &&
       name !== "" &&
       current.name !== "" &&
-      !(id !== "" && id === current.id);
+      !(id !== "" && id === current.id && name === current.name);
     let call = current;
     if (!call || otherId || anotherCall) {
       call = { id: "", name: "", input: "", extras: null };
