@@ -93,10 +93,10 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
           true,
         );
       }
-      const updated = replaceAll
-        ? text.split(oldText).join(newText)
-        : text.slice(0, first) + newText + text.slice(first + oldText.length);
-      const size = Buffer.byteLength(updated);
+      // Known before the new text is built: a small edit replacing every match of a short text
+      // with a long one could otherwise build hundreds of megabytes to refuse them.
+      const replaced = replaceAll ? found.length : 1;
+      const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newText) - Buffer.byteLength(oldText));
       if (size > EDIT_MAX_FILE_BYTES) {
         return toolError(
           ToolErrorCode.fileTooLarge,
@@ -104,6 +104,9 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
           true,
         );
       }
+      const updated = replaceAll
+        ? text.split(oldText).join(newText)
+        : text.slice(0, first) + newText + text.slice(first + oldText.length);
       if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
       // name is the located file's (openLocatedFile refused anything else).
       await writeFileAtomic({ dir: located.at.dir, name: located.at.name!, data: updated, mode: info.mode & 0o7777 });
