@@ -23,8 +23,9 @@ describe("OpenAI model client: a clean stream", () => {
       // The body's end is its own write, a few ms after [DONE]: the reply is complete before it.
       upstream.enqueue({ text: [word], endAfterDoneMs: 5 });
       expect(await client.complete(request())).toMatchObject({ ok: true, text: word });
-      // A run's next request comes after its tools.
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      // A run's next request comes after its tools (time enough for the body's end, 5 ms after
+      // [DONE], to be read in the background, even on a loaded machine).
+      await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(upstream.connections() - before).toBe(1);
   });
