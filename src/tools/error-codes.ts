@@ -32,6 +32,8 @@ export const ToolErrorCode = {
   shellAborted: "SHELL_ABORTED",
   /** read_file: the run was cancelled (or ran out of time) while the file was being read. */
   readAborted: "READ_ABORTED",
+  /** list_files: the run was cancelled (or ran out of time) while the tree was being walked. */
+  listAborted: "LIST_ABORTED",
   /** An unexpected file-system error (permissions, I/O); the message names the system code. */
   ioError: "IO_ERROR",
 } as const;

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { toolOk } from "../agent/tool.js";
+import { toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
+import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedDir } from "./located-io.js";
 import { pathInput } from "./path-input.js";
@@ -50,7 +51,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries; a note says when the list was cut.`,
   inputSchema: listFilesInput,
   readOnly: true,
-  async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace }) {
+  async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace, signal }) {
     const located = await locateInWorkspace({ workspace, path });
     if (!located.ok) return located.outcome;
     const lines: string[] = [];
@@ -59,12 +60,21 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
       const opened = await openLocatedDir(located.at, path);
       if (!opened.ok) return opened.outcome;
       try {
-        for await (const entry of walk({ start: opened.dir, relative: located.at.relative, maxDepth: depth })) {
+        // A cancel (or the run's deadline) ends a long walk (a directory of many entries) between entries.
+        const walked = walk({ start: opened.dir, relative: located.at.relative, maxDepth: depth, signal });
+        for await (const entry of walked) {
           if (lines.length === LIST_MAX_ENTRIES) {
             truncated = true;
             break;
           }
           lines.push(displayPath(entry.relative) + SUFFIX[entry.kind]);
+        }
+        if (walked.cut === "aborted" || signal.aborted) {
+          return toolError(
+            ToolErrorCode.listAborted,
+            `listing "${path}" was stopped because the run was cancelled`,
+            false,
+          );
         }
       } finally {
         await opened.close();

@@ -26,6 +26,14 @@ describe("list_files", () => {
     expect(lines).toEqual(['"\\"quoted\\""', "plain.txt", '"two\\nlines.txt"']);
   });
 
+  it("stops with LIST_ABORTED when the run is cancelled, instead of walking on", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "a/b.txt": "", "c.txt": "" });
+    const cancelled = new AbortController();
+    cancelled.abort();
+    expectError(await runTool(listFilesTool, workspace, {}, cancelled.signal), ToolErrorCode.listAborted);
+  });
+
   it("descends as deep as asked, and only one level with depth 1", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "a/b/c/d.txt": "" });
