@@ -32,6 +32,8 @@ async function signedIn(): Promise<{ page: Page; problems: string[] }> {
   const { page, problems } = await newPage(browser);
   await page.goto(server.url);
   await page.locator("#key-form").waitFor();
+  // Asked for a key, the page shows nothing else (the app's sessions, its chat).
+  expect(await page.locator("#app").isVisible()).toBe(false);
   await page.fill("#key", KEY);
   await page.click("#key-form button[type=submit]");
   await page.locator("#app").waitFor();
