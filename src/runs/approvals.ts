@@ -79,7 +79,8 @@ export async function applyLedgerDecision(
     announced = false,
   }: {
     toolCallId: string;
-    decision: ToolCallDecision /** Its `approval.resolved` is stored already. */;
+    decision: ToolCallDecision;
+    /** Its `approval.resolved` is stored already: only the run's status and the loop's wake are left. */
     announced?: boolean;
   },
 ): Promise<void> {

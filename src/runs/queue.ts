@@ -94,6 +94,12 @@ export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: st
 /** The id of the run a left input is queued as (see queueLeftInput): its steering request finds it. */
 export const runOfInput = (inputId: string): string => `run_${inputId.slice(inputId.indexOf("_") + 1)}`;
 
+/** The run queued from input `inputId` (see queueLeftInput), as a start answers it; null when there is none. */
+export async function runMadeOfInput(store: Store, inputId: string): Promise<{ run: RunView; created: true } | null> {
+  const run = await store.runs.get(runOfInput(inputId));
+  return run ? { run: runView(run, await planOfRun(store, run)), created: true } : null;
+}
+
 /**
  * Starts the run of a steer that found no run to take its input: `start` (with `inputId`, the
  * input its run ended without, which the insert takes). When a pass moving the queues on
@@ -107,10 +113,7 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
   start: (takesInput: string | undefined) => Promise<T>,
   deps: QueueDeps & { startQueue: (sessionId: string) => void },
 ): Promise<T | { run: RunView; created: boolean }> {
-  const made = async (): Promise<{ run: RunView; created: boolean } | null> => {
-    const run = inputId === undefined ? null : await deps.store.runs.get(runOfInput(inputId));
-    return run ? { run: runView(run, await planOfRun(deps.store, run)), created: true } : null;
-  };
+  const made = () => (inputId === undefined ? Promise.resolve(null) : runMadeOfInput(deps.store, inputId));
   try {
     return await start(inputId);
   } catch (err) {

@@ -6,7 +6,7 @@ import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { runOfInput, startOfInput } from "./queue.js";
+import { runMadeOfInput, runOfInput, startOfInput } from "./queue.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import type { RunPlans } from "./run-plan.js";
 
@@ -201,10 +201,8 @@ async function takenBefore(
 
 /** The run a pass over the queues made of input `id` left on a run that ended without it; null when none did. */
 async function runMadeOf(deps: SteerDeps, id: string): Promise<SteerOutcome | null> {
-  const made = await deps.store.runs.get(runOfInput(id));
-  return made
-    ? { to: "queued", started: { run: runView(made, await deps.plans.of(deps.store, made)), created: true } }
-    : null;
+  const made = await runMadeOfInput(deps.store, id);
+  return made ? { to: "queued", started: made } : null;
 }
 
 async function viewOf(deps: SteerDeps, runId: string): Promise<RunView> {
