@@ -15,9 +15,6 @@ export class AppError extends Error {
   }
 }
 
-/** What went wrong, in a sentence, from anything thrown. */
-export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
 export const notFound = (what: string, id: string): AppError =>
   new AppError("NOT_FOUND", `${what} ${id} not found`, 404, { [what]: id });
 

@@ -2,6 +2,7 @@ import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } f
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
 import { displayDatabaseUrl } from "./display-database-url.js";
+import { messageOf } from "./message-of.js";
 import { StorageError } from "./store/errors.js";
 import type { MigrationLockHolder } from "./store/pg/pg-migrations.js";
 import type { OpenPgStoreOptions } from "./store/pg/pg-store.js";
@@ -63,7 +64,7 @@ export function openStoreOrExplain(
     const code = (err as { code?: unknown }).code;
     const explained = err instanceof StorageError || err instanceof SchemaTooNewError;
     if (!explained && !(typeof code === "string" && /^E[A-Z]+$/.test(code))) throw err;
-    throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${reason(err)}`]);
+    throw new ConfigError([`DATABASE_PATH: cannot use ${resolve(path)}: ${messageOf(err)}`]);
   }
 }
 
@@ -94,7 +95,7 @@ export async function openPgStoreOrExplain(
       ]);
     }
     if (!(err instanceof StorageError) && !(err instanceof SchemaTooNewError)) throw err;
-    throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${reason(err)}`]);
+    throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${messageOf(err)}`]);
   }
 }
 
@@ -147,8 +148,6 @@ export function listenProblem(
   }
   return null;
 }
-
-const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * The shell tools' sandbox (see resolveShellSandbox), tried with `directory` (WORKSPACE_ROOT's

@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import type { BeforeToolCall } from "./approval.js";
 import type { BudgetFinding, RunBudgets } from "./budget.js";
 import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
@@ -52,9 +53,7 @@ export type PhaseStop = (
 export class PersistenceError extends Error {
   readonly code = "PERSISTENCE_FAILED";
   constructor(readonly causeError: unknown) {
-    super(
-      `could not save the run's progress: ${causeError instanceof Error ? causeError.message : String(causeError)}`,
-    );
+    super(`could not save the run's progress: ${messageOf(causeError)}`);
     this.name = "PersistenceError";
   }
 }

@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import { commitItem, type LoopContext, type PhaseStop } from "./loop-context.js";
 import { type AgentMessage, wellFormed } from "./messages.js";
 
@@ -21,7 +22,7 @@ export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook)
   try {
     inputs = await hook();
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     return {
       stopReason: "error",
       error: { code: "PENDING_INPUT_FAILED", message: `could not read input: ${message}` },

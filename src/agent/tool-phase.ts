@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import type { ToolCallDecision } from "./approval.js";
 import { type BudgetFinding, durationSpent, spentBudget, withDeadline } from "./budget.js";
 import { callFingerprint } from "./fingerprint.js";
@@ -37,8 +38,6 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typ
     );
   });
 }
-
-const describeError = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * Executes a turn's tool calls sequentially, in the model's order, committing
@@ -121,7 +120,7 @@ export async function runToolCalls(
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
       if (ctx.signal.aborted) return abortFrom(index);
-      return failAt(index, `approval failed for tool call ${call.id}: ${describeError(err)}`);
+      return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`);
     }
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
     if (decision === ABORTED || ctx.signal.aborted) return abortFrom(index);
@@ -159,7 +158,7 @@ export async function runToolCalls(
           (await record(call, executionFailedOutcome(), performance.now() - started)) ?? abortFrom(index + 1, index)
         );
       }
-      return failAt(index, `tool ${call.name} failed: ${describeError(err)}`);
+      return failAt(index, `tool ${call.name} failed: ${messageOf(err)}`);
     }
     const stop = await record(call, outcome, performance.now() - started);
     if (stop) return stop;

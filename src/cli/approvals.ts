@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import type { ApiClient } from "./api-client.js";
 import type { AutoApprove } from "./args.js";
 import { CliError } from "./cli-error.js";
@@ -110,7 +111,7 @@ export class Approvals {
   }
 
   #undelivered(error: unknown): void {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     this.deps.out.note(`[approval] the decision was not delivered: ${printable(reason)}`);
   }
 }

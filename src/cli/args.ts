@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { messageOf } from "../message-of.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
 
@@ -30,7 +31,7 @@ export function parseCommand(argv: readonly string[]): Command {
   try {
     parsed = parse(argv);
   } catch (error) {
-    throw usage(error instanceof Error ? error.message : String(error));
+    throw usage(messageOf(error));
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: "help" };

@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import type { ApiClient } from "./api-client.js";
 import type { Approvals } from "./approvals.js";
 import { printable } from "./printable.js";
@@ -79,7 +80,7 @@ export class RunCancel {
       );
       this.#delivered = true;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = messageOf(error);
       this.deps.out.note(`[run] the cancel was not delivered: ${printable(reason)}`);
     }
   }

@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import { MAX_REFUSAL_BYTES, readBoundedText } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
@@ -122,5 +123,5 @@ export function networkReason(error: unknown): string {
     if (cause instanceof AggregateError && cause.errors[0] instanceof Error) cause = cause.errors[0];
     else cause = cause.cause;
   }
-  return error instanceof Error ? error.message : String(error);
+  return messageOf(error);
 }

@@ -1,7 +1,7 @@
 import type { StopPoint } from "../agent/stop-detail.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
-import { messageOf } from "../errors.js";
+import { messageOf } from "../message-of.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";

@@ -1,6 +1,7 @@
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
-import { AppError, messageOf } from "../errors.js";
+import { AppError } from "../errors.js";
+import { messageOf } from "../message-of.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";

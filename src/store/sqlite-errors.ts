@@ -1,3 +1,4 @@
+import { messageOf } from "../message-of.js";
 import { StorageError, type StorageErrorKind, StoreConflictError } from "./errors.js";
 
 const KINDS: [prefix: string, kind: StorageErrorKind][] = [
@@ -26,7 +27,7 @@ const RULES: [index: string, rule: StoreConflictError["rule"]][] = [
 export function translateSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== "string" || !code.startsWith("SQLITE_")) return err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   if (code === "SQLITE_CONSTRAINT_UNIQUE") {
     // "UNIQUE constraint failed: runs.session_id": which index is in the message's tail.
     const columns = message.replace(/^UNIQUE constraint failed: /, "");

@@ -1,3 +1,5 @@
+import { messageOf } from "../message-of.js";
+
 /**
  * Whether the database has been taking writes: the last write failure is
  * remembered until a later write succeeds. Readiness reports it.
@@ -10,7 +12,7 @@ export class StorageHealth {
   }
 
   recordFailure(err: unknown): void {
-    this.#failure = { at: Date.now(), message: err instanceof Error ? err.message : String(err) };
+    this.#failure = { at: Date.now(), message: messageOf(err) };
   }
 
   /** The last write failure not yet followed by a successful write, if any. */
