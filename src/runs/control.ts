@@ -6,7 +6,6 @@ import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallStatus } from "../store/store.js";
 import { applyLedgerDecision, resolveApproval } from "./approvals.js";
 import type { EventHub } from "./event-hub.js";
-import type { QueueHolders } from "./interrupt.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 import { cancelQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
@@ -30,8 +29,6 @@ export interface ControlDeps {
    * shown `cancelling`.
    */
   recovered?: () => Promise<unknown>;
-  /** This process's interrupting starts in flight, by session (see QueueHolders). */
-  queueHolders: QueueHolders;
 }
 
 /**

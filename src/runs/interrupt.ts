@@ -1,4 +1,3 @@
-import { StringTable } from "../string-table.js";
 import type { ControlDeps } from "./control.js";
 import { cancelRun } from "./control.js";
 
@@ -55,38 +54,6 @@ export async function interruptActive(deps: ControlDeps, sessionId: string, idem
 const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
 
 /**
- * The interrupting starts this process has in flight, by session, and the last hold of the
- * session's queue one of them stored. The stored hold is one value per session: a start's
- * release clears it only while it is still the hold this process stored last (a start of
- * another instance may have held it since), and only once this process's last interrupting
- * start of the session ends (an earlier one ending first would free the queue under a later
- * one, whose interrupted run would then start a queued run in its place).
- */
-export class QueueHolders {
-  readonly #holders = new StringTable<{ count: number; held: number | null }>();
-
-  take(sessionId: string): void {
-    const entry = this.#holders.get(sessionId);
-    if (entry) entry.count++;
-    else this.#holders.set(sessionId, { count: 1, held: null });
-  }
-
-  /** A hold one of them stored (the latest of those stored is the one to release). */
-  stored(sessionId: string, held: number | null): void {
-    const entry = this.#holders.get(sessionId);
-    if (entry && held !== null) entry.held = Math.max(entry.held ?? held, held);
-  }
-
-  /** One of them ended: the hold to release when it was the last, else undefined (the hold stays). */
-  drop(sessionId: string): { held: number | null } | undefined {
-    const entry = this.#holders.get(sessionId);
-    if (entry && --entry.count > 0) return undefined;
-    this.#holders.delete(sessionId);
-    return { held: entry?.held ?? null };
-  }
-}
-
-/**
  * `ifBusy: "interrupt"`: a retry (the same idempotency key) gets the run its first request
  * started (`repeated`), and interrupts nothing: that run is most likely the session's active
  * one. Else the session's queue is held (see Store.runs.holdQueue) from before the
@@ -112,27 +79,21 @@ export async function interruptAndStart<T>(
 ): Promise<T> {
   const retried = await repeated();
   if (retried) return retried;
-  deps.queueHolders.take(sessionId);
+  await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
   try {
-    deps.queueHolders.stored(sessionId, await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS));
     await interruptActive(deps, sessionId, idempotencyKey);
     return await start();
   } finally {
-    // Another interrupting start of the session still in flight here keeps the hold (and moves
-    // the queue on when it ends).
-    const last = deps.queueHolders.drop(sessionId);
-    if (last) await releaseQueue(deps, sessionId, last.held, startQueue);
+    await releaseQueue(deps, sessionId, startQueue);
   }
 }
 
-/** Releases the session's queue hold `held` (unless another was stored since) and moves its queue on. */
-async function releaseQueue(
-  deps: ControlDeps,
-  sessionId: string,
-  held: number | null,
-  startQueue: () => void,
-): Promise<void> {
-  const released = await deps.store.runs.holdQueue(sessionId, null, held ?? undefined).then(
+/**
+ * Counts this start out of the session's queue hold and moves the queue on (it starts nothing
+ * while another interrupting start, here or on another instance, still holds it).
+ */
+async function releaseQueue(deps: ControlDeps, sessionId: string, startQueue: () => void): Promise<void> {
+  const released = await deps.store.runs.releaseQueue(sessionId).then(
     () => true,
     () => false,
   );

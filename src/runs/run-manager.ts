@@ -8,7 +8,7 @@ import { admitRun, repeatedStart, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { HistoryTail, type SessionHistory } from "./history-tail.js";
-import { interruptAndStart, QueueHolders } from "./interrupt.js";
+import { interruptAndStart } from "./interrupt.js";
 import { LiveRun } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { QueuedStarts } from "./queued-starts.js";
@@ -31,7 +31,6 @@ export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
 export class RunManager {
   // A slot given back lets the queues that waited for room go on.
   readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
-  readonly #queueHolders = new QueueHolders();
   /** Aborted when shutdown begins: from then on nothing new is accepted. */
   readonly #stopping = new AbortController();
   /** Settles once start-up recovery has registered the runs a previous process left. */
@@ -270,7 +269,6 @@ export class RunManager {
       get: (runId: string) => this.get(runId, { decided: true }),
       plans: this.plans,
       recovered: () => this.#recovery,
-      queueHolders: this.#queueHolders,
       startQueue: (sessionId: string) => this.#startNext(sessionId),
     };
   }

@@ -184,12 +184,9 @@ export class SessionService {
   }
 
   /**
-   * The committed history, in order; the cursor is the seq of the last message of the previous
-   * page. At most `limit` messages and PAGE_BYTES of JSON (at least one message).
-   */
-  /**
-   * A page of the session's messages, oldest first or newest first; the cursor is the seq of
-   * the previous page's last message (INVALID_CURSOR past MAX_KEY).
+   * A page of the session's committed messages, oldest first or newest first; the cursor is the
+   * seq of the previous page's last message (INVALID_CURSOR past MAX_KEY). At most `limit`
+   * messages and PAGE_BYTES of JSON (at least one message).
    */
   async messages(
     id: string,

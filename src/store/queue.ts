@@ -37,6 +37,24 @@ export const startedEvent = (runId: string, seq: number, at: string): RunEvent =
 });
 
 /** The SQLite tables of a session's queue of runs and of steered input (see migration 0006). */
+/**
+ * The UPDATE that counts one more holder of a session's queue (see Store.runs.holdQueue), in
+ * either dialect: `now` is its clock in ms, `max` its two-argument maximum. A hold that has
+ * run out counts its holders again from one (a start whose process died never released it).
+ */
+export const holdQueueSql = (now: string, param: { id: string; ms: string }, max: "max" | "greatest"): string =>
+  `UPDATE sessions SET
+     queue_holders = CASE WHEN queue_held_until > ${now} THEN queue_holders + 1 ELSE 1 END,
+     queue_held_until = ${max}(coalesce(queue_held_until, 0), ${now} + ${param.ms})
+   WHERE id = ${param.id}`;
+
+/** The UPDATE that counts one holder out (see Store.runs.releaseQueue): the last one out, or a hold run out, frees the queue. */
+export const releaseQueueSql = (now: string, id: string): string =>
+  `UPDATE sessions SET
+     queue_holders = CASE WHEN queue_holders > 1 AND queue_held_until > ${now} THEN queue_holders - 1 ELSE 0 END,
+     queue_held_until = CASE WHEN queue_holders > 1 AND queue_held_until > ${now} THEN queue_held_until END
+   WHERE id = ${id}`;
+
 export function queueStore(db: Db) {
   const queued = db.prepare("SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id");
   // Existence first: most sessions and runs have none, and SQLite answers that ~5-10x faster
@@ -49,12 +67,12 @@ export function queueStore(db: Db) {
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const inputRuns = db.prepare("SELECT DISTINCT run_id FROM run_inputs").pluck();
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
-  const hold = db.prepare(
-    `UPDATE sessions SET queue_held_until = CASE WHEN @ms IS NULL THEN NULL ELSE ${NOW_MS} + @ms END
-     WHERE id = @id AND (@held IS NULL OR queue_held_until = @held) RETURNING queue_held_until AS until`,
-  );
+  const hold = db.prepare(holdQueueSql(NOW_MS, { id: "@id", ms: "@ms" }, "max"));
+  const release = db.prepare(releaseQueueSql(NOW_MS, "?"));
   const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
-  const releaseAll = db.prepare("UPDATE sessions SET queue_held_until = NULL WHERE queue_held_until IS NOT NULL");
+  const releaseAll = db.prepare(
+    "UPDATE sessions SET queue_held_until = NULL, queue_holders = 0 WHERE queue_held_until IS NOT NULL",
+  );
   const addInput = db.prepare(
     `INSERT INTO run_inputs (id, run_id, content, created_at)
      SELECT @id, @run_id, @content, @created_at
@@ -102,10 +120,13 @@ export function queueStore(db: Db) {
     runsWithInput(): string[] {
       return inputRuns.all() as string[];
     },
-    /** Holds the session's queue for `ms` from now, or releases it (null). */
-    hold(sessionId: string, ms: number | null, held: number | null): number | null {
-      const row = hold.get({ id: sessionId, ms, held }) as { until: number | null } | undefined;
-      return row ? (row.until ?? null) : null;
+    /** See Store.runs.holdQueue. */
+    hold(sessionId: string, ms: number): void {
+      hold.run({ id: sessionId, ms });
+    },
+    /** See Store.runs.releaseQueue. */
+    release(sessionId: string): void {
+      release.run(sessionId);
     },
     /** Releases every session's hold (at open: a hold belongs to a start of a process that is gone). */
     releaseAll(): void {

@@ -130,7 +130,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       list: (query) => read(() => tables.runs.list(query)),
       queued: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queued(sessionId))),
       queuedSessions: () => read(() => tables.queue.sessions()),
-      holdQueue: (sessionId, forMs, held) => write(() => tables.queue.hold(sessionId, forMs, held ?? null)),
+      holdQueue: (sessionId, forMs) => write(() => tables.queue.hold(sessionId, forMs)),
+      releaseQueue: (sessionId) => write(() => tables.queue.release(sessionId)),
       startQueued: (sessionId, at, terms) =>
         write(() => {
           const next = tables.queue.oldest(sessionId);

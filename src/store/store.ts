@@ -114,6 +114,16 @@ export interface Store {
     /** The sessions that have a queued run. */
     queuedSessions(): Promise<string[]>;
     /**
+     * Counts one more holder of the session's queue, held for at least `forMs` from now: while
+     * held, startQueued starts none of its runs (nor a create `unlessQueueHeld`). The hold is
+     * one per session, shared by its holders on every instance: it ends when the last of them
+     * is counted out (releaseQueue), or by itself at the latest end one of them asked for (a
+     * holder whose process died is never counted out); a hold that has ended counts afresh.
+     */
+    holdQueue(sessionId: string, forMs: number): Promise<void>;
+    /** Counts one holder of the session's queue out (see holdQueue): the last one frees the queue. */
+    releaseQueue(sessionId: string): Promise<void>;
+    /**
      * Starts the session's oldest queued run: in one transaction its status becomes `running`
      * and its `run.started` event (at `at`) is written with the deliveries it causes. Null when
      * the session has no queued run, has an active run (the one-active rule refuses it), or its
@@ -121,14 +131,6 @@ export interface Store {
      * `lease`: the starting instance holds the run from then on (see `leases`); its epoch is
      * the one returned.
      */
-    /**
-     * Holds the session's queue for `forMs` from now, and resolves with the hold (its end as
-     * stored): while held, startQueued starts none of its runs. A hold that is not released ends
-     * by itself. `forMs` null releases it; with `held`, only while the hold is still that one (a
-     * start that held the queue since keeps its hold). Resolves with the hold as stored now (null
-     * once released, or when nothing changed).
-     */
-    holdQueue(sessionId: string, forMs: number | null, held?: number): Promise<number | null>;
     startQueued(
       sessionId: string,
       at: string,

@@ -18,13 +18,12 @@ function gate() {
   return { open, promise };
 }
 
-// The session's queue hold (sessions.queue_held_until) is one value with no holder: an interrupting
-// start's release also cleared the hold a second interrupting start took meanwhile. The second
-// one's interrupted run then ended with the queue free, and the queued run started in the
-// interrupting run's place: the interrupting start was answered 409 SESSION_BUSY although it
-// cancelled the run (the README: the new run starts "ahead of any queued run"). Now the hold is
-// released when the process's last interrupting start of the session ends. The first start's
-// release is delayed here to widen the window (a slow round trip).
+// An interrupting start's release of the session's queue hold freed the hold a second
+// interrupting start took meanwhile. The second one's interrupted run then ended with the queue
+// free, and the queued run started in the interrupting run's place: the interrupting start was
+// answered 409 SESSION_BUSY although it cancelled the run (the README: the new run starts "ahead
+// of any queued run"). Now the hold counts its holders and is freed when the last is out. The
+// first start's release is delayed here to widen the window (a slow round trip).
 it("an interrupt's hold is not released by an earlier interrupt finishing: the queued run does not take its place", async () => {
   const releaseA = gate();
   const insertB = gate();
@@ -32,7 +31,7 @@ it("an interrupt's hold is not released by an earlier interrupt finishing: the q
   server = await startTestServer({
     wrapStore: (store) =>
       aroundStore(store, "runs", (name, args, call) => {
-        if (name === "holdQueue" && args[1] === null && releases++ === 0) return releaseA.promise.then(call);
+        if (name === "releaseQueue" && releases++ === 0) return releaseA.promise.then(call);
         if (name === "create" && (args[0] as RunRecord).input === "b") return insertB.promise.then(call);
         return call();
       }),

@@ -6,7 +6,7 @@
  */
 import { afterEach, expect, it, vi } from "vitest";
 import type { ControlDeps } from "../../src/runs/control.js";
-import { interruptAndStart, QueueHolders } from "../../src/runs/interrupt.js";
+import { interruptAndStart } from "../../src/runs/interrupt.js";
 import { StorageError } from "../../src/store/errors.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun } from "../helpers/until.js";
@@ -40,13 +40,12 @@ it("an interrupting start whose hold could not be released starts the session's 
     store: {
       runs: {
         active: async () => null,
-        holdQueue: async (_sessionId: string, forMs: number | null) => {
-          if (forMs === null) throw new StorageError("unavailable", "the release failed");
-          return Date.now() + forMs;
+        holdQueue: async () => {},
+        releaseQueue: async () => {
+          throw new StorageError("unavailable", "the release failed");
         },
       },
     },
-    queueHolders: new QueueHolders(),
   } as unknown as ControlDeps;
   const started = await interruptAndStart(deps, {
     sessionId: "ses_x",

@@ -101,7 +101,7 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     const queued = await run(sessionId, "queued");
     await store.runs.holdQueue(sessionId, 60_000);
     expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
-    await store.runs.holdQueue(sessionId, null);
+    await store.runs.releaseQueue(sessionId);
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(queued);
     await store.commitRun(queued, [finishChange()], []);
     const next = await run(sessionId, "queued");
@@ -111,17 +111,35 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(next);
   });
 
-  it("a release naming a hold clears it only while it is still that hold: a hold stored since stays", async () => {
+  it("a hold taken twice is freed by its second release, in either order, not by the first", async () => {
     const sessionId = await session();
     const queued = await run(sessionId, "queued");
-    const first = await store.runs.holdQueue(sessionId, 60_000);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const second = await store.runs.holdQueue(sessionId, 60_000);
-    expect(first).not.toBeNull();
-    expect(second).toBeGreaterThan(first ?? Number.POSITIVE_INFINITY);
-    expect(await store.runs.holdQueue(sessionId, null, first ?? undefined)).toBeNull();
+    await store.runs.holdQueue(sessionId, 60_000);
+    await store.runs.holdQueue(sessionId, 30_000);
+    await store.runs.releaseQueue(sessionId);
     expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
-    await store.runs.holdQueue(sessionId, null, second ?? undefined);
+    await store.runs.releaseQueue(sessionId);
+    expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(queued);
+  });
+
+  it("a hold keeps the latest end its holders asked for, and one run out counts its holders afresh", async () => {
+    const sessionId = await session();
+    const queued = await run(sessionId, "queued");
+    await store.runs.holdQueue(sessionId, 60_000);
+    // A shorter hold taken since does not shorten it.
+    await store.runs.holdQueue(sessionId, 30);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await store.runs.releaseQueue(sessionId);
+    await store.runs.releaseQueue(sessionId);
+    // Holders that never released (their process died): the hold runs out, and the next
+    // holder's one release frees it.
+    await store.runs.holdQueue(sessionId, 30);
+    await store.runs.holdQueue(sessionId, 30);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await store.runs.holdQueue(sessionId, 60_000);
+    expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
+    await store.runs.releaseQueue(sessionId);
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(queued);
   });
 

@@ -1,6 +1,6 @@
 import type { RunStatus } from "../../domain/run.js";
 import { inputsFull, isConflict, queueHeld, StoreConflictError } from "../errors.js";
-import { type RunInput, runInputFromRow, startedEvent } from "../queue.js";
+import { holdQueueSql, type RunInput, releaseQueueSql, runInputFromRow, startedEvent } from "../queue.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
@@ -25,7 +25,7 @@ export const queueFreeStatement = (sessionId: string): Statement => ({
 export function pgQueue(
   rows: Rows,
   write: Write,
-): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued" | "holdQueue"> {
+): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued" | "holdQueue" | "releaseQueue"> {
   return {
     queued: async (sessionId) =>
       (
@@ -40,13 +40,11 @@ export function pgQueue(
           "SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id",
         )
       ).map((r) => r.session_id),
-    holdQueue: async (sessionId, forMs, held) => {
-      const [row] = await rows<{ until: number | null }>(
-        `UPDATE sessions SET queue_held_until = CASE WHEN $2::float8 IS NULL THEN NULL ELSE ${NOW_MS} + $2::float8 END
-         WHERE id = $1 AND ($3::float8 IS NULL OR queue_held_until = $3::float8) RETURNING queue_held_until AS until`,
-        [sessionId, forMs, held ?? null],
-      );
-      return row ? (row.until ?? null) : null;
+    holdQueue: async (sessionId, forMs) => {
+      await rows(holdQueueSql(NOW_MS, { id: "$1", ms: "$2::float8" }, "greatest"), [sessionId, forMs]);
+    },
+    releaseQueue: async (sessionId) => {
+      await rows(releaseQueueSql(NOW_MS, "$1"), [sessionId]);
     },
     startQueued: async (sessionId, at, terms) => {
       for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
