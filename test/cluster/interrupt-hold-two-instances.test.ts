@@ -10,20 +10,12 @@ import type { RunRecord } from "../../src/store/store.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun, gate, until } from "../helpers/until.js";
 
 const servers: TestServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0).reverse()) await s.close();
 });
-
-function gate() {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, promise };
-}
 
 it("a hold taken by an interrupting start on another instance is not freed by a later start's release there", async () => {
   const insertA = gate();

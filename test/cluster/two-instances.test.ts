@@ -5,6 +5,7 @@ import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.j
 import { api } from "../helpers/child-server.js";
 import { expectWholeRun, type Instances, startInstances } from "../helpers/instances.js";
 import { openSse } from "../helpers/sse-client.js";
+import { gate } from "../helpers/until.js";
 
 let upstream: FakeUpstream;
 let cluster: Instances | null = null;
@@ -59,14 +60,6 @@ afterEach(async () => {
 });
 
 /** A promise and the function that settles it. */
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
-
 async function startRun(url: string, session: Record<string, unknown> = {}) {
   const created = await api(url, "POST", "/sessions", session);
   expect(created.status).toBe(201);

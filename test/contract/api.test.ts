@@ -18,6 +18,7 @@ import {
 } from "../helpers/openapi-validator.js";
 import { runRecord } from "../helpers/seed.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { gate } from "../helpers/until.js";
 import { recorded } from "../providers/replay.js";
 import { call, stream, validatedStream } from "./support.js";
 
@@ -39,14 +40,6 @@ async function createSession(body?: unknown): Promise<string> {
 }
 
 /** Releases a scripted model reply that is held open. */
-function gate(): { promise: Promise<void>; release: () => void } {
-  let release!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  return { promise, release };
-}
-
 describe.each(["sqlite", "postgres"] as const)(
   "contract on %s: sessions, runs, events, approvals, tools",
   (backend) => {
@@ -607,7 +600,7 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(busy.body.error).toMatchObject({ code: "SESSION_BUSY", details: { runId: first.body.id } });
       const view = await call(server, "GET", "/sessions/{id}", { params: { id: session } });
       expect(view.body.activeRunId).toBe(first.body.id);
-      run.release();
+      run.open();
       await server.ctx.manager.waitForFinish(first.body.id);
       expect((await call(server, "GET", "/runs/{id}", { params: { id: first.body.id } })).body.stopReason).toBe(
         "complete",
@@ -719,7 +712,7 @@ describe.each(["sqlite", "postgres"] as const)(
       while ((await server.ctx.store.inputs.pending(active.body.id)).length === 0) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      held.release();
+      held.open();
       const steered = await steering;
       expect(steered.status).toBe(202);
       expect(steered.body.id).toBe(active.body.id);
@@ -875,7 +868,7 @@ describe.each(["sqlite", "postgres"] as const)(
       const busy = await call(server, "POST", "/sessions/{id}/chat", { params, body: message("third") });
       expect(busy.status).toBe(409);
       expect(busy.body.error.code).toBe("SESSION_BUSY");
-      hold.release();
+      hold.open();
       const [a, b, c] = [
         await validatedStream("POST", "/sessions/{id}/chat", live),
         await validatedStream("GET", "/sessions/{id}/chat/stream", resumed),
@@ -1171,7 +1164,7 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
       limited.upstream.enqueue({ text: "b is fine" });
       const other = await start(b1.id, KEY_B);
       expect(other.status).toBe(201);
-      hold.release();
+      hold.open();
       await limited.ctx.manager.waitForFinish(first.body.id);
       await limited.ctx.manager.waitForFinish(other.body.id);
       // The slot is free again once the key's run has finished.
@@ -1264,7 +1257,7 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
       expect(
         (await call(limited, "GET", "/sessions/{id}/runs", { params: { id: idle }, headers: as })).body.items,
       ).toEqual([]);
-      hold.release();
+      hold.open();
       expect((await validatedStream("GET", "/runs/{id}/events", held)).at(-1)?.event).toBe("run.finished");
     } finally {
       await limited.close();
@@ -1334,7 +1327,7 @@ describe("contract: limits and readiness", () => {
         body: chatBody,
       });
       expect(refusedChat.status).toBe(429);
-      hold.release();
+      hold.open();
       await limited.ctx.manager.waitForFinish(first.body.id);
 
       await limited.ctx.manager.shutdown({ graceMs: 0 });

@@ -9,20 +9,12 @@ import { afterEach, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun, gate, until } from "../helpers/until.js";
 
 const servers: TestServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close().catch(() => {});
 });
-
-function gate() {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, promise };
-}
 
 const KEY = "busy-when-full-key-0123456789";
 

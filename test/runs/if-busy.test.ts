@@ -3,19 +3,11 @@ import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun, gate, until } from "../helpers/until.js";
 
 let server: TestServer;
 
 /** A promise and the function that resolves it. */
-function gate(): { open: () => void; promise: Promise<void> } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, promise };
-}
-
 const finished = (runId: string) => finishedRun(server, runId);
 
 /** A session whose first run is held in its model request until `release`. */

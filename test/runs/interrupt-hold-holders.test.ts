@@ -2,21 +2,13 @@ import { afterEach, expect, it } from "vitest";
 import type { RunRecord } from "../../src/store/store.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, until } from "../helpers/until.js";
+import { finishedRun, gate, until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
   await server?.close().catch(() => {});
   server = undefined;
 });
-
-function gate() {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, promise };
-}
 
 // An interrupting start's release of the session's queue hold freed the hold a second
 // interrupting start took meanwhile. The second one's interrupted run then ended with the queue
