@@ -87,7 +87,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   });
   if (shellDenied) {
     logger.warn(
-      "shell is denied to every key: it would run unsandboxed, where a command of one key reads the server's environment, every API key included; make the sandbox work (SHELL_SANDBOX) or set APPROVAL_POLICY_MAX to choose otherwise",
+      "shell is denied to every key: it would run unsandboxed, where a command of one key reads the server's environment, every API key included; make the sandbox work (SHELL_SANDBOX) or name shell in APPROVAL_POLICY_MAX to choose otherwise",
     );
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
