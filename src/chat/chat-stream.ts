@@ -46,12 +46,16 @@ export async function streamChat(
   const frames = chatFrames(ctx, options, closed, () => {
     complete = true;
   });
-  await reply.sse?.send(corkedBatches(frames, reply.raw));
-  if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) {
-    try {
-      ctx.runs.cancel(options.runId, options.owner);
-    } catch {
-      // The run is gone or finished: nothing to stop.
+  try {
+    // A client gone before the stream opened has nothing sent to it; its run is cancelled below.
+    if (!closed.aborted) await reply.sse?.send(corkedBatches(frames, reply.raw));
+  } finally {
+    if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) {
+      try {
+        ctx.runs.cancel(options.runId, options.owner);
+      } catch {
+        // The run is gone or finished: nothing to stop.
+      }
     }
   }
 }

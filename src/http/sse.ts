@@ -46,7 +46,7 @@ export async function nothingLeft(
  * `retry:` hint, and it is ended with a last comment when the server stops, or with `cut`
  * its connection is cut then (a client that takes a clean end for the whole answer, as the AI
  * SDK's chat does, sees a broken one and resumes). `closed` aborts when the client goes
- * away or the server stops. The stream holds one of its owner's
+ * away (it is aborted already when the client went away before) or the server stops. The stream holds one of its owner's
  * MAX_STREAMS_PER_KEY slots (usually taken before the handler ran, see limitStreams): over
  * that limit this throws 429 TOO_MANY_STREAMS before anything is written.
  */
@@ -55,6 +55,12 @@ export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean
   if (!sse) throw new Error("openStream needs an SSE reply");
   reply.server.streamQuota.hold(reply.request.owner, reply, { byToken: reply.request.byStreamToken });
   const closed = new AbortController();
+  // A client gone while the request was being answered (an await before this): its response
+  // already closed and will not say so again, so nothing is tracked and the signal is aborted.
+  if (reply.raw.closed || reply.raw.destroyed) {
+    closed.abort(CLIENT_GONE);
+    return closed.signal;
+  }
   const close = () => closed.abort(CLIENT_GONE);
   sse.onClose(close);
   reply.raw.on("close", close);

@@ -7,10 +7,11 @@
  */
 import { afterEach, expect, it, onTestFinished } from "vitest";
 import type { RunRecord } from "../../src/store/store.js";
+import { gate } from "../fakes/gate.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, gate, until } from "../helpers/until.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -25,14 +26,14 @@ it("a hold taken by an interrupting start on another instance is not freed by a 
     pgUrl: database.url,
     wrapStore: (store) =>
       aroundStore(store, "runs", (name, args, call) =>
-        name === "create" && (args[0] as RunRecord).input === "a" ? insertA.promise.then(call) : call(),
+        name === "create" && (args[0] as RunRecord).input === "a" ? insertA.wait.then(call) : call(),
       ),
   });
   servers.push(one);
   const two = await startTestServer({ pgUrl: database.url, upstream: one.upstream });
   servers.push(two);
   const never = gate();
-  one.upstream.enqueue({ text: "x answer", gate: never.promise }, { text: "b answer" });
+  one.upstream.enqueue({ text: "x answer", gate: never.wait }, { text: "b answer" });
   one.upstream.fallback = () => ({ text: "ok" });
 
   const session = (await one.request("POST", "/sessions", { body: {} })).body;

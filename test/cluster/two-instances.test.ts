@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { gate } from "../fakes/gate.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { api } from "../helpers/child-server.js";
 import { expectWholeRun, type Instances, startInstances } from "../helpers/instances.js";
 import { openSse } from "../helpers/sse-client.js";
-import { gate } from "../helpers/until.js";
 
 let upstream: FakeUpstream;
 let cluster: Instances | null = null;
@@ -77,7 +77,7 @@ describe("two server processes over one PostgreSQL", () => {
     const held = gate();
     upstream.enqueue(
       { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
-      { text: ["one ", "two ", "three"], gate: held.promise },
+      { text: ["one ", "two ", "three"], gate: held.wait },
     );
     const { runId } = await startRun(a.url, allowShell);
     const whole = await openSse(`${b.url}/runs/${runId}/events`);
@@ -105,7 +105,7 @@ describe("two server processes over one PostgreSQL", () => {
     const shared = await twoInstances();
     const [a, b] = shared.servers as [(typeof shared.servers)[0], (typeof shared.servers)[0]];
     const held = gate();
-    upstream.enqueue({ text: ["the ", "answer"], gate: held.promise });
+    upstream.enqueue({ text: ["the ", "answer"], gate: held.wait });
     const session = await api(a.url, "POST", "/sessions", {});
     const post = (url: string, query: string) =>
       fetch(`${url}/sessions/${session.body.id}/runs${query}`, {
@@ -139,7 +139,7 @@ describe("two server processes over one PostgreSQL", () => {
     const held = gate();
     upstream.enqueue(
       { toolCalls: [{ id: "call_1", name: "shell", arguments: '{"command":"echo hi"}' }] },
-      { text: ["after ", "the ", "cut"], gate: held.promise },
+      { text: ["after ", "the ", "cut"], gate: held.wait },
     );
     const { runId } = await startRun(a.url, allowShell);
     const watcher = await openSse(`${b.url}/runs/${runId}/events`);

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FaultyStore } from "../fakes/faulty-store.js";
+import { gate } from "../fakes/gate.js";
 import {
   documentedEventTypes,
   documentedOperations,
@@ -18,7 +19,6 @@ import {
 } from "../helpers/openapi-validator.js";
 import { runRecord } from "../helpers/seed.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { gate } from "../helpers/until.js";
 import { recorded } from "../providers/replay.js";
 import { call, stream, validatedStream } from "./support.js";
 
@@ -555,7 +555,7 @@ describe.each(["sqlite", "postgres"] as const)(
 
     it("Idempotency-Key replays the first run (201, Idempotent-Replayed); a different input with the same key is 409", async () => {
       const run = gate();
-      server.upstream.enqueue({ text: "once", gate: run.promise });
+      server.upstream.enqueue({ text: "once", gate: run.wait });
       const session = await createSession();
       const headers = { "idempotency-key": "contract-key-1" };
       const first = await call(server, "POST", "/sessions/{id}/runs", {
@@ -682,7 +682,7 @@ describe.each(["sqlite", "postgres"] as const)(
     it("ifBusy: enqueue 201 queued (listed, run.queued), DELETE of it 202 finished, steer 202, an unknown mode 400", async () => {
       const held = gate();
       server.upstream.enqueue(
-        { toolCalls: [{ id: "call_w", name: "shell", arguments: '{"command":"true"}' }], gate: held.promise },
+        { toolCalls: [{ id: "call_w", name: "shell", arguments: '{"command":"true"}' }], gate: held.wait },
         { text: "steered" },
       );
       const params = { id: await createSession({ approval: { tools: { shell: "allow" } } }) };
@@ -860,7 +860,7 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(noText.body.error.code).toBe("EMPTY_MESSAGE");
 
       const hold = gate();
-      server.upstream.enqueue({ text: ["slow ", "reply"], gate: hold.promise });
+      server.upstream.enqueue({ text: ["slow ", "reply"], gate: hold.wait });
       const live = await stream(server, "POST", "/sessions/{id}/chat", { params, body: message("again") });
       await live.waitFor((e) => e.json?.type === "text-delta");
       const resumed = await stream(server, "GET", "/sessions/{id}/chat/stream", { params });
@@ -1150,7 +1150,7 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     const limited = await startTestServer({ env: { AGENT_API_KEYS: `${KEY_A},${KEY_B}`, MAX_RUNS_PER_KEY: "1" } });
     try {
       const hold = gate();
-      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      limited.upstream.enqueue({ text: "slow", gate: hold.wait });
       const session = async (key: string) => (await call(limited, "POST", "/sessions", { headers: bearer(key) })).body;
       const [a1, a2, b1] = [await session(KEY_A), await session(KEY_A), await session(KEY_B)];
       const start = (id: string, key: string) =>
@@ -1218,7 +1218,7 @@ describe("contract: authentication (AGENT_API_KEYS)", () => {
     try {
       const as = bearer(KEY_A);
       const hold = gate();
-      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      limited.upstream.enqueue({ text: "slow", gate: hold.wait });
       const session = (await call(limited, "POST", "/sessions", { headers: as })).body.id as string;
       const idle = (await call(limited, "POST", "/sessions", { headers: as })).body.id as string;
       const run = await call(limited, "POST", "/sessions/{id}/runs", {
@@ -1306,7 +1306,7 @@ describe("contract: limits and readiness", () => {
     const limited = await startTestServer({ env: { MAX_CONCURRENT_RUNS: "1" } });
     try {
       const hold = gate();
-      limited.upstream.enqueue({ text: "slow", gate: hold.promise });
+      limited.upstream.enqueue({ text: "slow", gate: hold.wait });
       const a = await call(limited, "POST", "/sessions");
       const b = await call(limited, "POST", "/sessions");
       const first = await call(limited, "POST", "/sessions/{id}/runs", {

@@ -19,12 +19,3 @@ export const finishedRun = (
     (run) => run.status === "finished",
     `run ${runId} to finish`,
   );
-
-/** A promise the test resolves when it chooses (`open`): where a faked part waits. */
-export function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}

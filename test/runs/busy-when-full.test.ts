@@ -6,10 +6,11 @@
  * pass over the queues ran it: a client retrying as told got it run twice.
  */
 import { afterEach, expect, it } from "vitest";
+import { gate } from "../fakes/gate.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, gate, until } from "../helpers/until.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -22,7 +23,7 @@ it("enqueue on a busy session while the server is at MAX_CONCURRENT_RUNS is queu
   const server = await startTestServer({ env: { MAX_CONCURRENT_RUNS: "1" } });
   servers.push(server);
   const held = gate();
-  server.upstream.enqueue({ text: "first answer", gate: held.promise }, { text: "second answer" });
+  server.upstream.enqueue({ text: "first answer", gate: held.wait }, { text: "second answer" });
   const session = (await server.request("POST", "/sessions", { body: {} })).body;
   const first = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "first" } });
   expect(first.status).toBe(201);
@@ -57,7 +58,7 @@ async function steerEndingAtLimit(env: Record<string, string>, auth: Record<stri
         if (name !== "pendingStatus") return call();
         return (async () => {
           const status = await call();
-          if (status === "finished" && holding) await hold.promise;
+          if (status === "finished" && holding) await hold.wait;
           return status;
         })();
       }),
@@ -71,7 +72,7 @@ async function steerEndingAtLimit(env: Record<string, string>, auth: Record<stri
       `run ${runId} to finish`,
     );
   const [g1, g2] = [gate(), gate()];
-  upstream.enqueue({ text: "one", gate: g1.promise }, { text: "other session", gate: g2.promise });
+  upstream.enqueue({ text: "one", gate: g1.wait }, { text: "other session", gate: g2.wait });
   const s = (await post("/sessions", {})).body;
   const b = (await post("/sessions", {})).body;
   const r1 = (await post(`/sessions/${s.id}/runs`, { input: "first" })).body;

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { gate } from "../fakes/gate.js";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, gate, until } from "../helpers/until.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer;
 
@@ -13,7 +14,7 @@ const finished = (runId: string) => finishedRun(server, runId);
 /** A session whose first run is held in its model request until `release`. */
 async function busySession() {
   const held = gate();
-  server.upstream.enqueue({ text: "first answer", gate: held.promise });
+  server.upstream.enqueue({ text: "first answer", gate: held.wait });
   const session = (await server.request("POST", "/sessions", { body: {} })).body;
   const first = await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "first" } });
   expect(first.status).toBe(201);

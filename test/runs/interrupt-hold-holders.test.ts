@@ -1,8 +1,9 @@
 import { afterEach, expect, it } from "vitest";
 import type { RunRecord } from "../../src/store/store.js";
+import { gate } from "../fakes/gate.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, gate, until } from "../helpers/until.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -23,8 +24,8 @@ it("an interrupt's hold is not released by an earlier interrupt finishing: the q
   server = await startTestServer({
     wrapStore: (store) =>
       aroundStore(store, "runs", (name, args, call) => {
-        if (name === "releaseQueue" && releases++ === 0) return releaseA.promise.then(call);
-        if (name === "create" && (args[0] as RunRecord).input === "b") return insertB.promise.then(call);
+        if (name === "releaseQueue" && releases++ === 0) return releaseA.wait.then(call);
+        if (name === "create" && (args[0] as RunRecord).input === "b") return insertB.wait.then(call);
         return call();
       }),
   });
@@ -32,9 +33,9 @@ it("an interrupt's hold is not released by an earlier interrupt finishing: the q
   const never = gate();
   const qHeld = gate();
   s.upstream.enqueue(
-    { text: "x answer", gate: never.promise },
-    { text: "a answer", gate: never.promise },
-    { text: "q answer", gate: qHeld.promise },
+    { text: "x answer", gate: never.wait },
+    { text: "a answer", gate: never.wait },
+    { text: "q answer", gate: qHeld.wait },
   );
   s.upstream.fallback = () => ({ text: "ok" });
   const session = (await s.request("POST", "/sessions", { body: {} })).body;
