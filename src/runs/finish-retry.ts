@@ -34,7 +34,7 @@ export async function finishWithRetry({
   end: RunEnd & { stopPoint?: StopPoint };
   outcomeFor: (call: ToolCallRecord, stopReason: RunEnd["stopReason"]) => ToolOutcome;
 }): Promise<RunView> {
-  const firstTry = Date.now();
+  const firstTry = performance.now();
   for (let attempt = 0; ; attempt++) {
     if (live.stopped) return suspendedView(deps.store, live);
     /** This attempt's end once decided, and the `ending` phase it set with what that replaced. */
@@ -74,7 +74,7 @@ export async function finishWithRetry({
       }
       if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
       if (!deps.accepting() && attempt > 2) throw err;
-      if (live.phase.name !== "ending" && Date.now() - firstTry >= deps.finishReportMs)
+      if (live.phase.name !== "ending" && performance.now() - firstTry >= deps.finishReportMs)
         reportUnstoredEnd(live, tried.end ?? endNow(live, end), err);
       await new Promise((resolve) => setTimeout(resolve, FINISH_RETRY_MS));
     }

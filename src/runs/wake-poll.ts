@@ -15,13 +15,14 @@ export interface WakePollOptions {
  * `safetyMs` anyway, one at a time. Returns the function that stops it.
  */
 export function startWakePoll({ notifications, poll, downMs = 1000, safetyMs = 10_000 }: WakePollOptions): () => void {
-  let last = Date.now();
+  // On the monotonic clock: a step of the wall clock (NTP, a restored VM) moves no poll.
+  let last = performance.now();
   let running = false;
   const timer = setInterval(
     () => {
-      if (running || (notifications.connected && Date.now() - last < safetyMs)) return;
+      if (running || (notifications.connected && performance.now() - last < safetyMs)) return;
       running = true;
-      last = Date.now();
+      last = performance.now();
       poll()
         .catch(() => {})
         .finally(() => {
