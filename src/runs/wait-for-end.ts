@@ -10,9 +10,11 @@ import type { LiveRuns } from "./registry.js";
  * Resolves with the run once it has finished (at once if it already has): a run executed here
  * when this process reports its end; one that is not, when its `run.finished` reaches the hub.
  * That is every unfinished run over a shared database (`waitElsewhere`: it ends on another
- * instance), and a queued one over any store (it ends wherever it starts, here too), unless it
- * comes to be executed here meanwhile (`registry`): then this process reports its end, also
- * one that cannot be stored (reported after `finishReportMs`, never published). Throws
+ * instance), also one executed here until another instance took it over (this process stopped
+ * it unfinished, still accepting), and a queued one over any store (it ends wherever it
+ * starts, here too), unless it comes to be executed here meanwhile (`registry`): then this
+ * process reports its end, also one that cannot be stored (reported after `finishReportMs`,
+ * never published). Throws
  * not-found for an unknown run, and shutting-down for a run left unfinished for the restart
  * (also when shutdown begins while this waits for a run not executed here).
  */
@@ -45,7 +47,7 @@ export async function waitForRunEnd({
   const waitEnd =
     waitElsewhere ??
     (view.status === "queued" || registry?.isStarting(runId) ? () => waitForRelayedEnd({ store, hub, runId }) : null);
-  if (!live && view.status !== "finished" && !stopping.aborted && waitEnd) {
+  if (view.status !== "finished" && !stopping.aborted && waitEnd) {
     let onStop = () => {};
     const stopped = new Promise<null>((resolve) => {
       onStop = () => resolve(null);
