@@ -1,3 +1,4 @@
+import type { RunEvent } from "../domain/run-events.js";
 import { ObjectSlot } from "../object-slot.js";
 import { EventHub } from "../runs/event-hub.js";
 import type { Store, StoredEvent } from "../store/store.js";
@@ -55,8 +56,43 @@ function observeWrite(
 }
 
 /**
- * The store with its run writes (`runs.create`, `commitRun`) timed and reported to `observer`;
- * everything else (their options and fences too) passes through untouched.
+ * Observes the start of a queued run as `observeWrite` does a write, once it resolves: which
+ * run it started is known only then. A start that starts none, or fails, names no run and is
+ * not reported.
+ */
+function observeStart(
+  start: ReturnType<Store["runs"]["startQueued"]>,
+  observer: RunObserver,
+  times: CommitTimes,
+): ReturnType<Store["runs"]["startQueued"]> {
+  const began = performance.now();
+  start.then(
+    (started) => {
+      if (!started) return;
+      const now = performance.now();
+      times.set(started.events, now);
+      // Its one `run.started`, as written (a few bytes).
+      const events = started.events.map((stored) => JSON.parse(stored.data) as RunEvent);
+      const { run } = started;
+      const seconds = (now - began) / 1000;
+      report(observer, "committed", {
+        runId: run.id,
+        operation: "commit_run",
+        run,
+        changes: [],
+        events,
+        ok: true,
+        seconds,
+      });
+    },
+    () => {},
+  );
+  return start;
+}
+
+/**
+ * The store with its run writes (`runs.create`, `runs.startQueued`, `commitRun`) timed and
+ * reported to `observer`; everything else (their options and fences too) passes through untouched.
  */
 function observedStore(store: Store, observer: RunObserver, times: CommitTimes): Store {
   return {
@@ -70,6 +106,8 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
           observer,
           times,
         ),
+      startQueued: (sessionId, at, lease) =>
+        observeStart(store.runs.startQueued(sessionId, at, lease), observer, times),
     },
     commitRun: (runId, changes, events, fence) =>
       observeWrite(

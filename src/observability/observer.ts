@@ -5,9 +5,9 @@ import type { RunChange } from "../store/store.js";
 /** One write of a run as the store took it (or refused it: `ok` false). */
 export interface CommittedBatch {
   runId: string;
-  /** `create_run`: the run's insert with its first events; `commit_run`: any later write. */
+  /** `create_run`: the run's insert with its first events; `commit_run`: any later write (a queued run's start too). */
   operation: "create_run" | "commit_run";
-  /** The inserted run (`create_run` only). */
+  /** The inserted run (`create_run`), or the queued run the write started; absent otherwise. */
   run?: RunRecord;
   changes: readonly RunChange[];
   events: readonly RunEvent[];

@@ -8,6 +8,7 @@ import { Metrics } from "../../src/observability/metrics.js";
 import { Exposition } from "../helpers/prometheus-text.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { finishedRun, gate } from "../helpers/until.js";
 
 let server: TestServer;
 afterEach(async () => {
@@ -119,6 +120,34 @@ describe("GET /metrics", () => {
       // The watched run's deliveries: at least approval.resolved, tool.started, the messages, the end.
       expect(after.histogram("agent_event_delivery_lag_seconds").count).toBeGreaterThanOrEqual(4);
       server.upstream.assertComplete();
+    },
+  );
+
+  // A queued run's run.started is written by store.runs.startQueued, which the observed store
+  // did not wrap: agent_runs_started_total missed it while agent_runs_finished_total counted it.
+  it.each(["sqlite", "postgres"] as const)(
+    "counts the start of a run started from its session's queue (%s)",
+    async (backend) => {
+      server = await startTestServer({ backend });
+      const sessionId = await newSession();
+      const first = gate();
+      server.upstream.enqueue({ text: "first", gate: first.promise }, { text: "second" });
+      const running = await server.request("POST", `/sessions/${sessionId}/runs`, { body: { input: "one" } });
+      expect(running.status).toBe(201);
+      const queued = await server.request("POST", `/sessions/${sessionId}/runs`, {
+        body: { input: "two", ifBusy: "enqueue" },
+      });
+      expect(queued.status).toBe(201);
+      expect(queued.body.status).toBe("queued");
+      first.open();
+      expect((await finishedRun(server, queued.body.id)).stopReason).toBe("complete");
+      const m = await scrape();
+      expect(m.value("agent_runs_finished_total", { status: "finished", stop_reason: "complete" })).toBe(2);
+      expect(m.value("agent_runs_started_total")).toBe(2);
+      // The start is a write of the run like any later one.
+      expect(m.histogram("agent_store_commit_duration_seconds", { operation: "create_run", outcome: "ok" }).count).toBe(
+        2,
+      );
     },
   );
 

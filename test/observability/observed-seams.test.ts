@@ -8,7 +8,17 @@ function fakeStore(): Store {
   const stored = (events: readonly { runId: string; seq: number; type: string }[]): StoredEvent[] =>
     events.map((e) => ({ seq: e.seq, type: e.type, data: JSON.stringify(e) }));
   return {
-    runs: {},
+    runs: {
+      // Session ses_q has run_q queued; any other session, nothing.
+      startQueued: async (sessionId: string, at: string) =>
+        sessionId === "ses_q"
+          ? {
+              run: { id: "run_q", sessionId, status: "running" },
+              events: stored([{ type: "run.started", runId: "run_q", seq: 2, at } as never]),
+              lease: { runId: "run_q", owner: "me", epoch: 1 },
+            }
+          : null,
+    },
     commitRun: async (_runId: string, _changes: unknown, events: never[]) => stored(events),
   } as unknown as Store;
 }
@@ -70,5 +80,18 @@ describe("the store and hub every run goes through, observed", () => {
     hub.publish("run_a", events);
     hub.publish("run_a", events); // published again: already reported
     expect(deliveries).toHaveLength(1);
+  });
+
+  it("a queued run's start is a commit of the run with its run.started, delivered like any other", async () => {
+    const { store, hub, commits, deliveries } = observed();
+    hub.subscribe("run_q", () => {});
+    expect(await store.runs.startQueued("ses_none", "", { owner: "me", ttlMs: 1000 })).toBeNull();
+    const started = await store.runs.startQueued("ses_q", "2024-01-01T00:00:00.000Z", { owner: "me", ttlMs: 1000 });
+    hub.publish("run_q", started?.events ?? []);
+    // The start that started nothing names no run: not reported.
+    expect(commits.map((c) => [c.runId, c.operation, c.run?.status, c.events.map((e) => e.type), c.ok])).toEqual([
+      ["run_q", "commit_run", "running", ["run.started"], true],
+    ]);
+    expect(deliveries.map((d) => [d.runId, d.events, d.watchers])).toEqual([["run_q", 1, 1]]);
   });
 });
