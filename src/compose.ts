@@ -92,7 +92,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   }
   const workspaceTools = workspaceToolsFor(shellSandbox);
   // Every run's writes and deliveries pass these two, observed for metrics and traces.
-  const { store, hub, metrics, tracing } = observeRuns({
+  const { store, hub, left, metrics, tracing } = observeRuns({
     config,
     store: options.wrapStore ? options.wrapStore(opened) : opened,
     toolNames: [...WORKSPACE_TOOL_NAMES, ...Object.values(PlanToolName)],
@@ -132,6 +132,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     instance: { id: config.INSTANCE_ID ?? newId("inst"), leaseMs: config.RUN_LEASE_MS },
     onRestart: config.ON_RESTART,
     waitElsewhere: notifications ? (runId) => waitForRelayedEnd({ store, hub, runId }) : undefined,
+    // A run given up here (taken over by another instance, or a shutdown) is settled in the metrics and traces.
+    onLeft: left,
     logger,
   });
   // Over a database other instances share: their runs' events reach the watchers here, and

@@ -92,7 +92,7 @@ export class Metrics implements RunFacts {
     );
     this.#approvalsPending = new Gauge({
       name: "agent_approvals_pending",
-      help: "Tool calls waiting for an approval decision (asked since this process started).",
+      help: "Tool calls waiting for an approval decision (asked since this process started, in runs it still executes).",
       registers,
     });
     new Gauge({

@@ -12,6 +12,8 @@ export interface Observability {
   store: Store;
   /** The event hub, its deliveries observed. */
   hub: EventHub;
+  /** To be told each time this process stops executing a run, ended or given up (see RunObserver.left). */
+  left: (runId: string) => void;
   metrics: Metrics;
   /** Null when OTEL_EXPORTER_OTLP_ENDPOINT is unset: no trace SDK exists then. */
   tracing: Tracing | null;

@@ -145,8 +145,18 @@ class ObservedEventHub extends EventHub {
   }
 }
 
-/** The store and the event hub every run goes through, reporting to `observer`. */
-export function observedSeams(store: Store, observer: RunObserver): { store: Store; hub: EventHub } {
+/**
+ * The store and the event hub every run goes through, reporting to `observer`, and `left`: to
+ * be told each time this process stops executing a run (see RunObserver.left).
+ */
+export function observedSeams(
+  store: Store,
+  observer: RunObserver,
+): { store: Store; hub: EventHub; left: (runId: string) => void } {
   const times: CommitTimes = new ObjectSlot("commit time");
-  return { store: observedStore(store, observer, times), hub: new ObservedEventHub(observer, times) };
+  return {
+    store: observedStore(store, observer, times),
+    hub: new ObservedEventHub(observer, times),
+    left: (runId) => report(observer, "left", { runId }),
+  };
 }

@@ -34,6 +34,12 @@ export interface Delivery {
 export interface RunObserver {
   committed(batch: CommittedBatch): void;
   delivered(delivery: Delivery): void;
+  /**
+   * This process no longer executes the run: its end was committed here, or it was given up
+   * (stopped by a shutdown, its lease lost to another instance, a write's outcome unknown) for
+   * another instance or the next start to continue. What is kept of a run given up is dropped.
+   */
+  left(fact: { runId: string }): void;
 }
 
-export const NO_OBSERVER: RunObserver = { committed() {}, delivered() {} };
+export const NO_OBSERVER: RunObserver = { committed() {}, delivered() {}, left() {} };

@@ -47,9 +47,14 @@ export interface RunFacts {
   approvalRequested?(fact: { runId: string; toolCallId: string }): void;
   approvalSettled?(fact: { runId: string; toolCallId: string }): void;
   runFinished?(fact: { run: RunView; at: number }): void;
+  /**
+   * This process gave the run up before its end was committed here (see RunObserver.left), its
+   * pending approvals settled first: nothing more of it is told unless it runs here again.
+   */
+  runLeft?(fact: { runId: string; at: number }): void;
 }
 
-/** What the digest remembers of a run between its writes (dropped at its end). */
+/** What the digest remembers of a run between its writes (dropped at its end here, or when it leaves this process). */
 interface RunState {
   sessionId: string | null;
   /** Turns whose `turn.started` was seen and whose model request is not yet reported. */
@@ -65,7 +70,9 @@ interface RunState {
  * Turns the committed writes of runs into facts for `sinks`. A model request is reported
  * from its turn's first step trace written after a `turn.started` this process saw, so a
  * trace written again (the model's part first, then the whole turn; or after a restart)
- * counts once; a failed one with its run's end, whose error code it takes.
+ * counts once; a failed one with its run's end, whose error code it takes. A run is kept track
+ * of from its start (a run stored queued may be started by another instance, unseen here) to
+ * its end here or its leaving this process.
  */
 export class RunDigest implements RunObserver {
   readonly #runs = new StringTable<RunState>();
@@ -109,7 +116,8 @@ export class RunDigest implements RunObserver {
         pendingApprovals: new Set(),
         failedRequest: null,
       };
-      this.#runs.set(batch.runId, state);
+      // A queued run's insert tells nothing to keep: its record is made by its start.
+      if (batch.run?.status !== "queued") this.#runs.set(batch.runId, state);
     }
     for (const event of batch.events) {
       if (event.type === "turn.started") state.turnStarts.set(event.turn, Date.parse(event.at));
@@ -121,6 +129,21 @@ export class RunDigest implements RunObserver {
 
   delivered(delivery: Delivery): void {
     this.#tell("delivered", delivery);
+  }
+
+  /** A run given up here before its end: its pending approvals settle and its record is dropped. */
+  left({ runId }: { runId: string }): void {
+    const state = this.#runs.get(runId);
+    // None left of a run that ended here (dropped with its run.finished).
+    if (!state) return;
+    for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
+    this.#runs.delete(runId);
+    this.#tell("runLeft", { runId, at: Date.now() });
+  }
+
+  /** How many runs the digest keeps a record of now. */
+  get runsKept(): number {
+    return this.#runs.size;
   }
 
   /** A failed request ends its run: it is reported with the run's end, which names its error. */

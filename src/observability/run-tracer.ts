@@ -40,7 +40,8 @@ interface TracedRun {
 
 /**
  * Spans following the OpenTelemetry GenAI semantic conventions, from the runs' facts: an
- * `invoke_agent` span per run (its start to its end in this process), a `chat` span per
+ * `invoke_agent` span per run (its start to its end in this process; a run given up here, or
+ * left open at shutdown, ends its span `agent_server.run.suspended`), a `chat` span per
  * model request and an `execute_tool` span per tool call, both children of their run's span.
  * Spans carry the times the facts carry, so they are made as the facts arrive.
  */
@@ -127,20 +128,30 @@ export class RunTracer implements RunFacts {
     this.#runs.delete(view.id);
   }
 
+  /** Ends the span of a run this process gave up (nothing if it has none open here). */
+  runLeft({ runId, at }: { runId: string; at: number }): void {
+    if (!this.#runs.has(runId)) return;
+    this.#suspend(runId, at);
+    this.#runs.delete(runId);
+  }
+
   /**
    * Ends the spans of runs still open (left for a restart) once their queued operations are
    * done, and resolves when every span is ended: called before the exporter stops.
    */
   async endOpenRuns(): Promise<void> {
     const now = Date.now();
-    for (const [runId, run] of this.#runs) {
-      this.#on(runId, now, () => {
-        run.span?.setAttribute("agent_server.run.suspended", true);
-        run.span?.end(Math.max(now, run.childrenEnd));
-      });
-    }
+    for (const runId of this.#runs.keys()) this.#suspend(runId, now);
     this.#runs.clear();
     await Promise.all([...this.#pending]);
+  }
+
+  /** Queues the end of the run's span at `at`, marked suspended: the run goes on elsewhere or later. */
+  #suspend(runId: string, at: number): void {
+    this.#on(runId, at, (run) => {
+      run.span?.setAttribute("agent_server.run.suspended", true);
+      run.span?.end(Math.max(at, run.childrenEnd));
+    });
   }
 
   /** Queues `operation` on the run's spans; the first fact of a run (at `at`) starts its span. */

@@ -48,6 +48,11 @@ export interface RunManagerDeps {
    * absent (one process over the database): a run not executed here is not waited for.
    */
   waitElsewhere?: (runId: string) => Promise<void>;
+  /**
+   * Told each time this process stops executing a run: its end stored here, or the run given
+   * up unfinished (stopped by a shutdown, its lease lost, a write's outcome unknown).
+   */
+  onLeft?: (runId: string) => void;
   logger: Logger;
 }
 

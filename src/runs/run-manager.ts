@@ -285,6 +285,7 @@ export class RunManager {
       .finally(() => {
         live.recorder.dispose();
         this.#registry.remove(live);
+        this.deps.onLeft?.(live.id);
       })
       .then((view) => {
         // The one place a run executed here ends: the session's queue goes on (unless a run took its place).

@@ -31,6 +31,7 @@ function observed() {
   const seams = observedSeams(fakeStore(), {
     committed: (batch) => commits.push(batch),
     delivered: (delivery) => deliveries.push(delivery),
+    left: () => {},
   });
   return { ...seams, commits, deliveries };
 }

@@ -3,6 +3,7 @@ import type { RunView } from "../../src/domain/run.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { CommittedBatch } from "../../src/observability/observer.js";
 import { RunDigest, type RunFacts } from "../../src/observability/run-digest.js";
+import type { RunRecord } from "../../src/store/runs.js";
 
 const batch = (events: readonly unknown[]): CommittedBatch => ({
   runId: "run_a",
@@ -45,5 +46,55 @@ describe("the run digest's sinks", () => {
     // Each kind of failure is reported once, however often it recurs.
     digest.committed(batch([{ type: "run.started", runId: "run_b", seq: 1, at }]));
     expect(reported).toEqual(["runStarted: broken sink", "approvalRequested: broken sink"]);
+  });
+
+  it("a run given up here settles its pending approvals, tells it left and is dropped; one that ended here tells nothing more", () => {
+    const told: string[] = [];
+    const digest = new RunDigest([
+      {
+        approvalSettled: ({ toolCallId }) => told.push(`approvalSettled ${toolCallId}`),
+        runLeft: ({ runId }) => told.push(`runLeft ${runId}`),
+        runFinished: ({ run }) => told.push(`runFinished ${run.id}`),
+      },
+    ]);
+    digest.committed(batch([{ type: "run.started", runId: "run_a", seq: 1, at }]));
+    digest.committed(
+      batch([{ type: "approval.requested", runId: "run_a", seq: 2, at, toolCallId: "call_1", tool: "shell" }]),
+    );
+    expect(digest.runsKept).toBe(1);
+    digest.left({ runId: "run_a" });
+    digest.left({ runId: "run_a" });
+    expect(told).toEqual(["approvalSettled call_1", "runLeft run_a"]);
+    expect(digest.runsKept).toBe(0);
+
+    told.length = 0;
+    const run = { id: "run_b", status: "finished", stopReason: "complete", error: null } as unknown as RunView;
+    digest.committed({ ...batch([{ type: "run.started", runId: "run_b", seq: 1, at }]), runId: "run_b" });
+    digest.committed({ ...batch([{ type: "run.finished", runId: "run_b", seq: 2, at, run }]), runId: "run_b" });
+    digest.left({ runId: "run_b" });
+    expect(told).toEqual(["runFinished run_b"]);
+    expect(digest.runsKept).toBe(0);
+  });
+
+  it("a run stored queued is kept track of from its start: one started by another instance leaves nothing here", () => {
+    const digest = new RunDigest([]);
+    const queued = { id: "run_q", sessionId: "ses_1", status: "queued" } as RunRecord;
+    digest.committed({
+      ...batch([{ type: "run.queued", runId: "run_q", seq: 1, at }]),
+      runId: "run_q",
+      operation: "create_run",
+      run: queued,
+    });
+    expect(digest.runsKept).toBe(0);
+    // Started here: kept from its start, with its session.
+    const started: string[] = [];
+    const watching = new RunDigest([{ runStarted: ({ sessionId }) => started.push(String(sessionId)) }]);
+    watching.committed({
+      ...batch([{ type: "run.started", runId: "run_q", seq: 2, at }]),
+      runId: "run_q",
+      run: { ...queued, status: "running" },
+    });
+    expect(started).toEqual(["ses_1"]);
+    expect(watching.runsKept).toBe(1);
   });
 });

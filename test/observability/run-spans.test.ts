@@ -52,4 +52,26 @@ describe("a run's spans", () => {
     for (const child of children) expect(ms(child.endTime)).toBeLessThanOrEqual(ms(run?.endTime ?? [0, 0]));
     expect(ms(run?.endTime ?? [0, 0])).toBe(at + 11);
   });
+
+  it("a run given up here ends its span at once, as suspended; a run with no span here makes none", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    const tracer = new RunTracer(Promise.resolve(provider.getTracer("test")), async () => ({
+      sessionId: "ses_1",
+      model: "m",
+    }));
+    const at = 1_800_000_000_000;
+    tracer.runStarted({ runId: "run_1", at });
+    tracer.runLeft({ runId: "run_1", at: at + 5 });
+    tracer.runLeft({ runId: "run_2", at: at + 5 });
+    // Its span is ended before the exporter stops: endOpenRuns finds nothing more to end.
+    await tracer.endOpenRuns();
+    await provider.forceFlush();
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((span) => [span.name, span.attributes["agent_server.run.id"]])).toEqual([
+      ["invoke_agent", "run_1"],
+    ]);
+    expect(spans[0]?.attributes["agent_server.run.suspended"]).toBe(true);
+    expect(ms(spans[0]?.endTime ?? [0, 0])).toBe(at + 5);
+  });
 });
