@@ -5,10 +5,11 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { Metrics } from "../../src/observability/metrics.js";
+import { gate } from "../fakes/gate.js";
 import { Exposition } from "../helpers/prometheus-text.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun, gate } from "../helpers/until.js";
+import { finishedRun } from "../helpers/until.js";
 
 let server: TestServer;
 afterEach(async () => {
@@ -131,7 +132,7 @@ describe("GET /metrics", () => {
       server = await startTestServer({ backend });
       const sessionId = await newSession();
       const first = gate();
-      server.upstream.enqueue({ text: "first", gate: first.promise }, { text: "second" });
+      server.upstream.enqueue({ text: "first", gate: first.wait }, { text: "second" });
       const running = await server.request("POST", `/sessions/${sessionId}/runs`, { body: { input: "one" } });
       expect(running.status).toBe(201);
       const queued = await server.request("POST", `/sessions/${sessionId}/runs`, {
