@@ -59,6 +59,14 @@ export function chatAction(body: ChatBody): ChatAction {
     );
   }
   const last = body.messages.at(-1);
+  // An edit (`sendMessage({ text, messageId })`) replaces that user message on the page, keeping
+  // its id, and drops what followed it: likewise not what the session's history can do.
+  if (last?.role === "user" && body.messageId !== undefined && body.messageId === last.id) {
+    throw badRequest(
+      "EDIT_UNSUPPORTED",
+      "editing a sent message is not supported: the session keeps every message and answer; send the new question as a new message",
+    );
+  }
   if (last?.role === "assistant") {
     const decisions: ChatDecision[] = [];
     // A part repeated (same call, same answer) is one decision: a body of thousands of copies
