@@ -30,7 +30,10 @@ export default function chatRoutes(app: App, ctx: AppContext) {
         }
       }
       const runId = await ctx.sessions.activeRunId(sessionId, owner);
-      if (!runId) throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
+      // Answers shown on a run that has ended are not another run's (a newer one may be active).
+      if (!runId || (action.runId !== undefined && action.runId !== runId)) {
+        throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
+      }
       for (const decision of action.decisions) await ctx.runs.decideOnly({ runId, owner, ...decision });
       const from = await continuationOf(ctx.store, runId, action.decisions);
       return streamChat(ctx, reply, {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { badRequest } from "../errors.js";
+import { isIdOf } from "../ids.js";
 
 /**
  * The body `useChat` (the AI SDK's DefaultChatTransport) posts: the chat's id, its messages
@@ -44,9 +45,13 @@ export interface ChatDecision {
 
 /**
  * What a chat request asks: a new run with the last user message's text, or (the last message
- * being the assistant's, with tool approvals answered) the decisions for the active run.
+ * being the assistant's, with tool approvals answered) the decisions for the active run;
+ * `runId` is the run the answered message shows (its id, as the stream's `start` gave it),
+ * when it names one.
  */
-export type ChatAction = { kind: "start"; input: string } | { kind: "decide"; decisions: ChatDecision[] };
+export type ChatAction =
+  | { kind: "start"; input: string }
+  | { kind: "decide"; decisions: ChatDecision[]; runId?: string };
 
 export function chatAction(body: ChatBody): ChatAction {
   // The session's history is the server's and only grows: an answer cannot be taken back and
@@ -86,7 +91,11 @@ export function chatAction(body: ChatBody): ChatAction {
     if (decisions.length === 0) {
       throw badRequest("NOTHING_TO_CONTINUE", "the last message is the assistant's and answers no tool approval");
     }
-    return { kind: "decide", decisions };
+    return {
+      kind: "decide",
+      decisions,
+      ...(last.id !== undefined && isIdOf("run", last.id) ? { runId: last.id } : {}),
+    };
   }
   if (last?.role !== "user") throw badRequest("NO_USER_MESSAGE", "the last message must be the user's");
   const input = last.parts
