@@ -148,6 +148,9 @@ export async function admitRun(
   const { session } = params;
   const repeated = await repeatedStart(deps, params);
   if (repeated) return repeated;
+  // The run's lease is taken after a claim under way, which leaves alone only the runs executed here.
+  const claim = queued ? null : registry.claimed();
+  if (claim) await claim;
   if (!deps.accepting()) throw shuttingDown();
   if (!queued && registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
   const perKey = deps.maxRunsPerKey ?? 0;

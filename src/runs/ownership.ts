@@ -14,6 +14,8 @@ export interface OwnershipDeps extends RecoveryDeps {
   liveRuns: () => LiveRun[];
   /** How many more runs this process may take on now (MAX_CONCURRENT_RUNS less those it has). */
   freeSlots: () => number;
+  /** Sends a claim leaving alone the runs this process executes (see LiveRuns.claimBeside). */
+  claimBeside<T>(claim: (executed: string[]) => Promise<T>): Promise<T>;
 }
 
 /** The most runs one reaper pass claims, whatever the free slots (a pass is one statement). */
@@ -31,7 +33,8 @@ const now = (): number => performance.now();
 
 /**
  * Ownership of runs by lease, for this process. At start it claims the runs left without an
- * owner (over a SQLite file, which no other process can open: every live run). Over a shared
+ * owner (over a SQLite file, which no other process can open: every live run), never one this
+ * process executes already (a client may start runs before the start-up claim). Over a shared
  * database it then renews the leases of the runs it executes every third of their TTL, in one statement,
  * and stops a run whose lease it no longer holds (or could not renew in time: a peer may have
  * claimed it), killing its tools; and it reaps: claims runs whose lease has expired (their
@@ -55,7 +58,8 @@ export class RunOwnership {
   /** The claim at start (see the class); resolves with what it recovered. */
   async recoverAtStart(): Promise<RecoveryReport> {
     const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
-    const report = await this.#claim(scope, this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER);
+    const limit = this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER;
+    const report = await this.#claim(scope, limit, { besideLive: true });
     await settleQueues(this.deps, report);
     if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
       this.deps.logger.info(report, "settled runs left by a previous process");
@@ -203,15 +207,20 @@ export class RunOwnership {
     return released;
   }
 
-  async #claim(scope: ClaimScope, limit: number): Promise<RecoveryReport> {
+  /** `besideLive`: the runs this process executes are left alone (else only their expiry keeps them). */
+  async #claim(scope: ClaimScope, limit: number, { besideLive = false } = {}): Promise<RecoveryReport> {
     const report = emptyReport();
     if (limit <= 0) return report;
     const { store, instance, logger } = this.deps;
     // The leases run from before their claim was sent, however long recovering each one takes.
-    const heldSince = now();
-    const claimed = await store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope });
+    let heldSince = now();
+    const claim = (except: string[]) => {
+      heldSince = now();
+      return store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope, except });
+    };
+    const claimed = await (besideLive ? this.deps.claimBeside(claim) : claim([]));
     for (const run of claimed) {
-      // Still winding down here after its lease was lost: it stops before it runs again.
+      // Still winding down here after its lease was lost (a reaper's claim): it stops before it runs again.
       const stale = this.deps.liveRuns().find((live) => live.id === run.record.id);
       if (stale) {
         stale.stop(LEASE_LOST);

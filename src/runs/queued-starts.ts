@@ -40,6 +40,9 @@ export class QueuedStarts {
     const { deps } = this;
     // Most runs end with nothing queued behind them: a read says so, without a slot or a write.
     if ((await deps.store.runs.queued(sessionId)).length === 0) return null;
+    // The run's lease is taken after a claim under way, which leaves alone only the runs executed here.
+    const claim = deps.registry.claimed();
+    if (claim) await claim;
     if (!deps.hasRoom()) {
       this.#waitingForRoom = true;
       return null;

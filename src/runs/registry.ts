@@ -18,6 +18,10 @@ export class LiveRuns {
   readonly #awaited = new StringTable<Set<(live: LiveRun) => void>>();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
+  /** The claim under way (see claimBeside), settled once answered; null when none is. */
+  #claiming: Promise<unknown> | null = null;
+  /** Called once no slot is reserved (see claimBeside). */
+  #unreserved: (() => void) | null = null;
 
   /** `onFreed` is called (synchronously) each time a slot is given back: a run removed, a reservation released. */
   constructor(private readonly onFreed: () => void = () => {}) {}
@@ -52,9 +56,42 @@ export class LiveRuns {
         if (released) return;
         released = true;
         this.#reserved--;
+        if (this.#reserved === 0) this.#unreserved?.();
         this.onFreed();
       },
     };
+  }
+
+  /**
+   * Resolves once a start here may take a run's lease: at once (null) unless a claim is under way
+   * (see claimBeside). A start awaits it before it reserves its slot.
+   */
+  claimed(): Promise<void> | null {
+    if (!this.#claiming) return null;
+    return (async () => {
+      while (this.#claiming) await this.#claiming.catch(() => {});
+    })();
+  }
+
+  /**
+   * Sends `claim` with the ids of the runs executed here, so that it leaves them alone: once
+   * no start here is between taking a run's lease and registering it (every such start holds
+   * a reserved slot from before its write), while new starts wait for the claim (`claimed`).
+   * A start given up before it registered its run is not executed here: the claim may take it.
+   */
+  async claimBeside<T>(claim: (executed: string[]) => Promise<T>): Promise<T> {
+    await this.claimed();
+    const answered = (async () => {
+      if (this.#reserved > 0) await new Promise<void>((resolve) => (this.#unreserved = resolve));
+      this.#unreserved = null;
+      return claim(this.#runs.values().map((live) => live.id));
+    })();
+    this.#claiming = answered;
+    try {
+      return await answered;
+    } finally {
+      if (this.#claiming === answered) this.#claiming = null;
+    }
   }
 
   /** A start here stored `runId`: it is registered (`add`) or given up (`abandonStart`) next. */

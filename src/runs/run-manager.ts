@@ -56,6 +56,7 @@ export class RunManager {
       instance: this.instance,
       liveRuns: () => this.#registry.values(),
       freeSlots: () => this.#freeSlots(),
+      claimBeside: (claim) => this.#registry.claimBeside(claim),
     });
     this.#queuedStarts = new QueuedStarts({
       ...deps,

@@ -28,6 +28,13 @@ export interface LeaseTerms {
  */
 export type ClaimScope = "expired" | "expired+own" | "all";
 
+/** What a claim takes: up to `limit` runs in `scope`, none of `except` (runs the claimer executes). */
+export interface RunClaimQuery extends LeaseTerms {
+  limit: number;
+  scope: ClaimScope;
+  except?: readonly string[];
+}
+
 export interface ClaimedRun {
   record: RunRecord;
   lease: RunLease;
@@ -55,6 +62,7 @@ export function leaseStore(db: Db) {
   const claimable = db.prepare(
     `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (+@all = 1 OR owner_instance IS NULL
        OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (+@own = 1 AND owner_instance = +@owner))
+       AND id NOT IN (SELECT value FROM json_each(@except))
      ORDER BY id LIMIT +@limit`,
   );
   const claim = db.prepare(
@@ -104,11 +112,12 @@ export function leaseStore(db: Db) {
         }[]
       ).map((row) => leaseOf(row, terms.owner));
     },
-    claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): ClaimedRun[] {
+    claim(query: RunClaimQuery): ClaimedRun[] {
       forget();
       const ids = claimable.all({
         owner: query.owner,
         limit: query.limit,
+        except: JSON.stringify(query.except ?? []),
         all: query.scope === "all" ? 1 : 0,
         own: query.scope === "expired+own" ? 1 : 0,
       }) as { id: string }[];

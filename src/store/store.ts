@@ -5,7 +5,7 @@ import type { RunChange } from "./changes.js";
 import type { OwnerLimit } from "./errors.js";
 import type { StoredEvent } from "./events.js";
 import type { KeyedRun, RunInputHold } from "./keyed-run.js";
-import type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
+import type { ClaimedRun, LeaseTerms, RunClaimQuery, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
 import type { ListPage, RunPageQuery } from "./page.js";
 import type { LedgerCall } from "./run-lists.js";
@@ -19,7 +19,7 @@ export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
 export type { StoredEvent } from "./events.js";
 export type { KeyedRun } from "./keyed-run.js";
-export type { ClaimedRun, ClaimScope, LeaseTerms, RunLease } from "./leases.js";
+export type { ClaimedRun, ClaimScope, LeaseTerms, RunClaimQuery, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage, RunPageQuery } from "./page.js";
 export type { RunInput } from "./queue.js";
@@ -171,11 +171,11 @@ export interface Store {
      */
     renew(terms: LeaseTerms & { runIds: readonly string[] }): Promise<RunLease[]>;
     /**
-     * Claims up to `limit` live runs in `scope` (see ClaimScope) for `owner`, each with its
-     * epoch bumped: the previous holder's writes are refused from then on. Runs another claim
-     * is taking at the same moment are skipped, never taken twice.
+     * Claims up to `limit` live runs in `scope` (see ClaimScope), none of `except`, for `owner`,
+     * each with its epoch bumped: the previous holder's writes are refused from then on. Runs
+     * another claim is taking at the same moment are skipped, never taken twice.
      */
-    claim(query: LeaseTerms & { limit: number; scope: ClaimScope }): Promise<ClaimedRun[]>;
+    claim(query: RunClaimQuery): Promise<ClaimedRun[]>;
     /** Gives up every lease `owner` holds (no owner, claimable at once); returns how many. */
     release(owner: string): Promise<number>;
   };

@@ -161,6 +161,27 @@ describe.each(STORE_BACKENDS)("run leases on $name", (backend) => {
     expect(all.map((c) => c.record.id).sort()).toEqual([mine.runId, peers.runId].sort());
   });
 
+  it("a claim takes none of the runs it is told to leave alone (those its instance executes)", async () => {
+    const executed = await leasedRun("inst_a", 3_600_000);
+    const left = await leasedRun("inst_a", 3_600_000);
+    const own = await store.leases.claim({
+      owner: "inst_a",
+      ttlMs: 60_000,
+      limit: 10,
+      scope: "expired+own",
+      except: [executed.runId],
+    });
+    expect(own.map((c) => c.record.id)).toEqual([left.runId]);
+    const all = await store.leases.claim({
+      owner: "inst_a",
+      ttlMs: 60_000,
+      limit: 10,
+      scope: "all",
+      except: [executed.runId],
+    });
+    expect(all.map((c) => c.record.id)).toEqual([left.runId]);
+  });
+
   it("instances reaping at once never claim the same run", async () => {
     const runs = await Promise.all(Array.from({ length: 20 }, () => leasedRun("inst_lost", 100)));
     await sleep(200);
