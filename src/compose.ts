@@ -228,12 +228,15 @@ const runDefaultsOf = (config: Config): RunDefaults => ({
  * over a shared database, keeps renewing this instance's leases and reaping runs whose lease
  * expired (see RunOwnership). Called once the server listens: a server that fails to start
  * never resumes a run. Requests that arrive meanwhile see the runs as stored (unfinished:
- * their sessions are busy).
+ * their sessions are busy). A shutdown meanwhile leaves the runs not yet resumed for the next
+ * start, and nothing is started after it.
  */
 export async function recoverLeftRuns(ctx: AppContext): Promise<void> {
   const recovery = ctx.manager.ownership.recoverAtStart();
   ctx.manager.recovering(recovery);
   await recovery;
+  // Shutdown began meanwhile: neither the reaper nor the webhook sender is started (it stops them).
+  if (!ctx.manager.accepting) return;
   ctx.manager.ownership.start();
   // Deliveries left in the outbox by the previous process are sent from here on.
   ctx.webhooks.start();

@@ -42,7 +42,8 @@ export interface RecoveryDeps {
  * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
  * executed twice). Then the run either resumes from its last commit, with the stats stored
  * with its last step (calls awaiting approval await it again, their timeout counted from
- * their request), or, in `abort` mode, ends `aborted` through the one finish of a run.
+ * their request), or, in `abort` mode, ends `aborted` through the one finish of a run. A run
+ * to resume once shutdown began is not executed: it is left for the next start.
  */
 export async function recoverRun(
   deps: RecoveryDeps,
@@ -93,7 +94,10 @@ export async function recoverRun(
   });
   // Its input is its first message: a run without one starts over with it.
   const restartInput = !(await store.messages.anyOfRun(run.sessionId, run.id));
-  await manager.resume({ record: run, session, recorder, restartInput, heldSince });
+  const priorStep = restartInput ? undefined : ((await store.steps.last(run.id)) ?? undefined);
+  const resumed = manager.resume({ record: run, session, recorder, restartInput, priorStep, heldSince });
+  // Shutdown began meanwhile: the run is left for the next start.
+  if (!resumed) return recorder.dispose();
   report.resumed.push(run.id);
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { ModelClient } from "../agent/model.js";
+import type { StepTrace } from "../agent/step-trace.js";
 import type { AnyAgentTool } from "../agent/tool.js";
 import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { RunView } from "../domain/run.js";
@@ -63,6 +64,8 @@ export interface ResumeParams {
   recorder: RunRecorder;
   /** Nothing of the run was committed: it starts again from its input. */
   restartInput: boolean;
+  /** Its last step as stored (none when it starts again from its input). */
+  priorStep?: StepTrace;
   /** When its lease was taken (performance.now(), before the claim was sent); default now. */
   heldSince?: number;
 }

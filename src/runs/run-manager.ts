@@ -179,12 +179,13 @@ export class RunManager {
     await Promise.race([input, live.done.catch(() => {})]);
   }
 
-  /** Continues a run the previous process left unfinished (see recovery). */
-  async resume({ record, session, recorder, restartInput, heldSince }: ResumeParams): Promise<void> {
+  /** Continues a run left unfinished (see recovery); once shutdown began, not (false: left for the next start). */
+  resume({ record, session, recorder, restartInput, priorStep, heldSince }: ResumeParams): boolean {
+    if (!this.accepting) return false;
     const live = new LiveRun(record, session, recorder, heldSince);
     live.resumed = true;
-    const priorStep = restartInput ? undefined : ((await this.deps.store.steps.last(record.id)) ?? undefined);
     this.#launch(live, { input: restartInput ? record.input : undefined, priorStats: record.stats, priorStep });
+    return true;
   }
 
   /** The run as stored, or an end reported unstored; `decided`: also an end being written. */
