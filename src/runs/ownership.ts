@@ -1,6 +1,7 @@
 import type { ClaimScope } from "../store/store.js";
 import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun } from "./live-run.js";
 import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun, settleQueues } from "./recovery.js";
+import { recoverOrEnd } from "./recovery-retry.js";
 
 /** This process as an owner of runs: its id and how long a lease it takes holds. */
 export interface InstanceIdentity {
@@ -34,7 +35,8 @@ const now = (): number => performance.now();
 /**
  * Ownership of runs by lease, for this process. At start it claims the runs left without an
  * owner (over a SQLite file, which no other process can open: every live run), never one this
- * process executes already (a client may start runs before the start-up claim). Over a shared
+ * process executes already (a client may start runs before the start-up claim); over a file a
+ * run whose recovery fails is tried again, then ends `error` (see recoverOrEnd). Over a shared
  * database it then renews the leases of the runs it executes every third of their TTL, in one statement,
  * and stops a run whose lease it no longer holds (or could not renew in time: a peer may have
  * claimed it), killing its tools; and it reaps: claims runs whose lease has expired (their
@@ -227,9 +229,10 @@ export class RunOwnership {
         await stale.done.catch(() => {});
       }
       try {
-        await recoverRun(this.deps, run, report, heldSince);
+        // Over a SQLite file no later pass tries again: recovery does, or ends the run.
+        await (store.shared ? recoverRun : recoverOrEnd)(this.deps, run, report, heldSince);
       } catch (err) {
-        // Its lease expires unrenewed (it is not live here), and the next pass tries again.
+        // Its lease expires unrenewed (it is not live here), and the next pass (or start) tries again.
         logger.error({ err, runId: run.record.id }, "could not recover a claimed run");
       }
     }
