@@ -32,7 +32,8 @@ export async function startChatRun(
     while (Date.now() < deadline) {
       // A cancel stored for the run shows as its status (cancelling) until it has ended.
       const status = (await ctx.store.runs.access(activeId))?.status;
-      if (status === "cancelling") return ctx.runs.start({ ...request, ifBusy: "interrupt" });
+      // That run only: one started since (another message's) is not interrupted, and this start is refused as busy.
+      if (status === "cancelling") return ctx.runs.start({ ...request, ifBusy: "interrupt", interrupts: activeId });
       if (status === undefined || status === "finished") return ctx.runs.start(request);
       await delay(POLL_MS);
     }

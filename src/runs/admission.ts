@@ -27,6 +27,8 @@ export interface StartRunInput {
   ifBusy?: IfBusy;
   /** The steered input this run is made from: removed with the run's insert (see Store.runs.create). */
   takesInput?: string;
+  /** With `ifBusy: "interrupt"`: only this run is interrupted; another active run is not (409 SESSION_BUSY). */
+  interrupts?: string;
   /** Told of a run this start creates and executes here, once registered, with the events published so far (see AdmittedRunObserver). */
   watch?: AdmittedRunObserver;
 }

@@ -17,12 +17,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * refused as busy: the one-active rule stays the judge). A run this process executes is
  * marked handed over meanwhile: its end leaves the session's queue for the new run. A run
  * started with `idempotencyKey` is spared: it is what a concurrent request with that key (a
- * retry of this one) started, and this request's start returns it.
+ * retry of this one) started, and this request's start returns it. With `only`, an active run
+ * other than that one is spared too (one started since the caller saw `only` active).
  */
-export async function interruptActive(deps: ControlDeps, sessionId: string, idempotencyKey?: string): Promise<void> {
+export async function interruptActive(
+  deps: ControlDeps,
+  { sessionId, idempotencyKey, only }: { sessionId: string; idempotencyKey?: string; only?: string },
+): Promise<void> {
   const active = await deps.store.runs.active(sessionId);
   if (!active) return;
   if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return;
+  if (only !== undefined && active.id !== only) return;
   // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
   if (!deps.registry.get(active.id)) await deps.recovered?.();
   const live = deps.registry.get(active.id);
@@ -66,12 +71,15 @@ export async function interruptAndStart<T>(
   {
     sessionId,
     idempotencyKey,
+    only,
     repeated,
     start,
     startQueue,
   }: {
     sessionId: string;
     idempotencyKey?: string;
+    /** Only this run is interrupted (see interruptActive). */
+    only?: string;
     repeated: () => Promise<T | null>;
     start: () => Promise<T>;
     startQueue: () => void;
@@ -81,7 +89,7 @@ export async function interruptAndStart<T>(
   if (retried) return retried;
   await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
   try {
-    await interruptActive(deps, sessionId, idempotencyKey);
+    await interruptActive(deps, { sessionId, idempotencyKey, only });
     return await start();
   } finally {
     await releaseQueue(deps, sessionId, startQueue);

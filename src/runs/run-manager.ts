@@ -111,6 +111,7 @@ export class RunManager {
         return interruptAndStart<StartedRun>(this.#controlDeps(), {
           sessionId: params.session.id,
           idempotencyKey: params.idempotencyKey,
+          only: params.interrupts,
           repeated: () => repeatedStart({ store: this.deps.store, plans: this.plans }, params),
           start: () => this.#startNow(params),
           startQueue: () => this.#startNext(params.session.id),
@@ -121,17 +122,10 @@ export class RunManager {
   }
 
   #startNow(params: StartRunInput): Promise<StartedRun> {
-    const { hub } = this.deps;
-    const execute = (live: LiveRun, history?: SessionHistory) => this.#execute(live, history);
+    const [registry, history, owner] = [this.#registry, this.history, this.instance.id];
+    const execute = (live: LiveRun, tail?: SessionHistory) => this.#execute(live, tail);
     return startNow(
-      {
-        admission: this.#admissionDeps(),
-        hub,
-        history: this.history,
-        registry: this.#registry,
-        owner: this.instance.id,
-        execute,
-      },
+      { admission: this.#admissionDeps(), hub: this.deps.hub, history, registry, owner, execute },
       params,
     );
   }

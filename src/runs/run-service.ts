@@ -28,6 +28,8 @@ export interface StartRunRequest {
   planning?: boolean;
   webhook?: WebhookTarget;
   ifBusy?: IfBusy;
+  /** See StartRunInput.interrupts. */
+  interrupts?: string;
   /** Told of the run the start creates (see StartRunInput.watch). */
   watch?: AdmittedRunObserver;
 }
@@ -145,6 +147,7 @@ export class RunService {
         idempotencyKey: request.idempotencyKey,
         webhook: request.webhook,
         ifBusy: request.ifBusy,
+        interrupts: request.interrupts,
         watch: request.watch,
       }),
     );
