@@ -45,7 +45,8 @@ export interface ChatDecision {
 
 /**
  * What a chat request asks: a new run with the last user message's text, or (the last message
- * being the assistant's, with tool approvals answered) the decisions for the active run;
+ * being the assistant's, or the one `messageId` names, with tool approvals answered) the
+ * decisions for the active run;
  * `runId` is the run the answered message shows (its id, as the stream's `start` gave it),
  * when it names one.
  */
@@ -72,12 +73,16 @@ export function chatAction(body: ChatBody): ChatAction {
       "editing a sent message is not supported: the session keeps every message and answer; send the new question as a new message",
     );
   }
-  if (last?.role === "assistant") {
+  // The message whose approvals are posted: the assistant's message `messageId` names (the SDK's
+  // sendMessage() names it, and a message of the user's refused since may follow it), else the last.
+  const named = body.messageId === undefined ? undefined : body.messages.find((m) => m.id === body.messageId);
+  const answered = named?.role === "assistant" ? named : last;
+  if (answered?.role === "assistant") {
     const decisions: ChatDecision[] = [];
     // A part repeated (same call, same answer) is one decision: a body of thousands of copies
     // would otherwise be applied thousands of times.
     const seen = new Set<string>();
-    for (const part of last.parts) {
+    for (const part of answered.parts) {
       if (part.state !== "approval-responded" || part.approval?.approved === undefined) continue;
       const key = `${part.approval.approved}\0${part.approval.id}`;
       if (seen.has(key)) continue;
@@ -89,12 +94,12 @@ export function chatAction(body: ChatBody): ChatAction {
       });
     }
     if (decisions.length === 0) {
-      throw badRequest("NOTHING_TO_CONTINUE", "the last message is the assistant's and answers no tool approval");
+      throw badRequest("NOTHING_TO_CONTINUE", "the message answered is the assistant's and answers no tool approval");
     }
     return {
       kind: "decide",
       decisions,
-      ...(last.id !== undefined && isIdOf("run", last.id) ? { runId: last.id } : {}),
+      ...(answered.id !== undefined && isIdOf("run", answered.id) ? { runId: answered.id } : {}),
     };
   }
   if (last?.role !== "user") throw badRequest("NO_USER_MESSAGE", "the last message must be the user's");
