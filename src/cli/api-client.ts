@@ -69,11 +69,11 @@ export class ApiClient {
       text = await readBoundedText(response.body, this.maxAnswerBytes);
     } catch (error) {
       if (deadline.aborted) throw late();
-      // The connection broke while the answer was read: the server went away (retryable).
+      // The connection broke while the answer was read: the server went away (retryable), maybe after doing it.
       throw new CliError(
         `${request}: the answer of the server at ${this.target.baseUrl} was cut off (${networkReason(error)})`,
         EXIT.unreachable,
-        { retryable: true, cutOff: true },
+        { retryable: true, maybeDone: true },
       );
     }
     if (text === null) {
@@ -99,7 +99,8 @@ export class ApiClient {
 
   /**
    * Sends a request and returns its 2xx response (body unread). A refusal is thrown as
-   * its `CliError`; a network failure as unreachable (or rethrown when `signal` aborted it).
+   * its `CliError`; a network failure as unreachable, `maybeDone` when the connection broke
+   * after the request was sent (or rethrown when `signal` aborted it).
    */
   async send({ request, path, init }: { request: string; path: string; init: RequestInit }): Promise<Response> {
     let response: Response;
@@ -110,7 +111,7 @@ export class ApiClient {
       });
     } catch (error) {
       if (init.signal?.aborted) throw error;
-      throw unreachableError(error, this.target);
+      throw unreachableError({ error, target: this.target, request });
     }
     if (response.ok) return response;
     throw refusalError(await readRefusal(response, request), this.target);

@@ -4,13 +4,14 @@ import type { ExitCode } from "./exit-codes.js";
  * A failure the client reports as one line on stderr (what happened and what to do)
  * before it exits with `exitCode`. Anything else thrown is a bug of the client.
  * `retryable`: the same request may succeed later (the server is away, full or restarting);
- * `status`: the HTTP status of the server's refusal, if it answered; `cutOff`: the request
- * reached the server, whose answer broke off (what it asked may have been done).
+ * `status`: the HTTP status of the server's refusal, if it answered; `maybeDone`: the request
+ * may have reached the server and been done, its answer lost (cut off, the connection broken
+ * after it was sent, or a proxy's 502/503/504 in its place).
  */
 export class CliError extends Error {
   readonly retryable: boolean;
   readonly status: number | null;
-  readonly cutOff: boolean;
+  readonly maybeDone: boolean;
 
   constructor(
     message: string,
@@ -18,13 +19,13 @@ export class CliError extends Error {
     {
       retryable = false,
       status = null,
-      cutOff = false,
-    }: { retryable?: boolean; status?: number | null; cutOff?: boolean } = {},
+      maybeDone = false,
+    }: { retryable?: boolean; status?: number | null; maybeDone?: boolean } = {},
   ) {
     super(message);
     this.name = "CliError";
     this.retryable = retryable;
     this.status = status;
-    this.cutOff = cutOff;
+    this.maybeDone = maybeDone;
   }
 }

@@ -35,13 +35,21 @@ const detail = (envelope: ErrorEnvelope | null, name: string): string | null => 
   return typeof value === "string" ? value : null;
 };
 
-/** One line that says what the server refused and what to do about it, with its exit code. */
+/** What a proxy answers for a server that is away or too slow (without the server's error envelope). */
+const GATEWAY_STATUSES = new Set([502, 503, 504]);
+
+/**
+ * One line that says what the server refused and what to do about it, with its exit code.
+ * A 502/503/504 that is not the server's own (no error envelope) came from a proxy, which may
+ * have passed the request on: `maybeDone`.
+ */
 export function refusalError(refusal: Refusal, target: Target): CliError {
   const { status } = refusal;
   const [message, exitCode] = explain(refusal, target);
   // 429, 503 and other 5xx (a restarting server, a proxy in front of it) may pass.
   const retryable = status === 429 || status >= 500;
-  return new CliError(message, exitCode, { retryable, status });
+  const maybeDone = refusal.envelope === null && GATEWAY_STATUSES.has(status);
+  return new CliError(message, exitCode, { retryable, status, maybeDone });
 }
 
 function explain({ status, envelope, retryAfter, request }: Refusal, target: Target): [string, ExitCode] {
@@ -74,6 +82,12 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
       EXIT.server,
     ];
   }
+  if (!envelope && GATEWAY_STATUSES.has(status)) {
+    return [
+      `${request} answered ${status} without an agent server's error: a proxy in front of ${target.baseUrl} found its server away or too slow`,
+      EXIT.server,
+    ];
+  }
   if (!envelope) {
     return [
       `${request} answered ${status} without an agent server's error: is AGENT_URL (${target.baseUrl}) an agent server?`,
@@ -91,13 +105,38 @@ export function curlCommand(target: Target, args: string): string {
   return target.apiKey === null ? `curl ${args}` : `curl -H "Authorization: Bearer $AGENT_API_KEY" ${args}`;
 }
 
-/** The network failure behind a failed fetch, in a line that says where the client looked. */
-export function unreachableError(error: unknown, target: Target): CliError {
+/**
+ * Codes of a connection that broke after the request was sent (or while it was): the server
+ * may have got it and done it. Any other failure (ECONNREFUSED, ENOTFOUND...) sent nothing.
+ */
+const BROKEN_AFTER_SENDING = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+/**
+ * The network failure behind a failed fetch of `request`, in a line that says where the
+ * client looked: a server to start when nothing was sent; `maybeDone` when the connection
+ * broke once the request was on its way.
+ */
+export function unreachableError({
+  error,
+  target,
+  request,
+}: {
+  error: unknown;
+  target: Target;
+  request: string;
+}): CliError {
   if (causes(error).some((cause) => cause.message === "bad port")) {
     // fetch refuses some ports outright (6000, 6666-6669, 10080...), whatever listens there.
     return new CliError(
       `this client cannot connect to the port of ${target.baseUrl}: fetch refuses it (a port browsers block); run the server on another port`,
       EXIT.config,
+    );
+  }
+  if (causes(error).some((cause) => BROKEN_AFTER_SENDING.has(String((cause as Error & { code?: unknown }).code)))) {
+    return new CliError(
+      `${request}: the connection to the server at ${target.baseUrl} broke before its answer (${networkReason(error)})`,
+      EXIT.unreachable,
+      { retryable: true, maybeDone: true },
     );
   }
   return new CliError(
@@ -114,14 +153,19 @@ function causes(error: unknown): Error[] {
   return found;
 }
 
-/** `ECONNREFUSED`, `ENOTFOUND`... from undici's `fetch failed` and its cause. */
+/**
+ * `ECONNREFUSED`, `ENOTFOUND`... from undici's `fetch failed` and its causes; without such a
+ * code, the message of the innermost cause (`other side closed` rather than `fetch failed`).
+ */
 export function networkReason(error: unknown): string {
   let cause: unknown = error;
+  let innermost: unknown = error;
   for (let depth = 0; depth < 4 && cause instanceof Error; depth++) {
+    innermost = cause;
     const code = (cause as Error & { code?: unknown }).code;
     if (typeof code === "string" && !code.startsWith("UND_ERR_") && code !== "ABORT_ERR") return code;
     if (cause instanceof AggregateError && cause.errors[0] instanceof Error) cause = cause.errors[0];
     else cause = cause.cause;
   }
-  return messageOf(error);
+  return messageOf(innermost);
 }

@@ -10,9 +10,11 @@ import { RunBody } from "./wire.js";
 /**
  * Starts a run in `sessionId` (`POST /sessions/{id}/runs` with `body`) under an
  * `Idempotency-Key` of its own, so that asking again gets the same run, never a second. It is
- * asked again only once an answer was cut off (the run may exist by then), and from then on
- * also while the server is away or restarting, for up to GIVE_UP_MS; failing that, the error
- * says a run may have started and where to look. Any other failure is thrown as it is.
+ * asked again only once its answer was lost after the request may have reached the server
+ * (`maybeDone`: cut off, the connection broken after sending, a proxy's 502/503/504; the run
+ * may exist by then), and from then on also while the server is away or restarting, for up
+ * to GIVE_UP_MS; failing that, the error says a run may have started and where to look. Any
+ * other failure (nothing sent, a refusal of the server's own) is thrown as it is.
  */
 export async function startRun({
   client,
@@ -31,7 +33,7 @@ export async function startRun({
   try {
     return await attempt();
   } catch (error) {
-    if (!(error instanceof CliError && error.cutOff)) throw error;
+    if (!(error instanceof CliError && error.maybeDone)) throw error;
     out.note(`[run] ${printable(error.message)}; asking again for the same run`);
   }
   try {

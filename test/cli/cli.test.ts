@@ -337,6 +337,24 @@ describe("agent-server run", () => {
     }
   });
 
+  // A start whose connection broke after the server got it was said as a server to start
+  // (ECONNREFUSED's words), exit 66, though the run was going: it is asked again under its
+  // Idempotency-Key, and the client follows the one run the server made.
+  it("a start whose answer is lost to a connection reset follows the run the server started", async () => {
+    const proxy = await startTcpProxy(Number(new URL(server.url).port));
+    try {
+      proxy.resetAnswerTo(/^POST \/sessions\/[^/\s]+\/runs HTTP/m);
+      const result = await runCli({ args: ["run", "hello there"], env: { ...env(), AGENT_URL: proxy.url } });
+      expect(result.stderr).toMatch(/the connection .* broke .*ECONNRESET.*; asking again for the same run/);
+      expect(result.stderr).not.toMatch(/start it \(npm start\)/);
+      expect((await get(`/sessions/${sessionOf(result.stderr)}/runs`)).items).toHaveLength(1);
+      expect(result.stdout).toBe("You said: hello there\n");
+      expect(result.code).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("exits 1 when the run ends in error, and says why", async () => {
     const result = await runCli({ args: ["run", "Fail"], env: env() });
     expect(result.stderr).toMatch(/\[run\] error: .*this model refuses.*\(0 turns, 0 tool calls\)\n$/);

@@ -57,6 +57,8 @@ async function drain(events: AsyncGenerator<{ id: string | null; event: string }
   }
 }
 
+const runJson = { id: "run_1", status: "running", sessionId: "ses_1", stopReason: null, error: null };
+
 function notes() {
   const lines: string[] = [];
   return { lines, out: new Outputs({ write: () => {} }, { write: (line: string) => lines.push(line) }) };
@@ -71,7 +73,7 @@ describe("a JSON answer cut off mid-way", () => {
     });
     const error = await failureOf(client.json({ method: "POST", path: "/sessions", body: {}, schema: RunBody }));
     expect(error).toBeInstanceOf(CliError);
-    expect(error).toMatchObject({ exitCode: EXIT.unreachable, retryable: true, cutOff: true });
+    expect(error).toMatchObject({ exitCode: EXIT.unreachable, retryable: true, maybeDone: true });
     expect(String(error)).toMatch(/POST \/sessions: the answer of the server at .* was cut off/);
   });
 });
@@ -108,6 +110,62 @@ describe("a run start whose answer is cut off", () => {
       requests++;
       response.writeHead(429, { "content-type": "application/json" });
       response.end(JSON.stringify({ error: { code: "TOO_MANY_RUNS", message: "full" } }));
+    });
+    const error = await failureOf(startRun({ client, out: notes().out, sessionId: "ses_1", body: { input: "hi" } }));
+    expect(error).toMatchObject({ exitCode: EXIT.retryLater });
+    expect(requests).toBe(1);
+  });
+});
+
+// A start whose connection broke after it was sent, or that a proxy answered 502/503/504 for,
+// was thrown as it came: said as a server to start (ECONNREFUSED's words) or as no agent server,
+// though the run may have been made. It is asked again under the same Idempotency-Key.
+describe("a run start whose answer is lost before it comes", () => {
+  it("a connection closed after the request reached the server: asked again under the same key", async () => {
+    const keys: (string | undefined)[] = [];
+    const client = await serve((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        keys.push(request.headers["idempotency-key"] as string | undefined);
+        // The run was made; the process dies before its answer is written.
+        if (keys.length === 1) request.socket.destroy();
+        else response.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify(runJson));
+      });
+    });
+    const { lines, out } = notes();
+    const run = await startRun({ client, out, sessionId: "ses_1", body: { input: "hi" } });
+    expect(run.id).toBe("run_1");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect(lines.join("")).toMatch(/the connection to the server at .* broke .*; asking again for the same run/);
+    expect(lines.join("")).not.toMatch(/start it \(npm start\)/);
+  });
+
+  it("a proxy's 504 without the server's error envelope: asked again under the same key", async () => {
+    const keys: (string | undefined)[] = [];
+    const client = await serve((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        keys.push(request.headers["idempotency-key"] as string | undefined);
+        if (keys.length === 1) {
+          response
+            .writeHead(504, { "content-type": "text/html" })
+            .end("<html><body>504 Gateway Time-out</body></html>");
+        } else response.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify(runJson));
+      });
+    });
+    const run = await startRun({ client, out: notes().out, sessionId: "ses_1", body: { input: "hi" } });
+    expect(run.id).toBe("run_1");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+  });
+
+  it("the server's own 503 (its error envelope: it made no run) is not asked again", async () => {
+    let requests = 0;
+    const client = await serve((_request, response) => {
+      requests++;
+      response.writeHead(503, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { code: "SHUTTING_DOWN", message: "shutting down" } }));
     });
     const error = await failureOf(startRun({ client, out: notes().out, sessionId: "ses_1", body: { input: "hi" } }));
     expect(error).toMatchObject({ exitCode: EXIT.retryLater });

@@ -9,6 +9,11 @@ export interface TcpProxy {
   /** Stops passing the server's bytes to the clients (the connections stay open). */
   stall(): void;
   /**
+   * The next request whose bytes match `request` reaches the server, but its answer does not
+   * reach the client: the client's connection is reset (RST) when the first byte of it comes.
+   */
+  resetAnswerTo(request: RegExp): void;
+  /**
    * Silently drops every byte, both ways, of the connections open now (no FIN, no RST: they
    * go quiet, as after a failover behind a virtual IP); new connections pass as before.
    */
@@ -32,18 +37,27 @@ export async function startTcpProxy(target: number | string): Promise<TcpProxy> 
   const silenced = new WeakSet<Socket>();
   const sent: string[] = [];
   let stalled = false;
+  let resetAnswerTo: RegExp | null = null;
   const server = createServer((client) => {
     const upstream = typeof targetPort === "string" ? connect({ path: targetPort }) : connect(targetPort, "127.0.0.1");
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const index = sent.push("") - 1;
+    let resetAnswer = false;
     client.on("data", (data) => {
       if (silenced.has(client)) return;
       sent[index] += data.toString("latin1");
+      if (resetAnswerTo?.test(data.toString("latin1"))) {
+        resetAnswerTo = null;
+        resetAnswer = true;
+      }
       upstream.write(data);
     });
     upstream.on("data", (data) => {
-      if (!stalled && !silenced.has(client)) client.write(data);
+      if (resetAnswer) {
+        client.resetAndDestroy();
+        upstream.destroy();
+      } else if (!stalled && !silenced.has(client)) client.write(data);
     });
     const end = () => {
       pairs.delete(pair);
@@ -72,6 +86,9 @@ export async function startTcpProxy(target: number | string): Promise<TcpProxy> 
     },
     stall() {
       stalled = true;
+    },
+    resetAnswerTo(request) {
+      resetAnswerTo = request;
     },
     blackhole() {
       for (const [client] of pairs) silenced.add(client);
