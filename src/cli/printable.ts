@@ -26,12 +26,21 @@ export function printable(text: string, { keepLines = false }: { keepLines?: boo
 /** A character of the Basic Multilingual Plane as its `\\uXXXX` escape (the same in JSON). */
 const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
-/** The first line of `text`, cut to `max` characters, saying how much was left out. */
+const NEWLINE = 0x0a;
+
+/**
+ * The first line of `text`, cut to `max` characters, saying how many lines were left out
+ * (trailing newlines not counted). The text is the model's or a tool's: it is scanned once,
+ * in time linear in its length, and not copied (no regex that backtracks, no split).
+ */
 export function preview(text: string, max = 160): string {
-  const lines = text.replace(/\n+$/, "").split("\n");
-  const first = lines[0] ?? "";
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === NEWLINE) end--;
+  const firstEnd = text.indexOf("\n");
+  const first = text.slice(0, Math.min(firstEnd === -1 ? end : firstEnd, end, max + 1));
   const cut = first.length > max ? `${first.slice(0, max)}...` : first;
-  const more = lines.length - 1;
+  let more = 0;
+  for (let at = firstEnd; at !== -1 && at < end; at = text.indexOf("\n", at + 1)) more++;
   return printable(more > 0 ? `${cut} (+${more} line${more === 1 ? "" : "s"})` : cut);
 }
 

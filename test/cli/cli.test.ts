@@ -355,6 +355,20 @@ describe("agent-server run", () => {
     }
   });
 
+  // The preview of a call's input was quadratic in a run of newlines (test/cli/previews.test.ts):
+  // such a call froze the client, which never showed the run's end.
+  it("follows a run whose call's arguments hold 300,000 newlines to its end", async () => {
+    const args = `{"path":${"\n".repeat(300_000)}"."}`;
+    server.upstream.enqueue({ toolCalls: [{ id: "call_1", name: "list_files", arguments: args }] }, { text: "Done." });
+    const cli = startCli({ args: ["run", "list the workspace"], env: env() });
+    const timer = setTimeout(() => cli.child.kill("SIGKILL"), 15_000);
+    const result = await cli.done.finally(() => clearTimeout(timer));
+    expect(result.signal).toBeNull();
+    expect(result.stderr).toContain('[tool] list_files {"path": (+300000 lines)\n');
+    expect(result.stdout).toBe("Done.\n");
+    expect(result.code).toBe(0);
+  });
+
   it("exits 1 when the run ends in error, and says why", async () => {
     const result = await runCli({ args: ["run", "Fail"], env: env() });
     expect(result.stderr).toMatch(/\[run\] error: .*this model refuses.*\(0 turns, 0 tool calls\)\n$/);
