@@ -4,6 +4,7 @@ import { EXIT } from "./exit-codes.js";
 import { Backoff, GIVE_UP_MS } from "./retry.js";
 import { curlCommand, networkReason } from "./server-errors.js";
 import { readSse, type SseFrame } from "./sse-reader.js";
+import { urlSegment } from "./url-segment.js";
 
 /** The server sends a heartbeat every 15 s: a stream silent for this long is dead. */
 export const IDLE_MS = 45_000;
@@ -42,7 +43,7 @@ export async function* followRunEvents({
   idleMs?: number;
   healthyMs?: number;
 }): AsyncGenerator<SseFrame> {
-  const path = `/runs/${encodeURIComponent(runId)}/events`;
+  const path = `/runs/${urlSegment(runId)}/events`;
   let after = 0;
   /** When the attempts since the last progress began failing; null: not failing. */
   let failingSince: number | null = null;

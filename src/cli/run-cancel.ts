@@ -5,6 +5,7 @@ import { printable } from "./printable.js";
 import { withRetries } from "./retry.js";
 import { curlCommand } from "./server-errors.js";
 import type { Outputs } from "./terminal-out.js";
+import { urlSegment } from "./url-segment.js";
 import { RunBody } from "./wire.js";
 
 /**
@@ -32,11 +33,11 @@ export class RunCancel {
 
   interrupt(): void {
     if (this.#requested) {
-      // The run's id is the server's: shown escaped.
+      // The run's id is the server's: shown escaped, and in a command as one plain word.
       const runId = this.#runId === null ? null : printable(this.#runId);
       const { target } = this.deps.client;
-      const where = `${target.baseUrl}/runs/${runId}`;
-      const starting = this.#starting === null ? null : printable(encodeURIComponent(this.#starting));
+      const where = `${target.baseUrl}/runs/${urlSegment(this.#runId ?? "")}`;
+      const starting = this.#starting === null ? null : urlSegment(this.#starting);
       this.deps.out.note(
         `[run] left without waiting for the end${
           runId === null

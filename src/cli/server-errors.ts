@@ -3,6 +3,7 @@ import { MAX_REFUSAL_BYTES, readBoundedText } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
 import type { Target } from "./target.js";
+import { urlSegment } from "./url-segment.js";
 import { ErrorEnvelope } from "./wire.js";
 
 /** A server's refusal, as read from the response. */
@@ -65,9 +66,11 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
     return [`the server forbids ${request} (${said})`, EXIT.unauthorized];
   }
   if (status === 409 && code === "SESSION_BUSY") {
-    const runId = detail(envelope, "runId") ?? "?";
+    const runId = detail(envelope, "runId");
+    const cancel =
+      runId === null ? "" : ` (${curlCommand(target, `-X DELETE ${target.baseUrl}/runs/${urlSegment(runId)}`)})`;
     return [
-      `the session already has an active run, ${runId} (409 SESSION_BUSY): wait for it to end, cancel it (${curlCommand(target, `-X DELETE ${target.baseUrl}/runs/${runId}`)}), or leave out --session to start in a new session`,
+      `the session already has an active run, ${runId ?? "?"} (409 SESSION_BUSY): wait for it to end, cancel it${cancel}, or leave out --session to start in a new session`,
       EXIT.busy,
     ];
   }
@@ -99,7 +102,8 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
 
 /**
  * A curl command line with `args` for the user to type, with the key's header when the client
- * has one (named by its variable, never printed).
+ * has one (named by its variable, never printed). An id of the server's in `args` is put
+ * there through `urlSegment`: the line is pasted into a shell.
  */
 export function curlCommand(target: Target, args: string): string {
   return target.apiKey === null ? `curl ${args}` : `curl -H "Authorization: Bearer $AGENT_API_KEY" ${args}`;

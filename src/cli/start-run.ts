@@ -5,6 +5,7 @@ import { printable } from "./printable.js";
 import { withRetries } from "./retry.js";
 import { curlCommand } from "./server-errors.js";
 import type { Outputs } from "./terminal-out.js";
+import { urlSegment } from "./url-segment.js";
 import { RunBody } from "./wire.js";
 
 /**
@@ -27,7 +28,7 @@ export async function startRun({
   sessionId: string;
   body: Record<string, unknown>;
 }): Promise<RunBody> {
-  const path = `/sessions/${encodeURIComponent(sessionId)}/runs`;
+  const path = `/sessions/${urlSegment(sessionId)}/runs`;
   const headers = { "idempotency-key": randomUUID() };
   const attempt = () => client.json({ method: "POST", path, body, schema: RunBody, headers });
   try {

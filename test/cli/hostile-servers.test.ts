@@ -13,6 +13,8 @@ import { parseCommand } from "../../src/cli/args.js";
 import { CliError } from "../../src/cli/cli-error.js";
 import { EXIT } from "../../src/cli/exit-codes.js";
 import { followRunEvents } from "../../src/cli/follow-events.js";
+import type { CliIo } from "../../src/cli/io.js";
+import { main } from "../../src/cli/main.js";
 import { RunCancel } from "../../src/cli/run-cancel.js";
 import { refusalError } from "../../src/cli/server-errors.js";
 import { startRun } from "../../src/cli/start-run.js";
@@ -208,6 +210,54 @@ describe("a second Ctrl-C while the run is being started", () => {
     cancel.interrupt();
     expect(lines.at(-1)).toMatch(/left without waiting.*a run may have started in session ses_1/);
     expect(lines.at(-1)).toContain('curl -H "Authorization: Bearer $AGENT_API_KEY" http://h:1/sessions/ses_1/runs');
+  });
+});
+
+// The commands the client tells the user to type (curl ... to cancel or find a run) put the
+// server's ids into a shell line raw: a hostile server's run id "run_1 $(touch ...)" made the
+// suggestion a command of its own. Each id there is percent-encoded down to one plain word.
+describe("commands suggested with a hostile server's ids", () => {
+  const EVIL = "run_1 $(touch /tmp/pwned-by-agent-server) `id` 'q' !x *";
+  const ENCODED = "run_1%20%24%28touch%20%2Ftmp%2Fpwned-by-agent-server%29%20%60id%60%20%27q%27%20%21x%20%2A";
+  /** The curl commands in `text`, each up to the parenthesis that closes it. */
+  const commands = (text: string) => [...text.matchAll(/curl [^\n]*?(?=\)(?:,|\)|$|\n))/g)].map((m) => m[0]);
+
+  it("SESSION_BUSY's run id in the cancel command (the whole client, exit 68)", async () => {
+    const client = await serve((request, response) => {
+      request.resume();
+      response.writeHead(409, { "content-type": "application/json" });
+      response.end(JSON.stringify({ error: { code: "SESSION_BUSY", message: "busy", details: { runId: EVIL } } }));
+    });
+    const stderr: string[] = [];
+    const io = {
+      stdin: {},
+      stdout: { write: () => true },
+      stderr: { write: (text: string) => stderr.push(text) },
+      env: { AGENT_URL: client.target.baseUrl },
+      onInterrupt: () => () => {},
+    } as unknown as CliIo;
+    expect(await main(["run", "--session", "ses_1", "hello"], io)).toBe(EXIT.busy);
+    const said = stderr.join("");
+    expect(commands(said)).toEqual([`curl -X DELETE ${client.target.baseUrl}/runs/${ENCODED}`]);
+    expect(said).toContain(`the session already has an active run, ${EVIL} (409 SESSION_BUSY)`);
+  });
+
+  it("a second Ctrl-C's commands: the run's id and the session's", () => {
+    const target = { baseUrl: "http://h:1", apiKey: null };
+    const approvals = { stop: () => {} } as unknown as Approvals;
+    const client = { target, json: () => Promise.reject(new TypeError("no")) } as unknown as ApiClient;
+    const started = notes();
+    const cancel = new RunCancel({ client, out: started.out });
+    cancel.attach(EVIL, approvals);
+    cancel.interrupt();
+    cancel.interrupt();
+    const starting = notes();
+    const cancelStarting = new RunCancel({ client, out: starting.out });
+    cancelStarting.starting(`ses_${EVIL}`);
+    cancelStarting.interrupt();
+    cancelStarting.interrupt();
+    expect(commands(started.lines.join(""))).toEqual([`curl -X DELETE http://h:1/runs/${ENCODED}`]);
+    expect(commands(starting.lines.join(""))).toEqual([`curl http://h:1/sessions/ses_${ENCODED}/runs`]);
   });
 });
 
