@@ -5,7 +5,7 @@ import type { RunOptions } from "./args.js";
 import { CliError } from "./cli-error.js";
 import { EXIT, type ExitCode, exitCodeForStopReason } from "./exit-codes.js";
 import { followRunEvents } from "./follow-events.js";
-import { type CliIo, readAll } from "./io.js";
+import { type CliIo, readPrompt } from "./io.js";
 import { printable, printableJson } from "./printable.js";
 import { RunCancel } from "./run-cancel.js";
 import { startRun } from "./start-run.js";
@@ -24,7 +24,8 @@ export async function runCommand(options: RunOptions, io: CliIo): Promise<ExitCo
   const maxAnswerBytes = answerCapFromEnv(io.env);
   const client = new ApiClient(targetFromEnv(io.env), { maxAnswerBytes });
   const out = new Outputs(io.stdout, io.stderr, !options.json);
-  const input = options.prompt === "-" ? (await readAll(io.stdin)).replace(/\r?\n$/, "") : options.prompt;
+  const input =
+    options.prompt === "-" ? (await readPrompt({ stream: io.stdin })).replace(/\r?\n$/, "") : options.prompt;
   if (input.trim() === "") throw new CliError("the prompt read from stdin is empty", EXIT.usage);
   const cancel = new RunCancel({ client, out });
   const unsubscribe = io.onInterrupt(() => cancel.interrupt());
