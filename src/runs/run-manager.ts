@@ -16,7 +16,7 @@ import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { RunPlans, storedRunView } from "./run-plan.js";
-import { stopLiveRuns } from "./shutdown.js";
+import { stopForShutdown, stopLiveRuns } from "./shutdown.js";
 import { startNow } from "./start-now.js";
 import { steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
@@ -33,6 +33,8 @@ export class RunManager {
   readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
   /** Aborted when shutdown begins: from then on nothing new is accepted. */
   readonly #stopping = new AbortController();
+  /** How shutdown stops runs (see stopForShutdown); null until it begins. */
+  #shutdownMode: { resume: boolean } | null = null;
   /** Settles once start-up recovery has registered the runs a previous process left. */
   #recovery: Promise<unknown> = Promise.resolve();
   readonly #queuedStarts: QueuedStarts;
@@ -240,6 +242,7 @@ export class RunManager {
    * gives up their leases, so that over a shared database a peer resumes them at once.
    */
   async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
+    this.#shutdownMode = { resume };
     this.#stopping.abort();
     this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
@@ -271,6 +274,8 @@ export class RunManager {
 
   #launch(live: LiveRun, params: ExecuteParams): void {
     this.#registry.add(live);
+    // A start admitted before shutdown began, registered after it took its list of runs.
+    if (this.#shutdownMode) stopForShutdown(live, this.#shutdownMode);
     const deps = {
       ...this.deps,
       finishReportMs: this.deps.finishReportMs ?? 5000,

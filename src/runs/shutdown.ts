@@ -1,3 +1,4 @@
+import type { LiveRun } from "./live-run.js";
 import type { LiveRuns } from "./registry.js";
 
 /** After the grace period, how long runs stopped then get to unwind before the server closes. */
@@ -16,18 +17,32 @@ async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<
 }
 
 /**
- * Stops the live runs within `graceMs` (the caller has stopped accepting new ones). With
- * `resume` (ON_RESTART=resume) each run is suspended: left as its last commit has it, for the
- * next start to resume (a pending approval is still pending then). Otherwise each is
- * cancelled and ends `aborted`. A run already being cancelled is cancelled either way.
+ * Stops a live run for a shutdown: with `resume` (ON_RESTART=resume) it is suspended, left as
+ * its last commit has it for the next start to resume (a pending approval is still pending
+ * then); otherwise it is cancelled and ends `aborted`. A run already being cancelled is
+ * cancelled either way.
+ */
+export function stopForShutdown(live: LiveRun, { resume }: { resume: boolean }): void {
+  if (resume && !live.cancelRequested) live.suspend();
+  else live.cancel("because the server shut down");
+}
+
+/**
+ * Stops the live runs within `graceMs` (see stopForShutdown). The caller has stopped accepting
+ * new ones and stops a run registered from then on likewise (a start admitted before): those
+ * are waited for too, within the same grace.
  */
 export async function stopLiveRuns(registry: LiveRuns, { graceMs, resume }: { graceMs: number; resume: boolean }) {
-  const done = registry.values().map((live) => {
-    if (resume && !live.cancelRequested) live.suspend();
-    else live.cancel("because the server shut down");
-    return live.done;
-  });
-  await settledWithin(done, graceMs);
+  for (const live of registry.values()) stopForShutdown(live, { resume });
+  const deadline = performance.now() + graceMs;
+  for (let live = registry.values(); live.length > 0; live = registry.values()) {
+    const left = deadline - performance.now();
+    if (left <= 0) break;
+    await settledWithin(
+      live.map((run) => run.done),
+      left,
+    );
+  }
   // A tool that outlasted the grace period is stopped now (its process group is signalled)
   // and left for the restart, which records it as interrupted.
   const late = registry.values().filter((live) => live.phase.name === "suspending");
