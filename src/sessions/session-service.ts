@@ -1,20 +1,19 @@
 import { join, relative, resolve } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { ApprovalCeiling } from "../domain/approval-ceiling.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { badRequest, invalidCursor, notFound, sessionRunNotEnded, shuttingDown } from "../errors.js";
+import { badRequest, invalidCursor, notFound, shuttingDown } from "../errors.js";
 import { isIdOf, newId } from "../ids.js";
 import type { ProviderProfileName } from "../model/provider-profile.js";
 import type { RunManager } from "../runs/run-manager.js";
-import { isConflict } from "../store/errors.js";
 import { keyOfCursor, MAX_KEY, withinBytes } from "../store/page.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { StringTable } from "../string-table.js";
 import { createSessionWorkspace, isValidWorkspaceName, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import { refuseLooserThanCeiling, refuseUnknownTools } from "./policy-checks.js";
+import { deleteSessionRows, outcomeOf } from "./session-delete.js";
 import { SessionQuota } from "./session-quota.js";
 import { SessionRecords } from "./session-records.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
@@ -30,9 +29,6 @@ export interface CreateSessionInput {
   metadata?: Record<string, unknown>;
   webhook?: WebhookTarget;
 }
-
-/** Store deletes refused for an unfinished run before a DELETE gives up (backing off 20 to 640 ms between them: 1.3 s in all). */
-const DELETE_ATTEMPTS = 7;
 
 /** Sessions: their records, their workspaces, and who may see them (`owner`). */
 export class SessionService {
@@ -111,8 +107,13 @@ export class SessionService {
       try {
         await this.deps.store.sessions.insert(record, this.#quota.limitOf(owner));
       } catch (err) {
-        await removeSessionWorkspace({ root: this.#root, path: workspace.path, shared: workspace.shared });
-        throw this.#quota.refusal(err);
+        // An insert whose answer was lost may have been stored: its workspace stays with it
+        // unless it was not (an empty directory is left at worst; a retried DELETE removes it).
+        const outcome = await outcomeOf(err, async () => (await this.deps.store.sessions.access(id)) !== null);
+        if (outcome === "not done") {
+          await removeSessionWorkspace({ root: this.#root, path: workspace.path, shared: workspace.shared });
+        }
+        if (outcome !== "done") throw this.#quota.refusal(err);
       }
       this.#records.put(record);
       return sessionView(record, null);
@@ -158,16 +159,6 @@ export class SessionService {
     return this.deps.manager.activeRunId(id);
   }
 
-  /** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
-  async #endRuns(id: string): Promise<void> {
-    for (const queued of await this.deps.store.runs.queued(id)) await this.deps.manager.cancel(queued.id);
-    const active = await this.deps.manager.activeRunId(id);
-    if (active) {
-      await this.deps.manager.cancel(active);
-      await this.deps.manager.waitForFinish(active);
-    }
-  }
-
   async get(id: string, owner: string | null): Promise<SessionView> {
     const record = await this.record(id, owner);
     return sessionView(record, await this.deps.manager.activeRunId(id));
@@ -177,8 +168,11 @@ export class SessionService {
   async list(owner: string | null, page: { limit: number; cursor: string | null }) {
     if (page.cursor !== null && !isIdOf("ses", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.sessions.list({ owner, ...page });
+    // A session whose delete is taken here is gone to the list too (the cursor stays the store's).
     const items = await Promise.all(
-      result.items.map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))),
+      result.items
+        .filter((r) => !this.#deleting.has(r.id))
+        .map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))),
     );
     return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (s) => s.id });
   }
@@ -216,12 +210,19 @@ export class SessionService {
    * while its rows are deleted (over SQLite, a piece at a time); if the delete fails, it is back.
    */
   async delete(id: string, owner: string | null): Promise<void> {
-    const record = await this.record(id, owner);
+    const record = await this.record(id, owner).catch(async (err) => {
+      // Best effort: the answer is the NOT_FOUND (or the failure) whatever becomes of it.
+      await this.#removeLeftWorkspace(id).catch(() => {});
+      throw err;
+    });
     this.#deleting.set(id, true);
     this.#records.forget(id);
     try {
       await this.#deleteTaken(id, record);
     } finally {
+      // Also after a delete that failed part way (over SQLite, a piece at a time): what is
+      // kept of the history may hold messages of runs deleted.
+      this.deps.manager.history.forget(id);
       this.#deleting.delete(id);
     }
   }
@@ -246,33 +247,22 @@ export class SessionService {
     }
   }
 
-  async #anUnfinishedRun(id: string): Promise<string | null> {
-    return (await this.deps.store.runs.active(id))?.id ?? (await this.deps.store.runs.queued(id))[0]?.id ?? null;
+  /**
+   * The private workspace of a session that no longer exists at all (a delete or an insert whose
+   * answer was lost left it): removed when a DELETE names it, which finds no session (NOT_FOUND).
+   */
+  async #removeLeftWorkspace(id: string): Promise<void> {
+    if (!isIdOf("ses", id) || this.#deleting.has(id) || (await this.deps.store.sessions.access(id)) !== null) return;
+    await removeSessionWorkspace({ root: this.#root, path: join(this.#root, id), shared: false });
   }
 
   async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
-    // Until no start is in flight here and the store finds no unfinished run: a start that was
-    // past the lookup when the delete was taken admits its run (a steer waits for the active
-    // run, which ending it lets go on); another instance may have stored one meanwhile.
-    for (let refused = 0; ; ) {
-      await this.#endRuns(id);
-      const inFlight = this.#starting.get(id);
-      if (inFlight && inFlight.size > 0) {
-        await Promise.allSettled(inFlight);
-        continue;
-      }
-      try {
-        await this.deps.store.sessions.delete(id);
-        break;
-      } catch (err) {
-        if (!isConflict(err, "active_run")) throw err;
-        // A run no instance ends (its end never stored, or left by a process and not recovered)
-        // is answered, not waited for without end; runs others keep starting, likewise.
-        if (++refused >= DELETE_ATTEMPTS) throw sessionRunNotEnded(id, await this.#anUnfinishedRun(id));
-        await delay(10 * 2 ** refused);
-      }
-    }
-    this.deps.manager.history.forget(id);
+    await deleteSessionRows({
+      id,
+      store: this.deps.store,
+      manager: this.deps.manager,
+      inFlight: () => this.#starting.get(id),
+    });
     this.#records.forget(id);
     try {
       await removeSessionWorkspace({

@@ -1,0 +1,74 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { sessionRunNotEnded } from "../errors.js";
+import type { RunManager } from "../runs/run-manager.js";
+import { isConflict, StorageError } from "../store/errors.js";
+import type { Store } from "../store/store.js";
+
+/** Store deletes refused for an unfinished run before a DELETE gives up (backing off 20 to 640 ms between them: 1.3 s in all). */
+const DELETE_ATTEMPTS = 7;
+
+/**
+ * Whether a write that failed was done after all: `not done` for a failure that says so;
+ * for one whose outcome is unknown (its answer lost after it was sent), as `done` reads it
+ * back, or `unknown` when that read fails too.
+ */
+export async function outcomeOf(err: unknown, done: () => Promise<boolean>): Promise<"done" | "not done" | "unknown"> {
+  if (!(err instanceof StorageError && err.outcomeUnknown)) return "not done";
+  return done().then(
+    (yes) => (yes ? "done" : "not done"),
+    () => "unknown",
+  );
+}
+
+/** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
+async function endRuns(store: Store, manager: RunManager, id: string): Promise<void> {
+  for (const queued of await store.runs.queued(id)) await manager.cancel(queued.id);
+  const active = await manager.activeRunId(id);
+  if (active) {
+    await manager.cancel(active);
+    await manager.waitForFinish(active);
+  }
+}
+
+async function anUnfinishedRun(store: Store, id: string): Promise<string | null> {
+  return (await store.runs.active(id))?.id ?? (await store.runs.queued(id))[0]?.id ?? null;
+}
+
+/**
+ * Deletes session `id`'s rows (the session, its runs and all they hold), its runs ended first:
+ * tried until no start is in flight here (`inFlight`) and the store finds no unfinished run. A
+ * start that was past the lookup when the delete was taken admits its run (a steer waits for
+ * the active run, which ending it lets go on); another instance may have stored one meanwhile.
+ * A run no instance ends (its end never stored, or left by a process and not recovered) is
+ * answered (SESSION_BUSY after DELETE_ATTEMPTS), not waited for without end. A delete whose
+ * answer was lost is read back: done, it is done (else its error is thrown; see delete's retry).
+ */
+export async function deleteSessionRows({
+  id,
+  store,
+  manager,
+  inFlight,
+}: {
+  id: string;
+  store: Store;
+  manager: RunManager;
+  inFlight: () => Set<Promise<unknown>> | undefined;
+}): Promise<void> {
+  for (let refused = 0; ; ) {
+    await endRuns(store, manager, id);
+    const starts = inFlight();
+    if (starts && starts.size > 0) {
+      await Promise.allSettled(starts);
+      continue;
+    }
+    try {
+      await store.sessions.delete(id);
+      return;
+    } catch (err) {
+      if ((await outcomeOf(err, async () => !(await store.sessions.access(id)))) === "done") return;
+      if (!isConflict(err, "active_run")) throw err;
+      if (++refused >= DELETE_ATTEMPTS) throw sessionRunNotEnded(id, await anUnfinishedRun(store, id));
+      await delay(10 * 2 ** refused);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
+
+const forTest: TestServer[] = [];
+afterEach(async () => {
+  for (const s of forTest.splice(0)) await s.close();
+});
+
+/** A door the store's session delete waits at (as a large session's pieces hold it). */
+function door() {
+  let arrive!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((r) => (arrive = r));
+  const opened = new Promise<void>((r) => (release = r));
+  return {
+    arrived,
+    release,
+    pass: async () => {
+      arrive();
+      await opened;
+    },
+  };
+}
+
+function holdingDelete(store: Store, pass: () => Promise<void>): Store {
+  return {
+    ...store,
+    sessions: {
+      ...store.sessions,
+      delete: async (id) => {
+        await pass();
+        return store.sessions.delete(id);
+      },
+    },
+  };
+}
+
+/**
+ * A session whose DELETE this instance has taken is gone to its callers (404 by id, for its
+ * messages and runs) while its rows are deleted, but GET /sessions still listed it, with its
+ * active run: a client that listed and then opened it got 404. Now the list leaves it out.
+ */
+describe.each(["sqlite", "postgres"] as const)("a session whose DELETE is taken, on %s", (backend) => {
+  it("is gone from GET /sessions as it is from GET /sessions/{id}", async () => {
+    const held = door();
+    const server = await startTestServer({ backend, wrapStore: (store) => holdingDelete(store, held.pass) });
+    forTest.push(server);
+    const kept = (await server.request("POST", "/sessions", { body: {} })).body;
+    const doomed = (await server.request("POST", "/sessions", { body: {} })).body;
+    const deleting = server.request("DELETE", `/sessions/${doomed.id}`);
+    await held.arrived;
+    await until(
+      async () => (await server.request("GET", `/sessions/${doomed.id}`)).status,
+      (s) => s === 404,
+      "the delete to be taken",
+    );
+    const listed = await server.request("GET", "/sessions");
+    held.release();
+    expect((await deleting).status).toBe(204);
+    // The instance treats it as gone to its callers: not found by id, nor listed.
+    expect(listed.body.items.map((s: { id: string }) => s.id)).toEqual([kept.id]);
+  });
+});
