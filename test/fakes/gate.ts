@@ -48,3 +48,22 @@ export function gate<T = void>(): Gate<T> {
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/**
+ * A door a faked call waits at: `arrived` settles once one comes to it (`pass`), which goes on
+ * once the test calls `release`.
+ */
+export function door(): { arrived: Promise<void>; release: () => void; pass: () => Promise<void> } {
+  let arrive!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  return {
+    arrived,
+    release,
+    pass: async () => {
+      arrive();
+      await opened;
+    },
+  };
+}

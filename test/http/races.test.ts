@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import type { Store } from "../../src/store/store.js";
+import { door } from "../fakes/gate.js";
 import { toolResultCodes, validHistory } from "../helpers/history.js";
 import { createTestPgDatabase } from "../helpers/pg-database.js";
 import { sharedTestServer } from "../helpers/shared-server.js";
@@ -172,22 +173,6 @@ describe("idle streams", () => {
     expect(events.at(-1)?.event).toBe("run.finished");
   });
 });
-
-/** A door a store call waits at: `arrived` once one does, open after `release`. */
-function door() {
-  let arrive!: () => void;
-  let release!: () => void;
-  const arrived = new Promise<void>((resolve) => (arrive = resolve));
-  const opened = new Promise<void>((resolve) => (release = resolve));
-  return {
-    arrived,
-    release,
-    pass: async () => {
-      arrive();
-      await opened;
-    },
-  };
-}
 
 /** The store with `hooks` awaited before each session delete and before each run insert. */
 function withHooks(

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
+import { door } from "../fakes/gate.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
@@ -7,22 +8,6 @@ const forTest: TestServer[] = [];
 afterEach(async () => {
   for (const s of forTest.splice(0)) await s.close();
 });
-
-/** A door the store's session delete waits at (as a large session's pieces hold it). */
-function door() {
-  let arrive!: () => void;
-  let release!: () => void;
-  const arrived = new Promise<void>((r) => (arrive = r));
-  const opened = new Promise<void>((r) => (release = r));
-  return {
-    arrived,
-    release,
-    pass: async () => {
-      arrive();
-      await opened;
-    },
-  };
-}
 
 function holdingDelete(store: Store, pass: () => Promise<void>): Store {
   return {
