@@ -1,12 +1,11 @@
 /**
- * What would not show as itself: format characters (\p{Cf}: bidirectional controls, zero-width
- * characters, the soft hyphen, Unicode tag characters, ...), control characters but tab and
- * newline, variation selectors, the combining grapheme joiner, Hangul fillers, and the
- * unassigned code points of those blocks (U+2065, the tag block U+E0000–E007F), which render
- * as nothing or may one day.
+ * What would not show as itself: every default-ignorable code point (zero-width characters,
+ * bidirectional controls, the soft hyphen, variation selectors, the combining grapheme joiner,
+ * Hangul fillers, Khmer inherent vowels, Mongolian free variation selectors, U+FFF0–FFF8, the
+ * whole tag plane U+E0000–E0FFF, ...: assigned or not, these render as nothing or may one day),
+ * every other format character (\p{Cf}), and the control characters but tab and newline.
  */
-const UNSEEN =
-  /\p{Cf}|\p{Cc}|\u034f|[\ufe00-\ufe0f]|[\u{e0100}-\u{e01ef}]|[\u115f\u1160\u180e\u2065\u3164\uffa0\u{e0000}-\u{e007f}]/gu;
+const UNSEEN = /\p{Default_Ignorable_Code_Point}|\p{Cf}|\p{Cc}/gu;
 const KEPT = new Set(["\t", "\n"]);
 
 /**

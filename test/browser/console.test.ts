@@ -182,4 +182,45 @@ describe("the console", () => {
       dir.cleanup();
     }
   });
+
+  /**
+   * Before, the approval card's escaping missed default-ignorable code points outside its list
+   * (Khmer inherent vowels, Mongolian free variation selectors, U+FFF0–FFF8, the tag plane past
+   * U+E007F): they rendered as nothing, so a path read as another. Now every one is an escape.
+   */
+  it("an approval card's arguments show every character that renders as nothing as an escape", async () => {
+    const missed = [0x17b4, 0x17b5, 0x180b, 0x180c, 0x180d, 0x180f, 0xfff0, 0xe0080, 0xe0fff];
+    const path = `notes${missed.map((c) => String.fromCodePoint(c)).join("")}.txt`;
+    server.upstream.enqueue({
+      toolCalls: [{ id: "call_u", name: "write_file", arguments: JSON.stringify({ path, content: "x" }) }],
+    });
+    const { page } = await signedIn();
+    try {
+      await send(page, "write");
+      const pre = page.locator('.approval[data-tool-call="call_u"] pre');
+      await pre.waitFor();
+      // What the approver reads: the path line, and whether it renders as wide as plain "notes.txt".
+      const seen = await pre.evaluate((node) => {
+        const line = (node.textContent ?? "").split("\n").find((l) => l.includes('"path"')) ?? "";
+        const probe = document.createElement("pre");
+        probe.style.cssText = getComputedStyle(node).cssText;
+        document.body.append(probe);
+        const width = (text: string) => {
+          probe.textContent = text;
+          const range = document.createRange();
+          range.selectNodeContents(probe);
+          return range.getBoundingClientRect().width;
+        };
+        const asWideAsPlain = width(line) === width('  "path": "notes.txt",');
+        probe.remove();
+        return { line, asWideAsPlain };
+      });
+      const escapes = missed.map((c) => (c > 0xffff ? `\\u{${c.toString(16)}}` : `\\u${c.toString(16)}`));
+      expect(seen).toEqual({ line: `  "path": "notes${escapes.join("")}.txt",`, asWideAsPlain: false });
+      await page.click("#cancel");
+      await page.locator("#run-state", { hasText: "run finished: aborted" }).waitFor();
+    } finally {
+      await page.context().close();
+    }
+  });
 });

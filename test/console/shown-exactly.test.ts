@@ -29,6 +29,22 @@ const UNSEEN: [string, string][] = [
   ["\u{e01ef}", "\\u{e01ef}"],
   ["\u0007", "\\u0007"],
   ["\u001b", "\\u001b"],
+  ["\u0085", "\\u0085"],
+  // Default-ignorable code points outside \p{Cf} and the variation selectors: these showed as nothing.
+  ["\u17b4", "\\u17b4"],
+  ["\u17b5", "\\u17b5"],
+  ["\u180b", "\\u180b"],
+  ["\u180d", "\\u180d"],
+  ["\u180f", "\\u180f"],
+  ["\ufff0", "\\ufff0"],
+  ["\ufff8", "\\ufff8"],
+  ["\u{e0080}", "\\u{e0080}"],
+  ["\u{e00ff}", "\\u{e00ff}"],
+  ["\u{e01f0}", "\\u{e01f0}"],
+  ["\u{e0fff}", "\\u{e0fff}"],
+  // Format characters that are not default-ignorable but are no text of their own.
+  ["\u0600", "\\u0600"],
+  ["\ufff9", "\\ufff9"],
 ];
 
 describe("shownExactly", () => {
@@ -40,6 +56,18 @@ describe("shownExactly", () => {
     const smuggled = [..." rm -rf ~"].map((c) => String.fromCodePoint(0xe0000 + (c.codePointAt(0) as number))).join("");
     const shown = shownExactly(`echo hello${smuggled}`);
     expect(shown).toBe(`echo hello${[..." rm -rf ~"].map((c) => `\\u{e00${c.charCodeAt(0).toString(16)}}`).join("")}`);
+  });
+
+  it("writes every default-ignorable code point, format character and control but tab and newline as an escape", () => {
+    const unseen = /^(?:\p{Default_Ignorable_Code_Point}|\p{Cf}|\p{Cc})$/u;
+    const shownAsThemselves: string[] = [];
+    for (let code = 0; code <= 0x10ffff; code++) {
+      if (code >= 0xd800 && code <= 0xdfff) continue;
+      const c = String.fromCodePoint(code);
+      if (c === "\t" || c === "\n" || !unseen.test(c)) continue;
+      if (shownExactly(c) === c) shownAsThemselves.push(code.toString(16));
+    }
+    expect(shownAsThemselves).toEqual([]);
   });
 
   it("leaves what shows as itself as it is: text in any script, emoji, tabs and newlines", () => {
