@@ -17,12 +17,26 @@ export const SESSIONS_PAGE = 100;
  */
 export class SessionList {
   private pages = 1;
+  /** Reads of the list, numbered: one that ends after a later one began draws nothing. */
+  private reads = 0;
 
   constructor(private readonly onOpen: (id: string) => void) {}
 
-  /** Reads the pages shown and draws them, `current` marked. */
+  /**
+   * Reads the pages shown and draws them, `current` marked; a read overtaken by a later one
+   * (begun before a run ended, answered after) neither draws nor fails: the latest read is shown.
+   */
   async show(current: string | null): Promise<void> {
-    const { items, cursor } = await readPages<SessionItem>("/sessions", this.pages, null, SESSIONS_PAGE);
+    const read = ++this.reads;
+    let page: Awaited<ReturnType<typeof readPages<SessionItem>>>;
+    try {
+      page = await readPages<SessionItem>("/sessions", this.pages, null, SESSIONS_PAGE);
+    } catch (err) {
+      if (read === this.reads) throw err;
+      return;
+    }
+    if (read !== this.reads) return;
+    const { items, cursor } = page;
     const list = $("sessions");
     list.replaceChildren();
     for (const session of items) {

@@ -2,8 +2,9 @@
  * Switching sessions in the console while the one clicked before is still loading, in real
  * Chromium, with an API key (its watcher waits for a stream token) and without (its history
  * is on its way): the session clicked last is shown, and nothing of the other comes into it.
+ * The session list shows its latest read.
  */
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gate } from "../fakes/gate.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -107,6 +108,61 @@ describe("switching sessions while one loads", () => {
     } finally {
       hold.open();
       history.open();
+      await page.context().close();
+    }
+  });
+});
+
+/**
+ * Before, every read of the session list drew what it got: a read begun while a run was active,
+ * answered after the read made at the run's end, drew the session as running again. Now only the
+ * latest read draws the list.
+ */
+describe("the session list", () => {
+  it("an older read of the list answered late does not draw the finished run's session as running", async () => {
+    const id = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
+    const hold = gate();
+    open.upstream.enqueue({ text: ["streaming"], gate: hold.wait });
+    const run = await open.request("POST", `/sessions/${id}/runs`, { body: { input: "q" } });
+    expect(run.status).toBe(201);
+    const { page } = await newPage(browser);
+    const laterDone = gate();
+    const allDone = gate();
+    let reads = 0;
+    let finished = 0;
+    try {
+      // Read 1: at the start; read 2: once the session is shown (its run active), answered only
+      // after read 3 (at the run's end) was.
+      await page.route("**/sessions?*", async (route: Route) => {
+        const n = ++reads;
+        if (n !== 2) return route.continue();
+        const response = await route.fetch();
+        await laterDone.wait;
+        await route.fulfill({ response });
+      });
+      page.on("requestfinished", (request) => {
+        if (!/\/sessions\?/.test(request.url())) return;
+        finished++;
+        if (finished === 2) laterDone.open();
+        if (finished === 3) allDone.open();
+      });
+      await page.goto(`${open.url}/#${id}`);
+      await page.locator("#live", { hasText: "streaming" }).waitFor();
+      await expect.poll(() => reads).toBe(2);
+      hold.open();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      await allDone.wait;
+      // Time for the page to draw read 2's answer if it would (a draw not yet made could only
+      // let this pass on the old code, never fail it on the new).
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)));
+      const item = page.locator(`[data-session="${id}"]`);
+      expect({ reads, text: await item.textContent() }).toEqual({
+        reads: 3,
+        text: expect.not.stringContaining("running"),
+      });
+    } finally {
+      hold.open();
+      laterDone.open();
       await page.context().close();
     }
   });
