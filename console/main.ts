@@ -124,6 +124,12 @@ function watch(runId: string): void {
   );
 }
 
+// The address names the session shown: Back, Forward or a pasted link naming another session
+// opens it (once signed in; before, start() reads the hash).
+window.addEventListener("hashchange", () => {
+  const id = location.hash.slice(1);
+  if (isSessionId(id) && id !== current && !$("app").hidden) void openSession(id);
+});
 $("key-form").addEventListener("submit", (e) => {
   e.preventDefault();
   key.set($<HTMLInputElement>("key").value.trim());

@@ -2,7 +2,8 @@
  * Switching sessions in the console while the one clicked before is still loading, in real
  * Chromium, with an API key (its watcher waits for a stream token) and without (its history
  * is on its way): the session clicked last is shown, and nothing of the other comes into it.
- * The session list shows its latest read.
+ * The address and the session shown stay one (Back, a pasted link); the session list shows
+ * its latest read.
  */
 import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -108,6 +109,38 @@ describe("switching sessions while one loads", () => {
     } finally {
       hold.open();
       history.open();
+      await page.context().close();
+    }
+  });
+});
+
+/**
+ * Before, the hash was read only when the console started: Back (or a session link pasted into
+ * the tab) changed the address and left the other session shown. Now a change of the hash to
+ * another session's id opens that session.
+ */
+describe("the address and the session shown", () => {
+  it("Back to the previous session's address shows that session, not the one before with its address", async () => {
+    open.upstream.enqueue({ text: "answer in A" });
+    const A = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
+    await open.request("POST", `/sessions/${A}/runs?wait=true`, { body: { input: "question in A" } });
+    const B = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(`${open.url}/#${A}`);
+      await page.locator("#history li", { hasText: "answer in A" }).waitFor();
+      await page.locator(`[data-session="${B}"]`).click();
+      await page.locator("#session-title", { hasText: B }).waitFor();
+      expect(new URL(page.url()).hash).toBe(`#${B}`);
+      await page.goBack();
+      expect(new URL(page.url()).hash).toBe(`#${A}`);
+      await expect
+        .poll(async () => ({
+          title: await page.locator("#session-title").textContent(),
+          history: await page.locator("#history li").allTextContents(),
+        }))
+        .toEqual({ title: A, history: ["question in A", "answer in A"] });
+    } finally {
       await page.context().close();
     }
   });
