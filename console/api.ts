@@ -34,12 +34,18 @@ function parsed(text: string): unknown {
 const httpWords = (res: Response) => `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}`;
 
 /**
- * The API's JSON answer to `method path` (`body` sent as JSON), or an HttpError: the server's
- * error (its code and message), or the reply's status when it is no API JSON.
+ * The API's JSON answer to `method path` (`body` sent as JSON, `headers` added), or an
+ * HttpError: the server's error (its code and message), or the reply's status when it is no
+ * API JSON.
  */
-// biome-ignore lint/suspicious/noExplicitAny: the console reads the API's JSON as documented in openapi.yaml.
-export async function api(method: string, path: string, body?: unknown): Promise<any> {
-  const headers: Record<string, string> = {};
+export async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  { headers: extra = {} }: { headers?: Record<string, string> } = {},
+  // biome-ignore lint/suspicious/noExplicitAny: the console reads the API's JSON as documented in openapi.yaml.
+): Promise<any> {
+  const headers: Record<string, string> = { ...extra };
   const bearer = key.get();
   if (bearer) headers.authorization = `Bearer ${bearer}`;
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -57,4 +63,13 @@ export async function api(method: string, path: string, body?: unknown): Promise
 export function errorText(err: unknown): string {
   if (err instanceof HttpError) return err.code === "HTTP" ? err.message : `${err.message} (${err.status} ${err.code})`;
   return String(err);
+}
+
+/**
+ * A new Idempotency-Key: 128 random bits in hex (not crypto.randomUUID, which a page served
+ * over plain HTTP from another host than localhost does not have).
+ */
+export function newIdempotencyKey(): string {
+  const bits = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bits, (b) => b.toString(16).padStart(2, "0")).join("");
 }

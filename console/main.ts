@@ -1,4 +1,4 @@
-import { api, errorText, HttpError, key } from "./api.js";
+import { api, errorText, HttpError, key, newIdempotencyKey } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
 import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
@@ -12,6 +12,8 @@ import { watchRun } from "./watch-run.js";
 let current: string | null = null;
 let stopWatching: (() => void) | null = null;
 let activeRun: string | null = null;
+/** The view whose prompt's start is on its way (Send is off in it until answered), else null. */
+let posting: number | null = null;
 const live = new LiveText($("live"));
 
 /** Asks for a key when the server wants one; else shows the sessions. */
@@ -81,13 +83,14 @@ async function openSession(id: string): Promise<void> {
   for (const message of messages.items.reverse()) if (message.runId !== activeRun) showMessage(message);
   if (messages.cursor !== null) showCut(messages.items.length);
   if (activeRun) watch(activeRun);
-  setRunning(activeRun !== null);
+  showBusy();
   await showSessions().catch((err) => status(errorText(err)));
 }
 
-function setRunning(running: boolean): void {
-  $("cancel").hidden = !running;
-  $<HTMLButtonElement>("send").disabled = running;
+/** Cancel while a run is active; Send off then, and while this view's prompt is on its way. */
+function showBusy(): void {
+  $("cancel").hidden = activeRun === null;
+  $<HTMLButtonElement>("send").disabled = activeRun !== null || posting === view;
 }
 
 /** Shows run `runId`'s events in the current view (the watcher before is stopped). */
@@ -113,7 +116,7 @@ function watch(runId: string): void {
         const why = error?.message ?? stopDetail;
         $("run-state").textContent = `run finished: ${stopReason}${why ? ` — ${why}` : ""}`;
         activeRun = null;
-        setRunning(false);
+        showBusy();
         status("");
         void showSessions().catch((err) => status(errorText(err)));
       }
@@ -149,21 +152,28 @@ $("new-session").onclick = async () => {
     status(errorText(err));
   }
 };
+// One start per submission: Send is off until it is answered, and a retry of the request
+// (the browser's own, on a connection that closed) starts nothing twice under its key.
 $("prompt-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  if (!current) return;
+  if (!current || posting === view) return;
   const mine = view;
   const input = $<HTMLTextAreaElement>("prompt").value;
+  posting = mine;
+  showBusy();
   try {
-    const run = await api("POST", sessionPath(current, "/runs"), { input });
+    const headers = { "idempotency-key": newIdempotencyKey() };
+    const run = await api("POST", sessionPath(current, "/runs"), { input }, { headers });
     if (mine !== view) return; // another session was opened meanwhile: the run is in its own
     $<HTMLTextAreaElement>("prompt").value = "";
     $("run-state").textContent = "";
     activeRun = run.id;
-    setRunning(true);
     watch(run.id);
   } catch (err) {
     status(errorText(err));
+  } finally {
+    if (posting === mine) posting = null;
+    if (mine === view) showBusy();
   }
 });
 $("cancel").onclick = async () => {

@@ -184,6 +184,46 @@ describe("the console", () => {
   });
 
   /**
+   * Before, Send stayed enabled until the start's POST was answered: a double-click posted the
+   * prompt twice (a second run, or 409 SESSION_BUSY). Now Send is off while the POST is on its
+   * way, and each submission carries one Idempotency-Key.
+   */
+  it("a double-click on Send posts the prompt once, under one Idempotency-Key: one run, no refusal", async () => {
+    // One answer: a second run, if one were started, would fail on the upstream's empty queue.
+    server.upstream.enqueue({ text: "the one answer" });
+    const { page, sessionId } = await signedIn();
+    const firstOnItsWay = gate();
+    const posts: { status: number; key: string | null }[] = [];
+    try {
+      // The first POST is held until both clicks are in (a slow network, a busy server).
+      await page.route(`**/sessions/${sessionId}/runs`, async (route) => {
+        if (route.request().method() !== "POST") return route.continue();
+        const post = { status: 0, key: await route.request().headerValue("idempotency-key") };
+        if (posts.push(post) === 1) await firstOnItsWay.wait;
+        const response = await route.fetch();
+        post.status = response.status();
+        await route.fulfill({ response });
+      });
+      await page.fill("#prompt", "question once");
+      await page.dblclick("#send");
+      firstOnItsWay.open();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      const messages = (
+        await server.request("GET", `/sessions/${sessionId}/messages`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).body.items;
+      expect({
+        posts: posts.map((p) => p.status),
+        keyed: posts.every((p) => (p.key ?? "").length > 0),
+        userMessages: messages.filter((m: { role: string }) => m.role === "user").length,
+        status: await page.locator("#status").textContent(),
+      }).toEqual({ posts: [201], keyed: true, userMessages: 1, status: "" });
+    } finally {
+      firstOnItsWay.open();
+      await page.context().close();
+    }
+  });
+
+  /**
    * Before, the approval card's escaping missed default-ignorable code points outside its list
    * (Khmer inherent vowels, Mongolian free variation selectors, U+FFF0–FFF8, the tag plane past
    * U+E007F): they rendered as nothing, so a path read as another. Now every one is an escape.
