@@ -116,15 +116,36 @@ function watch(runId: string): void {
         const why = error?.message ?? stopDetail;
         $("run-state").textContent = `run finished: ${stopReason}${why ? ` — ${why}` : ""}`;
         activeRun = null;
-        showBusy();
-        status("");
-        void showSessions().catch((err) => status(errorText(err)));
+        $("cancel").hidden = true;
+        void followNext(runId);
       }
     },
     (state) => {
       if (mine === view) status(state === "live" ? `watching ${runId}` : state);
     },
   );
+}
+
+/**
+ * After run `finished` of the current view ended: the session read again, and its active run
+ * now, if another (started from elsewhere: queued behind it, or interrupting it), watched from
+ * its first event. Send stays off until the read is answered, and while that run is active.
+ */
+async function followNext(finished: string): Promise<void> {
+  const mine = view;
+  let next: string | null = null;
+  try {
+    const session = await api("GET", sessionPath(current as string));
+    if (session.activeRunId !== finished) next = session.activeRunId;
+    if (mine === view) status("");
+  } catch (err) {
+    if (mine === view) status(errorText(err));
+  }
+  if (mine !== view) return;
+  activeRun = next;
+  showBusy();
+  if (next) watch(next);
+  await showSessions().catch((err) => status(errorText(err)));
 }
 
 // The address names the session shown: Back, Forward or a pasted link naming another session

@@ -2,7 +2,8 @@
  * Switching sessions in the console while the one clicked before is still loading, in real
  * Chromium, with an API key (its watcher waits for a stream token) and without (its history
  * is on its way): the session clicked last is shown, and nothing of the other comes into it.
- * The address and the session shown stay one (Back, a pasted link); the session list shows
+ * The address and the session shown stay one (Back, a pasted link); a run that follows the
+ * watched one in its session (queued, or interrupting it) is followed; the session list shows
  * its latest read.
  */
 import type { Browser, Page, Route } from "playwright-core";
@@ -141,6 +142,79 @@ describe("the address and the session shown", () => {
         }))
         .toEqual({ title: A, history: ["question in A", "answer in A"] });
     } finally {
+      await page.context().close();
+    }
+  });
+});
+
+/**
+ * Before, the end of the watched run re-enabled Send and ended the watch, though another run
+ * (queued behind it, or interrupting it) was the session's active run now: its messages never
+ * showed. Now the session is read again at the watched run's end and its next run followed.
+ */
+describe("a run that follows the watched one in its session", () => {
+  it("a queued run is followed once the watched run ends: its messages show, Send stays off while it runs", async () => {
+    const id = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
+    const first = gate();
+    const second = gate();
+    open.upstream.enqueue({ text: ["first answer"], gate: first.wait }, { text: ["second answer"], gate: second.wait });
+    const r1 = await open.request("POST", `/sessions/${id}/runs`, { body: { input: "first question" } });
+    expect(r1.status).toBe(201);
+    const r2 = await open.request("POST", `/sessions/${id}/runs`, {
+      body: { input: "second question", ifBusy: "enqueue" },
+    });
+    expect([r2.status, r2.body.status]).toEqual([201, "queued"]);
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(`${open.url}/#${id}`);
+      await page.locator("#live", { hasText: "first answer" }).waitFor();
+      first.open();
+      await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
+      // The queued run is the session's active run now, held before its answer.
+      await expect.poll(async () => (await open.request("GET", `/sessions/${id}`)).body.activeRunId).toBe(r2.body.id);
+      await expect
+        .poll(async () => ({
+          sendDisabled: await page.locator("#send").isDisabled(),
+          history: await page.locator("#history li").allTextContents(),
+        }))
+        .toEqual({ sendDisabled: true, history: ["first question", "first answer", "second question"] });
+      second.open();
+      await expect
+        .poll(async () => ({
+          sendDisabled: await page.locator("#send").isDisabled(),
+          history: await page.locator("#history li").allTextContents(),
+        }))
+        .toEqual({
+          sendDisabled: false,
+          history: ["first question", "first answer", "second question", "second answer"],
+        });
+    } finally {
+      first.open();
+      second.open();
+      await page.context().close();
+    }
+  });
+
+  it("a run that interrupts the watched one (ifBusy: interrupt, from another client) is followed: its answer shows", async () => {
+    const id = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
+    const held = gate();
+    open.upstream.enqueue({ text: ["interrupted answer"], gate: held.wait }, { text: ["the new answer"] });
+    const r1 = await open.request("POST", `/sessions/${id}/runs`, { body: { input: "old question" } });
+    expect(r1.status).toBe(201);
+    const { page } = await newPage(browser);
+    try {
+      await page.goto(`${open.url}/#${id}`);
+      await page.locator("#live", { hasText: "interrupted answer" }).waitFor();
+      const r2 = await open.request("POST", `/sessions/${id}/runs`, {
+        body: { input: "new question", ifBusy: "interrupt" },
+      });
+      expect(r2.status).toBe(201);
+      await expect
+        .poll(() => page.locator("#history li").allTextContents())
+        .toEqual(["old question", "new question", "the new answer"]);
+      expect(await page.locator("#send").isDisabled()).toBe(false);
+    } finally {
+      held.open();
       await page.context().close();
     }
   });
