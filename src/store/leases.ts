@@ -62,7 +62,7 @@ export function leaseStore(db: Db) {
   const claimable = db.prepare(
     `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (+@all = 1 OR owner_instance IS NULL
        OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (+@own = 1 AND owner_instance = +@owner))
-       AND id NOT IN (SELECT value FROM json_each(@except))
+       AND id NOT IN (SELECT value FROM json_each(+@except))
      ORDER BY id LIMIT +@limit`,
   );
   const claim = db.prepare(

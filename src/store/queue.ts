@@ -67,7 +67,7 @@ export function queueStore(db: Db) {
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const inputRuns = db.prepare("SELECT DISTINCT run_id FROM run_inputs").pluck();
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
-  const hold = db.prepare(holdQueueSql(NOW_MS, { id: "@id", ms: "@ms" }, "max"));
+  const hold = db.prepare(holdQueueSql(NOW_MS, { id: "+@id", ms: "@ms" }, "max"));
   const release = db.prepare(releaseQueueSql(NOW_MS, "?"));
   const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
   const releaseAll = db.prepare(
