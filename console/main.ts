@@ -117,7 +117,9 @@ function watch(runId: string): void {
         $("run-state").textContent = `run finished: ${stopReason}${why ? ` — ${why}` : ""}`;
         activeRun = null;
         $("cancel").hidden = true;
-        void followNext(runId);
+        // A run cancelled for a run started with ifBusy "interrupt" (its stop detail says so) is
+        // followed by that run, whose insert comes once this end is stored.
+        void followNext(runId, { interrupted: stopDetail?.includes('ifBusy "interrupt"') ?? false });
       }
     },
     (state) => {
@@ -126,17 +128,35 @@ function watch(runId: string): void {
   );
 }
 
+/** How often, and how many times, the session is read for the run that interrupted the one watched. */
+const INTERRUPTER_POLL = { ms: 250, times: 40 };
+
 /**
- * After run `finished` of the current view ended: the session read again, and its active run
- * now, if another (started from elsewhere: queued behind it, or interrupting it), watched from
- * its first event. Send stays off until the read is answered, and while that run is active.
+ * The session's run that came after run `finished`, if any: the oldest of those created since
+ * (the list is newest first), whatever it is now (queued, running, or ended already: watching
+ * it from its first event shows it all the same).
  */
-async function followNext(finished: string): Promise<void> {
+async function nextRunOf(sessionId: string, finished: string): Promise<string | null> {
+  const runs: { items: { id: string }[] } = await api("GET", sessionPath(sessionId, "/runs?limit=50"));
+  const at = runs.items.findIndex((run) => run.id === finished);
+  return at > 0 ? (runs.items[at - 1]?.id ?? null) : null;
+}
+
+/**
+ * After run `finished` of the current view ended: the session's next run (started from
+ * elsewhere: queued behind it, or interrupting it), if any, watched from its first event; an
+ * interrupted run's is looked for until it comes (INTERRUPTER_POLL). Send stays off until the
+ * session is read, and while that run is active.
+ */
+async function followNext(finished: string, { interrupted }: { interrupted: boolean }): Promise<void> {
   const mine = view;
+  const sessionId = current as string;
   let next: string | null = null;
   try {
-    const session = await api("GET", sessionPath(current as string));
-    if (session.activeRunId !== finished) next = session.activeRunId;
+    for (let read = 0; next === null && mine === view && read < (interrupted ? INTERRUPTER_POLL.times : 1); read++) {
+      if (read > 0) await new Promise((resolve) => setTimeout(resolve, INTERRUPTER_POLL.ms));
+      next = await nextRunOf(sessionId, finished);
+    }
     if (mine === view) status("");
   } catch (err) {
     if (mine === view) status(errorText(err));

@@ -152,6 +152,9 @@ describe("the address and the session shown", () => {
  * (queued behind it, or interrupting it) was the session's active run now: its messages never
  * showed. Now the session is read again at the watched run's end and its next run followed.
  */
+/** How long the page may take to show what follows a run's end (a loaded machine: a browser, servers, tests). */
+const WAIT = { timeout: 10_000 };
+
 describe("a run that follows the watched one in its session", () => {
   it("a queued run is followed once the watched run ends: its messages show, Send stays off while it runs", async () => {
     const id = (await open.request("POST", "/sessions", { body: {} })).body.id as string;
@@ -171,19 +174,27 @@ describe("a run that follows the watched one in its session", () => {
       first.open();
       await page.locator("#run-state", { hasText: "run finished: complete" }).waitFor();
       // The queued run is the session's active run now, held before its answer.
-      await expect.poll(async () => (await open.request("GET", `/sessions/${id}`)).body.activeRunId).toBe(r2.body.id);
       await expect
-        .poll(async () => ({
-          sendDisabled: await page.locator("#send").isDisabled(),
-          history: await page.locator("#history li").allTextContents(),
-        }))
+        .poll(async () => (await open.request("GET", `/sessions/${id}`)).body.activeRunId, WAIT)
+        .toBe(r2.body.id);
+      await expect
+        .poll(
+          async () => ({
+            sendDisabled: await page.locator("#send").isDisabled(),
+            history: await page.locator("#history li").allTextContents(),
+          }),
+          WAIT,
+        )
         .toEqual({ sendDisabled: true, history: ["first question", "first answer", "second question"] });
       second.open();
       await expect
-        .poll(async () => ({
-          sendDisabled: await page.locator("#send").isDisabled(),
-          history: await page.locator("#history li").allTextContents(),
-        }))
+        .poll(
+          async () => ({
+            sendDisabled: await page.locator("#send").isDisabled(),
+            history: await page.locator("#history li").allTextContents(),
+          }),
+          WAIT,
+        )
         .toEqual({
           sendDisabled: false,
           history: ["first question", "first answer", "second question", "second answer"],
@@ -210,9 +221,10 @@ describe("a run that follows the watched one in its session", () => {
       });
       expect(r2.status).toBe(201);
       await expect
-        .poll(() => page.locator("#history li").allTextContents())
+        .poll(() => page.locator("#history li").allTextContents(), WAIT)
         .toEqual(["old question", "new question", "the new answer"]);
-      expect(await page.locator("#send").isDisabled()).toBe(false);
+      // Once that run's end is shown and the session read again.
+      await expect.poll(() => page.locator("#send").isDisabled(), WAIT).toBe(false);
     } finally {
       held.open();
       await page.context().close();
