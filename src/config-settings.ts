@@ -5,6 +5,9 @@ import { z } from "zod";
 /** The longest delay a Node timer takes; a longer one fires at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/** The largest budget a run stores (a 32-bit integer column over PostgreSQL): `maxTokens`, `contextMaxChars`. */
+export const MAX_STORED_BUDGET = 2_147_483_647;
+
 /** A whole number written in decimal digits (no sign, exponent, hex or fraction), else NaN. */
 const decimal = (raw: string): number => (/^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN);
 

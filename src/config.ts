@@ -6,6 +6,7 @@ import {
   isOrigin,
   isPostgresUrl,
   listSetting,
+  MAX_STORED_BUDGET,
   MAX_TIMER_MS,
   msSetting,
   optionalIntSetting,
@@ -22,7 +23,7 @@ import {
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { DEFAULT_MAX_PENDING_PER_KEY } from "./webhooks/pending-cap.js";
 
-export { MAX_TIMER_MS };
+export { MAX_STORED_BUDGET, MAX_TIMER_MS };
 
 /** The server's environment; every variable is named in its error. */
 const EnvSchema = z.object({
@@ -81,7 +82,7 @@ const EnvSchema = z.object({
   DEFAULT_MAX_TURNS: intSetting(20, { min: 1, max: 1000 }),
   // Stop conditions: the loop guard's repeat limit (0: off) and each run's default budgets (unset: none).
   LOOP_REPEAT_LIMIT: intSetting(3, { min: 0, max: 1000 }).refine((n) => n !== 1, "must be 0 (off) or at least 2"),
-  DEFAULT_MAX_TOKENS: optionalIntSetting({ min: 1 }),
+  DEFAULT_MAX_TOKENS: optionalIntSetting({ min: 1, max: MAX_STORED_BUDGET }),
   DEFAULT_MAX_DURATION_MS: optionalIntSetting({ min: 1, max: MAX_TIMER_MS }),
   DEFAULT_MAX_TOOL_CALLS: optionalIntSetting({ min: 1, max: 100_000 }),
   MODEL_MAX_RETRIES: intSetting(2, { min: 0, max: 10 }),

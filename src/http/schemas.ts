@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_TIMER_MS } from "../config.js";
+import { MAX_STORED_BUDGET, MAX_TIMER_MS } from "../config.js";
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 import { IF_BUSY } from "../domain/run.js";
 import { WebhookTargetSchema } from "../domain/webhook.js";
@@ -55,7 +55,7 @@ export const CreateSessionBody = z
 
 /** A run's budgets, loop-guard limit and planning switch; each falls back to the server's (or session's) setting. */
 const RunLimitsBody = z.strictObject({
-  maxTokens: z.number().int().min(1).optional(),
+  maxTokens: z.number().int().min(1).max(MAX_STORED_BUDGET).optional(),
   maxDurationMs: z.number().int().min(1).max(MAX_TIMER_MS).optional(),
   maxToolCalls: z.number().int().min(1).max(100_000).optional(),
   loopRepeatLimit: z
@@ -71,7 +71,7 @@ const RunLimitsBody = z.strictObject({
 export const StartRunBody = z.strictObject({
   input: z.string().min(1, "input must not be empty"),
   maxTurns: z.number().int().min(1).max(1000).optional(),
-  contextMaxChars: z.number().int().min(1).optional(),
+  contextMaxChars: z.number().int().min(1).max(MAX_STORED_BUDGET).optional(),
   approval: ApprovalPolicySchema.optional(),
   ...RunLimitsBody.shape,
   webhook: WebhookTargetSchema.optional(),
