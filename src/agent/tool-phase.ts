@@ -137,8 +137,12 @@ export async function runToolCalls(
     // Durable before the tool runs: the start could not be recorded, the tool does not run.
     const notStarted = await commitItem(ctx, { type: "tool.started", toolCallId: call.id, tool: call.name });
     if (notStarted) return notStarted;
-    // Cancelled while its start was being written: the tool has not run, and does not.
-    if (ctx.signal.aborted) return abortFrom(index);
+    // Cancelled while its start was being written: the tool has not run, and does not (nor is
+    // it counted as a tool the run executed).
+    if (ctx.signal.aborted) {
+      ctx.stats.toolCalls--;
+      return abortFrom(index);
+    }
     const started = performance.now();
     // The wall-time budget stops a tool that outlasts it, as a cancellation would.
     const signal = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());

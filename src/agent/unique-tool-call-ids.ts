@@ -5,9 +5,12 @@ export const MAX_ID_LENGTH = 64;
 
 const ID_CHARS = /^[A-Za-z0-9_.:-]+$/;
 
-/** Whether an id can be used as it is: short, URL-path safe, not a dot segment. */
+/**
+ * Whether an id can be used as it is: short, URL-path safe, not a dot segment, not
+ * `__proto__` (which names an object's prototype, not a key: metadata kept by call id lost it).
+ */
 const isUsableId = (id: string): boolean =>
-  id.length <= MAX_ID_LENGTH && ID_CHARS.test(id) && id !== "." && id !== "..";
+  id.length <= MAX_ID_LENGTH && ID_CHARS.test(id) && id !== "." && id !== ".." && id !== "__proto__";
 
 /**
  * The calls with every id unique in the conversation (`used`: the ids of the history and of
