@@ -9,6 +9,7 @@ import { addUsage } from "./stats.js";
 import { estimateTokens, type StepTrace } from "./step-trace.js";
 import { withUniqueIds } from "./unique-tool-call-ids.js";
 
+/** A stop with no trace made no request (the context did not fit): the run stopped before the turn. */
 export type ModelTurn =
   | { stop: PhaseStop; trace: StepTrace | null }
   | { stop: null; assistant: AssistantMessage; trace: StepTrace };

@@ -186,7 +186,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     }
     const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
     if (turn.stop) {
-      if (turn.trace) ctx.onStep(turn.trace);
+      if (!turn.trace) return finish(turn.stop, "before_turn");
+      ctx.onStep(turn.trace);
       return finish(turn.stop, "in_turn");
     }
     const calls = turn.assistant.toolCalls ?? [];
