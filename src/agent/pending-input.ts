@@ -16,7 +16,11 @@ export interface PendingInput {
  */
 export type PendingInputHook = () => Promise<readonly PendingInput[]>;
 
-/** Commits the hook's input as user messages; a hook that throws, or a failed commit, stops the run. */
+/**
+ * Commits the hook's input as user messages; a hook that throws, or a failed commit, stops the
+ * run. Cancelled while the hook read: nothing is committed (the input stays the host's, for a
+ * run of its own), and the run stops.
+ */
 export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook): Promise<PhaseStop | null> {
   let inputs: readonly PendingInput[];
   try {
@@ -28,6 +32,7 @@ export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook)
       error: { code: "PENDING_INPUT_FAILED", message: `could not read input: ${message}` },
     };
   }
+  if (ctx.signal.aborted) return { stopReason: "aborted" };
   for (const input of inputs) {
     const message: AgentMessage = { id: input.id, role: "user", content: wellFormed(input.content) };
     const stop = await commitItem(ctx, { type: "message", message, inputId: input.id });

@@ -183,6 +183,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     if (params.pendingInput) {
       const taken = await takePendingInput(ctx, params.pendingInput);
       if (taken) return finish(taken, "before_turn");
+      // Cancelled while the input was committed: kept, and no request is begun.
+      if (ctx.signal.aborted) return finish({ stopReason: "aborted" }, "before_turn");
     }
     const turn = await runModelTurn(ctx, stats.modelCalls + 1, specs);
     if (turn.stop) {

@@ -65,3 +65,43 @@ describe("input that joins a running loop (the pendingInput hook)", () => {
     expect(refused.committed.map((m) => m.content)).not.toContain("late");
   });
 });
+
+/**
+ * A cancel while the input was being read (or committed) before a model request: the input was
+ * committed to the cancelled run and a model request begun (a `turn.started`, counted in
+ * `modelCalls`) with the signal already fired. Now input read after the cancel is left to the
+ * host (a run that ended without it: its own run, as the steer says), and no request is begun.
+ */
+describe("a cancel while input joins the run", () => {
+  it("while the hook reads it: the input is not committed and no model request is begun", async () => {
+    const h = new Harness({ steps: [{ text: "never asked" }] });
+    const result = await h.run({
+      pendingInput: async () => {
+        h.abort();
+        return [{ id: "in_late", content: "late" }];
+      },
+    });
+    expect({
+      stopReason: result.stopReason,
+      modelCalls: result.stats.modelCalls,
+      requests: h.model.requests.length,
+      committed: h.committed.map((m) => m.content),
+    }).toEqual({ stopReason: "aborted", modelCalls: 0, requests: 0, committed: ["hello"] });
+  });
+
+  it("while its commit is written: it is kept, and no model request is begun", async () => {
+    const h = new Harness({
+      steps: [{ text: "never asked" }],
+      onCommit: (m) => {
+        if (m.role === "user" && m.content === "late") h.abort();
+      },
+    });
+    const result = await h.run({ pendingInput: async () => [{ id: "in_late", content: "late" }] });
+    expect({
+      stopReason: result.stopReason,
+      modelCalls: result.stats.modelCalls,
+      requests: h.model.requests.length,
+      committed: h.committed.map((m) => m.content),
+    }).toEqual({ stopReason: "aborted", modelCalls: 0, requests: 0, committed: ["hello", "late"] });
+  });
+});
