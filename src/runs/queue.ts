@@ -92,12 +92,36 @@ export async function cancelQueuedRun(deps: QueueDeps, record: RunRecord, by: st
   }
 }
 
-/** The id of the run a left input is queued as (see queueLeftInput): its steering request finds it. */
-export const runOfInput = (inputId: string): string => `run_${inputId.slice(inputId.indexOf("_") + 1)}`;
+/**
+ * The idempotency key of the run a left input is queued as (see queueLeftInput), by which its
+ * steering request finds it: with a line break, which no request's `Idempotency-Key` can hold.
+ */
+export const leftInputKey = (inputId: string): string => `\nleft input ${inputId}`;
+
+/** The id a run queued from a left input had before it was found by leftInputKey: the input's own. */
+const legacyRunOfInput = (inputId: string): string => `run_${inputId.slice(inputId.indexOf("_") + 1)}`;
+
+/**
+ * The run queued from input `inputId` of session `sessionId` (see queueLeftInput), and whether
+ * its input is `input` (compared in the database); null when there is none.
+ */
+export async function runOfLeftInput(
+  store: Store,
+  { sessionId, inputId, input }: { sessionId: string; inputId: string; input: string },
+): Promise<{ id: string; same: boolean } | null> {
+  const keyed = await store.runs.keyed(sessionId, leftInputKey(inputId), input);
+  if (keyed) return { id: keyed.id, same: keyed.sameInput };
+  const legacy = await store.runs.inputHolds(legacyRunOfInput(inputId), input);
+  return legacy && legacy.sessionId === sessionId ? { id: legacyRunOfInput(inputId), same: legacy.same } : null;
+}
 
 /** The run queued from input `inputId` (see queueLeftInput), as a start answers it; null when there is none. */
-export async function runMadeOfInput(store: Store, inputId: string): Promise<{ run: RunView; created: true } | null> {
-  const run = await store.runs.get(runOfInput(inputId));
+export async function runMadeOfInput(
+  store: Store,
+  { sessionId, inputId }: { sessionId: string; inputId: string },
+): Promise<{ run: RunView; created: true } | null> {
+  const made = await runOfLeftInput(store, { sessionId, inputId, input: "" });
+  const run = made && (await store.runs.get(made.id));
   return run ? { run: runView(run, await planOfRun(store, run)), created: true } : null;
 }
 
@@ -110,11 +134,12 @@ export async function runMadeOfInput(store: Store, inputId: string): Promise<{ r
  * it is queued now, and the answer is that queued run.
  */
 export async function startOfInput<T extends { run: RunView; created: boolean }>(
-  { inputId }: { to: string; inputId?: string },
+  { sessionId, inputId }: { to: string; sessionId: string; inputId?: string },
   start: (takesInput: string | undefined) => Promise<T>,
   deps: QueueDeps & { startQueue: (sessionId: string) => void },
 ): Promise<T | { run: RunView; created: boolean }> {
-  const made = () => (inputId === undefined ? Promise.resolve(null) : runMadeOfInput(deps.store, inputId));
+  const made = () =>
+    inputId === undefined ? Promise.resolve(null) : runMadeOfInput(deps.store, { sessionId, inputId });
   try {
     return await start(inputId);
   } catch (err) {
@@ -140,12 +165,13 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
 export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<RunRecord | null> {
   const from = await deps.store.runs.get(input.runId);
   if (!from) return null;
-  const record = { ...runLike(from, input.content), id: runOfInput(input.id) };
+  // An id of its own time (a keyed steer's input id is a hash: the run would sort first in lists).
+  const record = { ...runLike(from, input.content), idempotencyKey: leftInputKey(input.id) };
   const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
   try {
     deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));
   } catch (err) {
-    if (isConflict(err, "input_taken")) return null;
+    if (isConflict(err, "input_taken") || isConflict(err, "idempotency_key")) return null;
     throw err;
   }
   return record;

@@ -6,7 +6,7 @@ import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { runMadeOfInput, runOfInput, startOfInput } from "./queue.js";
+import { runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import type { RunPlans } from "./run-plan.js";
 
@@ -120,7 +120,7 @@ export async function steerActive(
         // also where goneSince looks).
         const gone =
           inputId === undefined
-            ? await runMadeOf(deps, id)
+            ? await runMadeOf(deps, sessionId, id)
             : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
         if (gone && gone.to !== "taken") return gone;
         return { to: "taken", run: gone?.run ?? (await viewOf(deps, active.id)), replayed: !added };
@@ -200,8 +200,8 @@ async function takenBefore(
 }
 
 /** The run a pass over the queues made of input `id` left on a run that ended without it; null when none did. */
-async function runMadeOf(deps: SteerDeps, id: string): Promise<SteerOutcome | null> {
-  const made = await runMadeOfInput(deps.store, id);
+async function runMadeOf(deps: SteerDeps, sessionId: string, id: string): Promise<SteerOutcome | null> {
+  const made = await runMadeOfInput(deps.store, { sessionId, inputId: id });
   return made ? { to: "queued", started: made } : null;
 }
 
@@ -228,7 +228,7 @@ export async function steerOrStart(
   const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
-  return startOfInput(steered, start, deps);
+  return startOfInput({ ...steered, sessionId: params.session.id }, start, deps);
 }
 
 /** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
@@ -240,7 +240,7 @@ function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">)
 /**
  * The run a steer with this idempotency key made when it found no run to take its input:
  * started by the request (it holds the key) or queued from the input left by a process that
- * stopped waiting for it (its id is the input's). Null when there is none.
+ * stopped waiting for it (see runOfLeftInput). Null when there is none.
  */
 async function runOfRepeatedSteer(
   deps: Pick<SteerDeps, "store" | "plans">,
@@ -250,10 +250,9 @@ async function runOfRepeatedSteer(
   const keyed = await repeatedStart(deps, params);
   if (keyed) return keyed;
   // Its input is the earlier request's: compared in the database, and the run read only for the same request.
-  const id = runOfInput(inputId);
-  const held = await deps.store.runs.inputHolds(id, params.input);
-  if (!held || held.sessionId !== params.session.id) return null;
+  const held = await runOfLeftInput(deps.store, { sessionId: params.session.id, inputId, input: params.input });
+  if (!held) return null;
   if (!held.same) throw keyReused(inputId);
-  const made = await deps.store.runs.get(id);
+  const made = await deps.store.runs.get(held.id);
   return made ? { run: runView(made, await deps.plans.of(deps.store, made)), created: false } : null;
 }

@@ -5,7 +5,7 @@
  * it, and the retry is answered with that run.
  */
 import { afterEach, expect, it } from "vitest";
-import { runOfInput } from "../../src/runs/queue.js";
+import { runOfLeftInput } from "../../src/runs/queue.js";
 import type { Store } from "../../src/store/store.js";
 import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
 import { runAwaitingApproval } from "../helpers/awaiting-approval.js";
@@ -116,9 +116,9 @@ it("a steer retried while the restart's recovery ends its run and queues the lef
       (name, args, call) => {
         if (name !== "add") return call();
         reachedAdd();
-        const queued = runOfInput((args[0] as { id: string }).id);
+        const inputId = (args[0] as { id: string }).id;
         return until(
-          () => store.runs.get(queued),
+          () => runOfLeftInput(store, { sessionId, inputId, input: "" }),
           (run) => run !== null,
           "the left input queued as a run",
         ).then(call);
