@@ -6,7 +6,10 @@ const INTERRUPT_WAIT_MS = 10_000;
 /** How often the end of a run executed elsewhere is looked for. */
 const POLL_MS = 50;
 
-/** Who cancelled an interrupted run, as its stop detail says it. */
+/**
+ * Who cancelled an interrupted run, as its stop detail says it (the console looks for
+ * `ifBusy "interrupt"` in it to follow the run that took its place: see console/main.ts).
+ */
 export const INTERRUPTED_BY = 'by a new run started with ifBusy "interrupt"';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
