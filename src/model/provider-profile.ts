@@ -56,7 +56,8 @@ export interface ProviderSetting {
 
 /** Parses an OPENAI_PROVIDER value; a string naming the first problem when it is not one. */
 export function parseProviderSetting(value: string): ProviderSetting | string {
-  const setting: ProviderSetting = { byModel: {} };
+  // No prototype: a model named `constructor` or `__proto__` is a key like any other.
+  const setting: ProviderSetting = { byModel: Object.create(null) };
   const list = PROVIDER_PROFILES.join(", ");
   if (!value.includes("=")) {
     return isProfileName(value) ? { byModel: {}, other: value } : `must be one of ${list} (or model=profile pairs)`;
@@ -68,8 +69,9 @@ export function parseProviderSetting(value: string): ProviderSetting | string {
     if (at === -1 || model === "")
       return `must be model=profile pairs separated by commas, not ${JSON.stringify(pair)}`;
     if (!isProfileName(profile)) return `names ${JSON.stringify(profile)} for ${model}: a profile is one of ${list}`;
+    const named = model === "*" ? setting.other !== undefined : Object.hasOwn(setting.byModel, model);
+    if (named) return `names ${model} twice`;
     if (model === "*") setting.other = profile;
-    else if (setting.byModel[model] !== undefined) return `names ${model} twice`;
     else setting.byModel[model] = profile;
   }
   return setting;

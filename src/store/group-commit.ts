@@ -1,3 +1,5 @@
+import { StorageError } from "./errors.js";
+
 /** A write waiting for its group's transaction. */
 interface PendingWrite<W> {
   work: W;
@@ -36,7 +38,9 @@ export interface GroupCommitOptions<W> {
  * stores is in the database before its caller publishes anything. If the group fails (one of
  * its writes is refused or throws, or the commit fails), nothing of it is kept and each write
  * runs again alone: each settles as it would have without grouping, so a write must change
- * nothing but the database, since it may be applied twice. `flush` sends the waiting group at
+ * nothing but the database, since it may be applied twice. A group whose outcome is unknown
+ * (StorageError.outcomeUnknown: its COMMIT sent, the answer lost) may be stored: each write
+ * is rejected with that error, as a lone write would be, and none runs again. `flush` sends the waiting group at
  * once. `hold` keeps every write not yet sent waiting until its release: a pause in the writes
  * that does not block the event loop. (With a synchronous `commitGroup`, as SQLite's, nothing
  * is committed during a hold; an asynchronous one may still be committing a group sent before.)
@@ -110,7 +114,13 @@ export class GroupCommit<W> {
           write.resolve(results[i]);
         });
       },
-      () => {
+      (err) => {
+        // Committed or not, nobody knows (its COMMIT was sent, the answer lost): each write is
+        // told so, none is written again (a write stored already would fail as a duplicate).
+        if (err instanceof StorageError && err.outcomeUnknown) {
+          for (const write of group) write.reject(err);
+          return;
+        }
         for (const write of group) alone(write);
       },
     );
