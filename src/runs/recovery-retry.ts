@@ -1,9 +1,8 @@
-import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import { messageOf } from "../message-of.js";
 import type { ClaimedRun } from "../store/store.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
-import { type RecoveryDeps, type RecoveryReport, recoverRun } from "./recovery.js";
+import { leftCallOutcome, type RecoveryDeps, type RecoveryReport, recoverRun } from "./recovery.js";
 import { failedDetail } from "./stop-details.js";
 
 /** The waits before each further try of a recovery that failed (see recoverOrEnd). */
@@ -45,7 +44,7 @@ export async function recoverOrEnd(
       recorder,
       record: run,
       end: { stopReason: "error", stopDetail: failedDetail(error, run.stats), error, stats: run.stats },
-      outcomeFor: (call) => (call.state === "started" ? interruptedOutcome() : abortedOutcome()),
+      outcomeFor: leftCallOutcome,
     });
   } finally {
     recorder.dispose();

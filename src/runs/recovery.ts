@@ -36,6 +36,10 @@ export interface RecoveryDeps {
   logger: Logger;
 }
 
+/** The result of an open call of a run a process left: INTERRUPTED if its tool had started, else ABORTED. */
+export const leftCallOutcome = (call: { state: string }) =>
+  call.state === "started" ? interruptedOutcome() : abortedOutcome();
+
 /**
  * Settles one run this process has just claimed (left by a previous process, or by an
  * instance that lost its lease), from the database alone, writing under the claimed lease.
@@ -59,7 +63,6 @@ export async function recoverRun(
   const abort = mode === "abort" || !session || run.status === "cancelling";
   // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
   const since = store.shared ? "the instance executing it was lost" : "the server restarted";
-  const outcomeFor = (call: { state: string }) => (call.state === "started" ? interruptedOutcome() : abortedOutcome());
   if (abort) {
     report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
     await finishRun({
@@ -80,7 +83,7 @@ export async function recoverRun(
         error: null,
         stats: run.stats,
       },
-      outcomeFor,
+      outcomeFor: leftCallOutcome,
     });
     report.aborted.push(run.id);
     return;
@@ -89,7 +92,7 @@ export async function recoverRun(
   report.interruptedToolCalls += await closeOpenCalls({
     store,
     recorder,
-    outcomeFor,
+    outcomeFor: leftCallOutcome,
     only: (call) => call.state === "started",
   });
   // Its input is its first message: a run without one starts over with it.

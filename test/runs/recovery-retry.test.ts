@@ -1,6 +1,7 @@
 import { afterEach, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
+import { runLeftLive } from "../helpers/left-run.js";
 import { aroundStore } from "../helpers/store-around.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
@@ -20,21 +21,6 @@ afterEach(async () => {
  * recovery is tried again, and a run that still cannot be recovered ends `error`.
  */
 
-/** A run left live by a previous process (its shutdown suspended it mid model stream), and its dir. */
-async function leftRun(upstream: Awaited<ReturnType<typeof startFakeUpstream>>) {
-  const first = await startTestServer({ upstream });
-  upstream.enqueue({ text: "never finished", gate: new Promise(() => {}) });
-  const session = (await first.request("POST", "/sessions", { body: {} })).body.id as string;
-  const run = (await first.request("POST", `/sessions/${session}/runs`, { body: { input: "go" } })).body;
-  await until(
-    async () => upstream.requests.length,
-    (n) => n === 1,
-    "the model request",
-  );
-  await first.close({ keepDir: true, resume: true });
-  return { dir: first.dir, session, runId: run.id as string };
-}
-
 /** The store with its first `failures` reads of a run's last step failing (a disk I/O error). */
 const lastStepFails = (failures: number) => {
   const tries = { failed: 0 };
@@ -50,7 +36,7 @@ const lastStepFails = (failures: number) => {
 it("a run whose recovery failed once is recovered again, not left running without an owner (sqlite)", async () => {
   const upstream = await startFakeUpstream();
   cleanups.push(() => upstream.close());
-  const { dir, session, runId } = await leftRun(upstream);
+  const { dir, sessionId: session, runId } = await runLeftLive(upstream);
   // The restart: one read of the recovery fails, everything else works. The resumed run's model
   // answer waits (for the close): the run is seen executing here.
   upstream.enqueue({ text: "resumed", gate: new Promise(() => {}) });
@@ -77,7 +63,7 @@ it("a run whose recovery failed once is recovered again, not left running withou
 it("a run whose recovery keeps failing ends error once the server is up, and its session takes new runs (sqlite)", async () => {
   const upstream = await startFakeUpstream();
   cleanups.push(() => upstream.close());
-  const { dir, session, runId } = await leftRun(upstream);
+  const { dir, sessionId: session, runId } = await runLeftLive(upstream);
   const { tries, wrapStore } = lastStepFails(Number.POSITIVE_INFINITY);
   const server = await startTestServer({ dir, upstream, wrapStore });
   servers.push(server);

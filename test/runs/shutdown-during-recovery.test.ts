@@ -6,8 +6,7 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { openSqliteStore } from "../../src/store/sqlite-store.js";
 import { startFakeUpstream } from "../fakes/openai-upstream.js";
-import { startTestServer } from "../helpers/test-server.js";
-import { until } from "../helpers/until.js";
+import { runLeftLive } from "../helpers/left-run.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -25,19 +24,9 @@ it("a SIGTERM during start-up recovery leaves no run executing once the shutdown
   const upstream = await startFakeUpstream();
   cleanups.push(() => upstream.close());
   // A run left live by a previous process (suspended by its shutdown, as after a crash).
-  const first = await startTestServer({ upstream });
-  upstream.enqueue({ text: "never finished", gate: new Promise(() => {}) });
-  const session = (await first.request("POST", "/sessions", { body: {} })).body.id as string;
-  const run = (await first.request("POST", `/sessions/${session}/runs`, { body: { input: "go" } })).body;
-  await until(
-    async () => upstream.requests.length,
-    (n) => n === 1,
-    "the model request",
-  );
-  const dir = first.dir;
-  await first.close({ keepDir: true, resume: true });
+  const { dir, runId } = await runLeftLive(upstream);
   const check = openSqliteStore({ path: join(dir, "agent.db") });
-  expect((await check.runs.get(run.id))?.status).toBe("running");
+  expect((await check.runs.get(runId))?.status).toBe("running");
   await check.close();
 
   // The restart, as serve.ts does it, with ON_RESTART=resume.
@@ -68,7 +57,7 @@ it("a SIGTERM during start-up recovery leaves no run executing once the shutdown
 
   // Left for the next start, as a run the shutdown suspends: still `running`, the model not asked again.
   const after = openSqliteStore({ path: join(dir, "agent.db") });
-  const stored = (await after.runs.get(run.id))?.status;
+  const stored = (await after.runs.get(runId))?.status;
   await after.close();
   expect({
     executingAfterShutdown,
