@@ -12,9 +12,11 @@ export { isProfileName, PROVIDER_PROFILES, type ProviderProfileName };
 export interface ProviderProfile {
   name: ProviderProfileName;
   /**
-   * The field of an assistant message that has tool calls which carries that message's stored
-   * reasoning back (DeepSeek's thinking mode answers 400 without it); null: reasoning is
-   * never sent (older DeepSeek R1 refuses `reasoning_content` in a request).
+   * The field of every assistant message that carries its stored reasoning back ("" when it
+   * stored none): DeepSeek's thinking mode answers 400 when the reasoning of any assistant
+   * message between two user messages where a tool was called is missing, the final answer
+   * after the tool results included, and ignores it elsewhere. null: reasoning is never sent
+   * (older DeepSeek R1 refuses `reasoning_content` in a request).
    */
   reasoningField: "reasoning_content" | null;
   /** The fields kept beside each tool call and sent back with it (Gemini 3's `extra_content`). */

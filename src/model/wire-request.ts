@@ -71,7 +71,7 @@ export function providerExtras(
   const extras: Record<string, unknown> = {};
   const details = profile.reasoningDetails ? message.metadata?.reasoningDetails : undefined;
   if (details?.length) extras.reasoning_details = details;
-  if (calls.length > 0 && profile.reasoningField) extras[profile.reasoningField] = message.metadata?.reasoning ?? "";
+  if (profile.reasoningField) extras[profile.reasoningField] = message.metadata?.reasoning ?? "";
   const stored = message.metadata?.toolCallFields ?? {};
   return { message: extras, calls: calls.map((call) => pick(stored[call.id], profile.toolCallFields)) };
 }

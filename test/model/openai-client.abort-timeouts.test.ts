@@ -92,7 +92,8 @@ describe("OpenAI model client: the caller's signal", () => {
 
 describe("OpenAI model client: timeouts", () => {
   it("no response headers within requestTimeoutMs is MODEL_TIMEOUT", async () => {
-    upstream.enqueue({ hang: "before-headers" });
+    // Any request that arrives hangs; on a loaded machine the timeout may fire before one arrives.
+    upstream.fallback = () => ({ hang: "before-headers" });
     const result = await clientFor(upstream, { requestTimeoutMs: 100, maxRetries: 0 }).complete(request());
     expect(result).toMatchObject({ ok: false, code: "MODEL_TIMEOUT" });
     expect(messageOf(result)).toContain("within 100 ms");

@@ -44,7 +44,11 @@ const history: AgentMessage[] = [
     id: "m5",
     role: "assistant",
     content: "Done.",
-    metadata: { refusal: true, reasoningDetails: [{ type: "reasoning.summary", summary: "wrap up", index: 0 }] },
+    metadata: {
+      refusal: true,
+      reasoning: "wrap up",
+      reasoningDetails: [{ type: "reasoning.summary", summary: "wrap up", index: 0 }],
+    },
   },
 ];
 const tools: ToolSpec[] = [
@@ -145,8 +149,9 @@ describe("what a message sends beyond its content and arguments (counted against
     const per = (name: (typeof PROVIDER_PROFILES)[number]) => history.map((m) => extraChars(m, profileNamed(name)));
     expect(per("openai")).toEqual([0, 0, 0, 0, 0]);
     expect(per("deepseek")).toEqual([0, 0, 0, 0, 0]);
-    // reasoning_content goes back only on a message with calls: counted as text, like content.
-    expect(per("deepseek-thinking")).toEqual([0, "thinking…".length, 0, 0, 0]);
+    // reasoning_content goes back on every assistant message, the answer after the tool results
+    // included: counted as text, like content.
+    expect(per("deepseek-thinking")).toEqual([0, "thinking…".length, 0, 0, "wrap up".length]);
     // extra_content beside each call: its JSON text.
     expect(per("gemini")).toEqual([0, json(metadata(1).toolCallFields?.c1?.extra_content), 0, 0, 0]);
     // reasoning_details on every assistant message that stored some: their JSON text.

@@ -353,6 +353,37 @@ describe("recorded provider streams", () => {
     });
   });
 
+  it("DeepSeek thinking mode: the answer after the tool results sends its reasoning back too, and a message that stored none sends it empty", async () => {
+    // DeepSeek answers 400 ("The `reasoning_content` in the thinking mode must be passed back")
+    // when any assistant message between two user messages where a tool was called lacks it.
+    const answer = (reasoning: string | null, content: string) => ({
+      raw: [
+        `data: ${JSON.stringify({ id: "d", object: "chat.completion.chunk", model: "deepseek-reasoner", choices: [{ index: 0, delta: { role: "assistant", content: null, reasoning_content: reasoning }, finish_reason: null }] })}\n\n`,
+        `data: ${JSON.stringify({ id: "d", object: "chat.completion.chunk", model: "deepseek-reasoner", choices: [{ index: 0, delta: { content, reasoning_content: null }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } })}\n\n`,
+        "data: [DONE]\n\n",
+      ],
+    });
+    const { s, sessionId, messages } = await runOnce(
+      [recorded("deepseek-reasoner-thinking-tool-call.chunks.txt"), answer("The tool said sunny.", "done")],
+      { model: "deepseek-reasoner" },
+    );
+    expect(messages[3]).toMatchObject({
+      role: "assistant",
+      content: "done",
+      metadata: { reasoning: "The tool said sunny." },
+    });
+    s.upstream.enqueue(answer(null, "ok"));
+    await s.request("POST", `/sessions/${sessionId}/runs?wait=true`, { body: { input: "thanks" } });
+    s.upstream.enqueue({ text: "fine" });
+    await s.request("POST", `/sessions/${sessionId}/runs?wait=true`, { body: { input: "and then?" } });
+    const history = sent(s, 3);
+    expect(history.filter((m: { role: string }) => m.role === "assistant")).toEqual([
+      expect.objectContaining({ reasoning_content: messages[1].metadata.reasoning, tool_calls: expect.any(Array) }),
+      { role: "assistant", content: "done", reasoning_content: "The tool said sunny." },
+      { role: "assistant", content: "ok", reasoning_content: "" },
+    ]);
+  });
+
   it("OPENAI_PROVIDER overrides detection: the same DeepSeek stream under `deepseek` (R1 rules) sends no reasoning_content", async () => {
     const { s, messages } = await runOnce(
       [recorded("deepseek-reasoner-thinking-tool-call.chunks.txt"), { text: "done" }],
