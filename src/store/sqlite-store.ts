@@ -209,6 +209,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       claim: (query) => write(() => tables.webhooks.claim(query)),
       record: (outcome) => write(() => tables.webhooks.record(outcome)),
       release: (query) => write(() => tables.webhooks.release(query)),
+      postpone: (query) => write(() => tables.webhooks.postpone(query)),
       expire: (query) => write(() => tables.webhooks.expire(query)),
       page: (query) => read(() => tables.runLists.deliveries(query)),
       nextDue: () => read(() => tables.webhooks.nextDue()),

@@ -31,6 +31,12 @@ export interface WebhookOutbox {
    */
   release(query: { id: string; leaseUntil: number; at: number }): Promise<void>;
   /**
+   * Puts off until `at` the pending deliveries of `owner` (null: the keyless server's) to `url`
+   * that are due by `dueBy` (a claimed one is leased past it and keeps its lease): its receiver
+   * failed a try, and they wait as that one does. Resolves how many it put off.
+   */
+  postpone(query: { owner: string | null; url: string; dueBy: number; at: number }): Promise<number>;
+  /**
    * Gives up a claimed delivery without a try (its window closed while nobody sent it, e.g.
    * the server was down): `failed` with `reason`, finished `at`, if it is still pending and
    * still leased until `leaseUntil`. Resolves whether it gave the delivery up (false: another

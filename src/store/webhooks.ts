@@ -177,6 +177,10 @@ export function webhookStore(db: Db) {
   const release = db.prepare(
     "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at = ?",
   );
+  const postpone = db.prepare(
+    `UPDATE webhook_deliveries SET next_attempt_at = ?
+     WHERE owner = ? AND url = ? AND status = 'pending' AND next_attempt_at <= ?`,
+  );
   const expire = db.prepare(
     `UPDATE webhook_deliveries SET status = 'failed', reason = ?, finished_at = ?, next_attempt_at = NULL
      WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
@@ -251,6 +255,10 @@ export function webhookStore(db: Db) {
     /** As `Store["webhooks"]["release"]` says. */
     release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
       release.run(at, id, leaseUntil);
+    },
+    /** As `Store["webhooks"]["postpone"]` says. */
+    postpone({ owner, url, dueBy, at }: { owner: string | null; url: string; dueBy: number; at: number }): number {
+      return postpone.run(at, owner ?? "", url, dueBy).changes;
     },
     /** As `Store["webhooks"]["expire"]` says. */
     expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): boolean {

@@ -241,7 +241,11 @@ export class WebhookWorker {
           : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
       if (ok) this.#cooling.succeeded(delivery.owner, delivery.url);
-      else if (at !== null) this.#cooling.failed(delivery.owner, delivery.url, at);
+      else if (at !== null) {
+        this.#cooling.failed(delivery.owner, delivery.url, at);
+        // Its owner's others to the receiver wait as it does, put off in one write, not each claimed and given back.
+        await store.webhooks.postpone({ owner: delivery.owner, url: delivery.url, dueBy: Date.now(), at });
+      }
       facts?.webhookTry(ok ? "delivered" : "failed");
       if (next.status === "failed") {
         facts?.webhookGivenUp("window", 1);

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ChatBody } from "../../src/chat/chat-request.js";
+import { WEBHOOK_EVENTS } from "../../src/domain/webhook.js";
 import {
   CreateSessionBody,
   DecisionBody,
@@ -137,6 +138,15 @@ describe("the spec and the code's request schemas", () => {
     expect(specShape("StartRunRequest")).toEqual(zodShape(StartRunBody));
     expect(specShape("DecisionRequest")).toEqual(zodShape(DecisionBody));
     expect(specShape("ChatRequest")).toEqual(zodShape(ChatBody));
+  });
+
+  it("a webhook target's events are the server's webhook events, all of them allowed in one target", () => {
+    const schemas = spec.components.schemas as Record<
+      string,
+      { enum?: string[]; properties?: Record<string, unknown> }
+    >;
+    expect(schemas.WebhookEvent?.enum).toEqual([...WEBHOOK_EVENTS]);
+    expect(schemas.WebhookTarget?.properties?.events).toMatchObject({ minItems: 1, maxItems: WEBHOOK_EVENTS.length });
   });
 
   it("query parameters are the ones the zod schemas accept", () => {

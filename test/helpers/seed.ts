@@ -78,9 +78,14 @@ let seededDeliveries = 0;
  */
 export async function seedDeliveries(
   store: Store,
-  { owner, count, gapMs = 0 }: { owner: string | null; count: number; gapMs?: number },
+  {
+    owner,
+    count,
+    gapMs = 0,
+    url = "https://hooks.example.com/in",
+  }: { owner: string | null; count: number; gapMs?: number; url?: string },
 ): Promise<{ runId: string; deliveryId: string }[]> {
-  const webhook = { url: "https://hooks.example.com/in", events: ["run.started" as const] };
+  const webhook = { url, events: ["run.started" as const] };
   const seeded: { runId: string; deliveryId: string }[] = [];
   for (let i = 0; i < count; i++) {
     const n = String(++seededDeliveries).padStart(6, "0");

@@ -60,6 +60,37 @@ describe.each(STORE_BACKENDS)("giving back a claimed webhook delivery on $name",
     expect(delivered?.status).toBe("delivered");
   });
 
+  it("postponing a receiver's deliveries moves its owner's due ones to it, one claimed keeping its lease, others' and other receivers' left", async () => {
+    const now = Date.now() + 3_000_000;
+    const owner = `key_rel_${++counter}`;
+    const dead = "https://dead.example.com/in";
+    const due = await seedDeliveries(store, { owner, count: 3, url: dead });
+    const [elsewhere] = await seedDeliveries(store, { owner, count: 1 });
+    const [otherOwner] = await seedDeliveries(store, { owner: `key_rel_${++counter}`, count: 1, url: dead });
+    // One of the three is claimed (its try under way): leased past `dueBy`.
+    const [claimed] = await store.webhooks.claim({
+      now,
+      leaseUntil: now + 60_000,
+      limit: 1,
+      perOwner: 1,
+      limits: new Map([[owner, 1]]),
+      confined: { owners: new Set([owner]), room: 1 },
+    });
+    expect(due.map((d) => d.deliveryId)).toContain(claimed?.id);
+    expect(await store.webhooks.postpone({ owner, url: dead, dueBy: now + 10, at: now + 5_000 })).toBe(2);
+    const ids = async (at: number) =>
+      (await store.webhooks.claim({ now: at, leaseUntil: at + 100, limit: 100, perOwner: 100 })).map((d) => d.id);
+    const before = await ids(now + 4_000);
+    expect(before).toEqual(expect.arrayContaining([elsewhere?.deliveryId, otherOwner?.deliveryId]));
+    expect(before.filter((id) => due.some((d) => d.deliveryId === id))).toEqual([]);
+    // The claim's lease is as it was: it gives its delivery back, the others come due at `at`.
+    await store.webhooks.release({ id: claimed?.id as string, leaseUntil: now + 60_000, at: now + 5_000 });
+    const after = await ids(now + 5_000);
+    expect(after.filter((id) => due.some((d) => d.deliveryId === id)).sort()).toEqual(
+      due.map((d) => d.deliveryId).sort(),
+    );
+  });
+
   it("a delivery expired under its lease is failed with the reason and no attempt; one leased to another claim since is left pending", async () => {
     const now = Date.now() + 2_000_000;
     const { runId, deliveryId: expired } = await pending();

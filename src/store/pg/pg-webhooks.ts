@@ -121,6 +121,16 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
         },
       ]);
     },
+    postpone: async ({ owner, url, dueBy, at }) => {
+      const [result] = (await write([
+        {
+          text: `UPDATE webhook_deliveries SET next_attempt_at = $4
+                 WHERE owner = $1 AND url = $2 AND status = 'pending' AND next_attempt_at <= $3`,
+          values: [owner ?? "", url, dueBy, at],
+        },
+      ])) as { rowCount: number | null }[];
+      return result?.rowCount ?? 0;
+    },
     expire: async ({ id, leaseUntil, reason, at }) => {
       const [result] = (await write([
         {
