@@ -1,5 +1,6 @@
 import { canonicalJson as canonical } from "../agent/canonical-json.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import type { KeyedRun } from "../store/keyed-run.js";
 import { defaultRunLimits, type RunLimits } from "../store/runs.js";
 
@@ -10,6 +11,9 @@ export interface StartRequestBody {
   contextMaxChars?: number;
   approval?: ApprovalPolicy;
   limits?: RunLimits;
+  /** The run's own webhook target, and its session's: the one a run takes is the first of them. */
+  webhook?: WebhookTarget;
+  session: { webhook: WebhookTarget | null };
 }
 
 /**
@@ -27,5 +31,16 @@ export function differingFields(existing: KeyedRun, request: StartRequestBody): 
   for (const field of Object.keys(limits) as (keyof RunLimits)[]) {
     if (existing[field] !== limits[field]) differs.push(field);
   }
+  if (!sameTarget(existing.webhook, request.webhook ?? request.session.webhook)) differs.push("webhook");
   return differs;
+}
+
+/**
+ * Whether a run whose start resolved `stored` is the one a request naming `named` (its own
+ * target, else its session's) would start: the same URL and events, or neither naming one (the
+ * server's default, WEBHOOK_URL, may have changed since: that is no difference of the request).
+ */
+function sameTarget(stored: KeyedRun["webhook"], named: WebhookTarget | null): boolean {
+  const own = stored && !stored.serverDefault ? { url: stored.url, events: stored.events } : null;
+  return canonical(own) === canonical(named ? { url: named.url, events: named.events } : null);
 }

@@ -1,4 +1,5 @@
 import { ApprovalPolicySchema } from "../domain/approval-policy.js";
+import { type ResolvedWebhookTarget, StoredResolvedTargetSchema } from "../domain/webhook.js";
 import type { Db } from "./database.js";
 import { parseOptionalJsonColumn } from "./json.js";
 import type { RunLimits, RunRecord } from "./runs.js";
@@ -10,6 +11,8 @@ import type { RunLimits, RunRecord } from "./runs.js";
  */
 export interface KeyedRun extends Pick<RunRecord, "id" | "maxTurns" | "contextMaxChars" | "approval">, RunLimits {
   sameInput: boolean;
+  /** The target its start resolved (see ResolvedWebhookTarget); null: none. */
+  webhook: ResolvedWebhookTarget | null;
 }
 
 /**
@@ -19,7 +22,7 @@ export interface KeyedRun extends Pick<RunRecord, "id" | "maxTurns" | "contextMa
  */
 export function keyedRunSql(params: { session: string; key: string; input: string }): string {
   return `SELECT id, input = ${params.input} AS same_input, max_turns, context_max_chars, approval, max_tokens,
-      max_duration_ms, max_tool_calls, loop_repeat_limit, planning
+      max_duration_ms, max_tool_calls, loop_repeat_limit, planning, webhook
     FROM runs WHERE session_id = ${params.session} AND idempotency_key = ${params.key}`;
 }
 
@@ -38,6 +41,7 @@ export interface KeyedRunRow {
   max_tool_calls: number | null;
   loop_repeat_limit: number;
   planning: number;
+  webhook: string | null;
 }
 
 export function keyedRunFromRow(row: KeyedRunRow): KeyedRun {
@@ -52,6 +56,7 @@ export function keyedRunFromRow(row: KeyedRunRow): KeyedRun {
     maxToolCalls: row.max_tool_calls,
     loopRepeatLimit: row.loop_repeat_limit,
     planning: row.planning === 1,
+    webhook: parseOptionalJsonColumn(StoredResolvedTargetSchema, row.webhook, `run ${row.id} webhook`),
   };
 }
 

@@ -17,6 +17,7 @@ import {
   StartRunBody,
   StartRunQuery,
 } from "../../src/http/schemas.js";
+import { defaultRunLimits } from "../../src/store/runs.js";
 import {
   documentedOperations,
   operation,
@@ -147,6 +148,20 @@ describe("the spec and the code's request schemas", () => {
     >;
     expect(schemas.WebhookEvent?.enum).toEqual([...WEBHOOK_EVENTS]);
     expect(schemas.WebhookTarget?.properties?.events).toMatchObject({ minItems: 1, maxItems: WEBHOOK_EVENTS.length });
+  });
+
+  it("an Idempotency-Key conflict's `differs` may name every field a retry is compared on", () => {
+    const conflict = JSON.stringify(spec.components.schemas.StartRunConflictError);
+    const named = /"differs":\{[^}]*"enum":(\[[^\]]*\])/.exec(conflict)?.[1];
+    const compared = [
+      "input",
+      "maxTurns",
+      "contextMaxChars",
+      "approval",
+      ...Object.keys(defaultRunLimits()),
+      "webhook",
+    ];
+    expect(JSON.parse(named ?? "[]").sort()).toEqual(compared.sort());
   });
 
   it("query parameters are the ones the zod schemas accept", () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { sharedTestServer } from "../helpers/shared-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { WEBHOOK_SECRET } from "../helpers/webhook-receiver.js";
 
 let server: TestServer;
 
@@ -124,6 +125,37 @@ describe("runs over HTTP", () => {
     expect(a.headers.get("idempotent-replayed")).toBeNull();
     expect(b.body.id).toBe(a.body.id);
     expect(server.upstream.requests).toHaveLength(1);
+  });
+
+  it("the same Idempotency-Key with another webhook target is 409 IDEMPOTENCY_KEY_REUSED naming it, not the first run's deliveries going to the old receiver", async () => {
+    const hooks = await startTestServer({ env: { WEBHOOK_SECRET } });
+    try {
+      hooks.upstream.enqueue({ text: "once" });
+      const session = (await hooks.request("POST", "/sessions", { body: {} })).body;
+      const headers = { "idempotency-key": "hook-1" };
+      const webhook = (url: string) => ({ url, events: ["run.finished"] });
+      const a = await hooks.request("POST", `/sessions/${session.id}/runs`, {
+        body: { input: "x", webhook: webhook("https://hooks.example.com/a") },
+        headers,
+      });
+      expect(a.status).toBe(201);
+      await hooks.ctx.manager.waitForFinish(a.body.id);
+      const same = await hooks.request("POST", `/sessions/${session.id}/runs`, {
+        body: { input: "x", webhook: webhook("https://hooks.example.com/a") },
+        headers,
+      });
+      expect(same.status).toBe(201);
+      expect(same.body.id).toBe(a.body.id);
+      const other = await hooks.request("POST", `/sessions/${session.id}/runs`, {
+        body: { input: "x", webhook: webhook("https://hooks.example.com/b") },
+        headers,
+      });
+      expect(other.status).toBe(409);
+      expect(other.body.error).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", details: { differs: ["webhook"] } });
+      expect(hooks.upstream.requests).toHaveLength(1);
+    } finally {
+      await hooks.close();
+    }
   });
 
   it("approve: the tool waits for the decision, runs after it, and the same decision again answers 200", async () => {

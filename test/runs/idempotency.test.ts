@@ -10,7 +10,9 @@ const keyed = (input: string) => ({
   contextMaxChars: null,
   approval: { default: "ask" as const, tools: { shell: "deny" as const, write_file: "allow" as const } },
   ...defaultRunLimits(),
+  webhook: null,
 });
+const noSessionTarget = { webhook: null };
 const run = keyed("hi");
 
 describe("an Idempotency-Key retry is the same request only if its whole body is", () => {
@@ -20,19 +22,56 @@ describe("an Idempotency-Key retry is the same request only if its whole body is
         input: "hi",
         maxTurns: 20,
         approval: { tools: { write_file: "allow", shell: "deny" }, default: "ask" },
+        session: noSessionTarget,
       }),
     ).toEqual([]);
   });
 
   it("names each field that differs", () => {
-    expect(differingFields(keyed("ho"), { input: "ho", maxTurns: 20, approval: run.approval })).toEqual(["input"]);
-    expect(differingFields(run, { input: "hi", maxTurns: 5, contextMaxChars: 100, approval: undefined })).toEqual([
-      "maxTurns",
-      "contextMaxChars",
-      "approval",
-    ]);
     expect(
-      differingFields(run, { input: "hi", maxTurns: 20, approval: { default: "ask", tools: { shell: "allow" } } }),
+      differingFields(keyed("ho"), { input: "ho", maxTurns: 20, approval: run.approval, session: noSessionTarget }),
+    ).toEqual(["input"]);
+    expect(
+      differingFields(run, {
+        input: "hi",
+        maxTurns: 5,
+        contextMaxChars: 100,
+        approval: undefined,
+        session: noSessionTarget,
+      }),
+    ).toEqual(["maxTurns", "contextMaxChars", "approval"]);
+    expect(
+      differingFields(run, {
+        input: "hi",
+        maxTurns: 20,
+        approval: { default: "ask", tools: { shell: "allow" } },
+        session: noSessionTarget,
+      }),
     ).toEqual(["approval"]);
+  });
+
+  it("a webhook target other than the one the run took differs; the server's default changing since does not", () => {
+    const target = { url: "https://hooks.example.com/a", events: ["run.finished" as const] };
+    const same = { input: "hi", maxTurns: 20, approval: run.approval };
+    const own = { ...run, webhook: { ...target, serverDefault: false } };
+    const serverDefault = { ...run, webhook: { ...target, serverDefault: true } };
+    // The run's own target (or its session's) is compared with the request's own, else its session's.
+    expect(differingFields(own, { ...same, webhook: target, session: noSessionTarget })).toEqual([]);
+    expect(differingFields(own, { ...same, session: { webhook: target } })).toEqual([]);
+    expect(
+      differingFields(own, {
+        ...same,
+        webhook: { ...target, url: "https://hooks.example.com/b" },
+        session: noSessionTarget,
+      }),
+    ).toEqual(["webhook"]);
+    expect(
+      differingFields(own, { ...same, webhook: { ...target, events: ["run.started"] }, session: noSessionTarget }),
+    ).toEqual(["webhook"]);
+    expect(differingFields(own, { ...same, session: noSessionTarget })).toEqual(["webhook"]);
+    expect(differingFields(run, { ...same, webhook: target, session: noSessionTarget })).toEqual(["webhook"]);
+    expect(differingFields(serverDefault, { ...same, webhook: target, session: noSessionTarget })).toEqual(["webhook"]);
+    // WEBHOOK_URL's target, or none then: a retry naming none is the same request.
+    expect(differingFields(serverDefault, { ...same, session: noSessionTarget })).toEqual([]);
   });
 });

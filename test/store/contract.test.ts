@@ -96,7 +96,16 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     const input = "i".repeat(100_000);
     const approval = { default: "ask" as const, tools: { shell: "deny" as const } };
     await store.runs.create(
-      runRecord({ id: first, sessionId, idempotencyKey: "key-1", input, maxTurns: 7, approval, maxTokens: 500 }),
+      runRecord({
+        id: first,
+        sessionId,
+        idempotencyKey: "key-1",
+        input,
+        maxTurns: 7,
+        approval,
+        maxTokens: 500,
+        webhook: { url: "https://hooks.example.com/in", events: ["run.finished"], serverDefault: false },
+      }),
       [],
     );
     await finish(first);
@@ -111,6 +120,7 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
       approval,
       ...defaultRunLimits(),
       maxTokens: 500,
+      webhook: { url: "https://hooks.example.com/in", events: ["run.finished"], serverDefault: false },
     });
     expect(await store.runs.keyed(sessionId, "key-1", `${input}j`)).toMatchObject({ id: first, sameInput: false });
     expect(await store.runs.keyed(sessionId, "key-1", "")).toMatchObject({ id: first, sameInput: false });
