@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "./errors.js";
 import { runMigrations } from "./migrations.js";
+import { ownerLockPath } from "./owner-lock-path.js";
 import { translateSqliteError } from "./sqlite-errors.js";
 
 export type Db = Database.Database;
@@ -15,13 +16,14 @@ export interface OpenDatabaseOptions {
 
 /**
  * Holds the lock that makes one server process the owner of the database file: a write
- * transaction on the sidecar file `<path>-lock`, taken at open and held until close (the
- * operating system drops it with the process). The database itself is opened in SQLite's
+ * transaction on the sidecar file `<file>-lock` beside the file `path` resolves to (see
+ * ownerLockPath: one lock whatever name reaches the file), taken at open and held until close
+ * (the operating system drops it with the process). The database itself is opened in SQLite's
  * normal locking mode, so that the checkpoint worker (see Checkpointer) can have a
  * connection of its own; every other process fails here.
  */
 function takeOwnerLock(path: string): Database.Database {
-  const lock = new Database(`${path}-lock`, { timeout: 0 });
+  const lock = new Database(ownerLockPath(path), { timeout: 0 });
   try {
     lock.pragma("locking_mode = EXCLUSIVE");
     lock.exec("BEGIN EXCLUSIVE");

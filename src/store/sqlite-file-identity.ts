@@ -1,4 +1,5 @@
 import { type Stats, statSync } from "node:fs";
+import { ownerLockPath } from "./owner-lock-path.js";
 
 /** A file as the server opened it: its path and the file it named then. */
 interface Opened {
@@ -29,7 +30,7 @@ export function fileProblemOf(path: string, onProblem?: (problem: string) => voi
 }
 
 /**
- * Whether the SQLite file and its lock file (`<path>-lock`, see openDatabase) are still the
+ * Whether the SQLite file and its lock file (see ownerLockPath and openDatabase) are still the
  * files their paths name, recorded when they were opened. A file deleted or replaced under the
  * server goes unnoticed by SQLite: its writes go on to the open file, which no path names any
  * more (lost at the next start, which creates a new database there), and without the lock file
@@ -39,7 +40,7 @@ export class SqliteFileIdentity {
   readonly #files: Opened[];
 
   constructor(path: string) {
-    this.#files = [identity(path, "database file"), identity(`${path}-lock`, "lock file")];
+    this.#files = [identity(path, "database file"), identity(ownerLockPath(path), "lock file")];
   }
 
   problem(): string | null {
