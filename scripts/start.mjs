@@ -5,9 +5,11 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { currentNodeProblem } from "./node-version.mjs";
 
-const root = new URL("..", import.meta.url).pathname;
+// A file path, not the URL's percent-encoded pathname (a checkout under `My Projects/`).
+const root = fileURLToPath(new URL("..", import.meta.url));
 const nodeProblem = currentNodeProblem(join(root, "package.json"));
 if (nodeProblem) {
   console.error(nodeProblem);
@@ -60,4 +62,4 @@ if (consoleBuilt < newestMtime(join(root, "console"))) {
     );
   }
 }
-await import(entry);
+await import(pathToFileURL(entry).href);

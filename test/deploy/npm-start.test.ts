@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
@@ -68,3 +68,36 @@ it("`npm start` serves, and SIGTERM sent to npm reaches the server, which shuts 
     dir.cleanup();
   }
 }, 40_000);
+
+// start.mjs found the checkout with `new URL("..", import.meta.url).pathname`, which is
+// percent-encoded: under a path with a space it read `My%20Projects/.../package.json` and died
+// with ENOENT before serving. It now turns its URL into a file path (fileURLToPath).
+it("npm start runs the built server from a checkout whose path has a space in it", () => {
+  const dir = tempDir();
+  try {
+    // The parts of a checkout start.mjs reads: package.json, scripts/, and a built dist/ (here a
+    // stand-in server that says it started; no sources, so nothing is stale and nothing is built).
+    const app = join(dir.path, "My Projects", "agent-server");
+    mkdirSync(join(app, "scripts"), { recursive: true });
+    mkdirSync(join(app, "dist", "src"), { recursive: true });
+    for (const file of ["start.mjs", "node-version.mjs"]) {
+      copyFileSync(join(root, "scripts", file), join(app, "scripts", file));
+    }
+    copyFileSync(join(root, "package.json"), join(app, "package.json"));
+    writeFileSync(join(app, "dist", "src", "server.js"), 'console.log("the server started");\n');
+
+    const result = spawnSync(process.execPath, [join(app, "scripts", "start.mjs")], {
+      cwd: app,
+      encoding: "utf8",
+      timeout: 15_000,
+    });
+    const firstError = (result.stderr.split("\n").find((l) => /Error|error/.test(l)) ?? "").trim();
+    expect({ status: result.status, stdout: result.stdout.trim(), error: firstError }).toEqual({
+      status: 0,
+      stdout: "the server started",
+      error: "",
+    });
+  } finally {
+    dir.cleanup();
+  }
+});
