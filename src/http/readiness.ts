@@ -45,6 +45,31 @@ export async function checkReadiness(
   };
 }
 
+/** What /readyz tells a caller without credentials: ready or not, and which check failed. */
+export interface ReadinessSummary {
+  ready: boolean;
+  checks: Record<keyof Readiness["checks"], { ok: boolean }>;
+}
+
+/**
+ * `readiness` without its messages and `shell`: what an open route may tell anyone who reaches
+ * the port (a check's message may name a file's path or carry a database's error text, and
+ * `shell` says whether commands run unsandboxed). A caller with a valid key gets the whole
+ * answer (see routes/health.ts).
+ */
+export function summaryOf(readiness: Readiness): ReadinessSummary {
+  const { accepting, database, workspaces, model } = readiness.checks;
+  return {
+    ready: readiness.ready,
+    checks: {
+      accepting: { ok: accepting.ok },
+      database: { ok: database.ok },
+      workspaces: { ok: workspaces.ok },
+      model: { ok: model.ok },
+    },
+  };
+}
+
 const shellReport = (sandbox: AppContext["shellSandbox"]): Readiness["shell"] =>
   sandbox.kind === "bwrap"
     ? { sandbox: "bwrap", network: sandbox.network }
