@@ -14,9 +14,12 @@ type Write = (statements: Statement[]) => Promise<{ rowCount: number | null; row
 /** A queued run another instance starts or cancels meanwhile is passed over for the next; at most this often. */
 const START_ATTEMPTS = 8;
 
-/** Refuses the batch (`active_run`, see queueHeld) while the session's queue is held. */
+/**
+ * Refuses the batch (`active_run`, see queueHeld) while the session's queue is held. A session
+ * that is gone holds nothing: the batch goes on, and its run's insert is refused `session_gone`.
+ */
 export const queueFreeStatement = (sessionId: string): Statement => ({
-  text: `SELECT 1 FROM sessions WHERE id = $1 AND (queue_held_until IS NULL OR queue_held_until <= ${NOW_MS})`,
+  text: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND queue_held_until > ${NOW_MS})`,
   values: [sessionId],
   orRefuse: () => queueHeld(sessionId),
 });

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/store.js";
+import { runRecord, seedSession } from "../helpers/seed.js";
+import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
+
+/**
+ * Store.sessions.delete: a run inserted after its session's delete "meets the deleted session
+ * (its insert refused, `session_gone`)", whatever else the create checks. Before, PostgreSQL's
+ * queue-free check found no session row and called it a held queue (`active_run`); a session
+ * that is gone now holds no queue, and the insert is refused `session_gone`.
+ */
+describe.each(STORE_BACKENDS)("runs.create for a deleted session on $name", (backend) => {
+  let opened: OpenedBackend;
+  let store: Store;
+  let n = 0;
+  const fresh = (prefix: string) => `${prefix}_${String(++n).padStart(4, "0")}`;
+  beforeAll(async () => {
+    opened = await backend.open();
+    store = opened.store;
+  });
+  afterAll(() => opened?.dispose());
+
+  /** The rule a create was refused with, or "created". */
+  const ruleOf = (created: Promise<unknown>) =>
+    created.then(
+      () => "created",
+      (err: { rule?: string; message?: string }) => err.rule ?? `not a conflict: ${err.message}`,
+    );
+
+  it("an enqueue or steer start (unlessQueueHeld) is refused session_gone", async () => {
+    const sessionId = fresh("ses");
+    await seedSession(store, { id: sessionId });
+    expect(await store.sessions.delete(sessionId)).toBe(true);
+    const rule = await ruleOf(
+      store.runs.create(runRecord({ id: fresh("run"), sessionId }), [], { unlessQueueHeld: true }),
+    );
+    expect(rule).toBe("session_gone");
+  });
+});
