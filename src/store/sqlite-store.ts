@@ -111,10 +111,12 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
           write(() => {
             if (unlessQueueHeld && tables.queue.held(run.sessionId)) throw queueHeld(run.sessionId);
             if (limit && tables.runs.unfinishedOf(limit.owner) >= limit.max) throw ownerRunsFull(limit);
+            // The run before the input it takes: for a deleted session (whose delete took its
+            // inputs) the insert is refused `session_gone`, as over PostgreSQL.
+            tables.runs.insert(run);
             if (takesInput !== undefined && !tables.queue.withdraw(takesInput)) {
               throw new StoreConflictError("input_taken", `input ${takesInput} is no longer pending`);
             }
-            tables.runs.insert(run);
             if (lease) tables.leases.take(run.id, lease);
             tables.webhooks.deriveFrom(events, { runId: run.id, target: targetOfRun(run) });
             return tables.events.insert(events);

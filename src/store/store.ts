@@ -86,7 +86,8 @@ export interface Store {
      * unfinished runs. With `takesInput`, that steered input is removed in the same
      * transaction (the run is made from it), and the insert is refused (`input_taken`) when it
      * is no longer pending. With `unlessQueueHeld`, refused (`active_run`) while the session's
-     * queue is held (see holdQueue): an interrupting start has the session's next run.
+     * queue is held (see holdQueue): an interrupting start has the session's next run. A run
+     * whose session is gone is refused `session_gone`, whatever its input or queue.
      */
     create(
       run: RunRecord,

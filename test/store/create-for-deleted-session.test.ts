@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/store.js";
-import { runRecord, seedSession } from "../helpers/seed.js";
+import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { type OpenedBackend, STORE_BACKENDS } from "../helpers/store-backends.js";
 
 /**
  * Store.sessions.delete: a run inserted after its session's delete "meets the deleted session
- * (its insert refused, `session_gone`)", whatever else the create checks. Before, PostgreSQL's
- * queue-free check found no session row and called it a held queue (`active_run`); a session
- * that is gone now holds no queue, and the insert is refused `session_gone`.
+ * (its insert refused, `session_gone`)", whatever else the create checks. Before, each backend
+ * refused one such create with another rule: PostgreSQL's queue-free check found no session row
+ * and called it a held queue (`active_run`); SQLite withdrew the steered input first, which the
+ * session's delete had cascaded away (`input_taken`). Both now refuse `session_gone`.
  */
 describe.each(STORE_BACKENDS)("runs.create for a deleted session on $name", (backend) => {
   let opened: OpenedBackend;
@@ -33,6 +34,27 @@ describe.each(STORE_BACKENDS)("runs.create for a deleted session on $name", (bac
     expect(await store.sessions.delete(sessionId)).toBe(true);
     const rule = await ruleOf(
       store.runs.create(runRecord({ id: fresh("run"), sessionId }), [], { unlessQueueHeld: true }),
+    );
+    expect(rule).toBe("session_gone");
+  });
+
+  it("a start taking a steered input of the session is refused session_gone", async () => {
+    const sessionId = fresh("ses");
+    await seedSession(store, { id: sessionId });
+    const live = fresh("run");
+    await store.runs.create(runRecord({ id: live, sessionId }), []);
+    const inputId = fresh("msg");
+    const added = await store.inputs.add({
+      id: inputId,
+      runId: live,
+      content: "more",
+      createdAt: new Date().toISOString(),
+    });
+    expect(added).toBe(true);
+    await store.commitRun(live, [finishChange()], []);
+    expect(await store.sessions.delete(sessionId)).toBe(true);
+    const rule = await ruleOf(
+      store.runs.create(runRecord({ id: fresh("run"), sessionId, status: "queued" }), [], { takesInput: inputId }),
     );
     expect(rule).toBe("session_gone");
   });
