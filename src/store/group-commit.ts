@@ -89,39 +89,39 @@ export class GroupCommit<W> {
   }
 
   /**
-   * Sends what is waiting, now (a synchronous store has committed it on return); the writes'
-   * promises settle after. Held writes wait, unless `evenHeld` (the store is closing).
+   * Sends what is waiting, now (a synchronous store has committed it on return, unless it was
+   * refused); the writes' promises settle after. The returned promise resolves (never rejects)
+   * once each write sent has settled: a refused group's writes have run again alone, which a
+   * store closing waits for before it closes its connection. Held writes wait, unless
+   * `evenHeld` (the store is closing).
    */
-  flush(evenHeld = false): void {
+  flush(evenHeld = false): Promise<void> {
     if (this.#timer) clearTimeout(this.#timer);
     if (this.#immediate) clearImmediate(this.#immediate);
     this.#timer = null;
     this.#immediate = null;
-    if (this.#holds > 0 && !evenHeld) return;
+    if (this.#holds > 0 && !evenHeld) return Promise.resolve();
     const group = this.#pending;
-    if (!group.length) return;
+    if (!group.length) return Promise.resolve();
     this.#pending = [];
     this.#lastGroupAt = performance.now();
     this.#lastGroupSize = group.length;
     const alone = (write: PendingWrite<W>) => this.options.commitAlone(write.work).then(write.resolve, write.reject);
-    if (group.length === 1) {
-      alone(group[0] as PendingWrite<W>);
-      return;
-    }
-    this.options.commitGroup(group.map((write) => write.work)).then(
+    if (group.length === 1) return alone(group[0] as PendingWrite<W>);
+    return this.options.commitGroup(group.map((write) => write.work)).then(
       (results) => {
         group.forEach((write, i) => {
           write.resolve(results[i]);
         });
       },
-      (err) => {
+      async (err) => {
         // Committed or not, nobody knows (its COMMIT was sent, the answer lost): each write is
         // told so, none is written again (a write stored already would fail as a duplicate).
         if (err instanceof StorageError && err.outcomeUnknown) {
           for (const write of group) write.reject(err);
           return;
         }
-        for (const write of group) alone(write);
+        await Promise.all(group.map(alone));
       },
     );
   }

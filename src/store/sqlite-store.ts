@@ -48,8 +48,12 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
   const inputRuns = new MayHaveRows(tables.queue.runsWithInput());
   const probe = sqliteWriteProbe(db);
 
-  /** A write in one transaction: a success clears a recorded failure, a storage failure is recorded. */
+  /**
+   * A write in one transaction: a success clears a recorded failure, a storage failure is
+   * recorded. Once the store is closed, refused (`unavailable`).
+   */
   const writeAlone = <T>(fn: () => T): Promise<T> => {
+    if (!db.open) return Promise.reject(new StorageError("unavailable", "the store is closed"));
     try {
       const result = inTransaction(fn) as T;
       health.recordSuccess();
@@ -227,11 +231,11 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
     writeFailure: () => health.failure,
     // One process holds the file: there is nobody to hear from.
     notifications: null,
-    close: () =>
-      read(() => {
-        group.flush(true);
-        db.close();
-      }),
+    // The writes made before it settle first (a refused group's, run again alone); a later one is refused.
+    close: async () => {
+      await group.flush(true);
+      await read(() => db.close());
+    },
   };
   return { store, holdWrites: () => group.hold() };
 }
