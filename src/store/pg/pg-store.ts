@@ -255,8 +255,9 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
     writeFailure: () => health.failure,
     notifications: listener,
     close: async () => {
-      // A group still waiting for its window is sent before the pool ends.
-      group.flush();
+      // A group still waiting for its window is sent, and its writes settled (a refused group's
+      // run again alone), before the pool ends.
+      await group.flush();
       await listener.close();
       await pool.end();
     },
