@@ -11,14 +11,16 @@ export interface BeforeToolCallRequest {
   tool: AnyAgentTool;
   /** The validated input. */
   input: unknown;
+  /** The run's signal, also fired when the run's wall-time budget runs out (see withDeadline). */
   signal: AbortSignal;
 }
 
 /**
  * Asked before every valid tool call, after argument validation and before any
  * side effect. It may wait (for a person); it throws only when something broke.
- * Once `signal` fires the loop no longer waits for it and closes the call itself: from
- * then on the hook must record nothing of the call.
+ * Once `signal` fires (the run is cancelled, or its wall-time budget is spent) the loop no
+ * longer waits for it and closes the call itself: from then on the hook must record nothing
+ * of the call, nor take a decision for it.
  */
 export type BeforeToolCall = (request: BeforeToolCallRequest) => Promise<ToolCallDecision>;
 

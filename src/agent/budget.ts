@@ -43,8 +43,8 @@ function timeLeftMs(budgets: RunBudgets, elapsedMs: number): number | null {
 }
 
 /**
- * The run's signal, also fired when the wall-time budget runs out: what a model request or a
- * tool gets, so the budget stops work in flight as a cancellation would.
+ * The run's signal, also fired when the wall-time budget runs out: what a model request, a
+ * wait for approval or a tool gets, so the budget stops work in flight as a cancellation would.
  */
 export function withDeadline(signal: AbortSignal, budgets: RunBudgets, elapsedMs: number): AbortSignal {
   const left = timeLeftMs(budgets, elapsedMs);

@@ -108,14 +108,16 @@ export async function runToolCalls(
 
     await ctx.checkpoint("approval");
     if (ctx.signal.aborted) return abortFrom(index);
+    // The wall-time budget counts the wait for approval too, and ends a wait that outlasts it.
+    const waiting = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
     let decision: ToolCallDecision | typeof ABORTED;
     try {
       // A tool that touches only the run's own state (the plan) needs nobody's approval.
       decision = resolved.tool.alwaysAllowed
         ? { decision: "approve" }
         : await raceAbort(
-            ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: ctx.signal }),
-            ctx.signal,
+            ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: waiting }),
+            waiting,
           );
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
@@ -123,7 +125,9 @@ export async function runToolCalls(
       return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`);
     }
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
-    if (decision === ABORTED || ctx.signal.aborted) return abortFrom(index);
+    if (ctx.signal.aborted) return abortFrom(index);
+    // The budget ran out first: the call is closed undecided, and the run stops.
+    if (decision === ABORTED) return budgetStop(index, durationSpent(ctx.budgets, ctx.elapsedMs()));
     if (decision.decision === "deny") {
       const stop = await record(call, deniedOutcome(decision.reason ?? null));
       if (stop) return stop;
@@ -132,6 +136,7 @@ export async function runToolCalls(
 
     await ctx.checkpoint("tool");
     if (ctx.signal.aborted) return abortFrom(index);
+    // A decision that came as the budget ran out: the tool does not start.
     const spentWhileWaiting = await budgetStop(index);
     if (spentWhileWaiting) return spentWhileWaiting;
     // Durable before the tool runs: the start could not be recorded, the tool does not run.

@@ -25,12 +25,13 @@ function awaitingApproval(live: LiveRun): RunChange[] {
 const CANCELLED: ToolCallDecision = { decision: "deny", reason: "the run was cancelled" };
 
 /**
- * A write of the gate's, decided at its turn: nothing once the run is cancelled, as its loop
- * has closed the call (see BeforeToolCall) and its result, or the run's end, may be written
- * before this: a request after it would reopen a closed call, an announcement follow the end.
+ * A write of the gate's, decided at its turn: nothing once the run is cancelled or the gate's
+ * `signal` fired (the run's wall-time budget is spent), as its loop has closed the call (see
+ * BeforeToolCall) and its result, or the run's end, may be written before this: a request
+ * after it would reopen a closed call, an announcement follow the end.
  */
-const unlessCancelled = (live: LiveRun, build: () => WriteBatch) => (): WriteBatch =>
-  live.controller.signal.aborted ? { changes: [], events: [] } : build();
+const unlessStopped = (live: LiveRun, signal: AbortSignal, build: () => WriteBatch) => (): WriteBatch =>
+  live.controller.signal.aborted || signal.aborted ? { changes: [], events: [] } : build();
 
 /** Whether deciding `toolCallId` leaves the run with nothing to wait for. */
 const lastWaiting = (live: LiveRun, toolCallId: string): boolean =>
@@ -40,6 +41,26 @@ const lastWaiting = (live: LiveRun, toolCallId: string): boolean =>
 function wake(live: LiveRun, toolCallId: string, decision: ToolCallDecision): void {
   live.waiters.settle(toolCallId, decision);
   if (live.phase.name === "awaiting_approval" && live.waiters.size === 0) live.phase = { name: "running", tool: null };
+}
+
+/**
+ * The loop no longer waits for `toolCallId` (the gate's signal fired: the run's wall-time
+ * budget is spent; a cancel forgets every waiter itself): no decision is taken for it any more,
+ * and the run is running again (stored too) once nothing waits.
+ */
+function stopWaiting(live: LiveRun, toolCallId: string): void {
+  if (!live.waiters.has(toolCallId)) return;
+  const running = lastWaiting(live, toolCallId);
+  live.waiters.forget(toolCallId);
+  if (!running) return;
+  live.phase = { name: "running", tool: null };
+  // Unstored, the status is corrected by the run's end, which the loop writes next.
+  live.recorder
+    .write(() => ({
+      changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
+      events: [],
+    }))
+    .catch(() => {});
 }
 
 /**
@@ -112,13 +133,16 @@ async function resolvedBefore(deps: ApprovalDeps, runId: string, toolCallId: str
  */
 async function announceLedgerDecision(
   deps: ApprovalDeps,
-  live: LiveRun,
-  toolCallId: string,
-  decision: ToolCallDecision,
+  {
+    live,
+    toolCallId,
+    decision,
+    signal,
+  }: { live: LiveRun; toolCallId: string; decision: ToolCallDecision; signal: AbortSignal },
 ): Promise<void> {
   if (await resolvedBefore(deps, live.id, toolCallId)) return;
   await live.recorder.write(
-    unlessCancelled(live, () => ({
+    unlessStopped(live, signal, () => ({
       changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
       events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason: decision.reason ?? null }],
     })),
@@ -144,7 +168,7 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       const decision: ToolCallDecision = overruled
         ? { decision: "deny", reason: `the approval policy denies ${tool.name}` }
         : { decision: ledger.decision, reason: ledger.decisionReason };
-      await announceLedgerDecision(deps, live, toolCall.id, decision);
+      await announceLedgerDecision(deps, { live, toolCallId: toolCall.id, decision, signal });
       return decision;
     }
 
@@ -169,10 +193,13 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       timeoutMs: remainingMs,
       onTimeout: () => void timeOut(deps, live, toolCall.id),
     });
+    const onStop = () => stopWaiting(live, toolCall.id);
+    signal.addEventListener("abort", onStop, { once: true });
+    void decided.then(() => signal.removeEventListener("abort", onStop));
     const reason = `${tool.name} requires approval`;
     try {
       await live.recorder.write(
-        unlessCancelled(live, () => ({
+        unlessStopped(live, signal, () => ({
           changes: [
             ...(asked
               ? []
