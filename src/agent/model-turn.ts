@@ -111,7 +111,8 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   };
 
   if (!result.ok) {
-    if (signal.aborted && !ctx.signal.aborted) {
+    // Stopped by the wall-time budget; a failure of the model's own is reported as such.
+    if (result.code === "MODEL_ABORTED" && signal.aborted && !ctx.signal.aborted) {
       return { stop: { stopReason: "budget_exhausted", budget: durationSpent(ctx.budgets, ctx.elapsedMs()) }, trace };
     }
     if (result.code === "MODEL_ABORTED" || ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };

@@ -14,6 +14,10 @@ export interface ModelRequest {
   system?: string;
   messages: AgentMessage[];
   tools: ToolSpec[];
+  /**
+   * Fires when the run is cancelled or its wall-time budget is spent: the request stops, and a
+   * request it stopped fails MODEL_ABORTED (any other failure is the model's own).
+   */
   signal: AbortSignal;
   /** Called with each text fragment as it streams in. */
   onTextDelta?: (text: string) => void;

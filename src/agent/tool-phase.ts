@@ -7,6 +7,7 @@ import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
 import { budgetUsage } from "./stop-detail.js";
+import { stoppedBy } from "./stopped-by.js";
 import type { ToolOutcome } from "./tool.js";
 import { overToolCallCap, placeInReply } from "./tool-call-cap.js";
 import {
@@ -155,7 +156,8 @@ export async function runToolCalls(
     try {
       outcome = await resolved.tool.execute(resolved.input, { toolCallId: call.id, signal });
     } catch (err) {
-      if (signal.aborted && !ctx.signal.aborted) {
+      // Stopped by the wall-time budget; an error of the tool's own is its failure (law 8).
+      if (!ctx.signal.aborted && stoppedBy(err, signal)) {
         return (
           (await record(call, executionFailedOutcome(), performance.now() - started)) ??
           (await budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs())))

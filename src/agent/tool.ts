@@ -10,7 +10,11 @@ export type ToolOutcome =
 
 export interface ToolExecutionContext {
   toolCallId: string;
-  /** Fires when the run is cancelled; a tool stops its work and reports what happened. */
+  /**
+   * Fires when the run is cancelled or its wall-time budget is spent; a tool stops its work and
+   * reports what happened. A throw counts as the stop only when it is the signal's reason or an
+   * AbortError (see stoppedBy); any other throw is the tool's failure.
+   */
   signal: AbortSignal;
 }
 

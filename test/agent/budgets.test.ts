@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { ModelResult } from "../../src/agent/model.js";
 import { toolOk } from "../../src/agent/tool.js";
 import { toolCall } from "../fakes/scripted-model.js";
 import { expectConsistent, Harness, testTool } from "./harness.js";
@@ -97,5 +99,79 @@ describe("budgets (budget_exhausted)", () => {
     expect(result.stopReason).toBe("budget_exhausted");
     expect(result.stopDetail).toContain("used 1,050 of its 1,000 tokens");
     expect(h.model.requests).toHaveLength(0);
+  });
+
+  // A failure of a tool's or the model's own after the deadline fired is reported as that failure
+  // (law 8), not as the budget's: only an abort (the signal's reason, an AbortError) is the
+  // budget's. Before, any failure once the deadline had fired ended the run budget_exhausted,
+  // with the failure dropped.
+  describe("a failure after the time budget ran out", () => {
+    /** Resolves once `signal` has fired: the deadline has passed when this settles. */
+    const fired = (signal: AbortSignal) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+    const failingTool = (fail: (signal: AbortSignal) => Promise<never>) =>
+      testTool({ name: "broken", schema: z.object({}), execute: (_input, { signal }) => fail(signal) });
+    const runOf = (tool: ReturnType<typeof failingTool>) =>
+      new Harness({ tools: [tool, echo()], steps: [{ toolCalls: [toolCall("c1", "broken", {}), echoCall("c2")] }] });
+
+    it("a tool's own error is the tool's failure: the run ends error with it", async () => {
+      const h = runOf(
+        failingTool(async (signal) => {
+          await fired(signal);
+          throw new Error("EIO: i/o error, write 'out.bin'");
+        }),
+      );
+      const result = await h.run({ budgets: { maxDurationMs: 50 } });
+      expect({ stopReason: result.stopReason, error: result.error }).toEqual({
+        stopReason: "error",
+        error: { code: "TOOL_EXECUTION_FAILED", message: "tool broken failed: EIO: i/o error, write 'out.bin'" },
+      });
+      expect(h.resultOf("c1").content).toBe("tool execution failed");
+      expect(h.resultOf("c2").metadata.errorCode).not.toBe("BUDGET_EXHAUSTED");
+      expectConsistent(h, result);
+    });
+
+    it("a tool that throws its signal's reason was stopped by the budget", async () => {
+      const h = runOf(
+        failingTool(async (signal) => {
+          await fired(signal);
+          signal.throwIfAborted();
+          throw new Error("unreachable");
+        }),
+      );
+      const result = await h.run({ budgets: { maxDurationMs: 50 } });
+      expect({ stopReason: result.stopReason, error: result.error ?? null }).toEqual({
+        stopReason: "budget_exhausted",
+        error: null,
+      });
+      expect(h.resultOf("c2").metadata.errorCode).toBe("BUDGET_EXHAUSTED");
+      expectConsistent(h, result);
+    });
+
+    it("a tool whose awaited work rejects with an AbortError was stopped by the budget", async () => {
+      const h = runOf(failingTool((signal) => sleep(60_000, undefined, { signal }) as Promise<never>));
+      const result = await h.run({ budgets: { maxDurationMs: 50 } });
+      expect(result.stopReason).toBe("budget_exhausted");
+      expect(h.resultOf("c2").metadata.errorCode).toBe("BUDGET_EXHAUSTED");
+      expectConsistent(h, result);
+    });
+
+    it("a model failure other than the abort is the model's: the run ends error with it", async () => {
+      const upstream = async ({ signal }: { signal: AbortSignal }): Promise<ModelResult> => {
+        await fired(signal);
+        const timing = { latencyMs: 1, firstTokenMs: null };
+        return { ok: false, code: "MODEL_UPSTREAM", message: "the upstream answered 502", timing };
+      };
+      const h = new Harness({ tools: [echo()], steps: [upstream] });
+      const result = await h.run({ budgets: { maxDurationMs: 50 } });
+      expect({ stopReason: result.stopReason, error: result.error }).toEqual({
+        stopReason: "error",
+        error: { code: "MODEL_UPSTREAM", message: "the upstream answered 502" },
+      });
+      expect(h.committed.map((m) => m.role)).toEqual(["user"]);
+    });
   });
 });
