@@ -21,22 +21,29 @@ export interface ControlDeps {
   /** The plans kept here (see RunPlans): a view made here takes its plan from them. */
   plans: RunPlans;
   /**
-   * Settles once start-up recovery has (see RunManager.recovering). A cancel (DELETE, or an
+   * Settles once start-up recovery has (see RunManager.recovering), and the recovery under way
+   * of `runId` if it was held for a slot (see HeldLeftRuns.recovering). A cancel (DELETE, or an
    * interrupting start) of a run not registered here waits for it, as a decision does: a run
    * the recovery had claimed and not yet resumed would otherwise get only a stored request,
    * which the run, resumed from the record read at its claim, never reads over a SQLite file
    * (over PostgreSQL, at the next safety poll): it went on, waiting for its approval while
    * shown `cancelling`.
    */
-  recovered?: () => Promise<unknown>;
+  recovered?: (runId: string) => Promise<unknown>;
+  /**
+   * Told of a cancel stored for a run not executed here: a run start-up recovery holds for a
+   * free slot ends `aborted` now, cancelled `by` (see HeldLeftRuns.cancel).
+   */
+  cancelHeld?: (runId: string, by: string) => Promise<void>;
 }
 
 /**
  * Cancels a run: fires a live run's AbortSignal (its end, `aborted`, is written by the run's
  * own finish), and records the request in the run's status. A run unfinished but not executing
  * here gets a stored cancel request: the instance executing it acts on it (see
- * applyStoredRequests), and a restart ends a run left with one aborted. A queued run ends
- * `aborted` at once, without running. `accepted` is false for a run that had already
+ * applyStoredRequests), and a restart ends a run left with one aborted; one start-up
+ * recovery holds for a slot here ends `aborted` at once. A queued run ends `aborted` at once,
+ * without running. `accepted` is false for a run that had already
  * finished. `by`: who cancels, as the run's stop detail says it.
  */
 export async function cancelRun(
@@ -44,7 +51,7 @@ export async function cancelRun(
   runId: string,
   by = BY_DELETE,
 ): Promise<{ run: RunView; accepted: boolean }> {
-  if (!deps.registry.get(runId)) await deps.recovered?.();
+  if (!deps.registry.get(runId)) await deps.recovered?.(runId);
   const live = deps.registry.get(runId);
   // Stored by a start here and not registered yet: its registration stops it.
   if (!live) deps.registry.cancelStarting(runId);
@@ -64,7 +71,8 @@ export async function cancelRun(
     const recorded = live && !live.stopped ? live.recorder : null;
     const request = async () => {
       await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
-      // A queued run that started meanwhile may be registered here by now.
+      await deps.cancelHeld?.(runId, by);
+      // A queued run that started meanwhile (or a held one resumed) may be registered here by now.
       deps.registry.get(runId)?.cancel(by);
     };
     try {

@@ -32,7 +32,7 @@ export async function interruptActive(
   if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return;
   if (only !== undefined && active.id !== only) return;
   // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
-  if (!deps.registry.get(active.id)) await deps.recovered?.();
+  if (!deps.registry.get(active.id)) await deps.recovered?.(active.id);
   const live = deps.registry.get(active.id);
   if (live) live.handedOver = true;
   await cancelRun(deps, active.id, INTERRUPTED_BY);

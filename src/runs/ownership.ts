@@ -1,6 +1,7 @@
 import type { ClaimScope } from "../store/store.js";
+import { HeldLeftRuns, type HeldLeftRunsDeps } from "./held-left-runs.js";
 import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun } from "./live-run.js";
-import { emptyReport, type RecoveryDeps, type RecoveryReport, recoverRun, settleQueues } from "./recovery.js";
+import { emptyReport, type RecoveryReport, recoverRun, settleQueues, toResume } from "./recovery.js";
 import { recoverOrEnd } from "./recovery-retry.js";
 
 /** This process as an owner of runs: its id and how long a lease it takes holds. */
@@ -9,12 +10,10 @@ export interface InstanceIdentity {
   leaseMs: number;
 }
 
-export interface OwnershipDeps extends RecoveryDeps {
+export interface OwnershipDeps extends HeldLeftRunsDeps {
   instance: InstanceIdentity;
   /** The runs this process executes now. */
   liveRuns: () => LiveRun[];
-  /** How many more runs this process may take on now (MAX_CONCURRENT_RUNS less those it has). */
-  freeSlots: () => number;
   /** Sends a claim leaving alone the runs this process executes (see LiveRuns.claimBeside). */
   claimBeside<T>(claim: (executed: string[]) => Promise<T>): Promise<T>;
 }
@@ -35,8 +34,9 @@ const now = (): number => performance.now();
 /**
  * Ownership of runs by lease, for this process. At start it claims the runs left without an
  * owner (over a SQLite file, which no other process can open: every live run), never one this
- * process executes already (a client may start runs before the start-up claim); over a file a
- * run whose recovery fails is tried again, then ends `error` (see recoverOrEnd). Over a shared
+ * process executes already (a client may start runs before the start-up claim); over a file
+ * the runs to resume beyond the free slots wait for one (see HeldLeftRuns), and a run whose
+ * recovery fails is tried again, then ends `error` (see recoverOrEnd). Over a shared
  * database it then renews the leases of the runs it executes every third of their TTL, in one statement,
  * and stops a run whose lease it no longer holds (or could not renew in time: a peer may have
  * claimed it), killing its tools; and it reaps: claims runs whose lease has expired (their
@@ -54,16 +54,22 @@ export class RunOwnership {
   readonly #renewedAt = new WeakMap<LiveRun, number>();
   /** Fires at the earliest self-expiry of a run held here (see #armExpiry). */
   #expiry: NodeJS.Timeout | null = null;
+  /** The runs the start-up claim holds for a free slot (over a SQLite file). */
+  readonly held: HeldLeftRuns;
 
-  constructor(private readonly deps: OwnershipDeps) {}
+  constructor(private readonly deps: OwnershipDeps) {
+    this.held = new HeldLeftRuns(deps);
+  }
 
   /** The claim at start (see the class); resolves with what it recovered. */
   async recoverAtStart(): Promise<RecoveryReport> {
     const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
+    // Over a file every left run is claimed now (no later pass would): those beyond the free slots are held.
     const limit = this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER;
     const report = await this.#claim(scope, limit, { besideLive: true });
     await settleQueues(this.deps, report);
-    if (report.resumed.length || report.aborted.length || report.started.length || report.requeuedInputs)
+    const { resumed, aborted, started, requeuedInputs, held } = report;
+    if (resumed.length || aborted.length || started.length || requeuedInputs || held.length)
       this.deps.logger.info(report, "settled runs left by a previous process");
     return report;
   }
@@ -222,6 +228,11 @@ export class RunOwnership {
     };
     const claimed = await (besideLive ? this.deps.claimBeside(claim) : claim([]));
     for (const run of claimed) {
+      // Over a file, in claim order, as slots are free (see HeldLeftRuns).
+      if (!store.shared && toResume(this.deps.mode, run.record)) {
+        this.held.hold(run);
+        continue;
+      }
       // Still winding down here after its lease was lost (a reaper's claim): it stops before it runs again.
       const stale = this.deps.liveRuns().find((live) => live.id === run.record.id);
       if (stale) {
@@ -230,12 +241,12 @@ export class RunOwnership {
       }
       try {
         // Over a SQLite file no later pass tries again: recovery does, or ends the run.
-        await (store.shared ? recoverRun : recoverOrEnd)(this.deps, run, report, heldSince);
+        await (store.shared ? recoverRun : recoverOrEnd)(this.deps, run, report, { heldSince });
       } catch (err) {
         // Its lease expires unrenewed (it is not live here), and the next pass (or start) tries again.
         logger.error({ err, runId: run.record.id }, "could not recover a claimed run");
       }
     }
-    return report;
+    return store.shared ? report : this.held.recover(report);
   }
 }

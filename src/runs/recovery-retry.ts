@@ -2,7 +2,13 @@ import { messageOf } from "../message-of.js";
 import type { ClaimedRun } from "../store/store.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
-import { leftCallOutcome, type RecoveryDeps, type RecoveryReport, recoverRun } from "./recovery.js";
+import {
+  leftCallOutcome,
+  type RecoverOptions,
+  type RecoveryDeps,
+  type RecoveryReport,
+  recoverRun,
+} from "./recovery.js";
 import { failedDetail } from "./stop-details.js";
 
 /** The waits before each further try of a recovery that failed (see recoverOrEnd). */
@@ -20,15 +26,14 @@ export async function recoverOrEnd(
   deps: RecoveryDeps,
   claimed: ClaimedRun,
   report: RecoveryReport,
-  /** When the run's lease was taken (see recoverRun). */
-  heldSince?: number,
+  options: RecoverOptions = {},
 ): Promise<void> {
   let failure: unknown;
   for (const wait of [0, ...RECOVERY_RETRY_MS]) {
     if (wait) await new Promise((resolve) => setTimeout(resolve, wait));
     if (failure !== undefined && !deps.manager.accepting) throw failure;
     try {
-      return await recoverRun(deps, claimed, report, heldSince);
+      return await recoverRun(deps, claimed, report, options);
     } catch (err) {
       failure = err;
       deps.logger.warn({ err, runId: claimed.record.id }, "could not recover a claimed run; trying again");

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
-import type { ClaimedRun, Store } from "../store/store.js";
+import type { ClaimedRun, RunRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
 import { queueLeftInput } from "./queue.js";
@@ -18,6 +18,8 @@ export interface RecoveryReport {
   started: string[];
   /** Steered input left on runs that had ended, queued as new runs. */
   requeuedInputs: number;
+  /** Runs to resume held for a free slot (over a SQLite file: see HeldLeftRuns). */
+  held: string[];
 }
 
 export const emptyReport = (): RecoveryReport => ({
@@ -26,6 +28,7 @@ export const emptyReport = (): RecoveryReport => ({
   interruptedToolCalls: 0,
   started: [],
   requeuedInputs: 0,
+  held: [],
 });
 
 export interface RecoveryDeps {
@@ -35,6 +38,20 @@ export interface RecoveryDeps {
   mode: RestartMode;
   logger: Logger;
 }
+
+export interface RecoverOptions {
+  /** When the run's lease was taken (see ResumeParams.heldSince). */
+  heldSince?: number;
+  /** The run is cancelled now, by whom (a DELETE of a run held for a slot): it ends `aborted`. */
+  cancelledBy?: string;
+}
+
+/**
+ * Whether a claimed run is to be resumed, as its record says (one whose session is gone ends
+ * instead: see recoverRun). Only such a run waits for a slot (see HeldLeftRuns).
+ */
+export const toResume = (mode: RestartMode, run: RunRecord): boolean =>
+  mode === "resume" && run.status !== "cancelling";
 
 /** The result of an open call of a run a process left: INTERRUPTED if its tool had started, else ABORTED. */
 export const leftCallOutcome = (call: { state: string }) =>
@@ -46,21 +63,21 @@ export const leftCallOutcome = (call: { state: string }) =>
  * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
  * executed twice). Then the run either resumes from its last commit, with the stats stored
  * with its last step (calls awaiting approval await it again, their timeout counted from
- * their request), or, in `abort` mode, ends `aborted` through the one finish of a run. A run
+ * their request), or, in `abort` mode, once cancelled (its status `cancelling`, or
+ * `cancelledBy`) or without its session, ends `aborted` through the one finish of a run. A run
  * to resume once shutdown began is not executed: it is left for the next start.
  */
 export async function recoverRun(
   deps: RecoveryDeps,
   { record: run, lease }: ClaimedRun,
   report: RecoveryReport,
-  /** When the run's lease was taken (see ResumeParams.heldSince). */
-  heldSince?: number,
+  { heldSince, cancelledBy }: RecoverOptions = {},
 ) {
   const { store, hub, manager, mode } = deps;
   const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId, lease });
   const session = await store.sessions.get(run.sessionId);
   // A run a client had cancelled is never continued.
-  const abort = mode === "abort" || !session || run.status === "cancelling";
+  const abort = !toResume(mode, run) || !session || cancelledBy !== undefined;
   // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
   const since = store.shared ? "the instance executing it was lost" : "the server restarted";
   if (abort) {
@@ -73,11 +90,12 @@ export async function recoverRun(
         stopReason: "aborted",
         stopDetail: abortedDetail({
           by:
-            run.status === "cancelling"
+            cancelledBy ??
+            (run.status === "cancelling"
               ? `by a DELETE /runs/{id} request before ${since}`
               : !session
                 ? "because its session was deleted"
-                : `because ${since}, with ON_RESTART=abort`,
+                : `because ${since}, with ON_RESTART=abort`),
           stats: run.stats,
         }),
         error: null,

@@ -1,11 +1,10 @@
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { RunView } from "../domain/run.js";
-import { AppError, isServerFull } from "../errors.js";
 import { newId } from "../ids.js";
-import { runView } from "../store/runs.js";
 import type { ToolCallStatus } from "../store/store.js";
-import { admitRun, repeatedStart, type StartRunInput } from "./admission.js";
+import { repeatedStart, type StartRunInput } from "./admission.js";
 import { applyStoredRequests, cancelRun, decideApproval } from "./control.js";
+import { enqueueRun } from "./enqueue.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { HistoryTail, type SessionHistory } from "./history-tail.js";
 import { interruptAndStart } from "./interrupt.js";
@@ -29,8 +28,11 @@ export type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
  * execution, control (cancel, decide), and shutdown, each in its own module.
  */
 export class RunManager {
-  // A slot given back lets the queues that waited for room go on.
-  readonly #registry = new LiveRuns(() => this.#queuedStarts.slotFreed());
+  // A slot given back goes to the runs start-up recovery holds for one, then to the queues that waited for room.
+  readonly #registry = new LiveRuns(() => {
+    this.ownership.held.slotFreed();
+    this.#queuedStarts.slotFreed();
+  });
   /** Aborted when shutdown begins: from then on nothing new is accepted. */
   readonly #stopping = new AbortController();
   /** How shutdown stops runs (see stopForShutdown); null until it begins. */
@@ -58,6 +60,7 @@ export class RunManager {
       instance: this.instance,
       liveRuns: () => this.#registry.values(),
       freeSlots: () => this.#freeSlots(),
+      reserve: () => this.#registry.reserve(),
       claimBeside: (claim) => this.#registry.claimBeside(claim),
     });
     this.#queuedStarts = new QueuedStarts({
@@ -132,25 +135,12 @@ export class RunManager {
     );
   }
 
-  /**
-   * Starts the run at once when the session is idle, nothing is queued and a slot is free;
-   * else stores it `queued` and starts the session's queue (see QueuedStarts).
-   */
-  async #enqueue(params: StartRunInput): Promise<StartedRun> {
-    if ((await this.deps.store.runs.queued(params.session.id)).length === 0) {
-      try {
-        return await this.#startNow(params);
-      } catch (err) {
-        if (!(err instanceof AppError && (err.code === "SESSION_BUSY" || isServerFull(err)))) throw err;
-      }
-    }
-    const admission = await admitRun(this.#admissionDeps(), params, { queued: true });
-    if (!admission.created) return admission;
-    const { record, events } = admission;
-    this.deps.hub.publish(record.id, events);
-    const started = await this.startQueued(record.sessionId);
-    if (started?.id === record.id) return { run: runView(started.record), created: true };
-    return { run: (await this.get(record.id)) ?? runView(record), created: true };
+  /** See enqueueRun. */
+  #enqueue(params: StartRunInput): Promise<StartedRun> {
+    const [store, hub, admission] = [this.deps.store, this.deps.hub, this.#admissionDeps()];
+    const startNow = (p: StartRunInput) => this.#startNow(p);
+    const [startQueued, get] = [(id: string) => this.startQueued(id), (id: string) => this.get(id)];
+    return enqueueRun({ store, hub, admission, startNow, startQueued, get }, params);
   }
 
   /** Starts the session's oldest queued run, within MAX_CONCURRENT_RUNS (see QueuedStarts). */
@@ -208,10 +198,16 @@ export class RunManager {
 
   /**
    * Start-up recovery is under way until `recovery` settles: a decision or a cancel for a run
-   * not yet registered waits for it, so it reaches the resumed run.
+   * not yet registered waits for it (and for the run's recovery if it was held for a slot:
+   * see HeldLeftRuns), so it reaches the resumed run.
    */
   recovering(recovery: Promise<unknown>): void {
     this.#recovery = recovery.catch(() => {});
+  }
+
+  async #recovered(runId: string): Promise<void> {
+    await this.#recovery;
+    await this.ownership.held.recovering(runId);
   }
 
   /** Answers a pending approval. The same decision again is answered again; a different one conflicts. */
@@ -221,7 +217,7 @@ export class RunManager {
     decision: ToolCallDecision["decision"];
     reason?: string | null;
   }): Promise<ToolCallStatus> {
-    if (!this.#registry.get(params.runId)) await this.#recovery;
+    if (!this.#registry.get(params.runId)) await this.#recovered(params.runId);
     return decideApproval(this.#controlDeps(), params);
   }
 
@@ -267,7 +263,8 @@ export class RunManager {
       accepting: () => this.accepting,
       get: (runId: string) => this.get(runId, { decided: true }),
       plans: this.plans,
-      recovered: () => this.#recovery,
+      recovered: (runId: string) => this.#recovered(runId),
+      cancelHeld: (runId: string, by: string) => this.ownership.held.cancel(runId, by),
       startQueue: (sessionId: string) => this.#startNext(sessionId),
     };
   }
