@@ -10,6 +10,13 @@ import { locateInWorkspace } from "./workspace.js";
 
 /** At most this many entries are listed; the rest is reported as truncated. */
 export const LIST_MAX_ENTRIES = 500;
+/**
+ * At most this many directory entries are read in all (hidden ones included), as search_files
+ * reads: the directory that would pass it is not listed, and the listing is reported as
+ * truncated there. It bounds the time and memory a listing takes (each directory is read
+ * whole and sorted before its first entry is shown).
+ */
+export const LIST_MAX_LISTED_ENTRIES = 250_000;
 export const LIST_DEFAULT_DEPTH = 2;
 export const LIST_MAX_DEPTH = 10;
 
@@ -48,7 +55,8 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
     'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
     'A path with a control character (such as a newline), or starting with ", is shown as a JSON string. ' +
-    `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries; a note says when the list was cut.`,
+    `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries, and the listing stops at a directory ` +
+    `that would bring the entries read past ${LIST_MAX_LISTED_ENTRIES}; a note says when the list was cut.`,
   inputSchema: listFilesInput,
   readOnly: true,
   async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace, signal }) {
@@ -56,12 +64,19 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     if (!located.ok) return located.outcome;
     const lines: string[] = [];
     let truncated = false;
+    let tooManyEntries = false;
     try {
       const opened = await openLocatedDir(located.at, path);
       if (!opened.ok) return opened.outcome;
       try {
-        // A cancel (or the run's deadline) ends a long walk (a directory of many entries) between entries.
-        const walked = walk({ start: opened.dir, relative: located.at.relative, maxDepth: depth, signal });
+        // A cancel (or the run's deadline) ends a long walk within one piece of a directory it reads.
+        const walked = walk({
+          start: opened.dir,
+          relative: located.at.relative,
+          maxDepth: depth,
+          signal,
+          maxListed: LIST_MAX_LISTED_ENTRIES,
+        });
         for await (const entry of walked) {
           if (lines.length === LIST_MAX_ENTRIES) {
             truncated = true;
@@ -76,6 +91,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
             false,
           );
         }
+        tooManyEntries = walked.cut === "too_many_entries";
       } finally {
         await opened.close();
       }
@@ -83,6 +99,13 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
       return fsErrorOutcome(err, path);
     } finally {
       await located.at.close();
+    }
+    if (tooManyEntries) {
+      lines.push(
+        `[truncated: the listing stopped where its directories held over ${LIST_MAX_LISTED_ENTRIES} entries in all, ` +
+          "too many to list; list a smaller subdirectory or use a smaller depth]",
+      );
+      return toolOk(lines.join("\n"), true);
     }
     if (lines.length === 0) return toolOk(`(no files or directories in "${path}")`);
     if (truncated) {

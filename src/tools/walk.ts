@@ -40,7 +40,10 @@ export interface WalkOptions {
   /** Where `start` is in the workspace, "." for the root. */
   relative: string;
   maxDepth: number;
-  /** Once it fires, the walk ends before its next entry (cut "aborted"). */
+  /**
+   * Once it fires, the walk ends before its next entry (cut "aborted"), within one piece
+   * (LIST_PIECE entries) of a directory it is reading.
+   */
   signal?: AbortSignal;
   /**
    * The directory entries the walk reads in all (hidden ones included), at most: the directory
@@ -101,11 +104,11 @@ async function* walkEntries(
     await nextTurn();
     turned = performance.now();
   };
-  /** Lists `dir` onto the stack; false (cut set) when its entries would pass maxListed. */
+  /** Lists `dir` onto the stack; false (cut set) when its entries would pass maxListed, or the signal fired. */
   const enter = async (dir: OpenDir, prefix: string, segments: string[], depth: number): Promise<boolean> => {
-    const entries = await listDir(dir, maxListed - listed, maybeTurn);
-    if (entries === null) {
-      state.cut = "too_many_entries";
+    const entries = await listDir({ dir, room: maxListed - listed, maybeTurn, signal });
+    if (!Array.isArray(entries)) {
+      state.cut = entries;
       return false;
     }
     listed += entries.length;
@@ -148,15 +151,23 @@ async function* walkEntries(
   }
 }
 
+interface ListDirOptions {
+  dir: OpenDir;
+  room: number;
+  maybeTurn: () => Promise<void>;
+  signal: AbortSignal | undefined;
+}
+
 /**
- * The entries of `dir`, read in pieces so that no more than `room` + 1 are ever held: null when
- * it has more than `room`. An unreadable directory has none, unless it lacks a file descriptor
- * (that error is thrown). Synchronous, as open-dir.ts's calls are: a local directory's entries
- * take microseconds, where each round trip through the thread pool costs the event loop more
- * (a listing of a small directory took ~160 µs so, ~50 µs in one call); `maybeTurn` between
- * pieces lets the loop turn while a huge directory is read.
+ * The entries of `dir`, read in pieces of LIST_PIECE so that no more than `room` + 1 are ever
+ * read: "too_many_entries" when it has more than `room`, "aborted" when `signal` has fired at
+ * the end of a piece. An unreadable directory has none, unless it lacks a file descriptor (that
+ * error is thrown). Synchronous, as open-dir.ts's calls are: a local directory's entries take
+ * microseconds, where each round trip through the thread pool costs the event loop more (a
+ * listing of a small directory took ~160 µs so, ~50 µs in one call); `maybeTurn` between pieces
+ * lets the loop turn while a huge directory is read.
  */
-async function listDir(dir: OpenDir, room: number, maybeTurn: () => Promise<void>): Promise<Dirent[] | null> {
+async function listDir({ dir, room, maybeTurn, signal }: ListDirOptions): Promise<Dirent[] | WalkCut> {
   const entries: Dirent[] = [];
   let handle: Dir;
   try {
@@ -166,9 +177,11 @@ async function listDir(dir: OpenDir, room: number, maybeTurn: () => Promise<void
   }
   try {
     for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
-      if (entries.length >= room) return null;
+      if (entries.length >= room) return "too_many_entries";
       entries.push(entry);
-      if (entries.length % LIST_PIECE === 0) await maybeTurn();
+      if (entries.length % LIST_PIECE !== 0) continue;
+      if (signal?.aborted) return "aborted";
+      await maybeTurn();
     }
     return entries;
   } catch (err) {
