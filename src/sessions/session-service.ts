@@ -17,6 +17,7 @@ import { deleteSessionRows, outcomeOf } from "./session-delete.js";
 import { SessionQuota } from "./session-quota.js";
 import { SessionRecords } from "./session-records.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
+import { remakeSharedWorkspace, removeWorkspaceOf } from "./session-workspaces.js";
 
 export interface CreateSessionInput {
   system?: string;
@@ -104,17 +105,23 @@ export class SessionService {
         webhook: input.webhook ?? null,
         createdAt,
       };
+      const { store } = this.deps;
+      let unknown: unknown = null;
       try {
-        await this.deps.store.sessions.insert(record, this.#quota.limitOf(owner));
+        await store.sessions.insert(record, this.#quota.limitOf(owner));
       } catch (err) {
         // An insert whose answer was lost may have been stored: its workspace stays with it
         // unless it was not (an empty directory is left at worst; a retried DELETE removes it).
-        const outcome = await outcomeOf(err, async () => (await this.deps.store.sessions.access(id)) !== null);
+        const outcome = await outcomeOf(err, async () => (await store.sessions.access(id)) !== null);
         if (outcome === "not done") {
-          await removeSessionWorkspace({ root: this.#root, path: workspace.path, shared: workspace.shared });
+          await removeWorkspaceOf({ root: this.#root, record, store });
+          throw this.#quota.refusal(err);
         }
-        if (outcome !== "done") throw this.#quota.refusal(err);
+        if (outcome === "unknown") unknown = err;
       }
+      // Once stored (or maybe stored), a shared workspace is made again (see remakeSharedWorkspace).
+      if (shared !== undefined) await remakeSharedWorkspace({ root: this.#root, sessionId: id, shared, store });
+      if (unknown !== null) throw this.#quota.refusal(unknown);
       this.#records.put(record);
       return sessionView(record, null);
     });
@@ -205,9 +212,10 @@ export class SessionService {
 
   /**
    * Ends the queued runs (none starts when the active run ends), aborts the active run (waiting
-   * for its end), then deletes the session, its runs and its own workspace. From the moment it
-   * is taken the session is gone to this instance's callers (NOT_FOUND): no run starts in it
-   * while its rows are deleted (over SQLite, a piece at a time); if the delete fails, it is back.
+   * for its end), then deletes the session, its runs and its own workspace, or its shared one
+   * once no other session has it (see removeWorkspaceOf). From the moment it is taken the
+   * session is gone to this instance's callers (NOT_FOUND): no run starts in it while its rows
+   * are deleted (over SQLite, a piece at a time); if the delete fails, it is back.
    */
   async delete(id: string, owner: string | null): Promise<void> {
     const record = await this.record(id, owner).catch(async (err) => {
@@ -265,11 +273,7 @@ export class SessionService {
     });
     this.#records.forget(id);
     try {
-      await removeSessionWorkspace({
-        root: this.#root,
-        path: this.workspacePath(record),
-        shared: record.workspaceShared,
-      });
+      await removeWorkspaceOf({ root: this.#root, record, store: this.deps.store });
     } catch (err) {
       // The session is gone; a directory a tool made undeletable is left for the operator.
       this.deps.logger.warn({ err, sessionId: id }, "could not remove the session's workspace");

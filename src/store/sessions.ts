@@ -145,6 +145,9 @@ export function sessionStore(db: Db) {
     )
     .pluck();
   const countOwned = db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE owner = ?").pluck();
+  const namingShared = db
+    .prepare("SELECT EXISTS (SELECT 1 FROM sessions WHERE workspace = ? AND workspace_shared = 1)")
+    .pluck();
 
   return {
     insert(session: SessionRecord): void {
@@ -186,6 +189,10 @@ export function sessionStore(db: Db) {
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): number {
       return countOwned.get(owner) as number;
+    },
+    /** Whether a session has the shared workspace `workspace` (as stored). */
+    sharedWorkspaceInUse(workspace: string): boolean {
+      return namingShared.get(workspace) === 1;
     },
     /** Deletes the session row, and with it (cascading) whatever of it is left; refused (`active_run`) while a run of it is unfinished. */
     delete(id: string): boolean {

@@ -108,6 +108,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
         return deleted;
       },
       countOf: (owner) => read(() => tables.sessions.countOf(owner)),
+      sharedWorkspaceInUse: (workspace) => read(() => tables.sessions.sharedWorkspaceInUse(workspace)),
     },
     runs: {
       create: (run, events, { lease, limit, takesInput, unlessQueueHeld } = {}) =>

@@ -75,6 +75,8 @@ export interface Store {
     delete(id: string): Promise<boolean>;
     /** How many sessions `owner` (a key's hash) has. */
     countOf(owner: string): Promise<number>;
+    /** Whether a stored session has the shared workspace `workspace` (its `workspace` as stored). */
+    sharedWorkspaceInUse(workspace: string): Promise<boolean>;
   };
   runs: {
     /**

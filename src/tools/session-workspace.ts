@@ -30,7 +30,10 @@ export class InvalidWorkspaceNameError extends Error {
 export interface SessionWorkspace {
   /** Absolute path of the workspace directory. */
   path: string;
-  /** A shared workspace outlives its sessions: `removeSessionWorkspace` never deletes it. */
+  /**
+   * A shared workspace outlives each of its sessions: `removeSessionWorkspace` never deletes it,
+   * `removeSharedWorkspace` does once no session has it.
+   */
   shared: boolean;
 }
 
@@ -49,7 +52,7 @@ async function rootRealPath(rootAbs: string): Promise<string> {
 
 /**
  * Creates (or reuses, when it already exists) a session's workspace: `<root>/<sessionId>`, or
- * `<root>/_shared/<shared>` when a shared name is given. Throws InvalidWorkspaceNameError for
+ * `<root>/_shared/<shared>` when a shared name is given (made again when it is missing). Throws InvalidWorkspaceNameError for
  * an unsafe session id or shared name (validate user input first with isValidWorkspaceName),
  * and throws if the directory turns out to resolve outside the root (e.g. a planted symlink).
  */
@@ -109,7 +112,7 @@ export async function createSessionWorkspace({
 
 /**
  * Deletes a session's own workspace with everything in it (symlinks inside are removed,
- * never followed). A shared workspace is left alone (returns false). Throws, deleting
+ * never followed). A shared workspace is left alone (returns false; see removeSharedWorkspace). Throws, deleting
  * nothing, when `path` is not a session directory directly under `root`: that is a bug in
  * the caller, and deleting anything else could destroy data.
  */

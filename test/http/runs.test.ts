@@ -264,10 +264,11 @@ describe("runs over HTTP", () => {
 });
 
 describe("sessions and their workspaces", () => {
-  it("deleting a session deletes its runs, its messages and its own workspace, never a shared one", async () => {
+  it("deleting a session deletes its runs, its messages and its own workspace, never a shared one another session has", async () => {
     server.upstream.enqueue({ text: "hi" }, { text: "hi" });
     const own = (await server.request("POST", "/sessions", { body: {} })).body;
     const shared = (await server.request("POST", "/sessions", { body: { workspace: "team" } })).body;
+    await server.request("POST", "/sessions", { body: { workspace: "team" } });
     const ownPath = server.ctx.sessions.workspacePath(await server.ctx.sessions.record(own.id, null));
     const sharedPath = server.ctx.sessions.workspacePath(await server.ctx.sessions.record(shared.id, null));
     const run = await server.request("POST", `/sessions/${own.id}/runs?wait=true`, { body: { input: "x" } });

@@ -344,6 +344,24 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     ).toMatchObject({ text: big });
   });
 
+  it("says whether a stored session has a shared workspace, until the last one having it is deleted", async () => {
+    const workspace = `_shared/${fresh("team")}`;
+    const first = fresh("ses");
+    const second = fresh("ses");
+    expect(await store.sessions.sharedWorkspaceInUse(workspace)).toBe(false);
+    await seedSession(store, { id: first, workspace, workspaceShared: true });
+    await seedSession(store, { id: second, workspace, workspaceShared: true });
+    // A session's own workspace is never a shared one, whatever its name.
+    const ownWorkspace = `_shared/${fresh("own")}`;
+    await seedSession(store, { id: fresh("ses"), workspace: ownWorkspace });
+    expect(await store.sessions.sharedWorkspaceInUse(ownWorkspace)).toBe(false);
+    expect(await store.sessions.sharedWorkspaceInUse(workspace)).toBe(true);
+    await store.sessions.delete(first);
+    expect(await store.sessions.sharedWorkspaceInUse(workspace)).toBe(true);
+    await store.sessions.delete(second);
+    expect(await store.sessions.sharedWorkspaceInUse(workspace)).toBe(false);
+  });
+
   it("lists page newest first by cursor, and history pages by seq", async () => {
     const owner = fresh("owner");
     const sessions: string[] = [];

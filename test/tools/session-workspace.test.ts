@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { removeSharedWorkspace } from "../../src/tools/shared-workspace-removal.js";
 import {
   createSessionWorkspace,
   InvalidWorkspaceNameError,
@@ -104,5 +105,85 @@ describe("removeSessionWorkspace", () => {
   it("returns false for a workspace that is already gone", async () => {
     const { base } = await makeSandbox();
     expect(await removeSessionWorkspace({ root: base, path: join(base, "s9"), shared: false })).toBe(false);
+  });
+});
+
+describe("removeSharedWorkspace", () => {
+  const sharedOf = async (base: string, name = "team") => {
+    const ws = await createSessionWorkspace({ root: base, sessionId: "s1", shared: name });
+    await writeFile(join(ws.path, "old.txt"), "old");
+    return ws.path;
+  };
+  /** `inUse` answering `answers` in turn, running `meanwhile` (if any) before its second answer. */
+  const answering = (answers: boolean[], meanwhile?: () => Promise<void>) => {
+    let asked = 0;
+    return async () => {
+      asked++;
+      if (asked === 2) await meanwhile?.();
+      return answers[asked - 1] ?? false;
+    };
+  };
+
+  it("removes it with its contents when no session has it, leaving nothing aside", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    expect(await removeSharedWorkspace({ root: base, path, inUse: answering([false, false]) })).toBe(true);
+    expect(readdirSync(join(base, SHARED_WORKSPACES_DIR))).toEqual([]);
+  });
+
+  it("leaves it untouched while a session has it", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    expect(await removeSharedWorkspace({ root: base, path, inUse: answering([true]) })).toBe(false);
+    expect(await readFile(join(path, "old.txt"), "utf8")).toBe("old");
+  });
+
+  it("puts it back, contents and all, when a session has it by the second look", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    expect(await removeSharedWorkspace({ root: base, path, inUse: answering([false, true]) })).toBe(false);
+    expect(await readFile(join(path, "old.txt"), "utf8")).toBe("old");
+    expect(readdirSync(join(base, SHARED_WORKSPACES_DIR))).toEqual(["team"]);
+  });
+
+  it("keeps a directory made anew and written to meanwhile, and deletes neither", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    const madeAnew = async () => {
+      await createSessionWorkspace({ root: base, sessionId: "s2", shared: "team" });
+      await writeFile(join(path, "new.txt"), "new");
+    };
+    expect(await removeSharedWorkspace({ root: base, path, inUse: answering([false, true], madeAnew) })).toBe(false);
+    expect(await readFile(join(path, "new.txt"), "utf8")).toBe("new");
+    const aside = readdirSync(join(base, SHARED_WORKSPACES_DIR)).filter((name) => name !== "team");
+    expect(aside).toEqual([expect.stringMatching(/^\.removing-team-/)]);
+    expect(await readFile(join(base, SHARED_WORKSPACES_DIR, aside[0] as string, "old.txt"), "utf8")).toBe("old");
+  });
+
+  it("puts it back and throws when the second look fails", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    let asked = 0;
+    const inUse = async () => {
+      if (++asked === 2) throw new Error("database unreachable");
+      return false;
+    };
+    await expect(removeSharedWorkspace({ root: base, path, inUse })).rejects.toThrow("database unreachable");
+    expect(await readFile(join(path, "old.txt"), "utf8")).toBe("old");
+  });
+
+  it.each([
+    ["a session's own workspace", (base: string) => join(base, "s1")],
+    ["the shared-workspaces directory", (base: string) => join(base, SHARED_WORKSPACES_DIR)],
+    ["a path escaping with ..", (base: string) => join(base, SHARED_WORKSPACES_DIR, "..", "s1")],
+  ])("refuses to remove %s, deleting nothing", async (_, pathOf) => {
+    const { base } = await makeSandbox();
+    await createSessionWorkspace({ root: base, sessionId: "s1" });
+    await sharedOf(base);
+    await expect(removeSharedWorkspace({ root: base, path: pathOf(base), inUse: async () => false })).rejects.toThrow(
+      /refusing to remove/,
+    );
+    expect(existsSync(join(base, "s1"))).toBe(true);
+    expect(existsSync(join(base, SHARED_WORKSPACES_DIR, "team", "old.txt"))).toBe(true);
   });
 });

@@ -124,6 +124,9 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
       },
       countOf: async (owner) =>
         Number((await first<{ n: string }>("SELECT count(*) AS n FROM sessions WHERE owner = $1", [owner]))?.n ?? 0),
+      sharedWorkspaceInUse: async (workspace) =>
+        (await first("SELECT 1 FROM sessions WHERE workspace = $1 AND workspace_shared = 1 LIMIT 1", [workspace])) !==
+        null,
     },
     runs: {
       create: async (run, events, { lease, limit, takesInput, unlessQueueHeld } = {}) => {
