@@ -6,18 +6,24 @@
  * read within one piece (256 entries). opendirSync is wrapped so that the listed directory
  * yields synthetic entries (nothing is written to disk), counting how many are read.
  */
-import { describe, expect, it, vi } from "vitest";
+import fs from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LIST_MAX_LISTED_ENTRIES, listFilesTool } from "../../src/tools/list-files.js";
+import { makeSandbox, runTool } from "./helpers.js";
 
-const fake = vi.hoisted(() => ({
+const fake = {
   armed: 0,
   read: 0,
   onRead: null as null | ((read: number) => void),
-}));
+};
 
-vi.mock("node:fs", async (importOriginal) => {
-  const real = await importOriginal<typeof import("node:fs")>();
-  const opendirSync: typeof real.opendirSync = (path, options) => {
-    if (fake.armed === 0) return real.opendirSync(path, options);
+// node:fs's opendirSync, put back after each test (syncBuiltinESMExports makes the modules that
+// import it by name see the change: no module is mocked, as the suite's shared workers need).
+const realOpendirSync = fs.opendirSync;
+beforeEach(() => {
+  fs.opendirSync = ((path, options) => {
+    if (fake.armed === 0) return realOpendirSync(path, options);
     const total = fake.armed;
     fake.armed = 0;
     let i = 0;
@@ -32,13 +38,16 @@ vi.mock("node:fs", async (importOriginal) => {
       },
       closeSync() {},
     };
-    return handle as unknown as ReturnType<typeof real.opendirSync>;
-  };
-  return { ...real, default: { ...real, opendirSync }, opendirSync };
+    return handle as unknown as ReturnType<typeof realOpendirSync>;
+  }) as typeof fs.opendirSync;
+  syncBuiltinESMExports();
 });
-
-const { LIST_MAX_LISTED_ENTRIES, listFilesTool } = await import("../../src/tools/list-files.js");
-const { makeSandbox, runTool } = await import("./helpers.js");
+afterEach(() => {
+  fs.opendirSync = realOpendirSync;
+  syncBuiltinESMExports();
+  fake.armed = 0;
+  fake.onRead = null;
+});
 
 describe("list_files on a huge directory", () => {
   it("reads at most LIST_MAX_LISTED_ENTRIES entries of a directory of 1,000,000, and says the listing was cut", async () => {
