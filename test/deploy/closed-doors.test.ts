@@ -7,6 +7,7 @@ import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.j
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { compileCacheEnv } from "../helpers/compile-cache.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "key-a-0123456789abcdef";
@@ -141,8 +142,16 @@ describe("logs", () => {
     for (const path of paths) {
       await fetch(server.url + path, { headers: { authorization: `Bearer ${KEY}` } }).then((r) => r.text());
     }
-    await new Promise((r) => setTimeout(r, 200));
-    const log = server.output();
+    // Each request's line is written once its answer has gone: read the log once all six are in
+    // it (a fixed 200 ms was not always enough for a loaded server to write them).
+    const requestLines = (log: string) =>
+      log.split("\n").filter((line) => line.includes('"msg":"request"') && /"url":"\/(sessions|nowhere)/.test(line));
+    const log = await until(
+      () => server.output(),
+      (output) => requestLines(output).length >= paths.length,
+      "the requests' log lines",
+    );
+    expect(requestLines(log)).toHaveLength(paths.length);
     expect(log).toContain('"url":"/sessions?token=[redacted]&limit=5"');
     expect(log).toContain("api_key=[redacted]");
     for (const secret of ["tok-secret-1", "tok-secret-2", "tok-secret-3", "tok-secret-4"]) {
