@@ -13,6 +13,7 @@ import { startFakeUpstream } from "../fakes/openai-upstream.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
 import { tempDir } from "../helpers/temp-dir.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 let receiver: OtlpReceiver | undefined;
@@ -158,9 +159,12 @@ describe("OpenTelemetry traces", () => {
       { text: "written" },
     );
     const run = await first.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "write" } });
-    const waiting = async () => (await first.request("GET", `/runs/${run.body.id}`)).body.status;
-    for (let i = 0; i < 100 && (await waiting()) !== "awaiting_approval"; i++)
-      await new Promise((r) => setTimeout(r, 20));
+    // Closed once the run waits for its decision (a fixed number of tries could end before it).
+    await until(
+      async () => (await first.request("GET", `/runs/${run.body.id}`)).body.status,
+      (status) => status === "awaiting_approval",
+      "the run to wait for approval",
+    );
     await first.close({ keepDir: true, resume: true });
     server = undefined;
     const suspended = receiver.spans.filter((s) => s.name === "invoke_agent");
@@ -202,7 +206,12 @@ describe("OpenTelemetry traces", () => {
     server.upstream.enqueue({ text: ["partial", " answer"], hang: "after-chunks", afterChunks: 2 });
     const run = await server.request("POST", `/sessions/${session.body.id}/runs`, { body: { input: "go" } });
     // Cancelled while the model streams.
-    for (let i = 0; i < 100 && server.upstream.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const streaming = server;
+    await until(
+      () => streaming.upstream.requests.length,
+      (n) => n > 0,
+      "the model request",
+    );
     expect((await server.request("DELETE", `/runs/${run.body.id}`)).status).toBe(202);
     expect((await server.ctx.manager.waitForFinish(run.body.id)).stopReason).toBe("aborted");
     await server.close();
