@@ -1,7 +1,9 @@
+import diagnosticsChannel from "node:diagnostics_channel";
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/messages.js";
 import { createOpenAIModelClient } from "../../src/model/openai-client.js";
 import type { FakeReply } from "../fakes/openai-upstream.js";
+import { until } from "../helpers/until.js";
 import {
   clientFor,
   lookupTool,
@@ -19,13 +21,30 @@ describe("OpenAI model client: a clean stream", () => {
   it("reads the body past [DONE] to its end, so the next requests reuse the same upstream connection", async () => {
     const client = clientFor(upstream);
     const before = upstream.connections();
-    for (const word of ["one", "two", "three"]) {
-      // The body's end is its own write, a few ms after [DONE]: the reply is complete before it.
-      upstream.enqueue({ text: [word], endAfterDoneMs: 5 });
-      expect(await client.complete(request())).toMatchObject({ ok: true, text: word });
-      // A run's next request comes after its tools (time enough for the body's end, 5 ms after
-      // [DONE], to be read in the background, even on a loaded machine).
-      await new Promise((resolve) => setTimeout(resolve, 200));
+    // The bodies undici has read to their end (its diagnostics channel), this upstream's only.
+    const origin = new URL(upstream.baseURL).origin;
+    let ended = 0;
+    const onEnd = (message: unknown) => {
+      if (String((message as { request: { origin: unknown } }).request.origin) === origin) ended++;
+    };
+    diagnosticsChannel.subscribe("undici:request:trailers", onEnd);
+    try {
+      for (const [index, word] of ["one", "two", "three"].entries()) {
+        // The body's end is its own write, a few ms after [DONE]: the reply is complete before it.
+        upstream.enqueue({ text: [word], endAfterDoneMs: 5 });
+        expect(await client.complete(request())).toMatchObject({ ok: true, text: word });
+        // A run's next request comes after its tools, by when the body's end has been read in the
+        // background: waited for here (a fixed wait could end before it on a loaded machine). Its
+        // connection is free for the next request one turn of the event loop after that.
+        await until(
+          () => ended,
+          (n) => n === index + 1,
+          `the end of body ${index + 1}`,
+        );
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      diagnosticsChannel.unsubscribe("undici:request:trailers", onEnd);
     }
     expect(upstream.connections() - before).toBe(1);
   });
