@@ -7,15 +7,19 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
+import { LiveRun } from "../../src/runs/live-run.js";
 import type { Store } from "../../src/store/store.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
+let cancels: { mockRestore(): void } | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
+  cancels?.mockRestore();
+  cancels = undefined;
 });
 
 it("a DELETE while the tool's start is being written: the tool does not run", async () => {
@@ -47,9 +51,19 @@ it("a DELETE while the tool's start is being written: the tool does not run", as
     (x) => x,
     "the tool's start",
   );
+  // The run's signal fires (LiveRun.cancel) when the DELETE is taken: seen here, not guessed at
+  // with a fixed wait (a loaded machine could take the DELETE after the start was let through).
+  const spy = vi.spyOn(LiveRun.prototype, "cancel");
+  cancels = spy;
+  const fired = () =>
+    spy.mock.contexts.some((live, i) => (live as LiveRun).id === run.id && spy.mock.results[i]?.value === true);
   const cancelling = s.request("DELETE", `/runs/${run.id}`);
   // The DELETE is taken (the run's signal fires) while the start is still on its way.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await until(
+    async () => fired(),
+    (x) => x,
+    "the run's signal to fire",
+  );
   release();
   expect((await cancelling).status).toBe(202);
   const ended = await finishedRun(s, run.id);
