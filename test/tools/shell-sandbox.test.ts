@@ -9,6 +9,7 @@ import { ToolErrorCode } from "../../src/tools/error-codes.js";
 import { resolveShellSandbox, type ShellSandbox } from "../../src/tools/sandbox.js";
 import { createShellTool, MAX_COMMAND_BYTES, shellTool } from "../../src/tools/shell.js";
 import { hostPids } from "../helpers/processes.js";
+import { until } from "../helpers/until.js";
 import { expectError, expectOk, makeSandbox, runTool, shown } from "./helpers.js";
 
 /**
@@ -104,7 +105,13 @@ describe("the sandboxed shell", () => {
       expect(connections).toBe(0);
       const open = await runTool(shell({ network: true }), layout.workspace, { command: connect });
       expect(expectOk(open)).toContain("CONNECTED");
-      await delay(100);
+      // Its connection was made before the command ended: waited for until this process has
+      // accepted it (a fixed 100 ms could pass, on a stalled machine, before the accept's turn).
+      await until(
+        () => connections,
+        (n) => n > 0,
+        "the sandbox's connection to be accepted",
+      );
       expect(connections).toBe(1);
     } finally {
       listener.close();
