@@ -6,7 +6,7 @@
  * key itself then got 429 TOO_MANY_STREAMS on every event stream, `?wait=true`, steer and chat
  * route. Now a key's stream tokens hold at most half of its slots.
  */
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { openSse, type SseStream } from "../helpers/sse-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
@@ -38,20 +38,28 @@ it("the holder of one run's stream token cannot take every stream slot of the ke
     (status) => status === "awaiting_approval",
     "the approval request",
   );
-  // A hands a stream token to a browser, as the README tells it to.
-  const token = (await s.request("POST", `/runs/${run.id}/stream-token`, { headers: as(KEY_A) })).body;
+  // The clock (Date.now, which the token's expiry reads) held still while the token's streams
+  // open, then stepped past its TTL: a loaded machine could take the whole TTL (1 s) to open them.
+  const issuedAt = Date.now();
+  const clock = vi.spyOn(Date, "now").mockReturnValue(issuedAt);
+  try {
+    // A hands a stream token to a browser, as the README tells it to.
+    const token = (await s.request("POST", `/runs/${run.id}/stream-token`, { headers: as(KEY_A) })).body;
 
-  // The browser's user opens as many streams as the token lets it: half the key's.
-  const statuses: number[] = [];
-  for (let i = 0; i < 4; i++) {
-    const stream = await openSse(`${s.url}${token.eventsUrl}`);
-    opened.push(stream);
-    statuses.push(stream.status);
+    // The browser's user opens as many streams as the token lets it: half the key's.
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const stream = await openSse(`${s.url}${token.eventsUrl}`);
+      opened.push(stream);
+      statuses.push(stream.status);
+    }
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    // The token has expired meanwhile; its streams are still open, and still counted.
+    clock.mockReturnValue(issuedAt + 1200);
+    expect((await openSse(`${s.url}${token.eventsUrl}`)).status).toBe(401);
+  } finally {
+    clock.mockRestore();
   }
-  expect(statuses).toEqual([200, 200, 429, 429]);
-  // The token has expired meanwhile; its streams are still open, and still counted.
-  await new Promise((resolve) => setTimeout(resolve, 1200));
-  expect((await openSse(`${s.url}${token.eventsUrl}`)).status).toBe(401);
 
   // Key A itself, watching its own run with its own key:
   const own = await openSse(`${s.url}/runs/${run.id}/events`, { headers: as(KEY_A) });
