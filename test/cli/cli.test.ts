@@ -12,6 +12,7 @@ import { freePort } from "../helpers/child-server.js";
 import { runCli, startCli } from "../helpers/cli-process.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { until } from "../helpers/until.js";
 import { cliModel } from "./model-script.js";
 
 const KEY = "cli-test-key-0123456789";
@@ -253,8 +254,13 @@ describe("agent-server run", () => {
       look.release();
       // The run ends at the server meanwhile; the client shows none of it.
       const runId = runOf(cli.stdout());
-      for (let i = 0; i < 100 && (await get(`/runs/${runId}`)).status !== "finished"; i++) await delay(20);
-      expect(await get(`/runs/${runId}`)).toMatchObject({ status: "finished", stopReason: "complete" });
+      // Asked until it has (10 s): 100 tries of 20 ms could end first on a loaded machine.
+      const ended = await until(
+        () => get(`/runs/${runId}`),
+        (run) => run.status === "finished",
+        "the run to finish",
+      );
+      expect(ended).toMatchObject({ status: "finished", stopReason: "complete" });
       await delay(300);
       expect(cli.stdout()).not.toContain("Held back");
       expect(cli.child.exitCode).toBe(null);
