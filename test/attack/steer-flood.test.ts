@@ -96,7 +96,12 @@ describe("a key steering its own run over and over", () => {
     const answered: Answer[] = [];
     for (const steer of steers) void steer.then((answer) => answered.push(answer));
     // The steers are stored (or refused) and wait; another key asks for its sessions meanwhile.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Waited for until all are (10 s), not for a fixed 2 s that a loaded machine could need more than.
+    await until(
+      async () => ({ pending: (await s.ctx.store.inputs.pending(runId)).length, answered: answered.length }),
+      (now) => now.pending + now.answered === attempts,
+      "every steer to be stored or refused",
+    );
     const latencies: number[] = [];
     for (let i = 0; i < 5; i++) latencies.push(await timedGet(`${s.url}/sessions`, B, 5000));
     delay.disable();
