@@ -37,7 +37,13 @@ describe("a key resuming the chat stream of its run of 5 MB of user messages", (
     const steers = [0, 1, 2, 3].map((i) =>
       s.request("POST", runs, { body: { input: `${i}`.padEnd(1_000_000, "y"), ifBusy: "steer" }, headers: auth }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Stored before the approval, so that the run takes them before its next request (after a
+    // fixed 1 s, a loaded machine could still be storing one, left then for a turn never reached).
+    await until(
+      () => s.ctx.store.inputs.pending(run.id),
+      (inputs) => inputs.length === steers.length,
+      "the four steered inputs to be stored",
+    );
     await s.request("POST", `/runs/${run.id}/approvals/call_1`, { body: { decision: "approve" }, headers: auth });
     expect((await Promise.all(steers)).map((r) => r.status)).toEqual([202, 202, 202, 202]);
     await until(pending, (items) => items[0]?.toolCallId === "call_2", "the second approval request");
