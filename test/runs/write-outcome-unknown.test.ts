@@ -15,6 +15,7 @@ import { openPgStore } from "../../src/store/pg/pg-store.js";
 import type { Store } from "../../src/store/store.js";
 import { createTestPgDatabase, type TestPgDatabase } from "../helpers/pg-database.js";
 import { runRecord, seedSession } from "../helpers/seed.js";
+import { until } from "../helpers/until.js";
 
 let database: TestPgDatabase;
 let store: Store;
@@ -54,8 +55,13 @@ it("a write answered after the query timeout leaves the run to recovery instead 
   expect((first as StorageError).outcomeUnknown).toBe(true);
   expect(left).toEqual(["outcome_unknown"]);
   await admin.query("UPDATE slow_commit SET on_ = false");
-  // The COMMIT went through after all.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // The COMMIT went through after all (1.5 s after it was sent): waited for until it has, rather
+  // than for a fixed 1 s past the timeout, which a loaded database could take longer than.
+  await until(
+    async () => (await admin.query("SELECT 1 FROM run_events WHERE run_id = $1 AND seq = 2", [runId])).rowCount,
+    (found) => found === 1,
+    "the slow COMMIT to go through",
+  );
   recorder.buffer({ type: "text.delta", text: " more" });
   const later = await recorder.write(() => ({ changes: [], events: [] })).catch((err: unknown) => err);
   expect(later).toBeInstanceOf(RunSuspendedError);
