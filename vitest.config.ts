@@ -15,6 +15,9 @@ export default defineConfig({
     setupFiles: ["test/setup.ts"],
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    // expect.poll's own default (1 s) is a fixed wait a loaded machine can outlast: a condition
+    // polled for comes within 10 s or is a failure (a test that means less says so at its call).
+    expect: { poll: { timeout: 10_000 } },
     pool: "forks",
     // One test file per core (vitest's default leaves one core out: on 2 cores, one file at a
     // time). The suite's files mostly wait on child processes and sockets.

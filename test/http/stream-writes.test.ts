@@ -99,11 +99,15 @@ it("a watcher with nothing stored left to send gets the head alone, soon", async
   server.upstream.enqueue({ hang: "before-headers" });
   const run = (await server.request("POST", `/sessions/${session.id}/runs`, { body: { input: "wait" } })).body;
   let last = 0;
-  await vi.waitFor(async () => {
-    const stored = await server.ctx.store.events.after(run.id, 0);
-    expect(stored.map((e) => e.type)).toContain("turn.started");
-    last = stored.at(-1)?.seq ?? 0;
-  });
+  // Waited for 10 s (vi.waitFor's own 1 s is a fixed wait a loaded machine can outlast).
+  await vi.waitFor(
+    async () => {
+      const stored = await server.ctx.store.events.after(run.id, 0);
+      expect(stored.map((e) => e.type)).toContain("turn.started");
+      last = stored.at(-1)?.seq ?? 0;
+    },
+    { timeout: 10_000 },
+  );
   const started = performance.now();
   const status = await new Promise<number>((resolve, reject) => {
     const req = request(

@@ -26,6 +26,8 @@ afterEach(async () => {
 
 /** The end of this turn of the event loop (callbacks queued before it run first). */
 const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+/** vi.waitFor's own default (1 s) is a fixed wait a loaded machine can outlast. */
+const WAIT = { timeout: 10_000 };
 
 /** The store with every commit held until `release()`, and the commits counted. */
 function gatedStore(inner: Store) {
@@ -69,7 +71,7 @@ it("buffered text deltas are written together once this turn of the event loop i
   expect(counted.counts.commits).toBe(0);
   await turnEnd();
   expect(counted.counts.commits).toBe(1);
-  await vi.waitFor(() => expect(seen).toEqual([{ seq: 1, storedSeqs: [1] }]));
+  await vi.waitFor(() => expect(seen).toEqual([{ seq: 1, storedSeqs: [1] }]), WAIT);
   const stored = await store.events.after("run_1", 0);
   expect(stored.map((e) => [e.seq, JSON.parse(e.data).text])).toEqual([[1, "hello"]]);
   recorder.dispose();
@@ -92,7 +94,7 @@ it("deltas that arrive while a write is in flight go out together in the next wr
   gated.release();
   await message;
   // The next write waits for its group's commit (see GroupCommit), then publishes.
-  await vi.waitFor(() => expect(published).toEqual([1, 2]));
+  await vi.waitFor(() => expect(published).toEqual([1, 2]), WAIT);
   const events = await store.events.after("run_1", 0);
   expect(events.map((e) => [e.seq, e.type])).toEqual([
     [1, "message"],
@@ -176,11 +178,12 @@ it(`a turn start with nothing after it is written alone within NEXT_WRITE_DELAY_
   recorder.buffer({ type: "turn.started", turn: 1 });
   await turnEnd();
   expect(counted.counts.commits).toBe(0);
-  await vi.waitFor(() => expect(counted.counts.commits).toBe(1), { timeout: 2000, interval: 5 });
+  await vi.waitFor(() => expect(counted.counts.commits).toBe(1), { ...WAIT, interval: 5 });
   expect(performance.now() - started).toBeGreaterThanOrEqual(NEXT_WRITE_DELAY_MS - 2);
   // Stored once the write's group has committed (the end of that turn of the event loop).
-  await vi.waitFor(async () =>
-    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
+  await vi.waitFor(
+    async () => expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started"]),
+    WAIT,
   );
   recorder.dispose();
 });
@@ -202,8 +205,10 @@ it("a step's deferred trace and stats wait with the next turn's start for its fi
   recorder.buffer({ type: "text.delta", text: "hi" });
   await turnEnd();
   expect(counted.counts.commits).toBe(1);
-  await vi.waitFor(async () =>
-    expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started", "text.delta"]),
+  await vi.waitFor(
+    async () =>
+      expect((await store.events.after("run_1", 0)).map((e) => e.type)).toEqual(["turn.started", "text.delta"]),
+    WAIT,
   );
   expect((await store.runs.get("run_1"))?.stats.modelCalls).toBe(1);
   // Nothing was left for a write of its own.
