@@ -67,10 +67,19 @@ describe("a request over undici's dispatcher", () => {
 
   it("rejects with the signal's reason when it aborts before the answer's head, and ends the request", async () => {
     let closed = false;
-    const target = await serve((req) => req.socket.on("close", () => (closed = true)));
+    let arrived: () => void = () => {};
+    const requestArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const target = await serve((req) => {
+      req.socket.on("close", () => (closed = true));
+      arrived();
+    });
     const controller = new AbortController();
     const pending = send(target, { signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Aborted once the upstream has the request (not after a fixed 50 ms: a loaded machine could
+    // abort before the request arrived, and the upstream then had no request to see closed).
+    await requestArrived;
     const reason = new Error("stopped by the run");
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
