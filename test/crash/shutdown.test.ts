@@ -4,6 +4,7 @@ import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.j
 import { api, type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { openSse } from "../helpers/sse-client.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 let upstream: FakeUpstream;
 beforeAll(async () => {
@@ -155,9 +156,13 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
     const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
     const { session, run, watcher } = await runAtShell(server, "sleep 1; echo finished-normally");
     server.process.kill("SIGTERM");
-    // While the tool finishes, the server answers but takes no new work, and says so.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const ready = await api(server.url, "GET", "/readyz");
+    // While the tool finishes, the server answers but takes no new work, and says so: asked until
+    // it has taken the signal (a loaded server could take it more than a fixed 200 ms later).
+    const ready = await until(
+      () => api(server.url, "GET", "/readyz"),
+      (answer) => answer.status !== 200,
+      "the server to take the SIGTERM",
+    );
     expect(ready.status).toBe(503);
     expect(ready.body.checks.accepting).toEqual({ ok: false, message: "the server is shutting down" });
     const refused = await api(server.url, "POST", "/sessions", {});
