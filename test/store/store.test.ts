@@ -11,6 +11,7 @@ import type { Store } from "../../src/store/store.js";
 import { FaultyStore } from "../fakes/faulty-store.js";
 import { finishChange, runRecord, seedSession } from "../helpers/seed.js";
 import { tempDir } from "../helpers/temp-dir.js";
+import { until } from "../helpers/until.js";
 
 let dir: ReturnType<typeof tempDir>;
 let dbPath: string;
@@ -179,11 +180,23 @@ describe("store", () => {
     const recorder = await recorderOf(faulty.store, hub);
     faulty.failNthCommit(1, "busy");
     recorder.buffer({ type: "text.delta", text: "a" });
-    await new Promise((resolve) => setTimeout(resolve, 30)); // the background write fails
+    // The background write fails (waited for, not for a fixed 30 ms a loaded machine could outlast).
+    await until(
+      () => faulty.commits.length,
+      (n) => n === 1,
+      "the background write",
+    );
     expect(published).toEqual([]);
     recorder.buffer({ type: "text.delta", text: "b" }); // merges into the kept "a"
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Written once, merged, by the retry (RETRY_DELAY_MS) that "b" asked for: waited for up to
+    // 10 s rather than a fixed 50 ms; a delta that no write takes still fails it.
+    await until(
+      () => published.length,
+      (n) => n > 0,
+      "the retried write to be published",
+    );
     expect(published).toEqual(["ab"]);
+    expect(faulty.commits).toHaveLength(2);
     recorder.dispose();
   });
 
