@@ -43,7 +43,18 @@ const EnvSchema = z.object({
   /** With DATABASE_URL: how long a statement may wait for its answer (see DEFAULT_QUERY_TIMEOUT_MS). */
   DATABASE_QUERY_TIMEOUT_MS: msSetting(30_000, { min: 1_000, max: 3_600_000 }),
   WORKSPACE_ROOT: stringSetting("./workspaces"),
-  AGENT_API_KEYS: listSetting.pipe(z.array(z.string().min(16, "each key must be at least 16 characters"))),
+  /**
+   * Each key of visible ASCII (`!` to `~`): what `Authorization: Bearer <key>` carries as one
+   * token (a space ends it, and a header's bytes are read as Latin-1).
+   */
+  AGENT_API_KEYS: listSetting.pipe(
+    z.array(
+      z
+        .string()
+        .min(16, "each key must be at least 16 characters")
+        .regex(/^[\x21-\x7e]*$/, "each key must be of visible ASCII characters (no space, no accented letter)"),
+    ),
+  ),
   LOG_LEVEL: z.preprocess(
     (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined),
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -9,12 +9,23 @@ const MIN_ENCODED_SECRET_CHARS = 8;
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 
-/** One character of a secret, as written in any case, %-encoded or as a JSON `\u` escape. */
+/** JSON's two-character escapes of the characters a secret may hold (`\"`, `\\`, `\/`). */
+const JSON_ESCAPED = new Set(['"', "\\", "/"]);
+
+/**
+ * One character of a secret, as written in any case, %-encoded (its UTF-8 bytes) or as JSON
+ * escapes it (`\u00XX`, and `\"`, `\\` or `\/`); the encodings first, so that a secret's `%`
+ * followed by its `25` is taken as one `%25`, not as `%` ending the match.
+ */
 function charPattern(char: string): string {
   const code = char.codePointAt(0) ?? 0;
-  if (code > 0x7f) return escapeRegExp(char);
+  if (code > 0x7f) {
+    const encoded = [...Buffer.from(char, "utf8")].map((byte) => `%${byte.toString(16).padStart(2, "0")}`).join("");
+    return `(?:${encoded}|${escapeRegExp(char)})`;
+  }
   const hex = code.toString(16).padStart(2, "0");
-  return `(?:${escapeRegExp(char)}|%${hex}|\\\\u00${hex})`;
+  const escaped = JSON_ESCAPED.has(char) ? `|\\\\${escapeRegExp(char)}` : "";
+  return `(?:%${hex}|\\\\u00${hex}${escaped}|${escapeRegExp(char)})`;
 }
 
 /**

@@ -63,6 +63,22 @@ describe("configuration values", () => {
     }
   });
 
+  it("AGENT_API_KEYS refuses a key a bearer header cannot carry (a space, a character beyond ASCII), naming the rule", () => {
+    // Accepted at start, such a key could never authenticate: 401 with the exact key configured.
+    for (const key of [
+      "tenant passphrase with spaces 42",
+      "tenant-key-€-0123456789abcdef",
+      "clé-secrète-du-locataire-0123",
+    ]) {
+      expect(() => loadConfig({ ...base, AGENT_API_KEYS: key }), key).toThrow(/AGENT_API_KEYS.*visible ASCII/);
+    }
+    const odd = 'tenant"key\\0123456789~!';
+    expect(loadConfig({ ...base, AGENT_API_KEYS: `${odd},another-key-0123456789` }).AGENT_API_KEYS).toEqual([
+      odd,
+      "another-key-0123456789",
+    ]);
+  });
+
   it("CORS_ORIGINS takes exact origins or *, and names a value that is not one", () => {
     expect(
       loadConfig({ ...base, CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).CORS_ORIGINS,

@@ -43,6 +43,35 @@ describe("secret redaction", () => {
     );
   });
 
+  it("a key of any visible ASCII characters survives no JSON escape ('\"', '\\\\', '\\/', '\\u00XX') nor %-encoding", () => {
+    // A key holding " or \\ in a request's URL reached the log line as pino writes it: \\" and \\\\.
+    const visible = fc.constantFrom(...Array.from({ length: 94 }, (_, i) => String.fromCharCode(0x21 + i)));
+    fc.assert(
+      fc.property(fc.string({ unit: visible, minLength: 16, maxLength: 40 }), around, (secret, before) => {
+        const redact = secretRedactor([secret]);
+        const unicodeEscaped = [...secret].map((c) => `\\u00${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join("");
+        const forms = [
+          JSON.stringify(`${before}${secret}`),
+          JSON.stringify(secret).replaceAll("/", "\\/"),
+          unicodeEscaped,
+        ];
+        for (const form of forms) {
+          const out = redact(form);
+          expect(out, form).toContain("[redacted]");
+          expect(JSON.stringify(out)).not.toContain(JSON.stringify(secret).slice(1, -1));
+        }
+        expect(redact(encodeURIComponent(secret))).toBe("[redacted]");
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("a secret with characters beyond ASCII (an upstream's key) is redacted %-encoded as its UTF-8 bytes too", () => {
+    const redact = secretRedactor(["clé-secrète-du-locataire-0123"]);
+    expect(redact(`/sessions?k=${encodeURIComponent("clé-secrète-du-locataire-0123")}`)).toBe("/sessions?k=[redacted]");
+    expect(redact("/sessions?k=clé-secrète-du-locataire-0123")).toBe("/sessions?k=[redacted]");
+  });
+
   it("leaves text without the key as it is; a short key is redacted only as written", () => {
     const redact = secretRedactor(["key-a-0123456789abcdef"]);
     expect(redact("nothing secret here: aGVsbG8gd29ybGQ=")).toBe("nothing secret here: aGVsbG8gd29ybGQ=");
