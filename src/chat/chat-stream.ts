@@ -1,7 +1,8 @@
 import type { FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import type { RunEvent } from "../domain/run-events.js";
-import { CLIENT_GONE, corkedBatches, openStream } from "../http/sse.js";
+import { CLIENT_GONE, openStream } from "../http/sse.js";
+import { writeFrames } from "../http/write-frames.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { runEventStream } from "../runs/event-stream.js";
 import type { ReplyCall } from "../store/store.js";
@@ -48,7 +49,8 @@ export async function streamChat(
   });
   try {
     // A client gone before the stream opened has nothing sent to it; its run is cancelled below.
-    if (!closed.aborted) await reply.sse?.send(corkedBatches(frames, reply.raw));
+    // A client going away ends the writing at once, also one that stopped reading (see writeFrames).
+    if (!closed.aborted) await writeFrames({ frames, raw: reply.raw, closed });
   } finally {
     if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) {
       try {
