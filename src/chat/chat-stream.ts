@@ -1,6 +1,7 @@
-import type { FastifyReply } from "fastify";
+import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import type { RunEvent } from "../domain/run-events.js";
+import { AppError } from "../errors.js";
 import { CLIENT_GONE, openStream } from "../http/sse.js";
 import { writeFrames } from "../http/write-frames.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
@@ -52,14 +53,23 @@ export async function streamChat(
     // A client going away ends the writing at once, also one that stopped reading (see writeFrames).
     if (!closed.aborted) await writeFrames({ frames, raw: reply.raw, closed });
   } finally {
-    if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) {
-      try {
-        ctx.runs.cancel(options.runId, options.owner);
-      } catch {
-        // The run is gone or finished: nothing to stop.
-      }
-    }
+    if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) stopRun(ctx, reply.log, options);
   }
+}
+
+/**
+ * useChat's stop: cancels the run, not awaited (its client is gone). A run finished or gone
+ * (deleted with its session) is nothing to stop; a cancel that fails otherwise is logged.
+ */
+function stopRun(
+  ctx: Pick<AppContext, "runs">,
+  log: FastifyBaseLogger,
+  { runId, owner }: Pick<ChatStreamOptions, "runId" | "owner">,
+): void {
+  ctx.runs.cancel(runId, owner).catch((err: unknown) => {
+    if (err instanceof AppError && err.code === "NOT_FOUND") log.debug({ runId }, "the stopped chat's run is gone");
+    else log.warn({ err, runId }, "could not cancel the run of a stopped chat");
+  });
 }
 
 async function* chatFrames(
