@@ -106,8 +106,8 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
           observer,
           times,
         ),
-      startQueued: (sessionId, at, lease) =>
-        observeStart(store.runs.startQueued(sessionId, at, lease), observer, times),
+      startQueued: (sessionId, at, lease, options) =>
+        observeStart(store.runs.startQueued(sessionId, at, lease, options), observer, times),
     },
     commitRun: (runId, changes, events, fence) =>
       observeWrite(

@@ -17,9 +17,11 @@ export interface QueueDeps {
   hub: EventHub;
 }
 
-/** What starting a queued run needs besides: the lease the starting process takes on it. */
+/** What starting a queued run needs besides: the lease the starting process takes on it, and the key's limit. */
 export interface StartQueueDeps extends QueueDeps {
   lease: LeaseTerms;
+  /** Active runs one owner (API key) may have (MAX_RUNS_PER_KEY); 0 or absent: no such limit. */
+  maxRunsPerKey?: number;
 }
 
 /** A queued run just started: what this process needs to execute it. */
@@ -30,12 +32,15 @@ export interface StartedQueuedRun {
 }
 
 /**
- * Starts the session's oldest queued run when the session has no active run (the store
- * decides: see Store.runs.startQueued) and publishes its `run.started`. Returns the run for
- * the caller to execute; null when none started (none queued, the session busy or deleted).
+ * Starts the session's oldest queued run when the session has no active run and its owner is
+ * under MAX_RUNS_PER_KEY (the store decides: see Store.runs.startQueued) and publishes its
+ * `run.started`. Returns the run for the caller to execute; null when none started (none
+ * queued, the session busy or deleted). Rejects `owner_runs` (a StoreConflictError) when the
+ * session's key is at its limit: the run stays queued.
  */
 export async function startQueuedRun(deps: StartQueueDeps, sessionId: string): Promise<StartedQueuedRun | null> {
-  const started = await deps.store.runs.startQueued(sessionId, new Date().toISOString(), deps.lease);
+  const maxPerOwner = deps.maxRunsPerKey || undefined;
+  const started = await deps.store.runs.startQueued(sessionId, new Date().toISOString(), deps.lease, { maxPerOwner });
   if (!started) return null;
   const { run } = started;
   deps.hub.publish(run.id, started.events);
@@ -151,7 +156,7 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
     if (!left) throw err;
     const queued = await queueLeftInput(deps, left);
     if (!queued) return (await made()) ?? Promise.reject(err);
-    // Started once nothing is ahead of it and a slot is free (the key's limit counts it already).
+    // Started once nothing is ahead of it, a slot is free and its key is under its limit.
     deps.startQueue(queued.sessionId);
     return { run: runView(queued), created: true };
   }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { isConflict } from "../store/errors.js";
 import type { LeaseTerms } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { BY_DELETE, LiveRun } from "./live-run.js";
@@ -14,6 +15,8 @@ export interface QueuedStartsDeps {
   registry: LiveRuns;
   /** Whether this process may take on one more run now (MAX_CONCURRENT_RUNS). */
   hasRoom: () => boolean;
+  /** Active runs one owner (API key) may have, on every instance (MAX_RUNS_PER_KEY); 0 or absent: no such limit. */
+  maxRunsPerKey?: number;
   /** Launches the run here; resolves once its input is committed (or it ended first). */
   execute: (live: LiveRun) => Promise<void>;
   /** A pass over every session's queue (see startQueues), run once room comes back. */
@@ -22,19 +25,23 @@ export interface QueuedStartsDeps {
 }
 
 /**
- * The starts of queued runs in this process, within MAX_CONCURRENT_RUNS: with no room a
- * queued run stays queued, and the next slot given back here (`slotFreed`) starts a pass over
- * the queues.
+ * The starts of queued runs in this process, within MAX_CONCURRENT_RUNS and within its key's
+ * MAX_RUNS_PER_KEY (the store counts the key's active runs, every instance's). With no room
+ * here a queued run stays queued, and the next slot given back here (`slotFreed`) starts a
+ * pass over the queues; with none for its key it stays queued too, and the next run ending
+ * here (`runEnded`) starts that pass. (Over a shared database, a key's run ending on another
+ * instance is followed by the reapers' passes over the queues, about once a second.)
  */
 export class QueuedStarts {
   #waitingForRoom = false;
+  #waitingForKey = false;
 
   constructor(private readonly deps: QueuedStartsDeps) {}
 
   /**
-   * Starts the session's oldest queued run if the session has no active run (the store
-   * decides) and there is room here, and executes it here; resolves once its input is
-   * committed. Null when none started.
+   * Starts the session's oldest queued run if the session has no active run and its key is
+   * under its limit (the store decides) and there is room here, and executes it here;
+   * resolves once its input is committed. Null when none started.
    */
   async start(sessionId: string): Promise<LiveRun | null> {
     const { deps } = this;
@@ -52,7 +59,11 @@ export class QueuedStarts {
     const heldSince = performance.now();
     const started = await startQueuedRun(deps, sessionId).catch((err: unknown) => {
       slot.release();
-      throw err;
+      if (!isConflict(err, "owner_runs")) throw err;
+      // The key is at its limit: the queue waits for one of its runs to end (not for a slot:
+      // this release, and the others of a pass, would start the pass again at once).
+      this.#waitingForKey = true;
+      return null;
     });
     if (!started) {
       slot.release();
@@ -71,6 +82,17 @@ export class QueuedStarts {
   slotFreed(): void {
     if (!this.#waitingForRoom) return;
     this.#waitingForRoom = false;
+    this.#startWaiting();
+  }
+
+  /** A run executed here has finished: its key may have room again, so queues that waited for their key's go on. */
+  runEnded(): void {
+    if (!this.#waitingForKey) return;
+    this.#waitingForKey = false;
+    this.#startWaiting();
+  }
+
+  #startWaiting(): void {
     this.deps
       .startWaiting()
       .catch((err) => this.deps.logger.error({ err }, "could not start the queued runs waiting for room"));

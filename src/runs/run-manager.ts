@@ -288,6 +288,7 @@ export class RunManager {
       .then((view) => {
         // The one place a run executed here ends: the session's queue goes on (unless a run took its place).
         if (view.status === "finished" && !live.handedOver) this.#startNext(live.sessionId);
+        if (view.status === "finished") this.#queuedStarts.runEnded(); // and those waiting for a key's room
         return view;
       });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.

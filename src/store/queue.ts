@@ -1,7 +1,7 @@
 import type { RunStatus } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
 import type { Db } from "./database.js";
-import { inputsFull } from "./errors.js";
+import { inputsFull, type OwnerLimit } from "./errors.js";
 import { NOW_MS } from "./leases.js";
 import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
 
@@ -67,6 +67,13 @@ export function queueStore(db: Db) {
   const sessions = db.prepare("SELECT DISTINCT session_id FROM runs WHERE status = 'queued' ORDER BY session_id");
   const inputRuns = db.prepare("SELECT DISTINCT run_id FROM run_inputs").pluck();
   const start = db.prepare("UPDATE runs SET status = 'running' WHERE id = ? AND status = 'queued'");
+  const ownerOf = db.prepare("SELECT owner FROM sessions WHERE id = ?").pluck();
+  const activeOfOwner = db
+    .prepare(
+      `SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id
+       WHERE s.owner = ? AND r.status NOT IN ('finished', 'queued')`,
+    )
+    .pluck();
   const hold = db.prepare(holdQueueSql(NOW_MS, { id: "+@id", ms: "@ms" }, "max"));
   const release = db.prepare(releaseQueueSql(NOW_MS, "?"));
   const held = db.prepare(`SELECT 1 FROM sessions WHERE id = ? AND queue_held_until > ${NOW_MS}`);
@@ -135,6 +142,15 @@ export function queueStore(db: Db) {
     /** Whether the session's queue is held now. */
     held(sessionId: string): boolean {
       return held.get(sessionId) !== undefined;
+    },
+    /**
+     * The limit the session's owner is at: its owner's active runs (unfinished, not queued) are
+     * `max` or more. Null when under it, or when the session has no owner.
+     */
+    ownerFull(sessionId: string, max: number): OwnerLimit | null {
+      const owner = ownerOf.get(sessionId) as string | null | undefined;
+      if (owner == null) return null;
+      return (activeOfOwner.get(owner) as number) >= max ? { owner, max } : null;
     },
     /** Marks a queued run running; false when it is not queued (any more). */
     start(runId: string): boolean {

@@ -4,9 +4,9 @@ import { type Db, openDatabase } from "./database.js";
 import { ownerRunsFull, ownerSessionsFull, queueHeld, StorageError, StoreConflictError } from "./errors.js";
 import { GROUP_COMMIT_WINDOW_MS, GroupCommit } from "./group-commit.js";
 import { MayHaveRows } from "./may-have-rows.js";
-import { startedEvent } from "./queue.js";
 import { translateSqliteError } from "./sqlite-errors.js";
 import { fileProblemOf } from "./sqlite-file-identity.js";
+import { startQueuedIn } from "./sqlite-start-queued.js";
 import type { OpenSqliteStoreOptions, SqliteStoreOptions } from "./sqlite-store-options.js";
 import { sqliteTables } from "./sqlite-tables.js";
 import { sqliteWriteProbe } from "./sqlite-write-probe.js";
@@ -139,16 +139,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       queuedSessions: () => read(() => tables.queue.sessions()),
       holdQueue: (sessionId, forMs) => write(() => tables.queue.hold(sessionId, forMs)),
       releaseQueue: (sessionId) => write(() => tables.queue.release(sessionId)),
-      startQueued: (sessionId, at, terms) =>
-        write(() => {
-          const next = tables.queue.oldest(sessionId);
-          if (!next || tables.runs.active(sessionId) || tables.queue.held(sessionId)) return null;
-          tables.queue.start(next.id);
-          const lease = tables.leases.takeOver(next.id, terms);
-          const events = [startedEvent(next.id, tables.events.lastSeq(next.id) + 1, at)];
-          tables.webhooks.deriveFrom(events, { runId: next.id, target: targetOfRun(next) });
-          return { run: { ...next, status: "running" as const }, events: tables.events.insert(events), lease };
-        }),
+      startQueued: (sessionId, at, terms, { maxPerOwner } = {}) =>
+        write(() => startQueuedIn(tables, { sessionId, at, terms, maxPerOwner })),
     },
     commitRun: (runId, changes, events, fence) => {
       const committed = write<StoredEvent[]>(() => {

@@ -132,12 +132,16 @@ export interface Store {
      * the session has no queued run, has an active run (the one-active rule refuses it), or its
      * queue is held (see holdQueue).
      * `lease`: the starting instance holds the run from then on (see `leases`); its epoch is
-     * the one returned.
+     * the one returned. With `maxPerOwner`, refused (`owner_runs`) when the session's owner
+     * already has that many active runs (unfinished, not queued): counted in the start's
+     * transaction, one such start or limited `create` of an owner at a time (whatever the
+     * instance). A session without an owner is not limited.
      */
     startQueued(
       sessionId: string,
       at: string,
       lease: LeaseTerms,
+      options?: { maxPerOwner?: number },
     ): Promise<{ run: RunRecord; events: StoredEvent[]; lease: RunLease } | null>;
     /** Newest first; bounded by `limit` and `bytes` as `sessions.list` is. */
     list(query: {

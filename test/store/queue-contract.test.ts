@@ -96,6 +96,43 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect(await store.runs.queuedSessions()).not.toContain(sessionId);
   });
 
+  it("startQueued under maxPerOwner: refused (owner_runs) while the owner has that many active runs; queued ones not counted", async () => {
+    const owner = fresh("owner");
+    const ownedSession = async () => {
+      const id = fresh("ses");
+      await seedSession(store, { id, owner });
+      return id;
+    };
+    const [busy, waiting, other] = [await ownedSession(), await ownedSession(), await ownedSession()];
+    const active = await run(busy, "running");
+    const first = await run(waiting, "queued");
+    const second = await run(other, "queued");
+    const limit = { maxPerOwner: 1 };
+    await expect(store.runs.startQueued(waiting, at(), starter, limit)).rejects.toSatisfy((err) =>
+      isConflict(err, "owner_runs"),
+    );
+    expect((await store.runs.get(first))?.status).toBe("queued");
+    expect((await store.events.after(first, 0)).map((e) => e.type)).toEqual(["run.queued"]);
+    // Queued runs of the owner (`second`, and `first` itself) do not count: under 2 it starts.
+    expect((await store.runs.startQueued(waiting, at(), starter, { maxPerOwner: 2 }))?.run.id).toBe(first);
+    await store.commitRun(first, [finishChange()], []);
+    await store.commitRun(active, [finishChange()], []);
+    // The owner has no active run now: two starts at once, one starts, the other is refused.
+    const third = await run(waiting, "queued");
+    const starts = await Promise.allSettled([
+      store.runs.startQueued(waiting, at(), starter, limit),
+      store.runs.startQueued(other, at(), starter, limit),
+    ]);
+    const started = starts.flatMap((s) => (s.status === "fulfilled" && s.value ? [s.value.run.id] : []));
+    const refused = starts.filter((s) => s.status === "rejected" && isConflict(s.reason, "owner_runs"));
+    expect({ started: started.length, refused: refused.length }).toEqual({ started: 1, refused: 1 });
+    expect([third, second]).toContain(started[0]);
+    // A session without an owner is not limited.
+    const unowned = await session();
+    const unownedQueued = await run(unowned, "queued");
+    expect((await store.runs.startQueued(unowned, at(), starter, limit))?.run.id).toBe(unownedQueued);
+  });
+
   it("a held queue starts nothing until it is released, or until its hold runs out", async () => {
     const sessionId = await session();
     const queued = await run(sessionId, "queued");

@@ -6,6 +6,7 @@ import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
 import { eventRows } from "./pg-changes.js";
 import { NOW_MS, takeOverStatement } from "./pg-leases.js";
+import { ownerStartStatements } from "./pg-owner-limit.js";
 import { deliveryStatements } from "./pg-webhooks.js";
 
 type Rows = <R extends Record<string, unknown>>(text: string, values?: unknown[]) => Promise<R[]>;
@@ -49,21 +50,28 @@ export function pgQueue(
     releaseQueue: async (sessionId) => {
       await rows(releaseQueueSql(NOW_MS, "$1"), [sessionId]);
     },
-    startQueued: async (sessionId, at, terms) => {
+    startQueued: async (sessionId, at, terms, { maxPerOwner } = {}) => {
       for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
-        const [row] = await rows<RunRow & Record<string, unknown>>(
-          "SELECT * FROM runs WHERE session_id = $1 AND status = 'queued' ORDER BY created_at, id LIMIT 1",
+        const [row] = await rows<RunRow & { session_owner: string | null } & Record<string, unknown>>(
+          `SELECT r.*, s.owner AS session_owner FROM runs r JOIN sessions s ON s.id = r.session_id
+           WHERE r.session_id = $1 AND r.status = 'queued' ORDER BY r.created_at, r.id LIMIT 1`,
           [sessionId],
         );
         if (!row) return null;
         const run = runFromRow(row);
+        // A session's owner never changes: read with its run, counted under the owner's lock.
+        const owner = row.session_owner;
+        const limit = maxPerOwner && owner !== null ? { owner, max: maxPerOwner } : null;
         const [last] = await rows<{ seq: number | null }>("SELECT max(seq) AS seq FROM run_events WHERE run_id = $1", [
           run.id,
         ]);
         const events = [startedEvent(run.id, (last?.seq ?? 0) + 1, at)];
         const { stored, statement } = eventRows(events);
         try {
-          const [, , taken] = await write([
+          // The owner's count first (before this run is counted running), under its lock.
+          const limited = limit ? ownerStartStatements(limit) : [];
+          const results = await write([
+            ...limited,
             // A held queue waits like a busy one (see holdQueue).
             queueFreeStatement(sessionId),
             {
@@ -75,6 +83,7 @@ export function pgQueue(
             ...(statement ? [statement] : []),
             ...deliveryStatements(events, run.webhook ? { sessionId, ...run.webhook } : null),
           ]);
+          const taken = results[limited.length + 2];
           const { epoch } = (taken as { rows: { epoch: number }[] }).rows[0] as { epoch: number };
           return {
             run: { ...run, status: "running" as const },
