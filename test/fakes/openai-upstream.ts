@@ -55,6 +55,7 @@ export interface FakeUpstream {
   // biome-ignore lint/suspicious/noExplicitAny: see `requests`.
   fallback?: (body: any) => FakeReply; // used when the queue is empty (default: HTTP 500 "no scripted reply" so tests fail visibly)
   assertComplete(): void; // throws if queued replies were not consumed
+  discard(): void; // drops the queued replies (a test that failed may leave some for the next)
   close(): Promise<void>; // closes the server and any hanging sockets
   connections(): number; // TCP connections accepted so far
 }
@@ -85,6 +86,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests: [],
     enqueue: (...replies) => {
       queue.push(...replies);
+    },
+    discard: () => {
+      queue.length = 0;
     },
     assertComplete: () => {
       if (queue.length > 0) {

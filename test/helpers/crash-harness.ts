@@ -84,6 +84,8 @@ export function crashHarness({ instanceId }: { instanceId: string }): CrashHarne
       return database;
     },
     async prepare(backend, prefix) {
+      // A test that failed (timed out, say) may have left scripted replies: they are not the next test's.
+      this.upstream.discard();
       dir = tempDir(prefix);
       if (backend === "postgres") database = await createTestPgDatabase();
     },
