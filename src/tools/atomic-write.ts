@@ -8,6 +8,8 @@ import { entryPath, type OpenDir } from "./open-dir.js";
  * through the open directory (a link swapped in at `name` is replaced, never followed).
  * Readers see the old content or the new, never a mix, and a failure leaves `name` untouched
  * and no temporary file behind. `mode` defaults to 0o666 minus the umask (as for any new file).
+ * The temporary's name (`.tmp-` and 12 random hex digits) does not depend on `name`, so any
+ * name up to the file system's limit (NAME_MAX) can be written.
  */
 export async function writeFileAtomic({
   dir,
@@ -20,7 +22,7 @@ export async function writeFileAtomic({
   data: string | Uint8Array;
   mode?: number;
 }): Promise<void> {
-  const temp = entryPath(dir, `.${name}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = entryPath(dir, `.tmp-${randomBytes(6).toString("hex")}`);
   // "wx" is O_CREAT | O_EXCL: never opens an existing file or follows a link.
   const handle = await open(temp, "wx", mode ?? 0o666);
   try {
