@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
+import { DISPLAY_PATH_RULE, displayPath } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedDir } from "./located-io.js";
@@ -39,22 +40,13 @@ export type ListFilesInput = z.infer<typeof listFilesInput>;
 
 const SUFFIX: Record<WalkEntry["kind"], string> = { directory: "/", symlink: "@", file: "", other: "" };
 
-/**
- * A path as one unambiguous line: a path with a control character (a newline would split it
- * over two lines), or starting with a double quote, is written as a JSON string, which the
- * model can decode back to the path.
- */
-const displayPath = (relative: string): string =>
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds.
-  /[\u0000-\u001f\u007f]/.test(relative) || relative.startsWith('"') ? JSON.stringify(relative) : relative;
-
 export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
   name: "list_files",
   description:
     "List the files and directories under a workspace directory, recursively up to a depth. " +
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
     'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
-    'A path with a control character (such as a newline), or starting with ", is shown as a JSON string. ' +
+    `${DISPLAY_PATH_RULE} ` +
     `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries, and the listing stops at a directory ` +
     `that would bring the entries read past ${LIST_MAX_LISTED_ENTRIES}; a note says when the list was cut.`,
   inputSchema: listFilesInput,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
+import { DISPLAY_PATH_RULE, displayPath } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
@@ -70,7 +71,8 @@ export function createSearchFilesTool({
     description:
       "Search the workspace's text files for lines matching a JavaScript regular expression (case-sensitive; " +
       "use e.g. [Ff]oo for either case). Each match is " +
-      "reported as `file:line: text` (file relative to the workspace root, line 1-based). Binary files, files over " +
+      `reported as \`file:line: text\` (file relative to the workspace root, line 1-based). ${DISPLAY_PATH_RULE} ` +
+      "Binary files, files over " +
       `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped; at most ${SEARCH_MAX_MATCHES} ` +
       `matches are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
       "avoid nested quantifiers like (a+)+.",
@@ -233,7 +235,10 @@ async function searchLocated({
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
   const truncated = tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0;
-  const body = matches.length > 0 ? matches : [`no matches in ${plural(searched, "file")} searched`];
+  const body =
+    matches.length > 0
+      ? matches.map((match) => `${displayPath(files[match.file]?.relative ?? "")}:${match.line}: ${match.text}`)
+      : [`no matches in ${plural(searched, "file")} searched`];
   return toolOk([...body, ...notes].join("\n"), truncated);
 }
 

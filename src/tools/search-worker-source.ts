@@ -24,9 +24,16 @@ export interface SearchWorkerData {
   sniffBytes: number;
 }
 
+/** A matching line: its file (an index into SearchWorkerData's `files`), its 1-based number, its text (see `maxLineChars`). */
+export interface SearchMatch {
+  file: number;
+  line: number;
+  text: string;
+}
+
 export interface SearchWorkerResult {
-  /** Formatted `file:line: text`. */
-  matches: string[];
+  /** In the order of `files`, then of lines; the caller formats them (it quotes paths, see displayPath). */
+  matches: SearchMatch[];
   /** More matches existed than `maxMatches`. */
   truncated: boolean;
   searched: number;
@@ -97,7 +104,8 @@ const result = {
   matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0, outOfDescriptors: null,
 };
 let kept = 0;
-search: for (const file of files) {
+search: for (let index = 0; index < files.length; index++) {
+  const file = files[index];
   if (!keep(file.relative)) continue;
   if (kept === maxFiles) { result.tooManyFiles = true; break; }
   kept++;
@@ -134,7 +142,7 @@ search: for (const file of files) {
     const match = regex.exec(line);
     if (match === null) continue;
     if (result.matches.length === maxMatches) { result.truncated = true; break search; }
-    result.matches.push(file.relative + ":" + (i + 1) + ": " + excerpt(line, match.index));
+    result.matches.push({ file: index, line: i + 1, text: excerpt(line, match.index) });
   }
 }
 closeChainFrom(0);
