@@ -26,6 +26,8 @@ export const ToolErrorCode = {
   invalidPattern: "INVALID_PATTERN",
   searchTimeout: "SEARCH_TIMEOUT",
   searchAborted: "SEARCH_ABORTED",
+  /** search_files: the search failed other than by a file-system error (e.g. out of memory); the message names the error. */
+  searchFailed: "SEARCH_FAILED",
   /** shell: the command exited non-zero, was killed by a signal, or could not start. */
   shellFailed: "SHELL_FAILED",
   shellTimeout: "SHELL_TIMEOUT",

@@ -8,6 +8,7 @@ import { globFilter } from "./glob.js";
 import { openLocatedDir } from "./located-io.js";
 import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
 import { pathInput } from "./path-input.js";
+import { abortedOutcome, searchFailedOutcome, timeoutOutcome } from "./search-errors.js";
 import { runSearchWorker } from "./search-worker.js";
 import type { SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
@@ -211,10 +212,11 @@ async function searchLocated({
   if (run.kind === "aborted") return abortedOutcome();
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
   if (run.kind === "out_of_descriptors") return outOfDescriptorsOutcome(run.code, "start the search with");
+  if (run.kind === "failed") return searchFailedOutcome(run.error, display);
   if (run.result.outOfDescriptors)
     return outOfDescriptorsOutcome(run.result.outOfDescriptors, "open the files to search");
 
-  const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary } = run.result;
+  const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary, skippedLines } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;
   const notes: string[] = [];
   if (tooManyMatches) {
@@ -233,22 +235,16 @@ async function searchLocated({
       `[truncated: skipped ${plural(skippedLarge, "file")} larger than ${formatBytes(SEARCH_MAX_FILE_BYTES)}; read them with read_file]`,
     );
   }
+  if (skippedLines > 0) {
+    notes.push(
+      `[truncated: skipped ${plural(skippedLines, "line")} the pattern could not be run on (it overflowed the regular-expression engine's stack); simplify the pattern]`,
+    );
+  }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
-  const truncated = tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0;
+  const truncated = tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0 || skippedLines > 0;
   const body =
     matches.length > 0
       ? matches.map((match) => `${displayPath(files[match.file]?.relative ?? "")}:${match.line}: ${match.text}`)
       : [`no matches in ${plural(searched, "file")} searched`];
   return toolOk([...body, ...notes].join("\n"), truncated);
 }
-
-const abortedOutcome = (): ToolOutcome =>
-  toolError(ToolErrorCode.searchAborted, "the search was stopped because the run was cancelled", false);
-
-const timeoutOutcome = (timeLimitMs: number): ToolOutcome =>
-  toolError(
-    ToolErrorCode.searchTimeout,
-    `the search was stopped after ${timeLimitMs} ms: the pattern may backtrack catastrophically (nested quantifiers ` +
-      "such as (a+)+), or the search is too broad; simplify the pattern or narrow the path or glob",
-    true,
-  );

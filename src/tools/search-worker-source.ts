@@ -41,6 +41,8 @@ export interface SearchWorkerResult {
   tooManyFiles: boolean;
   skippedLarge: number;
   skippedBinary: number;
+  /** Lines the pattern could not be run on (running it threw, e.g. its backtracking overflowed the stack): skipped. */
+  skippedLines: number;
   /**
    * The search stopped because a file or directory could not be opened for lack of file
    * descriptors: the process's (EMFILE) or the system's (ENFILE). Null when it did not.
@@ -101,7 +103,8 @@ function openFile(segments) {
 }
 
 const result = {
-  matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0, outOfDescriptors: null,
+  matches: [], truncated: false, searched: 0, tooManyFiles: false, skippedLarge: 0, skippedBinary: 0, skippedLines: 0,
+  outOfDescriptors: null,
 };
 let kept = 0;
 search: for (let index = 0; index < files.length; index++) {
@@ -139,7 +142,13 @@ search: for (let index = 0; index < files.length; index++) {
   for (let i = 0; i < lines.length; i++) {
     let line = lines[i];
     if (line.endsWith("\r")) line = line.slice(0, -1);
-    const match = regex.exec(line);
+    let match;
+    try {
+      match = regex.exec(line);
+    } catch {
+      result.skippedLines++;
+      continue;
+    }
     if (match === null) continue;
     if (result.matches.length === maxMatches) { result.truncated = true; break search; }
     result.matches.push({ file: index, line: i + 1, text: excerpt(line, match.index) });

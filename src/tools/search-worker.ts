@@ -7,7 +7,9 @@ export type SearchRun =
   | { kind: "timeout" }
   | { kind: "aborted" }
   /** The worker thread could not start: the process (EMFILE) or the system (ENFILE) has no file descriptor left. */
-  | { kind: "out_of_descriptors"; code: "EMFILE" | "ENFILE" };
+  | { kind: "out_of_descriptors"; code: "EMFILE" | "ENFILE" }
+  /** The worker failed otherwise: an exception it did not catch (a bug), out of memory, or an early exit. */
+  | { kind: "failed"; error: unknown };
 
 /** Heap limit of a search worker: a runaway search fails on its own instead of bloating the server. */
 const WORKER_HEAP_MB = 256;
@@ -17,7 +19,8 @@ const WORKER_HEAP_MB = 256;
  * and "aborted" when `signal` fires; in both cases the worker is terminated (which stops even
  * a regex that would backtrack for ever) before the promise resolves. Resolves
  * "out_of_descriptors" when the worker cannot start for lack of file descriptors (its event
- * loop needs some). Rejects if the worker itself fails otherwise (a bug, or out of memory).
+ * loop needs some). Resolves "failed" if the worker itself fails otherwise (a bug, or out of
+ * memory); it never rejects.
  */
 export function runSearchWorker({
   data,
@@ -29,7 +32,7 @@ export function runSearchWorker({
   signal: AbortSignal;
 }): Promise<SearchRun> {
   if (signal.aborted) return Promise.resolve({ kind: "aborted" });
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const worker = new Worker(SEARCH_WORKER_SOURCE, {
       eval: true,
       workerData: data,
@@ -55,9 +58,13 @@ export function runSearchWorker({
     worker.once("message", (result: SearchWorkerResult) => settle(() => resolve({ kind: "done", result })));
     worker.once("error", (err) => {
       const code = initFailure(err);
-      settle(() => (isOutOfDescriptors(code) ? resolve({ kind: "out_of_descriptors", code }) : reject(err)));
+      settle(() =>
+        resolve(isOutOfDescriptors(code) ? { kind: "out_of_descriptors", code } : { kind: "failed", error: err }),
+      );
     });
-    worker.once("exit", (code) => settle(() => reject(new Error(`search worker exited early with code ${code}`))));
+    worker.once("exit", (code) =>
+      settle(() => resolve({ kind: "failed", error: new Error(`search worker exited early with code ${code}`) })),
+    );
   });
 }
 
