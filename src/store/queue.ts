@@ -71,7 +71,7 @@ export function queueStore(db: Db) {
   const activeOfOwner = db
     .prepare(
       `SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id
-       WHERE s.owner = ? AND r.status NOT IN ('finished', 'queued')`,
+       WHERE s.owner = +? AND r.status NOT IN ('finished', 'queued')`,
     )
     .pluck();
   const hold = db.prepare(holdQueueSql(NOW_MS, { id: "+@id", ms: "@ms" }, "max"));
