@@ -243,8 +243,10 @@ export class WebhookWorker {
       if (ok) this.#cooling.succeeded(delivery.owner, delivery.url);
       else if (at !== null) {
         this.#cooling.failed(delivery.owner, delivery.url, at);
-        // Its owner's others to the receiver wait as it does, put off in one write, not each claimed and given back.
-        await store.webhooks.postpone({ owner: delivery.owner, url: delivery.url, dueBy: Date.now(), at });
+        // Its owner's others to the receiver wait as it does, put off in one write (not each claimed
+        // and given back), a millisecond more: at the step's end it is tried first again, so the
+        // step grows with its failures instead of starting over with an untried delivery's.
+        await store.webhooks.postpone({ owner: delivery.owner, url: delivery.url, dueBy: Date.now(), at: at + 1 });
       }
       facts?.webhookTry(ok ? "delivered" : "failed");
       if (next.status === "failed") {
