@@ -35,6 +35,8 @@ export interface QueuedStartsDeps {
 export class QueuedStarts {
   #waitingForRoom = false;
   #waitingForKey = false;
+  /** Runs ended here so far (see runEnded): a start refused for its key tells whether one ended meanwhile. */
+  #runsEnded = 0;
 
   constructor(private readonly deps: QueuedStartsDeps) {}
 
@@ -44,6 +46,14 @@ export class QueuedStarts {
    * resolves once its input is committed. Null when none started.
    */
   async start(sessionId: string): Promise<LiveRun | null> {
+    const live = await this.#start(sessionId);
+    // None started while this process is full (whatever the reason this time: the queue emptied
+    // meanwhile, the session busy): a pass stops here, so the next slot given back starts one.
+    if (!live && !this.deps.hasRoom()) this.#waitingForRoom = true;
+    return live;
+  }
+
+  async #start(sessionId: string): Promise<LiveRun | null> {
     const { deps } = this;
     // Most runs end with nothing queued behind them: a read says so, without a slot or a write.
     if ((await deps.store.runs.queued(sessionId)).length === 0) return null;
@@ -57,12 +67,15 @@ export class QueuedStarts {
     // Held from here to the run's registration, so that starts at once stay within the limit.
     const slot = deps.registry.reserve();
     const heldSince = performance.now();
+    const endedBefore = this.#runsEnded;
     const started = await startQueuedRun(deps, sessionId).catch((err: unknown) => {
       slot.release();
       if (!isConflict(err, "owner_runs")) throw err;
       // The key is at its limit: the queue waits for one of its runs to end (not for a slot:
-      // this release, and the others of a pass, would start the pass again at once).
-      this.#waitingForKey = true;
+      // this release, and the others of a pass, would start the pass again at once); one that
+      // ended while the refusal was on its way is not waited for.
+      if (this.#runsEnded !== endedBefore) this.#startWaiting();
+      else this.#waitingForKey = true;
       return null;
     });
     if (!started) {
@@ -87,6 +100,7 @@ export class QueuedStarts {
 
   /** A run executed here has finished: its key may have room again, so queues that waited for their key's go on. */
   runEnded(): void {
+    this.#runsEnded++;
     if (!this.#waitingForKey) return;
     this.#waitingForKey = false;
     this.#startWaiting();

@@ -146,7 +146,7 @@ export async function startQueues({ store, manager }: Pick<RecoveryDeps, "store"
   for (const sessionId of await store.runs.queuedSessions()) {
     const live = await manager.startQueued(sessionId);
     if (live) started.push(live.id);
-    // startQueued noted that queues wait for room.
+    // startQueued noted that queues wait for room (the next slot given back starts a pass).
     else if (!manager.hasRoom) break;
   }
   return started;
