@@ -26,9 +26,10 @@ function excerpt(text: string): string {
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
 }
 
+/** Where the run stopped, in words; a point after turn 0 (no turn was done) is before turn 1. */
 function where(point: StopPoint): string {
   const turn = Math.max(point.turn, 1);
-  if (point.phase === "before_turn") return `before turn ${turn}`;
+  if (point.phase === "before_turn" || (point.phase === "after_turn" && point.turn < 1)) return `before turn ${turn}`;
   if (point.phase === "after_turn") return `after turn ${turn}`;
   return point.toolCall
     ? `in turn ${turn} at tool call ${point.toolCall.id} (${point.toolCall.tool})`

@@ -4,7 +4,8 @@ import { describeStop, type StopPoint } from "../agent/stop-detail.js";
 
 /**
  * The stop detail of a run the server (not the loop) ended as aborted: cancelled `by` whom,
- * at `point` when the loop said where it was, else after the run's last turn.
+ * at `point` when the loop said where it was, else after the run's last turn (before turn 1
+ * when it made no model request).
  */
 export function abortedDetail({ by, stats, point }: { by: string; stats: RunStats; point?: StopPoint }): string {
   return describeStop({ stopReason: "aborted", point: point ?? { phase: "after_turn", turn: stats.modelCalls }, by });

@@ -2,6 +2,13 @@ import { describe, expect, it } from "vitest";
 import { describeStop } from "../../src/agent/stop-detail.js";
 
 describe("stopDetail: one sentence naming the step, the cause and what to try", () => {
+  // A point after turn 0 (a run ended before any model call) used to read "after turn 1".
+  it("says before turn 1 for a run that did no turn", () => {
+    expect(describeStop({ stopReason: "aborted", point: { phase: "after_turn", turn: 0 }, by: "because X" })).toBe(
+      "stopped before turn 1: the run was cancelled because X; start a new run to continue",
+    );
+  });
+
   it("is written from the facts of each kind of stop", () => {
     expect(describeStop({ stopReason: "max_turns", point: { phase: "after_turn", turn: 20 }, maxTurns: 20 })).toBe(
       "stopped after turn 20: the run made its 20 model requests (maxTurns) and the model was still calling tools; " +
