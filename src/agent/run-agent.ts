@@ -56,8 +56,10 @@ export interface RunAgentParams {
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
   /**
-   * When resuming: the stored trace of the turn whose calls are still pending. Its tools are
-   * completed (those already answered, then the pending ones) and it is reported again.
+   * When resuming: the stored trace of the run's last turn (the turn of the last assistant
+   * message). When that message's calls are still pending, its tools are completed (those
+   * already answered, then the pending ones) and it is reported again; when they are all
+   * answered but the trace lists fewer tools, it is reported again with every answered call.
    */
   priorStep?: StepTrace;
   newId?: () => string;
@@ -162,13 +164,16 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   } else {
     // Resuming: calls of the last assistant message that still lack results run first.
     const pending = pendingToolCalls(ctx.history);
+    const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
     if (pending.length) {
-      const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
       const stop = await runToolCalls(ctx, pending, step?.tools ?? []);
       if (step) ctx.onStep(step);
       if (stop) return finish(stop, "in_turn");
       const loop = loopStop();
       if (loop) return finish(loop, "after_turn");
+    } else if (step && step.tools.length > (params.priorStep?.tools.length ?? 0)) {
+      // Every call is answered, but the stored trace lacks some (its full trace was not stored).
+      ctx.onStep(step);
     }
   }
 

@@ -185,6 +185,37 @@ it("SIGTERM with ON_RESTART=resume lets a running tool finish: its real result i
   }
 });
 
+// A turn whose last tool finished during a graceful shutdown used to lose that tool from its
+// step trace for good (the full trace was queued for a later write, dropped at the seal, and
+// the resume re-reported the step only when calls were pending): the step stayed model-only
+// while the history and stats.toolCalls showed the tool. Now the resumed turn's step lists it.
+it("SIGTERM (ON_RESTART=resume) while a turn's last tool runs: after the restart that turn's step still lists the tool", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const { session, run, watcher } = await runAtShell(server, "sleep 0.5; echo done");
+    await stop(server);
+    const seen = await watcher.ended;
+
+    upstream.enqueue({ text: "finished" });
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const history = await resumedToCompletion(again, { runId: run.id, sessionId: session.id, seen });
+    expect(history.find((m: { role: string }) => m.role === "tool")).toMatchObject({
+      toolCallId: "call_s",
+      isError: false,
+    });
+    expect((await api(again.url, "GET", `/runs/${run.id}`)).body.stats.toolCalls).toBe(1);
+    const steps = (await api(again.url, "GET", `/runs/${run.id}/steps`)).body.items;
+    expect(steps.map((s: { tools: { toolCallId: string }[] }) => s.tools.map((t) => t.toolCallId))).toEqual([
+      ["call_s"],
+      [],
+    ]);
+    await stop(again);
+  } finally {
+    dir.cleanup();
+  }
+});
+
 it("a DELETE accepted while the server shuts down is kept: the restart ends the run aborted", async () => {
   const dir = tempDir();
   try {
