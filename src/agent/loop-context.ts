@@ -19,7 +19,7 @@ export interface LoopContext {
   beforeToolCall: BeforeToolCall;
   /**
    * Persists a message or a tool's start, with the run's stats as they are once it is
-   * committed; awaited; a throw ends the run with `error`.
+   * committed (its duration up to now included); awaited; a throw ends the run with `error`.
    */
   commit: (item: LoopCommit, stats: RunStats) => Promise<void>;
   /** Tells watchers something happened; never throws (the host's failures are swallowed). */
@@ -60,11 +60,13 @@ export class PersistenceError extends Error {
 
 /**
  * Commits one item; a failed commit becomes a PhaseStop. What the item adds to the stats
- * (a turn for an assistant message, a tool call for a tool's start) is counted with it.
+ * (a turn for an assistant message, a tool call for a tool's start) is counted with it, and
+ * the stats carry the run's wall time up to now.
  */
 export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<PhaseStop | null> {
   const counts = item.type === "tool.started" ? "toolCalls" : item.message.role === "assistant" ? "turns" : null;
   if (counts) ctx.stats[counts]++;
+  ctx.stats.durationMs = Math.round(ctx.elapsedMs());
   try {
     await ctx.commit(item, { ...ctx.stats });
   } catch (err) {

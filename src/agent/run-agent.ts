@@ -31,7 +31,10 @@ export interface RunAgentParams {
   /** The user message that starts the run; omitted when resuming a run. */
   input?: string;
   beforeToolCall: BeforeToolCall;
-  /** Persists a message or a tool's start, awaited: the loop goes on only once it is durable. */
+  /**
+   * Persists a message or a tool's start, awaited: the loop goes on only once it is durable.
+   * `stats`: the run's stats once it is committed, its duration up to now included.
+   */
   commit: (item: LoopCommit, stats: RunStats) => Promise<void>;
   /** Notices for watchers (turn starts, text deltas); whatever it throws is ignored. */
   emit: (notice: LoopNotice) => void;

@@ -51,7 +51,11 @@ export interface ExecuteParams {
   history?: SessionHistory;
 }
 
-/** The loop's writes as RunChanges: a message (with the ledger and stats it changes) or a tool's start. */
+/**
+ * The loop's writes as RunChanges: a message (with the ledger and stats it changes) or a
+ * tool's start. Every write but a user message's stores the run's stats, so a tool's result
+ * also stores the wall time the tool took (a resumed run counts on from the stored duration).
+ */
 function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
   const counted: RunChange = { kind: "stats", stats };
   if (item.type === "tool.started") {
@@ -78,8 +82,8 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
       );
   }
   const { message } = item;
-  const counts = message.role === "assistant";
-  const changes: RunChange[] = counts ? [counted] : [];
+  const storesStats = message.role !== "user";
+  const changes: RunChange[] = storesStats ? [counted] : [];
   if (item.final && !item.plan) {
     return commitFinalReply({ live, message, stats, changes }).then(() => {
       live.savedStats = stats;
@@ -94,7 +98,7 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
       events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
     })
     .then(() => {
-      if (counts) live.savedStats = stats;
+      if (storesStats) live.savedStats = stats;
       if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
       if (message.role === "tool") {
         failpoint("after-tool-result-commit");

@@ -216,6 +216,31 @@ it("SIGTERM (ON_RESTART=resume) while a turn's last tool runs: after the restart
   }
 });
 
+// A tool that finished during a graceful shutdown used to leave its running time out of the
+// run's durationMs (its result was stored without the run's stats, and a resumed run counts on
+// from the stored duration). Now the run's duration covers the tool's own duration.
+it("SIGTERM (ON_RESTART=resume) while a tool runs: the run's durationMs still covers the tool's own duration", async () => {
+  const dir = tempDir();
+  try {
+    const server = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const { session, run, watcher } = await runAtShell(server, "sleep 1; echo done");
+    await stop(server);
+    const seen = await watcher.ended;
+
+    upstream.enqueue({ text: "finished" });
+    const again = await startChildServer({ dir: dir.path, upstreamURL: upstream.baseURL });
+    const history = await resumedToCompletion(again, { runId: run.id, sessionId: session.id, seen });
+    const result = history.find((m: { role: string }) => m.role === "tool");
+    expect(result).toMatchObject({ toolCallId: "call_s", isError: false });
+    expect(result.metadata.durationMs).toBeGreaterThanOrEqual(1000);
+    const finished = (await api(again.url, "GET", `/runs/${run.id}`)).body;
+    expect(finished.stats.durationMs).toBeGreaterThanOrEqual(result.metadata.durationMs);
+    await stop(again);
+  } finally {
+    dir.cleanup();
+  }
+});
+
 it("a DELETE accepted while the server shuts down is kept: the restart ends the run aborted", async () => {
   const dir = tempDir();
   try {
