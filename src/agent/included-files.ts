@@ -10,44 +10,48 @@ export const MAX_INCLUDED_FILES = 200;
  */
 export const MAX_INCLUDED_CHARS = 16 * 1024;
 
-/** A search_files match line: `<path>:<line>: <excerpt>`. */
-const MATCH_LINE = /^(.+?):\d+: /;
+/**
+ * The workspace files one successful result shows content of: those its tool named (the
+ * result's `metadata.files`, see ToolOutcome); a read_file result that names none, by the path
+ * its call gave.
+ */
+function filesOf(tool: string, input: string, result: ToolMessage): readonly string[] {
+  if (result.metadata.files || tool !== "read_file") return result.metadata.files ?? [];
+  const args = parseCallArguments(input) as { path?: unknown } | undefined;
+  return typeof args?.path === "string" ? [args.path] : [];
+}
 
-/** The workspace files one successful result shows content of: read_file's path, search_files' matching files. */
-function filesOf(tool: string, input: string, result: ToolMessage): string[] {
-  if (tool === "read_file") {
-    const args = parseCallArguments(input) as { path?: unknown } | undefined;
-    return typeof args?.path === "string" ? [args.path] : [];
+/**
+ * `names` without repeats, first seen first, up to MAX_INCLUDED_FILES names and
+ * MAX_INCLUDED_CHARS characters (the first that does not fit ends the list).
+ */
+export function keptFiles(names: Iterable<string>): string[] {
+  const files = new Set<string>();
+  let chars = 0;
+  for (const file of names) {
+    if (files.has(file)) continue;
+    if (files.size >= MAX_INCLUDED_FILES || chars + file.length > MAX_INCLUDED_CHARS) break;
+    files.add(file);
+    chars += file.length;
   }
-  if (tool !== "search_files") return [];
-  const files: string[] = [];
-  for (const line of result.content.split("\n")) {
-    const match = MATCH_LINE.exec(line);
-    if (match?.[1]) files.push(match[1]);
-  }
-  return files;
+  return [...files];
 }
 
 /**
  * The workspace files whose content entered `sent` (the messages of one model request, after
- * trimming): from the successful read_file and search_files results among them, first seen first,
+ * trimming): from the successful results among them that name files (filesOf), first seen first,
  * up to MAX_INCLUDED_FILES names and MAX_INCLUDED_CHARS characters.
  */
 export function includedFiles(sent: readonly AgentMessage[]): string[] {
+  return keptFiles(filesSent(sent));
+}
+
+function* filesSent(sent: readonly AgentMessage[]): Generator<string> {
   const calls = new Map<string, { name: string; input: string }>();
-  const files = new Set<string>();
-  let chars = 0;
   for (const message of sent) {
     if (message.role === "assistant") for (const call of message.toolCalls ?? []) calls.set(call.id, call);
     if (message.role !== "tool" || message.isError) continue;
     const call = calls.get(message.toolCallId);
-    if (!call) continue;
-    for (const file of filesOf(call.name, call.input, message)) {
-      if (files.has(file)) continue;
-      if (files.size >= MAX_INCLUDED_FILES || chars + file.length > MAX_INCLUDED_CHARS) return [...files];
-      files.add(file);
-      chars += file.length;
-    }
+    if (call) yield* filesOf(call.name, call.input, message);
   }
-  return [...files];
 }

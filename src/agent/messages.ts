@@ -8,13 +8,17 @@ export const ToolCallSchema = z.object({
 });
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
-/** What a tool result message records besides its content. */
+/**
+ * What a tool result message records besides its content; `files`, when the tool named them,
+ * the workspace files whose content the result shows (see ToolOutcome).
+ */
 export const ToolResultMetadataSchema = z.object({
   errorCode: z.string().nullable(),
   retryable: z.boolean(),
   durationMs: z.number().nonnegative(),
   outputChars: z.number().int().nonnegative(),
   truncated: z.boolean(),
+  files: z.array(z.string()).optional(),
 });
 export type ToolResultMetadata = z.infer<typeof ToolResultMetadataSchema>;
 

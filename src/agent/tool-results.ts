@@ -1,3 +1,4 @@
+import { keptFiles } from "./included-files.js";
 import type { ToolMessage } from "./messages.js";
 import { wellFormed } from "./messages.js";
 import type { ToolOutcome } from "./tool.js";
@@ -22,9 +23,13 @@ export interface ToolResultInput {
   durationMs?: number;
 }
 
-/** The one result message of a tool call, built from what happened to it. */
+/**
+ * The one result message of a tool call, built from what happened to it. The files a
+ * successful outcome names are kept in its metadata (as many as a step trace lists: keptFiles).
+ */
 export function toolResultMessage({ id, toolCallId, outcome, durationMs = 0 }: ToolResultInput): ToolMessage {
   const content = wellFormed(outcome.ok ? outcome.output : outcome.message);
+  const files = outcome.ok && outcome.files ? keptFiles(outcome.files.map(wellFormed)) : undefined;
   return {
     id,
     role: "tool",
@@ -37,6 +42,7 @@ export function toolResultMessage({ id, toolCallId, outcome, durationMs = 0 }: T
       durationMs: Math.max(0, Math.round(durationMs)),
       outputChars: content.length,
       truncated: outcome.truncated ?? false,
+      ...(files ? { files } : {}),
     },
   };
 }

@@ -2,10 +2,13 @@ import type { z } from "zod";
 
 /**
  * What a tool returns. Failure is a value: the model sees it and may repair.
- * `truncated` says the output was cut to a cap (and the output says so in words).
+ * `truncated` says the output was cut to a cap (and the output says so in words). `files`, on
+ * success, names the workspace files (relative to the workspace root, as they are, not as
+ * shown) whose content the output shows: kept in the result's metadata, it is what step traces
+ * list as sent (includedFiles), so that no one parses the output for names.
  */
 export type ToolOutcome =
-  | { ok: true; output: string; truncated?: boolean }
+  | { ok: true; output: string; truncated?: boolean; files?: string[] }
   | { ok: false; errorCode: string; message: string; retryable: boolean; truncated?: boolean };
 
 export interface ToolExecutionContext {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import { type ToolOutcome, toolError } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { DISPLAY_PATH_RULE, displayPath } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
@@ -246,5 +246,7 @@ async function searchLocated({
     matches.length > 0
       ? matches.map((match) => `${displayPath(files[match.file]?.relative ?? "")}:${match.line}: ${match.text}`)
       : [`no matches in ${plural(searched, "file")} searched`];
-  return toolOk([...body, ...notes].join("\n"), truncated);
+  // The files whose lines are shown, by their paths (not as displayed): see ToolOutcome's `files`.
+  const matched = [...new Set(matches.flatMap((match) => files[match.file]?.relative ?? []))];
+  return { ok: true, output: [...body, ...notes].join("\n"), truncated, files: matched };
 }

@@ -15,7 +15,11 @@ const searcher = testTool<{ pattern: string }>({
   name: "search_files",
   readOnly: true,
   schema: z.object({ pattern: z.string() }),
-  execute: async () => toolOk("src/a.ts:3: const x = 1\nlib/b c.ts:10: x()\nno matches here"),
+  execute: async () => ({
+    ok: true,
+    output: "src/a.ts:3: const x = 1\nlib/b c.ts:10: x()\nno matches here",
+    files: ["src/a.ts", "lib/b c.ts"],
+  }),
 });
 
 describe("the step trace", () => {
