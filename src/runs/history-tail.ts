@@ -24,14 +24,24 @@ const SESSION_COST = 400;
 const MESSAGE_COST = 640;
 
 /**
- * What a message costs, roughly, in the unit of the bound (about a byte). Its text and its
- * calls' arguments count twice: once as kept here, once as the request bytes the model client
- * encodes once per message and keeps as long as the message lives (src/model/wire-body.ts).
+ * What `text` keeps alive, in bytes: the string as V8 holds it (one byte a character, two once
+ * it holds any character past ASCII: an upper estimate for Latin-1) and its request bytes, UTF-8
+ * JSON, as the model client encodes them once and keeps them as long as the message lives
+ * (src/model/wire-body.ts): 6 bytes for a control character written \u0001, 3 for a CJK one.
+ * Worked out once per message, as it enters the tail (two native passes, no loop over characters).
  */
+function keptBytes(text: string): number {
+  const json = JSON.stringify(text);
+  const encoded = Buffer.byteLength(json);
+  // JSON.stringify writes only ASCII for ASCII text: UTF-8 longer than the JSON means more.
+  return (encoded > json.length ? 2 : 1) * text.length + encoded;
+}
+
+/** What a message costs, roughly, in the unit of the bound (about a byte): its text and its calls' arguments (keptBytes). */
 function charsOf(message: StoredMessage): number {
-  let chars = message.content.length;
-  if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += call.input.length + 64;
-  return MESSAGE_COST + 2 * chars;
+  let chars = keptBytes(message.content);
+  if (message.role === "assistant") for (const call of message.toolCalls ?? []) chars += keptBytes(call.input) + 128;
+  return MESSAGE_COST + chars;
 }
 
 /**
@@ -40,8 +50,9 @@ function charsOf(message: StoredMessage): number {
  * because a session's messages are append-only with increasing seqs (its one active run
  * writes them, whichever instance executes it): reading after the last seq seen picks up
  * everything, also what another instance wrote meanwhile. The database stays the truth; this
- * holds only what was read from it. Bounded by `maxChars` (text, and a fixed cost per session
- * and per message: about bytes of memory): the sessions used least recently are dropped first.
+ * holds only what was read from it. Bounded by `maxChars` (what messages keep alive, their
+ * text and its request bytes (charsOf), and a fixed cost per session and per message: about
+ * bytes of memory): the sessions used least recently are dropped first.
  */
 export class HistoryTail {
   readonly #entries: LruTable<Entry>;
