@@ -56,6 +56,12 @@ function charsOf(message: StoredMessage): number {
  */
 export class HistoryTail {
   readonly #entries: LruTable<Entry>;
+  /**
+   * Per session with reads in flight: how many, and its generation, which forget() moves on. A
+   * read begun under an older generation neither keeps its result nor builds on what it saw
+   * kept: it reads again. Only sessions being read have one, so it stays as small as that.
+   */
+  readonly #reading = new Map<string, { reads: number; generation: number }>();
 
   constructor(
     private readonly store: Pick<Store, "messages">,
@@ -64,10 +70,23 @@ export class HistoryTail {
     this.#entries = new LruTable(maxChars);
   }
 
-  /** The session's whole committed history, in order (the read of a run's start). */
+  /**
+   * The session's whole committed history, in order (the read of a run's start). A read that a
+   * forget() of the session overtook reads again, so that what was forgotten never comes back.
+   */
   async read(sessionId: string): Promise<SessionHistory> {
+    const reading = this.#reading.get(sessionId) ?? { reads: 0, generation: 0 };
+    this.#reading.set(sessionId, reading);
+    reading.reads++;
+    const generation = reading.generation;
+    let newer: StoredMessage[];
     const known = this.#entries.peek(sessionId);
-    const newer = await this.store.messages.history(sessionId, known?.lastSeq ?? 0);
+    try {
+      newer = await this.store.messages.history(sessionId, known?.lastSeq ?? 0);
+    } finally {
+      if (--reading.reads === 0) this.#reading.delete(sessionId);
+    }
+    if (reading.generation !== generation) return this.read(sessionId);
     // Another read of the session may have moved the entry on meanwhile: the later one stands.
     const current = this.#entries.peek(sessionId);
     const base = current && current.lastSeq >= (known?.lastSeq ?? 0) ? current : known;
@@ -83,9 +102,11 @@ export class HistoryTail {
     return entry;
   }
 
-  /** Drops what is kept of a session (deleted). */
+  /** Drops what is kept of a session (deleted), also what a read in flight of it saw kept. */
   forget(sessionId: string): void {
     this.#entries.delete(sessionId);
+    const reading = this.#reading.get(sessionId);
+    if (reading) reading.generation++;
   }
 
   /** How many characters are kept, over how many sessions. */
