@@ -7,8 +7,7 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { gate } from "../fakes/gate.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { aroundStore } from "../helpers/store-around.js";
+import { steerLeftAtLimit } from "../helpers/steer-left-at-limit.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 import { finishedRun, until } from "../helpers/until.js";
 
@@ -43,61 +42,30 @@ it("enqueue on a busy session while the server is at MAX_CONCURRENT_RUNS is queu
 
 /**
  * A steer stored on session S's run, whose run then ends without taking it; the steer looks at
- * it only once `fill` has taken the last slot (another session's run): its start is at a limit.
+ * it only once another session's run has taken the last room (see steerLeftAtLimit).
  */
 async function steerEndingAtLimit(env: Record<string, string>, auth: Record<string, string>) {
-  const upstream: FakeUpstream = await startFakeUpstream();
-  upstream.fallback = () => ({ text: "ok" });
-  const hold = gate();
-  let holding = true;
-  const server = await startTestServer({
+  const {
+    server,
     upstream,
+    runOf,
+    sessionS: s,
+    r2: other,
+    gates,
+    steer,
+    releaseSteer,
+  } = await steerLeftAtLimit({
     env,
-    wrapStore: (store) =>
-      aroundStore(store, "inputs", (name, _args, call) => {
-        if (name !== "pendingStatus") return call();
-        return (async () => {
-          const status = await call();
-          if (status === "finished" && holding) await hold.wait;
-          return status;
-        })();
-      }),
+    auth,
   });
   servers.push(server);
-  const post = (path: string, body: unknown) => server.request("POST", path, { body, headers: auth });
   const finished = (runId: string) =>
     until(
-      async () => (await server.request("GET", `/runs/${runId}`, { headers: auth })).body,
+      () => runOf(runId),
       (run) => run.status === "finished",
       `run ${runId} to finish`,
     );
-  const [g1, g2] = [gate(), gate()];
-  upstream.enqueue({ text: "one", gate: g1.wait }, { text: "other session", gate: g2.wait });
-  const s = (await post("/sessions", {})).body;
-  const b = (await post("/sessions", {})).body;
-  const r1 = (await post(`/sessions/${s.id}/runs`, { input: "first" })).body;
-  await until(
-    () => upstream.requests.length,
-    (n) => n === 1,
-    "the first model request",
-  );
-  const steer = post(`/sessions/${s.id}/runs`, { input: "steered", ifBusy: "steer" });
-  await until(
-    () => server.ctx.store.inputs.pending(r1.id),
-    (p) => p.length === 1,
-    "the steered input stored",
-  );
-  g1.open();
-  await finished(r1.id);
-  await until(
-    () => server.ctx.manager.liveCount,
-    (n) => n === 0,
-    "the slot given back",
-  );
-  const other = await post(`/sessions/${b.id}/runs`, { input: "busy elsewhere" });
-  expect(other.status).toBe(201);
-  holding = false;
-  hold.open();
+  releaseSteer();
   const answer = await steer;
   const left = (await server.ctx.store.inputs.orphaned()).map((i) => i.content);
   expect({ status: answer.status, runStatus: answer.body.status, input: answer.body.input, left }).toEqual({
@@ -106,8 +74,8 @@ async function steerEndingAtLimit(env: Record<string, string>, auth: Record<stri
     input: "steered",
     left: [],
   });
-  g2.open();
-  await finished(other.body.id);
+  gates.r2();
+  await finished(other.id);
   // Run once the slot is free again; and a restart finds nothing more to run of it.
   expect((await finished(answer.body.id)).stopReason).toBe("complete");
   await server.close({ keepDir: true });

@@ -8,10 +8,8 @@
  * could fill MAX_CONCURRENT_RUNS); now it stays `queued` while R2 runs, and starts once R2 ends.
  */
 import { afterEach, expect, it } from "vitest";
-import { gate } from "../fakes/gate.js";
-import { type FakeUpstream, startFakeUpstream } from "../fakes/openai-upstream.js";
-import { aroundStore } from "../helpers/store-around.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { steerLeftAtLimit } from "../helpers/steer-left-at-limit.js";
+import type { TestServer } from "../helpers/test-server.js";
 import { until } from "../helpers/until.js";
 
 const KEY = "queued-key-room-key-0123456789";
@@ -23,76 +21,25 @@ afterEach(async () => {
 });
 
 it("a steer refused for MAX_RUNS_PER_KEY is queued, and its run waits for the key's room, then runs", async () => {
-  const upstream: FakeUpstream = await startFakeUpstream();
-  upstream.fallback = () => ({ text: "ok" });
-  const hold = gate();
-  let holding = true;
   /** Settled starts of queued runs, per session. */
   const settledStarts = new Map<string, number>();
-  server = await startTestServer({
-    upstream,
+  const setup = await steerLeftAtLimit({
     env: { AGENT_API_KEYS: KEY, MAX_RUNS_PER_KEY: "1", MAX_CONCURRENT_RUNS: "8" },
-    wrapStore: (store) =>
-      aroundStore(
-        // The steer looks at its run's end only once R2 is admitted (one possible interleaving).
-        aroundStore(store, "inputs", (name, _args, call) => {
-          if (name !== "pendingStatus") return call();
-          return (async () => {
-            const status = await call();
-            if (status === "finished" && holding) await hold.wait;
-            return status;
-          })();
-        }),
-        "runs",
-        (name, args, call) => {
-          if (name !== "startQueued") return call();
-          const sessionId = String(args[0]);
-          const count = () => settledStarts.set(sessionId, (settledStarts.get(sessionId) ?? 0) + 1);
-          const started = call() as Promise<unknown>;
-          started.then(count, count);
-          return started;
-        },
-      ),
+    auth,
+    more: [{ text: "steered" }],
+    wrapRuns: (name, args, call) => {
+      if (name !== "startQueued") return call();
+      const sessionId = String(args[0]);
+      const count = () => settledStarts.set(sessionId, (settledStarts.get(sessionId) ?? 0) + 1);
+      const started = call() as Promise<unknown>;
+      started.then(count, count);
+      return started;
+    },
   });
-  const s = server;
-  const post = (path: string, body: unknown) => s.request("POST", path, { body, headers: auth });
-  const runOf = async (id: string) => (await s.request("GET", `/runs/${id}`, { headers: auth })).body;
-  const [g1, g2, g3] = [gate(), gate(), gate()];
-  upstream.enqueue(
-    { text: "one", gate: g1.wait },
-    { text: "other session", gate: g2.wait },
-    { text: "steered", gate: g3.wait },
-  );
-  const sessionS = (await post("/sessions", {})).body;
-  const sessionB = (await post("/sessions", {})).body;
-  const r1 = (await post(`/sessions/${sessionS.id}/runs`, { input: "first" })).body;
-  await until(
-    () => upstream.requests.length,
-    (n) => n === 1,
-    "R1's model request",
-  );
-  const steer = post(`/sessions/${sessionS.id}/runs`, { input: "steered", ifBusy: "steer" });
-  await until(
-    () => s.ctx.store.inputs.pending(r1.id),
-    (p) => p.length === 1,
-    "the steered input stored",
-  );
-  g1.open();
-  await until(
-    async () => (await runOf(r1.id)).status,
-    (st) => st === "finished",
-    "R1 to finish",
-  );
-  await until(
-    () => s.ctx.manager.liveCount,
-    (n) => n === 0,
-    "R1's slot given back",
-  );
-  const r2 = await post(`/sessions/${sessionB.id}/runs`, { input: "busy elsewhere" });
-  expect(r2.status).toBe(201);
+  server = setup.server;
+  const { upstream, runOf, sessionS, r2, steer, gates } = setup;
   const startsBefore = settledStarts.get(sessionS.id) ?? 0;
-  holding = false;
-  hold.open();
+  setup.releaseSteer();
   const answer = await steer;
   expect({ status: answer.status, runStatus: answer.body.status }).toEqual({ status: 201, runStatus: "queued" });
   // The start of session S's queue that the steer asked for has been tried.
@@ -101,17 +48,17 @@ it("a steer refused for MAX_RUNS_PER_KEY is queued, and its run waits for the ke
     (n) => n > startsBefore,
     "the queue of session S to be tried",
   );
-  const statuses = { r2: (await runOf(r2.body.id)).status, steered: (await runOf(answer.body.id)).status };
+  const statuses = { r2: (await runOf(r2.id)).status, steered: (await runOf(answer.body.id)).status };
   // The key's live runs: R2 alone; the steered run waits (and asked the model nothing).
   expect({ statuses, modelRequests: upstream.requests.length }).toEqual({
     statuses: { r2: "running", steered: "queued" },
     modelRequests: 2,
   });
   // Once R2 ends the key has room again: the steered run starts and runs.
-  g3.open();
-  g2.open();
+  gates.more[0]?.();
+  gates.r2();
   await until(
-    async () => (await runOf(r2.body.id)).status,
+    async () => (await runOf(r2.id)).status,
     (st) => st === "finished",
     "R2 to finish",
   );
