@@ -30,7 +30,8 @@ export function clampToCeiling(mode: ApprovalMode, tool: string, ceiling: Approv
  * Tool names are checked against the catalogue elsewhere (see unknownCeilingTools).
  */
 export function parseApprovalCeiling(raw: string): { ok: true; value: ApprovalCeiling } | { ok: false; error: string } {
-  const ceiling: ApprovalCeiling = { tools: {} };
+  // No prototype: a name such as `__proto__` is an entry like any other (refused as no tool).
+  const ceiling: ApprovalCeiling = { tools: Object.create(null) };
   for (const entry of raw.split(",").map((s) => s.trim())) {
     if (entry === "") continue;
     const [name, mode, ...rest] = entry.split("=").map((s) => s.trim());

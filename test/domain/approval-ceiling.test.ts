@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { clampToCeiling, looserThanCeiling, parseApprovalCeiling } from "../../src/domain/approval-ceiling.js";
+import {
+  clampToCeiling,
+  looserThanCeiling,
+  parseApprovalCeiling,
+  unknownCeilingTools,
+} from "../../src/domain/approval-ceiling.js";
 
 const toolNames = ["read_file", "write_file", "shell"];
 const ceiling = (raw: string) => {
@@ -17,6 +22,14 @@ describe("the approval ceiling", () => {
         error: expect.stringContaining(JSON.stringify(bad)),
       });
     }
+  });
+
+  it("an entry named __proto__ (or constructor) is kept, and refused at start as no tool, not silently dropped", () => {
+    // Set on a plain object, `__proto__=deny` vanished: not refused, not kept, capping nothing.
+    const parsed = parseApprovalCeiling("__proto__=deny,constructor=ask,shell=ask");
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(unknownCeilingTools(parsed.value, ["shell", "read_file"])).toEqual(["__proto__", "constructor"]);
+    expect(clampToCeiling("allow", "read_file", parsed.value)).toBe("allow");
   });
 
   it("clamps a mode to the ceiling, never loosens one", () => {
