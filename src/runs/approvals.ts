@@ -150,6 +150,42 @@ async function announceLedgerDecision(
 }
 
 /**
+ * A call asked before a restart that the policy now decides (a stricter ceiling, say): the
+ * decision is recorded and announced (`approval.resolved`), as a person's would be, so that
+ * clients withdraw the question. A decision a person wrote meanwhile wins (and is announced).
+ */
+async function closeAsked(
+  deps: ApprovalDeps,
+  {
+    live,
+    toolCallId,
+    decision,
+    signal,
+  }: { live: LiveRun; toolCallId: string; decision: ToolCallDecision; signal: AbortSignal },
+): Promise<ToolCallDecision> {
+  const reason = decision.reason ?? null;
+  try {
+    await live.recorder.write(
+      unlessStopped(live, signal, () => ({
+        changes: [
+          { kind: "toolCall.decided", toolCallId, decision: decision.decision, reason, at: new Date().toISOString() },
+          ...(live.phase.name === "running" ? [{ kind: "status" as const, status: "running" as const }] : []),
+        ],
+        events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason }],
+      })),
+    );
+    return decision;
+  } catch (err) {
+    if (!isConflict(err, "decided")) throw err;
+    const ledger = await deps.store.toolCalls.get(live.id, toolCallId);
+    if (!ledger?.decision) throw err;
+    const stored: ToolCallDecision = { decision: ledger.decision, reason: ledger.decisionReason };
+    await announceLedgerDecision(deps, { live, toolCallId, decision: stored, signal });
+    return stored;
+  }
+}
+
+/**
  * The `beforeToolCall` of a run: applies the approval policy, and for `ask` records the
  * request and waits for a person, or for the timeout (which denies), counted from the
  * request's stored time: a restart does not start it over. The ledger is the truth: a
@@ -182,10 +218,16 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       tool.name,
       deps.approvalCeiling,
     );
-    if (mode === "allow") return { decision: "approve" };
-    if (mode === "deny") return { decision: "deny", reason: `the approval policy denies ${tool.name}` };
-
     const asked = ledger?.state === "awaiting_approval";
+    if (mode !== "ask") {
+      const decision: ToolCallDecision =
+        mode === "allow"
+          ? { decision: "approve" }
+          : { decision: "deny", reason: `the approval policy denies ${tool.name}` };
+      // Asked before a restart whose policy now decides it: the question is closed as decided.
+      return asked ? closeAsked(deps, { live, toolCallId: toolCall.id, decision, signal }) : decision;
+    }
+
     const requestedAt = (asked ? ledger.approvalRequestedAt : null) ?? new Date().toISOString();
     const remainingMs = Math.max(0, Date.parse(requestedAt) + deps.approvalTimeoutMs - Date.now());
     // The waiter exists before the request is visible, so a decision can never find none.
