@@ -126,6 +126,14 @@ async function resolvedBefore(deps: ApprovalDeps, runId: string, toolCallId: str
   return resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId);
 }
 
+/** A decision the gate of run `live` takes for a call, while `signal` (the gate's) has not fired. */
+interface GateDecision {
+  live: LiveRun;
+  toolCallId: string;
+  decision: ToolCallDecision;
+  signal: AbortSignal;
+}
+
 /**
  * A decision a resumed run finds in its ledger is announced (`approval.resolved`, the run
  * running again) unless it already was: one written by another instance while no process
@@ -133,12 +141,7 @@ async function resolvedBefore(deps: ApprovalDeps, runId: string, toolCallId: str
  */
 async function announceLedgerDecision(
   deps: ApprovalDeps,
-  {
-    live,
-    toolCallId,
-    decision,
-    signal,
-  }: { live: LiveRun; toolCallId: string; decision: ToolCallDecision; signal: AbortSignal },
+  { live, toolCallId, decision, signal }: GateDecision,
 ): Promise<void> {
   if (await resolvedBefore(deps, live.id, toolCallId)) return;
   await live.recorder.write(
@@ -156,12 +159,7 @@ async function announceLedgerDecision(
  */
 async function closeAsked(
   deps: ApprovalDeps,
-  {
-    live,
-    toolCallId,
-    decision,
-    signal,
-  }: { live: LiveRun; toolCallId: string; decision: ToolCallDecision; signal: AbortSignal },
+  { live, toolCallId, decision, signal }: GateDecision,
 ): Promise<ToolCallDecision> {
   const reason = decision.reason ?? null;
   try {
