@@ -125,10 +125,12 @@ export async function steerActive(
         if (gone && gone.to !== "taken") return gone;
         return { to: "taken", run: gone?.run ?? (await viewOf(deps, active.id)), replayed: !added };
       }
-      // Shutting down: the input stays stored for the restart, which gives it to the run, or
-      // queues it as a new run if the run has ended.
-      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+      // A run that ended without the input: the input starts a run of its own (queued, when a
+      // limit or a shutdown refuses it one now).
       if (status === "finished") return { to: "ended", inputId: id };
+      // Shutting down, the run still live: the input stays stored for the restart, which gives
+      // it to the run, or queues it as a new run if the run ends without it.
+      if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, POLL_MS);
         wake = () => {

@@ -10,7 +10,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-it("a shutdown starts no queued run; the restart starts the queue, and queues input left on a run that ended", async () => {
+it("a shutdown starts no queued run, and a steer whose run it ended is answered with its input queued; the restart starts the queue", async () => {
   const first = await startTestServer();
   first.upstream.enqueue({ text: "never finished", gate: new Promise(() => {}) });
   const session = (await first.request("POST", "/sessions", { body: {} })).body.id as string;
@@ -31,13 +31,20 @@ it("a shutdown starts no queued run; the restart starts the queue, and queues in
   );
   const dir = first.dir;
   // A shutdown that cancels its runs: the active run ends aborted, and nothing else starts.
+  // The steer, whose run ended without its input, is answered with the run its input is
+  // queued as (201), not 202 naming the run that never took it (the shutdown lets it answer).
   await first.close({ keepDir: true });
-  expect((await steering).status).toBe(202);
+  const steered = await steering;
+  expect({ status: steered.status, run: steered.body.status, input: steered.body.input }).toEqual({
+    status: 201,
+    run: "queued",
+    input: "steered",
+  });
 
   const store = openSqliteStore({ path: join(dir, "agent.db") });
   expect((await store.runs.get(active.id))?.stopReason).toBe("aborted");
-  expect((await store.runs.queued(session)).map((r) => r.id)).toEqual([queued.id]);
-  expect((await store.inputs.orphaned()).map((i) => i.content)).toEqual(["steered"]);
+  expect((await store.runs.queued(session)).map((r) => r.id)).toEqual([queued.id, steered.body.id]);
+  expect(await store.inputs.orphaned()).toEqual([]);
   await store.close();
 
   server = await startTestServer({ dir });
