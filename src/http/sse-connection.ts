@@ -10,12 +10,15 @@ import type { StoredEvent } from "../store/store.js";
  */
 const frames = new ObjectSlot<StoredEvent, Buffer>("sse frame");
 
-/** The SSE frame of a stored event: `id: <seq>`, `event: <type>`, its data (one `data:` line a line). */
+/** `text` as an SSE message's data: one `data:` line a line of it, ended by the blank line. */
+export const sseData = (text: string): string =>
+  `data: ${text.includes("\n") ? text.split("\n").join("\ndata: ") : text}\n\n`;
+
+/** The SSE frame of a stored event: `id: <seq>`, `event: <type>`, its data (see sseData). */
 export function sseFrame(event: StoredEvent): Buffer {
   let frame = frames.get(event);
   if (frame === undefined) {
-    const data = event.data.includes("\n") ? event.data.split("\n").join("\ndata: ") : event.data;
-    frame = Buffer.from(`id: ${event.seq}\nevent: ${event.type}\ndata: ${data}\n\n`);
+    frame = Buffer.from(`id: ${event.seq}\nevent: ${event.type}\n${sseData(event.data)}`);
     frames.set(event, frame);
   }
   return frame;

@@ -1,5 +1,6 @@
 import type { FastifyReply } from "fastify";
 import { corkedBatches } from "./sse.js";
+import { sseData } from "./sse-connection.js";
 
 /**
  * Writes `frames` to an open stream (see openStream) as `data:` messages, in corked batches
@@ -19,7 +20,7 @@ export async function writeFrames({
 }): Promise<void> {
   for await (const frame of corkedBatches(frames, raw)) {
     if (closed.aborted || raw.destroyed) return;
-    if (!raw.write(`data: ${frame.data.split("\n").join("\ndata: ")}\n\n`)) await drainedOrClosed(raw, closed);
+    if (!raw.write(sseData(frame.data))) await drainedOrClosed(raw, closed);
     if (closed.aborted) return;
   }
 }

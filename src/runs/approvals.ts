@@ -77,14 +77,21 @@ export async function resolveApproval(
     reason,
   }: { toolCallId: string; decision: ToolCallDecision["decision"]; reason: string | null },
 ): Promise<void> {
-  await live.recorder.write(() => ({
+  await live.recorder.write(() => decidedBatch({ toolCallId, decision, reason }, lastWaiting(live, toolCallId)));
+  wake(live, toolCallId, { decision, reason });
+}
+
+/** A decision's write: the ledger row, `approval.resolved`, and the run running again if `running`. */
+function decidedBatch(decided: { toolCallId: string } & ToolCallDecision, running: boolean): WriteBatch {
+  const { toolCallId, decision } = decided;
+  const reason = decided.reason ?? null;
+  return {
     changes: [
       { kind: "toolCall.decided", toolCallId, decision, reason, at: new Date().toISOString() },
-      ...(lastWaiting(live, toolCallId) ? [{ kind: "status" as const, status: "running" as const }] : []),
+      ...(running ? [{ kind: "status" as const, status: "running" as const }] : []),
     ],
     events: [{ type: "approval.resolved", toolCallId, decision, reason }],
-  }));
-  wake(live, toolCallId, { decision, reason });
+  };
 }
 
 /**
@@ -161,16 +168,9 @@ async function closeAsked(
   deps: ApprovalDeps,
   { live, toolCallId, decision, signal }: GateDecision,
 ): Promise<ToolCallDecision> {
-  const reason = decision.reason ?? null;
   try {
     await live.recorder.write(
-      unlessStopped(live, signal, () => ({
-        changes: [
-          { kind: "toolCall.decided", toolCallId, decision: decision.decision, reason, at: new Date().toISOString() },
-          ...(live.phase.name === "running" ? [{ kind: "status" as const, status: "running" as const }] : []),
-        ],
-        events: [{ type: "approval.resolved", toolCallId, decision: decision.decision, reason }],
-      })),
+      unlessStopped(live, signal, () => decidedBatch({ toolCallId, ...decision }, live.phase.name === "running")),
     );
     return decision;
   } catch (err) {
