@@ -16,6 +16,7 @@ import toolRoutes from "../routes/tools.js";
 import webhookSecretRoutes from "../routes/webhook-secret.js";
 import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
+import { letAnswersEnd } from "./http/answers-in-flight.js";
 import { clientErrorHandler } from "./http/client-error.js";
 import { capConnections, OVER_CAP_SLOTS } from "./http/connection-cap.js";
 import { connectionTimeouts } from "./http/connection-timeouts.js";
@@ -135,6 +136,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     });
   }
   trackOpenStreams(app);
+  // After the streams' own preClose: the other answers under way are let end (see letAnswersEnd).
+  letAnswersEnd(app);
   ctx.metrics.readFrom({ sseConnections: () => app.openStreams.size });
   // Before the SSE plugin: its handler wrapper runs first and decides whether a request streams.
   limitStreams(app, new StreamQuota(ctx.config.MAX_STREAMS_PER_KEY));

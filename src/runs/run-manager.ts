@@ -15,7 +15,7 @@ import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { RunPlans, storedRunView } from "./run-plan.js";
-import { InFlight, STEERS_SETTLE_MS, stopForShutdown, stopLiveRuns } from "./shutdown.js";
+import { stopForShutdown, stopLiveRuns } from "./shutdown.js";
 import { startNow } from "./start-now.js";
 import { steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
@@ -35,8 +35,6 @@ export class RunManager {
   });
   /** Aborted when shutdown begins: from then on nothing new is accepted. */
   readonly #stopping = new AbortController();
-  /** Steers under way: a shutdown lets them answer (see InFlight). */
-  readonly #steers = new InFlight();
   /** How shutdown stops runs (see stopForShutdown); null until it begins. */
   #shutdownMode: { resume: boolean } | null = null;
   /** Settles once start-up recovery has registered the runs a previous process left. */
@@ -125,7 +123,7 @@ export class RunManager {
         });
       case "steer": {
         const start = (takesInput: string | undefined) => this.#enqueue({ ...params, takesInput });
-        return this.#steers.track(steerOrStart(this.#controlDeps(), params, start));
+        return steerOrStart(this.#controlDeps(), params, start);
       }
     }
   }
@@ -243,7 +241,6 @@ export class RunManager {
     this.#stopping.abort();
     this.ownership.stop();
     await stopLiveRuns(this.#registry, { graceMs, resume });
-    await this.#steers.settled(STEERS_SETTLE_MS);
     await this.ownership.release();
   }
 

@@ -17,30 +17,6 @@ async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<
 }
 
 /**
- * Requests in flight that a shutdown lets end before the server closes its connections (which
- * cuts every answer not yet sent): steers, whose run may end in the shutdown, sending them on
- * to queue their input as a run of its own.
- */
-/** How long a shutdown waits for the steers in flight once its runs have stopped. */
-export const STEERS_SETTLE_MS = 1_000;
-
-export class InFlight {
-  readonly #pending = new Set<Promise<unknown>>();
-
-  track<T>(work: Promise<T>): Promise<T> {
-    this.#pending.add(work);
-    const done = () => this.#pending.delete(work);
-    work.then(done, done);
-    return work;
-  }
-
-  /** Resolves once each request in flight has settled, or `ms` has passed. */
-  settled(ms: number): Promise<void> {
-    return settledWithin([...this.#pending], ms);
-  }
-}
-
-/**
  * Stops a live run for a shutdown: with `resume` (ON_RESTART=resume) it is suspended, left as
  * its last commit has it for the next start to resume (a pending approval is still pending
  * then); otherwise it is cancelled and ends `aborted`. A run already being cancelled is
