@@ -1,30 +1,32 @@
 /**
- * Characters that are invisible or reorder what follows them: bidirectional controls
- * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) and zero-width ones (U+200B-U+200D,
- * U+2060-U+2064, U+FEFF). Shown in an approval, they could make a command read otherwise
- * than it runs ("Trojan source").
+ * What would not show as itself on a terminal: the control characters (which could move the
+ * cursor, retitle the window or hide what follows: C0, DEL and C1), every format character
+ * (bidirectional controls, zero-width ones, the soft hyphen, the tag characters U+E0000-E007F
+ * that carry hidden ASCII text) and every other default-ignorable code point (variation
+ * selectors, fillers...). Shown in an approval, they could make a command read otherwise than
+ * it runs ("Trojan source"), or hide words in what is approved.
  */
-const INVISIBLE = /^[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]$/;
+const UNSEEN = /^(?:\p{Cc}|\p{Cf}|\p{Default_Ignorable_Code_Point})$/u;
 
 /**
- * Text from the model or a tool made safe for a terminal: control characters (which
- * could move the cursor, retitle the window or hide what follows) and invisible or
- * reordering ones (INVISIBLE) are shown as `\uXXXX`. `keepLines` leaves newlines and tabs
- * as they are.
+ * Text from the model or a tool made safe for a terminal: what would not show as itself
+ * (UNSEEN) is written as `\uXXXX` (`\u{XXXXX}` past U+FFFF). `keepLines` leaves newlines and
+ * tabs as they are.
  */
 export function printable(text: string, { keepLines = false }: { keepLines?: boolean } = {}): string {
   let result = "";
   for (const c of text) {
-    const code = c.charCodeAt(0);
-    const control = code < 0x20 || (code >= 0x7f && code <= 0x9f) || INVISIBLE.test(c);
     const kept = keepLines && (c === "\n" || c === "\t");
-    result += control && !kept ? escaped(c) : c;
+    result += !kept && UNSEEN.test(c) ? escaped(c) : c;
   }
   return result;
 }
 
-/** A character of the Basic Multilingual Plane as its `\\uXXXX` escape (the same in JSON). */
-const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+/** A character as its `\\uXXXX` escape (the same in JSON), or `\\u{XXXXX}` past U+FFFF. */
+const escaped = (c: string): string => {
+  const code = c.codePointAt(0) as number;
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`;
+};
 
 const NEWLINE = 0x0a;
 

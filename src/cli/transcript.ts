@@ -129,8 +129,9 @@ function because(run: RunBody): string {
     const budget = run.maxTurns === undefined ? "" : ` of ${run.maxTurns}`;
     return `: the turn budget${budget} is spent; go on with --session ${printable(run.sessionId ?? "<id>")}, or allow more with --max-turns`;
   }
-  if (run.stopReason === "aborted") return ": the run was cancelled";
-  // A loop guard or a budget: the server says where it stopped and what to try.
+  // A cancel (this client's Ctrl-C, another client, a new run interrupting it, a shutdown), a
+  // loop guard or a budget: the server says where it stopped, why and what to try.
   if (run.stopDetail) return `: ${printable(run.stopDetail)}`;
+  if (run.stopReason === "aborted") return ": the run was cancelled";
   return "";
 }

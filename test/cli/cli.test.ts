@@ -161,7 +161,7 @@ describe("agent-server run", () => {
     cli.child.stdin?.write("\u0003");
     const result = await cli.done;
     expect(result.stdout).toContain("[run] cancelling");
-    expect(result.stdout).toContain("[run] aborted: the run was cancelled");
+    expect(result.stdout).toMatch(/\[run\] aborted: .*the run was cancelled by a DELETE/);
     const runId = runOf(result.stdout);
     expect(await get(`/runs/${runId}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
     expect(result.code).toBe(130);
@@ -277,7 +277,7 @@ describe("agent-server run", () => {
       cli.child.stdin?.write("\u0003");
       const result = await cli.done;
       expect(result.stdout).toContain("[run] cancelling (Ctrl-C again to leave without waiting)");
-      expect(result.stdout).toMatch(/\[run\] aborted: the run was cancelled/);
+      expect(result.stdout).toMatch(/\[run\] aborted: .*the run was cancelled by a DELETE/);
       expect(await get(`/runs/${runOf(result.stdout)}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
       expect(result.code).toBe(130);
     });
@@ -313,7 +313,9 @@ describe("agent-server run", () => {
     cli.child.kill("SIGINT");
     const result = await cli.done;
     expect(result.stderr).toContain("[run] cancelling (Ctrl-C again to leave without waiting)\n");
-    expect(result.stderr).toMatch(/\[run\] aborted: the run was cancelled \(.*\)\n$/);
+    expect(result.stderr).toMatch(
+      /\[run\] aborted: .*the run was cancelled by a DELETE \/runs\/\{id\} request; start a new run to continue \(.*\)\n$/,
+    );
     expect(result.stdout).toBe("Thinking\n");
     expect(await get(`/runs/${runOf(result.stderr)}`)).toMatchObject({ status: "finished", stopReason: "aborted" });
     expect(result.code).toBe(130);
@@ -520,7 +522,7 @@ describe("agent-server run", () => {
       const restarted = await start();
       const result = await cli.done;
       expect(result.stderr).not.toContain("the cancel was not delivered");
-      expect(result.stderr).toMatch(/\[run\] aborted: the run was cancelled/);
+      expect(result.stderr).toMatch(/\[run\] aborted: .*the run was cancelled by a DELETE/);
       expect((await restarted.request("GET", `/runs/${runOf(result.stderr)}`)).body.stopReason).toBe("aborted");
       expect(result.code).toBe(130);
     });
