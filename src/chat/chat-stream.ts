@@ -50,6 +50,7 @@ export async function streamChat(
   });
   try {
     // A client gone before the stream opened has nothing sent to it; its run is cancelled below.
+    // A HEAD was answered by the stream's head alone (see openStream): nothing follows it.
     // A client going away ends the writing at once, also one that stopped reading (see writeFrames).
     if (!closed.aborted) await writeFrames({ frames, raw: reply.raw, closed });
   } finally {

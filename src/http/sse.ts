@@ -24,6 +24,8 @@ export function resumePoint(lastEventId: string | string[] | undefined, after: n
 /** The reason an open stream's signal aborts when its client went away (not the server stopping). */
 export const CLIENT_GONE = new Error("the client went away");
 const SERVER_STOPPING = new Error("the server is stopping");
+/** The reason a HEAD's stream signal is aborted: its answer, the head alone, has been sent. */
+export const HEAD_ANSWERED = new Error("a HEAD is answered by its head alone");
 
 /** The reconnection delay a stream asks of its client (the SSE `retry:` field). */
 export const RETRY_MS = 2000;
@@ -48,7 +50,10 @@ export async function nothingLeft(
  * SDK's chat does, sees a broken one and resumes). `closed` aborts when the client goes
  * away (it is aborted already when the client went away before) or the server stops. The stream holds one of its owner's
  * MAX_STREAMS_PER_KEY slots (usually taken before the handler ran, see limitStreams): over
- * that limit this throws 429 TOO_MANY_STREAMS before anything is written.
+ * that limit this throws 429 TOO_MANY_STREAMS before anything is written. A HEAD is answered
+ * with the stream's head alone and ended at once (its connection then serves the client's next
+ * request, and its slot is free): the signal is returned aborted with HEAD_ANSWERED, and the
+ * caller streams nothing.
  */
 export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean } = {}): AbortSignal {
   const sse = reply.sse;
@@ -59,6 +64,16 @@ export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean
   // already closed and will not say so again, so nothing is tracked and the signal is aborted.
   if (reply.raw.closed || reply.raw.destroyed) {
     closed.abort(CLIENT_GONE);
+    return closed.signal;
+  }
+  // The SSE plugin answers `Connection: keep-alive` whatever was asked, which keeps a connection
+  // the client asked to close (or an HTTP/1.0 one) open past the stream's end, until the
+  // keep-alive timeout: a client reading to the close would wait that long for the end.
+  if (!reply.raw.shouldKeepAlive) reply.header("connection", "close");
+  if (reply.request.method === "HEAD") {
+    sse.sendHeaders();
+    sse.close();
+    closed.abort(HEAD_ANSWERED);
     return closed.signal;
   }
   const close = () => closed.abort(CLIENT_GONE);
@@ -74,19 +89,9 @@ export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean
   // Headers are written at once with the retry hint, and go out with the first frames when
   // there are some (the response sends what is written in this tick together; a run's stream
   // holds them a little longer for its stored events, see HEAD_HOLD_MS): a client knows it is
-  // connected even before the next event. A HEAD response takes no body, so its head is
-  // flushed alone (a flush after the head went out would be a write of nothing).
-  // The SSE plugin answers `Connection: keep-alive` whatever was asked, which keeps a connection
-  // the client asked to close (or an HTTP/1.0 one) open past the stream's end, until the
-  // keep-alive timeout: a client reading to the close would wait that long for the end.
-  if (!reply.raw.shouldKeepAlive) reply.header("connection", "close");
+  // connected even before the next event.
   sse.sendHeaders();
   reply.raw.write(`retry: ${RETRY_MS}\n\n`);
-  if (reply.request.method === "HEAD") {
-    setTimeout(() => {
-      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.flushHeaders();
-    }, 0);
-  }
   return closed.signal;
 }
 
@@ -121,8 +126,9 @@ export async function streamRunEvents(
   },
 ): Promise<void> {
   const closed = openStream(reply);
+  if (closed.reason === HEAD_ANSWERED) return;
   const sink = new SseConnection(reply.raw);
-  if (reply.request.method !== "HEAD") sink.holdHead(HEAD_HOLD_MS);
+  sink.holdHead(HEAD_HOLD_MS);
   try {
     await followRunEvents({
       store: ctx.store,

@@ -74,14 +74,17 @@ export class StreamTokens {
 export const STREAM_TOKEN_ROUTE = "/runs/:id/events";
 
 /**
- * The owner a request's `?token=` speaks for: only on `GET /runs/{id}/events`, only for the
- * run the token names, and only a token issued under a key. Else null.
+ * The owner a request's `?token=` speaks for: only on `GET /runs/{id}/events` (and its `HEAD`,
+ * answered as the GET is), only for the run the token names, and only a token issued under a
+ * key. Else null.
  */
 export function streamTokenOwner(
   tokens: StreamTokens,
   request: { method: string; routeOptions: { url?: string }; params: unknown; query: unknown },
 ): string | null {
-  if (request.method !== "GET" || request.routeOptions.url !== STREAM_TOKEN_ROUTE) return null;
+  if ((request.method !== "GET" && request.method !== "HEAD") || request.routeOptions.url !== STREAM_TOKEN_ROUTE) {
+    return null;
+  }
   const token = (request.query as { token?: unknown } | undefined)?.token;
   const runId = (request.params as { id?: unknown } | undefined)?.id;
   if (typeof token !== "string" || typeof runId !== "string") return null;
