@@ -1,12 +1,11 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { z } from "zod";
 import type { App, AppContext } from "../src/app-context.js";
 import { ChatBody, chatAction } from "../src/chat/chat-request.js";
 import { streamChat } from "../src/chat/chat-stream.js";
 import { continuationOf } from "../src/chat/continuation.js";
 import { startChatRun } from "../src/chat/start-chat-run.js";
 import { conflict } from "../src/errors.js";
-import { SessionParams } from "../src/http/schemas.js";
+import { ChatStreamParams, SessionParams } from "../src/http/schemas.js";
 import { AdmissionWatch } from "../src/runs/admission-watch.js";
 
 /** The AI SDK's UI message stream protocol (what `useChat` speaks) over a session's runs. */
@@ -55,7 +54,7 @@ export default function chatRoutes(app: App, ctx: AppContext) {
   app.get("/sessions/:id/chat/stream", { sse: { kind: "manual" }, schema: { params: SessionParams } }, resume);
   app.get(
     "/sessions/:id/chat/:chatId/stream",
-    { sse: { kind: "manual" }, schema: { params: SessionParams.extend({ chatId: z.string().min(1).max(256) }) } },
+    { sse: { kind: "manual" }, schema: { params: ChatStreamParams } },
     resume,
   );
 }

@@ -29,6 +29,7 @@ import { trackOpenStreams } from "./http/open-streams.js";
 import { answerOverCap } from "./http/over-cap.js";
 import { oneAnswerAtATime } from "./http/pipelining.js";
 import { schemaController } from "./http/schema-compilers.js";
+import { MAX_PATH_PARAM_LENGTH } from "./http/schemas.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
 import { streamTokenOwner } from "./http/stream-tokens.js";
 import { cutStalledAnswers } from "./http/write-deadline.js";
@@ -47,6 +48,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
+    // Every path parameter the API documents fits (Fastify's default is 100).
+    maxParamLength: MAX_PATH_PARAM_LENGTH,
     schemaController,
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),

@@ -8,9 +8,18 @@ import { MAX_KEY } from "../store/page.js";
 
 const id = z.string().min(1).max(64);
 
+/**
+ * The longest path parameter the API documents (a tool call's id, a chat's id), in characters
+ * once decoded: the router refuses a longer one before any route's schema sees it.
+ */
+export const MAX_PATH_PARAM_LENGTH = 256;
+const longId = z.string().min(1).max(MAX_PATH_PARAM_LENGTH);
+
 export const SessionParams = z.strictObject({ id });
 export const RunParams = z.strictObject({ id });
-export const ApprovalParams = z.strictObject({ id, toolCallId: z.string().min(1).max(256) });
+export const ApprovalParams = z.strictObject({ id, toolCallId: longId });
+/** `chatId`: the id the AI SDK derives a chat's resume URL from (ignored). */
+export const ChatStreamParams = z.strictObject({ id, chatId: longId });
 
 export const PageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
