@@ -3,22 +3,26 @@ import type { AppContext } from "../app-context.js";
 import { badRequest } from "../errors.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { followRunEvents } from "../runs/event-feed.js";
-import { keyOfCursor } from "../store/page.js";
+import { MAX_KEY } from "../store/page.js";
 import { SseConnection } from "./sse-connection.js";
 import { exemptFromWriteDeadline } from "./write-deadline.js";
 
+/** A `Last-Event-ID` the API takes (its pattern in openapi.yaml): 1 to 15 digits, blanks around them. */
+const LAST_EVENT_ID = /^\s*([0-9]{1,15})\s*$/;
+
 /**
- * Where a replay starts: `Last-Event-ID` wins over `?after=`; neither means from
- * the first event. Anything but a non-negative integer is refused.
+ * Where a replay starts: `Last-Event-ID` wins over `?after=`; neither means from the first
+ * event. A `Last-Event-ID` of anything but LAST_EVENT_ID is refused; one past MAX_KEY (the
+ * largest seq an event can have) resumes at MAX_KEY: past every event, as it asks.
  */
 export function resumePoint(lastEventId: string | string[] | undefined, after: number | undefined): number {
   if (lastEventId === undefined) return after ?? 0;
   const value = Array.isArray(lastEventId) ? lastEventId[0] : lastEventId;
-  const seq = value === undefined ? null : keyOfCursor(value.trim());
-  if (seq === null) {
+  const digits = value === undefined ? undefined : LAST_EVENT_ID.exec(value)?.[1];
+  if (digits === undefined) {
     throw badRequest("INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event this stream sent (an integer)");
   }
-  return seq;
+  return Math.min(Number(digits), MAX_KEY);
 }
 
 /** The reason an open stream's signal aborts when its client went away (not the server stopping). */

@@ -807,12 +807,18 @@ describe.each(["sqlite", "postgres"] as const)(
       expect(badHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
       const badAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=-1" });
       expect(badAfter.body.error.code).toBe("VALIDATION_FAILED");
-      // Past any seq a run can hold (PostgreSQL stores seqs as INTEGER): no event this stream sent.
+      // Past any seq a run can hold (PostgreSQL stores seqs as INTEGER), within the header's
+      // pattern: past the end of this finished run. Longer than the pattern: refused.
       const pastHeader = await call(server, "GET", "/runs/{id}/events", {
         params,
         headers: { accept: "text/event-stream", "last-event-id": "2147483648" },
       });
-      expect(pastHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
+      expect(pastHeader.status).toBe(204);
+      const longHeader = await call(server, "GET", "/runs/{id}/events", {
+        params,
+        headers: { accept: "text/event-stream", "last-event-id": "1".repeat(16) },
+      });
+      expect(longHeader.body.error.code).toBe("INVALID_LAST_EVENT_ID");
       const pastAfter = await call(server, "GET", "/runs/{id}/events", { params, query: "after=2147483648" });
       expect(pastAfter.body.error.code).toBe("VALIDATION_FAILED");
       // The route negotiates nothing: whatever the Accept header, the answer is the stream.
