@@ -131,7 +131,7 @@ function batchOfArray(events: readonly StoredEvent[]): Batch {
  * itself, the batch's bytes (framed as a chunk of the chunked body by the batch, once for
  * every connection) are written to the socket directly: one `socket.write` of a shared
  * buffer per connection, not the response's per-write chunk framing and corking. Anything
- * else (the head not yet out, a HEAD request, heartbeats waiting in the response) goes
+ * else (the head not yet out, heartbeats waiting in the response) goes
  * through the response, so bytes stay in order. The response ends as usual (its
  * terminating chunk follows whatever was written to the socket before).
  */
@@ -252,7 +252,7 @@ export class SseConnection implements FeedSink {
     const socket = raw.socket;
     // `headersSent` is true once the head is built; `_headerSent` once it was handed to the socket.
     const headOut = (raw as ServerResponse & { _headerSent?: boolean })._headerSent === true;
-    if (socket === null || socket.destroyed || !headOut || raw.req.method === "HEAD") return null;
+    if (socket === null || socket.destroyed || !headOut) return null;
     // Nothing waiting in the response itself (its head, a heartbeat): it is all in the socket.
     return raw.writableLength === socket.writableLength ? socket : null;
   }
