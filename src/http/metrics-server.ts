@@ -7,6 +7,8 @@ import { ConfigError } from "../config.js";
 import { listenProblem } from "../startup-checks.js";
 import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
 import { connectionTimeouts } from "./connection-timeouts.js";
+import { errorHandler } from "./error-handler.js";
+import { guardHosts } from "./host-guard.js";
 import { schemaController } from "./schema-compilers.js";
 
 /**
@@ -15,7 +17,9 @@ import { schemaController } from "./schema-compilers.js";
  * listening app, to close at shutdown; null when METRICS_PORT is unset. A port it cannot listen
  * on is a ConfigError naming METRICS_PORT. It holds at most METRICS_MAX_CONNECTIONS connections
  * (fewer when MAX_CONNECTIONS is lower; none when that is 0) and drops the others, logged to
- * `log`: no over-cap answers here.
+ * `log`: no over-cap answers here. Keyless always, it refuses what PORT refuses without keys: a
+ * request whose `Host` names neither an IP, `localhost`, HOST nor ALLOWED_HOSTS (403
+ * HOST_NOT_ALLOWED, DNS rebinding).
  */
 export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<App | null> {
   const port = ctx.config.METRICS_PORT;
@@ -31,6 +35,8 @@ export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<Ap
     portSetting: "METRICS_PORT",
     onOverCap: (fact) => ctx.metrics.connectionOverCap(fact),
   });
+  app.setErrorHandler(errorHandler);
+  guardHosts(app, { enabled: true, configuredHost: ctx.config.HOST, names: ctx.config.ALLOWED_HOSTS, keyless: true });
   metricsRoutes(app, ctx);
   try {
     await app.listen({ port, host: ctx.config.HOST });
