@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { FastHistogram, type HistogramSeries } from "./fast-histogram.js";
-import type { CommittedBatch, Delivery } from "./observer.js";
+import type { CommitOutcome, CommittedBatch, Delivery } from "./observer.js";
 import type { ModelRequestFact, RunFacts, ToolResultFact } from "./run-digest.js";
 
 /** Buckets for things that take milliseconds (commits, deliveries, checkpoints). */
@@ -34,7 +34,7 @@ export class Metrics implements RunFacts {
   readonly #toolDuration: FastHistogram;
   readonly #approvalsPending: Gauge;
   readonly #deliveryLag: HistogramSeries;
-  readonly #commits: Record<CommittedBatch["operation"], Record<"ok" | "error", HistogramSeries>>;
+  readonly #commits: Record<CommittedBatch["operation"], Record<CommitOutcome, HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
   readonly #overCap: Counter<"port">;
   readonly #webhookTries: Counter<"outcome">;
@@ -111,12 +111,13 @@ export class Metrics implements RunFacts {
     ).series();
     const commitDuration = new FastHistogram(
       "agent_store_commit_duration_seconds",
-      "Run writes to the database (create_run, commit_run), by outcome (ok, error).",
+      "Run writes to the database (create_run, commit_run), by outcome (ok; conflict: refused by a rule of the data, such as a busy session; error: failed).",
       FAST_BUCKETS,
       this.registry,
     );
     const commitSeries = (operation: CommittedBatch["operation"]) => ({
       ok: commitDuration.series({ operation, outcome: "ok" }),
+      conflict: commitDuration.series({ operation, outcome: "conflict" }),
       error: commitDuration.series({ operation, outcome: "error" }),
     });
     this.#commits = { create_run: commitSeries("create_run"), commit_run: commitSeries("commit_run") };
@@ -182,7 +183,7 @@ export class Metrics implements RunFacts {
   }
 
   committed(batch: CommittedBatch): void {
-    this.#commits[batch.operation][batch.ok ? "ok" : "error"].observe(batch.seconds);
+    this.#commits[batch.operation][batch.outcome].observe(batch.seconds);
   }
 
   delivered(delivery: Delivery): void {

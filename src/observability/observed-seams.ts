@@ -1,6 +1,7 @@
 import type { RunEvent } from "../domain/run-events.js";
 import { ObjectSlot } from "../object-slot.js";
 import { EventHub } from "../runs/event-hub.js";
+import { isConflict } from "../store/errors.js";
 import type { Store, StoredEvent } from "../store/store.js";
 import type { CommittedBatch, RunObserver } from "./observer.js";
 
@@ -46,8 +47,8 @@ function observeWrite(
       batch.seconds = (now - started) / 1000;
       report(observer, "committed", batch);
     },
-    () => {
-      batch.ok = false;
+    (err: unknown) => {
+      batch.outcome = isConflict(err) ? "conflict" : "error";
       batch.seconds = elapsed(started);
       report(observer, "committed", batch);
     },
@@ -81,7 +82,7 @@ function observeStart(
         run,
         changes: [],
         events,
-        ok: true,
+        outcome: "ok",
         seconds,
       });
     },
@@ -102,7 +103,7 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
       create: (run, events, options) =>
         observeWrite(
           store.runs.create(run, events, options),
-          { runId: run.id, operation: "create_run", run, changes: [], events, ok: true, seconds: 0 },
+          { runId: run.id, operation: "create_run", run, changes: [], events, outcome: "ok", seconds: 0 },
           observer,
           times,
         ),
@@ -112,7 +113,7 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
     commitRun: (runId, changes, events, fence) =>
       observeWrite(
         store.commitRun(runId, changes, events, fence),
-        { runId, operation: "commit_run", changes, events, ok: true, seconds: 0 },
+        { runId, operation: "commit_run", changes, events, outcome: "ok", seconds: 0 },
         observer,
         times,
       ),

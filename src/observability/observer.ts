@@ -2,7 +2,14 @@ import type { RunEvent } from "../domain/run-events.js";
 import type { RunRecord } from "../store/runs.js";
 import type { RunChange } from "../store/store.js";
 
-/** One write of a run as the store took it (or refused it: `ok` false). */
+/**
+ * How a write ended: `ok` (stored), `conflict` (refused by a rule of the data, a
+ * StoreConflictError such as a busy session or a lost lease: the database worked), `error`
+ * (failed: nothing, or not known what, was stored).
+ */
+export type CommitOutcome = "ok" | "conflict" | "error";
+
+/** One write of a run as the store took it, or refused it. */
 export interface CommittedBatch {
   runId: string;
   /** `create_run`: the run's insert with its first events; `commit_run`: any later write (a queued run's start too). */
@@ -11,7 +18,7 @@ export interface CommittedBatch {
   run?: RunRecord;
   changes: readonly RunChange[];
   events: readonly RunEvent[];
-  ok: boolean;
+  outcome: CommitOutcome;
   /** How long the store took. */
   seconds: number;
 }

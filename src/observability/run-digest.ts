@@ -105,7 +105,7 @@ export class RunDigest implements RunObserver {
 
   committed(batch: CommittedBatch): void {
     this.#tell("committed", batch);
-    if (!batch.ok) return;
+    if (batch.outcome !== "ok") return;
     let state = this.#runs.get(batch.runId);
     if (!state) {
       state = {

@@ -1,9 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { observedSeams } from "../../src/observability/observed-seams.js";
 import type { CommittedBatch, Delivery } from "../../src/observability/observer.js";
+import { cancelRequested, StorageError } from "../../src/store/errors.js";
 import type { Store, StoredEvent } from "../../src/store/store.js";
 
-/** A store whose commits resolve with a new array of the events given, as both stores do. */
+/**
+ * A store whose commits resolve with a new array of the events given, as both stores do; run_refused's
+ * are refused by a rule of the data, run_failed's fail.
+ */
 function fakeStore(): Store {
   const stored = (events: readonly { runId: string; seq: number; type: string }[]): StoredEvent[] =>
     events.map((e) => ({ seq: e.seq, type: e.type, data: JSON.stringify(e) }));
@@ -19,7 +23,11 @@ function fakeStore(): Store {
             }
           : null,
     },
-    commitRun: async (_runId: string, _changes: unknown, events: never[]) => stored(events),
+    commitRun: async (runId: string, _changes: unknown, events: never[]) => {
+      if (runId === "run_refused") throw cancelRequested(runId);
+      if (runId === "run_failed") throw new StorageError("io", "disk I/O error");
+      return stored(events);
+    },
   } as unknown as Store;
 }
 
@@ -50,11 +58,11 @@ describe("the store and hub every run goes through, observed", () => {
       hub.publish("run_a", a);
       hub.publish("run_b", b);
     }
-    expect(commits.map((c) => [c.runId, c.ok])).toEqual(
+    expect(commits.map((c) => [c.runId, c.outcome])).toEqual(
       Array(3)
         .fill([
-          ["run_a", true],
-          ["run_b", true],
+          ["run_a", "ok"],
+          ["run_b", "ok"],
         ])
         .flat(),
     );
@@ -83,6 +91,16 @@ describe("the store and hub every run goes through, observed", () => {
     expect(deliveries).toHaveLength(1);
   });
 
+  it("a write refused by a rule of the data is a conflict, not an error; a failed one is an error", async () => {
+    const { store, commits } = observed();
+    await expect(store.commitRun("run_refused", [], [event("run_refused", 1)])).rejects.toThrow("cancelled");
+    await expect(store.commitRun("run_failed", [], [event("run_failed", 1)])).rejects.toThrow("disk I/O error");
+    expect(commits.map((c) => [c.runId, c.outcome])).toEqual([
+      ["run_refused", "conflict"],
+      ["run_failed", "error"],
+    ]);
+  });
+
   it("a queued run's start is a commit of the run with its run.started, delivered like any other", async () => {
     const { store, hub, commits, deliveries } = observed();
     hub.subscribe("run_q", () => {});
@@ -90,8 +108,8 @@ describe("the store and hub every run goes through, observed", () => {
     const started = await store.runs.startQueued("ses_q", "2024-01-01T00:00:00.000Z", { owner: "me", ttlMs: 1000 });
     hub.publish("run_q", started?.events ?? []);
     // The start that started nothing names no run: not reported.
-    expect(commits.map((c) => [c.runId, c.operation, c.run?.status, c.events.map((e) => e.type), c.ok])).toEqual([
-      ["run_q", "commit_run", "running", ["run.started"], true],
+    expect(commits.map((c) => [c.runId, c.operation, c.run?.status, c.events.map((e) => e.type), c.outcome])).toEqual([
+      ["run_q", "commit_run", "running", ["run.started"], "ok"],
     ]);
     expect(deliveries.map((d) => [d.runId, d.events, d.watchers])).toEqual([["run_q", 1, 1]]);
   });

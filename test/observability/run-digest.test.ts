@@ -10,7 +10,7 @@ const batch = (events: readonly unknown[]): CommittedBatch => ({
   operation: "commit_run",
   changes: [],
   events: events as RunEvent[],
-  ok: true,
+  outcome: "ok",
   seconds: 0,
 });
 const at = new Date(0).toISOString();
