@@ -16,9 +16,10 @@ export interface ToolStart {
  * A user message made from the host's pending input (see PendingInputHook) names it: `inputId`.
  * The model's reply without tool calls is `final`: once it is committed the run ends `complete`
  * (nothing is awaited in between), so the host may store the run's end in the same write.
+ * A tool result names its call's tool: `tool`.
  */
 export type LoopCommit =
-  | { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string; final?: boolean }
+  | { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string; final?: boolean; tool?: string }
   | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */

@@ -79,14 +79,19 @@ export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<Ph
 
 /**
  * Commits a message and appends it to the history; a failed commit becomes a PhaseStop.
- * `final`: the model's reply that ends the run (see LoopCommit).
+ * `final`: the model's reply that ends the run; `tool`: a tool result's tool (see LoopCommit).
  */
 export async function commitMessage(
   ctx: LoopContext,
   message: AgentMessage,
-  { final = false }: { final?: boolean } = {},
+  { final = false, tool }: { final?: boolean; tool?: string } = {},
 ): Promise<PhaseStop | null> {
-  const stop = await commitItem(ctx, final ? { type: "message", message, final } : { type: "message", message });
+  const stop = await commitItem(ctx, {
+    type: "message",
+    message,
+    ...(final ? { final } : {}),
+    ...(tool === undefined ? {} : { tool }),
+  });
   if (!stop) ctx.history.push(message);
   return stop;
 }

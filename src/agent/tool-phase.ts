@@ -52,7 +52,7 @@ export async function runToolCalls(
   const record = async (call: ToolCall, outcome: ToolOutcome, durationMs = 0): Promise<PhaseStop | null> => {
     const message = toolResultMessage({ id: ctx.newId(), toolCallId: call.id, outcome, durationMs });
     traces.push(traceOf(call, message));
-    return commitMessage(ctx, message);
+    return commitMessage(ctx, message, { tool: call.name });
   };
   /** Gives every call from `index` on the same kind of closing result. */
   const closeFrom = async (index: number, outcome: () => ToolOutcome): Promise<PhaseStop | null> => {

@@ -59,6 +59,7 @@ interface RunState {
   sessionId: string | null;
   /** Turns whose `turn.started` was seen and whose model request is not yet reported. */
   turnStarts: Map<number, number>;
+  /** The tools of the results of the write being digested, by call (see RunChange `message`). */
   toolNames: Map<string, string>;
   toolStarts: Map<string, number>;
   pendingApprovals: Set<string>;
@@ -72,7 +73,8 @@ interface RunState {
  * trace written again (the model's part first, then the whole turn; or after a restart)
  * counts once; a failed one with its run's end, whose error code it takes. A run is kept track
  * of from its start (a run stored queued may be started by another instance, unseen here) to
- * its end here or its leaving this process.
+ * its end here or its leaving this process. A tool result is counted under the tool its write
+ * names (RunChange `message`), wherever and whenever its call was proposed.
  */
 export class RunDigest implements RunObserver {
   readonly #runs = new StringTable<RunState>();
@@ -123,7 +125,12 @@ export class RunDigest implements RunObserver {
       if (event.type === "turn.started") state.turnStarts.set(event.turn, Date.parse(event.at));
       else if (event.type === "message") state.sessionId ??= event.message.sessionId;
     }
-    for (const change of batch.changes) if (change.kind === "step") this.#step(batch.runId, state, change.step);
+    for (const change of batch.changes) {
+      if (change.kind === "step") this.#step(batch.runId, state, change.step);
+      else if (change.kind === "message" && change.message.role === "tool" && change.tool !== undefined) {
+        state.toolNames.set(change.message.toolCallId, change.tool);
+      }
+    }
     for (const event of batch.events) this.#event(state, event);
   }
 
@@ -175,11 +182,9 @@ export class RunDigest implements RunObserver {
         this.#tell("runStarted", { runId, sessionId: state.sessionId, at: Date.parse(event.at) });
         return;
       case "tool.started":
-        state.toolNames.set(event.toolCallId, event.tool);
         state.toolStarts.set(event.toolCallId, Date.parse(event.at));
         return;
       case "approval.requested":
-        state.toolNames.set(event.toolCallId, event.tool);
         state.pendingApprovals.add(event.toolCallId);
         this.#tell("approvalRequested", { runId, toolCallId: event.toolCallId });
         return;
@@ -205,10 +210,6 @@ export class RunDigest implements RunObserver {
 
   #message(state: RunState, event: Extract<RunEvent, { type: "message" }>): void {
     const { message } = event;
-    if (message.role === "assistant") {
-      for (const call of message.toolCalls ?? []) state.toolNames.set(call.id, call.name);
-      return;
-    }
     if (message.role !== "tool") return;
     const id = message.toolCallId;
     const started = state.toolStarts.get(id);

@@ -93,6 +93,7 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
   if (item.inputId !== undefined) changes.push({ kind: "input.taken", inputId: item.inputId });
   return live.recorder
     .commitMessage(message, {
+      tool: item.tool,
       changes,
       // A result that changed the plan announces the plan in the same write.
       events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],

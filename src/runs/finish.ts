@@ -23,13 +23,12 @@ export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;
  * the last assistant message and their results keep the history valid.
  */
 function closingResults(open: readonly ToolCallRecord[], outcomeFor: OutcomeFor, stamp: Stamp): WriteBatch {
-  const messages = open.map((call) =>
-    stamp(toolResultMessage({ id: newId("msg"), toolCallId: call.id, outcome: outcomeFor(call) })),
-  );
-  return {
-    changes: messages.map((message) => ({ kind: "message", message })),
-    events: messages.map((message) => ({ type: "message", message })),
-  };
+  const changes = open.map((call) => ({
+    kind: "message" as const,
+    message: stamp(toolResultMessage({ id: newId("msg"), toolCallId: call.id, outcome: outcomeFor(call) })),
+    tool: call.name,
+  }));
+  return { changes, events: changes.map(({ message }) => ({ type: "message", message })) };
 }
 
 /** Writes a result for each open call that `only` picks (recovery: the interrupted ones); returns how many. */

@@ -268,14 +268,14 @@ export class RunRecorder {
 
   /**
    * Writes a message and its `message` event in one transaction, with `also`: the changes it
-   * brings (its stats) and the events it causes after it (a plan's update).
+   * brings (its stats), the events it causes after it (a plan's update), a tool result's `tool`.
    */
-  commitMessage(message: AgentMessage, also: Partial<WriteBatch> = {}): Promise<StoredMessage> {
+  commitMessage(message: AgentMessage, also: Partial<WriteBatch> & { tool?: string } = {}): Promise<StoredMessage> {
     let stored: StoredMessage | undefined;
     return this.write((stamp) => {
       stored = stamp(message);
       return {
-        changes: [{ kind: "message", message: stored }, ...(also.changes ?? [])],
+        changes: [{ kind: "message", message: stored, tool: also.tool }, ...(also.changes ?? [])],
         events: [{ type: "message", message: stored }, ...(also.events ?? [])],
       };
     }).then(() => stored as StoredMessage);

@@ -11,8 +11,12 @@ import type { StoredMessage } from "../domain/stored-message.js";
  * changes only through the `toolCall.*` changes.
  */
 export type RunChange =
-  /** A committed message; an assistant message's calls enter the ledger as proposed, a tool result finishes its call. */
-  | { kind: "message"; message: StoredMessage }
+  /**
+   * A committed message; an assistant message's calls enter the ledger as proposed, a tool result
+   * finishes its call. A tool result's change names its call's tool (`tool`, the name the model
+   * gave, as the ledger holds it): what observers of the write count it under.
+   */
+  | { kind: "message"; message: StoredMessage; tool?: string }
   | { kind: "toolCall.awaitingApproval"; toolCallId: string; reason: string; at: string }
   /**
    * Refused (StoreConflictError `decided`) when the call was already decided or is past

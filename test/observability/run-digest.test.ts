@@ -97,4 +97,36 @@ describe("the run digest's sinks", () => {
     expect(started).toEqual(["ses_1"]);
     expect(watching.runsKept).toBe(1);
   });
+
+  it("a tool result is told under the tool its write names, though its call was proposed elsewhere", () => {
+    const results: string[] = [];
+    const digest = new RunDigest([{ toolResult: ({ tool, outcome }) => results.push(`${tool} ${outcome}`) }]);
+    const result = (toolCallId: string, errorCode: string) =>
+      ({
+        id: `msg_${toolCallId}`,
+        role: "tool",
+        toolCallId,
+        content: "x",
+        isError: true,
+        metadata: { errorCode, retryable: false, durationMs: 0, outputChars: 1, truncated: false },
+        sessionId: "ses_1",
+        runId: "run_a",
+        seq: 3,
+        createdAt: at,
+      }) as const;
+    const interrupted = result("call_1", "INTERRUPTED");
+    const denied = result("call_2", "DENIED");
+    // A run resumed here: neither the calls' proposal nor their approval request was seen.
+    digest.committed({
+      ...batch([
+        { type: "message", runId: "run_a", seq: 4, at, message: interrupted },
+        { type: "message", runId: "run_a", seq: 5, at, message: denied },
+      ]),
+      changes: [
+        { kind: "message", message: interrupted, tool: "shell" },
+        { kind: "message", message: denied, tool: "write_file" },
+      ],
+    });
+    expect(results).toEqual(["shell INTERRUPTED", "write_file DENIED"]);
+  });
 });
