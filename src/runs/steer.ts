@@ -48,10 +48,14 @@ export type SteerOutcome =
   /** The run ended without the input, which a pass over the queues made a run of (see queueLeftInput). */
   | { to: "queued"; started: StartedRun };
 
-/** A repeated steer whose idempotency key was first used for other input. */
-const keyReused = (messageId: string) =>
+/**
+ * A repeated steer whose idempotency key was first used for other input: `runId` is the run the
+ * key's input went to (the run that took it, holds it, ended without it, or was made of it).
+ */
+const keyReused = (runId: string) =>
   conflict("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used to steer a run with a different input", {
-    messageId,
+    runId,
+    differs: ["input"],
   });
 
 /**
@@ -106,7 +110,7 @@ export async function steerActive(
       // is stored already and is waited for as the earlier request did, or went meanwhile.
       if (inputId === undefined) return { to: "idle" };
       const same = await deps.store.inputs.pendingHolds(active.id, id, input);
-      if (same === false) throw keyReused(id);
+      if (same === false) throw keyReused(active.id);
       // Not pending on the active run: left on a run that ended without it (stored by an
       // earlier copy), or gone where goneSince looks.
       if (same === null) return leftByEarlierCopy(deps, { sessionId, input, inputId, repeatedRun });
@@ -168,7 +172,7 @@ async function leftByEarlierCopy(
 ): Promise<SteerOutcome> {
   // Compared in the database: neither this input's content nor any other's is read.
   const left = await deps.store.inputs.leftHolds(inputId, input);
-  if (left === false) throw keyReused(inputId);
+  if (left && !left.same) throw keyReused(left.runId);
   if (left) return { to: "ended", inputId };
   return (await goneSince(deps, { sessionId, input, inputId, repeatedRun })) ?? { to: "idle" };
 }
@@ -197,7 +201,7 @@ async function takenBefore(
   // Compared in the database: a retry with other input is refused without reading the taken one.
   const taken = await deps.store.messages.userMessageHolds(sessionId, inputId, input);
   if (!taken) return null;
-  if (!taken.same) throw keyReused(inputId);
+  if (!taken.same) throw keyReused(taken.runId);
   return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
 }
 
@@ -254,7 +258,7 @@ async function runOfRepeatedSteer(
   // Its input is the earlier request's: compared in the database, and the run read only for the same request.
   const held = await runOfLeftInput(deps.store, { sessionId: params.session.id, inputId, input: params.input });
   if (!held) return null;
-  if (!held.same) throw keyReused(inputId);
+  if (!held.same) throw keyReused(held.id);
   const made = await deps.store.runs.get(held.id);
   return made ? { run: runView(made, await deps.plans.of(deps.store, made)), created: false } : null;
 }

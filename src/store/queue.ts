@@ -96,12 +96,10 @@ export function queueStore(db: Db) {
     )
     .pluck();
   const holds = db.prepare("SELECT content = ? FROM run_inputs WHERE id = ? AND run_id = ?").pluck();
-  const leftHolds = db
-    .prepare(
-      `SELECT content = ? FROM run_inputs i WHERE id = ?
+  const leftHolds = db.prepare(
+    `SELECT run_id, content = ? AS same FROM run_inputs i WHERE id = ?
        AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
-    )
-    .pluck();
+  );
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   // Driven from the (few) pending inputs, each looking its run up by id: a join let the
@@ -178,9 +176,9 @@ export function queueStore(db: Db) {
       const same = holds.get(content, id, runId) as number | undefined;
       return same === undefined ? null : same === 1;
     },
-    leftHolds(id: string, content: string): boolean | null {
-      const same = leftHolds.get(content, id) as number | undefined;
-      return same === undefined ? null : same === 1;
+    leftHolds(id: string, content: string): { runId: string; same: boolean } | null {
+      const row = leftHolds.get(content, id) as { run_id: string; same: number } | undefined;
+      return row ? { runId: row.run_id, same: row.same === 1 } : null;
     },
     /** Removes a pending input the run takes; false when it was not pending. */
     take(runId: string, inputId: string): boolean {

@@ -24,11 +24,11 @@ export interface InputStore {
    */
   pendingHolds(runId: string, id: string, content: string): Promise<boolean | null>;
   /**
-   * Whether input `id`, left on a run that has finished (see `orphaned`), holds `content`,
-   * compared in the database (the stored content is not read); null when no finished run has
-   * an input of that id.
+   * The finished run input `id` is left on (see `orphaned`), and whether the input holds
+   * `content`, compared in the database (the stored content is not read); null when no
+   * finished run has an input of that id.
    */
-  leftHolds(id: string, content: string): Promise<boolean | null>;
+  leftHolds(id: string, content: string): Promise<{ runId: string; same: boolean } | null>;
   /** Inputs no run will take: their run has finished. */
   orphaned(): Promise<RunInput[]>;
 }

@@ -92,6 +92,7 @@ it("a keyed steer whose left input a reaper pass queued as a run: its repeat is 
   const other = await steer("something else entirely");
   expect(other.status).toBe(409);
   expect(other.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
+  expect(other.body.error.details).toEqual({ runId: made, differs: ["input"] });
   const again = await steer("one more thing");
   expect(again.body.id).toBe(made);
   expect((await finishedRun(current, made)).stopReason).toBe("complete");

@@ -138,6 +138,7 @@ describe.each(["sqlite", "postgres"] as const)("ifBusy steer on %s", (backend) =
     const reused = await keyed("something else");
     expect(reused.status).toBe(409);
     expect(reused.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect(reused.body.error.details).toEqual({ runId: run.id, differs: ["input"] });
     expect(await server.ctx.store.inputs.pending(run.id)).toHaveLength(1);
     writeFileSync(join(server.dir, "workspaces", session.id, "go"), "");
     const [a, b] = await Promise.all([first, retryWhileStored]);

@@ -300,9 +300,10 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     await store.commitRun(live, [finishChange()], []);
     expect(await store.inputs.pendingStatus(live, stored[0] as string)).toBe("finished");
     // Left on the finished run: a keyed steer sent again compares its input with it, exactly.
-    expect(await store.inputs.leftHolds(first, `steer ${first}`)).toBe(true);
-    expect(await store.inputs.leftHolds(first, `steer ${first} `)).toBe(false);
-    expect(await store.inputs.leftHolds(nul.id, "a\u0000b")).toBe(true);
+    // It names the run it is left on (a refused retry's answer names it).
+    expect(await store.inputs.leftHolds(first, `steer ${first}`)).toEqual({ runId: live, same: true });
+    expect(await store.inputs.leftHolds(first, `steer ${first} `)).toEqual({ runId: live, same: false });
+    expect(await store.inputs.leftHolds(nul.id, "a\u0000b")).toEqual({ runId: live, same: true });
     expect(await store.inputs.leftHolds("msg_none", `steer ${first}`)).toBeNull();
   });
 

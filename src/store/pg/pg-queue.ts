@@ -157,14 +157,14 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           content,
         ])
       )[0]?.same ?? null,
-    leftHolds: async (id, content) =>
-      (
-        await rows<{ same: boolean }>(
-          `SELECT content = $2 AS same FROM run_inputs i WHERE id = $1
-           AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
-          [id, content],
-        )
-      )[0]?.same ?? null,
+    leftHolds: async (id, content) => {
+      const [row] = await rows<{ run_id: string; same: boolean }>(
+        `SELECT run_id, content = $2 AS same FROM run_inputs i WHERE id = $1
+         AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
+        [id, content],
+      );
+      return row ? { runId: row.run_id, same: row.same } : null;
+    },
     orphaned: async () =>
       (
         await rows<RunInputRow>(
