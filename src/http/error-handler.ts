@@ -9,6 +9,12 @@ export interface ErrorBody {
 
 const send = (reply: FastifyReply, status: number, body: ErrorBody) => reply.status(status).send(body);
 
+/**
+ * The Retry-After of a 503 STORAGE_UNAVAILABLE: the database comes back (a failover, space
+ * freed, a lock released) whenever that is; a client retries after it rather than at once.
+ */
+export const STORAGE_RETRY_AFTER_S = 5;
+
 /** Client errors Fastify raises itself, with the codes clients see. */
 const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "BODY_TOO_LARGE" },
@@ -57,8 +63,12 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   }
   if (err instanceof StorageError && err.kind !== "corrupt") {
     request.log.error({ err }, "storage unavailable");
+    reply.header("retry-after", String(STORAGE_RETRY_AFTER_S));
     return send(reply, 503, {
-      error: { code: "STORAGE_UNAVAILABLE", message: "the database cannot take writes right now; retry later" },
+      error: {
+        code: "STORAGE_UNAVAILABLE",
+        message: "the database cannot be reached or cannot take writes right now; retry later",
+      },
     });
   }
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
