@@ -9,6 +9,7 @@ import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FaultyStore } from "../fakes/faulty-store.js";
 import { gate } from "../fakes/gate.js";
+import { freePort } from "../helpers/child-server.js";
 import {
   documentedEventTypes,
   documentedOperations,
@@ -168,31 +169,34 @@ describe.each(["sqlite", "postgres"] as const)(
       }
     });
 
-    it("routes with a body answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
-      const bodyRoutes = documentedOperations().filter((o) => o.method === "POST" && !o.path.endsWith("/stream-token"));
-      expect(bodyRoutes.map((o) => o.path).sort()).toEqual([
-        "/runs/{id}/approvals/{toolCallId}",
-        "/sessions",
-        "/sessions/{id}/chat",
-        "/sessions/{id}/runs",
+    it("routes that take a body (every POST and DELETE) answer 400 INVALID_JSON, 413 BODY_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE", async () => {
+      const bodyRoutes = documentedOperations().filter((o) => o.method === "POST" || o.method === "DELETE");
+      expect(bodyRoutes.map((o) => `${o.method} ${o.path}`).sort()).toEqual([
+        "DELETE /runs/{id}",
+        "DELETE /sessions/{id}",
+        "POST /runs/{id}/approvals/{toolCallId}",
+        "POST /runs/{id}/stream-token",
+        "POST /sessions",
+        "POST /sessions/{id}/chat",
+        "POST /sessions/{id}/runs",
       ]);
       for (const op of bodyRoutes) {
         const where = `${op.method} ${op.path}`;
-        const broken = await call(server, "POST", op.path, {
+        const broken = await call(server, op.method, op.path, {
           params: DUMMY,
           rawBody: '{"input": ',
           contentType: "application/json",
         });
         expect(broken.status, where).toBe(400);
         expect(broken.body.error.code).toBe("INVALID_JSON");
-        const large = await call(server, "POST", op.path, {
+        const large = await call(server, op.method, op.path, {
           params: DUMMY,
           body: { input: "y".repeat(4096), decision: "approve" },
         });
         expect(large.status, where).toBe(413);
         expect(large.body.error.code).toBe("BODY_TOO_LARGE");
         expect(large.body.error.message).toMatch(/\d+ bytes, BODY_LIMIT_BYTES/);
-        const xml = await call(server, "POST", op.path, {
+        const xml = await call(server, op.method, op.path, {
           params: DUMMY,
           rawBody: "<input/>",
           contentType: "application/xml",
@@ -1350,6 +1354,17 @@ describe("contract: limits and readiness", () => {
       expect(stopping.body.error.code).toBe("SHUTTING_DOWN");
     } finally {
       await limited.close();
+    }
+  });
+
+  it("GET /metrics with METRICS_PORT set is 404 NOT_FOUND on the API port", async () => {
+    const apart = await startTestServer({ env: { METRICS_PORT: String(await freePort()) } });
+    try {
+      const here = await call(apart, "GET", "/metrics");
+      expect(here.status).toBe(404);
+      expect(here.body.error.code).toBe("NOT_FOUND");
+    } finally {
+      await apart.close();
     }
   });
 
