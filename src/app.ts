@@ -60,7 +60,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
         .send({ error: { code: "BAD_REQUEST", message: error.message } });
     },
     forceCloseConnections: true,
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(logger),
     ...connectionTimeouts(ctx.config),
   }).withTypeProvider<ZodTypeProvider>();
   // Connections from every client together stop at MAX_CONNECTIONS, below the descriptors the
