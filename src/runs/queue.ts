@@ -120,6 +120,13 @@ export async function runOfLeftInput(
   return legacy && legacy.sessionId === sessionId ? { id: legacyRunOfInput(inputId), same: legacy.same } : null;
 }
 
+/**
+ * Whether input `inputId` was steered in session `sessionId`: stored, taken by a run, or queued
+ * as a run of its own (found by leftInputKey, or by the id it got before). One indexed read.
+ */
+export const inputSteered = (store: Store, { sessionId, inputId }: { sessionId: string; inputId: string }) =>
+  store.inputs.steered(sessionId, inputId, { key: leftInputKey(inputId), id: legacyRunOfInput(inputId) });
+
 /** The run queued from input `inputId` (see queueLeftInput), as a start answers it; null when there is none. */
 export async function runMadeOfInput(
   store: Store,

@@ -17,7 +17,7 @@ import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-dep
 import { RunPlans, storedRunView } from "./run-plan.js";
 import { stopForShutdown, stopLiveRuns } from "./shutdown.js";
 import { startNow } from "./start-now.js";
-import { steerOrStart } from "./steer.js";
+import { repeatsSteer, steerOrStart } from "./steer.js";
 import { waitForRunEnd } from "./wait-for-end.js";
 
 export type { StartRunInput } from "./admission.js";
@@ -107,6 +107,9 @@ export class RunManager {
    * first) or `steer` (the input joins the active run, or starts a new one if that run ends first).
    */
   async start(params: StartRunInput): Promise<StartedRun> {
+    // A start under the key of a steer is that steer repeated: answered as it is, its input run once.
+    if (params.ifBusy !== "steer" && (await repeatsSteer(this.deps.store, params)))
+      return this.start({ ...params, ifBusy: "steer" });
     switch (params.ifBusy ?? "reject") {
       case "reject":
         return this.#startNow(params);

@@ -6,7 +6,7 @@ import { runView } from "../store/runs.js";
 import type { Store } from "../store/store.js";
 import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
+import { inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import type { RunPlans } from "./run-plan.js";
 
@@ -235,6 +235,22 @@ export async function steerOrStart(
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
   return startOfInput({ ...steered, sessionId: params.session.id }, start, deps);
+}
+
+/**
+ * Whether a start under an idempotency key repeats a steer made under that key, whatever its
+ * `ifBusy` (not a field a repeat is compared by): the key's input is stored, was taken, or was
+ * made a run of. Such a start is answered as the steer is (see steerOrStart), so the input runs
+ * once. Without a key, nothing is read; with one, one indexed read.
+ */
+export function repeatsSteer(
+  store: Store,
+  params: Pick<StartRunInput, "session" | "idempotencyKey">,
+): Promise<boolean> {
+  const inputId = steerInputId(params);
+  return inputId === undefined
+    ? Promise.resolve(false)
+    : inputSteered(store, { sessionId: params.session.id, inputId });
 }
 
 /** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */

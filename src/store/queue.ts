@@ -55,6 +55,18 @@ export const releaseQueueSql = (now: string, id: string): string =>
      queue_held_until = CASE WHEN queue_holders > 1 AND queue_held_until > ${now} THEN queue_held_until END
    WHERE id = ${id}`;
 
+/**
+ * The statement telling whether a session holds a trace of a steered input (see
+ * Store.inputs.steered), in either dialect's placeholders: `session`, the input's `id`, and the
+ * `key` and `run` id of a run made of it.
+ */
+export const steeredSql = (p: { session: string; id: string; key: string; run: string }): string =>
+  `SELECT EXISTS (SELECT 1 FROM run_inputs i WHERE i.id = ${p.id}
+       AND (SELECT r.session_id FROM runs r WHERE r.id = i.run_id) = ${p.session})
+     OR EXISTS (SELECT 1 FROM messages WHERE session_id = ${p.session} AND id = ${p.id} AND role = 'user')
+     OR EXISTS (SELECT 1 FROM runs WHERE session_id = ${p.session} AND idempotency_key = ${p.key})
+     OR EXISTS (SELECT 1 FROM runs WHERE id = ${p.run} AND session_id = ${p.session}) AS steered`;
+
 export function queueStore(db: Db) {
   const queued = db.prepare("SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id");
   // Existence first: most sessions and runs have none, and SQLite answers that ~5-10x faster
@@ -100,6 +112,7 @@ export function queueStore(db: Db) {
     `SELECT run_id, content = ? AS same FROM run_inputs i WHERE id = ?
        AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
   );
+  const steered = db.prepare(steeredSql({ session: "@session", id: "@id", key: "@key", run: "@run" })).pluck();
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
   // Driven from the (few) pending inputs, each looking its run up by id: a join let the
@@ -179,6 +192,9 @@ export function queueStore(db: Db) {
     leftHolds(id: string, content: string): { runId: string; same: boolean } | null {
       const row = leftHolds.get(content, id) as { run_id: string; same: number } | undefined;
       return row ? { runId: row.run_id, same: row.same === 1 } : null;
+    },
+    steered(sessionId: string, id: string, madeRun: { key: string; id: string }): boolean {
+      return steered.get({ session: sessionId, id, key: madeRun.key, run: madeRun.id }) === 1;
     },
     /** Removes a pending input the run takes; false when it was not pending. */
     take(runId: string, inputId: string): boolean {

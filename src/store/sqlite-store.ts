@@ -202,6 +202,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       pendingStatus: (runId, id) => read(() => tables.queue.pendingStatus(runId, id)),
       pendingHolds: (runId, id, content) => read(() => tables.queue.pendingHolds(runId, id, content)),
       leftHolds: (id, content) => read(() => tables.queue.leftHolds(id, content)),
+      steered: (sessionId, id, madeRun) => read(() => tables.queue.steered(sessionId, id, madeRun)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

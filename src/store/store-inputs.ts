@@ -29,6 +29,12 @@ export interface InputStore {
    * finished run has an input of that id.
    */
   leftHolds(id: string, content: string): Promise<{ runId: string; same: boolean } | null>;
+  /**
+   * Whether session `sessionId` holds a trace of input `id`: the input stored (pending, or
+   * left on a finished run), a user message of that id (taken), or a run the input was made
+   * of (`madeRun`: its idempotency key, or its id). One statement, each part an index lookup.
+   */
+  steered(sessionId: string, id: string, madeRun: { key: string; id: string }): Promise<boolean>;
   /** Inputs no run will take: their run has finished. */
   orphaned(): Promise<RunInput[]>;
 }

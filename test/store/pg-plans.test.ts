@@ -159,6 +159,16 @@ describe("PostgreSQL reads that stay bounded", () => {
     expect(plan).toMatch(/using messages_user_id/);
   });
 
+  it("a start under an idempotency key finds a steer's input by its indexes", async () => {
+    const plan = await planOf(/^SELECT EXISTS \(SELECT 1 FROM run_inputs i WHERE i\.id = \$2/, () =>
+      store.inputs.steered("ses_runs", "msg_absent", { key: "\nleft msg_absent", id: "run_absent" }),
+    );
+    expect(plan).toMatch(/using run_inputs_pkey on run_inputs/);
+    expect(plan).toMatch(/using messages_user_id on messages/);
+    expect(plan).toMatch(/using runs_idempotency on runs/);
+    expect(plan).not.toMatch(/Seq Scan/);
+  });
+
   it("a webhook claim finds the owners and each owner's oldest due deliveries on webhook_deliveries_owner_due", async () => {
     const now = Date.now();
     const plan = await planOf(/^WITH RECURSIVE owners/, () =>

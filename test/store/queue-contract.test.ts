@@ -267,6 +267,52 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.queued(sessionId)).map((r) => r.input)).toEqual(["hi", "steer msg_b"]);
   });
 
+  it("a steered input's trace is found in its session only: stored (pending or left), taken as a user message, or made a run of", async () => {
+    const sessionId = await session();
+    const elsewhere = await session();
+    const live = await run(sessionId, "running");
+    const none = { key: "\nleft none", id: "run_none" };
+    const input = (id: string) => ({ id, runId: live, content: `steer ${id}`, createdAt: at() });
+    expect(await store.inputs.steered(sessionId, "msg_tr_p", none)).toBe(false);
+    expect(await store.inputs.add(input("msg_tr_p"))).toBe(true);
+    expect(await store.inputs.add(input("msg_tr_t"))).toBe(true);
+    const message = {
+      id: "msg_tr_t",
+      role: "user",
+      content: "steer msg_tr_t",
+      sessionId,
+      runId: live,
+      seq: 1,
+      createdAt: at(),
+    };
+    await store.commitRun(
+      live,
+      [
+        { kind: "message", message: message as StoredMessage },
+        { kind: "input.taken", inputId: "msg_tr_t" },
+      ],
+      [],
+    );
+    for (const id of ["msg_tr_p", "msg_tr_t"]) {
+      expect(await store.inputs.steered(sessionId, id, none), id).toBe(true);
+      expect(await store.inputs.steered(elsewhere, id, none), id).toBe(false);
+    }
+    // Left on the run once it ended.
+    await store.commitRun(live, [finishChange()], []);
+    expect(await store.inputs.steered(sessionId, "msg_tr_p", none)).toBe(true);
+    // Made a run of: that run found by its key, or by its id, in the session.
+    const made = fresh("run");
+    const createdAt = at();
+    await store.runs.create(
+      runRecord({ id: made, sessionId, status: "queued", input: "x", createdAt, idempotencyKey: "\nleft msg_tr_m" }),
+      [{ type: "run.queued", runId: made, seq: 1, at: createdAt }],
+    );
+    expect(await store.inputs.steered(sessionId, "msg_tr_m", { key: "\nleft msg_tr_m", id: "run_none" })).toBe(true);
+    expect(await store.inputs.steered(elsewhere, "msg_tr_m", { key: "\nleft msg_tr_m", id: "run_none" })).toBe(false);
+    expect(await store.inputs.steered(sessionId, "msg_tr_m", { key: "\nleft none", id: made })).toBe(true);
+    expect(await store.inputs.steered(elsewhere, "msg_tr_m", { key: "\nleft none", id: made })).toBe(false);
+  });
+
   it("steered input under a maximum: concurrent adds past it refused (inputs_full), a stored id added again is not; its run's status read while pending", async () => {
     const sessionId = await session();
     const live = await run(sessionId, "running");

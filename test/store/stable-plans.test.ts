@@ -128,6 +128,25 @@ describe("SQLite reads that stay bounded in a large session", () => {
     db.close();
   });
 
+  it("a start under an idempotency key finds a steer's input by index lookups alone, not by reading the session", () => {
+    const db = analyzedLargeSession();
+    const store = storeStatementsOn(db);
+    const plan = store.planOf(store.find(/^SELECT EXISTS \(SELECT 1 FROM run_inputs i WHERE i\.id = /), {
+      session: "ses_big",
+      id: "msg_absent",
+      key: "\nleft msg_absent",
+      run: "run_absent",
+    });
+    // Each part a probe of an index: the input by id, its run by id, the user message by id, the
+    // run made of the input by its key or its id. Nothing of the session's history or runs is read.
+    expect(plan).not.toMatch(/(^| \| )SCAN (?!CONSTANT ROW)/);
+    expect(plan).toMatch(/SEARCH i USING INDEX sqlite_autoindex_run_inputs_1 \(id=\?\)/);
+    expect(plan).toMatch(/SEARCH messages USING INDEX messages_user_id \(id=\?\)/);
+    expect(plan).toMatch(/SEARCH runs USING COVERING INDEX runs_idempotency \(session_id=\? AND idempotency_key=\?\)/);
+    expect(plan).toMatch(/SEARCH runs USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/);
+    db.close();
+  });
+
   it("a page of sessions or runs after a cursor starts its index range at the cursor (its sizes' read and its rows' read)", () => {
     const db = analyzedLargeSession();
     const store = storeStatementsOn(db);

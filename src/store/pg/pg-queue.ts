@@ -1,6 +1,6 @@
 import type { RunStatus } from "../../domain/run.js";
 import { inputsFull, isConflict, queueHeld, StoreConflictError } from "../errors.js";
-import { holdQueueSql, type RunInput, releaseQueueSql, runInputFromRow, startedEvent } from "../queue.js";
+import { holdQueueSql, type RunInput, releaseQueueSql, runInputFromRow, startedEvent, steeredSql } from "../queue.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
@@ -165,6 +165,15 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
       );
       return row ? { runId: row.run_id, same: row.same } : null;
     },
+    steered: async (sessionId, id, madeRun) =>
+      (
+        await rows<{ steered: boolean }>(steeredSql({ session: "$1", id: "$2", key: "$3", run: "$4" }), [
+          sessionId,
+          id,
+          madeRun.key,
+          madeRun.id,
+        ])
+      )[0]?.steered === true,
     orphaned: async () =>
       (
         await rows<RunInputRow>(
