@@ -78,21 +78,26 @@ export function chatAction(body: ChatBody): ChatAction {
   const named = body.messageId === undefined ? undefined : body.messages.find((m) => m.id === body.messageId);
   const answered = named?.role === "assistant" ? named : last;
   if (answered?.role === "assistant") {
-    const decisions: ChatDecision[] = [];
-    // A part repeated (same call, same answer) is one decision: a body of thousands of copies
-    // would otherwise be applied thousands of times.
-    const seen = new Set<string>();
+    // One decision per call: a part repeated (same call, same answer) is one decision (a body of
+    // thousands of copies would otherwise be applied thousands of times); a call both approved
+    // and denied refuses the whole request (400 CONTRADICTORY_APPROVALS) before any is applied.
+    const byCall = new Map<string, ChatDecision>();
     for (const part of answered.parts) {
       if (part.state !== "approval-responded" || part.approval?.approved === undefined) continue;
-      const key = `${part.approval.approved}\0${part.approval.id}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      decisions.push({
-        toolCallId: part.approval.id,
-        decision: part.approval.approved ? "approve" : "deny",
-        ...(part.approval.reason ? { reason: part.approval.reason } : {}),
-      });
+      const { id: toolCallId, approved, reason } = part.approval;
+      const decision = approved ? "approve" : "deny";
+      const earlier = byCall.get(toolCallId);
+      if (earlier?.decision === decision) continue;
+      if (earlier) {
+        throw badRequest(
+          "CONTRADICTORY_APPROVALS",
+          `the message both approves and denies tool call ${toolCallId}: nothing was decided; answer it once`,
+          { toolCallId },
+        );
+      }
+      byCall.set(toolCallId, { toolCallId, decision, ...(reason ? { reason } : {}) });
     }
+    const decisions = [...byCall.values()];
     if (decisions.length === 0) {
       throw badRequest("NOTHING_TO_CONTINUE", "the message answered is the assistant's and answers no tool approval");
     }

@@ -8,7 +8,7 @@ const answered = (id: string, approved: boolean) => ({
 });
 
 describe("a chat request's decisions", () => {
-  it("a part repeated 9,000 times in one body is one decision; different answers stay apart", () => {
+  it("a part repeated 9,000 times in one body is one decision; different calls stay apart; one call both approved and denied is refused", () => {
     const parts = [...Array.from({ length: 9_000 }, () => answered("call_1", true)), answered("call_2", false)];
     const body = ChatBody.parse({ messages: [{ role: "assistant", parts }] });
     expect(chatAction(body)).toEqual({
@@ -21,6 +21,8 @@ describe("a chat request's decisions", () => {
     const both = ChatBody.parse({
       messages: [{ role: "assistant", parts: [answered("c", true), answered("c", false)] }],
     });
-    expect((chatAction(both) as { decisions: unknown[] }).decisions).toHaveLength(2);
+    expect(() => chatAction(both)).toThrow(
+      expect.objectContaining({ status: 400, code: "CONTRADICTORY_APPROVALS", details: { toolCallId: "c" } }),
+    );
   });
 });
