@@ -14,7 +14,8 @@ export class Transcript {
   readonly #out: Outputs;
   /** Tool names and argument text by tool-call id, from the assistant messages, until the call's result. */
   readonly #calls = new Map<string, { tool: string; input: string }>();
-  readonly #turnsSeen = new Set<number>();
+  /** The turn whose request is under way: started, its reply not yet committed; else null. */
+  #openTurn: number | null = null;
   /** The text streamed so far in the current turn. */
   #turnText = "";
   /** The most text one turn may stream (kept to compare with its committed message). */
@@ -41,13 +42,18 @@ export class Transcript {
 
   show(event: RunEvent): void {
     switch (event.type) {
-      case "turn.started":
-        if (this.#turnsSeen.has(event.turn)) {
-          this.#out.note(`[turn ${event.turn} is asked again: the server restarted during it]`);
+      case "turn.started": {
+        // Only a restart cuts a turn and goes on: its request is asked again as the next turn
+        // (or, by a server that did not count it, as the same turn once more).
+        const cut = this.#openTurn;
+        if (cut !== null) {
+          const as = cut === event.turn ? "" : ` as turn ${event.turn}`;
+          this.#out.note(`[turn ${cut} is asked again${as}: the server restarted during it]`);
         }
-        this.#turnsSeen.add(event.turn);
+        this.#openTurn = event.turn;
         this.#turnText = "";
         return;
+      }
       case "text.delta":
         this.#streamText(event.text);
         return;
@@ -99,6 +105,7 @@ export class Transcript {
 
   #message(message: Extract<RunEvent, { type: "message" }>["message"]): void {
     if (message.role === "assistant") {
+      this.#openTurn = null;
       // The committed text is what counts; print what the deltas did not carry.
       if (message.content.startsWith(this.#turnText)) this.#streamText(message.content.slice(this.#turnText.length));
       for (const call of message.toolCalls ?? []) this.#calls.set(call.id, { tool: call.name, input: call.input });

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { z } from "zod";
 import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { ClaimedRun, RunRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
@@ -57,15 +58,32 @@ export const toResume = (mode: RestartMode, run: RunRecord): boolean =>
 export const leftCallOutcome = (call: { state: string }) =>
   call.state === "started" ? interruptedOutcome() : abortedOutcome();
 
+/** A `turn.started` event read back from storage: its `turn` is the run's model requests once it began. */
+const TurnStarted = z.object({ turn: z.number().int().nonnegative() });
+
+/**
+ * The record of a run to resume with every model request it began counted in
+ * `stats.modelCalls`, and so against its `maxTurns`: a request is counted in the stored stats
+ * only with its turn's step, once its stream ended, but its `turn.started` event is stored
+ * before or with its first events. A request cut by a crash (one the reply itself causes, at
+ * every restart) is thus counted unless the crash came before any of its events was stored.
+ */
+async function countingCutRequests(store: Store, run: RunRecord): Promise<RunRecord> {
+  const last = (await store.events.ofType(run.id, "turn.started")).at(-1);
+  const began = last ? (TurnStarted.safeParse(JSON.parse(last.data)).data?.turn ?? 0) : 0;
+  return began > run.stats.modelCalls ? { ...run, stats: { ...run.stats, modelCalls: began } } : run;
+}
+
 /**
  * Settles one run this process has just claimed (left by a previous process, or by an
  * instance that lost its lease), from the database alone, writing under the claimed lease.
  * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
  * executed twice). Then the run either resumes from its last commit, with the stats stored
- * with its last step (calls awaiting approval await it again, their timeout counted from
- * their request), or, in `abort` mode, once cancelled (its status `cancelling`, or
- * `cancelledBy`) or without its session, ends `aborted` through the one finish of a run. A run
- * to resume once shutdown began is not executed: it is left for the next start.
+ * with its last step and every model request it began counted (see countingCutRequests;
+ * calls awaiting approval await it again, their timeout counted from their request), or, in
+ * `abort` mode, once cancelled (its status `cancelling`, or `cancelledBy`) or without its
+ * session, ends `aborted` through the one finish of a run. A run to resume once shutdown
+ * began is not executed: it is left for the next start.
  */
 export async function recoverRun(
   deps: RecoveryDeps,
@@ -116,7 +134,8 @@ export async function recoverRun(
   // Its input is its first message: a run without one starts over with it.
   const restartInput = !(await store.messages.anyOfRun(run.sessionId, run.id));
   const priorStep = restartInput ? undefined : ((await store.steps.last(run.id)) ?? undefined);
-  const resumed = manager.resume({ record: run, session, recorder, restartInput, priorStep, heldSince });
+  const record = restartInput ? run : await countingCutRequests(store, run);
+  const resumed = manager.resume({ record, session, recorder, restartInput, priorStep, heldSince });
   // Shutdown began meanwhile: the run is left for the next start.
   if (!resumed) return recorder.dispose();
   report.resumed.push(run.id);

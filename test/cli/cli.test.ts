@@ -503,7 +503,7 @@ describe("agent-server run", () => {
       await restart();
       const result = await cli.done;
       expect(result.stderr).toMatch(/\[stream\] lost \(.+\); reconnecting after event \d+\n/);
-      expect(result.stderr).toContain("[turn 1 is asked again: the server restarted during it]\n");
+      expect(result.stderr).toContain("[turn 1 is asked again as turn 2: the server restarted during it]\n");
       expect(result.stdout).toBe("Working\nDone.\n");
       expect(result.stderr).toMatch(/\[run\] complete \(1 turn, 0 tool calls\)\n$/);
       expect(result.code).toBe(0);
