@@ -58,6 +58,8 @@ export interface RunAgentParams {
   contextMaxChars?: number;
   /** Stats of this run so far, when resuming it; `modelCalls` counts against `maxTurns`. */
   priorStats?: RunStats;
+  /** Told once, as the loop starts, its clock: the run's wall time in ms (`priorStats`' included). */
+  onClock?: (elapsedMs: () => number) => void;
   /**
    * When resuming: the stored trace of the run's last turn (the turn of the last assistant
    * message). When that message's calls are still pending, its tools are completed (those
@@ -133,6 +135,7 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     budgets: params.budgets ?? {},
     elapsedMs: () => priorDuration + (performance.now() - started),
   };
+  params.onClock?.(ctx.elapsedMs);
   const firstNew = ctx.history.length;
   const repeatLimit = params.loopRepeatLimit ?? DEFAULT_LOOP_REPEAT_LIMIT;
   const finish = (stop: LoopStop, phase: StopPoint["phase"]): AgentRunResult => {

@@ -178,6 +178,9 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       maxToolCallsPerTurn: deps.maxToolCallsPerTurn,
       contextMaxChars: live.record.contextMaxChars ?? undefined,
       priorStats: params.priorStats,
+      onClock: (elapsedMs) => {
+        live.elapsedMs = elapsedMs;
+      },
       priorStep: params.priorStep,
       newId: () => newId("msg"),
       budgets: {
@@ -191,6 +194,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       pendingInput: () => deps.store.inputs.pending(live.id),
     });
   } catch (err) {
+    live.elapsedMs = null;
     inputSettled();
     if (live.stopped) return leftHere(deps, live, log);
     log.error({ err }, "run failed");
@@ -199,6 +203,8 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
     const stats = params.priorStats ?? emptyStats();
     end = { stopReason: "error", stopDetail: failedDetail(error, stats), error, stats } satisfies RunEnd;
   }
+  // The run's duration is its end's from here on.
+  live.elapsedMs = null;
   inputSettled();
   if (live.stopped) return leftHere(deps, live, log);
   if (live.endStored) {

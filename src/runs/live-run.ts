@@ -49,6 +49,8 @@ export class LiveRun {
   endStored: RunView | null = null;
   /** The stats last handed to the recorder (a cache: the run's row holds them). */
   savedStats: RunStats | null = null;
+  /** The run's wall time so far in ms (the loop's clock) while its loop executes here; else null. */
+  elapsedMs: (() => number) | null = null;
   /** Settles with the run's end as reported to waiters (stored, or known while storage fails). */
   readonly ended: Promise<RunView>;
   reportEnd!: (view: RunView) => void;
@@ -151,4 +153,14 @@ export class LiveRun {
     this.controller.abort(new Error(reason));
     return true;
   }
+}
+
+/**
+ * `view`, the run as stored, with the duration its loop counts now while `live` (the same
+ * run) executes here: the stored one is as of the run's last write, and a wait (for an
+ * approval, a tool, the model) counts on. A run executed elsewhere shows the stored one.
+ */
+export function withLiveDuration(view: RunView, live: LiveRun | undefined): RunView {
+  const elapsed = view.status === "finished" || !live?.elapsedMs ? 0 : Math.round(live.elapsedMs());
+  return elapsed > view.stats.durationMs ? { ...view, stats: { ...view.stats, durationMs: elapsed } } : view;
 }

@@ -8,7 +8,7 @@ import { enqueueRun } from "./enqueue.js";
 import { type ExecuteParams, executeRun } from "./execution.js";
 import { HistoryTail, type SessionHistory } from "./history-tail.js";
 import { interruptAndStart } from "./interrupt.js";
-import { LiveRun } from "./live-run.js";
+import { LiveRun, withLiveDuration } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { QueuedStarts } from "./queued-starts.js";
 import { startQueues } from "./recovery.js";
@@ -176,10 +176,12 @@ export class RunManager {
     return true;
   }
 
-  /** The run as stored, or an end reported unstored; `decided`: also an end being written. */
+  /** The run as stored (see withLiveDuration), or an end reported unstored; `decided`: also an end being written. */
   async get(runId: string, { decided = false }: { decided?: boolean } = {}) {
     const ending = this.#registry.ending(runId, { decided });
-    return ending ?? storedRunView({ store: this.deps.store, runId, plans: this.plans });
+    if (ending) return ending;
+    const stored = await storedRunView({ store: this.deps.store, runId, plans: this.plans });
+    return stored && withLiveDuration(stored, this.#registry.get(runId));
   }
 
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
