@@ -160,7 +160,8 @@ export class LiveRun {
  * run) executes here: the stored one is as of the run's last write, and a wait (for an
  * approval, a tool, the model) counts on. A run executed elsewhere shows the stored one.
  */
-export function withLiveDuration(view: RunView, live: LiveRun | undefined): RunView {
+export function withLiveDuration<V extends RunView | null>(view: V, live: LiveRun | undefined): V {
+  if (view === null) return view;
   const elapsed = view.status === "finished" || !live?.elapsedMs ? 0 : Math.round(live.elapsedMs());
   return elapsed > view.stats.durationMs ? { ...view, stats: { ...view.stats, durationMs: elapsed } } : view;
 }

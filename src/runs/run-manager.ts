@@ -159,11 +159,9 @@ export class RunManager {
 
   /** Launches a new run's execution; resolves once its input is committed (or it ended first). */
   async #execute(live: LiveRun, history?: SessionHistory): Promise<void> {
-    let inputSettled!: () => void;
-    const input = new Promise<void>((resolve) => {
-      inputSettled = resolve;
-    });
-    this.#launch(live, { input: live.record.input, onInputSettled: inputSettled, history });
+    const input = new Promise<void>((resolve) =>
+      this.#launch(live, { input: live.record.input, onInputSettled: resolve, history }),
+    );
     await Promise.race([input, live.done.catch(() => {})]);
   }
 
@@ -179,9 +177,8 @@ export class RunManager {
   /** The run as stored (see withLiveDuration), or an end reported unstored; `decided`: also an end being written. */
   async get(runId: string, { decided = false }: { decided?: boolean } = {}) {
     const ending = this.#registry.ending(runId, { decided });
-    if (ending) return ending;
-    const stored = await storedRunView({ store: this.deps.store, runId, plans: this.plans });
-    return stored && withLiveDuration(stored, this.#registry.get(runId));
+    const stored = ending ? null : await storedRunView({ store: this.deps.store, runId, plans: this.plans });
+    return ending ?? withLiveDuration(stored, this.#registry.get(runId));
   }
 
   /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
