@@ -19,7 +19,9 @@ export interface LoopContext {
   beforeToolCall: BeforeToolCall;
   /**
    * Persists a message or a tool's start, with the run's stats as they are once it is
-   * committed (its duration up to now included); awaited; a throw ends the run with `error`.
+   * committed (its duration up to now included); awaited; a throw ends the run with `error`
+   * (PERSISTENCE_FAILED), whose message carries the thrown error's: the run's clients read it,
+   * so a host throws its own words (a HostFailure, to say what to do as well).
    */
   commit: (item: LoopCommit, stats: RunStats) => Promise<void>;
   /** Tells watchers something happened; never throws (the host's failures are swallowed). */
@@ -43,12 +45,34 @@ export interface LoopContext {
   elapsedMs: () => number;
 }
 
-/** How a phase ended when the run must stop; `toolCall`: the call it stopped at, if any. */
+/**
+ * How a phase ended when the run must stop; `toolCall`: the call it stopped at, if any;
+ * `hint`: what to do, when the host said (see HostFailure), else the error code's.
+ */
 export type PhaseStop = (
   | { stopReason: "aborted" }
-  | { stopReason: "error"; error: RunError }
+  | { stopReason: "error"; error: RunError; hint?: string }
   | { stopReason: "budget_exhausted"; budget: BudgetFinding }
 ) & { toolCall?: { id: string; tool: string } };
+
+/**
+ * What a host's I/O for the loop (a commit, the pending-input hook) throws to say, in words
+ * the run's clients may read, what failed (`message`) and what to do about it (`hint`, which
+ * ends the run's stop detail); the failure itself is its `cause`, for the host's log.
+ */
+export class HostFailure extends Error {
+  constructor(
+    message: string,
+    readonly hint: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = "HostFailure";
+  }
+}
+
+/** The hint a host gave with what it threw (see HostFailure), if any. */
+export const hintOf = (err: unknown): { hint?: string } => (err instanceof HostFailure ? { hint: err.hint } : {});
 
 export class PersistenceError extends Error {
   readonly code = "PERSISTENCE_FAILED";
@@ -72,7 +96,7 @@ export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<Ph
   } catch (err) {
     if (counts) ctx.stats[counts]--;
     const failure = new PersistenceError(err);
-    return { stopReason: "error", error: { code: failure.code, message: failure.message } };
+    return { stopReason: "error", error: { code: failure.code, message: failure.message }, ...hintOf(err) };
   }
   return null;
 }

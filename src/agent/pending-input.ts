@@ -1,5 +1,5 @@
 import { messageOf } from "../message-of.js";
-import { commitItem, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { commitItem, hintOf, type LoopContext, type PhaseStop } from "./loop-context.js";
 import { type AgentMessage, wellFormed } from "./messages.js";
 
 /** Input the host holds for a running loop: it becomes a user message with this id. */
@@ -30,6 +30,7 @@ export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook)
     return {
       stopReason: "error",
       error: { code: "PENDING_INPUT_FAILED", message: `could not read input: ${message}` },
+      ...hintOf(err),
     };
   }
   if (ctx.signal.aborted) return { stopReason: "aborted" };

@@ -235,7 +235,7 @@ function explain(stop: LoopStop, point: StopPoint, maxTurns: number, signal: Abo
     case "aborted":
       return describeStop({ stopReason: "aborted", point, by: cancelledBy(signal) });
     case "error":
-      return describeStop({ stopReason: "error", point, error: stop.error });
+      return describeStop({ stopReason: "error", point, error: stop.error, hint: stop.hint });
     case "loop_detected":
       return describeStop({ stopReason: "loop_detected", point, loop: stop.loop });
     case "budget_exhausted":

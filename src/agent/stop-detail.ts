@@ -14,7 +14,8 @@ export type StopFacts =
   | { stopReason: "max_turns"; point: StopPoint; maxTurns: number }
   /** `by`: who or what cancelled it, as the sentence goes on ("by a DELETE /runs/{id} request", "because ..."). */
   | { stopReason: "aborted"; point: StopPoint; by: string }
-  | { stopReason: "error"; point: StopPoint; error: RunError }
+  /** `hint`: what to try, when the failure says better than its code's (a storage failure's kind). */
+  | { stopReason: "error"; point: StopPoint; error: RunError; hint?: string | undefined }
   | { stopReason: "loop_detected"; point: StopPoint; loop: LoopFinding }
   | { stopReason: "budget_exhausted"; point: StopPoint; budget: BudgetFinding };
 
@@ -104,7 +105,7 @@ function cause(facts: StopFacts): string {
     case "aborted":
       return `the run was cancelled ${facts.by}; start a new run to continue`;
     case "error":
-      return `${facts.error.message} (${facts.error.code}); ${runErrorHints[facts.error.code] ?? "see the run's error"}`;
+      return `${facts.error.message} (${facts.error.code}); ${facts.hint ?? runErrorHints[facts.error.code] ?? "see the run's error"}`;
     case "loop_detected":
       return loopCause(facts.loop);
     case "budget_exhausted":

@@ -18,6 +18,7 @@ import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
 import { BY_DELETE, LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
+import { hostFailure, loopFailure } from "./run-failure.js";
 import { failedDetail } from "./stop-details.js";
 
 export interface ExecutionDeps {
@@ -108,6 +109,18 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
     });
 }
 
+/**
+ * The loop's I/O with the store, failing with a HostFailure: the run's clients are told the
+ * failure's kind, and the log has the failure itself (a conflict, a rule of the data the run
+ * handles, is not logged).
+ */
+function toldFailures<T>(io: () => Promise<T>, log: LineLogger, doing: string): Promise<T> {
+  return io().catch((err: unknown) => {
+    if (!isConflict(err)) log.error({ err }, `could not ${doing}`);
+    throw hostFailure(err);
+  });
+}
+
 /** What the checkpoint hook returns: the check itself is synchronous here. */
 const SETTLED = Promise.resolve();
 
@@ -160,8 +173,10 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       history,
       input: params.input,
       beforeToolCall: approvalGate(deps, live),
-      commit: (item, stats) =>
-        inputPending ? commit(live, item, stats).finally(inputSettled) : commit(live, item, stats),
+      commit: (item, stats) => {
+        const saved = toldFailures(() => commit(live, item, stats), log, "save the run's progress");
+        return inputPending ? saved.finally(inputSettled) : saved;
+      },
       emit: (notice) => live.recorder.buffer(notice),
       checkpoint: () => {
         live.checkpoint();
@@ -191,17 +206,16 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       loopRepeatLimit: live.record.loopRepeatLimit,
       runStart: runStart < 0 ? history.length : runStart,
       planning: live.record.planning,
-      pendingInput: () => deps.store.inputs.pending(live.id),
+      pendingInput: () => toldFailures(() => deps.store.inputs.pending(live.id), log, "read the run's steered input"),
     });
   } catch (err) {
     live.elapsedMs = null;
     inputSettled();
     if (live.stopped) return leftHere(deps, live, log);
     log.error({ err }, "run failed");
-    const code = (err as { code?: unknown }).code;
-    const error = { code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message };
     const stats = params.priorStats ?? emptyStats();
-    end = { stopReason: "error", stopDetail: failedDetail(error, stats), error, stats } satisfies RunEnd;
+    const { error, hint } = loopFailure(err);
+    end = { stopReason: "error", stopDetail: failedDetail(error, stats, hint), error, stats } satisfies RunEnd;
   }
   // The run's duration is its end's from here on.
   live.elapsedMs = null;

@@ -1,13 +1,13 @@
 import type { StopPoint } from "../agent/stop-detail.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
-import { messageOf } from "../message-of.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
 import type { ExecutionDeps } from "./execution.js";
 import { finishRun, type RunEnd, suspendedView } from "./finish.js";
 import { BY_DELETE, type LiveRun, type RunPhase } from "./live-run.js";
+import { persistenceFailure } from "./run-failure.js";
 import { abortedDetail, failedDetail } from "./stop-details.js";
 
 /** How often a run whose end could not be written tries again. */
@@ -110,9 +110,9 @@ function endNow(live: LiveRun, end: RunEnd & { stopPoint?: StopPoint }): RunEnd 
 function reportUnstoredEnd(live: LiveRun, end: RunEnd, err: unknown): void {
   if (live.stopped) return;
   const succeeded = end.stopReason === "complete" || end.stopReason === "max_turns";
-  const error = { code: "PERSISTENCE_FAILED", message: `could not record the end of the run: ${messageOf(err)}` };
+  const { error, hint } = persistenceFailure("could not record the end of the run", err);
   const reported: RunEnd = succeeded
-    ? { stopReason: "error", stopDetail: failedDetail(error, end.stats), error, stats: end.stats }
+    ? { stopReason: "error", stopDetail: failedDetail(error, end.stats, hint), error, stats: end.stats }
     : end;
   const view: RunView = {
     ...runView(live.record),

@@ -1,7 +1,7 @@
+import type { Logger } from "pino";
 import { abortedOutcome } from "../agent/tool-results.js";
 import type { RunView } from "../domain/run.js";
 import { AppError } from "../errors.js";
-import { messageOf } from "../message-of.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
@@ -9,6 +9,7 @@ import { runLike } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
+import { persistenceFailure } from "./run-failure.js";
 import { planOfRun } from "./run-plan.js";
 import { abortedDetail, failedDetail } from "./stop-details.js";
 
@@ -22,6 +23,7 @@ export interface StartQueueDeps extends QueueDeps {
   lease: LeaseTerms;
   /** Active runs one owner (API key) may have (MAX_RUNS_PER_KEY); 0 or absent: no such limit. */
   maxRunsPerKey?: number;
+  logger: Logger;
 }
 
 /** A queued run just started: what this process needs to execute it. */
@@ -59,8 +61,9 @@ export async function startQueuedRun(deps: StartQueueDeps, sessionId: string): P
     session = await deps.store.sessions.get(sessionId);
   } catch (err) {
     // Nobody would execute it: it ends `error` now (if that write fails too, the next recovery ends it).
-    const error = { code: "PERSISTENCE_FAILED", message: `could not start the queued run: ${messageOf(err)}` };
-    const stopDetail = failedDetail(error, run.stats);
+    const { error, hint } = persistenceFailure("could not start the queued run", err);
+    deps.logger.error({ err, runId: run.id }, "could not start the queued run: it ends with an error");
+    const stopDetail = failedDetail(error, run.stats, hint);
     const end = { stopReason: "error" as const, stopDetail, error, stats: run.stats };
     await finishRun({ store: deps.store, recorder, record: run, end, outcomeFor: abortedOutcome }).catch(() => {});
     recorder.dispose();

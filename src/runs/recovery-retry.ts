@@ -1,4 +1,3 @@
-import { messageOf } from "../message-of.js";
 import type { ClaimedRun } from "../store/store.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
@@ -9,6 +8,7 @@ import {
   type RecoveryReport,
   recoverRun,
 } from "./recovery.js";
+import { persistenceFailure } from "./run-failure.js";
 import { failedDetail } from "./stop-details.js";
 
 /** The waits before each further try of a recovery that failed (see recoverOrEnd). */
@@ -42,13 +42,13 @@ export async function recoverOrEnd(
   const { record: run, lease } = claimed;
   const { store, hub } = deps;
   const recorder = await RunRecorder.open({ store, hub, runId: run.id, sessionId: run.sessionId, lease });
-  const error = { code: "PERSISTENCE_FAILED", message: `could not recover the run: ${messageOf(failure)}` };
+  const { error, hint } = persistenceFailure("could not recover the run", failure);
   try {
     await finishRun({
       store,
       recorder,
       record: run,
-      end: { stopReason: "error", stopDetail: failedDetail(error, run.stats), error, stats: run.stats },
+      end: { stopReason: "error", stopDetail: failedDetail(error, run.stats, hint), error, stats: run.stats },
       outcomeFor: leftCallOutcome,
     });
   } finally {

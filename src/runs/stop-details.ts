@@ -11,7 +11,11 @@ export function abortedDetail({ by, stats, point }: { by: string; stats: RunStat
   return describeStop({ stopReason: "aborted", point: point ?? { phase: "after_turn", turn: stats.modelCalls }, by });
 }
 
-/** The stop detail of a run whose loop could not go on (an invalid history) or whose end could not be stored. */
-export function failedDetail(error: RunError, stats: RunStats): string {
-  return describeStop({ stopReason: "error", point: { phase: "before_turn", turn: stats.modelCalls + 1 }, error });
+/**
+ * The stop detail of a run whose loop could not go on (an invalid history) or whose end could
+ * not be stored; `hint`: what to try, when the failure says better than the error's code.
+ */
+export function failedDetail(error: RunError, stats: RunStats, hint?: string): string {
+  const point = { phase: "before_turn", turn: stats.modelCalls + 1 } as const;
+  return describeStop({ stopReason: "error", point, error, hint });
 }

@@ -1,8 +1,10 @@
 /**
  * What can go wrong with storage, whatever the backend: `full` (no space), `busy` (locked by
- * another writer), `readonly`, `corrupt`, `io`, `unavailable` (cannot be opened or closed).
+ * another writer), `readonly`, `denied` (the server's database role or file access lacks a
+ * permission, or its credentials are refused), `corrupt`, `io`, `unavailable` (cannot be
+ * opened or reached).
  */
-export type StorageErrorKind = "full" | "busy" | "readonly" | "corrupt" | "io" | "unavailable";
+export type StorageErrorKind = "full" | "busy" | "readonly" | "denied" | "corrupt" | "io" | "unavailable";
 
 /** A storage failure, crossing the store's boundary with a kind instead of a backend's code. */
 export class StorageError extends Error {

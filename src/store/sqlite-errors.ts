@@ -10,7 +10,8 @@ const KINDS: [prefix: string, kind: StorageErrorKind][] = [
   ["SQLITE_NOTADB", "corrupt"],
   ["SQLITE_IOERR", "io"],
   ["SQLITE_CANTOPEN", "unavailable"],
-  ["SQLITE_PERM", "readonly"],
+  ["SQLITE_PERM", "denied"],
+  ["SQLITE_AUTH", "denied"],
 ];
 
 /** The unique indexes whose violation is a rule of the data, not a failure. */

@@ -129,6 +129,7 @@ const MESSAGES: Record<StorageErrorKind, string> = {
   full: "database or disk is full",
   busy: "database is locked",
   readonly: "attempt to write a readonly database",
+  denied: "access permission denied",
   corrupt: "database disk image is malformed",
   io: "disk I/O error",
   unavailable: "unable to open database file",

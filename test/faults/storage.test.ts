@@ -54,7 +54,9 @@ it("a disk that fills up mid-run: the run ends error within a bounded time (?wai
   expect(answered.status).toBe(200);
   expect(answered.body.run).toMatchObject({ status: "finished", stopReason: "error" });
   expect(answered.body.run.error.code).toBe("PERSISTENCE_FAILED");
-  expect(answered.body.run.error.message).toMatch(/could not save the run's progress: database or disk is full/);
+  // The failure's kind and what to do, not the database's own text.
+  expect(answered.body.run.error.message).toBe("could not save the run's progress: the database's disk is full");
+  expect(answered.body.run.stopDetail).toMatch(/\(PERSISTENCE_FAILED\); free space on the database's disk/);
   expect(elapsed).toBeLessThan(FINISH_REPORT_MS + 3000);
   const runId = answered.body.run.id;
   expect((await server.request("GET", `/runs/${runId}`)).body.status).toBe("finished");
