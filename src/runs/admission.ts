@@ -9,6 +9,7 @@ import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
 import { differingFields } from "./idempotency.js";
+import { withLiveDuration } from "./live-run.js";
 import type { LiveRuns } from "./registry.js";
 import type { RunPlans } from "./run-plan.js";
 
@@ -68,14 +69,17 @@ export async function sameRequestRun(store: Store, params: StartRunInput): Promi
 /**
  * The answer to a start an earlier request with the same idempotency key made (see
  * sameRequestRun): its run, with the plan kept in `plans` (not read again from every message of
- * the run at each repeat); null when there is none.
+ * the run at each repeat) and, while `registry` has it executing here, its duration up to now
+ * (as RunManager.get shows it); null when there is none.
  */
 export async function repeatedStart(
-  deps: { store: Store; plans: RunPlans },
+  deps: { store: Store; plans: RunPlans; registry?: LiveRuns },
   params: StartRunInput,
 ): Promise<{ created: false; run: RunView } | null> {
   const repeated = await sameRequestRun(deps.store, params);
-  return repeated ? { created: false, run: runView(repeated, await deps.plans.of(deps.store, repeated)) } : null;
+  if (!repeated) return null;
+  const view = runView(repeated, await deps.plans.of(deps.store, repeated));
+  return { created: false, run: withLiveDuration(view, deps.registry?.get(repeated.id)) };
 }
 
 export type Admission =

@@ -120,7 +120,8 @@ export class RunManager {
           sessionId: params.session.id,
           idempotencyKey: params.idempotencyKey,
           only: params.interrupts,
-          repeated: () => repeatedStart({ store: this.deps.store, plans: this.plans }, params),
+          repeated: () =>
+            repeatedStart({ store: this.deps.store, plans: this.plans, registry: this.#registry }, params),
           start: () => this.#startNow(params),
           startQueue: () => this.#startNext(params.session.id),
         });

@@ -7,6 +7,7 @@ import type { Store } from "../store/store.js";
 import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
+import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import type { RunPlans } from "./run-plan.js";
 
@@ -29,6 +30,8 @@ export interface SteerDeps {
   plans: RunPlans;
   /** Starts the session's queue in the background (a run queued from a steer's input). */
   startQueue: (sessionId: string) => void;
+  /** The runs executing here: a repeated start's answer counts their duration up to now (see repeatedStart). */
+  registry?: LiveRuns;
 }
 
 /**
@@ -265,7 +268,7 @@ function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">)
  * stopped waiting for it (see runOfLeftInput). Null when there is none.
  */
 async function runOfRepeatedSteer(
-  deps: Pick<SteerDeps, "store" | "plans">,
+  deps: Pick<SteerDeps, "store" | "plans" | "registry">,
   params: StartRunInput,
   inputId: string,
 ): Promise<StartedRun | null> {
