@@ -49,7 +49,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     genReqId: () => newId("req"),
     // Every path parameter the API documents fits (Fastify's default is 100).
-    maxParamLength: MAX_PATH_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     schemaController,
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
