@@ -2,7 +2,7 @@ import { messageOf } from "../message-of.js";
 import type { ToolCallDecision } from "./approval.js";
 import { type BudgetFinding, durationSpent, spentBudget, withDeadline } from "./budget.js";
 import { callFingerprint } from "./fingerprint.js";
-import { commitItem, commitMessage, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { commitItem, commitMessage, hintOf, type LoopContext, type PhaseStop } from "./loop-context.js";
 import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
 import type { ToolTrace } from "./step-trace.js";
@@ -123,7 +123,7 @@ export async function runToolCalls(
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
       if (ctx.signal.aborted) return abortFrom(index);
-      return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`);
+      return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`, hintOf(err));
     }
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
     if (ctx.signal.aborted) return abortFrom(index);
@@ -180,10 +180,12 @@ export async function runToolCalls(
   return null;
 
   /** Law 8: the current call gets a generic failure, later ones "not executed". */
-  async function failAt(index: number, message: string): Promise<PhaseStop> {
+  async function failAt(index: number, message: string, told: { hint?: string } = {}): Promise<PhaseStop> {
     const call = calls[index] as ToolCall;
     const stop = (await record(call, executionFailedOutcome())) ?? (await closeFrom(index + 1, notExecutedOutcome));
-    return stop ?? { stopReason: "error", error: { code: "TOOL_EXECUTION_FAILED", message }, toolCall: at(index) };
+    return (
+      stop ?? { stopReason: "error", error: { code: "TOOL_EXECUTION_FAILED", message }, toolCall: at(index), ...told }
+    );
   }
 }
 

@@ -153,6 +153,7 @@ function leftHere(deps: ExecutionDeps, live: LiveRun, log: LineLogger): Promise<
  */
 export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: ExecuteParams): Promise<RunView> {
   const log = lazyChild(deps.logger, { runId: live.id, sessionId: live.sessionId });
+  const askApproval = approvalGate(deps, live);
   log.info({ resumed: live.resumed }, "run started");
   let inputPending = params.input !== undefined;
   const inputSettled = () => {
@@ -172,7 +173,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       tools: deps.toolsFor(live.session),
       history,
       input: params.input,
-      beforeToolCall: approvalGate(deps, live),
+      beforeToolCall: (request) => toldFailures(() => askApproval(request), log, "ask for approval"),
       commit: (item, stats) => {
         const saved = toldFailures(() => commit(live, item, stats), log, "save the run's progress");
         return inputPending ? saved.finally(inputSettled) : saved;
