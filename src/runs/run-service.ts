@@ -178,9 +178,14 @@ export class RunService {
     await this.deps.sessions.access(sessionId, owner);
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
-    const { store } = this.deps;
+    const { store, manager } = this.deps;
+    // A run executing here (a session's one active run, at most) is shown as GET /runs/{id} shows it: its duration up to now.
     const items = await Promise.all(
-      result.items.map(async (r) => runView(r, await this.deps.manager.plans.of(store, r))),
+      result.items.map(async (r) =>
+        manager.executes(r.id) && r.status !== "finished"
+          ? ((await manager.get(r.id)) ?? runView(r, await manager.plans.of(store, r)))
+          : runView(r, await manager.plans.of(store, r)),
+      ),
     );
     return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (r) => r.id });
   }
