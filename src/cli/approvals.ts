@@ -7,6 +7,9 @@ import { withRetries } from "./retry.js";
 import type { Outputs } from "./terminal-out.js";
 import { ApprovalDecisionBody, type ApprovalRequest } from "./wire.js";
 
+/** An approval shows what is approved exactly (see printable). */
+const EXACT = { exact: true };
+
 /** Asks a person about one call; true allows it. Null: the question was withdrawn (`signal`). */
 export type Ask = (question: string, signal: AbortSignal) => Promise<boolean | null>;
 
@@ -64,8 +67,8 @@ export class Approvals {
       await this.#send(request.toolCallId, earlier);
       return;
     }
-    out.note(`[approval] ${printable(request.tool)} asks for approval: ${printable(request.reason)}`);
-    out.note(indent(printable(JSON.stringify(request.input, null, 2) ?? "undefined", { keepLines: true })));
+    out.note(`[approval] ${printable(request.tool, EXACT)} asks for approval: ${printable(request.reason, EXACT)}`);
+    out.note(indent(printable(JSON.stringify(request.input, null, 2) ?? "undefined", { ...EXACT, keepLines: true })));
     let decision: Decision;
     if (approve.all || approve.tools.has(request.tool)) {
       decision = {

@@ -1,23 +1,32 @@
 /**
- * What would not show as itself on a terminal: the control characters (which could move the
- * cursor, retitle the window or hide what follows: C0, DEL and C1), every format character
- * (bidirectional controls, zero-width ones, the soft hyphen, the tag characters U+E0000-E007F
- * that carry hidden ASCII text) and every other default-ignorable code point (variation
- * selectors, fillers...). Shown in an approval, they could make a command read otherwise than
- * it runs ("Trojan source"), or hide words in what is approved.
+ * What would not show as itself on a terminal, or would change what follows: the control
+ * characters (which could move the cursor, retitle the window or hide what follows: C0, DEL
+ * and C1) and every format character (bidirectional controls, zero-width ones, the soft
+ * hyphen, the tag characters U+E0000-E007F that carry hidden ASCII text).
  */
-const UNSEEN = /^(?:\p{Cc}|\p{Cf}|\p{Default_Ignorable_Code_Point})$/u;
+const UNSEEN = /^(?:\p{Cc}|\p{Cf})$/u;
+/**
+ * UNSEEN and every other default-ignorable code point (variation selectors, fillers...): what
+ * an approval shows, so that what is approved is exactly what is read.
+ */
+const UNSEEN_EXACT = /^(?:\p{Cc}|\p{Cf}|\p{Default_Ignorable_Code_Point})$/u;
 
 /**
  * Text from the model or a tool made safe for a terminal: what would not show as itself
- * (UNSEEN) is written as `\uXXXX` (`\u{XXXXX}` past U+FFFF). `keepLines` leaves newlines and
- * tabs as they are.
+ * (UNSEEN; with `exact`, UNSEEN_EXACT) is written as `\uXXXX` (`\u{XXXXX}` past U+FFFF), so
+ * that it can neither hide text nor make a command read otherwise than it runs ("Trojan
+ * source"). An answer keeps its emoji's variation selectors; an approval's arguments do not.
+ * `keepLines` leaves newlines and tabs as they are.
  */
-export function printable(text: string, { keepLines = false }: { keepLines?: boolean } = {}): string {
+export function printable(
+  text: string,
+  { keepLines = false, exact = false }: { keepLines?: boolean; exact?: boolean } = {},
+): string {
+  const unseen = exact ? UNSEEN_EXACT : UNSEEN;
   let result = "";
   for (const c of text) {
     const kept = keepLines && (c === "\n" || c === "\t");
-    result += !kept && UNSEEN.test(c) ? escaped(c) : c;
+    result += !kept && unseen.test(c) ? escaped(c) : c;
   }
   return result;
 }
