@@ -24,7 +24,7 @@ export interface EnqueueDeps {
  * a slot is free; else stores it `queued` and starts the session's queue (see QueuedStarts).
  */
 export async function enqueueRun(deps: EnqueueDeps, params: StartRunInput): Promise<StartedRun> {
-  if ((await deps.store.runs.queued(params.session.id)).length === 0) {
+  if (!(await deps.store.runs.anyQueued(params.session.id))) {
     try {
       return await deps.startNow(params);
     } catch (err) {

@@ -56,7 +56,7 @@ export class QueuedStarts {
   async #start(sessionId: string): Promise<LiveRun | null> {
     const { deps } = this;
     // Most runs end with nothing queued behind them: a read says so, without a slot or a write.
-    if ((await deps.store.runs.queued(sessionId)).length === 0) return null;
+    if (!(await deps.store.runs.anyQueued(sessionId))) return null;
     // The run's lease is taken after a claim under way, which leaves alone only the runs executed here.
     const claim = deps.registry.claimed();
     if (claim) await claim;

@@ -22,7 +22,7 @@ export async function outcomeOf(err: unknown, done: () => Promise<boolean>): Pro
 
 /** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
 async function endRuns(store: Store, manager: RunManager, id: string): Promise<void> {
-  for (const queued of await store.runs.queued(id)) await manager.cancel(queued.id);
+  for (const queued of await store.runs.queuedIds(id)) await manager.cancel(queued);
   const active = await manager.activeRunId(id);
   if (active) {
     await manager.cancel(active);
@@ -31,7 +31,7 @@ async function endRuns(store: Store, manager: RunManager, id: string): Promise<v
 }
 
 async function anUnfinishedRun(store: Store, id: string): Promise<string | null> {
-  return (await store.runs.active(id))?.id ?? (await store.runs.queued(id))[0]?.id ?? null;
+  return (await store.runs.active(id))?.id ?? (await store.runs.queuedIds(id))[0] ?? null;
 }
 
 /**

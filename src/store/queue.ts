@@ -72,6 +72,9 @@ export function queueStore(db: Db) {
   // Existence first: most sessions and runs have none, and SQLite answers that ~5-10x faster
   // than the ordered select of whole rows.
   const anyQueued = db.prepare("SELECT 1 FROM runs WHERE session_id = +? AND status = 'queued' LIMIT 1");
+  const queuedIds = db
+    .prepare("SELECT id FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id")
+    .pluck();
   const anyPending = db.prepare("SELECT 1 FROM run_inputs WHERE run_id = +? LIMIT 1");
   const oldest = db.prepare(
     "SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id LIMIT 1",
@@ -126,6 +129,12 @@ export function queueStore(db: Db) {
     queued(sessionId: string): RunRecord[] {
       if (anyQueued.get(sessionId) === undefined) return [];
       return (queued.all(sessionId) as RunRow[]).map(runFromRow);
+    },
+    anyQueued(sessionId: string): boolean {
+      return anyQueued.get(sessionId) !== undefined;
+    },
+    queuedIds(sessionId: string): string[] {
+      return queuedIds.all(sessionId) as string[];
     },
     oldest(sessionId: string): RunRecord | null {
       const row = oldest.get(sessionId) as RunRow | undefined;

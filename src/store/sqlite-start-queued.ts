@@ -16,8 +16,10 @@ export function startQueuedIn(
   tables: ReturnType<typeof sqliteTables>,
   { sessionId, at, terms, maxPerOwner }: { sessionId: string; at: string; terms: LeaseTerms; maxPerOwner?: number },
 ): { run: RunRecord; events: StoredEvent[]; lease: RunLease } | null {
+  // The oldest queued run is read (whole) only once the session could start it.
+  if (tables.runs.active(sessionId) || tables.queue.held(sessionId)) return null;
   const next = tables.queue.oldest(sessionId);
-  if (!next || tables.runs.active(sessionId) || tables.queue.held(sessionId)) return null;
+  if (!next) return null;
   const full = maxPerOwner ? tables.queue.ownerFull(sessionId, maxPerOwner) : null;
   if (full) throw ownerRunsFull(full);
   tables.queue.start(next.id);

@@ -136,6 +136,9 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
       queued: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queued(sessionId))),
+      anyQueued: (sessionId) =>
+        read(() => queuedSessions.rows(sessionId, () => (tables.queue.anyQueued(sessionId) ? [true] : [])).length > 0),
+      queuedIds: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queuedIds(sessionId))),
       queuedSessions: () => read(() => tables.queue.sessions()),
       holdQueue: (sessionId, forMs) => write(() => tables.queue.hold(sessionId, forMs)),
       releaseQueue: (sessionId) => write(() => tables.queue.release(sessionId)),

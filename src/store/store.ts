@@ -12,6 +12,7 @@ import type { LedgerCall } from "./run-lists.js";
 import type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 import type { SessionAccess, SessionRecord } from "./sessions.js";
 import type { InputStore } from "./store-inputs.js";
+import type { QueueReads } from "./store-queue.js";
 import type { WebhookOutbox } from "./store-webhooks.js";
 import type { ReplyCall, ToolCallRecord, ToolCallState, ToolCallStatus } from "./tool-calls.js";
 
@@ -78,7 +79,7 @@ export interface Store {
     /** Whether a stored session has the shared workspace `workspace` (its `workspace` as stored). */
     sharedWorkspaceInUse(workspace: string): Promise<boolean>;
   };
-  runs: {
+  runs: QueueReads & {
     /**
      * Inserts a new unfinished run with its first events. Refused (`active_run`) when it is
      * active (not `queued`) and its session already has an active run: this insert is the busy
@@ -112,10 +113,6 @@ export interface Store {
     unfinished(): Promise<RunRecord[]>;
     /** Those of `ids` that are unfinished and have a cancel requested (see `cancelRequested`). */
     cancelRequested(ids: readonly string[]): Promise<string[]>;
-    /** The session's queued runs, oldest first: the order they start in. */
-    queued(sessionId: string): Promise<RunRecord[]>;
-    /** The sessions that have a queued run. */
-    queuedSessions(): Promise<string[]>;
     /**
      * Counts one more holder of the session's queue, held for at least `forMs` from now: while
      * held, startQueued starts none of its runs (nor a create `unlessQueueHeld`). The hold is

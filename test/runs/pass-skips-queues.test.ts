@@ -29,8 +29,8 @@ it("a queued run that waited for a slot starts once slots are free, whatever the
     env: { MAX_CONCURRENT_RUNS: "2" },
     wrapStore: (store) =>
       aroundStore(store, "runs", (name, args, call) => {
-        if (name === "queued") reads.set(String(args[0]), (reads.get(String(args[0])) ?? 0) + 1);
-        if (name === "queued" && armedFor !== null && args[0] === armedFor) {
+        if (name === "anyQueued") reads.set(String(args[0]), (reads.get(String(args[0])) ?? 0) + 1);
+        if (name === "anyQueued" && armedFor !== null && args[0] === armedFor) {
           armedFor = null;
           reached.open();
           return release.wait.then(call);

@@ -152,6 +152,20 @@ describe("PostgreSQL reads that stay bounded", () => {
     expect(plan).not.toMatch(/runs_session|Seq Scan on runs/);
   });
 
+  it("a session's queued runs are looked for, and their ids read, in the partial index of queued runs", async () => {
+    const exists = await planOf(
+      /^SELECT EXISTS \(SELECT 1 FROM runs WHERE session_id = \$1 AND status = 'queued'\)/,
+      () => store.runs.anyQueued("ses_runs"),
+    );
+    const ids = await planOf(/^SELECT id FROM runs WHERE session_id = \$1 AND status = 'queued'/, () =>
+      store.runs.queuedIds("ses_runs"),
+    );
+    for (const plan of [exists, ids]) {
+      expect(plan).toMatch(/using runs_queue/);
+      expect(plan).not.toMatch(/Sort|Seq Scan/);
+    }
+  });
+
   it("a keyed steer's user message is found by its id", async () => {
     const plan = await planOf(/FROM messages WHERE session_id = \$1 AND id = \$2/, () =>
       store.messages.userMessageHolds("ses_runs", "inp_absent", "input"),

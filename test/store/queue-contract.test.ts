@@ -58,6 +58,8 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.runs.active(sessionId))?.id).toBe(active);
     expect((await store.runs.queued(sessionId)).map((r) => r.id)).toEqual([second, third]);
     expect((await store.runs.queued(sessionId)).map((r) => r.status)).toEqual(["queued", "queued"]);
+    expect(await store.runs.queuedIds(sessionId)).toEqual([second, third]);
+    expect(await store.runs.anyQueued(sessionId)).toBe(true);
     expect(await store.runs.queuedSessions()).toContain(sessionId);
     const unfinished = (await store.runs.unfinished()).map((r) => r.id);
     expect(unfinished).toContain(active);
@@ -94,6 +96,8 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     await store.commitRun(second, [finishChange()], []);
     expect(await store.runs.startQueued(sessionId, at(), starter)).toBeNull();
     expect(await store.runs.queuedSessions()).not.toContain(sessionId);
+    expect(await store.runs.anyQueued(sessionId)).toBe(false);
+    expect(await store.runs.queuedIds(sessionId)).toEqual([]);
   });
 
   it("startQueued under maxPerOwner: refused (owner_runs) while the owner has that many active runs; queued ones not counted", async () => {

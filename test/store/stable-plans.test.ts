@@ -234,6 +234,15 @@ describe("SQLite's check for a session's unfinished runs", () => {
     expect(plan).toMatch(/USING (COVERING )?INDEX runs_one_active \(session_id=\?\)/);
     expect(plan).toMatch(/USING (COVERING )?INDEX runs_queue \(session_id=\?\)/);
     expect(plan).not.toMatch(/runs_session/);
+    // Whether it has queued runs, and their ids: the queue's index alone, in its order (no sort).
+    for (const sql of [
+      /^SELECT 1 FROM runs WHERE session_id = \+\? AND status = 'queued'/,
+      /^SELECT id FROM runs WHERE session_id = \+\? AND status = 'queued'/,
+    ]) {
+      expect(store.planOf(store.find(sql), ["ses_big"])).toMatch(
+        /^SEARCH runs USING COVERING INDEX runs_queue \(session_id=\?\)$/,
+      );
+    }
     db.close();
   });
 });

@@ -29,7 +29,10 @@ export const queueFreeStatement = (sessionId: string): Statement => ({
 export function pgQueue(
   rows: Rows,
   write: Write,
-): Pick<Store["runs"], "queued" | "queuedSessions" | "startQueued" | "holdQueue" | "releaseQueue"> {
+): Pick<
+  Store["runs"],
+  "queued" | "anyQueued" | "queuedIds" | "queuedSessions" | "startQueued" | "holdQueue" | "releaseQueue"
+> {
   return {
     queued: async (sessionId) =>
       (
@@ -38,6 +41,20 @@ export function pgQueue(
           [sessionId],
         )
       ).map(runFromRow),
+    anyQueued: async (sessionId) =>
+      (
+        await rows<{ any: boolean }>(
+          "SELECT EXISTS (SELECT 1 FROM runs WHERE session_id = $1 AND status = 'queued') AS any",
+          [sessionId],
+        )
+      )[0]?.any === true,
+    queuedIds: async (sessionId) =>
+      (
+        await rows<{ id: string }>(
+          "SELECT id FROM runs WHERE session_id = $1 AND status = 'queued' ORDER BY created_at, id",
+          [sessionId],
+        )
+      ).map((r) => r.id),
     queuedSessions: async () =>
       (
         await rows<{ session_id: string }>(
