@@ -161,8 +161,8 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
     if (inputId === undefined) throw err;
     if (isConflict(err, "input_taken")) return (await made()) ?? Promise.reject(err);
     const refused = err instanceof AppError && (err.status === 429 || err.status === 503);
-    // Read among the inputs of finished runs (a finished run's own pending list is not kept).
-    const left = refused ? (await deps.store.inputs.orphaned()).find((i) => i.id === inputId) : undefined;
+    // The input as left on its finished run (a finished run's own pending list is not kept).
+    const left = refused ? await deps.store.inputs.left(inputId) : null;
     if (!left) throw err;
     const queued = await queueLeftInput(deps, left);
     if (!queued) return (await made()) ?? Promise.reject(err);

@@ -115,6 +115,9 @@ export function queueStore(db: Db) {
     `SELECT run_id, content = ? AS same FROM run_inputs i WHERE id = ?
        AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
   );
+  const left = db.prepare(
+    "SELECT i.* FROM run_inputs i WHERE id = ? AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'",
+  );
   const steered = db.prepare(steeredSql({ session: "@session", id: "@id", key: "@key", run: "@run" })).pluck();
   const take = db.prepare("DELETE FROM run_inputs WHERE id = ? AND run_id = ?");
   const withdraw = db.prepare("DELETE FROM run_inputs WHERE id = ?");
@@ -201,6 +204,10 @@ export function queueStore(db: Db) {
     leftHolds(id: string, content: string): { runId: string; same: boolean } | null {
       const row = leftHolds.get(content, id) as { run_id: string; same: number } | undefined;
       return row ? { runId: row.run_id, same: row.same === 1 } : null;
+    },
+    left(id: string): RunInput | null {
+      const row = left.get(id) as RunInputRow | undefined;
+      return row ? runInputFromRow(row) : null;
     },
     steered(sessionId: string, id: string, madeRun: { key: string; id: string }): boolean {
       return steered.get({ session: sessionId, id, key: madeRun.key, run: madeRun.id }) === 1;

@@ -206,6 +206,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       pendingHolds: (runId, id, content) => read(() => tables.queue.pendingHolds(runId, id, content)),
       leftHolds: (id, content) => read(() => tables.queue.leftHolds(id, content)),
       steered: (sessionId, id, madeRun) => read(() => tables.queue.steered(sessionId, id, madeRun)),
+      left: (id) => read(() => tables.queue.left(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
     },
     webhooks: {

@@ -35,6 +35,8 @@ export interface InputStore {
    * of (`madeRun`: its idempotency key, or its id). One statement, each part an index lookup.
    */
   steered(sessionId: string, id: string, madeRun: { key: string; id: string }): Promise<boolean>;
+  /** Input `id` if it is left on a finished run (see `orphaned`), read whole; null otherwise. Read by its id. */
+  left(id: string): Promise<RunInput | null>;
   /** Inputs no run will take: their run has finished. */
   orphaned(): Promise<RunInput[]>;
 }

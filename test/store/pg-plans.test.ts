@@ -166,6 +166,13 @@ describe("PostgreSQL reads that stay bounded", () => {
     }
   });
 
+  it("an input left on a finished run is read by its id, its run by id", async () => {
+    const plan = await planOf(/^SELECT i\.\* FROM run_inputs i WHERE id = \$1/, () => store.inputs.left("msg_absent"));
+    expect(plan).toMatch(/using run_inputs_pkey on run_inputs/);
+    expect(plan).toMatch(/using runs_pkey on runs/);
+    expect(plan).not.toMatch(/Seq Scan/);
+  });
+
   it("a keyed steer's user message is found by its id", async () => {
     const plan = await planOf(/FROM messages WHERE session_id = \$1 AND id = \$2/, () =>
       store.messages.userMessageHolds("ses_runs", "inp_absent", "input"),

@@ -250,9 +250,12 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.messages.history(sessionId)).map((m) => m.id)).toEqual(["msg_a"]);
     expect((await store.inputs.pending(live)).map((i) => i.id)).toEqual(["msg_b"]);
     expect(await store.inputs.orphaned()).not.toContainEqual(expect.objectContaining({ id: "msg_b" }));
+    expect(await store.inputs.left("msg_b")).toBeNull();
     await store.commitRun(live, [finishChange()], []);
     expect(await store.inputs.add(input("msg_late", live))).toBe(false);
     expect((await store.inputs.orphaned()).map((i) => i.id)).toContain("msg_b");
+    expect(await store.inputs.left("msg_b")).toEqual((await store.inputs.orphaned()).find((i) => i.id === "msg_b"));
+    expect(await store.inputs.left("msg_absent")).toBeNull();
     // Two new runs made of the left input at once: one is created (and takes it), the other refused.
     const made = await Promise.allSettled(
       [fresh("run"), fresh("run")].map((id) => {

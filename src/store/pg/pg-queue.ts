@@ -182,6 +182,14 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
       );
       return row ? { runId: row.run_id, same: row.same } : null;
     },
+    left: async (id) => {
+      const [row] = await rows<RunInputRow>(
+        `SELECT i.* FROM run_inputs i WHERE id = $1
+         AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'`,
+        [id],
+      );
+      return row ? runInputFromRow(row) : null;
+    },
     steered: async (sessionId, id, madeRun) =>
       (
         await rows<{ steered: boolean }>(steeredSql({ session: "$1", id: "$2", key: "$3", run: "$4" }), [
