@@ -38,6 +38,16 @@ interface TracedRun {
   childrenEnd: number;
 }
 
+/** The longest tool name the providers take (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`). */
+const TOOL_NAME_MAX = 64;
+
+/**
+ * A call's tool name as its span shows it: one the model made up may be as long as its reply
+ * (a tool is not found under it), and is cut to TOOL_NAME_MAX characters, marked with "…".
+ */
+const shownToolName = (name: string): string =>
+  name.length > TOOL_NAME_MAX ? `${name.slice(0, TOOL_NAME_MAX)}\u2026` : name;
+
 /**
  * Spans following the OpenTelemetry GenAI semantic conventions, from the runs' facts: an
  * `invoke_agent` span per run (its start to its end in this process; a run given up here, or
@@ -90,16 +100,17 @@ export class RunTracer implements RunFacts {
   }
 
   toolResult(fact: ToolResultFact): void {
+    const tool = shownToolName(fact.tool);
     this.#on(fact.runId, fact.startedAt, (run) => {
       const api = run.api as OtelApi;
       const span = (run.tracer as Tracer).startSpan(
-        `execute_tool ${fact.tool}`,
+        `execute_tool ${tool}`,
         {
           kind: api.SpanKind.INTERNAL,
           startTime: fact.startedAt,
           attributes: {
             ...this.#common(run, "execute_tool"),
-            "gen_ai.tool.name": fact.tool,
+            "gen_ai.tool.name": tool,
             "gen_ai.tool.call.id": fact.toolCallId,
             "gen_ai.tool.type": "function",
           },

@@ -74,4 +74,32 @@ describe("a run's spans", () => {
     expect(spans[0]?.attributes["agent_server.run.suspended"]).toBe(true);
     expect(ms(spans[0]?.endTime ?? [0, 0])).toBe(at + 5);
   });
+  it("a tool name the model made up, however long, names its span cut to 64 characters (the providers' limit)", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    const tracer = new RunTracer(Promise.resolve(provider.getTracer("test")), async () => ({
+      sessionId: "ses_1",
+      model: "m",
+    }));
+    const at = 1_800_000_000_000;
+    tracer.runStarted({ runId: "run_1", at });
+    const madeUp = "x".repeat(1_000_000);
+    tracer.toolResult({
+      runId: "run_1",
+      sessionId: "ses_1",
+      toolCallId: "call_1",
+      tool: madeUp,
+      outcome: "UNKNOWN_TOOL",
+      executed: false,
+      startedAt: at,
+      durationMs: 0,
+    });
+    await tracer.endOpenRuns();
+    await provider.forceFlush();
+    const span = exporter.getFinishedSpans().find((s) => s.name.startsWith("execute_tool"));
+    expect({ name: span?.name, tool: span?.attributes["gen_ai.tool.name"] }).toEqual({
+      name: `execute_tool ${"x".repeat(64)}\u2026`,
+      tool: `${"x".repeat(64)}\u2026`,
+    });
+  });
 });
