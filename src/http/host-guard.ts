@@ -32,16 +32,16 @@ function hostAllowed(host: string | null, allowed: ReadonlySet<string | null>): 
  * browser crosses it for any page it shows through DNS rebinding: such requests, recognised
  * by their `Host`, are refused (403 HOST_NOT_ALLOWED) before anything else runs, CORS
  * preflights included. With keys a rebinding page gains nothing (it has no key). `keyless`
- * says the app never takes keys (METRICS_PORT): the refusal then offers ALLOWED_HOSTS alone.
+ * says the app never takes keys (METRICS_PORT): the refusal then says so and offers ALLOWED_HOSTS alone.
  */
 export function guardHosts(
   app: FastifyInstance,
   options: { enabled: boolean; configuredHost: string; names: readonly string[]; keyless?: boolean },
 ): void {
   if (!options.enabled) return;
-  const remedy = options.keyless
-    ? "add the name to ALLOWED_HOSTS"
-    : "add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS";
+  const [what, remedy] = options.keyless
+    ? ["this port (METRICS_PORT) takes no API keys", "add the name to ALLOWED_HOSTS"]
+    : ["this server has no API keys", "add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS"];
   // Normalized once here, not per request.
   const allowed = new Set([hostName(options.configuredHost), ...options.names.map(hostName)]);
   // A callback hook, not an async one: it runs on every request and needs no promise.
@@ -51,7 +51,7 @@ export function guardHosts(
     done(
       new AppError(
         "HOST_NOT_ALLOWED",
-        `this server has no API keys and does not answer requests for host "${host}" (a page using DNS rebinding ` +
+        `${what} and does not answer requests for host "${host}" (a page using DNS rebinding ` +
           `sends those); ${remedy}`,
         403,
       ),

@@ -52,3 +52,17 @@ it("the metrics port refuses a request naming a host a DNS-rebinding page would 
   expect(rebound.status).toBe(403);
   expect(JSON.parse(rebound.body).error.code).toBe("HOST_NOT_ALLOWED");
 });
+
+it("the metrics port's refusal says what is true when the API port has keys: that port, not the server, takes none", async () => {
+  const metricsPort = await freePort();
+  server = await startTestServer({
+    env: { METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", AGENT_API_KEYS: "key-metrics-0123456789abcdef" },
+  });
+  metricsApp = await listenForMetrics(server.ctx, createLogger({ level: "silent" }));
+  const rebound = await getWithHost(metricsPort, "/metrics", `rebind.attacker.example:${metricsPort}`);
+  expect(rebound.status).toBe(403);
+  const { message } = JSON.parse(rebound.body).error;
+  expect(message).not.toContain("this server has no API keys");
+  expect(message).toContain("METRICS_PORT");
+  expect(message).toContain("ALLOWED_HOSTS");
+});
