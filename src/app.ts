@@ -21,7 +21,7 @@ import { clientErrorHandler } from "./http/client-error.js";
 import { capConnections, OVER_CAP_SLOTS } from "./http/connection-cap.js";
 import { connectionTimeouts } from "./http/connection-timeouts.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
-import { errorHandler } from "./http/error-handler.js";
+import { errorHandler, notFoundHandler } from "./http/error-handler.js";
 import { guardHosts } from "./http/host-guard.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
@@ -96,11 +96,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     await ctx.webhooks.stop();
     await ctx.tracing?.shutdown();
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send({ error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` } }),
-  );
+  app.setNotFoundHandler(notFoundHandler);
   app.decorateRequest("owner", null);
   app.decorateRequest("byStreamToken", false);
   // Every response names its request, as the log line about it does (registered before CORS,

@@ -79,3 +79,10 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
     error: { code: "INTERNAL", message: "internal server error", details: { requestId: request.id } },
   });
 }
+
+/** Fastify's not-found handler: a request no route takes gets the error envelope (404 NOT_FOUND). */
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return send(reply, 404, {
+    error: { code: "NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` },
+  });
+}

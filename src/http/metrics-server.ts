@@ -7,7 +7,7 @@ import { ConfigError } from "../config.js";
 import { listenProblem } from "../startup-checks.js";
 import { capConnections, METRICS_MAX_CONNECTIONS } from "./connection-cap.js";
 import { connectionTimeouts } from "./connection-timeouts.js";
-import { errorHandler } from "./error-handler.js";
+import { errorHandler, notFoundHandler } from "./error-handler.js";
 import { guardHosts } from "./host-guard.js";
 import { schemaController } from "./schema-compilers.js";
 
@@ -36,6 +36,7 @@ export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<Ap
     onOverCap: (fact) => ctx.metrics.connectionOverCap(fact),
   });
   app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
   guardHosts(app, { enabled: true, configuredHost: ctx.config.HOST, names: ctx.config.ALLOWED_HOSTS, keyless: true });
   metricsRoutes(app, ctx);
   try {

@@ -66,3 +66,12 @@ it("the metrics port's refusal says what is true when the API port has keys: tha
   expect(message).toContain("METRICS_PORT");
   expect(message).toContain("ALLOWED_HOSTS");
 });
+
+it("the metrics port answers a path it does not serve with the API's error envelope (404 NOT_FOUND)", async () => {
+  const metricsPort = await freePort();
+  server = await startTestServer({ env: { METRICS_PORT: String(metricsPort), HOST: "127.0.0.1" } });
+  metricsApp = await listenForMetrics(server.ctx, createLogger({ level: "silent" }));
+  const answer = await getWithHost(metricsPort, "/sessions", `127.0.0.1:${metricsPort}`);
+  expect(answer.status).toBe(404);
+  expect(JSON.parse(answer.body)).toEqual({ error: { code: "NOT_FOUND", message: "no route GET /sessions" } });
+});
