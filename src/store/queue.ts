@@ -68,7 +68,6 @@ export const steeredSql = (p: { session: string; id: string; key: string; run: s
      OR EXISTS (SELECT 1 FROM runs WHERE id = ${p.run} AND session_id = ${p.session}) AS steered`;
 
 export function queueStore(db: Db) {
-  const queued = db.prepare("SELECT * FROM runs WHERE session_id = +? AND status = 'queued' ORDER BY created_at, id");
   // Existence first: most sessions and runs have none, and SQLite answers that ~5-10x faster
   // than the ordered select of whole rows.
   const anyQueued = db.prepare("SELECT 1 FROM runs WHERE session_id = +? AND status = 'queued' LIMIT 1");
@@ -129,10 +128,6 @@ export function queueStore(db: Db) {
   );
 
   return {
-    queued(sessionId: string): RunRecord[] {
-      if (anyQueued.get(sessionId) === undefined) return [];
-      return (queued.all(sessionId) as RunRow[]).map(runFromRow);
-    },
     anyQueued(sessionId: string): boolean {
       return anyQueued.get(sessionId) !== undefined;
     },

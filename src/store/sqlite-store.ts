@@ -135,7 +135,6 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       unfinished: () => read(() => tables.runs.live()),
       cancelRequested: (ids) => read(() => tables.runs.cancelRequested(ids)),
       list: (query) => read(() => tables.runs.list(query)),
-      queued: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queued(sessionId))),
       anyQueued: (sessionId) =>
         read(() => queuedSessions.rows(sessionId, () => (tables.queue.anyQueued(sessionId) ? [true] : [])).length > 0),
       queuedIds: (sessionId) => read(() => queuedSessions.rows(sessionId, () => tables.queue.queuedIds(sessionId))),

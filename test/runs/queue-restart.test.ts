@@ -43,7 +43,7 @@ it("a shutdown starts no queued run, and a steer whose run it ended is answered 
 
   const store = openSqliteStore({ path: join(dir, "agent.db") });
   expect((await store.runs.get(active.id))?.stopReason).toBe("aborted");
-  expect((await store.runs.queued(session)).map((r) => r.id)).toEqual([queued.id, steered.body.id]);
+  expect(await store.runs.queuedIds(session)).toEqual([queued.id, steered.body.id]);
   expect(await store.inputs.orphaned()).toEqual([]);
   await store.close();
 

@@ -85,21 +85,21 @@ describe("the SQLite store's queued runs and steered inputs, answered without a 
   });
 
   it("a queued run is found once its write committed, also when read while it waited in a group, and after a restart", async () => {
-    expect(await store.runs.queued("ses_1")).toEqual([]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual([]);
     const queued = runRecord({ id: "run_2", sessionId: "ses_1", status: "queued" });
     const creating = store.runs.create(queued, []);
-    expect(await store.runs.queued("ses_1")).toEqual([]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual([]);
     await creating;
-    expect((await store.runs.queued("ses_1")).map((r) => r.id)).toEqual(["run_2"]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual(["run_2"]);
     await store.close();
     store = openSqliteStore({ path: path() });
-    expect((await store.runs.queued("ses_1")).map((r) => r.id)).toEqual(["run_2"]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual(["run_2"]);
     await store.commitRun("run_1", [finishChange()], []);
     expect(
       await store.runs.startQueued("ses_1", new Date().toISOString(), { owner: "inst_1", ttlMs: 30_000 }),
     ).not.toBe(null);
-    expect(await store.runs.queued("ses_1")).toEqual([]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual([]);
     await store.runs.create(runRecord({ id: "run_3", sessionId: "ses_1", status: "queued" }), []);
-    expect((await store.runs.queued("ses_1")).map((r) => r.id)).toEqual(["run_3"]);
+    expect(await store.runs.queuedIds("ses_1")).toEqual(["run_3"]);
   });
 });

@@ -56,9 +56,11 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     const third = await run(sessionId, "queued");
     await expect(run(sessionId, "running")).rejects.toSatisfy((err) => isConflict(err, "active_run"));
     expect((await store.runs.active(sessionId))?.id).toBe(active);
-    expect((await store.runs.queued(sessionId)).map((r) => r.id)).toEqual([second, third]);
-    expect((await store.runs.queued(sessionId)).map((r) => r.status)).toEqual(["queued", "queued"]);
     expect(await store.runs.queuedIds(sessionId)).toEqual([second, third]);
+    expect(await Promise.all([second, third].map(async (id) => (await store.runs.get(id))?.status))).toEqual([
+      "queued",
+      "queued",
+    ]);
     expect(await store.runs.anyQueued(sessionId)).toBe(true);
     expect(await store.runs.queuedSessions()).toContain(sessionId);
     const unfinished = (await store.runs.unfinished()).map((r) => r.id);
@@ -90,7 +92,7 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     });
     expect((await store.events.after(first, 0)).map((e) => e.type)).toEqual(["run.queued", "run.started"]);
     expect((await store.runs.active(sessionId))?.id).toBe(first);
-    expect((await store.runs.queued(sessionId)).map((r) => r.id)).toEqual([second]);
+    expect(await store.runs.queuedIds(sessionId)).toEqual([second]);
     await store.commitRun(first, [finishChange()], []);
     expect((await store.runs.startQueued(sessionId, at(), starter))?.run.id).toBe(second);
     await store.commitRun(second, [finishChange()], []);
@@ -271,7 +273,8 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     const refused = made.find((m) => m.status === "rejected");
     expect(isConflict((refused as PromiseRejectedResult).reason, "input_taken")).toBe(true);
     expect(await store.inputs.pending(live)).toEqual([]);
-    expect((await store.runs.queued(sessionId)).map((r) => r.input)).toEqual(["hi", "steer msg_b"]);
+    const queuedRuns = await Promise.all((await store.runs.queuedIds(sessionId)).map((id) => store.runs.get(id)));
+    expect(queuedRuns.map((r) => r?.input)).toEqual(["hi", "steer msg_b"]);
   });
 
   it("a steered input's trace is found in its session only: stored (pending or left), taken as a user message, or made a run of", async () => {

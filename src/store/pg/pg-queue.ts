@@ -29,18 +29,8 @@ export const queueFreeStatement = (sessionId: string): Statement => ({
 export function pgQueue(
   rows: Rows,
   write: Write,
-): Pick<
-  Store["runs"],
-  "queued" | "anyQueued" | "queuedIds" | "queuedSessions" | "startQueued" | "holdQueue" | "releaseQueue"
-> {
+): Pick<Store["runs"], "anyQueued" | "queuedIds" | "queuedSessions" | "startQueued" | "holdQueue" | "releaseQueue"> {
   return {
-    queued: async (sessionId) =>
-      (
-        await rows<RunRow & Record<string, unknown>>(
-          "SELECT * FROM runs WHERE session_id = $1 AND status = 'queued' ORDER BY created_at, id",
-          [sessionId],
-        )
-      ).map(runFromRow),
     anyQueued: async (sessionId) =>
       (
         await rows<{ any: boolean }>(
