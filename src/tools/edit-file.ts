@@ -31,11 +31,21 @@ export const editFileInput = z.strictObject({
 
 export type EditFileInput = z.infer<typeof editFileInput>;
 
-/** Start offsets of the non-overlapping occurrences of `needle` in `haystack`. */
+/** Start offsets of the non-overlapping occurrences of `needle` in `haystack`, from the start: what replaceAll replaces. */
 function occurrences(haystack: string, needle: string): number[] {
   const found: number[] = [];
   for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length)) found.push(at);
   return found;
+}
+
+/**
+ * Where `needle` occurs again, overlapping its occurrence at `first` (a start before
+ * `first + needle.length`), or null. Such a second place makes replacing one ambiguous even
+ * when the non-overlapping occurrences are one. One search: the count stops at 2.
+ */
+function overlappingSecond(haystack: string, needle: string, first: number): number | null {
+  const at = haystack.indexOf(needle, first + 1);
+  return at !== -1 && at < first + needle.length ? at : null;
 }
 
 const lineAt = (text: string, offset: number): number => text.slice(0, offset).split("\n").length;
@@ -43,9 +53,10 @@ const lineAt = (text: string, offset: number): number => text.slice(0, offset).s
 export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
   name: "edit_file",
   description:
-    "Replace an exact piece of text in an existing workspace file. oldText must occur exactly once (or set " +
-    "replaceAll); when it occurs zero or several times nothing is changed and the error says how many times it " +
-    "was found. Copy oldText from read_file output without the line-number prefix. The write is atomic. " +
+    "Replace an exact piece of text in an existing workspace file. oldText must occur exactly once, counting " +
+    "occurrences that overlap (or set replaceAll: it replaces the non-overlapping ones, from the start); when it " +
+    "occurs zero or several times nothing is changed and the error says how many times it was found. Copy " +
+    "oldText from read_file output without the line-number prefix. The write is atomic. " +
     `Files up to ${formatBytes(EDIT_MAX_FILE_BYTES)}.`,
   inputSchema: editFileInput,
   readOnly: false,
@@ -90,6 +101,14 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
         return toolError(
           ToolErrorCode.ambiguousMatch,
           `oldText occurs ${found.length} times in "${path}"; nothing was changed. Include more surrounding text to make it unique, or set replaceAll to replace all ${found.length}.`,
+          true,
+        );
+      }
+      const overlap = replaceAll ? null : overlappingSecond(text, oldText, first);
+      if (overlap !== null) {
+        return toolError(
+          ToolErrorCode.ambiguousMatch,
+          `oldText occurs 2 times or more in "${path}", overlapping (starting at line ${lineAt(text, first)} and at line ${lineAt(text, overlap)}); nothing was changed. Include more surrounding text to make it unique.`,
           true,
         );
       }
