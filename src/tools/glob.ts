@@ -57,13 +57,14 @@ export function globToRegExp(glob: string): RegExp | null {
 
 /**
  * What a search keeps: the glob's anchored RegExp source, and whether it is matched against
- * the file name alone (a glob without `/`: `*.ts` matches at any depth) or the whole
- * relative path. Null when the glob is malformed. The RegExp may backtrack badly (`*a*a*a*b`
- * on a long name), so it runs where a time limit can stop it: in the search worker.
+ * the file name alone (a glob without `/`: `*.ts` matches at any depth) or the whole path
+ * relative to the workspace root (a glob with `/`; a leading `./` names that root, so
+ * `./*.ts` matches the root's files only). Null when the glob is malformed. The RegExp may
+ * backtrack badly (`*a*a*a*b` on a long name), so it runs where a time limit can stop it: in
+ * the search worker.
  */
 export function globFilter(glob: string): { source: string; nameOnly: boolean } | null {
-  const trimmed = glob.startsWith("./") ? glob.slice(2) : glob;
-  const regex = globToRegExp(trimmed);
+  const regex = globToRegExp(glob.startsWith("./") ? glob.slice(2) : glob);
   if (!regex) return null;
-  return { source: regex.source, nameOnly: !trimmed.includes("/") };
+  return { source: regex.source, nameOnly: !glob.includes("/") };
 }

@@ -52,7 +52,7 @@ export const searchFilesInput = z.strictObject({
     .optional()
     .describe(
       "Only search files matching this glob. Without '/' it matches file names ('*.ts', '*.{js,mjs}'); " +
-        "with '/' the path relative to the workspace root ('src/**/*.test.ts').",
+        "with '/' the path relative to the workspace root ('src/**/*.test.ts', './*.ts' for the root's files only).",
     ),
 });
 

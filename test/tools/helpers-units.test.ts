@@ -21,6 +21,8 @@ describe("globFilter", () => {
     ["src/**/*.ts", "other/src/a.ts", false],
     ["src/*.ts", "src/deep/a.ts", false],
     ["./src/*.ts", "src/a.ts", true],
+    ["./*.ts", "a.ts", true],
+    ["./*.ts", "src/a.ts", false],
     ["file?.txt", "file1.txt", true],
     ["[!a]*.md", "b.md", true],
     ["[!a]*.md", "a.md", false],
