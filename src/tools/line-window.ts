@@ -7,14 +7,29 @@ export interface LineWindowOptions {
   maxLines: number;
   /** …or more than this many UTF-8 bytes of formatted output. */
   maxBytes: number;
-  /** Longer lines are kept cut to this many characters, with a marker. */
+  /** Longer lines are kept cut to this many characters (code points, never half of one), with a marker. */
   maxLineChars: number;
 }
 
+/** Whether the UTF-16 code unit is the first half of a surrogate pair. */
+const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;
+
 /**
- * Collects a window of numbered lines from text fed in arbitrary chunks, holding in memory
- * only the kept lines (each at most `maxLineChars`), whatever the size of the input or of
- * any single line. `push` returns false once no more input is needed.
+ * The characters (code points) of `text` from `from` to `to`, both on character boundaries.
+ * Decoded text holds no lone surrogate (invalid bytes become U+FFFD), so each high surrogate
+ * starts a pair of two units.
+ */
+function countChars(text: string, from: number, to: number): number {
+  let chars = to - from;
+  for (let at = from; at < to; at++) if (isHighSurrogate(text.charCodeAt(at))) chars--;
+  return chars;
+}
+
+/**
+ * Collects a window of numbered lines from text fed in arbitrary chunks (each made of whole
+ * characters, as a StringDecoder gives them), holding in memory only the kept lines (each at
+ * most `maxLineChars` characters), whatever the size of the input or of any single line.
+ * `push` returns false once no more input is needed.
  */
 export class LineWindow {
   /** The kept lines, formatted `<number>\t<text>`. */
@@ -27,6 +42,11 @@ export class LineWindow {
   lastKept = 0;
   private lineNo = 1;
   private partial = "";
+  /** Characters in `partial`. */
+  private partialChars = 0;
+  /** Characters of the line in progress left out of `partial` (counted only in the window). */
+  private leftOut = 0;
+  /** UTF-16 units of the line in progress, in the window or not: whether it has begun. */
   private partialLength = 0;
   private bytes = 0;
 
@@ -68,17 +88,23 @@ export class LineWindow {
 
   private append(text: string, from: number, to: number): void {
     this.partialLength += to - from;
-    const room = this.options.maxLineChars - this.partial.length;
-    if (room > 0 && this.inWindow()) this.partial += text.slice(from, Math.min(to, from + room));
+    if (!this.inWindow()) return;
+    let at = from;
+    while (at < to && this.partialChars < this.options.maxLineChars) {
+      at += isHighSurrogate(text.charCodeAt(at)) ? 2 : 1;
+      this.partialChars++;
+    }
+    this.partial += text.slice(from, at);
+    if (at < to) this.leftOut += countChars(text, at, to);
   }
 
-  /** `unfinished`: the line goes on past the input; `extra` then counts only the chars read. */
+  /** `unfinished`: the line goes on past the input; `extra` then counts only the characters read. */
   private finishLine(unfinished = false): void {
     if (this.inWindow()) {
-      const extra = this.partialLength - this.partial.length;
+      const extra = this.leftOut;
       const text =
         extra > 0
-          ? `${this.partial}… [line cut: ${unfinished ? "at least " : ""}${extra} more chars]`
+          ? `${this.partial}… [line cut: ${unfinished ? "at least " : ""}${extra} more character${extra === 1 ? "" : "s"}]`
           : unfinished
             ? `${this.partial}… [line cut: not read to its end]`
             : this.partial;
@@ -97,6 +123,8 @@ export class LineWindow {
     }
     this.lineNo++;
     this.partial = "";
+    this.partialChars = 0;
+    this.leftOut = 0;
     this.partialLength = 0;
   }
 }

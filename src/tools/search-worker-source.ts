@@ -69,12 +69,35 @@ const regex = new RegExp(pattern);
 const globRegex = glob === null ? null : new RegExp(glob.source);
 const keep = (rel) => globRegex === null || globRegex.test(glob.nameOnly ? rel.slice(rel.lastIndexOf("/") + 1) : rel);
 
-/** The line, or a window of it around the match when it is longer than maxLineChars. */
+// Characters are code points, never cut in half. Decoded text holds no lone surrogate
+// (invalid bytes become U+FFFD): a high surrogate always starts a pair of two units.
+const isHigh = (line, at) => { const unit = line.charCodeAt(at); return unit >= 0xd800 && unit <= 0xdbff; };
+const isLow = (line, at) => { const unit = line.charCodeAt(at); return unit >= 0xdc00 && unit <= 0xdfff; };
+/** The offset count characters after at (at most the line's end). */
+function forward(line, at, count) {
+  for (; count > 0 && at < line.length; count--) at += isHigh(line, at) ? 2 : 1;
+  return at;
+}
+/** The offset count characters before at (at least 0); an offset inside a pair counts from the pair's start. */
+function backward(line, at, count) {
+  if (at > 0 && at < line.length && isLow(line, at)) at--;
+  for (; count > 0 && at > 0; count--) at -= isLow(line, at - 1) ? 2 : 1;
+  return at;
+}
+
+/**
+ * The line, or when it is longer than maxLineChars characters a window of that many around the
+ * match (from a quarter of them before it), marked with the line's length in characters.
+ */
 function excerpt(line, index) {
   if (line.length <= maxLineChars) return line;
-  const start = Math.max(0, Math.min(index - Math.floor(maxLineChars / 4), line.length - maxLineChars));
-  const end = start + maxLineChars;
-  return (start > 0 ? "…" : "") + line.slice(start, end) + (end < line.length ? "… [line cut: " + line.length + " chars]" : "");
+  let start = backward(line, index, Math.floor(maxLineChars / 4));
+  const end = forward(line, start, maxLineChars);
+  if (end === line.length) start = backward(line, end, maxLineChars);
+  if (start === 0 && end === line.length) return line;
+  let chars = line.length;
+  for (let at = 0; at < line.length; at++) if (isHigh(line, at)) chars--;
+  return (start > 0 ? "…" : "") + line.slice(start, end) + (end < line.length ? "… [line cut: the line has " + chars + " characters]" : "");
 }
 
 // The directories below base that hold the file being read, each opened inside the one

@@ -74,7 +74,14 @@ describe("LineWindow", () => {
   });
 
   it("cuts long lines, counting their dropped characters across chunks", () => {
-    expect(window(1, Infinity, ["abcdefgh", "ij\n"]).lines).toEqual(["     1\tabcde… [line cut: 5 more chars]"]);
+    expect(window(1, Infinity, ["abcdefgh", "ij\n"]).lines).toEqual(["     1\tabcde… [line cut: 5 more characters]"]);
+  });
+
+  it("counts characters, not UTF-16 code units, in what it keeps and what it leaves out", () => {
+    const e = "\u{1F600}";
+    expect(window(1, Infinity, [`ab${e}${e}`, `${e}${e}${e}\n`]).lines).toEqual([
+      `     1\tab${e}${e}${e}… [line cut: 2 more characters]`,
+    ]);
   });
 });
 

@@ -63,7 +63,7 @@ describe("attack: read_file on a huge sparse file", () => {
     const outcome = await runTool(readFileTool, workspace, { path: "big.txt" });
     const output = expectOk(outcome);
     expect(output).toContain(
-      `     1\t${"x".repeat(READ_MAX_LINE_CHARS)}… [line cut: at least ${READ_MAX_SCAN_BYTES - READ_MAX_LINE_CHARS} more chars]`,
+      `     1\t${"x".repeat(READ_MAX_LINE_CHARS)}… [line cut: at least ${READ_MAX_SCAN_BYTES - READ_MAX_LINE_CHARS} more characters]`,
     );
     expect(output).toContain(
       "[truncated: showing lines 1-1; the file (16.0 TiB) goes on past its first 64.0 MiB, which is as far as read_file reads (it stopped at line 1)]",
@@ -86,7 +86,7 @@ describe("attack: read_file on a huge sparse file", () => {
     const workspace = await sparse(READ_MAX_SCAN_BYTES);
     const outcome = await runTool(readFileTool, workspace, { path: "big.txt" });
     const output = expectOk(outcome);
-    expect(output).toContain(`[line cut: ${READ_MAX_SCAN_BYTES - READ_MAX_LINE_CHARS} more chars]`);
+    expect(output).toContain(`[line cut: ${READ_MAX_SCAN_BYTES - READ_MAX_LINE_CHARS} more characters]`);
     expect(output).not.toContain("goes on");
   }, 120_000);
 

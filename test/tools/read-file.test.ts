@@ -107,7 +107,7 @@ describe("read_file", () => {
     await writeTree(workspace, { "min.js": `${"x".repeat(READ_MAX_LINE_CHARS + 500)}\nshort\n` });
     const outcome = await runTool(readFileTool, workspace, { path: "min.js" });
     const output = expectOk(outcome);
-    expect(output).toContain("[line cut: 500 more chars]");
+    expect(output).toContain("[line cut: 500 more characters]");
     expect(output).toContain(numbered(2, "short"));
     expect(output).toMatch(/1 line was cut at 2000 characters/);
     expect(outcome).toMatchObject({ truncated: true });
@@ -149,7 +149,7 @@ describe("read_file", () => {
       const outcome = await runTool(readFileTool, workspace, { path: "one-line.txt" });
       const output = expectOk(outcome);
       expect(output.length).toBeLessThan(READ_MAX_LINE_CHARS + 200);
-      expect(output).toContain(`[line cut: ${FIFTY_MB - READ_MAX_LINE_CHARS} more chars]`);
+      expect(output).toContain(`[line cut: ${FIFTY_MB - READ_MAX_LINE_CHARS} more characters]`);
       expect(outcome).toMatchObject({ truncated: true });
     });
   });

@@ -69,7 +69,7 @@ describe("search_files", () => {
     const output = expectOk(await runTool(searchFilesTool, workspace, { pattern: "NEEDLE" }));
     expect(output).toContain("NEEDLE");
     expect(output.length).toBeLessThan(SEARCH_MAX_LINE_CHARS + 100);
-    expect(output).toMatch(/^min\.js:1: …x+NEEDLEy+… \[line cut: 20006 chars\]$/);
+    expect(output).toMatch(/^min\.js:1: …x+NEEDLEy+… \[line cut: the line has 20006 characters\]$/);
   });
 
   it(`stops after ${SEARCH_MAX_MATCHES} matches with a truncation note`, async () => {
