@@ -160,7 +160,9 @@ search: for (let index = 0; index < files.length; index++) {
   }
   if (buffer.subarray(0, sniffBytes).includes(0)) { result.skippedBinary++; continue; }
   result.searched++;
-  const lines = buffer.toString("utf8").split("\n");
+  // A leading byte-order mark is not part of line 1's text (as ripgrep reads it): ^ matches after it.
+  const text = buffer.toString("utf8");
+  const lines = (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text).split("\n");
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   for (let i = 0; i < lines.length; i++) {
     let line = lines[i];
