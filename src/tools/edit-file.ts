@@ -50,13 +50,55 @@ function overlappingSecond(haystack: string, needle: string, first: number): num
 
 const lineAt = (text: string, offset: number): number => text.slice(0, offset).split("\n").length;
 
+/** A text's line ends: all CRLF, all LF, both kinds, or none (a single line). */
+type LineEnds = "crlf" | "lf" | "mixed" | "none";
+
+function lineEnds(text: string): LineEnds {
+  const crlf = text.includes("\r\n");
+  const lf = /(?:^|[^\r])\n/.test(text);
+  return crlf ? (lf ? "mixed" : "crlf") : lf ? "lf" : "none";
+}
+
+/**
+ * What an edit replaces and writes. oldText as given wins when it occurs; otherwise, in a file
+ * whose line ends are CRLF, oldText holding \n and no \r is looked for with each \n as \r\n.
+ * In such a file newText's lone \n are written as \r\n, so the file keeps its line ends.
+ * `found`: the non-overlapping occurrences of `oldForm`.
+ */
+function editForms(
+  text: string,
+  oldText: string,
+  newText: string,
+): { ends: LineEnds; oldForm: string; newForm: string; found: number[]; crlfTried: boolean } {
+  const ends = lineEnds(text);
+  const newForm = ends === "crlf" ? newText.replace(/(?<!\r)\n/g, "\r\n") : newText;
+  const found = occurrences(text, oldText);
+  if (found.length > 0 || ends !== "crlf" || oldText.includes("\r") || !oldText.includes("\n")) {
+    return { ends, oldForm: oldText, newForm, found, crlfTried: false };
+  }
+  const oldForm = oldText.replaceAll("\n", "\r\n");
+  return { ends, oldForm, newForm, found: occurrences(text, oldForm), crlfTried: true };
+}
+
+/** What a NO_MATCH message says of the file's line ends, when they may be why. */
+function lineEndsNote(ends: LineEnds, crlfTried: boolean): string {
+  if (ends === "crlf") {
+    return ` The file's line ends are CRLF (\\r\\n)${crlfTried ? "; oldText was also looked for with its \\n as \\r\\n" : ""}.`;
+  }
+  if (ends === "mixed") {
+    return " The file's line ends are mixed, CRLF (\\r\\n) and LF (\\n): write \\r\\n in oldText where the text to replace has it.";
+  }
+  return "";
+}
+
 export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
   name: "edit_file",
   description:
     "Replace an exact piece of text in an existing workspace file. oldText must occur exactly once, counting " +
     "occurrences that overlap (or set replaceAll: it replaces the non-overlapping ones, from the start); when it " +
     "occurs zero or several times nothing is changed and the error says how many times it was found. Copy " +
-    "oldText from read_file output without the line-number prefix. The write is atomic. " +
+    "oldText from read_file output without the line-number prefix. In a file whose line ends are CRLF, \\n in " +
+    "oldText also matches \\r\\n and \\n in newText is written as \\r\\n. The write is atomic. " +
     `Files up to ${formatBytes(EDIT_MAX_FILE_BYTES)}.`,
   inputSchema: editFileInput,
   readOnly: false,
@@ -88,12 +130,12 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
           false,
         );
       }
-      const found = occurrences(text, oldText);
+      const { ends, oldForm, newForm, found, crlfTried } = editForms(text, oldText, newText);
       const first = found[0];
       if (first === undefined) {
         return toolError(
           ToolErrorCode.noMatch,
-          `oldText was not found in "${path}" (0 matches); it must match exactly, including whitespace and indentation. Read the file again and copy the text.`,
+          `oldText was not found in "${path}" (0 matches); it must match exactly, including whitespace and indentation.${lineEndsNote(ends, crlfTried)} Read the file again and copy the text.`,
           true,
         );
       }
@@ -104,7 +146,7 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
           true,
         );
       }
-      const overlap = replaceAll ? null : overlappingSecond(text, oldText, first);
+      const overlap = replaceAll ? null : overlappingSecond(text, oldForm, first);
       if (overlap !== null) {
         return toolError(
           ToolErrorCode.ambiguousMatch,
@@ -115,7 +157,7 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
       // Known before the new text is built: a small edit replacing every match of a short text
       // with a long one could otherwise build hundreds of megabytes to refuse them.
       const replaced = replaceAll ? found.length : 1;
-      const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newText) - Buffer.byteLength(oldText));
+      const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newForm) - Buffer.byteLength(oldForm));
       if (size > EDIT_MAX_FILE_BYTES) {
         return toolError(
           ToolErrorCode.fileTooLarge,
@@ -124,8 +166,8 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
         );
       }
       const updated = replaceAll
-        ? text.split(oldText).join(newText)
-        : text.slice(0, first) + newText + text.slice(first + oldText.length);
+        ? text.split(oldForm).join(newForm)
+        : text.slice(0, first) + newForm + text.slice(first + oldForm.length);
       if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
       // name is the located file's (openLocatedFile refused anything else).
       await writeFileAtomic({ dir: located.at.dir, name: located.at.name!, data: updated, mode: info.mode & 0o7777 });
