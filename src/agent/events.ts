@@ -16,10 +16,20 @@ export interface ToolStart {
  * A user message made from the host's pending input (see PendingInputHook) names it: `inputId`.
  * The model's reply without tool calls is `final`: once it is committed the run ends `complete`
  * (nothing is awaited in between), so the host may store the run's end in the same write.
- * A tool result names its call's tool: `tool`.
+ * A tool result names its call's tool: `tool`. The result of a call whose approval the loop
+ * stopped waiting for (the run was cancelled, or ran out of wall time, before the hook answered)
+ * is `undecided`: a decision stored for the call meanwhile is the host's to announce with it.
  */
 export type LoopCommit =
-  | { type: "message"; message: AgentMessage; plan?: Plan; inputId?: string; final?: boolean; tool?: string }
+  | {
+      type: "message";
+      message: AgentMessage;
+      plan?: Plan;
+      inputId?: string;
+      final?: boolean;
+      tool?: string;
+      undecided?: boolean;
+    }
   | ToolStart;
 
 /** What the loop hands to `emit`: notices only, for watchers. Losing one loses nothing committed. */

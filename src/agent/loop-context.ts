@@ -103,18 +103,20 @@ export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<Ph
 
 /**
  * Commits a message and appends it to the history; a failed commit becomes a PhaseStop.
- * `final`: the model's reply that ends the run; `tool`: a tool result's tool (see LoopCommit).
+ * `final`: the model's reply that ends the run; `tool`: a tool result's tool; `undecided`: the
+ * result of a call whose approval was not answered (see LoopCommit).
  */
 export async function commitMessage(
   ctx: LoopContext,
   message: AgentMessage,
-  { final = false, tool }: { final?: boolean; tool?: string } = {},
+  { final = false, tool, undecided = false }: { final?: boolean; tool?: string; undecided?: boolean } = {},
 ): Promise<PhaseStop | null> {
   const stop = await commitItem(ctx, {
     type: "message",
     message,
     ...(final ? { final } : {}),
     ...(tool === undefined ? {} : { tool }),
+    ...(undecided ? { undecided } : {}),
   });
   if (!stop) ctx.history.push(message);
   return stop;

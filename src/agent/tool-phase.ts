@@ -49,10 +49,12 @@ export async function runToolCalls(
   calls: readonly ToolCall[],
   traces: ToolTrace[],
 ): Promise<PhaseStop | null> {
+  /** The call whose approval was not answered: the run was cancelled, or ran out of wall time, first. */
+  let unanswered: string | null = null;
   const record = async (call: ToolCall, outcome: ToolOutcome, durationMs = 0): Promise<PhaseStop | null> => {
     const message = toolResultMessage({ id: ctx.newId(), toolCallId: call.id, outcome, durationMs });
     traces.push(traceOf(call, message));
-    return commitMessage(ctx, message, { tool: call.name });
+    return commitMessage(ctx, message, { tool: call.name, undecided: call.id === unanswered });
   };
   /** Gives every call from `index` on the same kind of closing result. */
   const closeFrom = async (index: number, outcome: () => ToolOutcome): Promise<PhaseStop | null> => {
@@ -122,9 +124,13 @@ export async function runToolCalls(
           );
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
-      if (ctx.signal.aborted) return abortFrom(index);
+      if (ctx.signal.aborted) {
+        unanswered = call.id;
+        return abortFrom(index);
+      }
       return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`, hintOf(err));
     }
+    if (decision === ABORTED) unanswered = call.id;
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
     if (ctx.signal.aborted) return abortFrom(index);
     // The budget ran out first: the call is closed undecided, and the run stops.

@@ -128,8 +128,8 @@ export async function applyLedgerDecision(
 const ResolvedCall = z.object({ toolCallId: z.string() });
 
 /** Whether the run's stored events announce a decision for the call already. */
-async function resolvedBefore(deps: ApprovalDeps, runId: string, toolCallId: string): Promise<boolean> {
-  const resolved = await deps.store.events.ofType(runId, "approval.resolved");
+export async function resolvedBefore(store: Store, runId: string, toolCallId: string): Promise<boolean> {
+  const resolved = await store.events.ofType(runId, "approval.resolved");
   return resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId);
 }
 
@@ -150,7 +150,7 @@ async function announceLedgerDecision(
   deps: ApprovalDeps,
   { live, toolCallId, decision, signal }: GateDecision,
 ): Promise<void> {
-  if (await resolvedBefore(deps, live.id, toolCallId)) return;
+  if (await resolvedBefore(deps.store, live.id, toolCallId)) return;
   await live.recorder.write(
     unlessStopped(live, signal, () => ({
       changes: live.phase.name === "running" ? [{ kind: "status", status: "running" }] : [],
@@ -265,7 +265,7 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       const again = await deps.store.toolCalls.get(live.id, toolCall.id);
       if (again?.decision) {
         const decision = { decision: again.decision, reason: again.decisionReason };
-        const announced = await resolvedBefore(deps, live.id, toolCall.id);
+        const announced = await resolvedBefore(deps.store, live.id, toolCall.id);
         await applyLedgerDecision(live, { toolCallId: toolCall.id, decision, announced });
       }
     }

@@ -20,6 +20,7 @@ import type { HistoryTail, SessionHistory } from "./history-tail.js";
 import { BY_DELETE, LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
 import { hostFailure, loopFailure } from "./run-failure.js";
 import { failedDetail } from "./stop-details.js";
+import { commitUndecidedResult } from "./undecided-result.js";
 
 export interface ExecutionDeps {
   store: Store;
@@ -57,7 +58,7 @@ export interface ExecuteParams {
  * tool's start. Every write but a user message's stores the run's stats, so a tool's result
  * also stores the wall time the tool took (a resumed run counts on from the stored duration).
  */
-function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
+function commit(store: Store, live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void> {
   const counted: RunChange = { kind: "stats", stats };
   if (item.type === "tool.started") {
     // Durable before the tool runs: after a crash the ledger says it had started.
@@ -92,21 +93,24 @@ function commit(live: LiveRun, item: LoopCommit, stats: RunStats): Promise<void>
   }
   // Steered input becomes this message: taken from the store in its write (once, whoever writes it).
   if (item.inputId !== undefined) changes.push({ kind: "input.taken", inputId: item.inputId });
-  return live.recorder
-    .commitMessage(message, {
-      tool: item.tool,
-      changes,
-      // A result that changed the plan announces the plan in the same write.
-      events: item.plan ? [{ type: "plan.updated", plan: item.plan }] : [],
-    })
-    .then(() => {
-      if (storesStats) live.savedStats = stats;
-      if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
-      if (message.role === "tool") {
-        failpoint("after-tool-result-commit");
-        live.toolFinished(message.toolCallId);
-      }
-    });
+  // A result that changed the plan announces the plan in the same write.
+  const also = {
+    tool: item.tool,
+    changes,
+    events: item.plan ? [{ type: "plan.updated" as const, plan: item.plan }] : [],
+  };
+  const written =
+    item.undecided && message.role === "tool"
+      ? commitUndecidedResult(store, live, message, also)
+      : live.recorder.commitMessage(message, also);
+  return written.then(() => {
+    if (storesStats) live.savedStats = stats;
+    if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
+    if (message.role === "tool") {
+      failpoint("after-tool-result-commit");
+      live.toolFinished(message.toolCallId);
+    }
+  });
 }
 
 /**
@@ -175,7 +179,7 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
       input: params.input,
       beforeToolCall: (request) => toldFailures(() => askApproval(request), log, "ask for approval"),
       commit: (item, stats) => {
-        const saved = toldFailures(() => commit(live, item, stats), log, "save the run's progress");
+        const saved = toldFailures(() => commit(deps.store, live, item, stats), log, "save the run's progress");
         return inputPending ? saved.finally(inputSettled) : saved;
       },
       emit: (notice) => live.recorder.buffer(notice),

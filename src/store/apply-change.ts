@@ -1,5 +1,5 @@
 import type { RunChange } from "./changes.js";
-import { callClosed, cancelRequested, StoreConflictError } from "./errors.js";
+import { callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "./errors.js";
 import type { MessageStore } from "./messages.js";
 import type { QueueStore } from "./queue.js";
 import type { RunStore } from "./runs.js";
@@ -26,8 +26,11 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       if (message.role === "assistant" && message.toolCalls?.length) {
         tables.toolCalls.propose(runId, message.toolCalls, message.createdAt);
       } else if (message.role === "tool") {
-        if (!tables.toolCalls.finish(runId, message.toolCallId, message.id, message.createdAt))
-          throw callClosed(runId, message.toolCallId);
+        const { toolCallId } = message;
+        if (tables.toolCalls.finish(runId, toolCallId, message.id, message.createdAt, change.undecided)) return;
+        // Refused: the state the close found says why (read only for a refused undecided close).
+        const decided = change.undecided && tables.toolCalls.status(runId, toolCallId)?.decision;
+        throw decided ? decidedMeanwhile(toolCallId) : callClosed(runId, toolCallId);
       }
       return;
     }

@@ -29,7 +29,8 @@ export class StorageError extends Error {
 /**
  * Which rule a refused change broke: `active_run` (the session already has an unfinished
  * run; for a session's delete, any unfinished run), `idempotency_key` (a run with this key
- * exists), `decided` (the tool call was already decided, or is past deciding), `run_not_live`
+ * exists), `decided` (the tool call was already decided, or is past deciding; or a result
+ * closing it `undecided` found a decision: see RunChange), `run_not_live`
  * (the run has finished or is gone, or is not in the status a change requires), `input_taken` (steered input no longer pending), `fenced`
  * (the writer's lease on the run no longer holds: another instance has claimed it),
  * `owner_sessions` / `owner_runs` (the owner already has its maximum of sessions, or of
@@ -84,6 +85,9 @@ export const callClosed = (runId: string, toolCallId: string): StoreConflictErro
     "call_closed",
     `tool call ${toolCallId} of run ${runId} has its result already, or is not in the ledger`,
   );
+/** A call closed `undecided` (see RunChange `message`) that the ledger holds a decision for. */
+export const decidedMeanwhile = (toolCallId: string): StoreConflictError =>
+  new StoreConflictError("decided", `tool call ${toolCallId} was decided meanwhile`);
 export const sessionHasRuns = (sessionId: string): StoreConflictError =>
   new StoreConflictError("active_run", `session ${sessionId} has an unfinished run`);
 /** The session's queue is held by an interrupting start, whose run comes next (see holdQueue). */

@@ -123,6 +123,10 @@ export function toolCallStore(db: Db) {
     `UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ?
      WHERE run_id = ? AND id = ? AND state <> 'finished'`,
   );
+  const finishUndecided = db.prepare(
+    `UPDATE tool_calls SET state = 'finished', finished_at = ?, result_message_id = ?
+     WHERE run_id = ? AND id = ? AND state <> 'finished' AND decision IS NULL`,
+  );
   const one = db.prepare("SELECT * FROM tool_calls WHERE run_id = ? AND id = ?");
   const status = db.prepare(`SELECT ${STATUS_COLUMNS} FROM tool_calls WHERE run_id = ? AND id = ?`);
   const restOfReply = db.prepare(REST_OF_REPLY_SQL("+@run", "+@id"));
@@ -151,9 +155,12 @@ export function toolCallStore(db: Db) {
     start(runId: string, id: string, at: string): boolean {
       return start.run({ at, run: runId, id }).changes > 0;
     },
-    /** Records the call's result; false when it has one already (or is not in the ledger): one result a call. */
-    finish(runId: string, id: string, resultMessageId: string, at: string): boolean {
-      return finish.run(at, resultMessageId, runId, id).changes > 0;
+    /**
+     * Records the call's result; false when it has one already (or is not in the ledger): one
+     * result a call. `undecided`: also false when the call has a decision.
+     */
+    finish(runId: string, id: string, resultMessageId: string, at: string, undecided = false): boolean {
+      return (undecided ? finishUndecided : finish).run(at, resultMessageId, runId, id).changes > 0;
     },
     get(runId: string, id: string): ToolCallRecord | null {
       const row = one.get(runId, id) as ToolCallRow | undefined;

@@ -1,6 +1,6 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { RunChange } from "../changes.js";
-import { callClosed, cancelRequested, StoreConflictError } from "../errors.js";
+import { callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "../errors.js";
 import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
@@ -40,9 +40,20 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       }
       if (message.role === "tool") {
         // One result a call: a second writer's batch waits for the first's lock on the call's
-        // row, then finds it finished and is refused.
+        // row, then finds it finished and is refused. Closed `undecided`, the row is locked
+        // first, and refused when it holds a decision (a decision's write waits for the lock,
+        // then finds the call finished).
         return [
           insert,
+          ...(change.undecided
+            ? [
+                {
+                  text: "SELECT 1 FROM tool_calls WHERE run_id = $1 AND id = $2 AND decision IS NULL FOR UPDATE",
+                  values: [runId, message.toolCallId],
+                  orRefuse: () => decidedMeanwhile(message.toolCallId),
+                },
+              ]
+            : []),
           {
             text: `UPDATE tool_calls SET state = 'finished', finished_at = $1, result_message_id = $2
                    WHERE run_id = $3 AND id = $4 AND state <> 'finished'`,

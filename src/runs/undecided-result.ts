@@ -1,0 +1,44 @@
+import type { ToolMessage } from "../agent/messages.js";
+import type { RunEventBody } from "../domain/run-events.js";
+import { callClosed, isConflict } from "../store/errors.js";
+import type { Store } from "../store/store.js";
+import { resolvedBefore } from "./approvals.js";
+import type { LiveRun } from "./live-run.js";
+import type { WriteBatch } from "./run-write.js";
+
+/**
+ * Commits the result of a call whose approval the run stopped waiting for, undecided as far as
+ * it knows (cancelled, or out of wall time, before a decision reached it), with `also` (its
+ * stats, and what else the write carries) after it. The ledger arbitrates between instances:
+ * a decision another instance stored first (and answered 200) stands, so the close is then
+ * refused (`decided`), and the result is written again with that decision announced before it
+ * (`approval.resolved`, unless the run's events already hold it), in one write. A decision that
+ * comes after the close is refused by the ledger. Reads nothing unless the close was refused.
+ */
+export async function commitUndecidedResult(
+  store: Store,
+  live: LiveRun,
+  message: ToolMessage,
+  also: { tool?: string } & WriteBatch,
+): Promise<void> {
+  const write = (undecided: boolean, announce: RunEventBody[]) =>
+    live.recorder.write((stamp) => {
+      const stored = stamp(message);
+      return {
+        changes: [{ kind: "message", message: stored, tool: also.tool, undecided }, ...also.changes],
+        events: [...announce, { type: "message", message: stored }, ...also.events],
+      };
+    });
+  try {
+    await write(true, []);
+    return;
+  } catch (err) {
+    if (!isConflict(err, "decided")) throw err;
+  }
+  const { toolCallId } = message;
+  const call = await store.toolCalls.status(live.id, toolCallId);
+  if (!call?.decision) throw callClosed(live.id, toolCallId);
+  const announced = await resolvedBefore(store, live.id, toolCallId);
+  const reason = call.decisionReason;
+  await write(false, announced ? [] : [{ type: "approval.resolved", toolCallId, decision: call.decision, reason }]);
+}
