@@ -15,7 +15,7 @@ export type UiChunk =
   | { type: "text-delta"; id: string; delta: string }
   | { type: "text-end"; id: string }
   | { type: "tool-input-available"; toolCallId: string; toolName: string; input: unknown; dynamic: true }
-  | { type: "tool-approval-request"; approvalId: string; toolCallId: string; reason?: string }
+  | { type: "tool-approval-request"; approvalId: string; toolCallId: string; reason?: string; isAutomatic?: true }
   | { type: "tool-approval-response"; approvalId: string; approved: boolean; reason?: string }
   | { type: "tool-output-available"; toolCallId: string; output: unknown; dynamic: true }
   | { type: "tool-output-error"; toolCallId: string; errorText: string; dynamic: true }
@@ -63,6 +63,8 @@ export class UiMessageProjection {
   readonly #awaitingResult = new Map<string, { name: string; input: string }>();
   /** Of those, the ones whose part was shown. */
   readonly #shown = new Set<string>();
+  /** Of those, the ones whose approval request was sent, and whether its response was too. */
+  readonly #approval = new Map<string, "requested" | "responded">();
 
   /**
    * Takes the projection up as it stands after a call's approval request, fed every event
@@ -77,8 +79,12 @@ export class UiMessageProjection {
     this.#committed = true;
     this.#awaitingResult.clear();
     this.#shown.clear();
+    this.#approval.clear();
     for (const call of awaiting) this.#awaitingResult.set(call.id, { name: call.name, input: call.input });
-    if (awaiting[0]) this.#shown.add(awaiting[0].id);
+    if (awaiting[0]) {
+      this.#shown.add(awaiting[0].id);
+      this.#approval.set(awaiting[0].id, "requested");
+    }
     return this;
   }
 
@@ -121,18 +127,20 @@ export class UiMessageProjection {
         } else if (message.role === "tool") {
           const id = message.toolCallId;
           this.#show(id, out);
-          if (message.metadata.errorCode === "DENIED") out.push({ type: "tool-output-denied", toolCallId: id });
+          if (message.metadata.errorCode === "DENIED") this.#denied(id, message.content, out);
           else if (message.isError)
             out.push({ type: "tool-output-error", toolCallId: id, errorText: message.content, dynamic: true });
           else out.push({ type: "tool-output-available", toolCallId: id, output: message.content, dynamic: true });
           this.#awaitingResult.delete(id);
           this.#shown.delete(id);
+          this.#approval.delete(id);
           if (this.#awaitingResult.size === 0) this.#finishStep(out);
         }
         break;
       }
       case "approval.requested":
         this.#show(event.toolCallId, out);
+        this.#approval.set(event.toolCallId, "requested");
         out.push({
           type: "tool-approval-request",
           approvalId: event.toolCallId,
@@ -141,6 +149,7 @@ export class UiMessageProjection {
         });
         break;
       case "approval.resolved":
+        this.#approval.set(event.toolCallId, "responded");
         out.push({
           type: "tool-approval-response",
           approvalId: event.toolCallId,
@@ -177,6 +186,20 @@ export class UiMessageProjection {
       input: parsedInput(call.input),
       dynamic: true,
     });
+  }
+
+  /**
+   * A denied call's part: `output-denied`, which the SDK's UI message schema gives an approval
+   * denied. A call denied without an answer sent (the approval policy denied it: nobody was
+   * asked) gets that approval here, as the SDK's own policy denials do: an automatic request,
+   * then a response denying it with the result's text (the policy's reason) as its reason.
+   */
+  #denied(id: string, reason: string, out: UiChunk[]): void {
+    const approval = this.#approval.get(id);
+    if (approval === undefined)
+      out.push({ type: "tool-approval-request", approvalId: id, toolCallId: id, isAutomatic: true });
+    if (approval !== "responded") out.push({ type: "tool-approval-response", approvalId: id, approved: false, reason });
+    out.push({ type: "tool-output-denied", toolCallId: id });
   }
 
   #closeText(out: UiChunk[]): void {

@@ -118,6 +118,25 @@ describe("a chat continuation taken up at an approval request", () => {
       awaiting: ["c2", "c3"],
     },
     {
+      name: "calls the approval policy denies (nobody asked) before and after the call asked",
+      bodies: [
+        { type: "run.started" },
+        { type: "turn.started", turn: 1 },
+        reply("p1", "a", "p2"),
+        result("p1", "DENIED"),
+        asked("a"),
+        decided("a"),
+        started("a"),
+        result("a"),
+        result("p2", "DENIED"),
+        { type: "turn.started", turn: 2 },
+        message({ role: "assistant", content: "done" }),
+        finished,
+      ],
+      at: "a",
+      awaiting: ["a", "p2"],
+    },
+    {
       name: "the first call of a reply asked, the run then cancelled",
       bodies: [
         { type: "run.started" },
@@ -146,6 +165,38 @@ describe("a chat continuation taken up at an approval request", () => {
       expect(takenUp(all, after, awaiting)).toEqual(expected);
     });
   }
+});
+
+describe("a denied call in the projection", () => {
+  /** The chunks of call `id` a stream fed `bodies` from the first sends. */
+  const ofCall = (bodies: RunEventBody[], id: string): UiChunk[] => {
+    const projection = new UiMessageProjection();
+    return events(bodies)
+      .flatMap((event) => projection.next(event))
+      .filter((chunk) => ("toolCallId" in chunk ? chunk.toolCallId : "approvalId" in chunk && chunk.approvalId) === id);
+  };
+  const start = [{ type: "run.started" }, { type: "turn.started", turn: 1 }] as RunEventBody[];
+
+  it("denied by the policy (nobody asked): an automatic request, denied with the result's text as its reason", () => {
+    expect(ofCall([...start, reply("p"), result("p", "DENIED")], "p")).toEqual([
+      { type: "tool-input-available", toolCallId: "p", toolName: "write_file", input: {}, dynamic: true },
+      { type: "tool-approval-request", approvalId: "p", toolCallId: "p", isAutomatic: true },
+      { type: "tool-approval-response", approvalId: "p", approved: false, reason: "done p" },
+      { type: "tool-output-denied", toolCallId: "p" },
+    ]);
+  });
+
+  it("denied by a person (asked, then denied): the request, the person's answer and the denial, nothing added", () => {
+    const chunks = ofCall([...start, reply("a"), asked("a"), decided("a", "deny"), result("a", "DENIED")], "a");
+    expect(chunks.map((chunk) => chunk.type)).toEqual([
+      "tool-input-available",
+      "tool-approval-request",
+      "tool-approval-response",
+      "tool-output-denied",
+    ]);
+    expect(chunks[1]).not.toHaveProperty("isAutomatic");
+    expect(chunks[2]).toEqual({ type: "tool-approval-response", approvalId: "a", approved: false });
+  });
 });
 
 describe("a reply's calls in the projection", () => {
