@@ -1,5 +1,6 @@
 import type { StopReason } from "../agent/stop-reason.js";
 import type { RunEvent } from "../domain/run-events.js";
+import { jsonDepth, MAX_JSON_DEPTH, nestsDeeperThan } from "../http/json-depth.js";
 import type { ReplyCall } from "../store/store.js";
 
 /**
@@ -34,8 +35,19 @@ const FINISH_REASONS: Record<StopReason, Extract<UiChunk, { type: "finish" }>["f
   aborted: "other",
 };
 
-/** A tool call's arguments as the SDK shows them: the parsed JSON, else the raw text. */
+/**
+ * How deep a part's `input` may nest: the client posts the part back inside its message
+ * (the body, its `messages`, a message, its `parts`, the part), and a body nesting deeper than
+ * MAX_JSON_DEPTH is refused.
+ */
+const MAX_INPUT_DEPTH = MAX_JSON_DEPTH - jsonDepth(JSON.stringify({ messages: [{ parts: [{ input: null }] }] }));
+
+/**
+ * A tool call's arguments as the SDK shows them: the parsed JSON, else (they do not parse, or
+ * nest deeper than MAX_INPUT_DEPTH) the raw text.
+ */
 function parsedInput(text: string): unknown {
+  if (nestsDeeperThan(text, MAX_INPUT_DEPTH)) return text;
   try {
     return JSON.parse(text);
   } catch {
