@@ -33,7 +33,8 @@ export default function chatRoutes(app: App, ctx: AppContext) {
       if (!runId || (action.runId !== undefined && action.runId !== runId)) {
         throw conflict("RUN_FINISHED", "the run these approvals were for has finished; send a new message");
       }
-      for (const decision of action.decisions) await ctx.runs.decideOnly({ runId, owner, ...decision });
+      // Checked whole first: a message with one answer refused applies none of them.
+      await ctx.runs.decideEach(runId, owner, action.decisions);
       const from = await continuationOf(ctx.store, runId, action.decisions);
       return streamChat(ctx, reply, {
         runId,

@@ -1,6 +1,6 @@
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { RunView } from "../domain/run.js";
-import { conflict, notFound, shuttingDown } from "../errors.js";
+import { type AppError, conflict, notFound, shuttingDown } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallStatus } from "../store/store.js";
@@ -163,17 +163,55 @@ export async function decideApproval(
   if (!status) throw notFound("run", runId);
   // The call's state, not its input: a repeated decision reads nothing of what the model sent.
   const call = await deps.store.toolCalls.status(runId, toolCallId);
-  if (!call || call.approvalReason === null) throw notFound("approval", toolCallId);
-  if (call.decision) {
-    if (call.decision === decision) return call;
-    throw conflict("APPROVAL_CONFLICT", `tool call ${toolCallId} was already decided: ${call.decision}`, {
-      decision: call.decision,
-    });
-  }
+  const refused = decisionRefusal(toolCallId, call, decision);
+  if (refused) throw refused;
+  if (call?.decision) return call;
   if (status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
   // A run left for the restart asks for this decision again there.
   if (!deps.accepting() && (!live || live.stopped)) throw shuttingDown();
   throw conflict("APPROVAL_NOT_PENDING", `tool call ${toolCallId} is not waiting for a decision (run is ${status})`);
+}
+
+/**
+ * Why `decision` on call `toolCallId` (`call`, its ledger row) is refused whatever the run's
+ * state: no approval was asked for it (404), or it was decided otherwise (409
+ * APPROVAL_CONFLICT). Null when it may be taken, or was taken already.
+ */
+function decisionRefusal(
+  toolCallId: string,
+  call: ToolCallStatus | null,
+  decision: ToolCallDecision["decision"],
+): AppError | null {
+  if (!call || call.approvalReason === null) return notFound("approval", toolCallId);
+  if (call.decision && call.decision !== decision) {
+    return conflict("APPROVAL_CONFLICT", `tool call ${toolCallId} was already decided: ${call.decision}`, {
+      decision: call.decision,
+    });
+  }
+  return null;
+}
+
+/**
+ * Checks decisions on calls of run `runId` against its ledger before any is applied: throws
+ * the refusal of the first that cannot be taken (see decisionRefusal; for a call undecided
+ * that does not wait for one, 409 RUN_FINISHED or APPROVAL_NOT_PENDING). Each decision that
+ * passes is then applied by decideApproval, which answers what changed meanwhile (a decision
+ * by the approval timeout, say) as it would alone.
+ */
+export async function checkDecisions(
+  store: Store,
+  runId: string,
+  decisions: readonly { toolCallId: string; decision: ToolCallDecision["decision"] }[],
+): Promise<void> {
+  for (const { toolCallId, decision } of decisions) {
+    const call = await store.toolCalls.status(runId, toolCallId);
+    const refused = decisionRefusal(toolCallId, call, decision);
+    if (refused) throw refused;
+    if (call?.decision || call?.state === "awaiting_approval") continue;
+    const status = (await store.runs.access(runId))?.status;
+    if (status === "finished") throw conflict("RUN_FINISHED", `run ${runId} has finished`);
+    throw conflict("APPROVAL_NOT_PENDING", `tool call ${toolCallId} is not waiting for a decision (run is ${status})`);
+  }
 }
 
 /**

@@ -11,6 +11,7 @@ import type { RunAccess, Store, ToolCallRecord, WebhookListing } from "../store/
 import { HIDDEN_RECEIVER_ERROR, hiddenReceiverReason } from "../webhooks/delivery-reasons.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
+import { checkDecisions } from "./control.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
 
 export interface StartRunRequest {
@@ -251,20 +252,27 @@ export class RunService {
     );
   }
 
-  /** Decides (see `decideOnly`) and answers with the approval's view, the call's input with it. */
+  /** Decides on the call (see RunManager.decide) and answers with the approval's view, the call's input with it. */
   async decide(params: DecisionRequest): Promise<ApprovalView> {
-    await this.decideOnly(params);
+    await this.access(params.runId, params.owner);
+    await this.deps.manager.decide(params);
     const call = await this.deps.store.toolCalls.get(params.runId, params.toolCallId);
     if (!call) throw notFound("approval", params.toolCallId);
     return approvalView(call);
   }
 
   /**
-   * Decides on the call (see RunManager.decide), reading nothing of its input: what a chat
-   * request, whose stream shows the decision, needs.
+   * Decides on several calls of one run (a chat message's answers), in order, reading nothing
+   * of their inputs (the chat's stream shows the decisions): all are checked against the ledger
+   * first (see checkDecisions), and none is applied when one is refused.
    */
-  async decideOnly(params: DecisionRequest): Promise<void> {
-    await this.access(params.runId, params.owner);
-    await this.deps.manager.decide(params);
+  async decideEach(
+    runId: string,
+    owner: string | null,
+    decisions: readonly Omit<DecisionRequest, "runId" | "owner">[],
+  ) {
+    await this.access(runId, owner);
+    await checkDecisions(this.deps.store, runId, decisions);
+    for (const decision of decisions) await this.deps.manager.decide({ runId, ...decision });
   }
 }
