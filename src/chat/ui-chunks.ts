@@ -23,7 +23,12 @@ export type UiChunk =
   | { type: "tool-output-denied"; toolCallId: string }
   | { type: "error"; errorText: string }
   | { type: "abort"; reason?: string }
-  | { type: "finish"; finishReason: "stop" | "length" | "error" | "tool-calls" | "other" };
+  | {
+      type: "finish";
+      finishReason: "stop" | "length" | "error" | "tool-calls" | "other";
+      /** At the run's end (not a stop to wait for an approval): why it stopped, as its view says. */
+      messageMetadata?: { stopReason: StopReason | null; stopDetail: string | null };
+    };
 
 /** The SDK's finish reason for each stop reason: a spent budget is a limit like the turn budget. */
 const FINISH_REASONS: Record<StopReason, Extract<UiChunk, { type: "finish" }>["finishReason"]> = {
@@ -176,10 +181,14 @@ export class UiMessageProjection {
         this.#closeText(out);
         if (this.#stepOpen && !this.#committed) out.push({ type: "reset-step" });
         if (this.#stepOpen) this.#finishStep(out);
-        const { stopReason, error } = event.run;
+        const { stopReason, stopDetail, error } = event.run;
         if (stopReason === "error") out.push({ type: "error", errorText: error?.message ?? "the run failed" });
         if (stopReason === "aborted") out.push({ type: "abort", reason: error?.message ?? "the run was cancelled" });
-        out.push({ type: "finish", finishReason: FINISH_REASONS[stopReason ?? "error"] });
+        out.push({
+          type: "finish",
+          finishReason: FINISH_REASONS[stopReason ?? "error"],
+          messageMetadata: { stopReason, stopDetail },
+        });
         break;
       }
     }
