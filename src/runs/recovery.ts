@@ -62,8 +62,8 @@ export const leftCallOutcome = (call: { state: string }) =>
 const TurnStarted = z.object({ turn: z.number().int().nonnegative() });
 
 /**
- * The record of a run to resume with every model request it began counted in
- * `stats.modelCalls`, and so against its `maxTurns`: a request is counted in the stored stats
+ * The record of a left run (to resume or to end) with every model request it began counted in
+ * `stats.modelCalls`, and so against its `maxTurns` and in its stop detail: a request is counted in the stored stats
  * only with its turn's step, once its stream ended, but its `turn.started` event is stored
  * before or with its first events. A request cut by a crash (one the reply itself causes, at
  * every restart) is thus counted unless the crash came before any of its events was stored.
@@ -75,6 +75,43 @@ async function countingCutRequests(store: Store, run: RunRecord): Promise<RunRec
 }
 
 /**
+ * Ends a left run `aborted` through the one finish of a run: cancelled (`cancelledBy`, or its
+ * status `cancelling`), without its session, or restarted with ON_RESTART=abort. It ends with
+ * the stats of `counted` (`run` with the requests it began: see countingCutRequests), and its
+ * stop detail is in the turn of a request that was cut, else after its last turn.
+ */
+async function abortLeftRun(
+  store: Store,
+  recorder: RunRecorder,
+  {
+    run,
+    counted,
+    session,
+    cancelledBy,
+  }: { run: RunRecord; counted: RunRecord; session: boolean; cancelledBy?: string },
+): Promise<void> {
+  // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
+  const since = store.shared ? "the instance executing it was lost" : "the server restarted";
+  const by =
+    cancelledBy ??
+    (run.status === "cancelling"
+      ? `by a DELETE /runs/{id} request before ${since}`
+      : !session
+        ? "because its session was deleted"
+        : `because ${since}, with ON_RESTART=abort`);
+  const { stats } = counted;
+  const cut = stats.modelCalls > run.stats.modelCalls;
+  const point = cut ? ({ phase: "in_turn", turn: stats.modelCalls } as const) : undefined;
+  await finishRun({
+    store,
+    recorder,
+    record: counted,
+    end: { stopReason: "aborted", stopDetail: abortedDetail({ by, stats, point }), error: null, stats },
+    outcomeFor: leftCallOutcome,
+  });
+}
+
+/**
  * Settles one run this process has just claimed (left by a previous process, or by an
  * instance that lost its lease), from the database alone, writing under the claimed lease.
  * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
@@ -82,7 +119,7 @@ async function countingCutRequests(store: Store, run: RunRecord): Promise<RunRec
  * with its last step and every model request it began counted (see countingCutRequests;
  * calls awaiting approval await it again, their timeout counted from their request), or, in
  * `abort` mode, once cancelled (its status `cancelling`, or `cancelledBy`) or without its
- * session, ends `aborted` through the one finish of a run. A run to resume once shutdown
+ * session, ends `aborted` with its requests counted alike (see abortLeftRun). A run to resume once shutdown
  * began is not executed: it is left for the next start.
  */
 export async function recoverRun(
@@ -96,31 +133,10 @@ export async function recoverRun(
   const session = await store.sessions.get(run.sessionId);
   // A run a client had cancelled is never continued.
   const abort = !toResume(mode, run) || !session || cancelledBy !== undefined;
-  // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
-  const since = store.shared ? "the instance executing it was lost" : "the server restarted";
   if (abort) {
     report.interruptedToolCalls += (await store.toolCalls.inState(run.id, "started")).length;
-    await finishRun({
-      store,
-      recorder,
-      record: run,
-      end: {
-        stopReason: "aborted",
-        stopDetail: abortedDetail({
-          by:
-            cancelledBy ??
-            (run.status === "cancelling"
-              ? `by a DELETE /runs/{id} request before ${since}`
-              : !session
-                ? "because its session was deleted"
-                : `because ${since}, with ON_RESTART=abort`),
-          stats: run.stats,
-        }),
-        error: null,
-        stats: run.stats,
-      },
-      outcomeFor: leftCallOutcome,
-    });
+    const counted = await countingCutRequests(store, run);
+    await abortLeftRun(store, recorder, { run, counted, session: !!session, cancelledBy });
     report.aborted.push(run.id);
     return;
   }

@@ -1,7 +1,7 @@
 /**
- * A run killed during its first model request and ended by a restart with ON_RESTART=abort
- * used to say "stopped after turn 1" though no turn was ever done (0 model calls, no step):
- * a point after turn 0 was rounded up to turn 1. Now it says "stopped before turn 1".
+ * A run killed during its first model request and ended by a restart with ON_RESTART=abort:
+ * the request was made (its `turn.started` is stored), so it counts in `modelCalls` (README,
+ * Events), and the stop detail places the stop in that turn, which no step completed.
  */
 import { beforeEach, expect, it } from "vitest";
 import { api } from "../helpers/child-server.js";
@@ -12,7 +12,7 @@ const crash = crashHarness({ instanceId: "abort-before-first-turn" });
 
 beforeEach(() => crash.prepare("sqlite"));
 
-it("ON_RESTART=abort of a run killed during its first model request: stopped before turn 1", async () => {
+it("ON_RESTART=abort of a run killed during its first model request: stopped in turn 1, the request counted", async () => {
   const a = await crash.start();
   crash.upstream.enqueue({ hang: "before-headers" });
   const session = await api(a.url, "POST", "/sessions", {});
@@ -25,7 +25,8 @@ it("ON_RESTART=abort of a run killed during its first model request: stopped bef
   const b = await crash.restart({ env: { ON_RESTART: "abort" } });
   const view = (await api(b.url, "GET", `/runs/${run.body.id}`)).body;
   expect(view.stopReason).toBe("aborted");
-  expect(view.stats.modelCalls).toBe(0);
+  expect(view.stats.modelCalls).toBe(1);
+  expect(view.stats.turns).toBe(0);
   expect((await api(b.url, "GET", `/runs/${run.body.id}/steps`)).body.items).toEqual([]);
-  expect(view.stopDetail).toMatch(/^stopped before turn 1: /);
+  expect(view.stopDetail).toMatch(/^stopped in turn 1: /);
 });
