@@ -103,7 +103,7 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     model: {
       latencyMs: result.timing.latencyMs,
       firstTokenMs: result.timing.firstTokenMs,
-      finishReason: result.ok ? result.finishReason : null,
+      finishReason: result.finishReason ?? null,
       usage: result.usage ?? null,
       error: result.ok ? null : result.message,
     },

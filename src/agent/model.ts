@@ -85,6 +85,8 @@ export type ModelResult =
       ok: false;
       code: ModelErrorCode;
       message: string;
+      /** The finish_reason the upstream ended the reply with, when it gave one (`length`, `content_filter`...). */
+      finishReason?: string;
       usage?: ModelUsage;
       timing: ModelTiming;
     };

@@ -26,6 +26,7 @@ export interface StepTrace {
   model: {
     latencyMs: number;
     firstTokenMs: number | null;
+    /** The upstream's finish_reason, also on a failed turn it ended (`length`); null when it gave none. */
     finishReason: string | null;
     usage: ModelUsage | null;
     error: string | null;

@@ -144,11 +144,13 @@ async function completeOnce({
   });
   const guard = guardRequest({ signal: request.signal, idleTimeoutMs, maxMs: streamMaxMs });
 
-  const fail = (failure: ModelFailure): ModelResult => {
+  /** `finishReason`: the one the upstream gave, when it ended the reply with one that fails the turn. */
+  const fail = (failure: ModelFailure, finishReason?: string | null): ModelResult => {
     const usage = assembler.usageSoFar();
     return {
       ok: false,
       ...failure,
+      ...(finishReason ? { finishReason } : {}),
       ...(usage ? { usage } : {}),
       timing: { latencyMs: Math.round(now() - startedAt), firstTokenMs: roundOrNull(assembler.firstTokenSoFar()) },
     };
@@ -206,7 +208,7 @@ async function completeOnce({
     const finishReason =
       turn.finishReason ?? (end.sawDone ? (turn.toolCalls.length > 0 ? "tool_calls" : "stop") : null);
     const finishFailure = checkFinishReason(finishReason);
-    if (finishFailure) return fail(finishFailure);
+    if (finishFailure) return fail(finishFailure, finishReason);
     const usage: ModelUsage = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
     return {
       ok: true,

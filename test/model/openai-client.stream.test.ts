@@ -298,6 +298,7 @@ describe("OpenAI model client: finish reasons", () => {
       ok: false,
       code: "MODEL_LENGTH",
       message: "model output reached the token limit",
+      finishReason: "length",
       usage: { inputTokens: 10, outputTokens: 5 },
     });
   });
@@ -305,7 +306,7 @@ describe("OpenAI model client: finish reasons", () => {
   it("fails finish_reason content_filter with MODEL_CONTENT_FILTER", async () => {
     upstream.enqueue({ text: "x", finishReason: "content_filter" });
     const result = await clientFor(upstream).complete(request());
-    expect(result).toMatchObject({ ok: false, code: "MODEL_CONTENT_FILTER" });
+    expect(result).toMatchObject({ ok: false, code: "MODEL_CONTENT_FILTER", finishReason: "content_filter" });
     expect(result.ok || result.message).toMatch(/content filter/);
   });
 
@@ -316,6 +317,7 @@ describe("OpenAI model client: finish reasons", () => {
       ok: false,
       code: "MODEL_UNSUPPORTED_FINISH",
       message: `unsupported finish_reason: ${reason}`,
+      finishReason: reason,
     });
   });
 
@@ -330,6 +332,7 @@ describe("OpenAI model client: finish reasons", () => {
     upstream.enqueue({ text: "x", finishReason: null, noDone: true });
     const result = await clientFor(upstream).complete(request());
     expect(result).toMatchObject({ ok: false, code: "MODEL_UNSUPPORTED_FINISH" });
+    expect(result.ok || result.finishReason).toBeUndefined();
     expect(result.ok || result.message).toMatch(/ended without a finish_reason or \[DONE\]/);
   });
 
