@@ -148,7 +148,8 @@ function leftHere(deps: ExecutionDeps, live: LiveRun, log: LineLogger): Promise<
   if (live.stoppedBecause === LEASE_UNRENEWED) {
     log.warn("stopped the run: its lease could not be renewed in time (another instance may take it over)");
   }
-  return suspendedView(deps.store, live);
+  // Read once the run's last write (its stats as it was left: see LiveRun.leave) is done.
+  return live.leftWritten.then(() => suspendedView(deps.store, live));
 }
 
 /**

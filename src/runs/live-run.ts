@@ -112,13 +112,32 @@ export class LiveRun {
   suspend(): void {
     const { phase } = this;
     if (phase.name === "running" && phase.tool !== null) this.phase = { name: "suspending", tool: phase.tool };
-    else if (phase.name === "running" || phase.name === "awaiting_approval") this.stop();
+    else if (phase.name === "running" || phase.name === "awaiting_approval") this.leave();
   }
 
   /** The loop's checkpoint: a suspended run stops here, before it begins anything new. */
   checkpoint(): void {
-    if (this.phase.name === "suspending" && this.phase.tool === null) this.stop();
+    if (this.phase.name === "suspending" && this.phase.tool === null) this.leave();
   }
+
+  /**
+   * Stopped for the next start to resume (see stop), with one last write while its loop
+   * executes here: its stats with its wall time up to now, so that a resumed run counts on
+   * from there (a wait for approval, a model request or a tool it cuts included).
+   * `leftWritten` settles once that write is done.
+   */
+  leave(): void {
+    if (this.phase.name === "stopped") return;
+    const elapsed = this.elapsedMs;
+    if (elapsed) {
+      const written = this.recorder.sealWithDuration(Math.round(elapsed()), this.record.stats);
+      this.leftWritten = written.catch(() => {});
+    }
+    this.stop();
+  }
+
+  /** Settles once the last write of a run left for the next start is done, stored or not (see leave). */
+  leftWritten: Promise<void> = Promise.resolve();
 
   /**
    * Sealed: nothing more is written, approvals stop waiting, the signal stops what runs (a

@@ -1,4 +1,5 @@
 import type { AgentMessage } from "../agent/messages.js";
+import type { RunStats } from "../agent/stats.js";
 import type { RunEvent, RunEventBody } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import { isConflict, isStorageError } from "../store/errors.js";
@@ -7,30 +8,11 @@ import { EarliestTimer } from "./earliest-timer.js";
 import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
 import { isoNow } from "./iso-now.js";
-import { latestStatsOnly } from "./latest-stats.js";
+import { lastStats, latestStatsOnly } from "./latest-stats.js";
+import { addBuffered, type BufferedEvent, FLUSH_AT, NEXT_WRITE_DELAY_MS, RETRY_DELAY_MS } from "./recorder-buffer.js";
 import { RunSuspendedError, type Stamp, type WriteBatch } from "./run-write.js";
 
-/**
- * How long buffered events wait before they are retried while writes are failing. Buffered
- * events otherwise go out once the current turn of the event loop is done (see `buffer`).
- */
-const RETRY_DELAY_MS = 10;
-/**
- * How long a turn start and a deferred change (a step's trace and stats, made as a turn
- * ends) may wait for the run's next write: the model's first delta, or its reply when it
- * answers at once, usually comes sooner, and then they all go out in one write.
- */
-export const NEXT_WRITE_DELAY_MS = 50;
-/** A buffer this long is written at once rather than after the delay. */
-const FLUSH_AT = 256;
-/**
- * Text deltas buffered together are merged into one event of at most this many characters:
- * they are published together anyway, and a model streaming a token per chunk would
- * otherwise cost a row, a JSON encoding and an SSE frame per token.
- */
-const MAX_MERGED_DELTA_CHARS = 1024;
-/** While writes fail, at most this many events wait; beyond it the oldest text deltas are dropped. */
-const MAX_BUFFERED_WHILE_FAILING = 10_000;
+export { NEXT_WRITE_DELAY_MS } from "./recorder-buffer.js";
 
 /** The batch of a write made only of what was buffered and deferred (never changed by a write). */
 const NOTHING_MORE: WriteBatch = Object.freeze({ changes: [], events: [] }) as unknown as WriteBatch;
@@ -50,7 +32,7 @@ export class RunRecorder {
   /** null: not known yet, read before the first write (see open's `lastMessage`). */
   #nextMessageSeq: number | null;
   #deferred: RunChange[] = [];
-  #buffered: { body: RunEventBody; at: string }[] = [];
+  #buffered: BufferedEvent[] = [];
   /** A write of what waits (deferred changes, a turn start, events while writes fail). */
   readonly #timer = new EarliestTimer(() => this.#flushInBackground());
   /** A write of what is buffered is due once the current turn of the event loop is done (see endOfTurn). */
@@ -68,6 +50,8 @@ export class RunRecorder {
   #failing = false;
   /** Sealed: nothing more is written for this run by this process (see `seal`). */
   #sealed = false;
+  /** The stats this recorder's writes last stored; null while none stored any. */
+  #storedStats: RunStats | null = null;
   /** Told once when the run is left (see onLeft). */
   #onLeft: ((why: "fenced" | "outcome_unknown") => void) | null = null;
 
@@ -159,23 +143,9 @@ export class RunRecorder {
    */
   buffer(body: RunEventBody): void {
     if (this.#sealed) return;
-    if (this.#failing && this.#buffered.length >= MAX_BUFFERED_WHILE_FAILING) {
-      const oldestDelta = this.#buffered.findIndex((e) => e.body.type === "text.delta");
-      this.#buffered.splice(Math.max(oldestDelta, 0), 1);
-    }
-    const last = this.#buffered.at(-1);
-    if (
-      (body.type === "text.delta" || body.type === "reasoning.delta") &&
-      last?.body.type === body.type &&
-      last.body.text.length + body.text.length <= MAX_MERGED_DELTA_CHARS
-    ) {
-      last.body = { type: body.type, text: last.body.text + body.text };
-    } else {
-      this.#buffered.push({ body, at: isoNow() });
-      if (this.#buffered.length >= FLUSH_AT && !this.#failing) {
-        this.#flushInBackground();
-        return;
-      }
+    if (addBuffered(this.#buffered, body, this.#failing) && this.#buffered.length >= FLUSH_AT && !this.#failing) {
+      this.#flushInBackground();
+      return;
     }
     if (this.#failing) this.#timer.within(RETRY_DELAY_MS);
     else if (body.type === "turn.started") {
@@ -205,8 +175,13 @@ export class RunRecorder {
    * failed, and then nothing of it is stored or published.
    */
   write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
+    return this.#enqueue(build, false);
+  }
+
+  /** `last`: the one write let through once sealed (see sealWithDuration). */
+  #enqueue(build: (stamp: Stamp) => WriteBatch, last: boolean): Promise<RunEvent[]> {
     // Nothing in flight: the write starts now (its batch is built in this tick), else it queues.
-    const next = this.#inFlight === 0 ? this.#write(build) : this.#queue.then(() => this.#write(build));
+    const next = this.#inFlight === 0 ? this.#write(build, last) : this.#queue.then(() => this.#write(build, last));
     this.#inFlight++;
     this.#queue = next.then(this.#settled, this.#settled);
     return next;
@@ -214,9 +189,9 @@ export class RunRecorder {
 
   // Written with promise callbacks rather than async/await: this is the hot path of every
   // commit, and each async level costs the loop microtask turns.
-  #write(build: (stamp: Stamp) => WriteBatch): Promise<RunEvent[]> {
-    if (this.#sealed) return Promise.reject(new RunSuspendedError());
-    if (this.#nextMessageSeq === null) return this.#readLastMessage().then(() => this.#write(build));
+  #write(build: (stamp: Stamp) => WriteBatch, last: boolean): Promise<RunEvent[]> {
+    if (this.#sealed && !last) return Promise.reject(new RunSuspendedError());
+    if (this.#nextMessageSeq === null) return this.#readLastMessage().then(() => this.#write(build, last));
     this.#clearScheduled();
     let messageSeq = this.#nextMessageSeq;
     const createdAt = isoNow();
@@ -242,6 +217,7 @@ export class RunRecorder {
     const changes = latestStatsOnly(deferred.length ? deferred.concat(batch.changes) : batch.changes);
     return this.store.commitRun(this.runId, changes, events, this.lease ?? undefined).then(
       (stored) => {
+        this.#storedStats = lastStats(changes) ?? this.#storedStats;
         this.#failing = false;
         this.#nextSeq = seq;
         this.#nextMessageSeq = messageSeq;
@@ -258,6 +234,7 @@ export class RunRecorder {
           throw err;
         }
         this.#failing = isStorageError(err);
+        if (this.#sealed) throw err;
         // Kept for the next write, before anything queued meanwhile.
         this.#buffered = [...buffered, ...this.#buffered];
         this.#deferred = [...deferred, ...this.#deferred];
@@ -291,6 +268,22 @@ export class RunRecorder {
     this.#buffered = [];
     this.#deferred = [];
     this.dispose();
+  }
+
+  /**
+   * Seals (see seal) with one last write, after those already started or queued: the run's
+   * stats with `durationMs` as its wall time and the counts of the stats this recorder last
+   * stored (else of `stats`, the run's stored ones). Rejects when that write failed; a
+   * recorder already sealed writes nothing.
+   */
+  sealWithDuration(durationMs: number, stats: RunStats): Promise<void> {
+    if (this.#sealed) return Promise.resolve();
+    this.seal();
+    const last = (): WriteBatch => ({
+      changes: [{ kind: "stats", stats: { ...(this.#storedStats ?? stats), durationMs } }],
+      events: [],
+    });
+    return this.#enqueue(last, true).then(ignore);
   }
 
   dispose(): void {

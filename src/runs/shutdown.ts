@@ -46,7 +46,7 @@ export async function stopLiveRuns(registry: LiveRuns, { graceMs, resume }: { gr
   // A tool that outlasted the grace period is stopped now (its process group is signalled)
   // and left for the restart, which records it as interrupted.
   const late = registry.values().filter((live) => live.phase.name === "suspending");
-  for (const live of late) live.stop();
+  for (const live of late) live.leave();
   if (late.length)
     await settledWithin(
       late.map((live) => live.done),
