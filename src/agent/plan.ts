@@ -36,6 +36,9 @@ export const PlanToolName = { create: "create_plan", updateStep: "update_plan_st
 const planToolNames: ReadonlySet<string> = new Set(Object.values(PlanToolName));
 export const isPlanTool = (name: string): boolean => planToolNames.has(name);
 
+/** Stable codes of a plan tool's error results (besides INVALID_ARGUMENTS). */
+export const PlanErrorCode = { noPlan: "NO_PLAN", stepNotFound: "PLAN_STEP_NOT_FOUND" } as const;
+
 export type PlanChange = { ok: true; plan: Plan } | { ok: false; errorCode: string; message: string };
 
 /**
@@ -56,13 +59,15 @@ export function applyPlanCall(plan: Plan | null, tool: string, input: unknown): 
   if (tool !== PlanToolName.updateStep || !parsed.success) {
     return { ok: false, errorCode: "INVALID_ARGUMENTS", message: `not a plan update: ${tool}` };
   }
-  if (!plan) return { ok: false, errorCode: "NO_PLAN", message: "there is no plan yet: create one with create_plan" };
+  if (!plan) {
+    return { ok: false, errorCode: PlanErrorCode.noPlan, message: "there is no plan yet: create one with create_plan" };
+  }
   const { step, status, title } = parsed.data;
   const current = plan.steps[step - 1];
   if (!current) {
     return {
       ok: false,
-      errorCode: "PLAN_STEP_NOT_FOUND",
+      errorCode: PlanErrorCode.stepNotFound,
       message: `the plan has ${plan.steps.length} steps; there is no step ${step}`,
     };
   }
