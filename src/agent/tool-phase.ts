@@ -72,15 +72,18 @@ export async function runToolCalls(
   /** Cancelled: the calls from `index` on are closed as aborted; the stop names the call at `stoppedAt`. */
   const abortFrom = async (index: number, stoppedAt = index): Promise<PhaseStop> =>
     (await closeFrom(index, abortedOutcome)) ?? { stopReason: "aborted", toolCall: at(stoppedAt) };
-  /** Before a call starts: a spent budget (or `spent`) closes it and the rest as not executed. */
-  const budgetStop = async (index: number, spent?: BudgetFinding): Promise<PhaseStop | null> => {
+  /**
+   * Before a call starts: a spent budget (or `spent`) closes it and the rest as not executed;
+   * the stop names the call at `stoppedAt` (one the budget stopped as it ran, else this one).
+   */
+  const budgetStop = async (index: number, spent?: BudgetFinding, stoppedAt = index): Promise<PhaseStop | null> => {
     const budget = spentBudget(ctx.budgets, ctx.stats, ctx.elapsedMs(), "tool") ?? spent;
     if (!budget) return null;
     return (
       (await closeFrom(index, () => budgetExhaustedOutcome(budgetUsage(budget)))) ?? {
         stopReason: "budget_exhausted",
         budget,
-        toolCall: at(index),
+        toolCall: at(stoppedAt),
       }
     );
   };
@@ -166,7 +169,7 @@ export async function runToolCalls(
       if (!ctx.signal.aborted && stoppedBy(err, signal)) {
         return (
           (await record(call, executionFailedOutcome(), performance.now() - started)) ??
-          (await budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs())))
+          (await budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs()), index))
         );
       }
       if (ctx.signal.aborted) {
@@ -182,6 +185,8 @@ export async function runToolCalls(
     await ctx.checkpoint("tool-result");
     // Checkpoint (d): the tool's real result is kept; the rest are closed.
     if (ctx.signal.aborted) return abortFrom(index + 1, index);
+    // The wall-time budget stopped the tool, which still returned a result: likewise.
+    if (signal.aborted) return budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs()), index);
   }
   return null;
 

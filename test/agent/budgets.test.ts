@@ -75,7 +75,7 @@ describe("budgets (budget_exhausted)", () => {
     for (const id of ["c2", "c3"]) expect(h.resultOf(id).metadata.errorCode).toBe("BUDGET_EXHAUSTED");
     expect(tool.executions).toHaveLength(0);
     expect(result.stopDetail).toMatch(
-      /^stopped in turn 1 at tool call c2 \(echo\): this run has run for [\d.]+ s of its 0\.2 s; raise maxDurationMs/,
+      /^stopped in turn 1 at tool call long \(slow\): this run has run for [\d.]+ s of its 0\.2 s; raise maxDurationMs/,
     );
     expectConsistent(h, result);
   });
