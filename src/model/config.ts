@@ -36,10 +36,17 @@ const baseUrlSetting = optionalSetting.superRefine((value, ctx) => {
     ctx.addIssue({ code: "custom", message: `must be an http(s) URL, not ${url.protocol}` });
     return;
   }
+  // The client sends each request to the URL's origin and path: user info would be dropped
+  // silently (and every run fail 401 at a basic-auth proxy). The message never echoes it.
+  if (url.username !== "" || url.password !== "") {
+    ctx.addIssue({
+      code: "custom",
+      message: "must not carry credentials (user:pass@): model requests do not send them",
+    });
+    return;
+  }
   if (COMPLETIONS_SUFFIX.test(url.pathname)) {
     url.pathname = url.pathname.replace(COMPLETIONS_SUFFIX, "");
-    url.username = "";
-    url.password = "";
     ctx.addIssue({
       code: "custom",
       message: `must be the API root, not the endpoint: drop the /chat/completions suffix (e.g. ${url.toString()}); the client appends it`,

@@ -41,6 +41,16 @@ describe("model settings from the environment", () => {
     },
   );
 
+  it.each(["https://user:hunter2@proxy.example.com/v1", "https://user@proxy.example.com/v1"])(
+    "rejects a base URL carrying credentials (%s), which requests would drop, without echoing them",
+    (url) => {
+      const result = parseModelEnv({ OPENAI_BASE_URL: url });
+      expect(result.ok ? [] : result.errors).toEqual([
+        "OPENAI_BASE_URL must not carry credentials (user:pass@): model requests do not send them",
+      ]);
+    },
+  );
+
   it("does not echo the API key or URL credentials in errors", () => {
     const result = parseModelEnv({
       OPENAI_BASE_URL: "https://user:hunter2@api.example.com/v1/chat/completions",
