@@ -134,7 +134,14 @@ export function makeDatabasePrivate(path: string): void {
   }
 }
 
-/** What a failed listen means for the operator, naming PORT (or `variable`) or HOST; null when it is neither. */
+const HOST_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EADDRNOTAVAIL", "EAI_NONAME", "EINVAL", "EAFNOSUPPORT"]);
+
+/**
+ * What a failed listen means for the operator, naming PORT (or `variable`) or HOST; null when it
+ * is neither. HOST is named when it resolves to no address of this machine, or to one the kernel
+ * will not bind (EINVAL: an IPv6 link-local address without its `%zone`; EAFNOSUPPORT: IPv6 on a
+ * machine without it).
+ */
 export function listenProblem(
   err: unknown,
   { host, port, variable = "PORT" }: { host: string; port: number; variable?: string },
@@ -143,8 +150,9 @@ export function listenProblem(
   if (code === "EADDRINUSE") return `${variable}: ${port} is already in use on ${host}`;
   if (code === "EACCES")
     return `${variable}: this process may not listen on port ${port} (below 1024 needs privileges)`;
-  if (code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" || code === "EAI_NONAME") {
-    return `HOST: cannot listen on ${JSON.stringify(host)} (${code}): use an address of this machine, e.g. 127.0.0.1 or 0.0.0.0`;
+  if (typeof code === "string" && HOST_CODES.has(code)) {
+    const hint = code === "EINVAL" ? " (an IPv6 link-local address needs its %zone, e.g. fe80::1%eth0)" : "";
+    return `HOST: cannot listen on ${JSON.stringify(host)} (${code}): use an address of this machine${hint}, e.g. 127.0.0.1 or 0.0.0.0`;
   }
   return null;
 }
