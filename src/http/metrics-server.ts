@@ -16,10 +16,10 @@ import { schemaController } from "./schema-compilers.js";
  * port off networks that should not read the metrics) and not on PORT. Resolves with the
  * listening app, to close at shutdown; null when METRICS_PORT is unset. A port it cannot listen
  * on is a ConfigError naming METRICS_PORT. It holds at most METRICS_MAX_CONNECTIONS connections
- * (fewer when MAX_CONNECTIONS is lower; none when that is 0) and drops the others, logged to
- * `log`: no over-cap answers here. Keyless always, it refuses what PORT refuses without keys: a
- * request whose `Host` names neither an IP, `localhost`, HOST nor ALLOWED_HOSTS (403
- * HOST_NOT_ALLOWED, DNS rebinding).
+ * (fewer when MAX_CONNECTIONS is lower; as many when it is 0, no cap on PORT: this port takes no
+ * keys) and drops the others, logged to `log`: no over-cap answers here. Keyless always, it
+ * refuses what PORT refuses without keys: a request whose `Host` names neither an IP,
+ * `localhost`, HOST nor ALLOWED_HOSTS (403 HOST_NOT_ALLOWED, DNS rebinding).
  */
 export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<App | null> {
   const port = ctx.config.METRICS_PORT;
@@ -31,7 +31,7 @@ export async function listenForMetrics(ctx: AppContext, log: Logger): Promise<Ap
     ...connectionTimeouts(ctx.config),
   }).withTypeProvider<ZodTypeProvider>();
   const max = ctx.config.MAX_CONNECTIONS;
-  capConnections(app.server, max === 0 ? 0 : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
+  capConnections(app.server, max === 0 ? METRICS_MAX_CONNECTIONS : Math.min(max, METRICS_MAX_CONNECTIONS), log, {
     portSetting: "METRICS_PORT",
     onOverCap: (fact) => ctx.metrics.connectionOverCap(fact),
   });
