@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: refuses a Node.js older than package.json's engines (exit 1, saying so),
 // builds dist/ when it is missing or older than the sources, then runs the server in this
-// process's place (signals reach it directly).
+// process's place (signals reach it directly). A failed build exits 1 (2 is the server's
+// "configuration error") and leaves dist/ as it was (tsconfig.json: noEmitOnError), so the
+// next start builds again instead of running unchecked output.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +29,11 @@ function newestMtime(dir) {
   return newest;
 }
 
+function buildFailed(what) {
+  console.error(`building ${what} failed (see above): nothing was started`);
+  process.exit(1);
+}
+
 const sources = Math.max(
   newestMtime(join(root, "src")),
   newestMtime(join(root, "routes")),
@@ -43,7 +50,7 @@ if (built < sources) {
   }
   console.error("building dist/ ...");
   const result = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.json")], { stdio: "inherit" });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  if (result.status !== 0) buildFailed("dist/");
 }
 // The console (dist/console), built by vite from console/ when missing or older than its sources.
 const consoleIndex = join(root, "dist/console/index.html");
@@ -55,7 +62,7 @@ if (consoleBuilt < newestMtime(join(root, "console"))) {
     const result = spawnSync(process.execPath, [vite, "build", "--config", join(root, "console/vite.config.ts")], {
       stdio: "inherit",
     });
-    if (result.status !== 0) process.exit(result.status ?? 1);
+    if (result.status !== 0) buildFailed("dist/console");
   } else if (!consoleBuilt) {
     console.error(
       "dist/console is missing and vite is not installed: the console at / answers 503 until `npm run build`",
