@@ -31,14 +31,32 @@ export const optionalIntSetting = (bounds: { min?: number; max?: number } = {}) 
 /** A duration in milliseconds that a timer can hold. */
 export const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}) => intSetting(fallback, { min, max });
 
-/** Whether `value` is exactly an origin (`scheme://host[:port]`, http or https, no path or trailing slash). */
-export function isOrigin(value: string): boolean {
+/**
+ * Why `value` is not exactly an origin as a browser sends it in `Origin` (`scheme://host[:port]`,
+ * http or https, lower-case, no default port, path or trailing slash: an allowed origin is
+ * compared byte for byte), in words that quote it and say what is wrong; null when it is one.
+ */
+export function originProblem(value: string): string | null {
+  const quoted = JSON.stringify(value);
+  let url: URL | null = null;
   try {
-    const url = new URL(value);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
-  } catch {
-    return false;
+    url = new URL(value);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    return `${quoted} is not an origin: write scheme://host[:port] (http or https, no path or trailing slash), or *`;
   }
+  if (url.origin === value) return null;
+  const [, scheme = "", authority = "", rest = ""] = /^([^:]*):\/\/([^/?#]*)(.*)$/s.exec(value) ?? [];
+  const host = authority.replace(/^.*@/, "");
+  const reasons: string[] = [];
+  if (/[A-Z]/.test(scheme) || /[A-Z]/.test(host)) reasons.push("upper-case letters in the scheme or host");
+  if (url.port === "" && /:\d+$/.test(host.replace(/^.*\]/, ""))) {
+    reasons.push(`${url.protocol === "https:" ? "https's default port 443" : "http's default port 80"} written out`);
+  }
+  if (rest !== "") reasons.push("a path, query or trailing slash");
+  if (host !== authority) reasons.push("credentials (user@)");
+  const why = reasons.length > 0 ? reasons.join("; ") : "not the form browsers send";
+  return `${quoted} is not an origin as browsers send it: ${why}; write ${JSON.stringify(url.origin)}`;
 }
 
 /** Whether `value` is a connection URL node-postgres takes (`postgres://` or `postgresql://`). */

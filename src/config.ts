@@ -3,13 +3,13 @@ import { settingRuleProblems } from "./config-rules.js";
 import {
   choiceSetting,
   intSetting,
-  isOrigin,
   isPostgresUrl,
   listSetting,
   MAX_STORED_BUDGET,
   MAX_TIMER_MS,
   msSetting,
   optionalIntSetting,
+  originProblem,
   stringSetting,
 } from "./config-settings.js";
 import { type ApprovalCeiling, parseApprovalCeiling } from "./domain/approval-ceiling.js";
@@ -64,9 +64,9 @@ const EnvSchema = z.object({
   BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
   CORS_ORIGINS: listSetting.pipe(
     z.array(
-      z.string().refine((origin) => origin === "*" || isOrigin(origin), {
-        error: (issue) =>
-          `${JSON.stringify(issue.input)} is not an origin: write scheme://host[:port] (http or https, no path or trailing slash), or *`,
+      z.string().superRefine((origin, ctx) => {
+        const problem = origin === "*" ? null : originProblem(origin);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
       }),
     ),
   ),
