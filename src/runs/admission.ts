@@ -11,7 +11,7 @@ import type { AdmittedRunObserver } from "./admission-watch.js";
 import { differingFields } from "./idempotency.js";
 import { withLiveDuration } from "./live-run.js";
 import type { LiveRuns } from "./registry.js";
-import type { RunPlans } from "./run-plan.js";
+import { planOfRun } from "./run-plan.js";
 
 export interface StartRunInput {
   session: SessionRecord;
@@ -45,8 +45,6 @@ export interface AdmissionDeps {
   defaultWebhook?: WebhookTarget | null;
   /** The lease the admitting process takes on the run it inserts. */
   lease: LeaseTerms;
-  /** The plans kept here: a repeated start's answer takes its run's plan from them. */
-  plans: RunPlans;
 }
 
 /** The run an earlier request with the same idempotency key started, if the request is the same. */
@@ -68,17 +66,16 @@ export async function sameRequestRun(store: Store, params: StartRunInput): Promi
 
 /**
  * The answer to a start an earlier request with the same idempotency key made (see
- * sameRequestRun): its run, with the plan kept in `plans` (not read again from every message of
- * the run at each repeat) and, while `registry` has it executing here, its duration up to now
+ * sameRequestRun): its run, with its plan (see planOfRun) and, while `registry` has it executing here, its duration up to now
  * (as RunManager.get shows it); null when there is none.
  */
 export async function repeatedStart(
-  deps: { store: Store; plans: RunPlans; registry?: LiveRuns },
+  deps: { store: Store; registry?: LiveRuns },
   params: StartRunInput,
 ): Promise<{ created: false; run: RunView } | null> {
   const repeated = await sameRequestRun(deps.store, params);
   if (!repeated) return null;
-  const view = runView(repeated, await deps.plans.of(deps.store, repeated));
+  const view = runView(repeated, await planOfRun(deps.store, repeated));
   return { created: false, run: withLiveDuration(view, deps.registry?.get(repeated.id)) };
 }
 

@@ -9,7 +9,7 @@ import type { EventHub } from "./event-hub.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 import { cancelQueuedRun } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
-import { type RunPlans, storedRunView } from "./run-plan.js";
+import { storedRunView } from "./run-plan.js";
 
 export interface ControlDeps {
   store: Store;
@@ -18,8 +18,6 @@ export interface ControlDeps {
   accepting: () => boolean;
   /** The run as clients see it now. */
   get: (runId: string) => Promise<RunView | null>;
-  /** The plans kept here (see RunPlans): a view made here takes its plan from them. */
-  plans: RunPlans;
   /**
    * Settles once start-up recovery has (see RunManager.recovering), and the recovery under way
    * of `runId` if it was held for a slot (see HeldLeftRuns.recovering). A cancel (DELETE, or an
@@ -90,8 +88,7 @@ export async function cancelRun(
   }
   // Cancelled while it ran, it is answered as stored: cancelling (or finished), not with the end
   // its finish may have decided meanwhile and is writing (see RunManager.get).
-  const stored =
-    (await (firing ? storedRunView({ store: deps.store, runId, plans: deps.plans }) : deps.get(runId))) ?? view;
+  const stored = (await (firing ? storedRunView({ store: deps.store, runId }) : deps.get(runId))) ?? view;
   if (stored.status !== "finished") {
     // Cancelled here while it ran, it is cancelling even where its status could not be stored.
     return { run: firing ? { ...stored, status: "cancelling" } : stored, accepted: true };

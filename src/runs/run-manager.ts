@@ -14,7 +14,7 @@ import { QueuedStarts } from "./queued-starts.js";
 import { startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
-import { RunPlans, storedRunView } from "./run-plan.js";
+import { storedRunView } from "./run-plan.js";
 import { stopForShutdown, stopLiveRuns } from "./shutdown.js";
 import { startNow } from "./start-now.js";
 import { repeatsSteer, steerOrStart } from "./steer.js";
@@ -45,8 +45,6 @@ export class RunManager {
   readonly ownership: RunOwnership;
   /** The histories of sessions that ran here lately (see HistoryTail). */
   readonly history: HistoryTail;
-  /** The plans of planning runs viewed here lately, kept folded (see RunPlans). */
-  readonly plans = new RunPlans();
 
   constructor(private readonly deps: RunManagerDeps) {
     this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };
@@ -120,8 +118,7 @@ export class RunManager {
           sessionId: params.session.id,
           idempotencyKey: params.idempotencyKey,
           only: params.interrupts,
-          repeated: () =>
-            repeatedStart({ store: this.deps.store, plans: this.plans, registry: this.#registry }, params),
+          repeated: () => repeatedStart({ store: this.deps.store, registry: this.#registry }, params),
           start: () => this.#startNow(params),
           startQueue: () => this.#startNext(params.session.id),
         });
@@ -178,7 +175,7 @@ export class RunManager {
   /** The run as stored (see withLiveDuration), or an end reported unstored; `decided`: also an end being written. */
   async get(runId: string, { decided = false }: { decided?: boolean } = {}) {
     const ending = this.#registry.ending(runId, { decided });
-    const stored = ending ? null : await storedRunView({ store: this.deps.store, runId, plans: this.plans });
+    const stored = ending ? null : await storedRunView({ store: this.deps.store, runId });
     return ending ?? withLiveDuration(stored, this.#registry.get(runId));
   }
 
@@ -253,7 +250,6 @@ export class RunManager {
       registry: this.#registry,
       accepting: () => this.accepting,
       lease: { owner: this.instance.id, ttlMs: this.instance.leaseMs },
-      plans: this.plans,
     };
   }
 
@@ -264,7 +260,6 @@ export class RunManager {
       registry: this.#registry,
       accepting: () => this.accepting,
       get: (runId: string) => this.get(runId, { decided: true }),
-      plans: this.plans,
       recovered: (runId: string) => this.#recovered(runId),
       cancelHeld: (runId: string, by: string) => this.ownership.held.cancel(runId, by),
       startQueue: (sessionId: string) => this.#startNext(sessionId),

@@ -1,78 +1,51 @@
-import { EMPTY_PLAN_FOLD, foldPlan, type Plan, type PlanFold, planFromMessages, planOfFold } from "../agent/plan.js";
+import { z } from "zod";
+import { type Plan, PlanSchema } from "../agent/plan.js";
 import type { RunView } from "../domain/run.js";
-import { toAgentMessage } from "../domain/stored-message.js";
+import { countWithin, jsonBytes } from "../store/page.js";
 import { runView } from "../store/runs.js";
 import type { RunRecord, Store } from "../store/store.js";
 
-/** A run's plan, derived from its committed messages (so a restart or a replay sees the same plan). */
+/** A `plan.updated` event as stored: the plan it announced (its other fields are not needed). */
+const PlanEvent = z.object({ plan: PlanSchema });
+
+/** A bound above any stored event's size (PostgreSQL's INTEGER): the plan is read whatever its size. */
+const WHOLE = 2 ** 31 - 1;
+
+/**
+ * A run's plan: the one its last `plan.updated` event announced, read from that event alone (one
+ * probe of an index, not the run's messages). Every change of a plan is so announced: a plan
+ * changes only when a plan tool's successful result is committed, and the loop writes that
+ * result and the event in one write (src/runs/execution.ts), tool calls one after another in
+ * the model's order; the results the host writes itself (aborted, interrupted, denied, lost)
+ * are errors, which change no plan. So the last event's plan is the plan the run's committed
+ * messages give (planFromMessages), across restarts and on any instance. Null for a run
+ * without planning, or that made no plan.
+ */
 export async function planOfRun(store: Store, record: RunRecord): Promise<Plan | null> {
   if (!record.planning) return null;
-  return planFromMessages((await store.messages.ofRun(record.sessionId, record.id)).map(toAgentMessage));
+  const event = await store.events.lastPlan(record.id, WHOLE);
+  return event?.data ? PlanEvent.parse(JSON.parse(event.data)).plan : null;
 }
 
-/** A run as stored, with its plan (from `plans` when given); null when there is no such run. */
-export async function storedRunView({
-  store,
-  runId,
-  plans,
-}: {
-  store: Store;
-  runId: string;
-  plans?: RunPlans;
-}): Promise<RunView | null> {
+/** A run as stored, with its plan; null when there is no such run. */
+export async function storedRunView({ store, runId }: { store: Store; runId: string }): Promise<RunView | null> {
   const record = await store.runs.get(runId);
   if (!record) return null;
-  return runView(record, await (plans ? plans.of(store, record) : planOfRun(store, record)));
-}
-
-/** How many runs' plans a RunPlans keeps. */
-const KEPT_PLANS = 1_000;
-
-interface Kept {
-  /** The run's messages up to this seq are folded in. */
-  lastSeq: number;
-  fold: PlanFold;
-  /** Folded from a finished run's messages: all it will ever have. */
-  complete: boolean;
+  return runView(record, await planOfRun(store, record));
 }
 
 /**
- * Plans of runs, as planOfRun makes them, each kept folded (see foldPlan) from the messages
- * read so far: a run's messages are append-only with increasing seqs, so a view of a planning
- * run reads only those committed since the last view here (a finished run's, none), not every
- * message of the run at each `GET /runs/{id}`, event stream or listing. Sound also for a run
- * executed by another instance (what it committed meanwhile is after the last seq read). The
- * database stays the truth; the most recently used KEPT_PLANS runs are kept.
+ * Views of a page of runs, in its order, as many as a page of `bytes` holds with their plans:
+ * the sizes of the runs' last plan events are read first (not their JSON), then the plans of
+ * the runs that fit, so a page reads no more plans than it can show. At least one run.
  */
-export class RunPlans {
-  readonly #kept = new Map<string, Kept>();
-
-  async of(store: Store, record: RunRecord): Promise<Plan | null> {
-    if (!record.planning) return null;
-    const known = this.#kept.get(record.id);
-    if (known?.complete) {
-      this.#keep(record.id, known);
-      return planOfFold(known.fold);
-    }
-    const complete = record.status === "finished";
-    const newer = await store.messages.ofRun(record.sessionId, record.id, known?.lastSeq ?? 0);
-    // Another view of the run may have moved its entry on meanwhile: the later one stands.
-    const current = this.#kept.get(record.id);
-    const base = current && current.lastSeq >= (known?.lastSeq ?? 0) ? current : known;
-    const fresh = base ? newer.filter((m) => m.seq > base.lastSeq) : newer;
-    const kept: Kept = {
-      lastSeq: fresh.at(-1)?.seq ?? base?.lastSeq ?? 0,
-      fold: foldPlan(base?.fold ?? EMPTY_PLAN_FOLD, fresh.map(toAgentMessage)),
-      complete: complete || (base?.complete ?? false),
-    };
-    this.#keep(record.id, kept);
-    return planOfFold(kept.fold);
-  }
-
-  /** Keeps `kept` as the run's latest entry, dropping the least recently used beyond KEPT_PLANS. */
-  #keep(runId: string, kept: Kept): void {
-    this.#kept.delete(runId);
-    this.#kept.set(runId, kept);
-    if (this.#kept.size > KEPT_PLANS) this.#kept.delete(this.#kept.keys().next().value as string);
-  }
+export async function runViewsWithin(store: Store, records: readonly RunRecord[], bytes: number): Promise<RunView[]> {
+  const sizes = await Promise.all(
+    records.map(async (r) => {
+      const plan = r.planning ? await store.events.lastPlan(r.id, 0) : null;
+      return jsonBytes(runView(r, null)) + (plan?.bytes ?? 0);
+    }),
+  );
+  const kept = records.slice(0, countWithin(sizes, bytes));
+  return Promise.all(kept.map(async (r) => runView(r, await planOfRun(store, r))));
 }

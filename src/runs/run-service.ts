@@ -5,14 +5,14 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
-import { keyOfCursor, withinBytes } from "../store/page.js";
-import { runView } from "../store/runs.js";
+import { keyOfCursor, PAGE_BYTES, withinBytes } from "../store/page.js";
 import type { RunAccess, Store, ToolCallRecord, WebhookListing } from "../store/store.js";
 import { HIDDEN_RECEIVER_ERROR, hiddenReceiverReason } from "../webhooks/delivery-reasons.js";
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
 import { checkDecisions } from "./control.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
+import { runViewsWithin } from "./run-plan.js";
 
 export interface StartRunRequest {
   sessionId: string;
@@ -180,15 +180,16 @@ export class RunService {
     if (page.cursor !== null && !isIdOf("run", page.cursor)) throw invalidCursor();
     const result = await this.deps.store.runs.list({ sessionId, ...page });
     const { store, manager } = this.deps;
+    const views = await runViewsWithin(store, result.items, PAGE_BYTES);
     // A run executing here (a session's one active run, at most) is shown as GET /runs/{id} shows it: its duration up to now.
     const items = await Promise.all(
-      result.items.map(async (r) =>
-        manager.executes(r.id) && r.status !== "finished"
-          ? ((await manager.get(r.id)) ?? runView(r, await manager.plans.of(store, r)))
-          : runView(r, await manager.plans.of(store, r)),
+      views.map(async (v) =>
+        manager.executes(v.id) && v.status !== "finished" ? ((await manager.get(v.id)) ?? v) : v,
       ),
     );
-    return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (r) => r.id });
+    const cut = views.length < result.items.length;
+    const nextCursor = cut ? (views.at(-1)?.id ?? null) : result.nextCursor;
+    return withinBytes({ items, nextCursor }, { cursorOf: (r) => r.id });
   }
 
   async cancel(runId: string, owner: string | null) {

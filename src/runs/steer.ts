@@ -9,7 +9,7 @@ import type { EventHub } from "./event-hub.js";
 import { inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
-import type { RunPlans } from "./run-plan.js";
+import { planOfRun } from "./run-plan.js";
 
 /** How often a steer looks at the store between the run's events (a run executed elsewhere sends none here). */
 const POLL_MS = 250;
@@ -26,8 +26,6 @@ export interface SteerDeps {
   accepting: () => boolean;
   /** The run as clients see it now. */
   get: (runId: string) => Promise<RunView | null>;
-  /** The plans kept here: a repeated steer's answer takes its run's plan from them. */
-  plans: RunPlans;
   /** Starts the session's queue in the background (a run queued from a steer's input). */
   startQueue: (sessionId: string) => void;
   /** The runs executing here: a repeated start's answer counts their duration up to now (see repeatedStart). */
@@ -268,7 +266,7 @@ function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">)
  * stopped waiting for it (see runOfLeftInput). Null when there is none.
  */
 async function runOfRepeatedSteer(
-  deps: Pick<SteerDeps, "store" | "plans" | "registry">,
+  deps: Pick<SteerDeps, "store" | "registry">,
   params: StartRunInput,
   inputId: string,
 ): Promise<StartedRun | null> {
@@ -279,5 +277,5 @@ async function runOfRepeatedSteer(
   if (!held) return null;
   if (!held.same) throw keyReused(held.id);
   const made = await deps.store.runs.get(held.id);
-  return made ? { run: runView(made, await deps.plans.of(deps.store, made)), created: false } : null;
+  return made ? { run: runView(made, await planOfRun(deps.store, made)), created: false } : null;
 }

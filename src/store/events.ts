@@ -9,6 +9,22 @@ export interface StoredEvent {
   data: string;
 }
 
+/** A run's last `plan.updated` event: its stored size, and its JSON when it was read. */
+export interface LastPlanEvent {
+  bytes: number;
+  data: string | null;
+}
+
+/**
+ * The read of a run's last `plan.updated` event (see the store's `events.lastPlan`), the same on
+ * SQLite and PostgreSQL but for how the parameters are written: the type is a literal, so that
+ * the partial index run_events_plans (migration 0021) answers it, its last entry for the run.
+ * `octet_length` reads a value's length, not its content; the JSON is read only when it fits.
+ */
+export const lastPlanSql = (run: string, within: string): string =>
+  `SELECT octet_length(data) AS bytes, CASE WHEN octet_length(data) <= ${within} THEN data END AS data
+   FROM run_events WHERE run_id = ${run} AND type = 'plan.updated' ORDER BY seq DESC LIMIT 1`;
+
 /**
  * The stored JSON of a user message's event begins `{"type":"message","message":{"id":"<id>","role":"user",`
  * (the order its fields are built in): a user message's event is told from its first few hundred
@@ -42,6 +58,7 @@ export function eventStore(db: Db) {
   const sizesShown = db.prepare(`SELECT octet_length(data) ${shown}`).pluck();
   const last = db.prepare("SELECT max(seq) AS seq FROM run_events WHERE run_id = +?");
   const ofType = db.prepare("SELECT seq, type, data FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq");
+  const lastPlan = db.prepare(lastPlanSql("+@run", "+@within"));
   const headsOfType = db.prepare(
     "SELECT seq, substr(data, 1, +?) AS head FROM run_events WHERE run_id = +? AND type = +? ORDER BY seq",
   );
@@ -75,6 +92,9 @@ export function eventStore(db: Db) {
     },
     headsOfType(runId: string, type: string, chars: number): { seq: number; head: string }[] {
       return headsOfType.all(chars, runId, type) as { seq: number; head: string }[];
+    },
+    lastPlan(runId: string, within: number): LastPlanEvent | null {
+      return (lastPlan.get({ run: runId, within }) as LastPlanEvent | undefined) ?? null;
     },
   };
 }

@@ -184,6 +184,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       lastSeq: (runId) => read(() => tables.events.lastSeq(runId)),
       ofType: (runId, type) => read(() => tables.events.ofType(runId, type)),
       headsOfType: (runId, type, chars) => read(() => tables.events.headsOfType(runId, type, chars)),
+      lastPlan: (runId, within) => read(() => tables.events.lastPlan(runId, within)),
     },
     toolCalls: {
       get: (runId, id) => read(() => tables.toolCalls.get(runId, id)),

@@ -3,7 +3,7 @@ import type { RunEvent } from "../domain/run-events.js";
 import type { StoredMessage } from "../domain/stored-message.js";
 import type { RunChange } from "./changes.js";
 import type { OwnerLimit } from "./errors.js";
-import type { StoredEvent } from "./events.js";
+import type { LastPlanEvent, StoredEvent } from "./events.js";
 import type { KeyedRun, RunInputHold } from "./keyed-run.js";
 import type { ClaimedRun, LeaseTerms, RunClaimQuery, RunLease } from "./leases.js";
 import type { RunNotifications } from "./notifications.js";
@@ -18,7 +18,7 @@ import type { ReplyCall, ToolCallRecord, ToolCallState, ToolCallStatus } from ".
 
 export type { RunChange, RunChangeKind } from "./changes.js";
 export type { OwnerLimit } from "./errors.js";
-export type { StoredEvent } from "./events.js";
+export type { LastPlanEvent, StoredEvent } from "./events.js";
 export type { KeyedRun } from "./keyed-run.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunClaimQuery, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
@@ -243,6 +243,8 @@ export interface Store {
      * of its JSON (`head`); the rest of the JSON is not read.
      */
     headsOfType(runId: string, type: RunEvent["type"], chars: number): Promise<{ seq: number; head: string }[]>;
+    /** The run's last `plan.updated` event (see lastPlanSql), its JSON if within `within` bytes; null: none. */
+    lastPlan(runId: string, within: number): Promise<LastPlanEvent | null>;
   };
   toolCalls: {
     get(runId: string, id: string): Promise<ToolCallRecord | null>;

@@ -4,7 +4,7 @@
  * its start again and again, the same request of a few bytes under the same key, each answered
  * with the run (a few hundred bytes), and at last cancels the run. A planning run's view carries
  * its plan, and each of these views (the cancel's answer too) derived it from all the run's
- * messages, read whole (4 MB); now they take it from the plan kept folded here, as
+ * messages, read whole (4 MB); now they read only the run's last plan event, as
  * `GET /runs/{id}` does.
  */
 import { afterEach, describe, expect, it } from "vitest";

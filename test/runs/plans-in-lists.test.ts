@@ -15,20 +15,24 @@ const planThenAnswer = (title: string, gate?: Promise<void>) => [
 ];
 
 describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s", (backend) => {
-  it("a run's plan is folded from the messages committed since it was last viewed: a finished run's, once, then kept", async () => {
-    const reads: string[] = [];
-    /** Each read of a run's messages: the run, and the seq it read after. */
-    const readsAfter: [string, number][] = [];
+  it("a run's plan is its last plan.updated event's, read alone: none of the runs' messages is read", async () => {
+    /** Each read of a run's messages (none is expected), and each plan event read: the run and how much of it. */
+    const messageReads: string[] = [];
+    const planReads: [string, number][] = [];
     server = await startTestServer({
       backend,
       wrapStore: (store) =>
-        aroundStore(store, "messages", (name, args, call) => {
-          if (name === "ofRun") {
-            reads.push(args[1] as string);
-            readsAfter.push([args[1] as string, (args[2] as number | undefined) ?? 0]);
-          }
-          return call();
-        }),
+        aroundStore(
+          aroundStore(store, "messages", (name, args, call) => {
+            if (name === "ofRun") messageReads.push(args[1] as string);
+            return call();
+          }),
+          "events",
+          (name, args, call) => {
+            if (name === "lastPlan") planReads.push([args[0] as string, args[1] as number]);
+            return call();
+          },
+        ),
     });
     const session = (await server.request("POST", "/sessions", { body: { planning: true } })).body;
     const finished: string[] = [];
@@ -51,14 +55,17 @@ describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s",
     );
 
     const list = async () => {
-      reads.length = 0;
+      messageReads.length = 0;
+      planReads.length = 0;
       const items = (await server.request("GET", `/sessions/${session.id}/runs`)).body.items as {
         id: string;
         plan: { steps: { title: string }[] } | null;
       }[];
       return {
         plans: Object.fromEntries(items.map((r) => [r.id, r.plan?.steps.map((s) => s.title)])),
-        reads: [...reads],
+        messageReads: [...messageReads],
+        // Each run's plan event is sized (nothing read), then read whole.
+        planReads: planReads.map(([id, within]) => `${id} ${within === 0 ? "size" : "whole"}`).sort(),
       };
     };
     const first = await list();
@@ -71,19 +78,18 @@ describe.each(["sqlite", "postgres"] as const)("plans in a list of runs, on %s",
     };
     expect(first.plans).toEqual(expected);
     expect(second.plans).toEqual(expected);
-    // The finished runs were viewed as they finished (their plans kept); the running one is
-    // read again at each listing, from the last message seq read.
-    expect(first.reads).toEqual([running.id]);
-    expect(second.reads).toEqual([running.id]);
-    const afterSeqs = readsAfter.filter(([id]) => id === running.id).map(([, after]) => after);
-    expect(afterSeqs[0]).toBe(0);
-    expect(afterSeqs.at(-1)).toBeGreaterThan(0);
+    // A finished run's plan event: sized, then read. The running one is also viewed as GET /runs/{id} shows it.
+    const eachFinished = finished.flatMap((id) => [`${id} size`, `${id} whole`]).sort();
+    for (const listed of [first, second]) {
+      expect(listed.messageReads).toEqual([]);
+      expect(listed.planReads.filter((read) => !read.startsWith(running.id))).toEqual(eachFinished);
+      expect(listed.planReads).toContain(`${running.id} whole`);
+    }
 
     release();
     await finishedRun(server, running.id);
-    // Viewed as it finished (finishedRun asks for it): its plan is kept too.
     const third = await list();
     expect(third.plans).toEqual(expected);
-    expect(third.reads).toEqual([]);
+    expect(third.messageReads).toEqual([]);
   });
 });

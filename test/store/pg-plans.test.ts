@@ -118,6 +118,14 @@ describe("PostgreSQL reads that stay bounded", () => {
     }
   });
 
+  it("a run's last plan event is the end of its range of run_events_plans, read backward, with no sort", async () => {
+    for (const within of [0, 2 ** 31 - 1]) {
+      const plan = await planOf(/FROM run_events WHERE .*'plan.updated'/, () => store.events.lastPlan("run_1", within));
+      expect(plan).toMatch(/Index Scan Backward using run_events_plans/);
+      expect(plan).not.toMatch(/Sort|Seq Scan|Filter/);
+    }
+  });
+
   it("a page of a run's steps, calls awaiting approval or webhook deliveries, its sizes and its rows, is a range of an index after its cursor", async () => {
     await seedSession(store, { id: "ses_lists" });
     await seedLargeRun(store, { sessionId: "ses_lists", runId: "run_lists", steps: 1, approvals: 1 });

@@ -226,6 +226,24 @@ describe("SQLite reads that stay bounded in a large session", () => {
   });
 });
 
+describe("SQLite's read of a run's plan", () => {
+  it("its last plan event is the end of the run's range of run_events_plans, with no sort", () => {
+    const db = analyzedLargeSession();
+    const event = db.prepare("INSERT INTO run_events (run_id, seq, type, data) VALUES (?, ?, ?, '{}')");
+    db.transaction(() => {
+      for (let seq = 1; seq <= 2000; seq++) event.run("run_big_7", seq, seq % 100 === 0 ? "plan.updated" : "message");
+    })();
+    db.exec("ANALYZE");
+    const store = storeStatementsOn(db);
+    const plan = store.planOf(store.find(/FROM run_events WHERE .* type = 'plan.updated' ORDER BY seq DESC LIMIT 1/), {
+      run: "run_big_7",
+      within: 0,
+    });
+    expect(plan).toMatch(/^SEARCH run_events USING INDEX run_events_plans \(run_id=\?\)$/);
+    db.close();
+  });
+});
+
 describe("SQLite's check for a session's unfinished runs", () => {
   it("reads the partial indexes of active and of queued runs, not every run of the session", () => {
     const db = analyzedLargeSession();

@@ -2,12 +2,13 @@ import pg from "pg";
 import type { RunStatus } from "../../domain/run.js";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
+import { lastPlanSql } from "../events.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { type KeyedRunRow, keyedRunFromRow, keyedRunSql, runInputHoldFromRow, runInputSql } from "../keyed-run.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StorageHealth } from "../storage-health.js";
-import type { Store, StoredEvent } from "../store.js";
+import type { LastPlanEvent, Store, StoredEvent } from "../store.js";
 import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
@@ -237,6 +238,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
           "SELECT seq, substr(data, 1, $3) AS head FROM run_events WHERE run_id = $1 AND type = $2 ORDER BY seq",
           [runId, type, chars],
         ),
+      lastPlan: (runId, within) => first<LastPlanEvent>(lastPlanSql("$1", "$2"), [runId, within]),
     },
     toolCalls: pgToolCalls(rows, first),
     steps: pgSteps(rows),
