@@ -174,13 +174,15 @@ export class SessionService {
   /** Newest first; at most `limit` sessions and PAGE_BYTES of JSON (at least one session). */
   async list(owner: string | null, page: { limit: number; cursor: string | null }) {
     if (page.cursor !== null && !isIdOf("ses", page.cursor)) throw invalidCursor();
-    const result = await this.deps.store.sessions.list({ owner, ...page });
     // A session whose delete is taken here is gone to the list too (the cursor stays the store's).
-    const items = await Promise.all(
-      result.items
-        .filter((r) => !this.#deleting.has(r.id))
-        .map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))),
-    );
+    // A page they alone filled is read on from its cursor: a page holds a session when there is one after it.
+    let result = await this.deps.store.sessions.list({ owner, ...page });
+    let shown = result.items.filter((r) => !this.#deleting.has(r.id));
+    while (shown.length === 0 && result.nextCursor !== null) {
+      result = await this.deps.store.sessions.list({ owner, limit: page.limit, cursor: result.nextCursor });
+      shown = result.items.filter((r) => !this.#deleting.has(r.id));
+    }
+    const items = await Promise.all(shown.map(async (r) => sessionView(r, await this.deps.manager.activeRunId(r.id))));
     return withinBytes({ items, nextCursor: result.nextCursor }, { cursorOf: (s) => s.id });
   }
 

@@ -47,4 +47,26 @@ describe.each(["sqlite", "postgres"] as const)("a session whose DELETE is taken,
     // The instance treats it as gone to its callers: not found by id, nor listed.
     expect(listed.body.items.map((s: { id: string }) => s.id)).toEqual([kept.id]);
   });
+
+  it("a page it would have filled holds the next session: a page holds an item when there is one after its cursor", async () => {
+    const held = door();
+    const server = await startTestServer({ backend, wrapStore: (store) => holdingDelete(store, held.pass) });
+    forTest.push(server);
+    const kept = (await server.request("POST", "/sessions", { body: {} })).body;
+    const doomed = (await server.request("POST", "/sessions", { body: {} })).body;
+    const deleting = server.request("DELETE", `/sessions/${doomed.id}`);
+    await held.arrived;
+    await until(
+      async () => (await server.request("GET", `/sessions/${doomed.id}`)).status,
+      (s) => s === 404,
+      "the delete to be taken",
+    );
+    // Newest first: the session being deleted is the first of the list.
+    const page = await server.request("GET", "/sessions?limit=1");
+    held.release();
+    expect((await deleting).status).toBe(204);
+    expect(page.status).toBe(200);
+    expect(page.body.items.map((s: { id: string }) => s.id)).toEqual([kept.id]);
+    expect(page.body.nextCursor).toBeNull();
+  });
 });
