@@ -21,8 +21,18 @@ export const ApprovalParams = z.strictObject({ id, toolCallId: longId });
 /** `chatId`: the id the AI SDK derives a chat's resume URL from (ignored). */
 export const ChatStreamParams = z.strictObject({ id, chatId: longId });
 
+/**
+ * A list's `limit` (openapi.yaml: an integer, 1 to 200), written as decimal digits: `1e2`,
+ * `0x10`, `16.0` or ` 16`, which Number() would read, are refused.
+ */
+const PageLimit = z
+  .string()
+  .regex(/^[0-9]+$/, "an integer, written as decimal digits")
+  .transform(Number)
+  .pipe(z.number().int().min(1).max(200));
+
 export const PageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: PageLimit.default(50),
   cursor: z.string().min(1).max(64).optional(),
 });
 
