@@ -147,7 +147,7 @@ export class Metrics implements RunFacts {
     });
     this.#webhooksGivenUp = new Counter({
       name: "agent_webhook_deliveries_given_up_total",
-      help: "Webhook deliveries given up, by reason (window: no 2xx within WEBHOOK_RETRY_WINDOW_MS; refused; cap: past WEBHOOK_MAX_PENDING_PER_KEY).",
+      help: "Webhook deliveries given up, by reason (window: no 2xx within WEBHOOK_RETRY_WINDOW_MS; gone: the receiver answered 410 Gone; refused; cap: past WEBHOOK_MAX_PENDING_PER_KEY).",
       labelNames: ["reason"],
       registers,
     });
@@ -158,7 +158,7 @@ export class Metrics implements RunFacts {
     this.#webhookTries.inc({ outcome });
   }
 
-  webhookGivenUp(reason: "window" | "refused" | "cap", count: number): void {
+  webhookGivenUp(reason: "window" | "gone" | "refused" | "cap", count: number): void {
     this.#webhooksGivenUp.inc({ reason }, count);
   }
 

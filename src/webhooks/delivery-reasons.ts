@@ -17,6 +17,9 @@ export const notSentReason = (windowMs: number): string =>
 export const noSuccessReason = (windowMs: number): string =>
   `no 2xx answer within WEBHOOK_RETRY_WINDOW_MS (${windowMs} ms) of its event`;
 
+/** Its receiver answered a try with 410 Gone: it wants no more deliveries (Standard Webhooks), so none is tried again. */
+export const GONE_REASON = "the receiver answered 410 Gone: it wants no more deliveries";
+
 /** What an API key is shown of a tried delivery to the operator's hidden receiver: a try's error, and a refusal. */
 export const HIDDEN_RECEIVER_ERROR = "the operator's receiver was not reached";
 export const HIDDEN_RECEIVER_REFUSED = "the operator's receiver was refused";

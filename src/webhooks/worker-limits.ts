@@ -35,5 +35,5 @@ export const STOP_GRACE_MS = 1000;
 /** What the worker tells the metrics: how each try ended, and why deliveries were given up. */
 export interface WebhookFacts {
   webhookTry(outcome: "delivered" | "failed" | "refused" | "cut"): void;
-  webhookGivenUp(reason: "window" | "refused" | "cap", count: number): void;
+  webhookGivenUp(reason: "window" | "gone" | "refused" | "cap", count: number): void;
 }

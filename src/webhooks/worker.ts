@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { CoolingTargets } from "./cooling-targets.js";
-import { noSuccessReason, notSentReason, refusedReason } from "./delivery-reasons.js";
+import { GONE_REASON, noSuccessReason, notSentReason, refusedReason } from "./delivery-reasons.js";
 import { GivenUpReport } from "./given-up-report.js";
 import { CAP_CHECK_POLLS, capReason } from "./pending-cap.js";
 import { closedBeforeClaim, nextTryAt, type RetrySchedule } from "./retry-schedule.js";
@@ -32,10 +32,10 @@ interface Sending {
  * a while and then hangs holds the pool for a second, not a timeout. Whenever a send ends or is
  * found stuck (or every poll while all are busy) more are claimed within these limits, so one
  * owner's slow, flooded or dead target delays no other's. Each is claimed with a lease (a crash
- * mid-send retries it after the lease), sent, and its try recorded: 2xx delivered, anything
- * else tried again on the schedule until its window closes. What an owner has pending past
- * WEBHOOK_MAX_PENDING_PER_KEY is given up now and then (see pending-cap.ts), and logged
- * (GivenUpReport).
+ * mid-send retries it after the lease), sent, and its try recorded: 2xx delivered, 410 Gone
+ * failed at once (the receiver wants no more), anything else tried again on the schedule until
+ * its window closes. What an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY is given up now
+ * and then (see pending-cap.ts), and logged (GivenUpReport).
  */
 export class WebhookWorker {
   #timer: NodeJS.Timeout | null = null;
@@ -224,20 +224,23 @@ export class WebhookWorker {
     try {
       const { retryAfterMs, ...attempt } = await sender.send(delivery);
       const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+      // Standard Webhooks: 410 Gone says the receiver wants no more deliveries, so none is tried again.
+      const gone = attempt.statusCode === 410;
       const outcome: TryOutcome = !ok ? "failed" : state.stuck ? "slow" : "ok";
       this.#shares.record(delivery.owner, outcome);
-      const at = ok
-        ? null
-        : nextTryAt(schedule, {
-            failures: delivery.attempts.length + 1,
-            createdAt,
-            now: Date.now(),
-            retryAfterMs,
-          });
+      const at =
+        ok || gone
+          ? null
+          : nextTryAt(schedule, {
+              failures: delivery.attempts.length + 1,
+              createdAt,
+              now: Date.now(),
+              retryAfterMs,
+            });
       const next: AttemptOutcome["next"] = ok
         ? { status: "delivered" }
         : at === null
-          ? { status: "failed", reason: noSuccessReason(schedule.windowMs) }
+          ? { status: "failed", reason: gone ? GONE_REASON : noSuccessReason(schedule.windowMs) }
           : { status: "pending", at };
       await store.webhooks.record({ id: delivery.id, attempt, next });
       if (ok) this.#cooling.succeeded(delivery.owner, delivery.url);
@@ -250,8 +253,8 @@ export class WebhookWorker {
       }
       facts?.webhookTry(ok ? "delivered" : "failed");
       if (next.status === "failed") {
-        facts?.webhookGivenUp("window", 1);
-        logger.warn({ deliveryId: delivery.id, runId: delivery.runId }, "webhook delivery given up");
+        facts?.webhookGivenUp(gone ? "gone" : "window", 1);
+        logger.warn({ deliveryId: delivery.id, runId: delivery.runId, gone }, "webhook delivery given up");
       }
     } catch (err) {
       // Cut by the shutdown: no attempt to record; the delivery is due again at once.
