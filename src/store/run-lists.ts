@@ -54,7 +54,7 @@ export type LedgerCall = ToolCallRecord & { ordinal: number };
 export type ListedDelivery = WebhookListing & { eventSeq: number };
 
 export type LedgerCallRow = ToolCallRow & { ordinal: number };
-export type ListedDeliveryRow = Omit<DeliveryRow, "body"> & { event_seq: number };
+export type ListedDeliveryRow = Omit<DeliveryRow, "body" | "run_id"> & { run_id: string; event_seq: number };
 
 export const ledgerCallFromRow = (row: LedgerCallRow): LedgerCall => ({
   ...toolCallFromRow(row),

@@ -6,6 +6,7 @@ import type { Db } from "./database.js";
 import { sessionHasRuns } from "./errors.js";
 import { CorruptRowError, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
+import { SQLITE_DROP_SETTLED_ORPHANS } from "./webhook-orphans.js";
 
 export interface SessionRecord {
   id: string;
@@ -137,6 +138,8 @@ export function sessionStore(db: Db) {
     "DELETE FROM run_events WHERE rowid IN (SELECT rowid FROM run_events WHERE run_id = +? ORDER BY seq LIMIT +?)",
   );
   const removeRun = db.prepare("DELETE FROM runs WHERE id = ?");
+  // A deleted run's pending webhook deliveries stay (run_id NULL) to be sent; its settled ones go.
+  const dropSettledOrphans = db.prepare(SQLITE_DROP_SETTLED_ORPHANS);
   // From the two partial indexes of unfinished runs, not from every run of the session.
   const hasUnfinishedRun = db
     .prepare(
@@ -194,10 +197,15 @@ export function sessionStore(db: Db) {
     sharedWorkspaceInUse(workspace: string): boolean {
       return namingShared.get(workspace) === 1;
     },
-    /** Deletes the session row, and with it (cascading) whatever of it is left; refused (`active_run`) while a run of it is unfinished. */
+    /**
+     * Deletes the session row, and with it (cascading) whatever of it is left but its runs'
+     * pending webhook deliveries (see deletePiece); refused (`active_run`) while a run of it is unfinished.
+     */
     delete(id: string): boolean {
       this.refuseUnfinished(id);
-      return remove.run(id).changes > 0;
+      const deleted = remove.run(id).changes > 0;
+      dropSettledOrphans.run();
+      return deleted;
     },
     /** Throws `active_run` when a run of the session is unfinished (queued or live). */
     refuseUnfinished(id: string): void {
@@ -206,15 +214,19 @@ export function sessionStore(db: Db) {
     /**
      * Deletes one bounded piece of the session, from its newest finished run: up to `rows` of
      * that run's oldest events or, once it has none left, the run itself with its messages,
-     * tool calls and steps. False when the session has no finished run left. What is left is
-     * the session as it was before its newest runs (while a run's events go, a replay of it
-     * starts later). Refused (`active_run`) while a run of the session is unfinished.
+     * tool calls, steps and settled webhook deliveries (its pending ones stay in the outbox
+     * without their run, to be sent and retried as any other: see webhook-orphans.ts). False
+     * when the session has no finished run left. What is left is the session as it was before
+     * its newest runs (while a run's events go, a replay of it starts later). Refused (`active_run`) while a run of the session is unfinished.
      */
     deletePiece(id: string, rows: number): boolean {
       this.refuseUnfinished(id);
       const run = newestFinishedRun.get(id) as string | undefined;
       if (run === undefined) return false;
-      if (oldestEvents.run(run, rows).changes < rows) removeRun.run(run);
+      if (oldestEvents.run(run, rows).changes < rows) {
+        removeRun.run(run);
+        dropSettledOrphans.run();
+      }
       return true;
     },
   };

@@ -7,7 +7,9 @@ import type { AttemptOutcome, PastCapQuery, WebhookDelivery } from "./webhooks.j
 /**
  * The webhook outbox: a delivery for each event of a run whose stored target asked for its
  * type, written with the event; the worker claims due ones, records each try, and gives up
- * what an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY.
+ * what an owner has pending past WEBHOOK_MAX_PENDING_PER_KEY. A delivery outlives its run (its
+ * session deleted): pending, it is claimed and tried as any other (`runId` null); once settled,
+ * or settled when its run goes, it is dropped.
  */
 export interface WebhookOutbox {
   /**

@@ -6,6 +6,7 @@ import { carriesWebhook, webhookPayload } from "../domain/webhook-payload.js";
 import type { Db } from "./database.js";
 import { parseJsonColumn } from "./json.js";
 import { type ClaimQuery, ownerKey, ownerRooms, pickClaimed } from "./webhook-claims.js";
+import { SQLITE_DROP_SETTLED_ORPHANS } from "./webhook-orphans.js";
 import { RunTargets, type RunWebhookTarget, resolvedTargetOfRow, type TargetRow } from "./webhook-targets.js";
 
 /** One try of a delivery: the receiver's status code, or why there was none. */
@@ -19,7 +20,8 @@ export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 
 export interface WebhookDelivery {
   id: string;
-  runId: string;
+  /** Null once its run is deleted (its session's delete): it is still sent, and dropped once settled. */
+  runId: string | null;
   /** Its run's session's owner (null: the keyless server's): whose slots its sends take. */
   owner: string | null;
   type: string;
@@ -37,7 +39,7 @@ export interface WebhookDelivery {
 
 export interface DeliveryRow {
   id: string;
-  run_id: string;
+  run_id: string | null;
   /** '' for no owner: the column is NOT NULL, so an owner's range of the index is an equality. */
   owner: string;
   type: string;
@@ -72,16 +74,16 @@ export function deliveryFromRow(row: DeliveryRow): WebhookDelivery {
   };
 }
 
-/** A delivery as its run's listing shows it: without its body, which is not read. */
-export type WebhookListing = Omit<WebhookDelivery, "body">;
+/** A delivery as its run's listing shows it (of a run, so with its id): without its body, which is not read. */
+export type WebhookListing = Omit<WebhookDelivery, "body" | "runId"> & { runId: string };
 
 /** The columns of a listing: every one but the body (a payload that may hold a run's view, its input of 1 MB with it). */
 export const LISTED_COLUMNS =
   "id, run_id, owner, type, url, status, attempts, next_attempt_at, created_at, finished_at, reason";
 
-export function listingFromRow(row: Omit<DeliveryRow, "body">): WebhookListing {
+export function listingFromRow(row: Omit<DeliveryRow, "body" | "run_id"> & { run_id: string }): WebhookListing {
   const { body: _body, ...listing } = deliveryFromRow({ ...row, body: "" });
-  return listing;
+  return { ...listing, runId: row.run_id };
 }
 
 /** The outcome of one try, as the worker records it. */
@@ -186,6 +188,7 @@ export function webhookStore(db: Db) {
      WHERE id = ? AND status = 'pending' AND next_attempt_at = ?`,
   );
   const nextDue = db.prepare("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'");
+  const dropSettledOrphans = db.prepare(SQLITE_DROP_SETTLED_ORPHANS);
 
   /** The owners with pending deliveries, in order. */
   const pendingOwners = (): string[] => {
@@ -251,6 +254,7 @@ export function webhookStore(db: Db) {
         reason,
         id,
       );
+      if (!pending && row.run_id === null) dropSettledOrphans.run();
     },
     /** As `Store["webhooks"]["release"]` says. */
     release({ id, leaseUntil, at }: { id: string; leaseUntil: number; at: number }): void {
@@ -262,7 +266,9 @@ export function webhookStore(db: Db) {
     },
     /** As `Store["webhooks"]["expire"]` says. */
     expire({ id, leaseUntil, reason, at }: { id: string; leaseUntil: number; reason: string; at: string }): boolean {
-      return expire.run(reason, at, id, leaseUntil).changes > 0;
+      const expired = expire.run(reason, at, id, leaseUntil).changes > 0;
+      if (expired) dropSettledOrphans.run();
+      return expired;
     },
     /** As `Store["webhooks"]["targetOf"]` says. */
     targetOf(runId: string): ResolvedWebhookTarget | null {
@@ -281,6 +287,7 @@ export function webhookStore(db: Db) {
         const { changes } = giveUp.run(reason, at, owner, cap);
         if (changes) given.set(ownerKey(owner), changes);
       }
+      if (given.size) dropSettledOrphans.run();
       return given;
     },
   };

@@ -217,4 +217,18 @@ describe("PostgreSQL reads that stay bounded", () => {
     expect(plan).toMatch(/Index Cond: \(owner = o\.owner\)/);
     expect(plan).not.toMatch(/Seq Scan on webhook_deliveries/);
   });
+
+  // A session's delete leaves its runs' pending deliveries (run_id NULL): the drop of the settled
+  // ones reads only those, not every delivery whose run is gone.
+  it("dropping settled deliveries whose run is gone reads webhook_deliveries_orphaned", async () => {
+    const at = new Date().toISOString();
+    const plan = await planOf(/^DELETE FROM webhook_deliveries WHERE run_id IS NULL/, () =>
+      store.webhooks.record({
+        id: "msg_absent",
+        attempt: { at, statusCode: 200, error: null },
+        next: { status: "delivered" },
+      }),
+    );
+    expect(plan).toMatch(/using webhook_deliveries_orphaned on webhook_deliveries/);
+  });
 });

@@ -9,6 +9,7 @@ import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js"
 import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StorageHealth } from "../storage-health.js";
 import type { LastPlanEvent, Store, StoredEvent } from "../store.js";
+import { DROP_SETTLED_ORPHANS } from "../webhook-orphans.js";
 import { RunTargets, type TargetRow, targetOfRun } from "../webhook-targets.js";
 import { insertStatement, runBatch, type Statement } from "./pg-batch.js";
 import { changeStatements, eventRows } from "./pg-changes.js";
@@ -118,6 +119,8 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
                    AND NOT EXISTS (SELECT 1 FROM runs WHERE session_id = $1 AND status = 'queued')`,
             values: [id],
           },
+          // Its runs' pending webhook deliveries stay (run_id NULL) to be sent; their settled ones go.
+          { text: DROP_SETTLED_ORPHANS },
         ]);
         if ((locked?.rowCount ?? 0) === 0) return false;
         if ((deleted?.rowCount ?? 0) === 0) throw sessionHasRuns(id);

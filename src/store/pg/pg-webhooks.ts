@@ -1,6 +1,7 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { Store } from "../store.js";
 import type { ClaimQuery } from "../webhook-claims.js";
+import { DROP_SETTLED_ORPHANS } from "../webhook-orphans.js";
 import { type RunWebhookTarget, resolvedTargetOfRow, type TargetRow } from "../webhook-targets.js";
 import { type DeliveryRow, deliveriesFor, deliveryFromRow } from "../webhooks.js";
 import type { Statement } from "./pg-batch.js";
@@ -138,6 +139,8 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
                  WHERE id = $1 AND status = 'pending' AND next_attempt_at = $4`,
           values: [id, reason, at, leaseUntil],
         },
+        // Settled without its run (its session deleted), it goes (see webhook-orphans.ts).
+        { text: DROP_SETTLED_ORPHANS },
       ])) as { rowCount: number | null }[];
       return (result?.rowCount ?? 0) > 0;
     },
@@ -163,6 +166,8 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
             next.status === "failed" ? next.reason : null,
           ],
         },
+        // Settled without its run (its session deleted), it goes (see webhook-orphans.ts).
+        { text: DROP_SETTLED_ORPHANS },
       ]);
     },
     page: (query) => deliveriesPage(rows, query),
@@ -177,7 +182,10 @@ export function pgWebhooks(rows: Rows, write: (statements: Statement[]) => Promi
       return row ? resolvedTargetOfRow(row) : null;
     },
     giveUpPastCap: async ({ cap, reason, at }) => {
-      const [result] = (await write([{ text: GIVE_UP_PAST_CAP, values: [cap, reason, at] }])) as {
+      const [result] = (await write([
+        { text: GIVE_UP_PAST_CAP, values: [cap, reason, at] },
+        { text: DROP_SETTLED_ORPHANS },
+      ])) as {
         rows: { owner: string }[];
       }[];
       const given = new Map<string | null, number>();

@@ -1,0 +1,10 @@
+-- A delivery outlives its run: a session's delete (which takes its runs) leaves the run's
+-- pending deliveries in the outbox with run_id NULL, to be sent and retried as any other (they
+-- carry their payload and owner); the store drops such a delivery once it is settled, and the
+-- settled ones of the runs a session's delete takes with that delete.
+ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_run_id_fkey;
+ALTER TABLE webhook_deliveries ALTER COLUMN run_id DROP NOT NULL;
+ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_run_id_fkey
+  FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE SET NULL;
+-- The settled deliveries whose run is gone, which the store drops: an index of them alone.
+CREATE INDEX webhook_deliveries_orphaned ON webhook_deliveries (id) WHERE (run_id IS NULL) AND (status <> 'pending');
