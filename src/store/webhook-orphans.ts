@@ -1,5 +1,5 @@
 /*
- * A webhook delivery outlives its run (migration 0021: run_id ON DELETE SET NULL): when a
+ * A webhook delivery outlives its run (migration 0022: run_id ON DELETE SET NULL): when a
  * session's delete takes its runs, their pending deliveries stay in the outbox, still sent and
  * retried as any other (they carry their payload and owner). A delivery whose run is gone is
  * kept only to be sent: once settled (delivered, failed, given up), or settled when its run

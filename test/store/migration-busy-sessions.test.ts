@@ -64,7 +64,7 @@ it("migration 0006 rebuilds runs for status queued, keeping every column and the
   expect(() => insert.run("run_6", "waiting", stats, at)).toThrow(/CHECK/);
   db.exec("DELETE FROM sessions WHERE id = 'ses_1'");
   for (const table of ["runs", "messages", "run_events"]) expect(count(db, table)).toBe(0);
-  // A delivery outlives its run (0021): left without it, for the store to send or drop.
+  // A delivery outlives its run (0022): left without it, for the store to send or drop.
   expect(db.prepare("SELECT id, run_id FROM webhook_deliveries").all()).toEqual([{ id: "d1", run_id: null }]);
   db.close();
 });
