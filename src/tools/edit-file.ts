@@ -60,10 +60,11 @@ function lineEnds(text: string): LineEnds {
 }
 
 /**
- * What an edit replaces and writes. oldText as given wins when it occurs; otherwise, in a file
- * whose line ends are CRLF, oldText holding \n and no \r is looked for with each \n as \r\n.
- * In such a file newText's lone \n are written as \r\n, so the file keeps its line ends.
- * `found`: the non-overlapping occurrences of `oldForm`.
+ * What an edit replaces and writes. In a file whose line ends are all CRLF, oldText holding \n
+ * and no \r is looked for with each \n as \r\n (as given it could match only a \n that is the
+ * second half of a \r\n, leaving the \r before it: \r\r\n once newText is written), and
+ * newText's lone \n are written as \r\n, so the file keeps its line ends. Otherwise oldText is
+ * looked for as given. `found`: the non-overlapping occurrences of `oldForm`.
  */
 function editForms(
   text: string,
@@ -72,9 +73,8 @@ function editForms(
 ): { ends: LineEnds; oldForm: string; newForm: string; found: number[]; crlfTried: boolean } {
   const ends = lineEnds(text);
   const newForm = ends === "crlf" ? newText.replace(/(?<!\r)\n/g, "\r\n") : newText;
-  const found = occurrences(text, oldText);
-  if (found.length > 0 || ends !== "crlf" || oldText.includes("\r") || !oldText.includes("\n")) {
-    return { ends, oldForm: oldText, newForm, found, crlfTried: false };
+  if (ends !== "crlf" || oldText.includes("\r") || !oldText.includes("\n")) {
+    return { ends, oldForm: oldText, newForm, found: occurrences(text, oldText), crlfTried: false };
   }
   const oldForm = oldText.replaceAll("\n", "\r\n");
   return { ends, oldForm, newForm, found: occurrences(text, oldForm), crlfTried: true };
@@ -83,7 +83,7 @@ function editForms(
 /** What a NO_MATCH message says of the file's line ends, when they may be why. */
 function lineEndsNote(ends: LineEnds, crlfTried: boolean): string {
   if (ends === "crlf") {
-    return ` The file's line ends are CRLF (\\r\\n)${crlfTried ? "; oldText was also looked for with its \\n as \\r\\n" : ""}.`;
+    return ` The file's line ends are CRLF (\\r\\n)${crlfTried ? "; oldText was looked for with its \\n as \\r\\n" : ""}.`;
   }
   if (ends === "mixed") {
     return " The file's line ends are mixed, CRLF (\\r\\n) and LF (\\n): write \\r\\n in oldText where the text to replace has it.";
@@ -98,7 +98,7 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
     "occurrences that overlap (or set replaceAll: it replaces the non-overlapping ones, from the start); when it " +
     "occurs zero or several times nothing is changed and the error says how many times it was found. Copy " +
     "oldText from read_file output without the line-number prefix. In a file whose line ends are CRLF, \\n in " +
-    "oldText also matches \\r\\n and \\n in newText is written as \\r\\n. The write is atomic. " +
+    "oldText and newText stands for \\r\\n. The write is atomic. " +
     `Files up to ${formatBytes(EDIT_MAX_FILE_BYTES)}.`,
   inputSchema: editFileInput,
   readOnly: false,

@@ -52,7 +52,7 @@ describe("edit_file on a file with CRLF line ends", () => {
       await runTool(editFileTool, workspace, { path: "a.js", oldText: "function b() {\n", newText: "x" }),
       ToolErrorCode.noMatch,
     );
-    expect(message).toMatch(/line ends are CRLF \(\\r\\n\); oldText was also looked for with its \\n as \\r\\n/);
+    expect(message).toMatch(/line ends are CRLF \(\\r\\n\); oldText was looked for with its \\n as \\r\\n/);
   });
 
   it("leaves a file of mixed line ends to exact matches, and says its line ends are mixed", async () => {
