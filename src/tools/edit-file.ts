@@ -1,14 +1,15 @@
 import type { FileHandle } from "node:fs/promises";
 import { z } from "zod";
-import { toolError, toolOk } from "../agent/tool.js";
+import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
+import { withFileLock } from "./file-locks.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedFile } from "./located-io.js";
 import { pathInput } from "./path-input.js";
 import { formatBytes, looksBinary } from "./text.js";
-import { locateInWorkspace } from "./workspace.js";
+import { type Located, locateInWorkspace } from "./workspace.js";
 
 /** edit_file works on files up to this size (before and after the edit). */
 export const EDIT_MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -106,74 +107,10 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
     const located = await locateInWorkspace({ workspace, path });
     if (!located.ok) return located.outcome;
     try {
-      const opened = await openLocatedFile(located.at, path);
-      if (!opened.ok) return opened.outcome;
-      const { info } = opened;
-      if (info.size > EDIT_MAX_FILE_BYTES) {
-        await opened.file.close();
-        return toolError(
-          ToolErrorCode.fileTooLarge,
-          `"${path}" is ${formatBytes(info.size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit of edit_file`,
-          false,
-        );
-      }
-      const bytes = await readUpTo(opened.file, info.size).finally(() => opened.file.close());
-      if (bytes === null) {
-        return toolError(ToolErrorCode.ioError, `"${path}" grew while it was being read; try again`, true);
-      }
-      const text = bytes.toString("utf8");
-      // A file that does not survive a UTF-8 round trip would be corrupted by rewriting it as text.
-      if (looksBinary(bytes) || !Buffer.from(text, "utf8").equals(bytes)) {
-        return toolError(
-          ToolErrorCode.binaryFile,
-          `"${path}" is binary or not valid UTF-8; edit_file edits text`,
-          false,
-        );
-      }
-      const { ends, oldForm, newForm, found, crlfTried } = editForms(text, oldText, newText);
-      const first = found[0];
-      if (first === undefined) {
-        return toolError(
-          ToolErrorCode.noMatch,
-          `oldText was not found in "${path}" (0 matches); it must match exactly, including whitespace and indentation.${lineEndsNote(ends, crlfTried)} Read the file again and copy the text.`,
-          true,
-        );
-      }
-      if (found.length > 1 && !replaceAll) {
-        return toolError(
-          ToolErrorCode.ambiguousMatch,
-          `oldText occurs ${found.length} times in "${path}"; nothing was changed. Include more surrounding text to make it unique, or set replaceAll to replace all ${found.length}.`,
-          true,
-        );
-      }
-      const overlap = replaceAll ? null : overlappingSecond(text, oldForm, first);
-      if (overlap !== null) {
-        return toolError(
-          ToolErrorCode.ambiguousMatch,
-          `oldText occurs 2 times or more in "${path}", overlapping (starting at line ${lineAt(text, first)} and at line ${lineAt(text, overlap)}); nothing was changed. Include more surrounding text to make it unique.`,
-          true,
-        );
-      }
-      // Known before the new text is built: a small edit replacing every match of a short text
-      // with a long one could otherwise build hundreds of megabytes to refuse them.
-      const replaced = replaceAll ? found.length : 1;
-      const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newForm) - Buffer.byteLength(oldForm));
-      if (size > EDIT_MAX_FILE_BYTES) {
-        return toolError(
-          ToolErrorCode.fileTooLarge,
-          `the edit would make "${path}" ${formatBytes(size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit`,
-          true,
-        );
-      }
-      const updated = replaceAll
-        ? text.split(oldForm).join(newForm)
-        : text.slice(0, first) + newForm + text.slice(first + oldForm.length);
-      if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
-      // name is the located file's (openLocatedFile refused anything else).
-      await writeFileAtomic({ dir: located.at.dir, name: located.at.name!, data: updated, mode: info.mode & 0o7777 });
-      const count = found.length === 1 ? "1 occurrence" : `${found.length} occurrences`;
-      const where = found.length === 1 ? `at line ${lineAt(text, first)}` : `first at line ${lineAt(text, first)}`;
-      return toolOk(`replaced ${count} in "${path}" (${where}); the file is now ${size} bytes`);
+      // One edit of a file at a time in this process: another's rename would lose this one's change.
+      const name = located.at.name;
+      const edit = () => editLocated(located.at, { path, oldText, newText, replaceAll });
+      return name === null ? await edit() : await withFileLock(located.at.dir, name, edit);
     } catch (err) {
       return fsErrorOutcome(err, path);
     } finally {
@@ -181,6 +118,77 @@ export const editFileTool: WorkspaceToolDefinition<EditFileInput> = {
     }
   },
 };
+
+/** The edit of the located file `at` (see editFileTool): read, checked, replaced, written atomically. */
+async function editLocated(
+  at: Located,
+  { path, oldText, newText, replaceAll }: { path: string; oldText: string; newText: string; replaceAll: boolean },
+): Promise<ToolOutcome> {
+  const opened = await openLocatedFile(at, path);
+  if (!opened.ok) return opened.outcome;
+  const { info } = opened;
+  if (info.size > EDIT_MAX_FILE_BYTES) {
+    await opened.file.close();
+    return toolError(
+      ToolErrorCode.fileTooLarge,
+      `"${path}" is ${formatBytes(info.size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit of edit_file`,
+      false,
+    );
+  }
+  const bytes = await readUpTo(opened.file, info.size).finally(() => opened.file.close());
+  if (bytes === null) {
+    return toolError(ToolErrorCode.ioError, `"${path}" grew while it was being read; try again`, true);
+  }
+  const text = bytes.toString("utf8");
+  // A file that does not survive a UTF-8 round trip would be corrupted by rewriting it as text.
+  if (looksBinary(bytes) || !Buffer.from(text, "utf8").equals(bytes)) {
+    return toolError(ToolErrorCode.binaryFile, `"${path}" is binary or not valid UTF-8; edit_file edits text`, false);
+  }
+  const { ends, oldForm, newForm, found, crlfTried } = editForms(text, oldText, newText);
+  const first = found[0];
+  if (first === undefined) {
+    return toolError(
+      ToolErrorCode.noMatch,
+      `oldText was not found in "${path}" (0 matches); it must match exactly, including whitespace and indentation.${lineEndsNote(ends, crlfTried)} Read the file again and copy the text.`,
+      true,
+    );
+  }
+  if (found.length > 1 && !replaceAll) {
+    return toolError(
+      ToolErrorCode.ambiguousMatch,
+      `oldText occurs ${found.length} times in "${path}"; nothing was changed. Include more surrounding text to make it unique, or set replaceAll to replace all ${found.length}.`,
+      true,
+    );
+  }
+  const overlap = replaceAll ? null : overlappingSecond(text, oldForm, first);
+  if (overlap !== null) {
+    return toolError(
+      ToolErrorCode.ambiguousMatch,
+      `oldText occurs 2 times or more in "${path}", overlapping (starting at line ${lineAt(text, first)} and at line ${lineAt(text, overlap)}); nothing was changed. Include more surrounding text to make it unique.`,
+      true,
+    );
+  }
+  // Known before the new text is built: a small edit replacing every match of a short text
+  // with a long one could otherwise build hundreds of megabytes to refuse them.
+  const replaced = replaceAll ? found.length : 1;
+  const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newForm) - Buffer.byteLength(oldForm));
+  if (size > EDIT_MAX_FILE_BYTES) {
+    return toolError(
+      ToolErrorCode.fileTooLarge,
+      `the edit would make "${path}" ${formatBytes(size)}, over the ${formatBytes(EDIT_MAX_FILE_BYTES)} limit`,
+      true,
+    );
+  }
+  const updated = replaceAll
+    ? text.split(oldForm).join(newForm)
+    : text.slice(0, first) + newForm + text.slice(first + oldForm.length);
+  if (updated === text) return toolOk(`no change: newText is identical to oldText in "${path}"`);
+  // name is the located file's (openLocatedFile refused anything else).
+  await writeFileAtomic({ dir: at.dir, name: at.name!, data: updated, mode: info.mode & 0o7777 });
+  const count = found.length === 1 ? "1 occurrence" : `${found.length} occurrences`;
+  const where = found.length === 1 ? `at line ${lineAt(text, first)}` : `first at line ${lineAt(text, first)}`;
+  return toolOk(`replaced ${count} in "${path}" (${where}); the file is now ${size} bytes`);
+}
 
 /**
  * The file's bytes, read through its descriptor up to the `size` it had when checked: null when
