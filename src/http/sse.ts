@@ -52,7 +52,8 @@ export async function nothingLeft(
  * `retry:` hint, and it is ended with a last comment when the server stops, or with `cut`
  * its connection is cut then (a client that takes a clean end for the whole answer, as the AI
  * SDK's chat does, sees a broken one and resumes). `closed` aborts when the client goes
- * away (it is aborted already when the client went away before) or the server stops. The stream holds one of its owner's
+ * away or the server stops; it is returned aborted already when the client went away before
+ * (CLIENT_GONE), and the caller then streams nothing. The stream holds one of its owner's
  * MAX_STREAMS_PER_KEY slots (usually taken before the handler ran, see limitStreams): over
  * that limit this throws 429 TOO_MANY_STREAMS before anything is written. A HEAD is answered
  * with the stream's head alone and ended at once (its connection then serves the client's next
@@ -130,7 +131,8 @@ export async function streamRunEvents(
   },
 ): Promise<void> {
   const closed = openStream(reply);
-  if (closed.reason === HEAD_ANSWERED) return;
+  // A HEAD answered by its head, or a client gone before the stream opened: nothing to follow.
+  if (closed.aborted) return;
   const sink = new SseConnection(reply.raw);
   sink.holdHead(HEAD_HOLD_MS);
   try {

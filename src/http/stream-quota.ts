@@ -35,7 +35,8 @@ export class StreamQuota {
   hold(owner: string | null, reply: FastifyReply, { byToken = false }: { byToken?: boolean } = {}): void {
     if (owner === null || this.max === 0 || this.#holding.has(reply)) return;
     const raw = reply.raw;
-    // A response already closed will not say so again: it holds no connection to count.
+    // A response already closed will not say so again: it holds no connection to count (and
+    // its stream follows nothing, see openStream).
     if (raw.closed || raw.destroyed) return;
     if ((this.#held.get(owner) ?? 0) >= this.max) throw tooManyStreams(this.max, STREAM_RETRY_AFTER_S);
     if (byToken && (this.#byTokens.get(owner) ?? 0) >= this.#tokenMax) {

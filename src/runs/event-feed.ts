@@ -15,9 +15,10 @@ const BACKLOG_PAGE = { limit: 500, bytes: MAX_HELD_BYTES };
 
 /**
  * A run's events after `after` into `sink`, as `runEventStream` streams them (the stored
- * backlog, then live ones; gapless; ending after `run.finished`, or when `closed` aborts),
- * without a promise per event: once caught up, it is one of its run's live followers
- * (run-followers.ts), handed each publish's events with the others in one loop.
+ * backlog, then live ones; gapless; ending after `run.finished`, or when `closed` aborts: at
+ * once, following nothing, when it was aborted before), without a promise per event: once
+ * caught up, it is one of its run's live followers (run-followers.ts), handed each publish's
+ * events with the others in one loop.
  * While reading it holds live events (at most MAX_HELD_EVENTS / MAX_HELD_BYTES, then drops
  * them and reads on); a gap, or a sink whose backlog passes MAX_HELD_BYTES, sends it back
  * to the database, which holds every published event, read at the client's pace.
@@ -36,6 +37,8 @@ export function followRunEvents({
   finished,
   admission,
 }: RunEventsQuery & { sink: FeedSink; admission?: AdmissionWatch }): Promise<void> {
+  // Already closed (the client went away before the stream opened): nothing to follow.
+  if (closed.aborted) return Promise.resolve();
   return new Promise<void>((resolveDone, rejectDone) => {
     const followers = followersOf(hub, runId);
     let ended = false;
