@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyReply } from "fastify";
 import type { AppContext } from "../app-context.js";
 import type { RunEvent } from "../domain/run-events.js";
 import { AppError } from "../errors.js";
-import { CLIENT_GONE, openStream } from "../http/sse.js";
+import { CLIENT_GONE, cutOnFailure, openStream } from "../http/sse.js";
 import { writeFrames } from "../http/write-frames.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { runEventStream } from "../runs/event-stream.js";
@@ -48,14 +48,13 @@ export async function streamChat(
   const frames = chatFrames(ctx, options, closed, () => {
     complete = true;
   });
-  try {
-    // A client gone before the stream opened has nothing sent to it; its run is cancelled below.
-    // A HEAD was answered by the stream's head alone (see openStream): nothing follows it.
-    // A client going away ends the writing at once, also one that stopped reading (see writeFrames).
-    if (!closed.aborted) await writeFrames({ frames, raw: reply.raw, closed });
-  } finally {
-    if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) stopRun(ctx, reply.log, options);
-  }
+  // A client gone before the stream opened has nothing sent to it; its run is cancelled below.
+  // A HEAD was answered by the stream's head alone (see openStream): nothing follows it.
+  // A client going away ends the writing at once, also one that stopped reading (see writeFrames).
+  // A stream that cannot go on (its events cannot be read) is cut and this throws (see
+  // cutOnFailure): the cut is the server's, not useChat's stop, and the run goes on.
+  if (!closed.aborted) await cutOnFailure(reply, () => writeFrames({ frames, raw: reply.raw, closed }));
+  if (!complete && options.stopCancels && closed.reason === CLIENT_GONE) stopRun(ctx, reply.log, options);
 }
 
 /**

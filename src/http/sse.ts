@@ -135,21 +135,41 @@ export async function streamRunEvents(
   if (closed.aborted) return;
   const sink = new SseConnection(reply.raw);
   sink.holdHead(HEAD_HOLD_MS);
+  await cutOnFailure(reply, async () => {
+    try {
+      await followRunEvents({
+        store: ctx.store,
+        hub: ctx.hub,
+        runId,
+        after,
+        closed,
+        sink,
+        reasoning,
+        finished,
+        admission,
+      });
+    } finally {
+      sink.flush();
+      sink.releaseHead();
+    }
+  });
+}
+
+/**
+ * Writes an open stream with `write`. A failure before its end (its events cannot be read: the
+ * database is unreachable) cuts the stream's connection, as a shutdown cuts a chat's, and is
+ * thrown on: the response is not ended, since a clean end says the answer is whole (the AI SDK's
+ * chat takes it so; a cut one it shows as `error` and resumes, an EventSource reconnects).
+ */
+export async function cutOnFailure(reply: FastifyReply, write: () => Promise<void>): Promise<void> {
   try {
-    await followRunEvents({
-      store: ctx.store,
-      hub: ctx.hub,
-      runId,
-      after,
-      closed,
-      sink,
-      reasoning,
-      finished,
-      admission,
-    });
-  } finally {
-    sink.flush();
-    sink.releaseHead();
+    await write();
+  } catch (err) {
+    // What was written leaves first: the response holds its writes corked until its next tick,
+    // or the end of this turn of the event loop (see corkedBatches), then hands them to its socket.
+    await new Promise((resolve) => setImmediate(resolve));
+    reply.raw.destroy();
+    throw err;
   }
 }
 
