@@ -31,6 +31,9 @@ const SERVER_STOPPING = new Error("the server is stopping");
 /** The reason a HEAD's stream signal is aborted: its answer, the head alone, has been sent. */
 export const HEAD_ANSWERED = new Error("a HEAD is answered by its head alone");
 
+/** The Cache-Control of every event stream (openapi.yaml's SseCacheControl). */
+const SSE_CACHE_CONTROL = "no-cache, no-transform";
+
 /** The reconnection delay a stream asks of its client (the SSE `retry:` field). */
 export const RETRY_MS = 2000;
 
@@ -75,6 +78,8 @@ export function openStream(reply: FastifyReply, { cut = false }: { cut?: boolean
   // the client asked to close (or an HTTP/1.0 one) open past the stream's end, until the
   // keep-alive timeout: a client reading to the close would wait that long for the end.
   if (!reply.raw.shouldKeepAlive) reply.header("connection", "close");
+  // Not stored, and not transformed: a proxy that compresses a stream holds its frames back.
+  reply.header("cache-control", SSE_CACHE_CONTROL);
   if (reply.request.method === "HEAD") {
     sse.sendHeaders();
     sse.close();
