@@ -48,6 +48,8 @@ export interface AppContext {
   tools: ToolCatalogEntry[];
   /** Where the shell tools run their commands. */
   shellSandbox: ShellSandbox;
+  /** WORKSPACE_ROOT's real path at start: the tools work under it (see checkReadiness). */
+  workspaceRealRoot: string;
   /** Why the model cannot be asked, or null when it is configured. */
   modelProblem: string | null;
   /** Heartbeat interval of SSE streams. */

@@ -146,6 +146,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     store,
     manager,
     workspaceRoot: config.WORKSPACE_ROOT,
+    workspaceRealRoot,
     toolNames: WORKSPACE_TOOL_NAMES,
     logger,
     maxSessionsPerKey: config.MAX_SESSIONS_PER_KEY,
@@ -209,6 +210,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     }),
     tools,
     shellSandbox,
+    workspaceRealRoot,
     modelProblem: options.model ? null : modelNotConfiguredReason(config.model),
     sseHeartbeatMs: options.sseHeartbeatMs ?? 15_000,
   };

@@ -119,4 +119,11 @@ export const shuttingDown = (runId?: string): AppError =>
     { "retry-after": "5", connection: "close" },
   );
 
+/**
+ * 503: WORKSPACE_ROOT resolves elsewhere than at the server's start, where the tools work; no
+ * session is created until it leads back there or the server is restarted.
+ */
+export const workspaceRootMoved = (message: string): AppError =>
+  new AppError("WORKSPACE_ROOT_MOVED", message, 503, undefined, { "retry-after": "30" });
+
 export const unavailable = (code: string, message: string): AppError => new AppError(code, message, 503);

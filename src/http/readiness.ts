@@ -1,5 +1,7 @@
+import { resolve } from "node:path";
 import type { AppContext } from "../app-context.js";
 import { workspaceRootProblem } from "../startup-checks.js";
+import { checkRootResolvesTo, WorkspaceRootMovedError } from "../tools/workspace-root.js";
 import { boundedProbe } from "./bounded-probe.js";
 
 interface Check {
@@ -17,11 +19,11 @@ export interface Readiness {
 /**
  * Ready when the server is not shutting down, the database takes writes (answering within
  * PROBE_DEADLINE_MS: a database that hangs is reported as such, promptly), the workspace root
- * is a directory this process can write (made again when it was removed, as creating a
- * session would) and a model is configured.
+ * still resolves to its real path at start and is a directory this process can write (made
+ * again when it was removed, as creating a session would) and a model is configured.
  */
 export async function checkReadiness(
-  ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager" | "shellSandbox">,
+  ctx: Pick<AppContext, "store" | "modelProblem" | "config" | "manager" | "shellSandbox" | "workspaceRealRoot">,
 ): Promise<Readiness> {
   // From SIGTERM on, load balancers should send new work elsewhere.
   const accepting = ctx.manager.accepting ? { ok: true } : { ok: false, message: "the server is shutting down" };
@@ -34,15 +36,24 @@ export async function checkReadiness(
   const fileProblem = ctx.store.fileProblem?.() ?? null;
   if (database.ok && fileProblem) database = { ok: false, message: fileProblem };
   const model = ctx.modelProblem === null ? { ok: true } : { ok: false, message: ctx.modelProblem };
-  const problem = workspaceRootProblem(ctx.config.WORKSPACE_ROOT);
-  const workspaces = problem
-    ? { ok: false, message: `WORKSPACE_ROOT cannot hold workspaces (${problem})` }
-    : { ok: true };
+  const workspaces = workspacesCheck(ctx.config.WORKSPACE_ROOT, ctx.workspaceRealRoot);
   return {
     ready: accepting.ok && database.ok && workspaces.ok && model.ok,
     checks: { accepting, database, workspaces, model },
     shell: shellReport(ctx.shellSandbox),
   };
+}
+
+/** The workspaces check: a root that resolves elsewhere than at start fails it as creating a session does. */
+function workspacesCheck(root: string, realRoot: string): Check {
+  try {
+    checkRootResolvesTo(resolve(root), realRoot);
+  } catch (err) {
+    if (err instanceof WorkspaceRootMovedError) return { ok: false, message: err.message };
+    // Any other failure to resolve it is workspaceRootProblem's to name.
+  }
+  const problem = workspaceRootProblem(root);
+  return problem ? { ok: false, message: `WORKSPACE_ROOT cannot hold workspaces (${problem})` } : { ok: true };
 }
 
 /** What /readyz tells a caller without credentials: ready or not, and which check failed. */

@@ -17,7 +17,7 @@ import { deleteSessionRows, outcomeOf } from "./session-delete.js";
 import { SessionQuota } from "./session-quota.js";
 import { SessionRecords } from "./session-records.js";
 import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
-import { remakeSharedWorkspace, removeWorkspaceOf } from "./session-workspaces.js";
+import { refusingMovedRoot, remakeSharedWorkspace, removeWorkspaceOf } from "./session-workspaces.js";
 
 export interface CreateSessionInput {
   system?: string;
@@ -38,6 +38,8 @@ export class SessionService {
       store: Store;
       manager: RunManager;
       workspaceRoot: string;
+      /** WORKSPACE_ROOT's real path at start, where the tools work (and so workspaces are deleted). */
+      workspaceRealRoot: string;
       toolNames: readonly string[];
       logger: Logger;
       /** Sessions one owner (API key) may keep; 0 or absent: no limit. */
@@ -49,10 +51,12 @@ export class SessionService {
   ) {
     this.#quota = new SessionQuota({ store: deps.store, limit: deps.maxSessionsPerKey ?? 0 });
     this.#root = resolve(deps.workspaceRoot);
+    this.#realRoot = deps.workspaceRealRoot;
   }
 
   /** The workspace root as an absolute path, resolved once (the server never changes its directory). */
   readonly #root: string;
+  readonly #realRoot: string;
 
   readonly #quota: SessionQuota;
   /** The records of sessions created or started in here lately (see forStart). */
@@ -89,7 +93,9 @@ export class SessionService {
       const createdAt = new Date().toISOString();
       // With API keys, a shared workspace is shared among one key's sessions, never across keys.
       const shared = input.workspace === undefined ? undefined : `${sharedPrefix(owner)}${input.workspace}`;
-      const workspace = await createSessionWorkspace({ root: this.#root, sessionId: id, shared });
+      const workspace = await refusingMovedRoot(
+        createSessionWorkspace({ root: this.#root, realRoot: this.#realRoot, sessionId: id, shared }),
+      );
       const record: SessionRecord = {
         id,
         owner,
@@ -114,13 +120,16 @@ export class SessionService {
         // unless it was not (an empty directory is left at worst; a retried DELETE removes it).
         const outcome = await outcomeOf(err, async () => (await store.sessions.access(id)) !== null);
         if (outcome === "not done") {
-          await removeWorkspaceOf({ root: this.#root, record, store });
+          await removeWorkspaceOf({ root: this.#realRoot, record, store });
           throw this.#quota.refusal(err);
         }
         if (outcome === "unknown") unknown = err;
       }
       // Once stored (or maybe stored), a shared workspace is made again (see remakeSharedWorkspace).
-      if (shared !== undefined) await remakeSharedWorkspace({ root: this.#root, sessionId: id, shared, store });
+      if (shared !== undefined) {
+        const remade = { root: this.#root, realRoot: this.#realRoot, sessionId: id, shared, store };
+        await refusingMovedRoot(remakeSharedWorkspace(remade));
+      }
       if (unknown !== null) throw this.#quota.refusal(unknown);
       this.#records.put(record);
       return sessionView(record, null);
@@ -207,9 +216,9 @@ export class SessionService {
     return withinBytes(result, { cursorOf: (m) => String(m.seq) });
   }
 
-  /** The absolute workspace directory of a session. */
+  /** The absolute workspace directory of a session, under the root's real path at start (as its tools see it). */
   workspacePath(record: SessionRecord): string {
-    return join(this.#root, record.workspace);
+    return join(this.#realRoot, record.workspace);
   }
 
   /**
@@ -263,7 +272,7 @@ export class SessionService {
    */
   async #removeLeftWorkspace(id: string): Promise<void> {
     if (!isIdOf("ses", id) || this.#deleting.has(id) || (await this.deps.store.sessions.access(id)) !== null) return;
-    await removeSessionWorkspace({ root: this.#root, path: join(this.#root, id), shared: false });
+    await removeSessionWorkspace({ root: this.#realRoot, path: join(this.#realRoot, id), shared: false });
   }
 
   async #deleteTaken(id: string, record: SessionRecord): Promise<void> {
@@ -275,7 +284,7 @@ export class SessionService {
     });
     this.#records.forget(id);
     try {
-      await removeWorkspaceOf({ root: this.#root, record, store: this.deps.store });
+      await removeWorkspaceOf({ root: this.#realRoot, record, store: this.deps.store });
     } catch (err) {
       // The session is gone; a directory a tool made undeletable is left for the operator.
       this.deps.logger.warn({ err, sessionId: id }, "could not remove the session's workspace");

@@ -1,7 +1,9 @@
 import { join } from "node:path";
+import { workspaceRootMoved } from "../errors.js";
 import type { SessionRecord, Store } from "../store/store.js";
 import { createSessionWorkspace, removeSessionWorkspace } from "../tools/session-workspace.js";
 import { removeSharedWorkspace } from "../tools/shared-workspace-removal.js";
+import { WorkspaceRootMovedError } from "../tools/workspace-root.js";
 
 /**
  * Removes the workspace of a session that is not stored (deleted, or its insert refused): its
@@ -35,19 +37,28 @@ export function removeWorkspaceOf({
  */
 export async function remakeSharedWorkspace({
   root,
+  realRoot,
   sessionId,
   shared,
   store,
 }: {
   root: string;
+  /** See createSessionWorkspace. */
+  realRoot: string;
   sessionId: string;
   shared: string;
   store: Store;
 }): Promise<void> {
   try {
-    await createSessionWorkspace({ root, sessionId, shared });
+    await createSessionWorkspace({ root, realRoot, sessionId, shared });
   } catch (err) {
     await store.sessions.delete(sessionId).catch(() => {});
     throw err;
   }
 }
+
+/** `making`, its WorkspaceRootMovedError answered 503 WORKSPACE_ROOT_MOVED. */
+export const refusingMovedRoot = <T>(making: Promise<T>): Promise<T> =>
+  making.catch((err: unknown) => {
+    throw err instanceof WorkspaceRootMovedError ? workspaceRootMoved(err.message) : err;
+  });

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { lstat, mkdir, realpath, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { isInside } from "./paths.js";
+import { checkRootResolvesTo, resolvesTo } from "./workspace-root.js";
 
 /**
  * Shared workspaces live in their own directory under the root, so a shared name can never
@@ -37,31 +38,24 @@ export interface SessionWorkspace {
   shared: boolean;
 }
 
-const realRoots = new Map<string, string>();
-
-/** The root's real path, created when missing; resolved once per root and process. */
-async function rootRealPath(rootAbs: string): Promise<string> {
-  let real = realRoots.get(rootAbs);
-  if (real === undefined) {
-    await mkdir(rootAbs, { recursive: true });
-    real = await realpath(rootAbs);
-    realRoots.set(rootAbs, real);
-  }
-  return real;
-}
-
 /**
  * Creates (or reuses, when it already exists) a session's workspace: `<root>/<sessionId>`, or
- * `<root>/_shared/<shared>` when a shared name is given (made again when it is missing). Throws InvalidWorkspaceNameError for
- * an unsafe session id or shared name (validate user input first with isValidWorkspaceName),
- * and throws if the directory turns out to resolve outside the root (e.g. a planted symlink).
+ * `<root>/_shared/<shared>` when a shared name is given (made again when it is missing); a
+ * root that is missing is made again too. `realRoot` is the root's real path at the server's
+ * start (the tools are pinned to it): when `root` now resolves elsewhere, throws
+ * WorkspaceRootMovedError, having made nothing; without it, the root's real path now is used.
+ * Throws InvalidWorkspaceNameError for an unsafe session id or shared name (validate user input
+ * first with isValidWorkspaceName), and throws if the directory turns out to resolve outside
+ * the root (e.g. a planted symlink).
  */
 export async function createSessionWorkspace({
   root,
+  realRoot: atStart,
   sessionId,
   shared,
 }: {
   root: string;
+  realRoot?: string;
   sessionId: string;
   shared?: string;
 }): Promise<SessionWorkspace> {
@@ -70,28 +64,32 @@ export async function createSessionWorkspace({
     throw new InvalidWorkspaceNameError("shared workspace name", shared);
   }
   const rootAbs = resolve(root);
+  // One realpath: where the root resolves now (where it would be made, when missing).
+  const realRoot = atStart === undefined ? resolvesTo(rootAbs) : checkRootResolvesTo(rootAbs, atStart);
   if (shared === undefined) {
     // A new directory made by a non-recursive mkdir directly in the root's real path is
     // inside the root by construction (mkdir does not follow a link in its last step). The
     // mkdir is synchronous, as the tools' metadata calls are (see open-dir.ts): the kernel's
     // work is the same either way (20-125 us on a local disk), and the thread pool's round
     // trip would add ~70 us of CPU.
-    const makeDir = async (): Promise<{ realRoot: string; created: boolean }> => {
-      const realRoot = await rootRealPath(rootAbs);
+    const makeDir = (): boolean => {
       try {
         mkdirSync(join(realRoot, sessionId));
-        return { realRoot, created: true };
+        return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-        return { realRoot, created: false };
+        return false;
       }
     };
-    // A root removed while the server runs is made again (its real path is resolved anew).
-    const { realRoot, created } = await makeDir().catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== "ENOENT") throw err;
-      realRoots.delete(rootAbs);
-      return makeDir();
-    });
+    let created: boolean;
+    try {
+      created = makeDir();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      // The root is missing: made again where it resolved.
+      mkdirSync(realRoot, { recursive: true });
+      created = makeDir();
+    }
     const path = join(rootAbs, sessionId);
     // An existing entry (a reused or planted one) and a root reached through a link are checked.
     if (!created || realRoot !== rootAbs) {
@@ -102,12 +100,12 @@ export async function createSessionWorkspace({
     return { path, shared: false };
   }
   const path = join(rootAbs, SHARED_WORKSPACES_DIR, shared);
-  await mkdir(path, { recursive: true });
-  const [realRoot, realPath] = await Promise.all([rootRealPath(rootAbs), realpath(path)]);
+  await mkdir(join(realRoot, SHARED_WORKSPACES_DIR, shared), { recursive: true });
+  const realPath = await realpath(path);
   if (!isInside(realRoot, realPath) || realRoot === realPath) {
     throw new Error(`workspace directory ${path} resolves outside the workspace root`);
   }
-  return { path, shared: shared !== undefined };
+  return { path, shared: true };
 }
 
 /**
