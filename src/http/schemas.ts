@@ -4,6 +4,7 @@ import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 import { IF_BUSY } from "../domain/run.js";
 import { WebhookTargetSchema } from "../domain/webhook.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
+import { MAX_SHARED_WORKSPACE_NAME } from "../sessions/session-view.js";
 import { MAX_KEY } from "../store/page.js";
 
 const id = z.string().min(1).max(64);
@@ -63,7 +64,7 @@ export const CreateSessionBody = z
     model: z.string().min(1).max(200).optional(),
     tools: z.array(z.string().min(1).max(64)).max(64).optional(),
     approval: ApprovalPolicySchema.optional(),
-    workspace: z.string().min(1).max(100).optional(),
+    workspace: z.string().min(1).max(MAX_SHARED_WORKSPACE_NAME).optional(),
     providerProfile: z.enum(PROVIDER_PROFILES).optional(),
     planning: z.boolean().optional(),
     metadata: SessionMetadata.optional(),

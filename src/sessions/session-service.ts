@@ -16,7 +16,7 @@ import { refuseLooserThanCeiling, refuseUnknownTools } from "./policy-checks.js"
 import { deleteSessionRows, outcomeOf } from "./session-delete.js";
 import { SessionQuota } from "./session-quota.js";
 import { SessionRecords } from "./session-records.js";
-import { type SessionView, sessionView, sharedPrefix } from "./session-view.js";
+import { MAX_SHARED_WORKSPACE_NAME, type SessionView, sessionView, sharedPrefix } from "./session-view.js";
 import { refusingMovedRoot, remakeSharedWorkspace, removeWorkspaceOf } from "./session-workspaces.js";
 
 export interface CreateSessionInput {
@@ -84,7 +84,7 @@ export class SessionService {
     if (input.workspace !== undefined && !isValidWorkspaceName(input.workspace)) {
       throw badRequest(
         "INVALID_WORKSPACE",
-        "workspace must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        `workspace must be 1-${MAX_SHARED_WORKSPACE_NAME} letters, digits, '.', '_' or '-', starting with a letter or digit`,
       );
     }
     return this.#quota.within(owner, async () => {

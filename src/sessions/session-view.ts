@@ -19,3 +19,9 @@ export function sessionView(record: SessionRecord, activeRunId: string | null): 
 export function sharedPrefix(owner: string | null): string {
   return owner ? `${owner.slice(0, 16)}-` : "";
 }
+
+/**
+ * The longest shared workspace name a client may give: with sharedPrefix's (at most 17
+ * characters) it stays within a directory name's 128 (see isValidWorkspaceName).
+ */
+export const MAX_SHARED_WORKSPACE_NAME = 100;
