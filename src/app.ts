@@ -28,6 +28,7 @@ import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
 import { answerOverCap } from "./http/over-cap.js";
 import { oneAnswerAtATime } from "./http/pipelining.js";
+import { prototypeKeyIn, prototypeKeyRefused } from "./http/prototype-keys.js";
 import { schemaController } from "./http/schema-compilers.js";
 import { MAX_PATH_PARAM_LENGTH } from "./http/schemas.js";
 import { limitStreams, StreamQuota } from "./http/stream-quota.js";
@@ -86,7 +87,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     if (text === "") done(null, undefined);
     else if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
       done(new AppError("INVALID_BODY", `the JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, 400), undefined);
-    } else parseJson(request, text, done);
+    } else {
+      // Valid JSON the parser refuses for a prototype key is told as such, not as invalid JSON.
+      parseJson(request, text, (err, parsed) => {
+        const key = err ? prototypeKeyIn(text) : null;
+        done(key ? prototypeKeyRefused(key) : err, parsed);
+      });
+    }
   });
   app.setErrorHandler(errorHandler);
   // Stopped with the server, before the store closes: a send in flight is awaited, the
