@@ -13,7 +13,10 @@ const BYTES_PER_CHAR = 6;
 export type StreamEnd =
   /** `data: [DONE]` arrived: the upstream ended the stream on purpose. */
   | { ok: true; sawDone: true }
-  /** The body ended without `[DONE]`: a clean end only if a finish_reason said so. */
+  /**
+   * The body ended without `[DONE]`, or its connection failed after a finish_reason arrived:
+   * a clean end only if a finish_reason said so.
+   */
   | { ok: true; sawDone: false }
   | { ok: false; failure: ModelFailure };
 
@@ -23,8 +26,10 @@ export type StreamEnd =
  * tells a stream that ended cleanly without a finish_reason from a cut connection, so the
  * body is read here. Each event is held to what the output cap still allows (at most
  * {@link MAX_EVENT_BYTES}) while its bytes arrive, before it is parsed. An `error` event or a
- * chunk with an `error` object throws an {@link APIError}, as the SDK would; failures of the
- * body itself (a cut connection, an abort) are thrown as they come.
+ * chunk with an `error` object throws an {@link APIError}, as the SDK would. A failure of the
+ * body itself (a cut connection, an abort) is thrown as it comes, unless a finish_reason had
+ * already arrived: the reply is then whole, and the failure ends the stream as the body's end
+ * would (the caller still checks for an abort).
  */
 export async function readChatStream({
   body,
@@ -85,7 +90,13 @@ export async function readChatStream({
   let finished = false;
   try {
     for (;;) {
-      const next = await chunks.next();
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        if (!assembler.sawFinishReason()) throw error;
+        break;
+      }
       if (next.done) break;
       parser.push(next.value, events);
       const end = take();

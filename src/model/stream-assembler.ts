@@ -264,6 +264,11 @@ export class StreamAssembler {
     };
   }
 
+  /** Whether a finish_reason arrived for choice 0: the upstream said the reply is whole. */
+  sawFinishReason(): boolean {
+    return this.finishReason !== null;
+  }
+
   /** Usage seen so far (for failure results). */
   usageSoFar(): ModelUsage | null {
     return this.usage;
