@@ -1,5 +1,6 @@
 import { APIError } from "openai";
 import type { ModelFailure } from "./classify-error.js";
+import { BodyHead, plainAnswerFailure } from "./plain-answer.js";
 import { type SseEvent, type SseEventTooLargeError, SseParser } from "./sse-events.js";
 import { type StreamAssembler, tooLargeMessage } from "./stream-assembler.js";
 
@@ -29,7 +30,9 @@ export type StreamEnd =
  * chunk with an `error` object throws an {@link APIError}, as the SDK would. A failure of the
  * body itself (a cut connection, an abort) is thrown as it comes, unless a finish_reason had
  * already arrived: the reply is then whole, and the failure ends the stream as the body's end
- * would (the caller still checks for an abort).
+ * would (the caller still checks for an abort). A body that brought no event at all is read
+ * as a plain JSON answer: an `{"error": ...}` object is thrown as an {@link APIError} with its
+ * status, a whole chat.completion fails the turn (see plainAnswerFailure).
  */
 export async function readChatStream({
   body,
@@ -53,6 +56,8 @@ export async function readChatStream({
   const maxEventBytes = () => Math.min(MAX_EVENT_BYTES, EVENT_OVERHEAD_BYTES + BYTES_PER_CHAR * remaining());
   const parser = new SseParser(maxEventBytes);
   const events: SseEvent[] = [];
+  /** The body's first bytes, until an event came. */
+  let head: BodyHead | null = new BodyHead();
   /** The events parsed so far, in order: an end when one ends the stream. */
   const take = (): StreamEnd | null => {
     for (const sse of events) {
@@ -63,6 +68,7 @@ export async function readChatStream({
     return parser.failure ? tooLarge(parser.failure, maxOutputChars) : null;
   };
   const onSse = (sse: SseEvent): StreamEnd | null => {
+    head = null;
     if (sse.data === "[DONE]") return { ok: true, sawDone: true };
     let chunk: unknown;
     try {
@@ -98,6 +104,7 @@ export async function readChatStream({
         break;
       }
       if (next.done) break;
+      head?.add(next.value);
       parser.push(next.value, events);
       const end = take();
       if (end?.ok) {
@@ -112,7 +119,10 @@ export async function readChatStream({
     if (!finished) await chunks.return?.();
   }
   parser.end(events);
-  return take() ?? { ok: true, sawDone: false };
+  const end = take();
+  if (end) return end;
+  const plain = head === null || parser.failure ? null : plainAnswerFailure(head.text(), headers);
+  return plain ? { ok: false, failure: plain } : { ok: true, sawDone: false };
 }
 
 /** How much of a body may follow `[DONE]` and still be read to its end. */
