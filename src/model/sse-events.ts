@@ -15,7 +15,8 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * The event-stream format parsed as the SSE spec says (lines end in LF, CRLF or CR; `:`
+ * The event-stream format parsed as the SSE spec says (one leading U+FEFF byte order mark is
+ * dropped; lines end in LF, CRLF or CR; `:`
  * starts a comment; a blank line ends an event; an event without data is dropped), fed bytes
  * as they arrive, synchronously: `push` appends the events its bytes complete to `out`, `end`
  * those of a last event left unterminated. The limit is checked as bytes arrive: once an
@@ -33,6 +34,8 @@ export class SseParser {
   #eventBytes = 0;
   #data: string[] = [];
   #name: string | null = null;
+  /** No line has ended yet: the first may start with a byte order mark. */
+  #firstLine = true;
   /** The previous chunk ended in CR: an LF starting this one belongs to that line end. */
   #afterCR = false;
   /** Set when an event passed its limit: nothing more is parsed. */
@@ -43,7 +46,11 @@ export class SseParser {
   }
 
   #endLine(tail: Buffer): SseEvent | null {
-    const line = (this.#partialBytes === 0 ? tail : Buffer.concat([...this.#partial, tail])).toString("utf8");
+    let line = (this.#partialBytes === 0 ? tail : Buffer.concat([...this.#partial, tail])).toString("utf8");
+    if (this.#firstLine) {
+      this.#firstLine = false;
+      if (line.startsWith("\uFEFF")) line = line.slice(1);
+    }
     this.#partial = [];
     this.#partialBytes = 0;
     if (line === "") {

@@ -35,6 +35,12 @@ describe("SseParser: the event-stream format, read as bytes arrive", () => {
     expect(parse(chunks, () => 1024)).toEqual({ events: [{ event: null, data: "héllo ✓" }], failure: null });
   });
 
+  it("drops one leading byte order mark, also split across chunks, and only at the stream's start", () => {
+    const bytes = Buffer.from("\uFEFFdata: a\n\n\uFEFFdata: b\n\n", "utf8");
+    const chunks = [bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)];
+    expect(parse(chunks, () => 1024).events).toEqual([{ event: null, data: "a" }]);
+  });
+
   it("stops once an event passes its limit, asked anew for each event, before the event ends; the events before it are kept", () => {
     expect(() => read(["data: 12345\n\n", "data: 1234567890"], 12)).toThrow(SseEventTooLargeError);
     const limits = [20, 8];
