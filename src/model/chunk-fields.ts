@@ -105,3 +105,14 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
   }
   return false;
 }
+
+/**
+ * A tool-call fragment's `function.arguments` as text: a string as it is; a JSON object or
+ * array (text-generation-inference sends the arguments so) as its JSON text; anything else
+ * "". Null when an object nests more than MAX_FIELD_DEPTH levels deep.
+ */
+export function argumentsText(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  if (typeof value !== "object" || value === null) return "";
+  return nestsDeeperThan(value, MAX_FIELD_DEPTH) ? null : JSON.stringify(value);
+}

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ModelToolCall, ModelUsage } from "../agent/model.js";
 import {
+  argumentsText,
   contentPieces,
   extraFields,
   isRecord,
@@ -203,9 +204,9 @@ export class StreamAssembler {
     }
     this.markToken();
     const name = call.name === "" ? fnName : "";
-    const args = typeof fn.arguments === "string" ? fn.arguments : "";
+    const args = argumentsText(fn.arguments);
     const extras = extraFields(fragment);
-    if (extras && nestsDeeperThan(extras, MAX_FIELD_DEPTH)) {
+    if (args === null || (extras && nestsDeeperThan(extras, MAX_FIELD_DEPTH))) {
       return bad(`the model upstream sent a tool-call field nested more than ${MAX_FIELD_DEPTH} levels deep`);
     }
     const extrasChars = extras ? JSON.stringify(extras).length : 0;
