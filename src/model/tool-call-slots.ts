@@ -17,12 +17,16 @@ export interface FragmentKey {
 
 /**
  * Which call each tool-call fragment belongs to. OpenAI keys fragments by `index` and sends
- * the id once; providers bend this in two ways, both handled here: several calls sharing one
- * index, each with its own id (some Ollama and Grok versions), and fragments without any index,
- * often with an empty id, each a whole call (Gemini's compatible endpoint). So: a fragment
- * whose non-empty id differs from the id of the call it would continue starts a new call; a
- * fragment without an index continues the last call, unless it names a function while that
- * call already has a name (and is not the same id). Calls keep the order they began in.
+ * the id once; providers bend this in several ways, all handled here: several calls sharing
+ * one index, told apart by their ids (some Ollama and Grok versions) or, without ids, by a
+ * second function name; and fragments without any index,
+ * often with an empty id, each a whole call (Gemini's compatible endpoint). So:
+ * - a fragment continues the call its index (without an index: the last call) is at;
+ * - it starts a new call instead when its non-empty id differs from that call's, or when it
+ *   names a function while that call already has a name: with an index, a different name
+ *   (unless its id is the call's own); without one, any name unless it repeats the call's id
+ *   and name (a provider that sends them with every fragment).
+ * Calls keep the order they began in.
  */
 export class ToolCallSlots {
   readonly calls: PartialCall[] = [];
@@ -34,14 +38,12 @@ export class ToolCallSlots {
   callFor({ index, id, name }: FragmentKey): PartialCall {
     const current = (index === undefined ? this.#last : this.#byIndex.get(index)) ?? null;
     const otherId = current !== null && id !== "" && current.id !== "" && id !== current.id;
-    // Without an index, a fragment naming a function starts another call, unless it repeats
-    // the current call's id and name (a provider that sends them with every fragment).
+    const sameId = current !== null && id !== "" && id === current.id;
     const anotherCall =
-      index === undefined &&
       current !== null &&
       name !== "" &&
       current.name !== "" &&
-      !(id !== "" && id === current.id && name === current.name);
+      (index === undefined ? !(sameId && name === current.name) : name !== current.name && !sameId);
     let call = current;
     if (!call || otherId || anotherCall) {
       call = { id: "", name: "", input: "", extras: null };
