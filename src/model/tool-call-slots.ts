@@ -18,10 +18,13 @@ export interface FragmentKey {
 /**
  * Which call each tool-call fragment belongs to. OpenAI keys fragments by `index` and sends
  * the id once; providers bend this in several ways, all handled here: several calls sharing
- * one index, told apart by their ids (some Ollama and Grok versions) or, without ids, by a
- * second function name; and fragments without any index,
+ * one index, told apart by their ids (some Ollama and Grok versions, whose fragments may
+ * interleave) or, without ids, by a second function name; and fragments without any index,
  * often with an empty id, each a whole call (Gemini's compatible endpoint). So:
- * - a fragment continues the call its index (without an index: the last call) is at;
+ * - a fragment continues the call its index (without an index: the last call) is at, unless
+ *   that call has another id and the fragment's id is one an earlier call has: it then
+ *   continues the latest call of that id, whatever fragments came between (a new index is
+ *   always a new call, whatever its id);
  * - it starts a new call instead when its non-empty id differs from that call's, or when it
  *   names a function while that call already has a name: with an index, a different name
  *   (unless its id is the call's own); without one, any name unless it repeats the call's id
@@ -32,11 +35,16 @@ export class ToolCallSlots {
   readonly calls: PartialCall[] = [];
   /** The call each index currently continues. */
   readonly #byIndex = new Map<number, PartialCall>();
+  /** The latest call of each non-empty id. */
+  readonly #byId = new Map<string, PartialCall>();
   #last: PartialCall | null = null;
 
   /** The call this fragment continues or starts. */
   callFor({ index, id, name }: FragmentKey): PartialCall {
-    const current = (index === undefined ? this.#last : this.#byIndex.get(index)) ?? null;
+    let current = (index === undefined ? this.#last : this.#byIndex.get(index)) ?? null;
+    if (current !== null && id !== "" && current.id !== "" && current.id !== id) {
+      current = this.#byId.get(id) ?? current;
+    }
     const otherId = current !== null && id !== "" && current.id !== "" && id !== current.id;
     const sameId = current !== null && id !== "" && id === current.id;
     const anotherCall =
@@ -50,6 +58,7 @@ export class ToolCallSlots {
       this.calls.push(call);
     }
     if (index !== undefined) this.#byIndex.set(index, call);
+    if (id !== "") this.#byId.set(id, call);
     this.#last = call;
     return call;
   }
