@@ -55,7 +55,13 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
     const suffix = detail ? `: ${detail}` : "";
     const status = error.status;
     if (status === undefined) {
-      // An `{"error": ...}` object sent as a stream chunk.
+      // An `{"error": ...}` object sent as a stream chunk; a rate limit is told by its code
+      // (429, as OpenRouter sends it, or OpenAI's "rate_limit_exceeded").
+      // The SDK types `code` as a string; providers send a number too.
+      const code = String(error.code as unknown);
+      if (code === "429" || code === "rate_limit_exceeded") {
+        return { code: "MODEL_RATE_LIMITED", message: `the model upstream reported a rate limit mid-stream${suffix}` };
+      }
       return { code: "MODEL_UPSTREAM", message: `the model upstream reported an error mid-stream${suffix}` };
     }
     if (status === 401 || status === 403) {

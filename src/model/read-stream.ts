@@ -69,7 +69,8 @@ export async function readChatStream({
   };
   const onSse = (sse: SseEvent): StreamEnd | null => {
     head = null;
-    if (sse.data === "[DONE]") return { ok: true, sawDone: true };
+    // As the SDK's own reader takes it: `[DONE]` followed by anything (a trailing space, say).
+    if (sse.data.startsWith("[DONE]")) return { ok: true, sawDone: true };
     let chunk: unknown;
     try {
       chunk = JSON.parse(sse.data);

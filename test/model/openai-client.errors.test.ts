@@ -138,6 +138,42 @@ describe("OpenAI model client: upstream errors name the likely cause", () => {
     }
   });
 
+  it.each([
+    ["a numeric code 429 (OpenRouter)", { code: 429, message: "Rate limit exceeded: free-models-per-min" }],
+    ["a rate_limit_exceeded code", { code: "rate_limit_exceeded", message: "Rate limit reached for requests" }],
+  ])("a rate limit reported mid-stream with %s is MODEL_RATE_LIMITED with its message", async (_name, error) => {
+    const server = await rawServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify({ error })}\n\n`);
+      res.end();
+    });
+    try {
+      const client = createOpenAIModelClient({ baseURL: server.baseURL, apiKey: TEST_API_KEY, model: "m" });
+      const result = await client.complete(request());
+      expect(result).toMatchObject({ ok: false, code: "MODEL_RATE_LIMITED" });
+      expect(messageOf(result)).toContain(error.message);
+      expect(messageOf(result)).toContain("mid-stream");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a stream ended by `data: [DONE]` with trailing spaces ends cleanly (as the SDK's own reader takes it)", async () => {
+    const server = await rawServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = { choices: [{ index: 0, delta: { content: "hello" }, finish_reason: "stop" }] };
+      res.write(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE] \n\n`);
+      res.end();
+    });
+    try {
+      const client = createOpenAIModelClient({ baseURL: server.baseURL, apiKey: TEST_API_KEY, model: "m" });
+      const result = await client.complete(request());
+      expect(result).toMatchObject({ ok: true, text: "hello" });
+    } finally {
+      await server.close();
+    }
+  });
+
   it("retried error responses with large bodies do not hold their connections open", async () => {
     let open = 0;
     let maxOpen = 0;
