@@ -1,4 +1,3 @@
-import type { RunStats } from "../agent/stats.js";
 import type { RunChange } from "../store/store.js";
 
 /**
@@ -19,13 +18,4 @@ export function latestStatsOnly(changes: RunChange[]): RunChange[] {
   }
   if (count === 0 || (count === 1 && !finishes)) return changes;
   return changes.filter((change, i) => change.kind !== "stats" || (!finishes && i === last));
-}
-
-/** The stats the changes store: those of their last `stats` change; null when none has one. */
-export function lastStats(changes: RunChange[]): RunStats | null {
-  for (let i = changes.length - 1; i >= 0; i--) {
-    const change = changes[i];
-    if (change?.kind === "stats") return change.stats;
-  }
-  return null;
 }

@@ -130,7 +130,8 @@ export class LiveRun {
     if (this.phase.name === "stopped") return;
     const elapsed = this.elapsedMs;
     if (elapsed) {
-      const written = this.recorder.sealWithDuration(Math.round(elapsed()), this.record.stats);
+      // The loop's latest counts (stored, or deferred to this write), else those stored at its start.
+      const written = this.recorder.sealWithDuration(Math.round(elapsed()), this.savedStats ?? this.record.stats);
       this.leftWritten = written.catch(() => {});
     }
     this.stop();

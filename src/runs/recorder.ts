@@ -8,7 +8,7 @@ import { EarliestTimer } from "./earliest-timer.js";
 import { endOfTurn } from "./end-of-turn.js";
 import type { EventHub } from "./event-hub.js";
 import { isoNow } from "./iso-now.js";
-import { lastStats, latestStatsOnly } from "./latest-stats.js";
+import { latestStatsOnly } from "./latest-stats.js";
 import { addBuffered, type BufferedEvent, FLUSH_AT, NEXT_WRITE_DELAY_MS, RETRY_DELAY_MS } from "./recorder-buffer.js";
 import { RunSuspendedError, type Stamp, type WriteBatch } from "./run-write.js";
 
@@ -50,8 +50,6 @@ export class RunRecorder {
   #failing = false;
   /** Sealed: nothing more is written for this run by this process (see `seal`). */
   #sealed = false;
-  /** The stats this recorder's writes last stored; null while none stored any. */
-  #storedStats: RunStats | null = null;
   /** Told once when the run is left (see onLeft). */
   #onLeft: ((why: "fenced" | "outcome_unknown") => void) | null = null;
 
@@ -217,7 +215,6 @@ export class RunRecorder {
     const changes = latestStatsOnly(deferred.length ? deferred.concat(batch.changes) : batch.changes);
     return this.store.commitRun(this.runId, changes, events, this.lease ?? undefined).then(
       (stored) => {
-        this.#storedStats = lastStats(changes) ?? this.#storedStats;
         this.#failing = false;
         this.#nextSeq = seq;
         this.#nextMessageSeq = messageSeq;
@@ -271,16 +268,16 @@ export class RunRecorder {
   }
 
   /**
-   * Seals (see seal) with one last write, after those already started or queued: the run's
-   * stats with `durationMs` as its wall time and the counts of the stats this recorder last
-   * stored (else of `stats`, the run's stored ones). Rejects when that write failed; a
-   * recorder already sealed writes nothing.
+   * Seals (see seal) with one last write, after those already started or queued: `stats` (the
+   * run's latest counts) with `durationMs` as its wall time, written after any deferred stats
+   * (so it is the one stored). Rejects when that write failed; a recorder already sealed writes
+   * nothing.
    */
   sealWithDuration(durationMs: number, stats: RunStats): Promise<void> {
     if (this.#sealed) return Promise.resolve();
     this.seal();
     const last = (): WriteBatch => ({
-      changes: [{ kind: "stats", stats: { ...(this.#storedStats ?? stats), durationMs } }],
+      changes: [{ kind: "stats", stats: { ...stats, durationMs } }],
       events: [],
     });
     return this.#enqueue(last, true).then(ignore);
