@@ -3,6 +3,7 @@ import { removeApproval, showApproval } from "./approvals.js";
 import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
 import { LiveText } from "./live-text.js";
+import { nextRunOf } from "./next-run.js";
 import { readPages } from "./pages.js";
 import { isSessionId, runPath, sessionPath } from "./paths.js";
 import { SessionList } from "./sessions.js";
@@ -130,17 +131,6 @@ function watch(runId: string): void {
 
 /** How often, and how many times, the session is read for the run that interrupted the one watched. */
 const INTERRUPTER_POLL = { ms: 250, times: 40 };
-
-/**
- * The session's run that came after run `finished`, if any: the oldest of those created since
- * (the list is newest first), whatever it is now (queued, running, or ended already: watching
- * it from its first event shows it all the same).
- */
-async function nextRunOf(sessionId: string, finished: string): Promise<string | null> {
-  const runs: { items: { id: string }[] } = await api("GET", sessionPath(sessionId, "/runs?limit=50"));
-  const at = runs.items.findIndex((run) => run.id === finished);
-  return at > 0 ? (runs.items[at - 1]?.id ?? null) : null;
-}
 
 /**
  * After run `finished` of the current view ended: the session's next run (started from
