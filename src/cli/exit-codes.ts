@@ -18,7 +18,7 @@ export const EXIT = {
   unauthorized: 67,
   /** 409 `SESSION_BUSY`: the session already has an active run. */
   busy: 68,
-  /** 429 (too many runs) or 503 (shutting down): retry later. */
+  /** 429, or 503 `SHUTTING_DOWN`, `STORAGE_UNAVAILABLE` or `TOO_MANY_CONNECTIONS`: retry later. */
   retryLater: 69,
   /** Any other answer of the server: unknown session, refused input, a 5xx, not an agent server. */
   server: 70,

@@ -40,6 +40,14 @@ const detail = (envelope: ErrorEnvelope | null, name: string): string | null => 
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
 /**
+ * The agent server's 503 codes for a state that passes by itself (it is stopping, its database
+ * is away, it holds its maximum of connections): retry later, exit 69 (EX_UNAVAILABLE). Any
+ * other 503 (WORKSPACE_ROOT_MOVED, which needs its operator; a proxy's, without the server's
+ * error) is a failure of the server, exit 70.
+ */
+const PASSING_503 = new Set(["SHUTTING_DOWN", "STORAGE_UNAVAILABLE", "TOO_MANY_CONNECTIONS"]);
+
+/**
  * One line that says what the server refused and what to do about it, with its exit code.
  * A 502/503/504 that is not the server's own (no error envelope) came from a proxy, which may
  * have passed the request on: `maybeDone`.
@@ -74,7 +82,7 @@ function explain({ status, envelope, retryAfter, request }: Refusal, target: Tar
       EXIT.busy,
     ];
   }
-  if (status === 429 || status === 503) {
+  if (status === 429 || (status === 503 && code !== undefined && PASSING_503.has(code))) {
     const wait = retryAfter && /^\d+$/.test(retryAfter) ? `in ${retryAfter} s` : "later";
     return [`the server cannot take this request now (${said}): retry ${wait}`, EXIT.retryLater];
   }
