@@ -7,8 +7,10 @@
 // events with similar payloads, the same two streamed model requests, a commit for the
 // session and five per run, one mkdir and one readdir. Not done: validation, auth,
 // logging, run manager, recovery, approvals, a tool ledger, storing text deltas, idle
-// timeouts and abort signals, the history of earlier runs; only list_files is offered to
-// the model (the product offers six tools). Its CPU per run is a lower bound for what this
+// timeouts and abort signals, the history of earlier runs. The model is offered the six
+// tools the product offers (their specs made from dist/src/tools, encoded once, as our
+// server does): their ~6.7 KB go with every model request; FIXTURE_ONE_TOOL=1 offers only
+// list_files, as this fixture did before. Its CPU per run is a lower bound for what this
 // stack costs per run, not the product.
 //
 //   BENCH_SERVER_ENTRY=bench/stack-floor-server.mjs node bench/http.mjs
@@ -39,7 +41,7 @@
 //
 // Env: PORT (3000), HOST (127.0.0.1), DATABASE_PATH (./floor.db), WORKSPACE_ROOT or
 // WORKSPACE_DIR (./workspaces), OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (fake-model),
-// FIXTURE_STORE_DELTAS, FIXTURE_SAME_ROWS, FIXTURE_SDK_ITERATOR, FIXTURE_LOCKING.
+// FIXTURE_STORE_DELTAS, FIXTURE_SAME_ROWS, FIXTURE_SDK_ITERATOR, FIXTURE_LOCKING, FIXTURE_ONE_TOOL.
 //
 // FIXTURE_LOCKING=normal opens the database in SQLite's normal locking mode, as our server
 // does (src/store/database.ts) so that its checkpoints run on a connection of their own, off
@@ -55,10 +57,12 @@ import { fastifySSE } from "@fastify/sse";
 import Database from "better-sqlite3";
 import Fastify from "fastify";
 import OpenAI from "openai";
+import { z } from "zod";
 import { capRetryDelay } from "../dist/src/model/retry-delay-cap.js";
 import { SseParser } from "../dist/src/model/sse-events.js";
 import { upstreamFetch } from "../dist/src/model/upstream-fetch.js";
 import { runMigrations } from "../dist/src/store/migrations.js";
+import { workspaceTools } from "../dist/src/tools/index.js";
 
 const env = process.env;
 const workspaceRoot = resolve(env.WORKSPACE_ROOT || env.WORKSPACE_DIR || "./workspaces");
@@ -256,31 +260,16 @@ const client = new OpenAI({
   fetch: capRetryDelay(upstreamFetch, 30_000),
 });
 // The list_files tool as our server describes it to the model.
-const LIST_FILES = {
-  type: "function",
-  function: {
-    name: "list_files",
-    description:
-      'List the files and directories under a workspace directory, recursively up to a depth. One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). .git and node_modules are hidden. At most 500 entries; a note says when the list was cut.',
-    parameters: {
-      $schema: "https://json-schema.org/draft/2020-12/schema",
-      type: "object",
-      properties: {
-        path: {
-          description: 'Directory to list, relative to the workspace root. Defaults to "." (the workspace root).',
-          type: "string",
-        },
-        depth: {
-          description: "How many directory levels to descend: 1 lists only the directory itself. Defaults to 2.",
-          type: "integer",
-          minimum: 1,
-          maximum: 10,
-        },
-      },
-      additionalProperties: false,
-    },
-  },
-};
+/** The tools offered to the model: the product's six, as its requests carry them (see FIXTURE_ONE_TOOL). */
+const TOOLS = workspaceTools
+  .filter((tool) => env.FIXTURE_ONE_TOOL !== "1" || tool.name === "list_files")
+  .map((tool) => {
+    // Without the dialect's $schema, as our server sends them (src/model/wire-request.ts).
+    const { $schema: _dialect, ...parameters } = z.toJSONSchema(tool.inputSchema, { io: "input" });
+    return { type: "function", function: { name: tool.name, description: tool.description, parameters } };
+  });
+/** The tools' part of a request body, encoded once. */
+const TOOLS_JSON = JSON.stringify(TOOLS);
 
 /** What one stream chunk adds to the reply being assembled. */
 function applyChunk(reply, chunk, onText) {
@@ -312,7 +301,7 @@ async function complete(messages, onText) {
   const request = {
     model,
     messages,
-    tools: [LIST_FILES],
+    tools: TOOLS,
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -321,9 +310,11 @@ async function complete(messages, onText) {
     for await (const chunk of await client.chat.completions.create(request)) applyChunk(reply, chunk, onText);
     return reply;
   }
+  // The body of JSON.stringify(request), its tools' part encoded once.
+  const body = `{"model":${JSON.stringify(model)},"messages":${JSON.stringify(messages)},"tools":${TOOLS_JSON},"stream":true,"stream_options":{"include_usage":true}}`;
   const response = await client
     .post("/chat/completions", {
-      body: Buffer.from(JSON.stringify(request)),
+      body: Buffer.from(body),
       headers: { "content-type": "application/json" },
       stream: true,
     })
