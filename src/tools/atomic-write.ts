@@ -1,11 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { fsync } from "node:fs";
 import { open, rename, unlink } from "node:fs/promises";
 import { entryPath, type OpenDir } from "./open-dir.js";
 
 /**
  * Replaces (or creates) the entry `name` of the open directory `dir` atomically: the data goes
  * to a new temporary file in that directory, is flushed, and is renamed over `name`, all
- * through the open directory (a link swapped in at `name` is replaced, never followed).
+ * through the open directory (a link swapped in at `name` is replaced, never followed); then
+ * the directory is flushed, so that once this resolves the new entry survives a power loss or
+ * a kernel crash too, as the run's record that the tool wrote it does.
  * Readers see the old content or the new, never a mix, and a failure leaves `name` untouched
  * and no temporary file behind. `mode` defaults to 0o666 minus the umask (as for any new file).
  * The temporary's name (`.tmp-` and 12 random hex digits) does not depend on `name`, so any
@@ -39,4 +42,16 @@ export async function writeFileAtomic({
     await unlink(temp).catch(() => {});
     throw err;
   }
+  await syncDir(dir);
+}
+
+/**
+ * Flushes the directory's entries (fsync on its descriptor, in the thread pool). A file
+ * system that cannot flush a directory (EINVAL, as some network ones answer) has nothing
+ * more to give: the entry is written all the same.
+ */
+function syncDir(dir: OpenDir): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fsync(dir.fd, (err) => (err && err.code !== "EINVAL" ? reject(err) : resolve()));
+  });
 }
