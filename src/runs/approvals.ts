@@ -1,9 +1,9 @@
-import { z } from "zod";
 import type { BeforeToolCall, ToolCallDecision } from "../agent/approval.js";
 import { type ApprovalCeiling, clampToCeiling } from "../domain/approval-ceiling.js";
 import { evaluateApproval } from "../domain/approval-policy.js";
 import { isConflict } from "../store/errors.js";
 import type { RunChange, Store } from "../store/store.js";
+import { approvalTimedOut, ledgerDecision, resolvedBefore } from "./approval-ledger.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 import type { WriteBatch } from "./run-write.js";
 
@@ -67,27 +67,26 @@ function stopWaiting(live: LiveRun, toolCallId: string): void {
  * Records a decision for a call that waits for approval (ledger row, run status and
  * `approval.resolved` event in one write), then wakes the waiting loop. The write is queued
  * before this returns its promise. Rejects with StoreConflictError `decided` when the ledger
- * already holds a decision; then nothing was written.
+ * already holds a decision, or `approval_expired` for an approval later than `approvalTimeoutMs`
+ * after the request; then nothing was written.
  */
-export async function resolveApproval(
-  live: LiveRun,
-  {
-    toolCallId,
-    decision,
-    reason,
-  }: { toolCallId: string; decision: ToolCallDecision["decision"]; reason: string | null },
-): Promise<void> {
-  await live.recorder.write(() => decidedBatch({ toolCallId, decision, reason }, lastWaiting(live, toolCallId)));
+export async function resolveApproval(live: LiveRun, decided: Decided): Promise<void> {
+  const { toolCallId, decision, reason } = decided;
+  await live.recorder.write(() => decidedBatch(decided, lastWaiting(live, toolCallId)));
   wake(live, toolCallId, { decision, reason });
 }
 
+/** A decision on call `toolCallId`, taken under APPROVAL_TIMEOUT_MS `approvalTimeoutMs`. */
+type Decided = { toolCallId: string; approvalTimeoutMs: number } & ToolCallDecision;
+
 /** A decision's write: the ledger row, `approval.resolved`, and the run running again if `running`. */
-function decidedBatch(decided: { toolCallId: string } & ToolCallDecision, running: boolean): WriteBatch {
-  const { toolCallId, decision } = decided;
+function decidedBatch(decided: Decided, running: boolean): WriteBatch {
+  const { toolCallId, decision, approvalTimeoutMs } = decided;
   const reason = decided.reason ?? null;
+  const at = new Date().toISOString();
   return {
     changes: [
-      { kind: "toolCall.decided", toolCallId, decision, reason, at: new Date().toISOString() },
+      { kind: "toolCall.decided", toolCallId, decision, reason, at, approvalTimeoutMs },
       ...(running ? [{ kind: "status" as const, status: "running" as const }] : []),
     ],
     events: [{ type: "approval.resolved", toolCallId, decision, reason }],
@@ -124,15 +123,6 @@ export async function applyLedgerDecision(
   await written;
 }
 
-/** The call an `approval.resolved` event read back from storage resolved. */
-const ResolvedCall = z.object({ toolCallId: z.string() });
-
-/** Whether the run's stored events announce a decision for the call already. */
-export async function resolvedBefore(store: Store, runId: string, toolCallId: string): Promise<boolean> {
-  const resolved = await store.events.ofType(runId, "approval.resolved");
-  return resolved.some((event) => ResolvedCall.safeParse(JSON.parse(event.data)).data?.toolCallId === toolCallId);
-}
-
 /** A decision the gate of run `live` takes for a call, while `signal` (the gate's) has not fired. */
 interface GateDecision {
   live: LiveRun;
@@ -163,21 +153,25 @@ async function announceLedgerDecision(
  * A call asked before a restart that the policy now decides (a stricter ceiling, say): the
  * decision is recorded and announced (`approval.resolved`), as a person's would be, so that
  * clients withdraw the question. A decision a person wrote meanwhile wins (and is announced).
+ * An approval later than the request's timeout is the timeout's denial, as a person's is.
  */
-async function closeAsked(
-  deps: ApprovalDeps,
-  { live, toolCallId, decision, signal }: GateDecision,
-): Promise<ToolCallDecision> {
+async function closeAsked(deps: ApprovalDeps, gated: GateDecision): Promise<ToolCallDecision> {
+  const { live, toolCallId, decision, signal } = gated;
+  const approvalTimeoutMs = deps.approvalTimeoutMs;
   try {
     await live.recorder.write(
-      unlessStopped(live, signal, () => decidedBatch({ toolCallId, ...decision }, live.phase.name === "running")),
+      unlessStopped(live, signal, () =>
+        decidedBatch({ toolCallId, ...decision, approvalTimeoutMs }, live.phase.name === "running"),
+      ),
     );
     return decision;
   } catch (err) {
+    const timedOut: ToolCallDecision = { decision: "deny", reason: approvalTimedOut(approvalTimeoutMs) };
+    if (isConflict(err, "approval_expired")) return closeAsked(deps, { ...gated, decision: timedOut });
     if (!isConflict(err, "decided")) throw err;
     const ledger = await deps.store.toolCalls.get(live.id, toolCallId);
-    if (!ledger?.decision) throw err;
-    const stored: ToolCallDecision = { decision: ledger.decision, reason: ledger.decisionReason };
+    const stored = ledger && ledgerDecision(ledger, approvalTimeoutMs);
+    if (!stored) throw err;
     await announceLedgerDecision(deps, { live, toolCallId, decision: stored, signal });
     return stored;
   }
@@ -194,14 +188,15 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
     // Cancelled while the ledger was read: the loop has closed the call already.
     if (signal.aborted) return CANCELLED;
-    if (ledger?.decision) {
+    const stored = ledger && ledgerDecision(ledger, deps.approvalTimeoutMs);
+    if (stored) {
       // An approval stored before the operator's ceiling came to deny the tool (a restart with a
       // stricter APPROVAL_POLICY_MAX) is not used: the ceiling wins over any decision.
       const overruled =
-        ledger.decision === "approve" && clampToCeiling("allow", tool.name, deps.approvalCeiling) === "deny";
+        stored.decision === "approve" && clampToCeiling("allow", tool.name, deps.approvalCeiling) === "deny";
       const decision: ToolCallDecision = overruled
         ? { decision: "deny", reason: `the approval policy denies ${tool.name}` }
-        : { decision: ledger.decision, reason: ledger.decisionReason };
+        : stored;
       await announceLedgerDecision(deps, { live, toolCallId: toolCall.id, decision, signal });
       return decision;
     }
@@ -263,8 +258,8 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       // A decision written while this run was on its way here (after a restart) is in the ledger.
       // Announced already when it was written here, for this run, before its waiter existed.
       const again = await deps.store.toolCalls.get(live.id, toolCall.id);
-      if (again?.decision) {
-        const decision = { decision: again.decision, reason: again.decisionReason };
+      const decision = again && ledgerDecision(again, deps.approvalTimeoutMs);
+      if (decision) {
         const announced = await resolvedBefore(deps.store, live.id, toolCall.id);
         await applyLedgerDecision(live, { toolCallId: toolCall.id, decision, announced });
       }
@@ -275,16 +270,16 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
 
 /** No decision in time: denied (fail closed), recorded when possible; a decision that won the race stands. */
 async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): Promise<void> {
-  const reason = `no decision within the approval timeout (${deps.approvalTimeoutMs} ms)`;
+  const reason = approvalTimedOut(deps.approvalTimeoutMs);
   try {
-    await resolveApproval(live, { toolCallId, decision: "deny", reason });
+    await resolveApproval(live, { toolCallId, decision: "deny", reason, approvalTimeoutMs: deps.approvalTimeoutMs });
   } catch (err) {
     const stored = isConflict(err, "decided")
       ? await deps.store.toolCalls.get(live.id, toolCallId).catch(() => null)
       : null;
-    if (stored?.decision) {
+    const decision = stored && ledgerDecision(stored, deps.approvalTimeoutMs);
+    if (decision) {
       // Decided elsewhere meanwhile (by another instance): that decision is recorded and stands.
-      const decision = { decision: stored.decision, reason: stored.decisionReason };
       await applyLedgerDecision(live, { toolCallId, decision }).catch(() => wake(live, toolCallId, decision));
     } else if (stored && (await deps.store.runs.cancelRequested([live.id]).catch(() => [])).length > 0) {
       // Refused because another instance stored the run's cancel: the run ends aborted, undecided.

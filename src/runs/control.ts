@@ -4,6 +4,7 @@ import { type AppError, conflict, notFound, shuttingDown } from "../errors.js";
 import { failpoint } from "../failpoints.js";
 import { isConflict } from "../store/errors.js";
 import type { Store, ToolCallStatus } from "../store/store.js";
+import { approvalTimedOut, ledgerDecision } from "./approval-ledger.js";
 import { applyLedgerDecision, resolveApproval } from "./approvals.js";
 import type { EventHub } from "./event-hub.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
@@ -16,6 +17,8 @@ export interface ControlDeps {
   hub: EventHub;
   registry: LiveRuns;
   accepting: () => boolean;
+  /** APPROVAL_TIMEOUT_MS: an approval later than this after its request is the timeout's denial. */
+  approvalTimeoutMs: number;
   /** The run as clients see it now. */
   get: (runId: string) => Promise<RunView | null>;
   /**
@@ -111,6 +114,10 @@ const takesDecisions = (live: LiveRun): boolean =>
 /**
  * Answers a pending approval. The ledger decides: the decision is written only for a call
  * still undecided, and the same decision again is answered again; a different one conflicts.
+ * An approval later than APPROVAL_TIMEOUT_MS after the request (its stored time: a restart does
+ * not start it over) is refused by the ledger, which is given the timeout's denial instead, so
+ * it is answered 409 APPROVAL_CONFLICT and the call denied, wherever the run is (executing
+ * here, held for a slot, resumed and not at the call yet, or without a live owner).
  */
 export async function decideApproval(
   deps: ControlDeps,
@@ -118,40 +125,51 @@ export async function decideApproval(
 ): Promise<ToolCallStatus> {
   const { runId, toolCallId, decision } = params;
   const live = deps.registry.get(runId);
+  const approvalTimeoutMs = deps.approvalTimeoutMs;
   // Executed by another instance: the decision goes to the ledger, and that instance is woken
   // to act on it (a run without one finds it there when it is resumed).
-  const toLedger = async () => {
+  const toLedger = async (decided: ToolCallDecision) => {
     const pending = await deps.store.toolCalls.status(runId, toolCallId);
     if (pending?.state !== "awaiting_approval") return;
     const at = new Date().toISOString();
+    const reason = decided.reason ?? null;
     try {
       await deps.store.commitRequest(runId, [
-        { kind: "toolCall.decided", toolCallId, decision, reason: params.reason ?? null, at },
+        { kind: "toolCall.decided", toolCallId, decision: decided.decision, reason, at, approvalTimeoutMs },
       ]);
     } catch (err) {
       if (!isConflict(err, "decided")) throw err;
     }
   };
-  const resolve = async (run: LiveRun) => {
+  const resolve = async (run: LiveRun, decided: ToolCallDecision) => {
     try {
-      await resolveApproval(run, { toolCallId, decision, reason: params.reason ?? null });
+      await resolveApproval(run, { toolCallId, ...decided, approvalTimeoutMs });
     } catch (err) {
       // Taken over by another instance before this one noticed: the decision is that instance's.
-      if (isConflict(err, "fenced") && deps.accepting()) return toLedger();
+      if (isConflict(err, "fenced") && deps.accepting()) return toLedger(decided);
       if (!isConflict(err, "decided")) throw err;
     }
   };
-  if (live && takesDecisions(live) && live.waiters.has(toolCallId)) {
-    // Queued before anything is awaited: a cancel later in this tick comes after it.
-    await resolve(live);
-  } else if (live?.resumed && takesDecisions(live)) {
-    // A resumed run may not have reached the call yet: the decision goes to the ledger,
-    // where the run finds it.
-    const pending = await deps.store.toolCalls.status(runId, toolCallId);
-    if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live);
-  } else if ((!live || live.stopped) && deps.accepting()) {
-    // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
-    await toLedger();
+  const record = async (decided: ToolCallDecision) => {
+    if (live && takesDecisions(live) && live.waiters.has(toolCallId)) {
+      // Queued before anything is awaited: a cancel later in this tick comes after it.
+      await resolve(live, decided);
+    } else if (live?.resumed && takesDecisions(live)) {
+      // A resumed run may not have reached the call yet: the decision goes to the ledger,
+      // where the run finds it.
+      const pending = await deps.store.toolCalls.status(runId, toolCallId);
+      if (pending?.state === "awaiting_approval" && takesDecisions(live)) await resolve(live, decided);
+    } else if ((!live || live.stopped) && deps.accepting()) {
+      // A run stopped here while accepting lost its lease: it winds down, another instance holds it.
+      await toLedger(decided);
+    }
+  };
+  try {
+    await record({ decision, reason: params.reason ?? null });
+  } catch (err) {
+    if (!isConflict(err, "approval_expired")) throw err;
+    // A denial is never refused so: the call is denied, as its timeout would.
+    await record({ decision: "deny", reason: approvalTimedOut(approvalTimeoutMs) });
   }
   // The run's status alone (as `get` would show it: a run ending here has finished), not its view:
   // a repeated decision, answered as the first was, reads nothing of the run's input.
@@ -215,7 +233,11 @@ export async function checkDecisions(
  * Acts on what other instances stored for runs executing here: a cancel request fires the
  * run's signal; a decision in the ledger for a call the run waits on wakes it.
  */
-export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]): Promise<void> {
+export async function applyStoredRequests(
+  store: Store,
+  runs: readonly LiveRun[],
+  approvalTimeoutMs: number,
+): Promise<void> {
   const acting = runs.filter(takesDecisions);
   if (acting.length === 0) return;
   const cancelled = new Set(await store.runs.cancelRequested(acting.map((live) => live.id)));
@@ -225,13 +247,9 @@ export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]
       continue;
     }
     for (const toolCallId of live.waiters.ids()) {
-      const call = await store.toolCalls.get(live.id, toolCallId);
-      if (call?.decision && takesDecisions(live)) {
-        await applyLedgerDecision(live, {
-          toolCallId,
-          decision: { decision: call.decision, reason: call.decisionReason },
-        });
-      }
+      const call = await store.toolCalls.status(live.id, toolCallId);
+      const decision = call && ledgerDecision(call, approvalTimeoutMs);
+      if (decision && takesDecisions(live)) await applyLedgerDecision(live, { toolCallId, decision });
     }
   }
 }

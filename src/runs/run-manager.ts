@@ -229,6 +229,7 @@ export class RunManager {
     return applyStoredRequests(
       this.deps.store,
       live.filter((run) => run !== undefined),
+      this.deps.approvalTimeoutMs,
     );
   }
 
@@ -259,6 +260,7 @@ export class RunManager {
       hub: this.deps.hub,
       registry: this.#registry,
       accepting: () => this.accepting,
+      approvalTimeoutMs: this.deps.approvalTimeoutMs,
       get: (runId: string) => this.get(runId, { decided: true }),
       recovered: (runId: string) => this.#recovered(runId),
       cancelHeld: (runId: string, by: string) => this.ownership.held.cancel(runId, by),

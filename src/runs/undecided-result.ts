@@ -2,7 +2,7 @@ import type { ToolMessage } from "../agent/messages.js";
 import type { RunEventBody } from "../domain/run-events.js";
 import { callClosed, isConflict } from "../store/errors.js";
 import type { Store } from "../store/store.js";
-import { resolvedBefore } from "./approvals.js";
+import { resolvedBefore } from "./approval-ledger.js";
 import type { LiveRun } from "./live-run.js";
 import type { WriteBatch } from "./run-write.js";
 

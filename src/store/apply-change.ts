@@ -1,10 +1,10 @@
 import type { RunChange } from "./changes.js";
-import { callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "./errors.js";
+import { approvalExpired, callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "./errors.js";
 import type { MessageStore } from "./messages.js";
 import type { QueueStore } from "./queue.js";
 import type { RunStore } from "./runs.js";
 import type { StepStore } from "./steps.js";
-import type { ToolCallStore } from "./tool-calls.js";
+import { pastApprovalTimeout, type ToolCallStore } from "./tool-calls.js";
 
 export interface Tables {
   runs: RunStore;
@@ -39,6 +39,12 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
         throw callClosed(runId, change.toolCallId);
       return;
     case "toolCall.decided":
+      if (change.decision === "approve" && change.approvalTimeoutMs !== undefined) {
+        const call = tables.toolCalls.status(runId, change.toolCallId);
+        const open = call?.state === "proposed" || call?.state === "awaiting_approval";
+        if (open && pastApprovalTimeout(call.approvalRequestedAt, change.at, change.approvalTimeoutMs))
+          throw approvalExpired(change.toolCallId);
+      }
       if (!tables.toolCalls.decide(runId, change.toolCallId, change.decision, change.reason, change.at)) {
         throw new StoreConflictError("decided", `tool call ${change.toolCallId} was already decided`);
       }

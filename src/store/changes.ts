@@ -23,9 +23,19 @@ export type RunChange =
   | { kind: "toolCall.awaitingApproval"; toolCallId: string; reason: string; at: string }
   /**
    * Refused (StoreConflictError `decided`) when the call was already decided or is past
-   * deciding, or its run's cancel was requested (the call ends aborted, undecided).
+   * deciding, or its run's cancel was requested (the call ends aborted, undecided). An approval
+   * given `approvalTimeoutMs` (APPROVAL_TIMEOUT_MS) is refused (`approval_expired`) when it is
+   * later (`at`) than that after the call's request for approval (its stored time, whoever wrote
+   * it): the timeout denies the call. A denial is never refused so.
    */
-  | { kind: "toolCall.decided"; toolCallId: string; decision: "approve" | "deny"; reason: string | null; at: string }
+  | {
+      kind: "toolCall.decided";
+      toolCallId: string;
+      decision: "approve" | "deny";
+      reason: string | null;
+      at: string;
+      approvalTimeoutMs?: number;
+    }
   | { kind: "toolCall.started"; toolCallId: string; at: string }
   /**
    * A status of an unfinished run; ignored once the run has finished, and, once a cancel was

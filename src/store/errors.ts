@@ -38,7 +38,9 @@ export class StorageError extends Error {
  * run was stored, by another request or instance), `cancel_requested` (an end other than
  * `aborted` for a run whose cancel was requested: the run ends aborted), `inputs_full` (the run
  * already has its maximum of pending steered inputs), `call_closed` (the tool call has its
- * result already, or is not in the ledger: a closed call never changes again, and gets no second result).
+ * result already, or is not in the ledger: a closed call never changes again, and gets no second result),
+ * `approval_expired` (an approval decided later than the approval timeout after its request: the
+ * timeout denies the call, fail closed).
  */
 export type ConflictRule =
   | "active_run"
@@ -52,7 +54,8 @@ export type ConflictRule =
   | "session_gone"
   | "cancel_requested"
   | "inputs_full"
-  | "call_closed";
+  | "call_closed"
+  | "approval_expired";
 
 /**
  * At most `max` of something per owner (an API key's hash), counted in the transaction of the
@@ -85,6 +88,9 @@ export const callClosed = (runId: string, toolCallId: string): StoreConflictErro
     "call_closed",
     `tool call ${toolCallId} of run ${runId} has its result already, or is not in the ledger`,
   );
+/** An approval of call `toolCallId` decided after its request's approval timeout (see RunChange `toolCall.decided`). */
+export const approvalExpired = (toolCallId: string): StoreConflictError =>
+  new StoreConflictError("approval_expired", `the approval of tool call ${toolCallId} has timed out: it is denied`);
 /** A call closed `undecided` (see RunChange `message`) that the ledger holds a decision for. */
 export const decidedMeanwhile = (toolCallId: string): StoreConflictError =>
   new StoreConflictError("decided", `tool call ${toolCallId} was decided meanwhile`);

@@ -68,6 +68,17 @@ export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCall
 });
 
 /**
+ * Whether a decision taken at `at` comes later than `timeoutMs` after the call's request for
+ * approval (`requestedAt`; null: approval was never asked): the approval timeout has denied it.
+ */
+export const pastApprovalTimeout = (requestedAt: string | null, at: string, timeoutMs: number): boolean =>
+  requestedAt !== null && Date.parse(at) - timeoutMs > Date.parse(requestedAt);
+
+/** The ISO time before which a request for approval has timed out for a decision at `at`. */
+export const approvalAskedSince = (at: string, timeoutMs: number): string =>
+  new Date(Date.parse(at) - timeoutMs).toISOString();
+
+/**
  * The ids of call `id` of run `run` (placeholders of the dialect) and of the calls after it in
  * its reply, in order: those of its `reply` (the ordinal of the reply's first call, set when the
  * reply's calls are proposed) at its ordinal or after. Read from the ledger's keys, not from the

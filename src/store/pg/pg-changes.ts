@@ -1,9 +1,10 @@
 import type { RunEvent } from "../../domain/run-events.js";
 import type { RunChange } from "../changes.js";
-import { callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "../errors.js";
+import { approvalExpired, callClosed, cancelRequested, decidedMeanwhile, StoreConflictError } from "../errors.js";
 import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
+import { approvalAskedSince } from "../tool-calls.js";
 import { insertStatement, type Statement } from "./pg-batch.js";
 import { EVENTS_CHANNEL } from "./pg-listener.js";
 
@@ -75,6 +76,17 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       ];
     case "toolCall.decided":
       return [
+        // An approval later than its request's timeout is refused first (see RunChange).
+        ...(change.decision === "approve" && change.approvalTimeoutMs !== undefined
+          ? [
+              {
+                text: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tool_calls WHERE run_id = $1 AND id = $2
+                         AND state IN ('proposed', 'awaiting_approval') AND approval_requested_at < $3)`,
+                values: [runId, change.toolCallId, approvalAskedSince(change.at, change.approvalTimeoutMs)],
+                orRefuse: () => approvalExpired(change.toolCallId),
+              },
+            ]
+          : []),
         {
           text: `UPDATE tool_calls SET state = CASE WHEN $1 = 'approve' THEN 'approved' ELSE 'denied' END,
                    decision = $1, decision_reason = $2, decided_at = $3
