@@ -67,9 +67,24 @@ export function runMigrations(db: Database.Database, dir = migrationsDir("sqlite
     } finally {
       if (keysOff) db.pragma("foreign_keys = ON");
     }
-    // A rebuild leaves the old table's pages free: they are given back (outside any transaction).
-    if (keysOff) db.exec("VACUUM");
+    if (keysOff) giveBackFreedPages(db);
     ran.push(file);
   }
   return ran;
+}
+
+/** The share of a file's pages a rebuild must leave free for the file to be rewritten (VACUUM). */
+const VACUUM_FREE_SHARE = 0.25;
+
+/**
+ * A rebuild leaves the old table's pages free. When they are a large part of the file (the
+ * rebuilt table was), the file is rewritten without them (VACUUM, outside any transaction);
+ * else they stay on the free list, where later writes take them: a rewrite of a whole large
+ * database (its events) at a start, to give back a small table's pages, would keep the server
+ * from listening for as long and need the file's size again on disk.
+ */
+function giveBackFreedPages(db: Database.Database): void {
+  const free = db.pragma("freelist_count", { simple: true }) as number;
+  const pages = db.pragma("page_count", { simple: true }) as number;
+  if (free > 0 && free >= pages * VACUUM_FREE_SHARE) db.exec("VACUUM");
 }

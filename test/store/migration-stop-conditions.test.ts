@@ -9,7 +9,10 @@ import { tempDir } from "../helpers/temp-dir.js";
 let dir: ReturnType<typeof tempDir> | undefined;
 afterEach(() => dir?.cleanup());
 
-/** A database as the release before left it: 0001 and 0002 applied, one run with a message, an event, a call and a step. */
+/**
+ * A database as the release before left it: 0001 and 0002 applied, one run with a message, an
+ * event, a call and a step; the run's input (200 KB) makes its table most of the file.
+ */
 function databaseAtInit(): Database.Database {
   dir = tempDir();
   const only = join(dir.path, "migrations");
@@ -23,7 +26,7 @@ function databaseAtInit(): Database.Database {
   db.exec(`
     INSERT INTO sessions (id, workspace, created_at) VALUES ('ses_1', 'w', '${at}');
     INSERT INTO runs (id, session_id, status, stop_reason, input, max_turns, stats, created_at, finished_at)
-      VALUES ('run_1', 'ses_1', 'finished', 'complete', 'hi', 5, '{"modelCalls":1,"toolCalls":0,"turns":1,"inputTokens":0,"outputTokens":0,"durationMs":1}', '${at}', '${at}');
+      VALUES ('run_1', 'ses_1', 'finished', 'complete', '${"hi".repeat(100_000)}', 5, '{"modelCalls":1,"toolCalls":0,"turns":1,"inputTokens":0,"outputTokens":0,"durationMs":1}', '${at}', '${at}');
     INSERT INTO messages (id, session_id, run_id, seq, role, content, created_at) VALUES ('m1', 'ses_1', 'run_1', 1, 'user', 'hi', '${at}');
     INSERT INTO run_events (run_id, seq, type, data) VALUES ('run_1', 1, 'run.started', '{}');
     INSERT INTO tool_calls (run_id, id, ordinal, name, input, state, proposed_at) VALUES ('run_1', 'c1', 0, 'list_files', '{}', 'proposed', '${at}');
@@ -42,8 +45,10 @@ describe("migration 0003 (stop conditions)", () => {
     for (const table of ["runs", "messages", "run_events", "tool_calls", "run_steps"]) expect(count(db, table)).toBe(1);
     expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(db.pragma("foreign_key_check")).toEqual([]);
-    // The old table's pages are given back.
-    expect(db.pragma("freelist_count", { simple: true })).toBe(0);
+    // The old table's pages, most of the file, are given back (the later rebuilds of small
+    // tables leave theirs free, for later writes: less than a quarter of the file).
+    const pages = db.pragma("page_count", { simple: true }) as number;
+    expect(db.pragma("freelist_count", { simple: true })).toBeLessThan(pages / 4);
     const indexes = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'runs'").all();
     expect(indexes.map((i) => (i as { name: string }).name).sort()).toEqual(
       expect.arrayContaining(["runs_idempotency", "runs_live", "runs_one_active", "runs_session"]),
