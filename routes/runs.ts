@@ -19,6 +19,8 @@ export default function runRoutes(app: App, ctx: AppContext) {
           idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
           watch: admission,
         });
+        // Every answer names the run: a stream whose client is cut before its first event too.
+        reply.header("location", `/runs/${run.id}`);
         if (reply.sse)
           return await streamRunEvents(ctx, reply, {
             runId: run.id,
@@ -29,13 +31,10 @@ export default function runRoutes(app: App, ctx: AppContext) {
             finished: created ? false : undefined,
             admission,
           });
-        // Named before the wait: an answer the wait cannot give (a shutdown) still says where the run is.
-        if (request.query.wait) {
-          reply.header("location", `/runs/${run.id}`);
-          return ctx.runs.waitForFinish(run.id);
-        }
+        // An answer the wait cannot give (a shutdown) still says where the run is.
+        if (request.query.wait) return ctx.runs.waitForFinish(run.id);
         // A replay is answered as the first request was; input that joined the active run, 202.
-        reply.status(steered ? 202 : 201).header("location", `/runs/${run.id}`);
+        reply.status(steered ? 202 : 201);
         if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");
         return reply.send(run);
       } finally {
