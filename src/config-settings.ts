@@ -34,10 +34,12 @@ export const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}
 /**
  * Why `value` is not exactly an origin as a browser sends it in `Origin` (`scheme://host[:port]`,
  * http or https, lower-case, no default port, path or trailing slash: an allowed origin is
- * compared byte for byte), in words that quote it and say what is wrong; null when it is one.
+ * compared byte for byte), in words that quote it (credentials in it masked) and say what is
+ * wrong; null when it is one.
  */
 export function originProblem(value: string): string | null {
-  const quoted = JSON.stringify(value);
+  // Quoted without the credentials it may carry: the refusal is printed, and logged.
+  const quoted = JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1***@"));
   let url: URL | null = null;
   try {
     url = new URL(value);

@@ -36,3 +36,10 @@ it("a value that is no http(s) URL at all still gets the form to write", () => {
     "http://localhost:5173",
   ]);
 });
+
+it("an entry with credentials is refused without repeating them (the refusal goes to the logs)", () => {
+  const message = refusal("https://deploy:hunter2-secret@app.example.com");
+  expect(message).toMatch(/credentials \(user@\); write "https:\/\/app\.example\.com"/);
+  expect(message).toContain('"https://***@app.example.com" is not an origin');
+  expect(message).not.toMatch(/hunter2|deploy:/);
+});
