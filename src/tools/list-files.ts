@@ -1,16 +1,23 @@
 import { z } from "zod";
 import { toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
-import { DISPLAY_PATH_RULE, displayPath } from "./display-path.js";
+import { DISPLAY_PATH_RULE, displayPath, LONG_PATH_CHARS, longPathRule } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 import { openLocatedDir } from "./located-io.js";
+import { OutputLines } from "./output-lines.js";
 import { pathInput } from "./path-input.js";
 import { type WalkEntry, walk } from "./walk.js";
 import { locateInWorkspace } from "./workspace.js";
 
 /** At most this many entries are listed; the rest is reported as truncated. */
 export const LIST_MAX_ENTRIES = 500;
+/**
+ * The entries' lines, in characters in all (the note after them apart), at most: 500 entries
+ * named with the longest names there are (255 control characters, 1,532 characters quoted)
+ * fit under their directories' paths; past it the entries left are not listed and a note says so.
+ */
+export const LIST_MAX_OUTPUT_CHARS = 1_000_000;
 /**
  * At most this many directory entries are read in all (hidden ones included), as search_files
  * reads: the directory that would pass it is not listed, and the listing is reported as
@@ -46,15 +53,17 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     "List the files and directories under a workspace directory, recursively up to a depth. " +
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
     'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
-    `${DISPLAY_PATH_RULE} ` +
-    `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries, and the listing stops at a directory ` +
+    `${DISPLAY_PATH_RULE} ${longPathRule("the entries of that directory listed by name")} ` +
+    `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries (and ${LIST_MAX_OUTPUT_CHARS} ` +
+    "characters of them), and the listing stops at a directory " +
     `that would bring the entries read past ${LIST_MAX_LISTED_ENTRIES}; a note says when the list was cut.`,
   inputSchema: listFilesInput,
   readOnly: true,
   async execute({ path = ".", depth = LIST_DEFAULT_DEPTH }, { workspace, signal }) {
     const located = await locateInWorkspace({ workspace, path });
     if (!located.ok) return located.outcome;
-    const lines: string[] = [];
+    const out = new OutputLines(LIST_MAX_OUTPUT_CHARS);
+    let entries = 0;
     let truncated = false;
     let tooManyEntries = false;
     try {
@@ -70,11 +79,11 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
           maxListed: LIST_MAX_LISTED_ENTRIES,
         });
         for await (const entry of walked) {
-          if (lines.length === LIST_MAX_ENTRIES) {
+          if (entries === LIST_MAX_ENTRIES || !addEntry(out, entry)) {
             truncated = true;
             break;
           }
-          lines.push(displayPath(entry.relative) + SUFFIX[entry.kind]);
+          entries++;
         }
         if (walked.cut === "aborted" || signal.aborted) {
           return toolError(
@@ -92,6 +101,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     } finally {
       await located.at.close();
     }
+    const lines = out.lines;
     if (tooManyEntries) {
       lines.push(
         `[truncated: the listing stopped where its directories held over ${LIST_MAX_LISTED_ENTRIES} entries in all, ` +
@@ -100,7 +110,12 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
       return toolOk(lines.join("\n"), true);
     }
     if (lines.length === 0) return toolOk(`(no files or directories in "${path}")`);
-    if (truncated) {
+    if (out.full) {
+      lines.push(
+        `[truncated: showing the first ${entries} entries, as many as fit in ${LIST_MAX_OUTPUT_CHARS} characters; ` +
+          "list a subdirectory or use a smaller depth to see the rest]",
+      );
+    } else if (truncated) {
       lines.push(
         `[truncated: showing the first ${LIST_MAX_ENTRIES} entries; list a subdirectory or use a smaller depth to see the rest]`,
       );
@@ -108,3 +123,15 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
     return toolOk(lines.join("\n"), truncated);
   },
 };
+
+/**
+ * Adds an entry's line: its path, or its name under its directory's path when that path is
+ * long (LONG_PATH_CHARS). False when the line does not fit in the output.
+ */
+function addEntry(out: OutputLines, entry: WalkEntry): boolean {
+  const suffix = SUFFIX[entry.kind];
+  const parent = entry.relative.slice(0, -entry.name.length - 1);
+  const shownParent = displayPath(parent);
+  if (shownParent.length <= LONG_PATH_CHARS) return out.add(displayPath(entry.relative) + suffix);
+  return out.add(`  ${displayPath(entry.name)}${suffix}`, `${shownParent}/:`);
+}

@@ -1,16 +1,17 @@
 import { z } from "zod";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
-import { DISPLAY_PATH_RULE, displayPath } from "./display-path.js";
+import { DISPLAY_PATH_RULE, displayPath, LONG_PATH_CHARS, longPathRule } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
 import { openLocatedDir } from "./located-io.js";
 import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
+import { OutputLines } from "./output-lines.js";
 import { pathInput } from "./path-input.js";
 import { abortedOutcome, searchFailedOutcome, timeoutOutcome } from "./search-errors.js";
 import { runSearchWorker } from "./search-worker.js";
-import type { SearchWorkerData } from "./search-worker-source.js";
+import type { SearchMatch, SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
 import { walk } from "./walk.js";
 import { type Located, locateInWorkspace } from "./workspace.js";
@@ -20,6 +21,12 @@ export const SEARCH_MAX_MATCHES = 200;
 export const SEARCH_MAX_LINE_CHARS = 300;
 export const SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024;
 export const SEARCH_MAX_FILES = 20_000;
+/**
+ * The match lines shown, in characters in all (the notes after them apart): 200 matches of
+ * cut lines (~650 characters at most) under paths of up to LONG_PATH_CHARS fit; past it the
+ * matches left are not shown and a note says so.
+ */
+export const SEARCH_MAX_OUTPUT_CHARS = 250_000;
 /** Files the walk hands to the search worker at most, before the glob filters them. */
 export const SEARCH_MAX_WALKED_FILES = 100_000;
 /**
@@ -73,9 +80,9 @@ export function createSearchFilesTool({
       "Search the workspace's text files for lines matching a JavaScript regular expression (case-sensitive; " +
       "use e.g. [Ff]oo for either case). Each match is " +
       `reported as \`file:line: text\` (file relative to the workspace root, line 1-based). ${DISPLAY_PATH_RULE} ` +
-      "Binary files, files over " +
+      `${longPathRule("its matches as `line: text`")} Binary files, files over ` +
       `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped; at most ${SEARCH_MAX_MATCHES} ` +
-      `matches are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
+      `matches (and ${SEARCH_MAX_OUTPUT_CHARS} characters of them) are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
       "avoid nested quantifiers like (a+)+.",
     inputSchema: searchFilesInput,
     readOnly: true,
@@ -218,8 +225,15 @@ async function searchLocated({
 
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary, skippedLines } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;
+  const shown = showMatches(matches, files);
   const notes: string[] = [];
-  if (tooManyMatches) {
+  if (shown.count < matches.length) {
+    notes.push(
+      `[truncated: showing ${shown.count} of the ${matches.length} matches found` +
+        (tooManyMatches ? ` (the search stopped after ${SEARCH_MAX_MATCHES})` : "") +
+        `, as many as fit in ${SEARCH_MAX_OUTPUT_CHARS} characters; narrow the pattern, path or glob]`,
+    );
+  } else if (tooManyMatches) {
     notes.push(`[truncated: stopped after ${SEARCH_MAX_MATCHES} matches; narrow the pattern, path or glob]`);
   }
   if (tooManyFiles) {
@@ -241,12 +255,47 @@ async function searchLocated({
     );
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
-  const truncated = tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0 || skippedLines > 0;
-  const body =
-    matches.length > 0
-      ? matches.map((match) => `${displayPath(files[match.file]?.relative ?? "")}:${match.line}: ${match.text}`)
-      : [`no matches in ${plural(searched, "file")} searched`];
-  // The files whose lines are shown, by their paths (not as displayed): see ToolOutcome's `files`.
-  const matched = [...new Set(matches.flatMap((match) => files[match.file]?.relative ?? []))];
-  return { ok: true, output: [...body, ...notes].join("\n"), truncated, files: matched };
+  const truncated =
+    shown.count < matches.length ||
+    tooManyMatches ||
+    tooManyFiles ||
+    walkCut !== null ||
+    skippedLarge > 0 ||
+    skippedLines > 0;
+  const body = matches.length > 0 ? shown.lines : [`no matches in ${plural(searched, "file")} searched`];
+  return { ok: true, output: [...body, ...notes].join("\n"), truncated, files: shown.files };
+}
+
+/**
+ * The match lines, `file:line: text`, a file's long path written once above its matches
+ * (LONG_PATH_CHARS), up to SEARCH_MAX_OUTPUT_CHARS: how many matches they show, and the files
+ * whose lines they show, by their paths (not as displayed; see ToolOutcome's `files`).
+ */
+function showMatches(
+  matches: SearchMatch[],
+  files: SearchWorkerData["files"],
+): { lines: string[]; count: number; files: string[] } {
+  const out = new OutputLines(SEARCH_MAX_OUTPUT_CHARS);
+  const shownFiles = new Set<string>();
+  let count = 0;
+  // The file of the match before, its path as shown, and its header when the path is long.
+  let lastFile = -1;
+  let path = "";
+  let header: string | null = null;
+  for (const match of matches) {
+    const relative = files[match.file]?.relative ?? "";
+    if (match.file !== lastFile) {
+      lastFile = match.file;
+      path = displayPath(relative);
+      header = path.length > LONG_PATH_CHARS ? `${path}:` : null;
+    }
+    const added =
+      header !== null
+        ? out.add(`  ${match.line}: ${match.text}`, header)
+        : out.add(`${path}:${match.line}: ${match.text}`);
+    if (!added) break;
+    count++;
+    shownFiles.add(relative);
+  }
+  return { lines: out.lines, count, files: [...shownFiles] };
 }

@@ -30,11 +30,21 @@ describe("search_files with a newline in a file name", () => {
     expect(lines).toHaveLength(2);
   });
 
-  it("quotes a path starting with a double quote, and leaves plain paths as they are", async () => {
+  it("quotes a path starting with a double quote or a space (an indented line is one under a long path), and leaves plain paths as they are", async () => {
     const { workspace } = await makeSandbox();
     await writeFile(join(workspace, '"a.ts'), "needle\n");
+    await writeFile(join(workspace, "  1: a.ts"), "needle\n");
     await writeFile(join(workspace, "b c.ts"), "needle\n");
     const lines = expectOk(await runTool(searchFilesTool, workspace, { pattern: "needle" })).split("\n");
-    expect(lines).toEqual([`${JSON.stringify('"a.ts')}:1: needle`, "b c.ts:1: needle"]);
+    expect(lines).toEqual([
+      `${JSON.stringify("  1: a.ts")}:1: needle`,
+      `${JSON.stringify('"a.ts')}:1: needle`,
+      "b c.ts:1: needle",
+    ]);
+    expect(expectOk(await runTool(listFilesTool, workspace, {})).split("\n")).toEqual([
+      JSON.stringify("  1: a.ts"),
+      JSON.stringify('"a.ts'),
+      "b c.ts",
+    ]);
   });
 });
