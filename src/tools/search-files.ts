@@ -226,8 +226,9 @@ async function searchLocated({
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary, skippedLines } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;
   const shown = showMatches(matches, files);
+  const cut = shown.count < matches.length;
   const notes: string[] = [];
-  if (shown.count < matches.length) {
+  if (cut) {
     notes.push(
       `[truncated: showing ${shown.count} of the ${matches.length} matches found` +
         (tooManyMatches ? ` (the search stopped after ${SEARCH_MAX_MATCHES})` : "") +
@@ -255,13 +256,7 @@ async function searchLocated({
     );
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
-  const truncated =
-    shown.count < matches.length ||
-    tooManyMatches ||
-    tooManyFiles ||
-    walkCut !== null ||
-    skippedLarge > 0 ||
-    skippedLines > 0;
+  const truncated = cut || tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0 || skippedLines > 0;
   const body = matches.length > 0 ? shown.lines : [`no matches in ${plural(searched, "file")} searched`];
   return { ok: true, output: [...body, ...notes].join("\n"), truncated, files: shown.files };
 }
