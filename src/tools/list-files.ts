@@ -14,10 +14,10 @@ import { locateInWorkspace } from "./workspace.js";
 export const LIST_MAX_ENTRIES = 500;
 /**
  * The entries' lines, in characters in all (the note after them apart), at most: 500 entries
- * named with the longest names there are (255 control characters, 1,532 characters quoted)
- * fit under their directories' paths; past it the entries left are not listed and a note says so.
+ * of ordinary names fit many times over (a model reads a listing whole); past it the entries
+ * left are not listed and a note says so (as with search_files' cap).
  */
-export const LIST_MAX_OUTPUT_CHARS = 1_000_000;
+export const LIST_MAX_OUTPUT_CHARS = 250_000;
 /**
  * At most this many directory entries are read in all (hidden ones included), as search_files
  * reads: the directory that would pass it is not listed, and the listing is reported as

@@ -108,7 +108,9 @@ describe("a tiny call cannot produce a result of megabytes through planted path 
     });
     const outcome = await runTool(tool("list_files"), workspace, { depth: 10 });
     const output = expectOk(outcome);
-    expect(output.split("\n").length).toBeGreaterThan(400);
+    // The longest names there are, quoted (1,532 characters each): as many as the cap holds,
+    // each line its name alone (with the few headers of the directories on the way).
+    expect(output.split("\n").length).toBeGreaterThan(LIST_MAX_OUTPUT_CHARS / 2500);
     expect(output.length).toBeLessThanOrEqual(MAX_RESULT_CHARS);
 
     // The deepest directory's path is written once; its files follow by name.
@@ -118,9 +120,12 @@ describe("a tiny call cannot produce a result of megabytes through planted path 
     expect(header).toBeGreaterThan(0);
     expect(lines[header + 1]).toBe(`  ${JSON.stringify(numbered(0))}`);
     expect(lines.every((line) => line.length <= JSON.stringify(deepest).length + 2)).toBe(true);
-    expect(lastLine(output)).toBe(
-      "[truncated: showing the first 500 entries; list a subdirectory or use a smaller depth to see the rest]",
+    expect(lastLine(output)).toMatch(
+      new RegExp(
+        `^\\[truncated: showing the first \\d+ entries, as many as fit in ${LIST_MAX_OUTPUT_CHARS} characters; `,
+      ),
     );
+    expect(outcome).toMatchObject({ truncated: true });
   });
 
   it("list_files: entries under many deep directories stop at the result's character cap and say so", async () => {
