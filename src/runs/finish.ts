@@ -13,6 +13,7 @@ import { BY_DELETE, type LiveRun } from "./live-run.js";
 import type { RunRecorder } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
 import type { Stamp, WriteBatch } from "./run-write.js";
+import { ledgerAnnouncement } from "./undecided-result.js";
 
 /** Picks the result a call still open at the end gets. */
 export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;
@@ -59,8 +60,10 @@ export interface RunEnd {
 
 /**
  * The one way a run ends, for execution, cancellation and recovery alike: in one write, a
- * result for every call still open (a write that failed mid-turn leaves some), the run's
- * final state and its `run.finished` event. Resolves with the finished run; a run already
+ * result for every call still open (a write that failed mid-turn leaves some), after the
+ * announcement of any decision the ledger holds for one of them that the run's events do not
+ * (see ledgerAnnouncement: a peer's, while the run's owner was lost), the run's final state
+ * and its `run.finished` event. Resolves with the finished run; a run already
  * finished (or gone with its session), or with `from` no longer in that status (a queued run
  * that started meanwhile), is reported as it is. `end` may be decided late: a function is
  * called once what the write needs is read, and `decided` is told the finished run in the
@@ -84,6 +87,7 @@ export async function finishRun({
   from?: "queued";
 }): Promise<RunView> {
   const [open, plan] = await Promise.all([store.toolCalls.open(record.id), planOfRun(store, record)]);
+  const announce = (await Promise.all(open.map((call) => ledgerAnnouncement(store, call)))).flat();
   const end = typeof endOrDecide === "function" ? endOrDecide() : endOrDecide;
   const finishedAt = new Date().toISOString();
   const view: RunView = { ...runView(record, plan), status: "finished", ...end, finishedAt };
@@ -93,7 +97,7 @@ export async function finishRun({
       const results = closingResults(open, outcomeFor, stamp);
       return {
         changes: [...results.changes, { kind: "finish", ...end, finishedAt, ...(from ? { from } : {}) }],
-        events: [...results.events, { type: "run.finished", run: view }],
+        events: [...announce, ...results.events, { type: "run.finished", run: view }],
       };
     });
   } catch (err) {

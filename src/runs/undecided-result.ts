@@ -1,7 +1,7 @@
 import type { ToolMessage } from "../agent/messages.js";
 import type { RunEventBody } from "../domain/run-events.js";
 import { callClosed, isConflict } from "../store/errors.js";
-import type { Store } from "../store/store.js";
+import type { Store, ToolCallStatus } from "../store/store.js";
 import { resolvedBefore } from "./approval-ledger.js";
 import type { LiveRun } from "./live-run.js";
 import type { WriteBatch } from "./run-write.js";
@@ -38,7 +38,19 @@ export async function commitUndecidedResult(
   const { toolCallId } = message;
   const call = await store.toolCalls.status(live.id, toolCallId);
   if (!call?.decision) throw callClosed(live.id, toolCallId);
-  const announced = await resolvedBefore(store, live.id, toolCallId);
-  const reason = call.decisionReason;
-  await write(false, announced ? [] : [{ type: "approval.resolved", toolCallId, decision: call.decision, reason }]);
+  await write(false, await ledgerAnnouncement(store, call));
+}
+
+/**
+ * The `approval.resolved` of the decision the ledger holds for `call` (none when it holds none),
+ * unless the run's events announce it already: one another instance stored while no process
+ * executed the run (its owner lost) never was. To be written before the call's result.
+ */
+export async function ledgerAnnouncement(
+  store: Store,
+  call: Pick<ToolCallStatus, "runId" | "id" | "decision" | "decisionReason">,
+): Promise<RunEventBody[]> {
+  const { runId, id: toolCallId, decision, decisionReason: reason } = call;
+  if (!decision || (await resolvedBefore(store, runId, toolCallId))) return [];
+  return [{ type: "approval.resolved", toolCallId, decision, reason }];
 }
