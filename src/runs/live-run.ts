@@ -137,6 +137,27 @@ export class LiveRun {
     this.stop();
   }
 
+  /** The run's wall time last handed to the recorder by saveDuration (ms); 0 before any. */
+  #durationSaved = 0;
+
+  /**
+   * Stores the run's wall time so far (a `duration` change, its other stats untouched) when
+   * its loop executes here, running or waiting for approval, and what it last handed to the
+   * recorder (its stats, or a duration) is `lagMs` or more behind: a crash (kill -9, a lost
+   * host) then loses only the time since. A write that fails is tried again once the run is
+   * `lagMs` behind again.
+   */
+  saveDuration(lagMs: number): void {
+    const elapsed = this.elapsedMs;
+    const { name } = this.phase;
+    if (!elapsed || (name !== "running" && name !== "awaiting_approval")) return;
+    const durationMs = Math.round(elapsed());
+    const handed = Math.max(this.#durationSaved, (this.savedStats ?? this.record.stats).durationMs);
+    if (durationMs - handed < lagMs) return;
+    this.#durationSaved = durationMs;
+    this.recorder.write(() => ({ changes: [{ kind: "duration", durationMs }], events: [] })).catch(() => {});
+  }
+
   /** Settles once the last write of a run left for the next start is done, stored or not (see leave). */
   leftWritten: Promise<void> = Promise.resolve();
 

@@ -45,6 +45,8 @@ const now = (): number => performance.now();
  */
 export class RunOwnership {
   #timers: NodeJS.Timeout[] = [];
+  /** Stores the wall time of the runs executing here (see start). */
+  #durations: NodeJS.Timeout | null = null;
   #reaping: Promise<RecoveryReport> | null = null;
   #again = false;
   /**
@@ -74,11 +76,21 @@ export class RunOwnership {
     return report;
   }
 
-  /** Starts renewing and reaping (a shared database only). */
+  /**
+   * Starts storing the wall time of the runs executing here every third of the lease's TTL, for
+   * those whose stored one lags by half that or more (so a crash loses at most about half the
+   * TTL of it: see LiveRun.saveDuration), and, over a shared database, renewing and reaping.
+   */
   start(): void {
-    if (!this.deps.store.shared || this.#timers.length) return;
+    if (this.#durations) return;
     const { leaseMs } = this.deps.instance;
-    const renew = setInterval(() => void this.renew(), Math.max(1, Math.floor(leaseMs / 3)));
+    const every = Math.max(1, Math.floor(leaseMs / 3));
+    this.#durations = setInterval(() => {
+      for (const run of this.deps.liveRuns()) run.saveDuration(every / 2);
+    }, every);
+    this.#durations.unref();
+    if (!this.deps.store.shared || this.#timers.length) return;
+    const renew = setInterval(() => void this.renew(), every);
     const reap = setInterval(() => void this.reap(), Math.max(1, Math.min(1000, Math.floor(leaseMs / 3))));
     renew.unref();
     reap.unref();
@@ -86,6 +98,8 @@ export class RunOwnership {
   }
 
   stop(): void {
+    if (this.#durations) clearInterval(this.#durations);
+    this.#durations = null;
     for (const timer of this.#timers) clearInterval(timer);
     this.#timers = [];
     if (this.#expiry) clearTimeout(this.#expiry);

@@ -65,6 +65,9 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
     case "stats":
       tables.runs.saveStats(runId, change.stats);
       return;
+    case "duration":
+      tables.runs.saveDuration(runId, change.durationMs);
+      return;
     case "input.taken":
       if (!tables.queue.take(runId, change.inputId)) {
         throw new StoreConflictError("input_taken", `input ${change.inputId} is not pending for run ${runId}`);

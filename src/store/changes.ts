@@ -48,6 +48,11 @@ export type RunChange =
   | { kind: "step"; step: StepTrace }
   /** The run's stats so far (of an unfinished run). */
   | { kind: "stats"; stats: RunStats }
+  /**
+   * The run's wall time so far (of an unfinished run), its other stats as stored: stored only
+   * when above the stored `durationMs` (see LiveRun.saveDuration).
+   */
+  | { kind: "duration"; durationMs: number }
   /** Steered input the run takes (its user message is in the same batch); refused (`input_taken`) when not pending. */
   | { kind: "input.taken"; inputId: string }
   /**

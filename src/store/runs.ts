@@ -185,6 +185,9 @@ export function runStore(db: Db) {
     "SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?)) AND cancel_requested_at IS NOT NULL AND status <> 'finished'",
   );
   const saveStats = db.prepare("UPDATE runs SET stats = ? WHERE id = ? AND status <> 'finished'");
+  const saveDuration = db.prepare(
+    "UPDATE runs SET stats = json_set(stats, '$.durationMs', @ms) WHERE id = @id AND status <> 'finished' AND stats ->> 'durationMs' < @ms",
+  );
   const finish = db.prepare(
     `UPDATE runs SET status = 'finished', stop_reason = @stop_reason, stop_detail = @stop_detail, error = @error,
        stats = @stats, finished_at = @finished_at
@@ -261,6 +264,8 @@ export function runStore(db: Db) {
     saveStats(id: string, stats: RunStats): void {
       saveStats.run(JSON.stringify(stats), id);
     },
+    /** Raises the stored `stats.durationMs` of an unfinished run to `ms`; never lowers it. */
+    saveDuration: (id: string, ms: number): void => void saveDuration.run({ id, ms }),
     /**
      * Marks the run finished: `not_live` when it already was (or is gone, or is not in status
      * `from`), `cancel_requested` for an end but `aborted` of a run whose cancel was requested.

@@ -74,6 +74,21 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect((await store.messages.history(sessionId)).map((m) => m.seq)).toEqual([1]);
   });
 
+  it("a duration change raises a live run's stored durationMs, its other stats kept, never lowers it, and is ignored once the run finished", async () => {
+    const { runId } = await liveRun();
+    const counts = { modelCalls: 2, toolCalls: 1, turns: 2, inputTokens: 30, outputTokens: 7 };
+    await store.commitRun(runId, [{ kind: "stats", stats: { ...counts, durationMs: 100 } }], []);
+    const durationTo = async (durationMs: number) => {
+      await store.commitRun(runId, [{ kind: "duration", durationMs }], []);
+      return (await store.runs.get(runId))?.stats;
+    };
+    expect(await durationTo(2500)).toEqual({ ...counts, durationMs: 2500 });
+    expect(await durationTo(900)).toEqual({ ...counts, durationMs: 2500 });
+    await finish(runId);
+    const finished = (await store.runs.get(runId))?.stats;
+    expect(await durationTo(99_000)).toEqual(finished);
+  });
+
   it("ten runs started at once on one session: exactly one is created, the others are refused active_run", async () => {
     const sessionId = fresh("ses");
     await seedSession(store, { id: sessionId });

@@ -141,6 +141,14 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
           values: [JSON.stringify(change.stats), runId],
         },
       ];
+    case "duration":
+      return [
+        {
+          text: `UPDATE runs SET stats = jsonb_set(stats::jsonb, '{durationMs}', to_jsonb($1::float8))::text
+                 WHERE id = $2 AND status <> 'finished' AND (stats::jsonb ->> 'durationMs')::float8 < $1::float8`,
+          values: [change.durationMs, runId],
+        },
+      ];
     case "input.taken":
       return [
         {
