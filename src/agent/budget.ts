@@ -37,18 +37,29 @@ export function spentBudget(
   return null;
 }
 
-/** Milliseconds left of the wall-time budget (null: none is set). */
-function timeLeftMs(budgets: RunBudgets, elapsedMs: number): number | null {
-  return budgets.maxDurationMs === undefined ? null : Math.max(0, budgets.maxDurationMs - elapsedMs);
+/**
+ * The reason a deadline signal (withDeadline) aborts with when the run's wall-time budget runs
+ * out: nobody cancelled the run. Work stopped by it says so (see stopCause in tool.ts).
+ */
+export class WallTimeSpent extends Error {
+  override readonly name = "WallTimeSpent";
+  constructor(readonly maxDurationMs: number) {
+    super(`the run's time budget ran out (maxDurationMs: ${maxDurationMs})`);
+  }
 }
 
 /**
- * The run's signal, also fired when the wall-time budget runs out: what a model request, a
- * wait for approval or a tool gets, so the budget stops work in flight as a cancellation would.
+ * The run's signal, also fired (with a WallTimeSpent reason) when the wall-time budget runs out:
+ * what a model request, a wait for approval or a tool gets, so the budget stops work in flight
+ * as a cancellation would.
  */
 export function withDeadline(signal: AbortSignal, budgets: RunBudgets, elapsedMs: number): AbortSignal {
-  const left = timeLeftMs(budgets, elapsedMs);
-  return left === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]);
+  const limit = budgets.maxDurationMs;
+  if (limit === undefined) return signal;
+  const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(limit - elapsedMs)));
+  const deadline = new AbortController();
+  timeout.addEventListener("abort", () => deadline.abort(new WallTimeSpent(limit)), { once: true });
+  return AbortSignal.any([signal, deadline.signal]);
 }
 
 /** The finding of a wall-time budget whose deadline fired (the timer may fire a hair early). */

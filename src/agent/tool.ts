@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { WallTimeSpent } from "./budget.js";
 
 /**
  * What a tool returns. Failure is a value: the model sees it and may repair.
@@ -15,8 +16,8 @@ export interface ToolExecutionContext {
   toolCallId: string;
   /**
    * Fires when the run is cancelled or its wall-time budget is spent; a tool stops its work and
-   * reports what happened. A throw counts as the stop only when it is the signal's reason or an
-   * AbortError (see stoppedBy); any other throw is the tool's failure.
+   * reports what happened, in words from stopCause. A throw counts as the stop only when it is
+   * the signal's reason or an AbortError (see stoppedBy); any other throw is the tool's failure.
    */
   signal: AbortSignal;
 }
@@ -47,3 +48,13 @@ export const toolError = (errorCode: string, message: string, retryable = false)
   message,
   retryable,
 });
+
+/**
+ * Why a tool's fired signal stopped it, in words for its result (what the model reads): "the
+ * run was cancelled", or that the run's time budget ran out when the signal's reason is the
+ * deadline's (WallTimeSpent). Every tool words its stopped result with this.
+ */
+export function stopCause(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof WallTimeSpent ? reason.message : "the run was cancelled";
+}

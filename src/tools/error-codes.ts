@@ -25,16 +25,18 @@ export const ToolErrorCode = {
   /** search_files: the pattern is not a valid JavaScript regular expression (or the glob is malformed). */
   invalidPattern: "INVALID_PATTERN",
   searchTimeout: "SEARCH_TIMEOUT",
+  /** search_files: the run was cancelled (or ran out of time) mid-search; the message says which. */
   searchAborted: "SEARCH_ABORTED",
   /** search_files: the search failed other than by a file-system error (e.g. out of memory); the message names the error. */
   searchFailed: "SEARCH_FAILED",
   /** shell: the command exited non-zero, was killed by a signal, or could not start. */
   shellFailed: "SHELL_FAILED",
   shellTimeout: "SHELL_TIMEOUT",
+  /** shell: the run was cancelled (or ran out of time) before or while the command ran; the message says which. */
   shellAborted: "SHELL_ABORTED",
-  /** read_file: the run was cancelled (or ran out of time) while the file was being read. */
+  /** read_file: the run was cancelled (or ran out of time) while the file was being read; the message says which. */
   readAborted: "READ_ABORTED",
-  /** list_files: the run was cancelled (or ran out of time) while the tree was being walked. */
+  /** list_files: the run was cancelled (or ran out of time) while the tree was being walked; the message says which. */
   listAborted: "LIST_ABORTED",
   /** An unexpected file-system error (permissions, I/O); the message names the system code. */
   ioError: "IO_ERROR",

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { toolError, toolOk } from "../agent/tool.js";
+import { stopCause, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { DISPLAY_PATH_RULE, displayPath, LONG_PATH_CHARS, longPathRule } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
@@ -88,7 +88,7 @@ export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
         if (walked.cut === "aborted" || signal.aborted) {
           return toolError(
             ToolErrorCode.listAborted,
-            `listing "${path}" was stopped because the run was cancelled`,
+            `listing "${path}" was stopped because ${stopCause(signal)}`,
             false,
           );
         }

@@ -2,7 +2,7 @@ import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
-import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import { stopCause, type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
@@ -120,7 +120,7 @@ async function readWindow({
   /** The line reading was in when it stopped at READ_MAX_SCAN_BYTES, the file going on; else null. */
   let reached: number | null = null;
   while (more) {
-    if (signal.aborted) return abortedOutcome(display);
+    if (signal.aborted) return abortedOutcome(display, signal);
     const want = Math.min(CHUNK_BYTES, READ_MAX_SCAN_BYTES - scanned);
     // At the limit, one byte more tells whether the file goes on (then it is left unread).
     const { bytesRead } = await handle.read(buffer, 0, Math.max(want, 1), null);
@@ -184,5 +184,5 @@ async function readWindow({
   return toolOk([...window.lines, ...notes].join("\n"), truncated);
 }
 
-const abortedOutcome = (display: string): ToolOutcome =>
-  toolError(ToolErrorCode.readAborted, `reading "${display}" was stopped because the run was cancelled`, false);
+const abortedOutcome = (display: string, signal: AbortSignal): ToolOutcome =>
+  toolError(ToolErrorCode.readAborted, `reading "${display}" was stopped because ${stopCause(signal)}`, false);

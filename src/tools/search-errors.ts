@@ -1,11 +1,11 @@
-import { type ToolOutcome, toolError } from "../agent/tool.js";
+import { stopCause, type ToolOutcome, toolError } from "../agent/tool.js";
 import { errnoCode } from "../errno.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome } from "./fs-errors.js";
 
-/** search_files' result when the run was cancelled mid-search. */
-export const abortedOutcome = (): ToolOutcome =>
-  toolError(ToolErrorCode.searchAborted, "the search was stopped because the run was cancelled", false);
+/** search_files' result when the run's signal fired mid-search (cancelled, or out of time). */
+export const abortedOutcome = (signal: AbortSignal): ToolOutcome =>
+  toolError(ToolErrorCode.searchAborted, `the search was stopped because ${stopCause(signal)}`, false);
 
 /** search_files' result when the search ran past its time limit. */
 export const timeoutOutcome = (timeLimitMs: number): ToolOutcome =>

@@ -191,7 +191,7 @@ async function searchLocated({
         }
         files.push({ segments: entry.segments, relative: entry.relative });
       }
-      if (signal.aborted) return abortedOutcome();
+      if (signal.aborted) return abortedOutcome(signal);
       if (walked.cut === "aborted" || Date.now() > deadline) return timeoutOutcome(timeLimitMs);
       if (walked.cut === "too_many_entries") {
         walkCut = `the directories held over ${SEARCH_MAX_LISTED_ENTRIES} entries`;
@@ -216,7 +216,7 @@ async function searchLocated({
   } finally {
     await start.close();
   }
-  if (run.kind === "aborted") return abortedOutcome();
+  if (run.kind === "aborted") return abortedOutcome(signal);
   if (run.kind === "timeout") return timeoutOutcome(timeLimitMs);
   if (run.kind === "out_of_descriptors") return outOfDescriptorsOutcome(run.code, "start the search with");
   if (run.kind === "failed") return searchFailedOutcome(run.error, display);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
+import { stopCause, type ToolOutcome, toolError, toolOk } from "../agent/tool.js";
 import { isOutOfDescriptors } from "../errno.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
 import { ToolErrorCode } from "./error-codes.js";
@@ -84,7 +84,7 @@ export function createShellTool({
     inputSchema: shellInput,
     readOnly,
     async execute({ command, timeoutMs = SHELL_DEFAULT_TIMEOUT_MS }, { workspace, signal }) {
-      if (signal.aborted) return abortedOutcome("", false);
+      if (signal.aborted) return abortedOutcome(signal, "", false);
       if (command.includes("\0")) {
         return toolError(ToolErrorCode.shellFailed, "the command contains a NUL byte, which no shell accepts", true);
       }
@@ -119,7 +119,7 @@ export function createShellTool({
           headBytes: SHELL_OUTPUT_HEAD_BYTES,
           tailBytes: SHELL_OUTPUT_TAIL_BYTES,
         });
-        return outcomeOf(run, { timeoutMs, killGraceMs, program: launch.file });
+        return outcomeOf(run, { timeoutMs, killGraceMs, program: launch.file, signal });
       } finally {
         await closeDir(root);
       }
@@ -131,7 +131,12 @@ export const shellTool = createShellTool();
 
 function outcomeOf(
   run: ShellRun,
-  { timeoutMs, killGraceMs, program }: { timeoutMs: number; killGraceMs: number; program: string },
+  {
+    timeoutMs,
+    killGraceMs,
+    program,
+    signal,
+  }: { timeoutMs: number; killGraceMs: number; program: string; signal: AbortSignal },
 ): ToolOutcome {
   const truncated = run.omittedBytes > 0;
   if (run.spawnError) {
@@ -143,7 +148,7 @@ function outcomeOf(
     const how = run.stopped.forced
       ? `killed (SIGKILL, still running ${killGraceMs} ms after SIGTERM)`
       : "terminated (SIGTERM)";
-    if (run.stopped.by === "abort") return abortedOutcome(`${body}\n`, truncated, how);
+    if (run.stopped.by === "abort") return abortedOutcome(signal, `${body}\n`, truncated, how);
     return withTruncation(
       toolError(
         ToolErrorCode.shellTimeout,
@@ -162,10 +167,12 @@ function outcomeOf(
   return withTruncation(toolError(ToolErrorCode.shellFailed, `${body}\n[${status}]${notes}`, true), truncated);
 }
 
-function abortedOutcome(output: string, truncated: boolean, how?: string): ToolOutcome {
+/** Stopped by the run's signal (`how`: how its processes were stopped; none: before it started). */
+function abortedOutcome(signal: AbortSignal, output: string, truncated: boolean, how?: string): ToolOutcome {
+  const why = stopCause(signal);
   const what = how
-    ? `[cancelled: the run was cancelled; the command and its child processes were ${how}]`
-    : "[cancelled before the command started]";
+    ? `[stopped: ${why}; the command and its child processes were ${how}]`
+    : `[not run: ${why} before the command started]`;
   return withTruncation(toolError(ToolErrorCode.shellAborted, `${output}${what}`, false), truncated);
 }
 
