@@ -73,7 +73,8 @@ interface RunState {
  * trace written again (the model's part first, then the whole turn; or after a restart)
  * counts once; a failed one with its run's end, whose error code it takes. A run is kept track
  * of from its start (a run stored queued may be started by another instance, unseen here) to
- * its end here or its leaving this process. A tool result is counted under the tool its write
+ * its end here or its leaving this process; a queued run that ends without starting (cancelled)
+ * is told to no sink. A tool result is counted under the tool its write
  * names (RunChange `message`), wherever and whenever its call was proposed.
  */
 export class RunDigest implements RunObserver {
@@ -108,6 +109,9 @@ export class RunDigest implements RunObserver {
   committed(batch: CommittedBatch): void {
     this.#tell("committed", batch);
     if (batch.outcome !== "ok") return;
+    // A queued run ended before it started (its end taken `from: "queued"`) never ran: it is
+    // neither started nor finished, and nothing of it is told.
+    if (batch.changes.some((change) => change.kind === "finish" && change.from === "queued")) return;
     let state = this.#runs.get(batch.runId);
     if (!state) {
       state = {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
 import type { RunView } from "../../src/domain/run.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { CommittedBatch } from "../../src/observability/observer.js";
@@ -96,6 +97,31 @@ describe("the run digest's sinks", () => {
     });
     expect(started).toEqual(["ses_1"]);
     expect(watching.runsKept).toBe(1);
+  });
+
+  it("a queued run cancelled before it started is told to no sink: it is neither started nor finished", () => {
+    const told: string[] = [];
+    const digest = new RunDigest([
+      { runStarted: () => told.push("runStarted"), runFinished: () => told.push("runFinished") },
+    ]);
+    const run = { id: "run_q", status: "finished", stopReason: "aborted", error: null } as unknown as RunView;
+    digest.committed({
+      ...batch([{ type: "run.finished", runId: "run_q", seq: 2, at, run }]),
+      runId: "run_q",
+      changes: [
+        {
+          kind: "finish",
+          from: "queued",
+          stopReason: "aborted",
+          stopDetail: null,
+          error: null,
+          stats: emptyStats(),
+          finishedAt: at,
+        },
+      ],
+    });
+    expect(told).toEqual([]);
+    expect(digest.runsKept).toBe(0);
   });
 
   it("a tool result is told under the tool its write names, though its call was proposed elsewhere", () => {
