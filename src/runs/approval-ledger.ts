@@ -1,29 +1,19 @@
 import { z } from "zod";
 import type { ToolCallDecision } from "../agent/approval.js";
 import type { Store, ToolCallStatus } from "../store/store.js";
-import { pastApprovalTimeout } from "../store/tool-calls.js";
 
 /** The reason of the denial the approval timeout (`timeoutMs`) gives a call nobody decided in time. */
 export const approvalTimedOut = (timeoutMs: number): string =>
   `no decision within the approval timeout (${timeoutMs} ms)`;
 
 /**
- * The decision a run takes from its ledger row `call`; null while the call is undecided. An
- * approval stored later than `timeoutMs` after its request (one the store did not refuse:
- * written by a version that did not check, or under a longer APPROVAL_TIMEOUT_MS) is the
- * timeout's denial, fail closed.
+ * The decision a run takes from its ledger row `call`; null while the call is undecided. The
+ * ledger's decision stands as stored: the store refused an approval later than the timeout
+ * when it was written (see RunChange `toolCall.decided`), and one it took was in time then, so a
+ * restart with a shorter APPROVAL_TIMEOUT_MS does not turn an answered approval into a denial.
  */
-export function ledgerDecision(
-  call: Pick<ToolCallStatus, "decision" | "decisionReason" | "approvalRequestedAt" | "decidedAt">,
-  timeoutMs: number,
-): ToolCallDecision | null {
-  if (!call.decision) return null;
-  const late =
-    call.decision === "approve" &&
-    call.decidedAt !== null &&
-    pastApprovalTimeout(call.approvalRequestedAt, call.decidedAt, timeoutMs);
-  if (late) return { decision: "deny", reason: approvalTimedOut(timeoutMs) };
-  return { decision: call.decision, reason: call.decisionReason };
+export function ledgerDecision(call: Pick<ToolCallStatus, "decision" | "decisionReason">): ToolCallDecision | null {
+  return call.decision ? { decision: call.decision, reason: call.decisionReason } : null;
 }
 
 /** The call an `approval.resolved` event read back from storage resolved. */

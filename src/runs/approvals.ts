@@ -170,7 +170,7 @@ async function closeAsked(deps: ApprovalDeps, gated: GateDecision): Promise<Tool
     if (isConflict(err, "approval_expired")) return closeAsked(deps, { ...gated, decision: timedOut });
     if (!isConflict(err, "decided")) throw err;
     const ledger = await deps.store.toolCalls.get(live.id, toolCallId);
-    const stored = ledger && ledgerDecision(ledger, approvalTimeoutMs);
+    const stored = ledger && ledgerDecision(ledger);
     if (!stored) throw err;
     await announceLedgerDecision(deps, { live, toolCallId, decision: stored, signal });
     return stored;
@@ -188,7 +188,7 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
     const ledger = live.resumed ? await deps.store.toolCalls.get(live.id, toolCall.id) : null;
     // Cancelled while the ledger was read: the loop has closed the call already.
     if (signal.aborted) return CANCELLED;
-    const stored = ledger && ledgerDecision(ledger, deps.approvalTimeoutMs);
+    const stored = ledger && ledgerDecision(ledger);
     if (stored) {
       // An approval stored before the operator's ceiling came to deny the tool (a restart with a
       // stricter APPROVAL_POLICY_MAX) is not used: the ceiling wins over any decision.
@@ -258,7 +258,7 @@ export function approvalGate(deps: ApprovalDeps, live: LiveRun): BeforeToolCall 
       // A decision written while this run was on its way here (after a restart) is in the ledger.
       // Announced already when it was written here, for this run, before its waiter existed.
       const again = await deps.store.toolCalls.get(live.id, toolCall.id);
-      const decision = again && ledgerDecision(again, deps.approvalTimeoutMs);
+      const decision = again && ledgerDecision(again);
       if (decision) {
         const announced = await resolvedBefore(deps.store, live.id, toolCall.id);
         await applyLedgerDecision(live, { toolCallId: toolCall.id, decision, announced });
@@ -277,7 +277,7 @@ async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): P
     const stored = isConflict(err, "decided")
       ? await deps.store.toolCalls.get(live.id, toolCallId).catch(() => null)
       : null;
-    const decision = stored && ledgerDecision(stored, deps.approvalTimeoutMs);
+    const decision = stored && ledgerDecision(stored);
     if (decision) {
       // Decided elsewhere meanwhile (by another instance): that decision is recorded and stands.
       await applyLedgerDecision(live, { toolCallId, decision }).catch(() => wake(live, toolCallId, decision));

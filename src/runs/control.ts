@@ -233,11 +233,7 @@ export async function checkDecisions(
  * Acts on what other instances stored for runs executing here: a cancel request fires the
  * run's signal; a decision in the ledger for a call the run waits on wakes it.
  */
-export async function applyStoredRequests(
-  store: Store,
-  runs: readonly LiveRun[],
-  approvalTimeoutMs: number,
-): Promise<void> {
+export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]): Promise<void> {
   const acting = runs.filter(takesDecisions);
   if (acting.length === 0) return;
   const cancelled = new Set(await store.runs.cancelRequested(acting.map((live) => live.id)));
@@ -248,7 +244,7 @@ export async function applyStoredRequests(
     }
     for (const toolCallId of live.waiters.ids()) {
       const call = await store.toolCalls.status(live.id, toolCallId);
-      const decision = call && ledgerDecision(call, approvalTimeoutMs);
+      const decision = call && ledgerDecision(call);
       if (decision && takesDecisions(live)) await applyLedgerDecision(live, { toolCallId, decision });
     }
   }

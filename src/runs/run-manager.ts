@@ -229,7 +229,6 @@ export class RunManager {
     return applyStoredRequests(
       this.deps.store,
       live.filter((run) => run !== undefined),
-      this.deps.approvalTimeoutMs,
     );
   }
 
