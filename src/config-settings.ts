@@ -38,8 +38,9 @@ export const msSetting = (fallback: number, { min = 1, max = MAX_TIMER_MS } = {}
  * wrong; null when it is one.
  */
 export function originProblem(value: string): string | null {
-  // Quoted without the credentials it may carry: the refusal is printed, and logged.
-  const quoted = JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1***@"));
+  // Quoted without the credentials it may carry (up to its last "@": a password may hold
+  // "/", "?" or "#"): the refusal is printed, and logged.
+  const quoted = JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/is, "$1***@"));
   let url: URL | null = null;
   try {
     url = new URL(value);

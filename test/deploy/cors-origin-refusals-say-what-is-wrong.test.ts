@@ -43,3 +43,13 @@ it("an entry with credentials is refused without repeating them (the refusal goe
   expect(message).toContain('"https://***@app.example.com" is not an origin');
   expect(message).not.toMatch(/hunter2|deploy:/);
 });
+
+it.each([
+  "https://deploy:hunter2#secret@app.example.com",
+  "https://deploy:hunter2/secret@app.example.com",
+  "https://deploy:hunter2?secret@app.example.com",
+])("CORS_ORIGINS=%s (a password with #, / or ?) is refused without printing it", (value) => {
+  const message = refusal(value);
+  expect(message).toContain("CORS_ORIGINS");
+  expect(message).not.toMatch(/hunter2|secret/);
+});
