@@ -74,10 +74,6 @@ export const toolCallStatusFromRow = (row: Omit<ToolCallRow, "input">): ToolCall
 export const pastApprovalTimeout = (requestedAt: string | null, at: string, timeoutMs: number): boolean =>
   requestedAt !== null && Date.parse(at) - timeoutMs > Date.parse(requestedAt);
 
-/** The ISO time before which a request for approval has timed out for a decision at `at`. */
-export const approvalAskedSince = (at: string, timeoutMs: number): string =>
-  new Date(Date.parse(at) - timeoutMs).toISOString();
-
 /**
  * The ids of call `id` of run `run` (placeholders of the dialect) and of the calls after it in
  * its reply, in order: those of its `reply` (the ordinal of the reply's first call, set when the

@@ -4,9 +4,16 @@ import { approvalExpired, callClosed, cancelRequested, decidedMeanwhile, StoreCo
 import type { StoredEvent } from "../events.js";
 import { toJson } from "../json.js";
 import { messageColumns } from "../messages.js";
-import { approvalAskedSince } from "../tool-calls.js";
 import { insertStatement, type Statement } from "./pg-batch.js";
 import { EVENTS_CHANNEL } from "./pg-listener.js";
+
+/**
+ * The database's clock as the ISO text the ledger's times are stored in, `shift` (SQL of an
+ * interval) before it. A request for approval and a decision on it are stamped with it, so that
+ * an approval's lateness is judged on one clock, whichever instances asked and decided (their
+ * own clocks may disagree by more than the approval timeout).
+ */
+const dbTimeIso = (shift = "") => `to_char((now()${shift}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * The statements that apply one change of a run (the PostgreSQL twin of apply-change.ts):
@@ -68,9 +75,10 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
     case "toolCall.awaitingApproval":
       return [
         {
-          text: `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = $1, approval_requested_at = $2
-                 WHERE run_id = $3 AND id = $4 AND state <> 'finished'`,
-          values: [change.reason, change.at, runId, change.toolCallId],
+          text: `UPDATE tool_calls SET state = 'awaiting_approval', approval_reason = $1,
+                   approval_requested_at = ${dbTimeIso()}
+                 WHERE run_id = $2 AND id = $3 AND state <> 'finished'`,
+          values: [change.reason, runId, change.toolCallId],
           orRefuse: () => callClosed(runId, change.toolCallId),
         },
       ];
@@ -81,18 +89,19 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
           ? [
               {
                 text: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tool_calls WHERE run_id = $1 AND id = $2
-                         AND state IN ('proposed', 'awaiting_approval') AND approval_requested_at < $3)`,
-                values: [runId, change.toolCallId, approvalAskedSince(change.at, change.approvalTimeoutMs)],
+                         AND state IN ('proposed', 'awaiting_approval')
+                         AND approval_requested_at < ${dbTimeIso(" - $3 * interval '1 millisecond'")})`,
+                values: [runId, change.toolCallId, change.approvalTimeoutMs],
                 orRefuse: () => approvalExpired(change.toolCallId),
               },
             ]
           : []),
         {
           text: `UPDATE tool_calls SET state = CASE WHEN $1 = 'approve' THEN 'approved' ELSE 'denied' END,
-                   decision = $1, decision_reason = $2, decided_at = $3
-                 WHERE run_id = $4 AND id = $5 AND state IN ('proposed', 'awaiting_approval')
-                   AND NOT EXISTS (SELECT 1 FROM runs WHERE id = $4 AND cancel_requested_at IS NOT NULL)`,
-          values: [change.decision, change.reason, change.at, runId, change.toolCallId],
+                   decision = $1, decision_reason = $2, decided_at = ${dbTimeIso()}
+                 WHERE run_id = $3 AND id = $4 AND state IN ('proposed', 'awaiting_approval')
+                   AND NOT EXISTS (SELECT 1 FROM runs WHERE id = $3 AND cancel_requested_at IS NOT NULL)`,
+          values: [change.decision, change.reason, runId, change.toolCallId],
           orRefuse: () => new StoreConflictError("decided", `tool call ${change.toolCallId} was already decided`),
         },
       ];
