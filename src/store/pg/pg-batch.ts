@@ -1,6 +1,7 @@
 import type { Writable } from "node:stream";
 import { DatabaseError, type Pool, type PoolClient, type QueryResult } from "pg";
 import type { StoreConflictError } from "../errors.js";
+import { translateBatchError } from "./pg-errors.js";
 import { decodeRows, encodeValues } from "./pg-text.js";
 
 /** One statement of a batch, as data. */
@@ -33,7 +34,8 @@ const checked = (statement: Statement): string => {
  * trip: BEGIN, the statements and COMMIT are written at once (the pool's connections pipeline
  * their queries) and the server runs them in order. A statement that fails aborts the
  * transaction, so everything after it fails and the COMMIT rolls back; the first failure is
- * thrown (a refused statement as its conflict). The batch is data, built before it starts,
+ * thrown, translated (translateBatchError: a refused statement as its conflict, a connection that
+ * broke before the answers came as an unknown outcome). The batch is data, built before it starts,
  * so no other work can run inside it. Its text values are sent encoded and its rows read back
  * decoded (see pg-text.ts). A connection whose state is unknown afterwards (BEGIN or COMMIT
  * failed, or a statement failed without the server's answer: the query timeout, a broken
@@ -69,7 +71,7 @@ export async function runBatch(pool: Pool, statements: readonly Statement[]): Pr
       if (reason?.code === NO_ROW_CHANGED && statement?.orRefuse) throw statement.orRefuse();
       if (failed === 0 || failed === sent.length - 1 || !(reason instanceof DatabaseError))
         broken = reason instanceof Error ? reason : new Error(String(reason));
-      throw reason;
+      throw translateBatchError(reason, { onCommit: failed === sent.length - 1 });
     }
     return settled.slice(1, -1).map((outcome) => {
       const result = (outcome as PromiseFulfilledResult<QueryResult>).value;
