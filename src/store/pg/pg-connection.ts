@@ -20,11 +20,21 @@ export const KEEPALIVE_IDLE_MS = 10_000;
 export const keepAliveSettings = { keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS } as const;
 
 /**
- * The pool's settings. A statement not answered within `queryTimeoutMs` fails ("Query read
- * timeout"), and since the connections pipeline, node-postgres then destroys the connection
- * (the statements queued behind it fail with it): a connection that went quiet is never
- * handed out again, and the pool opens new ones. Migrations are not bound by it: they run on
- * a client of their own (see runPgMigrations).
+ * How long PostgreSQL lets one statement of ours run (`statement_timeout`) under a query
+ * timeout: a tenth less, so that a statement the server is still working on (waiting on a
+ * lock) is ended, rolled back and answered (57014) by the server before the client gives up.
+ */
+export const statementTimeoutMs = (queryTimeoutMs: number): number => Math.floor(queryTimeoutMs * 0.9);
+
+/**
+ * The pool's settings. PostgreSQL ends a statement that runs past statementTimeoutMs (its
+ * transaction rolled back, its connection kept): a statement waiting on a lock does not stay
+ * in the server once its client has given up on it, nor carry its write out later. A
+ * statement not answered within `queryTimeoutMs` at all (a server or network gone quiet)
+ * fails ("Query read timeout"), and since the connections pipeline, node-postgres then
+ * destroys the connection (the statements queued behind it fail with it): a connection that
+ * went quiet is never handed out again, and the pool opens new ones. Migrations are bound by
+ * neither: they run on a client of their own (see runPgMigrations).
  */
 export function poolSettings({
   url,
@@ -41,6 +51,7 @@ export function poolSettings({
     // Waiting for a free connection, or for a new one to be opened.
     connectionTimeoutMillis: 10_000,
     query_timeout: queryTimeoutMs,
+    statement_timeout: statementTimeoutMs(queryTimeoutMs),
     ...keepAliveSettings,
     // A batch is a few statements sent back to back: a transaction left idle this long belongs
     // to a process that was paused or lost mid-batch, and its row locks would hold runs from

@@ -44,7 +44,7 @@ export async function runPgMigrations(
   pool: pg.Pool,
   { dir = migrationsDir("postgres"), onLockWait }: PgMigrationOptions = {},
 ): Promise<string[]> {
-  const client = new pg.Client({ ...pool.options, query_timeout: undefined });
+  const client = new pg.Client({ ...pool.options, query_timeout: undefined, statement_timeout: undefined });
   await client.connect();
   try {
     await takeMigrationLock(client, onLockWait);
