@@ -5,6 +5,7 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
+import { isStorageError } from "../store/errors.js";
 import { keyOfCursor, PAGE_BYTES, withinBytes } from "../store/page.js";
 import type { RunAccess, Store, ToolCallRecord, WebhookListing } from "../store/store.js";
 import { HIDDEN_RECEIVER_ERROR, hiddenReceiverReason } from "../webhooks/delivery-reasons.js";
@@ -200,11 +201,16 @@ export class RunService {
   /**
    * Resolves when the run has finished, with its final assistant text: null when its last
    * reply called tools (a run that stopped before answering, even if it wrote text with the
-   * calls) or it made none.
+   * calls) or it made none, and when storage cannot be read: an end reported while storage
+   * fails is answered all the same (a 503 would have its client start the run again).
    */
   async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
     const run = await this.deps.manager.waitForFinish(runId);
-    return { run, text: await this.deps.store.messages.finalAnswer(run.sessionId, runId) };
+    const text = await this.deps.store.messages.finalAnswer(run.sessionId, runId).catch((err: unknown) => {
+      if (isStorageError(err)) return null;
+      throw err;
+    });
+    return { run, text };
   }
 
   /**
