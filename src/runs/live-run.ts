@@ -92,6 +92,11 @@ export class LiveRun {
     return this.phase.name === "stopped";
   }
 
+  /** Its end is reported and not yet stored: nothing of it executes any more, that end is written (fenced) once storage takes it. */
+  get endReported(): boolean {
+    return this.phase.name === "ending" && this.phase.reported;
+  }
+
   toolStarted(toolCallId: string): void {
     if (this.phase.name === "running") this.phase = { name: "running", tool: toolCallId };
   }

@@ -149,9 +149,14 @@ export class RunOwnership {
     return (this.#renewedAt.get(run) ?? run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY;
   }
 
-  /** The leased runs held here that are not stopped yet. */
+  /**
+   * The leased runs held here that may still execute something: not stopped, and not waiting
+   * only to store an end already reported. Such a run keeps its lease however late its
+   * renewal: the write of that end is fenced by the lease's epoch, so it is stored only if no
+   * other instance has claimed the run since, and otherwise refused (the run then stops here).
+   */
   #leased(): LiveRun[] {
-    return this.deps.liveRuns().filter((run) => run.recorder.lease !== null && !run.stopped);
+    return this.deps.liveRuns().filter((run) => run.recorder.lease !== null && !run.stopped && !run.endReported);
   }
 
   /** Stops the runs whose lease is treated as lost (see SELF_EXPIRY), killing their tools. */
