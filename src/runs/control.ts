@@ -36,6 +36,8 @@ export interface ControlDeps {
    * free slot ends `aborted` now, cancelled `by` (see HeldLeftRuns.cancel).
    */
   cancelHeld?: (runId: string, by: string) => Promise<void>;
+  /** MAX_CONCURRENT_RUNS: an interrupting start refuses to cancel a run whose end frees no slot here for its run. */
+  maxConcurrentRuns?: number;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { shuttingDown, tooManyRuns } from "../errors.js";
 import type { ControlDeps } from "./control.js";
 import { cancelRun } from "./control.js";
 
@@ -21,7 +22,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * marked handed over meanwhile: its end leaves the session's queue for the new run. A run
  * started with `idempotencyKey` is spared: it is what a concurrent request with that key (a
  * retry of this one) started, and this request's start returns it. With `only`, an active run
- * other than that one is spared too (one started since the caller saw `only` active).
+ * other than that one is spared too (one started since the caller saw `only` active). Nothing
+ * is cancelled when the new run could not start after it: once shutdown began (503), or when
+ * this process is at MAX_CONCURRENT_RUNS and the run does not execute here (a run start-up
+ * recovery holds for a slot, one executed elsewhere), whose end frees no slot here (429).
  */
 export async function interruptActive(
   deps: ControlDeps,
@@ -34,6 +38,9 @@ export async function interruptActive(
   // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
   if (!deps.registry.get(active.id)) await deps.recovered?.(active.id);
   const live = deps.registry.get(active.id);
+  if (!deps.accepting()) throw shuttingDown();
+  const max = deps.maxConcurrentRuns;
+  if (!live && max !== undefined && deps.registry.size >= max) throw tooManyRuns(max, 1);
   if (live) live.handedOver = true;
   await cancelRun(deps, active.id, INTERRUPTED_BY);
   const deadline = Date.now() + INTERRUPT_WAIT_MS;

@@ -263,6 +263,7 @@ export class RunManager {
       get: (runId: string) => this.get(runId, { decided: true }),
       recovered: (runId: string) => this.#recovered(runId),
       cancelHeld: (runId: string, by: string) => this.ownership.held.cancel(runId, by),
+      maxConcurrentRuns: this.deps.maxConcurrentRuns,
       startQueue: (sessionId: string) => this.#startNext(sessionId),
     };
   }
