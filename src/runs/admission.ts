@@ -8,7 +8,7 @@ import { isConflict } from "../store/errors.js";
 import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
-import { differingFields } from "./idempotency.js";
+import { type DefaultedField, differingFields } from "./idempotency.js";
 import { withLiveDuration } from "./live-run.js";
 import type { LiveRuns } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
@@ -20,6 +20,8 @@ export interface StartRunInput {
   contextMaxChars?: number;
   approval?: ApprovalPolicy;
   idempotencyKey?: string;
+  /** The settings the request left to the server's defaults (see StartRequestBody.defaulted). */
+  defaulted?: readonly DefaultedField[];
   /** Budgets, loop guard and planning; absent: none, the default guard, no planning. */
   limits?: RunLimits;
   /** The run's own webhook target (else its session's, else the server's). */

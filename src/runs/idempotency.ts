@@ -4,6 +4,14 @@ import type { WebhookTarget } from "../domain/webhook.js";
 import type { KeyedRun } from "../store/keyed-run.js";
 import { defaultRunLimits, type RunLimits } from "../store/runs.js";
 
+/** The settings of a start a server default fills when the request leaves them out (DEFAULT_MAX_TURNS, DEFAULT_MAX_*). */
+const DEFAULTED = ["maxTurns", "maxTokens", "maxDurationMs", "maxToolCalls", "loopRepeatLimit"] as const;
+export type DefaultedField = (typeof DEFAULTED)[number];
+
+/** The fields of `request` it leaves to the server's defaults (absent or null). */
+export const defaultedFields = (request: Partial<Record<DefaultedField, unknown>>): DefaultedField[] =>
+  DEFAULTED.filter((field) => request[field] == null);
+
 /** What a start request asked for, as an idempotency key's retry is compared with it. */
 export interface StartRequestBody {
   input: string;
@@ -14,22 +22,31 @@ export interface StartRequestBody {
   /** The run's own webhook target, and its session's: the one a run takes is the first of them. */
   webhook?: WebhookTarget;
   session: { webhook: WebhookTarget | null };
+  /**
+   * The fields the request left to the server's defaults (their values above are those
+   * defaults): each matches whatever value the key's run has, since the defaults may have
+   * changed since that run started. Absent: every field is compared.
+   */
+  defaulted?: readonly DefaultedField[];
 }
 
 /**
  * The fields of a repeated start request that differ from the run its idempotency key
- * started (empty: the same request, which gets the same run back). Whether the input differs
- * the database told (`existing.sameInput`, compared with this request's).
+ * started (empty: the same request, which gets the same run back): the fields it sent, each
+ * compared with the run's value (a field it left to a default is no difference: see
+ * `defaulted`). Whether the input differs the database told (`existing.sameInput`, compared
+ * with this request's).
  */
 export function differingFields(existing: KeyedRun, request: StartRequestBody): string[] {
   const differs: string[] = [];
+  const sent = (field: string) => !request.defaulted?.includes(field as DefaultedField);
   if (!existing.sameInput) differs.push("input");
-  if (existing.maxTurns !== request.maxTurns) differs.push("maxTurns");
+  if (sent("maxTurns") && existing.maxTurns !== request.maxTurns) differs.push("maxTurns");
   if ((existing.contextMaxChars ?? null) !== (request.contextMaxChars ?? null)) differs.push("contextMaxChars");
   if (canonical(existing.approval ?? null) !== canonical(request.approval ?? null)) differs.push("approval");
   const limits = request.limits ?? defaultRunLimits();
   for (const field of Object.keys(limits) as (keyof RunLimits)[]) {
-    if (existing[field] !== limits[field]) differs.push(field);
+    if (sent(field) && existing[field] !== limits[field]) differs.push(field);
   }
   if (!sameTarget(existing.webhook, request.webhook ?? request.session.webhook)) differs.push("webhook");
   return differs;

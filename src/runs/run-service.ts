@@ -12,6 +12,7 @@ import { HIDDEN_RECEIVER_ERROR, hiddenReceiverReason } from "../webhooks/deliver
 import { checkWebhookTarget } from "../webhooks/target-policy.js";
 import type { AdmittedRunObserver } from "./admission-watch.js";
 import { checkDecisions } from "./control.js";
+import { defaultedFields } from "./idempotency.js";
 import type { RunManager, StartedRun } from "./run-manager.js";
 import { runViewsWithin } from "./run-plan.js";
 
@@ -147,6 +148,7 @@ export class RunService {
         },
         approval: request.approval,
         idempotencyKey: request.idempotencyKey,
+        defaulted: defaultedFields(request),
         webhook: request.webhook,
         ifBusy: request.ifBusy,
         interrupts: request.interrupts,

@@ -74,4 +74,17 @@ describe("an Idempotency-Key retry is the same request only if its whole body is
     // WEBHOOK_URL's target, or none then: a retry naming none is the same request.
     expect(differingFields(serverDefault, { ...same, session: noSessionTarget })).toEqual([]);
   });
+
+  it("a field the retry leaves to the server's defaults matches whatever its run took; one it sends is compared", () => {
+    const limits = { ...defaultRunLimits(), maxTokens: 1000 };
+    const first = { ...run, maxTurns: 20, ...limits };
+    // The defaults changed since (DEFAULT_MAX_TURNS 30, DEFAULT_MAX_TOKENS 2000): no difference of the request.
+    const retried = { input: "hi", approval: run.approval, session: noSessionTarget };
+    const changed = { ...retried, maxTurns: 30, limits: { ...limits, maxTokens: 2000 } };
+    expect(differingFields(first, { ...changed, defaulted: ["maxTurns", "maxTokens"] })).toEqual([]);
+    // Sent: compared with the run's value, whatever the default was.
+    expect(differingFields(first, { ...changed, defaulted: ["maxTokens"] })).toEqual(["maxTurns"]);
+    expect(differingFields(first, { ...changed, defaulted: [] })).toEqual(["maxTurns", "maxTokens"]);
+    expect(differingFields(first, { ...retried, maxTurns: 20, limits, defaulted: [] })).toEqual([]);
+  });
 });
