@@ -70,8 +70,9 @@ export class HeldLeftRuns {
 
   /**
    * A cancel of `runId` was stored (see cancelRun): a held run is recovered now, without a
-   * slot, and ends `aborted`, cancelled `by`; a held run being recovered is waited for (see
-   * `recovering`: the caller cancels it if it is registered here). Nothing for any other run.
+   * slot, and ends `aborted`, cancelled `by` (its session's queue then goes on); a held run
+   * being recovered is waited for (see `recovering`: the caller cancels it if it is registered
+   * here). Nothing for any other run.
    */
   async cancel(runId: string, by: string): Promise<void> {
     const held = this.#held.get(runId);
@@ -79,7 +80,13 @@ export class HeldLeftRuns {
     this.#held.delete(runId);
     const report = emptyReport();
     await this.#recoverOne(held, report, by);
-    if (somethingDone(report)) this.deps.logger.info(report, "ended a run held for a free slot: it was cancelled");
+    if (!somethingDone(report)) return;
+    this.deps.logger.info(report, "ended a run held for a free slot: it was cancelled");
+    // Its session's queue goes on: runs queued behind it, and those made of the input it left.
+    const { sessionId } = held.record;
+    this.deps.manager
+      .startQueued(sessionId)
+      .catch((err) => this.deps.logger.error({ err, sessionId }, "could not start the session's next queued run"));
   }
 
   async #whileRoom(report: RecoveryReport): Promise<void> {

@@ -142,8 +142,8 @@ export async function runMadeOfInput(
 
 /**
  * Starts the run of a steer that found no run to take its input: `start` (with `inputId`, the
- * input its run ended without, which the insert takes). When a pass moving the queues on
- * queued that input first (see queueLeftInput), the request's run is that one. A start refused
+ * input its run ended without, which the insert takes). When the end of that run or a pass
+ * moving the queues on queued that input first (see queueLeftInput), the request's run is that one. A start refused
  * for a limit or a shutdown (429, 503) leaves the input on the run that ended without it, where
  * the next pass would queue it all the same (and a client retrying as told would run it twice):
  * it is queued now, and the answer is that queued run.
@@ -160,11 +160,10 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
   } catch (err) {
     if (inputId === undefined) throw err;
     if (isConflict(err, "input_taken")) return (await made()) ?? Promise.reject(err);
-    const refused = err instanceof AppError && (err.status === 429 || err.status === 503);
-    // The input as left on its finished run (a finished run's own pending list is not kept).
-    const left = refused ? await deps.store.inputs.left(inputId) : null;
-    if (!left) throw err;
-    const queued = await queueLeftInput(deps, left);
+    if (!(err instanceof AppError && (err.status === 429 || err.status === 503))) throw err;
+    // The input as left on its finished run; gone once the end of that run queued it (see queueInputsLeftBy).
+    const left = await deps.store.inputs.left(inputId);
+    const queued = left && (await queueLeftInput(deps, left));
     if (!queued) return (await made()) ?? Promise.reject(err);
     // Started once nothing is ahead of it, a slot is free and its key is under its limit.
     deps.startQueue(queued.sessionId);

@@ -6,6 +6,7 @@ import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
 import { queueLeftInput } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
+import type { LiveRuns } from "./registry.js";
 import type { RunManager } from "./run-manager.js";
 import { abortedDetail } from "./stop-details.js";
 
@@ -138,6 +139,7 @@ export async function recoverRun(
     const counted = await countingCutRequests(store, run);
     await abortLeftRun(store, recorder, { run, counted, session: !!session, cancelledBy });
     report.aborted.push(run.id);
+    report.requeuedInputs += await queueInputsLeftBy(deps, run.id);
     return;
   }
   // The other open calls are left to the loop (awaiting approval again, or not yet started).
@@ -155,6 +157,35 @@ export async function recoverRun(
   // Shutdown began meanwhile: the run is left for the next start.
   if (!resumed) return recorder.dispose();
   report.resumed.push(run.id);
+}
+
+/**
+ * Queues as new runs (see queueLeftInput) the steered input run `runId` ended without, once it
+ * has finished: whatever ends a run here calls this, so input whose steer request is gone (a
+ * restart) is not left on the run. Input a steer request of this process waits for is left to
+ * that request (`registry`); one waiting elsewhere may find its input queued here (each input
+ * makes one run, whichever queues it first: see startOfInput). Never rejects: a failure is logged, and the input is queued by the
+ * next start-up (or, over a shared database, reaper pass: see settleQueues). Resolves with how
+ * many inputs it queued.
+ */
+export async function queueInputsLeftBy(
+  deps: Pick<RecoveryDeps, "store" | "hub" | "logger"> & { registry?: LiveRuns },
+  runId: string,
+): Promise<number> {
+  const { store, hub, logger } = deps;
+  try {
+    let queued = 0;
+    for (const id of await store.inputs.leftOn(runId)) {
+      // Its steer request waits here: that request makes the run of it (see InputWaits).
+      if (deps.registry?.inputWaits.has(id)) continue;
+      const input = await store.inputs.left(id);
+      if (input && (await queueLeftInput({ store, hub }, input))) queued++;
+    }
+    return queued;
+  } catch (err) {
+    logger.error({ err, runId }, "could not queue the steered input a run ended without");
+    return 0;
+  }
 }
 
 /**

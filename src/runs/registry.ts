@@ -1,5 +1,6 @@
 import type { RunView } from "../domain/run.js";
 import { StringTable } from "../string-table.js";
+import { InputWaits } from "./input-waits.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 
 /**
@@ -16,6 +17,8 @@ export class LiveRuns {
   readonly #starting = new StringTable<{ cancelled: boolean }>();
   /** Who waits for a run to be executed here (see whenLive), by run id. */
   readonly #awaited = new StringTable<Set<(live: LiveRun) => void>>();
+  /** The steered inputs steer requests here wait for. */
+  readonly inputWaits = new InputWaits();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
   /** The claim under way (see claimBeside), settled once answered; null when none is. */

@@ -11,7 +11,7 @@ import { interruptAndStart } from "./interrupt.js";
 import { LiveRun, withLiveDuration } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { QueuedStarts } from "./queued-starts.js";
-import { startQueues } from "./recovery.js";
+import { queueInputsLeftBy, startQueues } from "./recovery.js";
 import { LiveRuns } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { storedRunView } from "./run-plan.js";
@@ -284,10 +284,13 @@ export class RunManager {
         this.#registry.remove(live);
         this.deps.onLeft?.(live.id);
       })
-      .then((view) => {
-        // The one place a run executed here ends: the session's queue goes on (unless a run took its place).
-        if (view.status === "finished" && !live.handedOver) this.#startNext(live.sessionId);
-        if (view.status === "finished") this.#queuedStarts.runEnded(); // and those waiting for a key's room
+      .then(async (view) => {
+        if (view.status !== "finished") return view;
+        // The one place a run executed here ends: the input it left becomes runs, the session's
+        // queue goes on (unless a run took its place), and so do those waiting for a key's room.
+        await queueInputsLeftBy({ ...this.deps, registry: this.#registry }, live.id);
+        if (!live.handedOver) this.#startNext(live.sessionId);
+        this.#queuedStarts.runEnded();
         return view;
       });
     // Waiters get the outcome; a run nobody waits for must not become an unhandled rejection.

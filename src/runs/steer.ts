@@ -36,13 +36,14 @@ export interface SteerDeps {
  * Where steered input went: `taken` by the active run (committed as a user message before its
  * next model request, or, during a shutdown, left stored for the restart);
  * `ended`: the run ended before taking it (the caller starts a new run with it; `inputId`: the
- * stored input, still pending, which that run's insert removes); `idle`: the session has no
- * active run, or one that takes no input any more.
+ * stored input, still pending, which that run's insert removes; `release`, once called, lets a
+ * run's end here queue it instead: see InputWaits); `idle`: the session has no active run, or
+ * one that takes no input any more.
  */
 export type SteerOutcome =
   /** `replayed`: an earlier request with the same input id had steered it (see `inputId`). */
   | { to: "taken"; run: RunView; replayed?: boolean }
-  | { to: "ended"; inputId?: string }
+  | { to: "ended"; inputId?: string; release?: () => void }
   | { to: "idle" }
   /** An earlier copy of this request made a run (see `repeatedRun`), answered with: nothing was steered. */
   | { to: "repeated"; started: StartedRun }
@@ -95,6 +96,9 @@ export async function steerActive(
   const repeated = await repeatedRun?.();
   if (repeated) return { to: "repeated", started: repeated };
   const id = inputId ?? newId("msg");
+  // From before the input is stored: a run ending here leaves it to this request (kept for its start once `ended`).
+  const release = deps.registry?.inputWaits.hold(id);
+  let kept = false;
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
   const unsubscribe = deps.hub.subscribe(active.id, (event) => {
@@ -132,7 +136,10 @@ export async function steerActive(
       }
       // A run that ended without the input: the input starts a run of its own (queued, when a
       // limit or a shutdown refuses it one now).
-      if (status === "finished") return { to: "ended", inputId: id };
+      if (status === "finished") {
+        kept = true;
+        return { to: "ended", inputId: id, release };
+      }
       // Shutting down, the run still live: the input stays stored for the restart, which gives
       // it to the run, or queues it as a new run if the run ends without it.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
@@ -146,6 +153,7 @@ export async function steerActive(
     }
   } finally {
     unsubscribe();
+    if (!kept) release?.();
   }
 }
 
@@ -235,7 +243,11 @@ export async function steerOrStart(
   const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
-  return startOfInput({ ...steered, sessionId: params.session.id }, start, deps);
+  try {
+    return await startOfInput({ ...steered, sessionId: params.session.id }, start, deps);
+  } finally {
+    if (steered.to === "ended") steered.release?.();
+  }
 }
 
 /**

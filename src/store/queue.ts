@@ -126,6 +126,12 @@ export function queueStore(db: Db) {
     `SELECT i.* FROM run_inputs i WHERE (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'
      ORDER BY i.created_at, i.id`,
   );
+  const leftOn = db
+    .prepare(
+      `SELECT i.id FROM run_inputs i WHERE run_id = +? AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished'
+       ORDER BY i.created_at, i.id`,
+    )
+    .pluck();
 
   return {
     anyQueued(sessionId: string): boolean {
@@ -217,6 +223,9 @@ export function queueStore(db: Db) {
     },
     orphaned(): RunInput[] {
       return (orphaned.all() as RunInputRow[]).map(runInputFromRow);
+    },
+    leftOn(runId: string): string[] {
+      return leftOn.all(runId) as string[];
     },
   };
 }

@@ -208,6 +208,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       steered: (sessionId, id, madeRun) => read(() => tables.queue.steered(sessionId, id, madeRun)),
       left: (id) => read(() => tables.queue.left(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
+      leftOn: (runId) => read(() => tables.queue.leftOn(runId)),
     },
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query)),

@@ -39,4 +39,9 @@ export interface InputStore {
   left(id: string): Promise<RunInput | null>;
   /** Inputs no run will take: their run has finished. */
   orphaned(): Promise<RunInput[]>;
+  /**
+   * The ids of the inputs left on run `runId` (see `orphaned`), oldest first: none unless it
+   * has finished. Their content is not read.
+   */
+  leftOn(runId: string): Promise<string[]>;
 }

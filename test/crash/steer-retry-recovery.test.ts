@@ -138,13 +138,18 @@ it("a steer retried while the restart's recovery ends its run and queues the lef
 /**
  * The earlier copy's input was left on a run that ended without it while the session's next
  * run started (a DELETE here, after the restart resumed the run; over a shared database,
- * another instance's end), before anything queued the left input. The retry finds that next run
+ * another instance's end), before anything queued the left input (the end's own queueing of
+ * it fails here, as when its process is lost right after the end). The retry finds that next run
  * active, not holding the input: it took the session for busy with nothing of its own, and
  * queued a run that did not take the input, which a later pass then queued again (two runs).
  */
 it("a steer retried once its input is left on an ended run, with the session's next run active, takes that input", async () => {
   const { upstream, dir, sessionId, port, retry } = await lostWithSteeredInput();
-  const b = await startTestServer({ dir, upstream, port });
+  const endLeavesInput = (store: Store): Store =>
+    aroundStore(store, "inputs", (name, _args, call) =>
+      name === "leftOn" ? Promise.reject(new Error("lost before it queued the left input")) : call(),
+    );
+  const b = await startTestServer({ dir, upstream, port, wrapStore: endLeavesInput });
   servers.push(b);
   const [first] = (await b.request("GET", `/sessions/${sessionId}/runs`)).body.items as { id: string }[];
   // The next run waits for an approval, so it stays active.

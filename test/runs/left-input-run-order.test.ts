@@ -3,13 +3,13 @@
  * recovery, or a steer whose start was refused) took its id from the input's: for a steer with
  * an Idempotency-Key that is a hash of the key, not an id made from the time, so the run sorted
  * before every later run in "newest first" lists for good. Now it gets an id of its own time,
- * and a retried steer still finds it.
+ * and a retried steer still finds it. (Here the end of the run it was left on queues it.)
  */
 import { afterEach, expect, it } from "vitest";
-import { queueLeftInput } from "../../src/runs/queue.js";
+import { runOfLeftInput } from "../../src/runs/queue.js";
 import { gate } from "../fakes/gate.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
-import { finishedRun } from "../helpers/until.js";
+import { finishedRun, until } from "../helpers/until.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -38,9 +38,12 @@ it("a run queued from a keyed steer's left input is listed in the order runs wer
   await s.request("DELETE", `/runs/${first.id}`);
   held.open();
   await finishedRun(s, first.id);
-  const [left] = (await s.ctx.store.inputs.orphaned()).filter((input) => input.id === inputId);
-  const queued = await queueLeftInput({ store: s.ctx.store, hub: s.ctx.hub }, left ?? expect.fail("no left input"));
-  await s.ctx.manager.startQueued(session.id);
+  // The run's end queues the input it left (no request waits for it) as a run of its own, and starts it.
+  const queued = await until(
+    () => runOfLeftInput(s.ctx.store, { sessionId: session.id, inputId, input: "" }),
+    (made) => made !== null,
+    "the left input queued as a run",
+  );
   await finishedRun(s, queued?.id ?? "?");
   const later = (await s.request("POST", `/sessions/${session.id}/runs?wait=true`, { body: { input: "later" } })).body;
   const listed = (await s.request("GET", `/sessions/${session.id}/runs`)).body.items.map((r: { id: string }) => r.id);

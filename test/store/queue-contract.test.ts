@@ -253,7 +253,9 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect((await store.inputs.pending(live)).map((i) => i.id)).toEqual(["msg_b"]);
     expect(await store.inputs.orphaned()).not.toContainEqual(expect.objectContaining({ id: "msg_b" }));
     expect(await store.inputs.left("msg_b")).toBeNull();
+    expect(await store.inputs.leftOn(live)).toEqual([]);
     await store.commitRun(live, [finishChange()], []);
+    expect(await store.inputs.leftOn(live)).toEqual(["msg_b"]);
     expect(await store.inputs.add(input("msg_late", live))).toBe(false);
     expect((await store.inputs.orphaned()).map((i) => i.id)).toContain("msg_b");
     expect(await store.inputs.left("msg_b")).toEqual((await store.inputs.orphaned()).find((i) => i.id === "msg_b"));

@@ -296,6 +296,10 @@ describe("SQLite statements that must stay bounded whatever the statistics say",
     const one = store.planOf(store.find(/SELECT i\.\* FROM run_inputs i WHERE id = \?/), ["msg_x"]);
     expect(one).not.toMatch(/(^| \| )SCAN /);
     expect(one).toMatch(/SEARCH i USING INDEX sqlite_autoindex_run_inputs_1 \(id=\?\)/);
+    // The inputs a run's end left on it: their ids from the run's own index entries, its status by id.
+    const leftOn = store.planOf(store.find(/SELECT i\.id FROM run_inputs i WHERE run_id = \+\?/), ["run_0_0"]);
+    expect(leftOn).not.toMatch(/(^| \| )SCAN /);
+    expect(leftOn).toMatch(/SEARCH i USING COVERING INDEX run_inputs_run \(run_id=\?\)/);
     db.close();
   });
 });

@@ -197,6 +197,14 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
            ORDER BY i.created_at, i.id`,
         )
       ).map(runInputFromRow),
+    leftOn: async (runId) =>
+      (
+        await rows<{ id: string }>(
+          `SELECT i.id FROM run_inputs i WHERE run_id = $1
+           AND (SELECT r.status FROM runs r WHERE r.id = i.run_id) = 'finished' ORDER BY i.created_at, i.id`,
+          [runId],
+        )
+      ).map((row) => row.id),
   };
 }
 
