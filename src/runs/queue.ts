@@ -1,11 +1,13 @@
 import type { Logger } from "pino";
 import { abortedOutcome } from "../agent/tool-results.js";
+import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { RunView } from "../domain/run.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { AppError } from "../errors.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
-import type { LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
-import { runLike } from "./admission.js";
+import type { InputRunSettings, LeaseTerms, RunInput, RunRecord, SessionRecord, Store } from "../store/store.js";
+import { newRunRecord, runLike, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { finishRun } from "./finish.js";
 import { RunRecorder } from "./recorder.js";
@@ -172,15 +174,41 @@ export async function startOfInput<T extends { run: RunView; created: boolean }>
 }
 
 /**
+ * The settings a steer's input is stored with (see InputRunSettings): those of the run the steer
+ * would start, its fields resolved against the defaults as a start's (`defaultWebhook`: WEBHOOK_URL's target).
+ */
+export function inputRunSettings(params: StartRunInput, defaultWebhook?: WebhookTarget | null): InputRunSettings {
+  const { maxTurns, contextMaxChars, maxTokens, maxDurationMs, maxToolCalls, loopRepeatLimit, planning, ...run } =
+    newRunRecord(params, { status: "queued", defaultWebhook });
+  const limits = { maxTokens, maxDurationMs, maxToolCalls, loopRepeatLimit, planning };
+  return { maxTurns, contextMaxChars, ...limits, approval: run.approval, webhook: run.webhook };
+}
+
+/**
+ * Every tool call asks for approval: whatever else `policies` (a run's, its session's) say of a
+ * tool, a run's own `tools` entry decides first.
+ */
+const askingAll = (...policies: (ApprovalPolicy | null | undefined)[]): ApprovalPolicy => ({
+  default: "ask",
+  tools: Object.fromEntries(policies.flatMap((p) => Object.keys(p?.tools ?? {})).map((tool) => [tool, "ask"])),
+});
+
+/**
  * Queues the input of a run that ended before taking it (left by a process that stopped
- * waiting for it) as a new run of its session, with that run's settings. The input is
- * removed in the run's insert, so it starts one run at most. Null when it was taken meanwhile.
+ * waiting for it) as a new run of its session, with its steer's own settings (see
+ * InputRunSettings). Input stored without them (before migration 0023) takes the ended run's,
+ * except that every tool call asks for approval: its steer may have asked for more approvals
+ * than the ended run did, and no looser policy may apply. The input is removed in the run's
+ * insert, so it starts one run at most. Null when it was taken meanwhile.
  */
 export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<RunRecord | null> {
   const from = await deps.store.runs.get(input.runId);
   if (!from) return null;
+  const settings = input.settings ?? {
+    approval: askingAll(from.approval, (await deps.store.sessions.get(from.sessionId))?.approval),
+  };
   // An id of its own time (a keyed steer's input id is a hash: the run would sort first in lists).
-  const record = { ...runLike(from, input.content), idempotencyKey: leftInputKey(input.id) };
+  const record = { ...runLike(from, input.content), ...settings, idempotencyKey: leftInputKey(input.id) };
   const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
   try {
     deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));

@@ -124,7 +124,7 @@ export class RunManager {
         });
       case "steer": {
         const start = (takesInput: string | undefined) => this.#enqueue({ ...params, takesInput });
-        return steerOrStart(this.#controlDeps(), params, start);
+        return steerOrStart({ ...this.#controlDeps(), defaultWebhook: this.deps.defaultWebhook }, params, start);
       }
     }
   }

@@ -1,12 +1,13 @@
 import type { RunView } from "../domain/run.js";
+import type { WebhookTarget } from "../domain/webhook.js";
 import { conflict, notFound, tooManyInputs } from "../errors.js";
 import { idFor, newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
-import type { Store } from "../store/store.js";
+import type { InputRunSettings, Store } from "../store/store.js";
 import { repeatedStart, type StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
+import { inputRunSettings, inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import { planOfRun } from "./run-plan.js";
@@ -30,6 +31,8 @@ export interface SteerDeps {
   startQueue: (sessionId: string) => void;
   /** The runs executing here: a repeated start's answer counts their duration up to now (see repeatedStart). */
   registry?: LiveRuns;
+  /** WEBHOOK_URL's target, which a run made of a steer's input may take (see inputRunSettings). */
+  defaultWebhook?: WebhookTarget | null;
 }
 
 /**
@@ -62,9 +65,9 @@ const keyReused = (runId: string) =>
 
 /**
  * Joins `input` to the session's active run: stored (in the database, so whichever process
- * executes the run takes it, also after a restart) until the run takes it at its next model
- * request, which commits it as a user message; resolves once that happened, or once the run
- * ended without it. With `inputId` (made from an idempotency key), a repeated request steers
+ * executes the run takes it, also after a restart; with `settings`) until the run takes it at
+ * its next model request, which commits it as a user message; resolves once that happened, or
+ * once the run ended without it. With `inputId` (made from an idempotency key), a repeated request steers
  * nothing twice: input already taken (a user message of that id) is answered with the run
  * that took it, input still stored is waited for again, and other input under the same id is
  * refused (409 IDEMPOTENCY_KEY_REUSED).
@@ -76,10 +79,13 @@ export async function steerActive(
     input,
     inputId,
     repeatedRun,
+    settings,
   }: {
     sessionId: string;
     input: string;
     inputId?: string;
+    /** Stored with the input, for the run made of it if the active run ends without it. */
+    settings?: InputRunSettings;
     /**
      * The run an earlier copy of this request made, having found the session idle (null if
      * none): asked once an active run was found, so a run that copy made after this request
@@ -105,11 +111,10 @@ export async function steerActive(
     if (event.type === "message" || event.type === "run.finished") wake();
   });
   try {
-    const added = await deps.store.inputs
-      .add({ id, runId: active.id, content: input, createdAt: new Date().toISOString() }, { max: MAX_PENDING_INPUTS })
-      .catch((err: unknown) => {
-        throw isConflict(err, "inputs_full") ? tooManyInputs(MAX_PENDING_INPUTS, active.id) : err;
-      });
+    const stored = { id, runId: active.id, content: input, createdAt: new Date().toISOString(), settings };
+    const added = await deps.store.inputs.add(stored, { max: MAX_PENDING_INPUTS }).catch((err: unknown) => {
+      throw isConflict(err, "inputs_full") ? tooManyInputs(MAX_PENDING_INPUTS, active.id) : err;
+    });
     if (!added) {
       // Ending already (cancelling), so it takes no input; or, with an id from a key, the input
       // is stored already and is waited for as the earlier request did, or went meanwhile.
@@ -240,11 +245,12 @@ export async function steerOrStart(
   const repeatedRun = inputId === undefined ? undefined : () => runOfRepeatedSteer(deps, params, inputId);
   const repeated = await repeatedRun?.();
   if (repeated) return repeated;
-  const steered = await steerActive(deps, { sessionId: params.session.id, input: params.input, inputId, repeatedRun });
+  const [sessionId, settings] = [params.session.id, inputRunSettings(params, deps.defaultWebhook)];
+  const steered = await steerActive(deps, { sessionId, input: params.input, inputId, repeatedRun, settings });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
   try {
-    return await startOfInput({ ...steered, sessionId: params.session.id }, start, deps);
+    return await startOfInput({ ...steered, sessionId }, start, deps);
   } finally {
     if (steered.to === "ended") steered.release?.();
   }

@@ -1,9 +1,42 @@
+import { z } from "zod";
+import { ApprovalPolicySchema } from "../domain/approval-policy.js";
 import type { RunStatus } from "../domain/run.js";
 import type { RunEvent } from "../domain/run-events.js";
+import { StoredResolvedTargetSchema } from "../domain/webhook.js";
 import type { Db } from "./database.js";
 import { inputsFull, type OwnerLimit } from "./errors.js";
+import { parseJsonColumn, toJson } from "./json.js";
 import { NOW_MS } from "./leases.js";
 import { type RunRecord, type RunRow, runFromRow } from "./runs.js";
+
+/**
+ * The settings of the run a steered input becomes when the run it was steered into ends without
+ * it: the steer's own, as its request resolved them (its webhook target resolved as a start's).
+ */
+export type InputRunSettings = Pick<
+  RunRecord,
+  | "maxTurns"
+  | "contextMaxChars"
+  | "maxTokens"
+  | "maxDurationMs"
+  | "maxToolCalls"
+  | "loopRepeatLimit"
+  | "planning"
+  | "approval"
+  | "webhook"
+>;
+
+const InputRunSettingsSchema = z.object({
+  maxTurns: z.number(),
+  contextMaxChars: z.number().nullable(),
+  maxTokens: z.number().nullable(),
+  maxDurationMs: z.number().nullable(),
+  maxToolCalls: z.number().nullable(),
+  loopRepeatLimit: z.number(),
+  planning: z.boolean(),
+  approval: ApprovalPolicySchema.nullable(),
+  webhook: StoredResolvedTargetSchema.nullable(),
+});
 
 /** Input steered into an active run, stored until the run takes it as a user message. */
 export interface RunInput {
@@ -12,6 +45,8 @@ export interface RunInput {
   runId: string;
   content: string;
   createdAt: string;
+  /** Its steer's settings (see InputRunSettings); absent for input stored without them (before migration 0023). */
+  settings?: InputRunSettings;
 }
 
 interface RunInputRow {
@@ -19,6 +54,7 @@ interface RunInputRow {
   run_id: string;
   content: string;
   created_at: string;
+  run_settings: string | null;
 }
 
 export const runInputFromRow = (row: RunInputRow): RunInput => ({
@@ -26,7 +62,13 @@ export const runInputFromRow = (row: RunInputRow): RunInput => ({
   runId: row.run_id,
   content: row.content,
   createdAt: row.created_at,
+  ...(row.run_settings === null
+    ? {}
+    : { settings: parseJsonColumn(InputRunSettingsSchema, row.run_settings, `input ${row.id} run settings`) }),
 });
+
+/** The stored form of an input's settings (see RunInput.settings). */
+export const runSettingsColumn = (input: RunInput): string | null => toJson(input.settings);
 
 /** A queued run's `run.started`, as the event its start writes. */
 export const startedEvent = (runId: string, seq: number, at: string): RunEvent => ({
@@ -95,8 +137,8 @@ export function queueStore(db: Db) {
     "UPDATE sessions SET queue_held_until = NULL, queue_holders = 0 WHERE queue_held_until IS NOT NULL",
   );
   const addInput = db.prepare(
-    `INSERT INTO run_inputs (id, run_id, content, created_at)
-     SELECT @id, @run_id, @content, @created_at
+    `INSERT INTO run_inputs (id, run_id, content, created_at, run_settings)
+     SELECT @id, @run_id, @content, @created_at, @run_settings
      WHERE EXISTS (SELECT 1 FROM runs WHERE id = @run_id AND status IN ('running', 'awaiting_approval'))
        AND NOT EXISTS (SELECT 1 FROM messages WHERE id = @id AND role = 'user'
          AND session_id = (SELECT session_id FROM runs WHERE id = @run_id))
@@ -187,8 +229,13 @@ export function queueStore(db: Db) {
     addInput(input: RunInput, max?: number): boolean {
       if (max !== undefined && (others.get(input.runId, input.id) as number) >= max) throw inputsFull(max);
       return (
-        addInput.run({ id: input.id, run_id: input.runId, content: input.content, created_at: input.createdAt })
-          .changes > 0
+        addInput.run({
+          id: input.id,
+          run_id: input.runId,
+          content: input.content,
+          created_at: input.createdAt,
+          run_settings: runSettingsColumn(input),
+        }).changes > 0
       );
     },
     pending(runId: string): RunInput[] {

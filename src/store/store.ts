@@ -23,7 +23,7 @@ export type { KeyedRun } from "./keyed-run.js";
 export type { ClaimedRun, ClaimScope, LeaseTerms, RunClaimQuery, RunLease } from "./leases.js";
 export type { NotificationHandlers, RunNotifications } from "./notifications.js";
 export type { ListPage, RunPageQuery } from "./page.js";
-export type { RunInput } from "./queue.js";
+export type { InputRunSettings, RunInput } from "./queue.js";
 export type { LedgerCall, ListedDelivery } from "./run-lists.js";
 export type { ActiveRun, RunAccess, RunRecord } from "./runs.js";
 export type { SessionAccess, SessionRecord } from "./sessions.js";

@@ -51,7 +51,7 @@ it("migration 0022 over a database of many events rewrites the outbox, not the w
   const fileBytes = statSync(path).size;
   expect(fileBytes).toBeGreaterThan(8_000_000);
 
-  expect(runMigrations(db)).toEqual(["0022_webhook_outbox_outlives_runs.sql"]);
+  expect(runMigrations(db)[0]).toBe("0022_webhook_outbox_outlives_runs.sql");
   // What the migration wrote is in the log: the outbox and the schema, not the events again.
   const loggedBytes = statSync(`${path}-wal`).size;
   expect(loggedBytes).toBeLessThan(fileBytes / 10);

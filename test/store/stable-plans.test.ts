@@ -120,7 +120,13 @@ describe("SQLite reads that stay bounded in a large session", () => {
     const id = "inp_absent";
     for (const plan of [
       store.planOf(store.find(/FROM messages WHERE session_id = \? AND id = \?/), ["x", "ses_big", id]),
-      store.planOf(store.find(/^INSERT INTO run_inputs/), { id, run_id: "run_big_7", content: "x", created_at: "x" }),
+      store.planOf(store.find(/^INSERT INTO run_inputs/), {
+        id,
+        run_id: "run_big_7",
+        content: "x",
+        created_at: "x",
+        run_settings: null,
+      }),
     ]) {
       expect(plan).toMatch(/SEARCH messages USING INDEX messages_user_id \(id=\?\)/);
       expect(plan).not.toMatch(/messages USING INDEX sqlite_autoindex_messages_1 \(session_id=\?\)/);

@@ -1,6 +1,14 @@
 import type { RunStatus } from "../../domain/run.js";
 import { inputsFull, isConflict, queueHeld, StoreConflictError } from "../errors.js";
-import { holdQueueSql, type RunInput, releaseQueueSql, runInputFromRow, startedEvent, steeredSql } from "../queue.js";
+import {
+  holdQueueSql,
+  type RunInput,
+  releaseQueueSql,
+  runInputFromRow,
+  runSettingsColumn,
+  startedEvent,
+  steeredSql,
+} from "../queue.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
@@ -120,6 +128,7 @@ interface RunInputRow extends Record<string, unknown> {
   run_id: string;
   content: string;
   created_at: string;
+  run_settings: string | null;
 }
 
 /** Steered input over PostgreSQL. */
@@ -134,13 +143,13 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
         { text: "SELECT 1 FROM runs WHERE id = $1 FOR SHARE", values: [input.runId] },
         ...maxInputsStatements(input, max),
         {
-          text: `INSERT INTO run_inputs (id, run_id, content, created_at)
-                 SELECT $1, $2, $3, $4
+          text: `INSERT INTO run_inputs (id, run_id, content, created_at, run_settings)
+                 SELECT $1, $2, $3, $4, $5
                  WHERE EXISTS (SELECT 1 FROM runs WHERE id = $2 AND status IN ('running', 'awaiting_approval'))
                    AND NOT EXISTS (SELECT 1 FROM messages WHERE id = $1 AND role = 'user'
                      AND session_id = (SELECT session_id FROM runs WHERE id = $2))
                  ON CONFLICT (id) DO NOTHING`,
-          values: [input.id, input.runId, input.content, input.createdAt],
+          values: [input.id, input.runId, input.content, input.createdAt, runSettingsColumn(input)],
         },
       ]);
       return (results.at(-1)?.rowCount ?? 0) > 0;
