@@ -32,9 +32,14 @@ export class MayHaveRows {
     return rows;
   }
 
-  /** Drops `key`, which is not asked about again (its run finished, its session was deleted). */
-  forget(key: string): void {
-    this.#keys.delete(key);
+  /** Drops `key`, which is not asked about again (its run finished, its session was deleted): whether it was kept. */
+  forget(key: string): boolean {
+    return this.#keys.delete(key);
+  }
+
+  /** `key` may have rows from now on (rows another kind of key had, handed over to it). */
+  mark(key: string): void {
+    if (!this.#keys.has(key)) this.#keys.set(key, 0);
   }
 
   /** How many keys are kept: those that may have rows and are still asked about. */

@@ -46,6 +46,8 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
   tables.queue.releaseAll();
   const queuedSessions = new MayHaveRows(tables.queue.sessions());
   const inputRuns = new MayHaveRows(tables.queue.runsWithInput());
+  // Finished runs that may have left input (found by leftOn): a run's end reads none otherwise.
+  const leftInputRuns = new MayHaveRows([]);
   const probe = sqliteWriteProbe(db);
 
   /**
@@ -157,10 +159,11 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
         tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
       });
-      // A finished run asks for no steered input (what it left is found by inputs.orphaned).
+      // A finished run asks for no steered input: what it may have left is found by inputs.leftOn
+      // (and inputs.orphaned).
       if (!changes.some((change) => change.kind === "finish")) return committed;
       return committed.then((stored) => {
-        inputRuns.forget(runId);
+        if (inputRuns.forget(runId)) leftInputRuns.mark(runId);
         return stored;
       });
     },
@@ -208,7 +211,13 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       steered: (sessionId, id, madeRun) => read(() => tables.queue.steered(sessionId, id, madeRun)),
       left: (id) => read(() => tables.queue.left(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
-      leftOn: (runId) => read(() => tables.queue.leftOn(runId)),
+      // Asked once, at the run's end (input not queued then is found by orphaned at the next start).
+      leftOn: (runId) =>
+        read(() => {
+          const ids = leftInputRuns.rows(runId, () => tables.queue.leftOn(runId));
+          leftInputRuns.forget(runId);
+          return ids;
+        }),
     },
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query)),

@@ -41,7 +41,9 @@ export interface InputStore {
   orphaned(): Promise<RunInput[]>;
   /**
    * The ids of the inputs left on run `runId` (see `orphaned`), oldest first: none unless it
-   * has finished. Their content is not read.
+   * has finished. Their content is not read. Asked once, when the run has ended: a later call
+   * may find none (the SQLite store reads only for runs that took steered input, once), and
+   * what is left then is found by `orphaned`.
    */
   leftOn(runId: string): Promise<string[]>;
 }
