@@ -32,6 +32,13 @@ export class MayHaveRows {
     return rows;
   }
 
+  /** The rows of `key` as `rows` finds them, for the last time: the key is dropped (see forget). */
+  lastRows<T>(key: string, read: () => T[]): T[] {
+    const rows = this.rows(key, read);
+    this.#keys.delete(key);
+    return rows;
+  }
+
   /** Drops `key`, which is not asked about again (its run finished, its session was deleted): whether it was kept. */
   forget(key: string): boolean {
     return this.#keys.delete(key);

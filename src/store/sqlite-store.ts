@@ -159,8 +159,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
         tables.webhooks.deriveFrom(events);
         return tables.events.insert(events);
       });
-      // A finished run asks for no steered input: what it may have left is found by inputs.leftOn
-      // (and inputs.orphaned).
+      // A finished run asks for no steered input: what it left is found by inputs.leftOn (or orphaned).
       if (!changes.some((change) => change.kind === "finish")) return committed;
       return committed.then((stored) => {
         if (inputRuns.forget(runId)) leftInputRuns.mark(runId);
@@ -212,12 +211,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       left: (id) => read(() => tables.queue.left(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
       // Asked once, at the run's end (input not queued then is found by orphaned at the next start).
-      leftOn: (runId) =>
-        read(() => {
-          const ids = leftInputRuns.rows(runId, () => tables.queue.leftOn(runId));
-          leftInputRuns.forget(runId);
-          return ids;
-        }),
+      leftOn: (runId) => read(() => leftInputRuns.lastRows(runId, () => tables.queue.leftOn(runId))),
     },
     webhooks: {
       claim: (query) => write(() => tables.webhooks.claim(query)),

@@ -103,6 +103,6 @@ it("migration 0022 applies while an instance of the previous release commits a r
 
   expect({ oldCommit: await committed, migration: await migrating }).toEqual({
     oldCommit: null,
-    migration: { ran: ["0022_webhook_outbox_outlives_runs.sql"], error: null },
+    migration: { ran: expect.arrayContaining(["0022_webhook_outbox_outlives_runs.sql"]), error: null },
   });
 }, 30_000);
