@@ -1,6 +1,6 @@
 /**
  * Compiles a glob to an anchored RegExp, or returns null when the glob is malformed
- * (unclosed `[` or `{`). Supported: `*` (any run of characters except `/`), `**` (any
+ * (unclosed `[` or `{`, or a range out of order such as `[z-a]`). Supported: `*` (any run of characters except `/`), `**` (any
  * number of whole path segments, including none, when it forms a segment: `**` + `/`,
  * or a trailing `**`), `?` (one character except `/`), `[abc]`, `[a-z]`, `[!abc]`, and
  * `{a,b}` alternatives (nestable). Everything else matches literally.

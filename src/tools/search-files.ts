@@ -115,7 +115,11 @@ async function searchFiles({
   }
   const globRule = glob === undefined ? null : globFilter(glob);
   if (glob !== undefined && !globRule) {
-    return toolError(ToolErrorCode.invalidPattern, `glob "${glob}" is malformed (unclosed [ or {)`, true);
+    return toolError(
+      ToolErrorCode.invalidPattern,
+      `glob "${glob}" is malformed (an unclosed [ or {, or a range out of order such as [z-a])`,
+      true,
+    );
   }
 
   const located = await locateInWorkspace({ workspace, path });
