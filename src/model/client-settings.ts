@@ -5,6 +5,12 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 /** MODEL_STREAM_MAX_MS's default: 30 minutes. */
 export const DEFAULT_STREAM_MAX_MS = 1_800_000;
+/**
+ * Once a reply's finish_reason arrived, the longest silence allowed for what may follow it (the
+ * usage chunk, `[DONE]`) when shorter than the idle timeout: the reply is whole, so past it the
+ * stream is closed and the reply kept, with the usage reported so far.
+ */
+export const FINISH_GRACE_MS = 5_000;
 export const DEFAULT_MAX_RETRIES = 2;
 /** The longest wait between attempts an upstream's `retry-after` may ask for. */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;

@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agent/model.js";
 import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
-import { clientSettings } from "./client-settings.js";
+import { clientSettings, FINISH_GRACE_MS } from "./client-settings.js";
 import { checkFinishReason } from "./finish-reason.js";
 import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
@@ -35,9 +35,9 @@ export interface OpenAIModelClientOptions {
   maxRetries?: number | undefined;
   /** Per attempt: time allowed until the response headers arrive. */
   requestTimeoutMs?: number | undefined;
-  /** Once the response started: the longest allowed silence between chunks before the turn fails with MODEL_TIMEOUT. */
+  /** Once the response started: the longest silence between outputs before the turn fails MODEL_TIMEOUT (after a finish_reason: FINISH_GRACE_MS at most, and the reply is kept). */
   idleTimeoutMs?: number | undefined;
-  /** The longest one model request may last, its stream included, however steadily output comes (MODEL_TIMEOUT past it). */
+  /** The longest one model request may last, its stream included, however steadily output comes (MODEL_TIMEOUT past it, unless the reply's finish_reason came). */
   streamMaxMs?: number | undefined;
   /**
    * The most characters of text, reasoning and tool calls one reply may stream; past it the
@@ -162,6 +162,7 @@ async function completeOnce({
       from: () => displayURL(failureContext("stream", model).baseURL),
       idleTimeoutMs,
       streamMaxMs,
+      replyWhole: assembler.sawFinishReason(),
     });
 
   try {
@@ -185,12 +186,14 @@ async function completeOnce({
         assembler,
         maxOutputChars,
         onEvent: () => guard.touch(),
+        onFinishReason: () => guard.shortenIdle(FINISH_GRACE_MS),
       });
     } catch (error) {
       if (error instanceof CallbackError) throw error.cause;
       return fail(stoppedFailure() ?? classifyError(error, failureContext("stream", model)));
     }
-    // An abort or the idle timer may have ended the read: find out why it ended.
+    // An abort, the idle timer or the deadline may have ended the read: find out why it ended
+    // (after a finish_reason only an abort fails the reply; see stopFailure).
     const stopped = stoppedFailure();
     if (stopped) return fail(stopped);
     if (!end.ok) return fail(end.failure);

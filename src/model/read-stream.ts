@@ -40,6 +40,7 @@ export async function readChatStream({
   assembler,
   maxOutputChars,
   onEvent,
+  onFinishReason,
 }: {
   body: AsyncIterable<Uint8Array>;
   headers: Headers;
@@ -51,6 +52,8 @@ export async function readChatStream({
    * an upstream sending only those cannot hold a run past the idle timeout.
    */
   onEvent: () => void;
+  /** Called once, on the first finish_reason: the reply is whole, only usage and `[DONE]` may follow. */
+  onFinishReason: () => void;
 }): Promise<StreamEnd> {
   const remaining = () => assembler.remainingChars();
   const maxEventBytes = () => Math.min(MAX_EVENT_BYTES, EVENT_OVERHEAD_BYTES + BYTES_PER_CHAR * remaining());
@@ -84,7 +87,9 @@ export async function readChatStream({
       throw new APIError(undefined, (error ?? chunk) as object, undefined, headers);
     }
     const produced = assembler.producedChars();
+    const finishedBefore = assembler.sawFinishReason();
     const accepted = assembler.accept(chunk);
+    if (!finishedBefore && assembler.sawFinishReason()) onFinishReason();
     if (assembler.producedChars() > produced) onEvent();
     if (accepted.ok) return null;
     return {

@@ -13,6 +13,11 @@ export interface RequestGuard {
    * Past `maxMs` since the guard was made, it stops the request instead (`deadline`).
    */
   touch(): void;
+  /**
+   * From now on the idle timer allows at most `ms` of silence, counted from this call, and
+   * `touch()` re-arms it for that long; nothing changes when `ms` is not shorter than it.
+   */
+  shortenIdle(ms: number): void;
   /** Clears the timer and unlinks from the caller's signal. Call exactly once, in `finally`. */
   dispose(): void;
 }
@@ -35,6 +40,7 @@ export function guardRequest({
   maxMs?: number;
 }): RequestGuard {
   const deadline = performance.now() + maxMs;
+  let idleMs = idleTimeoutMs;
   const controller = new AbortController();
   let stopCause: StopCause | null = null;
   let timer: NodeJS.Timeout | undefined;
@@ -64,7 +70,13 @@ export function guardRequest({
       if (performance.now() > deadline) return stop("deadline");
       // Re-arming the one timer in place: this runs on every chunk of the stream.
       if (timer) timer.refresh();
-      else timer = setTimeout(() => stop("idle"), idleTimeoutMs);
+      else timer = setTimeout(() => stop("idle"), idleMs);
+    },
+    shortenIdle(ms) {
+      if (stopCause !== null || ms >= idleMs) return;
+      idleMs = ms;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => stop("idle"), idleMs);
     },
     dispose() {
       if (timer) clearTimeout(timer);

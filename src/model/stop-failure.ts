@@ -6,7 +6,9 @@ export const ABORTED: ModelFailure = { code: "MODEL_ABORTED", message: "the mode
 /**
  * Why a model request was stopped, as the turn's failure: the caller's abort
  * (MODEL_ABORTED), the guard's idle timer or its deadline (MODEL_TIMEOUT, naming the
- * upstream, `from`, and the limit); null while nothing stopped it.
+ * upstream, `from`, and the limit); null while nothing stopped it. Once the reply is whole
+ * (`replyWhole`: its finish_reason arrived) only the caller's abort fails it: the idle timer
+ * or the deadline then only cut short what may follow (usage, `[DONE]`), a clean end.
  */
 export function stopFailure({
   signal,
@@ -14,6 +16,7 @@ export function stopFailure({
   from,
   idleTimeoutMs,
   streamMaxMs,
+  replyWhole,
 }: {
   signal: AbortSignal;
   guard: RequestGuard;
@@ -21,8 +24,10 @@ export function stopFailure({
   from: () => string;
   idleTimeoutMs: number;
   streamMaxMs: number;
+  replyWhole: boolean;
 }): ModelFailure | null {
   if (signal.aborted) return ABORTED;
+  if (replyWhole) return null;
   switch (guard.cause()) {
     case "idle":
       return {
