@@ -140,7 +140,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   // their requests the runs executing here.
   const peers = notifications ? peerWakeups({ store, hub, notifications, manager, logger }) : null;
   peers?.start();
-  metrics.readFrom({ liveRuns: () => manager.liveCount });
+  // Runs executed here, not the slots starts still writing their run hold (one refused then never ran).
+  metrics.readFrom({ liveRuns: () => manager.executed.executing });
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,

@@ -54,7 +54,7 @@ export class Metrics implements RunFacts {
     });
     new Gauge({
       name: "agent_runs_live",
-      help: "Runs this process executes now.",
+      help: "Runs this process executes now (a start still storing its run is not one yet).",
       registers,
       collect() {
         this.set(sources.liveRuns?.() ?? 0);

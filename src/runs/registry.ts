@@ -29,8 +29,14 @@ export class LiveRuns {
   /** `onFreed` is called (synchronously) each time a slot is given back: a run removed, a reservation released. */
   constructor(private readonly onFreed: () => void = () => {}) {}
 
+  /** Slots taken: runs registered here plus those reserved by starts still writing theirs (what admission counts). */
   get size(): number {
     return this.#runs.size + this.#reserved;
+  }
+
+  /** How many runs this process executes now: the registered ones only, no reserved slot. */
+  get executing(): number {
+    return this.#runs.size;
   }
 
   get(runId: string): LiveRun | undefined {

@@ -45,6 +45,8 @@ export class RunManager {
   readonly ownership: RunOwnership;
   /** The histories of sessions that ran here lately (see HistoryTail). */
   readonly history: HistoryTail;
+  /** What the gauges read at scrape time: the runs executed here now. */
+  readonly executed: Pick<LiveRuns, "executing"> = this.#registry;
 
   constructor(private readonly deps: RunManagerDeps) {
     this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };
@@ -81,6 +83,7 @@ export class RunManager {
     return this.#registry.get(runId) !== undefined;
   }
 
+  /** Slots taken (see LiveRuns.size): runs executed here plus starts still writing theirs. */
   get liveCount(): number {
     return this.#registry.size;
   }
@@ -226,10 +229,8 @@ export class RunManager {
    */
   applyStoredRequests(runId?: string): Promise<void> {
     const live = runId === undefined ? this.#registry.values() : [this.#registry.get(runId)];
-    return applyStoredRequests(
-      this.deps.store,
-      live.filter((run) => run !== undefined),
-    );
+    const runs = live.filter((run) => run !== undefined);
+    return applyStoredRequests(this.deps.store, runs);
   }
 
   /**
