@@ -140,8 +140,11 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
   // their requests the runs executing here.
   const peers = notifications ? peerWakeups({ store, hub, notifications, manager, logger }) : null;
   peers?.start();
-  // Runs executed here, not the slots starts still writing their run hold (one refused then never ran).
-  metrics.readFrom({ liveRuns: () => manager.executed.executing });
+  // Read from the runs executed here when scraped: not the slots starts still writing their run
+  // hold (one refused then never ran); the calls those runs wait for, however they came to wait
+  // (asked here, or again by a run resumed after a restart), so neither can drift.
+  const { executed } = manager;
+  metrics.readFrom({ liveRuns: () => executed.executing, approvalsPending: () => executed.approvalsPending() });
   const webhookPolicy = { signing: config.WEBHOOK_SECRET !== "", allowPrivate: config.WEBHOOK_ALLOW_PRIVATE };
   const sessions = new SessionService({
     store,

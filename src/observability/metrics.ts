@@ -11,6 +11,7 @@ const SLOW_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 30
 /** Gauges read when scraped, from parts built after the metrics. */
 export interface GaugeSources {
   liveRuns?: () => number;
+  approvalsPending?: () => number;
   sseConnections?: () => number;
 }
 
@@ -32,7 +33,6 @@ export class Metrics implements RunFacts {
   readonly #tokens: Counter<"type">;
   readonly #toolCalls: Counter<"tool" | "outcome">;
   readonly #toolDuration: FastHistogram;
-  readonly #approvalsPending: Gauge;
   readonly #deliveryLag: HistogramSeries;
   readonly #commits: Record<CommittedBatch["operation"], Record<CommitOutcome, HistogramSeries>>;
   readonly #checkpointDuration: Histogram;
@@ -90,10 +90,13 @@ export class Metrics implements RunFacts {
       SLOW_BUCKETS,
       this.registry,
     );
-    this.#approvalsPending = new Gauge({
+    new Gauge({
       name: "agent_approvals_pending",
-      help: "Tool calls waiting for an approval decision (asked since this process started, in runs it still executes).",
+      help: "Tool calls the runs this process executes now wait on an approval decision for.",
       registers,
+      collect() {
+        this.set(sources.approvalsPending?.() ?? 0);
+      },
     });
     new Gauge({
       name: "agent_sse_connections",
@@ -212,13 +215,5 @@ export class Metrics implements RunFacts {
     const labels = { tool: this.#toolNames.has(fact.tool) ? fact.tool : "(unknown)", outcome: fact.outcome };
     this.#toolCalls.inc(labels);
     if (fact.executed) this.#toolDuration.at(labels).observe(fact.durationMs / 1000);
-  }
-
-  approvalRequested(): void {
-    this.#approvalsPending.inc();
-  }
-
-  approvalSettled(): void {
-    this.#approvalsPending.dec();
   }
 }

@@ -43,13 +43,10 @@ export interface RunFacts {
   runStarted?(fact: { runId: string; sessionId: string | null; at: number }): void;
   modelRequest?(fact: ModelRequestFact): void;
   toolResult?(fact: ToolResultFact): void;
-  /** A call waits for a decision; `approvalSettled` follows once for each (decided, or its run ended). */
-  approvalRequested?(fact: { runId: string; toolCallId: string }): void;
-  approvalSettled?(fact: { runId: string; toolCallId: string }): void;
   runFinished?(fact: { run: RunView; at: number }): void;
   /**
-   * This process gave the run up before its end was committed here (see RunObserver.left), its
-   * pending approvals settled first: nothing more of it is told unless it runs here again.
+   * This process gave the run up before its end was committed here (see RunObserver.left):
+   * nothing more of it is told unless it runs here again.
    */
   runLeft?(fact: { runId: string; at: number }): void;
 }
@@ -62,7 +59,6 @@ interface RunState {
   /** The tools of the results of the write being digested, by call (see RunChange `message`). */
   toolNames: Map<string, string>;
   toolStarts: Map<string, number>;
-  pendingApprovals: Set<string>;
   /** A failed model request, reported with the run's end (which it causes) and its error code. */
   failedRequest: ModelRequestFact | null;
 }
@@ -91,8 +87,7 @@ export class RunDigest implements RunObserver {
 
   /**
    * Tells every sink: one that throws (breaking its contract) loses its own fact, never the
-   * other sinks' or the digest's record of the run (a pending approval left unsettled would
-   * hold the approvals gauge up for good).
+   * other sinks' or the digest's record of the run.
    */
   #tell<K extends keyof RunFacts>(kind: K, fact: Parameters<NonNullable<RunFacts[K]>>[0]): void {
     for (const sink of this.sinks) {
@@ -119,7 +114,6 @@ export class RunDigest implements RunObserver {
         turnStarts: new Map(),
         toolNames: new Map(),
         toolStarts: new Map(),
-        pendingApprovals: new Set(),
         failedRequest: null,
       };
       // A queued run's insert tells nothing to keep: its record is made by its start.
@@ -142,13 +136,10 @@ export class RunDigest implements RunObserver {
     this.#tell("delivered", delivery);
   }
 
-  /** A run given up here before its end: its pending approvals settle and its record is dropped. */
+  /** A run given up here before its end: its record is dropped. */
   left({ runId }: { runId: string }): void {
-    const state = this.#runs.get(runId);
     // None left of a run that ended here (dropped with its run.finished).
-    if (!state) return;
-    for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
-    this.#runs.delete(runId);
+    if (!this.#runs.delete(runId)) return;
     this.#tell("runLeft", { runId, at: Date.now() });
   }
 
@@ -188,13 +179,6 @@ export class RunDigest implements RunObserver {
       case "tool.started":
         state.toolStarts.set(event.toolCallId, Date.parse(event.at));
         return;
-      case "approval.requested":
-        state.pendingApprovals.add(event.toolCallId);
-        this.#tell("approvalRequested", { runId, toolCallId: event.toolCallId });
-        return;
-      case "approval.resolved":
-        this.#settleApproval(state, runId, event.toolCallId);
-        return;
       case "message":
         this.#message(state, event);
         return;
@@ -205,7 +189,6 @@ export class RunDigest implements RunObserver {
           const fact = { ...state.failedRequest, errorType };
           this.#tell("modelRequest", fact);
         }
-        for (const toolCallId of [...state.pendingApprovals]) this.#settleApproval(state, runId, toolCallId);
         this.#tell("runFinished", { run: event.run, at: Date.parse(event.at) });
         this.#runs.delete(runId);
         return;
@@ -230,10 +213,5 @@ export class RunDigest implements RunObserver {
     state.toolNames.delete(id);
     state.toolStarts.delete(id);
     this.#tell("toolResult", fact);
-  }
-
-  #settleApproval(state: RunState, runId: string, toolCallId: string): void {
-    if (!state.pendingApprovals.delete(toolCallId)) return;
-    this.#tell("approvalSettled", { runId, toolCallId });
   }
 }

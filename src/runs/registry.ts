@@ -39,6 +39,19 @@ export class LiveRuns {
     return this.#runs.size;
   }
 
+  /**
+   * The tool calls the runs executed here wait on a decision for now, read from their approval
+   * waiters: a call counts from the moment its run waits for it (its request being written, or
+   * asked again by a run resumed here) until its decision (a person's, the ledger's, the
+   * timeout's denial) is written, or its run no longer waits (cancelled, out of wall time,
+   * stopped, given up to another instance), or no longer executes here.
+   */
+  approvalsPending(): number {
+    let pending = 0;
+    for (const live of this.#runs.values()) pending += live.waiters.size;
+    return pending;
+  }
+
   get(runId: string): LiveRun | undefined {
     return this.#runs.get(runId);
   }

@@ -45,8 +45,8 @@ export class RunManager {
   readonly ownership: RunOwnership;
   /** The histories of sessions that ran here lately (see HistoryTail). */
   readonly history: HistoryTail;
-  /** What the gauges read at scrape time: the runs executed here now. */
-  readonly executed: Pick<LiveRuns, "executing"> = this.#registry;
+  /** What the gauges read at scrape time: the runs executed here now, and the calls they wait on a decision for. */
+  readonly executed: Pick<LiveRuns, "executing" | "approvalsPending"> = this.#registry;
 
   constructor(private readonly deps: RunManagerDeps) {
     this.instance = deps.instance ?? { id: newId("inst"), leaseMs: 30_000 };

@@ -17,20 +17,18 @@ const batch = (events: readonly unknown[]): CommittedBatch => ({
 const at = new Date(0).toISOString();
 
 describe("the run digest's sinks", () => {
-  it("a sink that throws loses its own facts only: the others get every fact, and the run's approvals settle", () => {
+  it("a sink that throws loses its own facts only: the others get every fact, and the run's record is dropped at its end", () => {
     const told: string[] = [];
     const broken: RunFacts = {
       runStarted: () => {
         throw new Error("broken sink");
       },
-      approvalRequested: () => {
+      runFinished: () => {
         throw new Error("broken sink");
       },
     };
     const counting: RunFacts = {
       runStarted: () => told.push("runStarted"),
-      approvalRequested: () => told.push("approvalRequested"),
-      approvalSettled: () => told.push("approvalSettled"),
       runFinished: () => told.push("runFinished"),
     };
     const reported: string[] = [];
@@ -38,22 +36,20 @@ describe("the run digest's sinks", () => {
       reported.push(`${kind}: ${(err as Error).message}`),
     );
     digest.committed(batch([{ type: "run.started", runId: "run_a", seq: 1, at }]));
-    digest.committed(
-      batch([{ type: "approval.requested", runId: "run_a", seq: 2, at, toolCallId: "call_1", tool: "shell" }]),
-    );
+    expect(digest.runsKept).toBe(1);
     const run = { id: "run_a", status: "finished", stopReason: "cancelled", error: null } as unknown as RunView;
-    digest.committed(batch([{ type: "run.finished", runId: "run_a", seq: 3, at, run }]));
-    expect(told).toEqual(["runStarted", "approvalRequested", "approvalSettled", "runFinished"]);
+    digest.committed(batch([{ type: "run.finished", runId: "run_a", seq: 2, at, run }]));
+    expect(told).toEqual(["runStarted", "runFinished"]);
+    expect(digest.runsKept).toBe(0);
     // Each kind of failure is reported once, however often it recurs.
     digest.committed(batch([{ type: "run.started", runId: "run_b", seq: 1, at }]));
-    expect(reported).toEqual(["runStarted: broken sink", "approvalRequested: broken sink"]);
+    expect(reported).toEqual(["runStarted: broken sink", "runFinished: broken sink"]);
   });
 
-  it("a run given up here settles its pending approvals, tells it left and is dropped; one that ended here tells nothing more", () => {
+  it("a run given up here tells it left and is dropped; one that ended here tells nothing more", () => {
     const told: string[] = [];
     const digest = new RunDigest([
       {
-        approvalSettled: ({ toolCallId }) => told.push(`approvalSettled ${toolCallId}`),
         runLeft: ({ runId }) => told.push(`runLeft ${runId}`),
         runFinished: ({ run }) => told.push(`runFinished ${run.id}`),
       },
@@ -65,7 +61,7 @@ describe("the run digest's sinks", () => {
     expect(digest.runsKept).toBe(1);
     digest.left({ runId: "run_a" });
     digest.left({ runId: "run_a" });
-    expect(told).toEqual(["approvalSettled call_1", "runLeft run_a"]);
+    expect(told).toEqual(["runLeft run_a"]);
     expect(digest.runsKept).toBe(0);
 
     told.length = 0;

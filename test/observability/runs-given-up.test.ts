@@ -3,7 +3,8 @@
  * there, not here. agent_approvals_pending used to stay up here for good: a pending approval
  * was settled only by an approval.resolved or a run.finished committed in this process (and
  * the run's record in the RunDigest, and its open invoke_agent span, were never dropped).
- * Now the run leaving this process settles its pending approvals here.
+ * Now the gauge is read from the runs executed here: a run given up stops waiting here and
+ * is no longer one of them.
  */
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
