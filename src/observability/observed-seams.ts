@@ -58,8 +58,9 @@ function observeWrite(
 
 /**
  * Observes the start of a queued run as `observeWrite` does a write, once it resolves: which
- * run it started is known only then. A start that starts none, or fails, names no run and is
- * not reported.
+ * run it started is known only then. A start that fails, or is refused, is reported as a
+ * `commit_run` naming no run (`runId` null), its outcome `error` or `conflict` as any write's;
+ * one that starts none (nothing queued, or the session busy) wrote nothing and is not reported.
  */
 function observeStart(
   start: ReturnType<Store["runs"]["startQueued"]>,
@@ -86,7 +87,18 @@ function observeStart(
         seconds,
       });
     },
-    () => {},
+    (err: unknown) => {
+      const outcome = isConflict(err) ? "conflict" : "error";
+      const seconds = elapsed(began);
+      report(observer, "committed", {
+        runId: null,
+        operation: "commit_run",
+        changes: [],
+        events: [],
+        outcome,
+        seconds,
+      });
+    },
   );
   return start;
 }

@@ -11,7 +11,11 @@ export type CommitOutcome = "ok" | "conflict" | "error";
 
 /** One write of a run as the store took it, or refused it. */
 export interface CommittedBatch {
-  runId: string;
+  /**
+   * Null only for a queued run's start that failed or was refused (never `ok`): which run it
+   * would have started is not known then.
+   */
+  runId: string | null;
   /** `create_run`: the run's insert with its first events; `commit_run`: any later write (a queued run's start too). */
   operation: "create_run" | "commit_run";
   /** The inserted run (`create_run`), or the queued run the write started; absent otherwise. */

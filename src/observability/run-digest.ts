@@ -101,13 +101,15 @@ export class RunDigest implements RunObserver {
     }
   }
 
+  /** Every write is told as `committed`; only a stored one (`ok`, naming its run) is digested. */
   committed(batch: CommittedBatch): void {
     this.#tell("committed", batch);
-    if (batch.outcome !== "ok") return;
+    const { runId } = batch;
+    if (batch.outcome !== "ok" || runId === null) return;
     // A queued run ended before it started (its end taken `from: "queued"`) never ran: it is
     // neither started nor finished, and nothing of it is told.
     if (batch.changes.some((change) => change.kind === "finish" && change.from === "queued")) return;
-    let state = this.#runs.get(batch.runId);
+    let state = this.#runs.get(runId);
     if (!state) {
       state = {
         sessionId: batch.run?.sessionId ?? null,
@@ -117,14 +119,14 @@ export class RunDigest implements RunObserver {
         failedRequest: null,
       };
       // A queued run's insert tells nothing to keep: its record is made by its start.
-      if (batch.run?.status !== "queued") this.#runs.set(batch.runId, state);
+      if (batch.run?.status !== "queued") this.#runs.set(runId, state);
     }
     for (const event of batch.events) {
       if (event.type === "turn.started") state.turnStarts.set(event.turn, Date.parse(event.at));
       else if (event.type === "message") state.sessionId ??= event.message.sessionId;
     }
     for (const change of batch.changes) {
-      if (change.kind === "step") this.#step(batch.runId, state, change.step);
+      if (change.kind === "step") this.#step(runId, state, change.step);
       else if (change.kind === "message" && change.message.role === "tool" && change.tool !== undefined) {
         state.toolNames.set(change.message.toolCallId, change.tool);
       }

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { observedSeams } from "../../src/observability/observed-seams.js";
 import type { CommittedBatch, Delivery } from "../../src/observability/observer.js";
-import { cancelRequested, StorageError } from "../../src/store/errors.js";
+import { cancelRequested, ownerRunsFull, StorageError } from "../../src/store/errors.js";
 import type { Store, StoredEvent } from "../../src/store/store.js";
 
 /**
  * A store whose commits resolve with a new array of the events given, as both stores do; run_refused's
- * are refused by a rule of the data, run_failed's fail.
+ * are refused by a rule of the data, run_failed's fail; so are the starts of the queues of ses_refused
+ * and ses_failed.
  */
 function fakeStore(): Store {
   const stored = (events: readonly { runId: string; seq: number; type: string }[]): StoredEvent[] =>
@@ -14,14 +15,17 @@ function fakeStore(): Store {
   return {
     runs: {
       // Session ses_q has run_q queued; any other session, nothing.
-      startQueued: async (sessionId: string, at: string) =>
-        sessionId === "ses_q"
+      startQueued: async (sessionId: string, at: string) => {
+        if (sessionId === "ses_refused") throw ownerRunsFull({ owner: "key", max: 1 });
+        if (sessionId === "ses_failed") throw new StorageError("io", "disk I/O error");
+        return sessionId === "ses_q"
           ? {
               run: { id: "run_q", sessionId, status: "running" },
               events: stored([{ type: "run.started", runId: "run_q", seq: 2, at } as never]),
               lease: { runId: "run_q", owner: "me", epoch: 1 },
             }
-          : null,
+          : null;
+      },
     },
     commitRun: async (runId: string, _changes: unknown, events: never[]) => {
       if (runId === "run_refused") throw cancelRequested(runId);
@@ -112,5 +116,16 @@ describe("the store and hub every run goes through, observed", () => {
       ["run_q", "commit_run", "running", ["run.started"], "ok"],
     ]);
     expect(deliveries.map((d) => [d.runId, d.events, d.watchers])).toEqual([["run_q", 1, 1]]);
+  });
+
+  it("a queued run's start refused by a rule of the data is a conflict, a failed one an error, both naming no run", async () => {
+    const { store, commits } = observed();
+    const lease = { owner: "me", ttlMs: 1000 };
+    await expect(store.runs.startQueued("ses_refused", "", lease)).rejects.toThrow("unfinished runs");
+    await expect(store.runs.startQueued("ses_failed", "", lease)).rejects.toThrow("disk I/O error");
+    expect(commits.map((c) => [c.runId, c.operation, c.events.length, c.outcome])).toEqual([
+      [null, "commit_run", 0, "conflict"],
+      [null, "commit_run", 0, "error"],
+    ]);
   });
 });

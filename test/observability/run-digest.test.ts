@@ -151,4 +151,19 @@ describe("the run digest's sinks", () => {
     });
     expect(results).toEqual(["shell INTERRUPTED", "write_file DENIED"]);
   });
+
+  it("a write that was not stored is told as committed only: nothing of it is digested", () => {
+    const told: string[] = [];
+    const digest = new RunDigest([
+      {
+        committed: ({ runId, outcome }) => told.push(`committed ${runId} ${outcome}`),
+        runStarted: ({ runId }) => told.push(`runStarted ${runId}`),
+      },
+    ]);
+    // A queued run's start that failed names no run; a refused write of a run tells nothing of it either.
+    digest.committed({ ...batch([]), runId: null, outcome: "error" });
+    digest.committed({ ...batch([{ type: "run.started", runId: "run_a", seq: 1, at }]), outcome: "conflict" });
+    expect(told).toEqual(["committed null error", "committed run_a conflict"]);
+    expect(digest.runsKept).toBe(0);
+  });
 });
