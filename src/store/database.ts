@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "./errors.js";
+import { refuseHardLinks } from "./hard-links.js";
 import { runMigrations } from "./migrations.js";
 import { ownerLockPath } from "./owner-lock-path.js";
 import { translateSqliteError } from "./sqlite-errors.js";
@@ -44,9 +45,10 @@ function takeOwnerLock(path: string): Database.Database {
  * Opens (creating if needed) the SQLite file with WAL, foreign keys and a busy timeout, owned
  * by this process (see takeOwnerLock; released when the returned connection is closed), and
  * applies pending migrations before returning. Throws StorageError when the file cannot be
- * used (kind `busy`, naming the file, when another process holds it); a migration that does
- * not apply, or a schema a newer release migrated (SchemaTooNewError), is thrown as it is, the
- * file closed.
+ * used (kind `busy`, naming the file, when another process holds it; `unavailable` when the
+ * file has another name, a hard link: see refuseHardLinks); a migration that does not apply,
+ * or a schema a newer release migrated (SchemaTooNewError), is thrown as it is, the file
+ * closed.
  */
 export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions): Db {
   const onDisk = path !== ":memory:";
@@ -55,8 +57,12 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
   let db: Database.Database;
   try {
     // One server process owns the file: a second server on the same DATABASE_PATH fails at
-    // start instead of resuming runs this one is executing.
-    if (onDisk) lock = takeOwnerLock(path);
+    // start instead of resuming runs this one is executing. The lock is named after the path,
+    // so a file with a second name (a hard link) is refused first: nothing is created for it.
+    if (onDisk) {
+      refuseHardLinks(path);
+      lock = takeOwnerLock(path);
+    }
     db = new Database(path, { timeout: busyTimeoutMs });
   } catch (err) {
     lock?.close();
@@ -69,6 +75,9 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
     return db;
   };
   try {
+    // A link made between the check above and the open: refused before anything is read or
+    // written (its lock file stays). One made later is the next start's (see refuseHardLinks).
+    if (onDisk) refuseHardLinks(path);
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
@@ -84,7 +93,7 @@ export function openDatabase({ path, busyTimeoutMs = 5000 }: OpenDatabaseOptions
     db.exec("BEGIN IMMEDIATE; COMMIT");
   } catch (err) {
     db.close();
-    throw translateSqliteError(err);
+    throw err instanceof StorageError ? err : translateSqliteError(err);
   }
   try {
     runMigrations(db);
