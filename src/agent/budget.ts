@@ -48,18 +48,43 @@ export class WallTimeSpent extends Error {
   }
 }
 
+/** A deadline's signal, and its release once the work it bounds is over (see withDeadline). */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** Clears the timer and stops listening to the run's signal; `signal` keeps its state. */
+  dispose(): void;
+}
+
+const unbounded = (signal: AbortSignal): Deadline => ({ signal, dispose: () => {} });
+
 /**
  * The run's signal, also fired (with a WallTimeSpent reason) when the wall-time budget runs out:
  * what a model request, a wait for approval or a tool gets, so the budget stops work in flight
- * as a cancellation would.
+ * as a cancellation would. Fired by the run's signal, it aborts with that signal's reason.
+ *
+ * Contract: the caller disposes it (in a `finally`) once the request, wait or tool is over.
+ * Until then its timer and its listener on the run's signal hold it; after, nothing does (an
+ * undisposed deadline would live until the budget's end: up to 24.8 days).
  */
-export function withDeadline(signal: AbortSignal, budgets: RunBudgets, elapsedMs: number): AbortSignal {
+export function withDeadline(signal: AbortSignal, budgets: RunBudgets, elapsedMs: number): Deadline {
   const limit = budgets.maxDurationMs;
-  if (limit === undefined) return signal;
-  const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(limit - elapsedMs)));
+  if (limit === undefined || signal.aborted) return unbounded(signal);
   const deadline = new AbortController();
-  timeout.addEventListener("abort", () => deadline.abort(new WallTimeSpent(limit)), { once: true });
-  return AbortSignal.any([signal, deadline.signal]);
+  const dispose = () => {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onCancel);
+  };
+  const fire = (reason: unknown) => {
+    dispose();
+    deadline.abort(reason);
+  };
+  const onCancel = () => fire(signal.reason);
+  // At most the budget itself (MAX_TIMER_MS), so within what setTimeout takes. Unref'd, as
+  // AbortSignal.timeout's is: a deadline does not hold the process open.
+  const timer = setTimeout(() => fire(new WallTimeSpent(limit)), Math.max(1, Math.ceil(limit - elapsedMs)));
+  timer.unref();
+  signal.addEventListener("abort", onCancel, { once: true });
+  return { signal: deadline.signal, dispose };
 }
 
 /** The finding of a wall-time budget whose deadline fired (the timer may fire a hair early). */

@@ -80,17 +80,23 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
   ctx.notify({ type: "turn.started", turn });
   ctx.stats.modelCalls++;
   // The wall-time budget ends a request still streaming when it runs out; the turn is dropped.
-  const signal = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
-  const result = await ctx.model.complete({
-    model: ctx.modelName,
-    providerProfile: ctx.providerProfile,
-    system: ctx.system,
-    messages: window.messages,
-    tools: specs,
-    signal,
-    onTextDelta: (text) => ctx.notify({ type: "text.delta", text }),
-    onReasoningDelta: (text) => ctx.notify({ type: "reasoning.delta", text }),
-  });
+  const deadline = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
+  const { signal } = deadline;
+  let result: ModelResult;
+  try {
+    result = await ctx.model.complete({
+      model: ctx.modelName,
+      providerProfile: ctx.providerProfile,
+      system: ctx.system,
+      messages: window.messages,
+      tools: specs,
+      signal,
+      onTextDelta: (text) => ctx.notify({ type: "text.delta", text }),
+      onReasoningDelta: (text) => ctx.notify({ type: "reasoning.delta", text }),
+    });
+  } finally {
+    deadline.dispose();
+  }
   addUsage(ctx.stats, result.usage);
   const trace: StepTrace = {
     turn,

@@ -122,8 +122,8 @@ export async function runToolCalls(
       decision = resolved.tool.alwaysAllowed
         ? { decision: "approve" }
         : await raceAbort(
-            ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: waiting }),
-            waiting,
+            ctx.beforeToolCall({ toolCall: call, tool: resolved.tool, input: resolved.input, signal: waiting.signal }),
+            waiting.signal,
           );
     } catch (err) {
       // A hook torn down by the cancellation is not a failure: the calls are closed as aborted.
@@ -132,6 +132,9 @@ export async function runToolCalls(
         return abortFrom(index);
       }
       return failAt(index, `approval failed for tool call ${call.id}: ${messageOf(err)}`, hintOf(err));
+    } finally {
+      // Answered, failed or given up on (its signal fired): the wait is over.
+      waiting.dispose();
     }
     if (decision === ABORTED) unanswered = call.id;
     // Checkpoint (c): cancelled while approval was pending or as it resolved.
@@ -160,7 +163,8 @@ export async function runToolCalls(
     }
     const started = performance.now();
     // The wall-time budget stops a tool that outlasts it, as a cancellation would.
-    const signal = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
+    const deadline = withDeadline(ctx.signal, ctx.budgets, ctx.elapsedMs());
+    const { signal } = deadline;
     let outcome: ToolOutcome;
     try {
       outcome = await resolved.tool.execute(resolved.input, { toolCallId: call.id, signal });
@@ -179,6 +183,9 @@ export async function runToolCalls(
         );
       }
       return failAt(index, `tool ${call.name} failed: ${messageOf(err)}`);
+    } finally {
+      // The tool is over: its deadline goes (`signal` keeps whether it fired while the tool ran).
+      deadline.dispose();
     }
     const stop = await record(call, outcome, performance.now() - started);
     if (stop) return stop;

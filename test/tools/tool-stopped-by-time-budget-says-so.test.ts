@@ -48,7 +48,7 @@ it("a shell command stopped by the run's wall-time budget has a result that name
 describe("every workspace tool stopped by the deadline says the time budget ran out", () => {
   /** The signal a tool gets once the run's 1500 ms budget is spent, after it has fired. */
   const spent = async () => {
-    const signal = withDeadline(new AbortController().signal, { maxDurationMs: 1500 }, 1500);
+    const { signal } = withDeadline(new AbortController().signal, { maxDurationMs: 1500 }, 1500);
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
     return signal;
   };
@@ -76,7 +76,7 @@ describe("every workspace tool stopped by the deadline says the time budget ran 
     const { workspace } = await makeSandbox();
     const cancelled = new AbortController();
     cancelled.abort(new Error("by a DELETE /runs/{id} request"));
-    const signal = withDeadline(cancelled.signal, { maxDurationMs: 1500 }, 0);
+    const { signal } = withDeadline(cancelled.signal, { maxDurationMs: 1500 }, 0);
     expect(expectError(await runTool(listFilesTool, workspace, {}, signal), ToolErrorCode.listAborted)).toBe(
       'listing "." was stopped because the run was cancelled',
     );
