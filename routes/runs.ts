@@ -1,4 +1,5 @@
 import type { App, AppContext } from "../src/app-context.js";
+import { clientGone } from "../src/http/client-gone.js";
 import { PageQuery, RunParams, SessionParams, StartRunBody, StartRunQuery } from "../src/http/schemas.js";
 import { streamRunEvents } from "../src/http/sse.js";
 import { AdmissionWatch } from "../src/runs/admission-watch.js";
@@ -11,6 +12,8 @@ export default function runRoutes(app: App, ctx: AppContext) {
       const key = request.headers["idempotency-key"];
       // A stream of the run this request starts begins with the events held since its admission.
       const admission = reply.sse ? new AdmissionWatch(ctx.hub) : undefined;
+      // What waits for an answer here (a steer, `?wait=true`) stops once its client has left.
+      const gone = clientGone(reply);
       try {
         const { run, created, steered, replayed } = await ctx.runs.start({
           sessionId: request.params.id,
@@ -18,6 +21,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
           ...request.body,
           idempotencyKey: typeof key === "string" && key !== "" ? key.slice(0, 256) : undefined,
           watch: admission,
+          gone,
         });
         // Every answer names the run: a stream whose client is cut before its first event too.
         reply.header("location", `/runs/${run.id}`);
@@ -32,7 +36,7 @@ export default function runRoutes(app: App, ctx: AppContext) {
             admission,
           });
         // An answer the wait cannot give (a shutdown) still says where the run is.
-        if (request.query.wait) return ctx.runs.waitForFinish(run.id);
+        if (request.query.wait) return ctx.runs.waitForFinish(run.id, gone);
         // A replay is answered as the first request was; input that joined the active run, 202.
         reply.status(steered ? 202 : 201);
         if ((!created && !steered) || replayed) reply.header("idempotent-replayed", "true");

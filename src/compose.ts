@@ -131,7 +131,7 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     defaultWebhook: config.WEBHOOK_URL ? { url: config.WEBHOOK_URL, events: [...DEFAULT_WEBHOOK_EVENTS] } : null,
     instance: { id: config.INSTANCE_ID ?? newId("inst"), leaseMs: config.RUN_LEASE_MS },
     onRestart: config.ON_RESTART,
-    waitElsewhere: notifications ? (runId) => waitForRelayedEnd({ store, hub, runId }) : undefined,
+    waitElsewhere: notifications ? (runId, signal) => waitForRelayedEnd({ store, hub, runId, signal }) : undefined,
     // A run given up here (taken over by another instance, or a shutdown) is settled in the metrics and traces.
     onLeft: left,
     logger,

@@ -4,6 +4,7 @@ import { badRequest } from "../errors.js";
 import type { AdmissionWatch } from "../runs/admission-watch.js";
 import { followRunEvents } from "../runs/event-feed.js";
 import { MAX_KEY } from "../store/page.js";
+import { CLIENT_GONE } from "./client-gone.js";
 import { SseConnection } from "./sse-connection.js";
 import { exemptFromWriteDeadline } from "./write-deadline.js";
 
@@ -25,8 +26,6 @@ export function resumePoint(lastEventId: string | string[] | undefined, after: n
   return Math.min(Number(digits), MAX_KEY);
 }
 
-/** The reason an open stream's signal aborts when its client went away (not the server stopping). */
-export const CLIENT_GONE = new Error("the client went away");
 const SERVER_STOPPING = new Error("the server is stopping");
 /** The reason a HEAD's stream signal is aborted: its answer, the head alone, has been sent. */
 export const HEAD_ANSWERED = new Error("a HEAD is answered by its head alone");

@@ -34,6 +34,8 @@ export interface StartRunInput {
   interrupts?: string;
   /** Told of a run this start creates and executes here, once registered, with the events published so far (see AdmittedRunObserver). */
   watch?: AdmittedRunObserver;
+  /** Aborted when the request's client has left: a steer stops waiting for its input to be taken (see steerActive). */
+  gone?: AbortSignal;
 }
 
 export interface AdmissionDeps {

@@ -127,17 +127,21 @@ export class EventRelay {
 
 /**
  * Resolves once a run executed elsewhere has finished: its `run.finished` event reaches this
- * process's hub (through the relay), or the database says so already.
+ * process's hub (through the relay), or the database says so already; or once `signal` aborts
+ * (whoever waited no longer does), its subscription gone with it.
  */
 export async function waitForRelayedEnd({
   store,
   hub,
   runId,
+  signal,
 }: {
   store: Store;
   hub: EventHub;
   runId: string;
+  signal?: AbortSignal;
 }): Promise<void> {
+  if (signal?.aborted) return;
   let ended!: () => void;
   const finished = new Promise<void>((resolve) => {
     ended = resolve;
@@ -145,10 +149,12 @@ export async function waitForRelayedEnd({
   const unsubscribe = hub.subscribe(runId, (event) => {
     if (event.type === "run.finished") ended();
   });
+  signal?.addEventListener("abort", ended, { once: true });
   try {
     if ((await store.runs.access(runId))?.status === "finished") return;
     await finished;
   } finally {
+    signal?.removeEventListener("abort", ended);
     unsubscribe();
   }
 }

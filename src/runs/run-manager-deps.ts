@@ -45,10 +45,10 @@ export interface RunManagerDeps {
   /** How runs left by a lost or stopped process are taken up (ON_RESTART); default `resume`. */
   onRestart?: RestartMode;
   /**
-   * Resolves once a run another instance executes has finished (see waitForRelayedEnd);
-   * absent (one process over the database): a run not executed here is not waited for.
+   * Resolves once a run another instance executes has finished, or once `signal` aborts (see
+   * waitForRelayedEnd); absent (one process over the database): a run not executed here is not waited for.
    */
-  waitElsewhere?: (runId: string) => Promise<void>;
+  waitElsewhere?: (runId: string, signal: AbortSignal) => Promise<void>;
   /**
    * Told each time this process stops executing a run: its end stored here, or the run given
    * up unfinished (stopped by a shutdown, its lease lost, a write's outcome unknown).

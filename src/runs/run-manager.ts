@@ -182,12 +182,12 @@ export class RunManager {
     return ending ?? withLiveDuration(stored, this.#registry.get(runId));
   }
 
-  /** Resolves with the run once it has finished (at once if it already has; see waitForRunEnd). */
-  waitForFinish(runId: string): Promise<RunView> {
+  /** The run once it has finished (at once if it already has), unless `gone` aborts first: see waitForRunEnd. */
+  waitForFinish(runId: string, gone?: AbortSignal): Promise<RunView> {
     const { store, hub, waitElsewhere } = this.deps;
-    const [registry, stopping] = [this.#registry, this.#stopping.signal];
+    const [registry, stopping, get] = [this.#registry, this.#stopping.signal, (id: string) => this.get(id)];
     const live = registry.get(runId);
-    return waitForRunEnd({ runId, live, get: (id) => this.get(id), stopping, store, hub, waitElsewhere, registry });
+    return waitForRunEnd({ runId, live, get, stopping, store, hub, waitElsewhere, registry, gone });
   }
 
   /**

@@ -35,6 +35,8 @@ export interface StartRunRequest {
   interrupts?: string;
   /** Told of the run the start creates (see StartRunInput.watch). */
   watch?: AdmittedRunObserver;
+  /** Aborted when the client has left (see StartRunInput.gone). */
+  gone?: AbortSignal;
 }
 
 /** A decision on a pending approval, by the key that owns the run. */
@@ -153,6 +155,7 @@ export class RunService {
         ifBusy: request.ifBusy,
         interrupts: request.interrupts,
         watch: request.watch,
+        gone: request.gone,
       }),
     );
   }
@@ -204,10 +207,11 @@ export class RunService {
    * Resolves when the run has finished, with its final assistant text: null when its last
    * reply called tools (a run that stopped before answering, even if it wrote text with the
    * calls) or it made none, and when storage cannot be read: an end reported while storage
-   * fails is answered all the same (a 503 would have its client start the run again).
+   * fails is answered all the same (a 503 would have its client start the run again). Rejects
+   * with `gone`'s reason once it aborts first (the client left): the run goes on.
    */
-  async waitForFinish(runId: string): Promise<{ run: RunView; text: string | null }> {
-    const run = await this.deps.manager.waitForFinish(runId);
+  async waitForFinish(runId: string, gone?: AbortSignal): Promise<{ run: RunView; text: string | null }> {
+    const run = await this.deps.manager.waitForFinish(runId, gone);
     const text = await this.deps.store.messages.finalAnswer(run.sessionId, runId).catch((err: unknown) => {
       if (isStorageError(err)) return null;
       throw err;

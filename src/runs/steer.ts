@@ -1,16 +1,15 @@
 import type { RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
-import { conflict, notFound, tooManyInputs } from "../errors.js";
+import { tooManyInputs } from "../errors.js";
 import { idFor, newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
-import { runView } from "../store/runs.js";
 import type { InputRunSettings, Store } from "../store/store.js";
-import { repeatedStart, type StartRunInput } from "./admission.js";
+import type { StartRunInput } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { inputRunSettings, inputSteered, runMadeOfInput, runOfLeftInput, startOfInput } from "./queue.js";
+import { inputRunSettings, inputSteered, runMadeOfInput, startOfInput } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
-import { planOfRun } from "./run-plan.js";
+import { goneSince, keyReused, leftByEarlierCopy, runOfRepeatedSteer, takenBefore, viewOf } from "./steer-replay.js";
 
 /** How often a steer looks at the store between the run's events (a run executed elsewhere sends none here). */
 const POLL_MS = 250;
@@ -54,16 +53,6 @@ export type SteerOutcome =
   | { to: "queued"; started: StartedRun };
 
 /**
- * A repeated steer whose idempotency key was first used for other input: `runId` is the run the
- * key's input went to (the run that took it, holds it, ended without it, or was made of it).
- */
-const keyReused = (runId: string) =>
-  conflict("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used to steer a run with a different input", {
-    runId,
-    differs: ["input"],
-  });
-
-/**
  * Joins `input` to the session's active run: stored (in the database, so whichever process
  * executes the run takes it, also after a restart; with `settings`) until the run takes it at
  * its next model request, which commits it as a user message; resolves once that happened, or
@@ -80,6 +69,7 @@ export async function steerActive(
     inputId,
     repeatedRun,
     settings,
+    gone,
   }: {
     sessionId: string;
     input: string;
@@ -92,6 +82,8 @@ export async function steerActive(
      * last looked for one is seen too, whether it is the active run or ended already.
      */
     repeatedRun?: () => Promise<StartedRun | null>;
+    /** Aborted when the request's client has left: the wait ends, rejecting with its reason (see the loop). */
+    gone?: AbortSignal;
   },
 ): Promise<SteerOutcome> {
   const replayed = inputId === undefined ? null : await takenBefore(deps, { sessionId, input, inputId });
@@ -110,6 +102,8 @@ export async function steerActive(
   const unsubscribe = deps.hub.subscribe(active.id, (event) => {
     if (event.type === "message" || event.type === "run.finished") wake();
   });
+  const onGone = () => wake();
+  gone?.addEventListener("abort", onGone, { once: true });
   try {
     const stored = { id, runId: active.id, content: input, createdAt: new Date().toISOString(), settings };
     const added = await deps.store.inputs.add(stored, { max: MAX_PENDING_INPUTS }).catch((err: unknown) => {
@@ -126,18 +120,23 @@ export async function steerActive(
       if (same === null) return leftByEarlierCopy(deps, { sessionId, input, inputId, repeatedRun });
     }
     while (true) {
+      // A client gone waits no more: its input stays stored, for the run to take, or for the
+      // run's end to queue as a run of its own (see queueInputsLeftBy). Let go of before the
+      // last look, so that either that end or this request (seeing it ended) makes the run.
+      const left = gone?.aborted === true;
+      if (left) release?.();
       // Its own input's state only: no input's content nor the run's is read, so a wait costs
       // the same however many others wait and however long their inputs are.
       const status = await deps.store.inputs.pendingStatus(active.id, id);
       if (status === null) {
         // Taken by the run; or queued as a run of its own once the run ended without it (keyed,
         // also where goneSince looks).
-        const gone =
+        const went =
           inputId === undefined
             ? await runMadeOf(deps, sessionId, id)
             : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
-        if (gone && gone.to !== "taken") return gone;
-        return { to: "taken", run: gone?.run ?? (await viewOf(deps, active.id)), replayed: !added };
+        if (went && went.to !== "taken") return went;
+        return { to: "taken", run: went?.run ?? (await viewOf(deps, active.id)), replayed: !added };
       }
       // A run that ended without the input: the input starts a run of its own (queued, when a
       // limit or a shutdown refuses it one now).
@@ -148,87 +147,27 @@ export async function steerActive(
       // Shutting down, the run still live: the input stays stored for the restart, which gives
       // it to the run, or queues it as a new run if the run ends without it.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
+      if (left) throw gone?.reason;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, POLL_MS);
         wake = () => {
           clearTimeout(timer);
           resolve();
         };
+        if (gone?.aborted) wake();
       });
     }
   } finally {
+    gone?.removeEventListener("abort", onGone);
     unsubscribe();
     if (!kept) release?.();
   }
-}
-
-/** A steer with an idempotency key: its input's id comes from the key (see steerInputId). */
-interface KeyedSteer {
-  sessionId: string;
-  input: string;
-  inputId: string;
-  repeatedRun?: () => Promise<StartedRun | null>;
-}
-
-/**
- * No active run (or one not holding the input), for a steer repeated with its key: its earlier copy may have stored the input
- * on a run that then ended without taking it, its process lost before it started the input's
- * own run (a restart's recovery ended the run, and has not yet queued that input as a run of
- * its own: see queueLeftInput). The input is then this request's to start (`ended`): one run
- * whichever of the two takes it first (a run's insert removes the input it takes). Input gone
- * since the first look was taken by a run (a user message, or the run queued from it), found
- * again here; else the session is `idle`. A run that has finished takes no input again, so
- * what is not left now was taken.
- */
-async function leftByEarlierCopy(
-  deps: SteerDeps,
-  { sessionId, input, inputId, repeatedRun }: KeyedSteer,
-): Promise<SteerOutcome> {
-  // Compared in the database: neither this input's content nor any other's is read.
-  const left = await deps.store.inputs.leftHolds(inputId, input);
-  if (left && !left.same) throw keyReused(left.runId);
-  if (left) return { to: "ended", inputId };
-  return (await goneSince(deps, { sessionId, input, inputId, repeatedRun })) ?? { to: "idle" };
-}
-
-/**
- * Where a keyed steer's input went once it is no longer pending on the run it was stored on:
- * taken by a run (a user message of its id), or queued as a run of its own once that run ended
- * without it (see queueLeftInput), or a run this request's key started; null when none of them
- * holds it (the run it was stored on ended taking no input).
- */
-async function goneSince(
-  deps: SteerDeps,
-  { sessionId, input, inputId, repeatedRun }: KeyedSteer,
-): Promise<SteerOutcome | null> {
-  const taken = await takenBefore(deps, { sessionId, input, inputId });
-  if (taken) return taken;
-  const repeated = await repeatedRun?.();
-  return repeated ? { to: "repeated", started: repeated } : null;
-}
-
-/** The answer to a repeated steer whose input a run took already (a user message of its id); null if none did. */
-async function takenBefore(
-  deps: SteerDeps,
-  { sessionId, input, inputId }: { sessionId: string; input: string; inputId: string },
-): Promise<SteerOutcome | null> {
-  // Compared in the database: a retry with other input is refused without reading the taken one.
-  const taken = await deps.store.messages.userMessageHolds(sessionId, inputId, input);
-  if (!taken) return null;
-  if (!taken.same) throw keyReused(taken.runId);
-  return { to: "taken", run: await viewOf(deps, taken.runId), replayed: true };
 }
 
 /** The run a pass over the queues made of input `id` left on a run that ended without it; null when none did. */
 async function runMadeOf(deps: SteerDeps, sessionId: string, id: string): Promise<SteerOutcome | null> {
   const made = await runMadeOfInput(deps.store, { sessionId, inputId: id });
   return made ? { to: "queued", started: made } : null;
-}
-
-async function viewOf(deps: SteerDeps, runId: string): Promise<RunView> {
-  const view = await deps.get(runId);
-  if (!view) throw notFound("run", runId);
-  return view;
 }
 
 /**
@@ -246,7 +185,8 @@ export async function steerOrStart(
   const repeated = await repeatedRun?.();
   if (repeated) return repeated;
   const [sessionId, settings] = [params.session.id, inputRunSettings(params, deps.defaultWebhook)];
-  const steered = await steerActive(deps, { sessionId, input: params.input, inputId, repeatedRun, settings });
+  const [input, gone] = [params.input, params.gone];
+  const steered = await steerActive(deps, { sessionId, input, inputId, repeatedRun, settings, gone });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
   try {
@@ -276,24 +216,4 @@ export function repeatsSteer(
 function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
   if (params.idempotencyKey === undefined) return undefined;
   return idFor("msg", `steer\n${params.session.id}\n${params.idempotencyKey}`);
-}
-
-/**
- * The run a steer with this idempotency key made when it found no run to take its input:
- * started by the request (it holds the key) or queued from the input left by a process that
- * stopped waiting for it (see runOfLeftInput). Null when there is none.
- */
-async function runOfRepeatedSteer(
-  deps: Pick<SteerDeps, "store" | "registry">,
-  params: StartRunInput,
-  inputId: string,
-): Promise<StartedRun | null> {
-  const keyed = await repeatedStart(deps, params);
-  if (keyed) return keyed;
-  // Its input is the earlier request's: compared in the database, and the run read only for the same request.
-  const held = await runOfLeftInput(deps.store, { sessionId: params.session.id, inputId, input: params.input });
-  if (!held) return null;
-  if (!held.same) throw keyReused(held.id);
-  const made = await deps.store.runs.get(held.id);
-  return made ? { run: runView(made, await planOfRun(deps.store, made)), created: false } : null;
 }

@@ -1,6 +1,7 @@
 import type { RunView } from "../domain/run.js";
 import { notFound, shuttingDown } from "../errors.js";
 import type { Store } from "../store/store.js";
+import { abortable } from "./abortable.js";
 import type { EventHub } from "./event-hub.js";
 import { waitForRelayedEnd } from "./event-relay.js";
 import type { LiveRun } from "./live-run.js";
@@ -16,7 +17,9 @@ import type { LiveRuns } from "./registry.js";
  * process reports its end, also one that cannot be stored (reported after `finishReportMs`,
  * never published). Throws
  * not-found for an unknown run, and shutting-down for a run left unfinished for the restart
- * (also when shutdown begins while this waits for a run not executed here).
+ * (also when shutdown begins while this waits for a run not executed here). With `gone`, the
+ * wait ends when it aborts (the client waiting left), rejecting with its reason: nothing of the
+ * wait is left (its subscription to the run's events goes), and the run goes on.
  */
 export async function waitForRunEnd({
   runId,
@@ -27,6 +30,7 @@ export async function waitForRunEnd({
   hub,
   waitElsewhere,
   registry,
+  gone,
 }: {
   runId: string;
   /** The run, when this process executes it. */
@@ -37,17 +41,24 @@ export async function waitForRunEnd({
   stopping: AbortSignal;
   store: Store;
   hub: EventHub;
-  waitElsewhere?: (runId: string) => Promise<void>;
+  /** Resolves once the run has ended elsewhere, or once `signal` aborts (this wait is over). */
+  waitElsewhere?: (runId: string, signal: AbortSignal) => Promise<void>;
   /** The runs this process executes: a run waited for may come to be one of them (whenLive). */
   registry?: Pick<LiveRuns, "whenLive" | "isStarting">;
+  /** Aborted when whoever waits no longer does (see clientGone). */
+  gone?: AbortSignal;
 }): Promise<RunView> {
-  let view = live ? await Promise.race([live.ended, live.done]) : await get(runId);
+  let view = live ? await abortable(Promise.race([live.ended, live.done]), gone) : await get(runId);
   if (!view) throw notFound("run", runId);
   // A queued run, or one a start here stored and has not registered yet, ends wherever it executes.
   const waitEnd =
     waitElsewhere ??
-    (view.status === "queued" || registry?.isStarting(runId) ? () => waitForRelayedEnd({ store, hub, runId }) : null);
+    (view.status === "queued" || registry?.isStarting(runId)
+      ? (_: string, signal: AbortSignal) => waitForRelayedEnd({ store, hub, runId, signal })
+      : null);
   if (view.status !== "finished" && !stopping.aborted && waitEnd) {
+    // Ends what this wait subscribed to, once it is over however it ended.
+    const over = new AbortController();
     let onStop = () => {};
     const stopped = new Promise<null>((resolve) => {
       onStop = () => resolve(null);
@@ -56,12 +67,14 @@ export async function waitForRunEnd({
     const here = registry?.whenLive(runId);
     let reported: RunView | null = null;
     try {
-      reported = await Promise.race([
-        waitEnd(runId).then(() => null),
+      const ended = Promise.race([
+        waitEnd(runId, over.signal).then(() => null),
         stopped,
         ...(here ? [here.live.then((run) => Promise.race([run.ended, run.done]))] : []),
       ]);
+      reported = await abortable(ended, gone);
     } finally {
+      over.abort();
       stopping.removeEventListener("abort", onStop);
       here?.cancel();
     }
