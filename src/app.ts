@@ -18,6 +18,7 @@ import type { App, AppContext } from "./app-context.js";
 import { AppError } from "./errors.js";
 import { letAnswersEnd } from "./http/answers-in-flight.js";
 import { clientErrorHandler } from "./http/client-error.js";
+import { closeByDeadline } from "./http/close-by.js";
 import { capConnections, OVER_CAP_SLOTS } from "./http/connection-cap.js";
 import { connectionTimeouts } from "./http/connection-timeouts.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
@@ -96,12 +97,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
     }
   });
   app.setErrorHandler(errorHandler);
+  // The deadline the closing stages share (see app.closeBy): the hooks below ask for it.
+  const closing = closeByDeadline(app);
   // Stopped with the server, before the store closes: a send in flight is awaited, the
-  // spans of runs are exported.
+  // spans of runs are exported; each independent of the other, so at once.
   app.addHook("onClose", async () => {
     ctx.peers?.stop();
-    await ctx.webhooks.stop();
-    await ctx.tracing?.shutdown();
+    await Promise.all([ctx.webhooks.stop(closing()), ctx.tracing?.shutdown(closing())]);
   });
   app.setNotFoundHandler(notFoundHandler);
   app.decorateRequest("owner", null);
@@ -141,9 +143,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
       maxAge: 600,
     });
   }
-  trackOpenStreams(app);
+  trackOpenStreams(app, closing);
   // After the streams' own preClose: the other answers under way are let end (see letAnswersEnd).
-  letAnswersEnd(app);
+  letAnswersEnd(app, closing);
   ctx.metrics.readFrom({ sseConnections: () => app.openStreams.size });
   // Before the SSE plugin: its handler wrapper runs first and decides whether a request streams.
   limitStreams(app, new StreamQuota(ctx.config.MAX_STREAMS_PER_KEY));

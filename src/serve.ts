@@ -3,6 +3,7 @@ import { buildApp } from "./app.js";
 import { composeContext, recoverLeftRuns } from "./compose.js";
 import { type Config, ConfigError } from "./config.js";
 import { exitWithConfigError } from "./config-exit.js";
+import { Deadline } from "./deadline.js";
 import { listenForMetrics } from "./http/metrics-server.js";
 import { lowOpenFileLimit, readOpenFileLimit } from "./key-limits.js";
 import {
@@ -12,12 +13,22 @@ import {
   openPgStoreOrExplain,
 } from "./startup-checks.js";
 
+/** How long past SHUTDOWN_GRACE_MS a shutdown may take: then it exits 1 whatever it still waits for. */
+const SHUTDOWN_PAST_GRACE_MS = 2000;
+/**
+ * How long past SHUTDOWN_GRACE_MS the closing stages (runs stopped late, streams, answers under
+ * way, webhook sends, last trace export) may take together: one deadline they share, each
+ * waiting at most its own cap and what is left of it. The rest of SHUTDOWN_PAST_GRACE_MS is for
+ * giving up leases, closing the database and exiting 0.
+ */
+const CLOSING_PAST_GRACE_MS = 1500;
+
 /**
  * The server's start once its configuration is valid (see server.ts): database, app, signal
  * handlers, listen, then recovery of the runs a previous process left. SIGTERM/SIGINT
  * (possibly twice) shut down gracefully: stop accepting, stop live runs (left for the next
  * start to resume, or settled `aborted` with ON_RESTART=abort), close streams and the
- * database, exit within SHUTDOWN_GRACE_MS plus a little.
+ * database, exit 0 within SHUTDOWN_GRACE_MS plus SHUTDOWN_PAST_GRACE_MS.
  */
 export async function serve({ config, logger }: { config: Config; logger: Logger }): Promise<void> {
   let ctx: ReturnType<typeof composeContext>;
@@ -44,18 +55,23 @@ export async function serve({ config, logger }: { config: Config; logger: Logger
   const shutdown = (signal: string, exitCode = 0) => {
     if (stopping) return stopping;
     logger.info({ signal }, "shutting down");
+    // The last resort: the orderly close below ends well before it.
     const hardStop = setTimeout(() => {
       logger.error("shutdown took too long; exiting");
       process.exit(1);
-    }, config.SHUTDOWN_GRACE_MS + 2000);
+    }, config.SHUTDOWN_GRACE_MS + SHUTDOWN_PAST_GRACE_MS);
     hardStop.unref();
+    const closeBy = Deadline.in(config.SHUTDOWN_GRACE_MS + CLOSING_PAST_GRACE_MS);
     // Over a shared database a proxy's new connections belong to the peers: this instance stops
     // listening at once (a refused connection is retried elsewhere, a 503 to a POST is not) and
     // closes its idle keep-alive connections; requests under way and open streams go on.
     if (config.DATABASE_URL) app.server.close();
+    // In this order: the runs' ends are written (and their final events out) before the streams
+    // end, and everything is settled before the store closes.
     stopping = (async () => {
-      await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume: config.ON_RESTART === "resume" });
-      await app.close();
+      const resume = config.ON_RESTART === "resume";
+      await ctx.manager.shutdown({ graceMs: config.SHUTDOWN_GRACE_MS, resume, closeBy });
+      await app.closeBy(closeBy);
       await metricsApp?.close();
       await ctx.store.close();
       logger.info("stopped");

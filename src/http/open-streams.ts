@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { Deadline } from "../deadline.js";
 import { StringTable } from "../string-table.js";
 
 /** What a stream's last frame says when the server stops: clients reconnect and resume. */
 export const RESTART_COMMENT = ": server restarting, reconnect to resume\n\n";
-/** How long ending the open streams may take at shutdown before their sockets are closed anyway. */
+/** How long (at most) ending the open streams may take at shutdown before their sockets are closed anyway. */
 const END_WAIT_MS = 1000;
 
 /**
@@ -28,8 +29,11 @@ export class OpenStreams {
     return this.#open.size;
   }
 
-  /** Ends every open stream after RESTART_COMMENT; resolves when they were flushed (or after END_WAIT_MS). */
-  async endAll(): Promise<void> {
+  /**
+   * Ends every open stream after RESTART_COMMENT; resolves when they were flushed, or after
+   * END_WAIT_MS, or at `closeBy` (the shutdown's shared deadline), whichever comes first.
+   */
+  async endAll(closeBy = Deadline.NONE): Promise<void> {
     const ending = this.#open.values().map(
       ({ reply, stop }) =>
         new Promise<void>((resolve) => {
@@ -44,14 +48,7 @@ export class OpenStreams {
           else raw.end();
         }),
     );
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(ending),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, END_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await closeBy.wait(Promise.all(ending), END_WAIT_MS);
   }
 }
 
@@ -61,9 +58,12 @@ declare module "fastify" {
   }
 }
 
-/** Gives `app` its set of open streams, ended before the server closes its sockets. */
-export function trackOpenStreams(app: FastifyInstance): void {
+/**
+ * Gives `app` its set of open streams, ended before the server closes its sockets, by the
+ * deadline `closing` gives then (see closeByDeadline).
+ */
+export function trackOpenStreams(app: FastifyInstance, closing: () => Deadline): void {
   const streams = new OpenStreams();
   app.decorate("openStreams", streams);
-  app.addHook("preClose", async () => streams.endAll());
+  app.addHook("preClose", async () => streams.endAll(closing()));
 }

@@ -1,6 +1,7 @@
+import { Deadline } from "../deadline.js";
 import { type RunDescription, RunTracer } from "./run-tracer.js";
 
-/** How long stopping may wait for the last export: a collector that does not answer cannot hold up a shutdown. */
+/** How long (at most) stopping may wait for the last export: a collector that does not answer cannot hold up a shutdown. */
 const SHUTDOWN_EXPORT_MS = 1000;
 
 /** The OpenTelemetry SDK of a server that exports traces, and the runs' tracer that feeds it. */
@@ -8,9 +9,10 @@ export interface Tracing {
   runs: RunTracer;
   /**
    * Ends the spans of runs left open, exports what is buffered and stops the exporter; never
-   * rejects, and after SHUTDOWN_EXPORT_MS what is not exported yet is dropped.
+   * rejects, and after SHUTDOWN_EXPORT_MS, or at `closeBy` (the shutdown's shared deadline)
+   * when that comes first, what is not exported yet is dropped.
    */
-  shutdown(): Promise<void>;
+  shutdown(closeBy?: Deadline): Promise<void>;
 }
 
 /**
@@ -39,19 +41,14 @@ export function startTracing({
   );
   return {
     runs,
-    async shutdown() {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_EXPORT_MS);
-      });
+    async shutdown(closeBy = Deadline.NONE) {
       // A failed last export loses those spans, nothing else.
       const stopped = runs
         .endOpenRuns()
         .then(() => sdk)
         .then((started) => started.shutdown())
         .catch(() => {});
-      await Promise.race([stopped, late]);
-      clearTimeout(timer);
+      await closeBy.wait(stopped, SHUTDOWN_EXPORT_MS);
     },
   };
 }

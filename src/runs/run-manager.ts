@@ -1,4 +1,5 @@
 import type { ToolCallDecision } from "../agent/approval.js";
+import type { Deadline } from "../deadline.js";
 import type { RunView } from "../domain/run.js";
 import { newId } from "../ids.js";
 import type { ToolCallStatus } from "../store/store.js";
@@ -234,14 +235,14 @@ export class RunManager {
   }
 
   /**
-   * Stops accepting runs and stops the live ones within `graceMs` (see stopLiveRuns), then
-   * gives up their leases, so that over a shared database a peer resumes them at once.
+   * Stops accepting runs, stops the live ones within `graceMs` (and `closeBy`: see stopLiveRuns),
+   * then gives up their leases, so that over a shared database a peer resumes them at once.
    */
-  async shutdown({ graceMs, resume = false }: { graceMs: number; resume?: boolean }): Promise<void> {
+  async shutdown({ graceMs, resume = false, closeBy }: { graceMs: number; resume?: boolean; closeBy?: Deadline }) {
     this.#shutdownMode = { resume };
     this.#stopping.abort();
     this.ownership.stop();
-    await stopLiveRuns(this.#registry, { graceMs, resume });
+    await stopLiveRuns(this.#registry, { graceMs, resume, closeBy });
     await this.ownership.release();
   }
 

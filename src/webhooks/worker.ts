@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { Deadline } from "../deadline.js";
 import type { AttemptOutcome, Store, WebhookDelivery } from "../store/store.js";
 import { CoolingTargets } from "./cooling-targets.js";
 import { GONE_REASON, noSuccessReason, notSentReason, refusedReason } from "./delivery-reasons.js";
@@ -76,22 +77,17 @@ export class WebhookWorker {
   }
 
   /**
-   * Stops claiming; the tries under way get `graceMs` to end, then are cut: a cut try records
-   * no attempt, and its delivery is given back, due at once (for the next start, or another
-   * instance). The server's shutdown bounds its whole stop (SHUTDOWN_GRACE_MS), which a
-   * receiver slower than that must not stretch.
+   * Stops claiming; the tries under way get STOP_GRACE_MS to end, and no longer than until
+   * `closeBy` (the deadline the server's shutdown shares between its closing stages, which a
+   * receiver slower than that must not stretch), then are cut: a cut try records no attempt,
+   * and its delivery is given back, due at once (for the next start, or another instance).
    */
-  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
+  async stop(closeBy = Deadline.NONE): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#nudge?.();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<"late">((resolve) => {
-      timer = setTimeout(() => resolve("late"), graceMs);
-    });
-    const ended = await Promise.race([(this.#pass ?? Promise.resolve()).then(() => "ended" as const), late]);
-    clearTimeout(timer);
-    if (ended === "late") {
+    const ended = await closeBy.wait(this.#pass ?? Promise.resolve(), STOP_GRACE_MS);
+    if (!ended) {
       const cut = this.#sending.size;
       this.deps.sender.cut();
       await this.#pass;
