@@ -200,9 +200,8 @@ export class RunManager {
   }
 
   /**
-   * Start-up recovery is under way until `recovery` settles: a decision or a cancel for a run
-   * not yet registered waits for it (and for the run's recovery if it was held for a slot:
-   * see HeldLeftRuns), so it reaches the resumed run.
+   * Start-up recovery is under way until `recovery` settles: a decision or a cancel for a run not yet
+   * registered waits for it (and for its own recovery if held for a slot: HeldLeftRuns), to reach the run.
    */
   recovering(recovery: Promise<unknown>): void {
     this.#recovery = recovery.catch(() => {});
