@@ -37,6 +37,11 @@ import { streamTokenOwner } from "./http/stream-tokens.js";
 import { cutStalledAnswers } from "./http/write-deadline.js";
 import { newId } from "./ids.js";
 
+/**
+ * Routes answered without a key: decided by the route the request matched (its
+ * `routeOptions.url`), never by the raw target, which an absolute-form request
+ * (`GET http://host/healthz`, RFC 9112 3.2.2) writes otherwise; a request no route takes is not open.
+ */
 const OPEN_ROUTES = new Set(["/healthz", "/readyz"]);
 
 /** Whether a request's head announces a body (a length above zero, or a chunked one). */
@@ -164,7 +169,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   app.addHook("onRequest", (request, reply, done) => {
     if (
       !ctx.apiKeys.enabled ||
-      OPEN_ROUTES.has(request.url.split("?")[0] ?? "") ||
+      OPEN_ROUTES.has(request.routeOptions.url ?? "") ||
       CONSOLE_ROUTES.has(request.routeOptions.url ?? "") ||
       request.method === "OPTIONS"
     )
