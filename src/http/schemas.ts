@@ -6,6 +6,7 @@ import { WebhookTargetSchema } from "../domain/webhook.js";
 import { PROVIDER_PROFILES } from "../model/provider-profile.js";
 import { MAX_SHARED_WORKSPACE_NAME } from "../sessions/session-view.js";
 import { MAX_KEY } from "../store/page.js";
+import { NON_FINITE_MESSAGE, nonFinitePath } from "./finite-json.js";
 
 const id = z.string().min(1).max(64);
 
@@ -47,12 +48,20 @@ export const METADATA_MAX_KEYS = 64;
 /** The most bytes a session's `metadata` is as JSON (UTF-8): it is stored, and listed with the session. */
 export const METADATA_MAX_BYTES = 16 * 1024;
 
-/** A session's metadata: anything the client keeps with it, within METADATA_MAX_KEYS and METADATA_MAX_BYTES. */
+/**
+ * A session's metadata: any JSON the client keeps with it, within METADATA_MAX_KEYS and
+ * METADATA_MAX_BYTES, stored as sent: a number a double cannot hold (`1e999`) is refused at
+ * its path (see nonFinitePath), not stored as null.
+ */
 const SessionMetadata = z
   .record(z.string().max(256), z.unknown())
   .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, {
     message: `metadata has at most ${METADATA_MAX_KEYS} keys`,
     abort: true,
+  })
+  .superRefine((m, ctx) => {
+    const path = nonFinitePath(m);
+    if (path) ctx.addIssue({ code: "custom", message: NON_FINITE_MESSAGE, path, continue: false });
   })
   .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
     message: `metadata is at most ${METADATA_MAX_BYTES} bytes as JSON`,
