@@ -24,6 +24,7 @@ import { connectionTimeouts } from "./http/connection-timeouts.js";
 import { CONSOLE_ROUTES } from "./http/console.js";
 import { errorHandler, notFoundHandler } from "./http/error-handler.js";
 import { guardHosts } from "./http/host-guard.js";
+import { charsetRefused, foreignCharset } from "./http/json-charset.js";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./http/json-depth.js";
 import { logUrl } from "./http/log-url.js";
 import { trackOpenStreams } from "./http/open-streams.js";
@@ -85,12 +86,15 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<App> {
   // Bodies are JSON; anything else is 415, not a string that fails validation.
   app.removeContentTypeParser("text/plain");
   // An empty body is no body, whatever the Content-Type (clients often send it on every
-  // request): routes without a body still work, and a required body fails validation.
+  // request): routes without a body still work, and a required body fails validation. A body
+  // is read as UTF-8: one declared in another charset is 415, not read as other text.
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
+    const charset = text === "" ? null : foreignCharset(request.headers["content-type"]);
     if (text === "") done(null, undefined);
+    else if (charset !== null) done(charsetRefused(charset), undefined);
     else if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
       done(new AppError("INVALID_BODY", `the JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, 400), undefined);
     } else {
