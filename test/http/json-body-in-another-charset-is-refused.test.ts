@@ -59,7 +59,7 @@ it("a body declared in a charset other than UTF-8 is refused 415 naming it, and 
   expect(listed.body.items).toEqual([]);
 });
 
-it("a UTF-8 body is read as sent, with charset=utf-8 in any case, quoted or not, or no charset", async () => {
+it("a UTF-8 body is read as sent, with charset=utf-8 (or its alias utf8, or us-ascii, a subset) in any case, quoted or not, or no charset", async () => {
   server = await startTestServer({ env: { AGENT_API_KEYS: KEY } });
   const port = Number(new URL(server.url).port);
   for (const contentType of [
@@ -67,6 +67,8 @@ it("a UTF-8 body is read as sent, with charset=utf-8 in any case, quoted or not,
     "application/json; charset=utf-8",
     'application/json; charset="UTF-8"',
     "application/json;Charset=Utf-8",
+    "application/json; charset=UTF8",
+    "application/json; charset=us-ascii",
   ]) {
     const answer = await rawPost(port, contentType, Buffer.from('{"system":"café"}', "utf8"));
     expect([contentType, answer.status]).toEqual([contentType, 201]);
