@@ -189,7 +189,15 @@ export class RunOwnership {
     this.#expiry.unref();
   }
 
-  /** One reaper pass (a pass asked for while one runs is done right after it). */
+  /**
+   * One reaper pass (a pass asked for while one runs is done right after it); none once shutdown
+   * began. The expired runs it would end (see toResume: those with a cancel requested, or
+   * every run with ON_RESTART=abort) are claimed whatever the free slots: ending one `aborted`
+   * executes nothing and takes no slot (as a DELETE of a run held for a slot over a SQLite file
+   * ends it at once: see HeldLeftRuns.cancel), so a cancel answered 202 is followed by its
+   * `run.finished` while every instance is at MAX_CONCURRENT_RUNS. Then those to resume are
+   * claimed, up to the free slots (the runs claimed to end never count against them).
+   */
   reap(): Promise<RecoveryReport> {
     if (this.#reaping) {
       this.#again = true;
@@ -199,15 +207,18 @@ export class RunOwnership {
       const report = emptyReport();
       do {
         this.#again = false;
-        const slots = Math.min(MAX_CLAIM, this.deps.freeSlots());
-        if (slots <= 0) break;
-        const pass = await this.#claim("expired", slots).catch((err) => {
-          this.deps.logger.warn({ err }, "the reaper could not claim runs; trying again");
-          return emptyReport();
-        });
-        report.resumed.push(...pass.resumed);
-        report.aborted.push(...pass.aborted);
-        report.interruptedToolCalls += pass.interruptedToolCalls;
+        if (!this.deps.manager.accepting) break;
+        const resume = this.deps.mode === "resume";
+        for (const cancelled of resume ? [true, false] : [undefined]) {
+          const limit = cancelled === false ? Math.min(MAX_CLAIM, this.deps.freeSlots()) : MAX_CLAIM;
+          const pass = await this.#claim("expired", limit, { cancelled }).catch((err) => {
+            this.deps.logger.warn({ err }, "the reaper could not claim runs; trying again");
+            return emptyReport();
+          });
+          report.resumed.push(...pass.resumed);
+          report.aborted.push(...pass.aborted);
+          report.interruptedToolCalls += pass.interruptedToolCalls;
+        }
       } while (this.#again);
       // Queues whose run ahead ended on an instance that was lost before it started the next.
       await settleQueues(this.deps, report).catch((err) =>
@@ -234,8 +245,15 @@ export class RunOwnership {
     return released;
   }
 
-  /** `besideLive`: the runs this process executes are left alone (else only their expiry keeps them). */
-  async #claim(scope: ClaimScope, limit: number, { besideLive = false } = {}): Promise<RecoveryReport> {
+  /**
+   * `besideLive`: the runs this process executes are left alone (else only their expiry keeps
+   * them); `cancelled`: see RunClaimQuery.
+   */
+  async #claim(
+    scope: ClaimScope,
+    limit: number,
+    { besideLive = false, cancelled }: { besideLive?: boolean; cancelled?: boolean } = {},
+  ): Promise<RecoveryReport> {
     const report = emptyReport();
     if (limit <= 0) return report;
     const { store, instance, logger } = this.deps;
@@ -243,7 +261,7 @@ export class RunOwnership {
     let heldSince = now();
     const claim = (except: string[]) => {
       heldSince = now();
-      return store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope, except });
+      return store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope, except, cancelled });
     };
     const claimed = await (besideLive ? this.deps.claimBeside(claim) : claim([]));
     for (const run of claimed) {

@@ -28,11 +28,16 @@ export interface LeaseTerms {
  */
 export type ClaimScope = "expired" | "expired+own" | "all";
 
-/** What a claim takes: up to `limit` runs in `scope`, none of `except` (runs the claimer executes). */
+/**
+ * What a claim takes: up to `limit` runs in `scope`, none of `except` (runs the claimer
+ * executes); with `cancelled`, only the runs with a cancel requested (status `cancelling`:
+ * `true`) or only the others (`false`).
+ */
 export interface RunClaimQuery extends LeaseTerms {
   limit: number;
   scope: ClaimScope;
   except?: readonly string[];
+  cancelled?: boolean;
 }
 
 export interface ClaimedRun {
@@ -42,6 +47,9 @@ export interface ClaimedRun {
 
 /** A run that is claimable: live (not finished, not waiting in a queue). */
 export const CLAIMABLE_STATUS = "status NOT IN ('finished', 'queued')";
+
+/** A run with a cancel requested (see RunClaimQuery.cancelled). */
+export const CANCELLED_STATUS = "status = 'cancelling'";
 
 /** Now in ms since the epoch, in SQLite. */
 export const NOW_MS = "((julianday('now') - 2440587.5) * 86400000.0)";
@@ -63,6 +71,7 @@ export function leaseStore(db: Db) {
     `SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND (+@all = 1 OR owner_instance IS NULL
        OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR (+@own = 1 AND owner_instance = +@owner))
        AND id NOT IN (SELECT value FROM json_each(+@except))
+       AND (+@cancelled IS NULL OR (${CANCELLED_STATUS}) = +@cancelled)
      ORDER BY id LIMIT +@limit`,
   );
   const claim = db.prepare(
@@ -120,6 +129,7 @@ export function leaseStore(db: Db) {
         except: JSON.stringify(query.except ?? []),
         all: query.scope === "all" ? 1 : 0,
         own: query.scope === "expired+own" ? 1 : 0,
+        cancelled: query.cancelled === undefined ? null : Number(query.cancelled),
       }) as { id: string }[];
       return ids.map(({ id }) => {
         const row = claim.get({ id, owner: query.owner, ttl: query.ttlMs }) as RunRow & { epoch: number };

@@ -182,6 +182,16 @@ describe.each(STORE_BACKENDS)("run leases on $name", (backend) => {
     expect(all.map((c) => c.record.id)).toEqual([left.runId]);
   });
 
+  it("with `cancelled`, a claim takes only the runs with a cancel requested (true) or only the others (false)", async () => {
+    const cancelled = await leasedRun("inst_a", 3_600_000);
+    const going = await leasedRun("inst_a", 3_600_000);
+    await store.commitRequest(cancelled.runId, [{ kind: "cancelRequested", at: at() }]);
+    const claim = (owner: string, flag: boolean) =>
+      store.leases.claim({ owner, ttlMs: 60_000, limit: 10, scope: "all", cancelled: flag });
+    expect((await claim("inst_b", true)).map((c) => c.record.id)).toEqual([cancelled.runId]);
+    expect((await claim("inst_c", false)).map((c) => c.record.id)).toEqual([going.runId]);
+  });
+
   it("instances reaping at once never claim the same run", async () => {
     const runs = await Promise.all(Array.from({ length: 20 }, () => leasedRun("inst_lost", 100)));
     await sleep(200);

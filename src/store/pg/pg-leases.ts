@@ -1,5 +1,5 @@
 import { StoreConflictError } from "../errors.js";
-import { CLAIMABLE_STATUS, type LeaseTerms, type RunLease } from "../leases.js";
+import { CANCELLED_STATUS, CLAIMABLE_STATUS, type LeaseTerms, type RunLease } from "../leases.js";
 import { type RunRow, runFromRow } from "../runs.js";
 import type { Store } from "../store.js";
 import type { Statement } from "./pg-batch.js";
@@ -61,17 +61,17 @@ export function pgLeases(rows: Rows, write: (statements: Statement[]) => Promise
           [owner, ttlMs, runIds],
         )
       ).map((row) => ({ runId: row.id, owner, epoch: row.epoch })),
-    claim: async ({ owner, ttlMs, limit, scope, except }) =>
+    claim: async ({ owner, ttlMs, limit, scope, except, cancelled }) =>
       (
         await rows<RunRow & { epoch: number } & Record<string, unknown>>(
           `UPDATE runs SET owner_instance = $1, epoch = epoch + 1, lease_expires_at = ${NOW_MS} + $2
            WHERE id IN (
              SELECT id FROM runs WHERE ${CLAIMABLE_STATUS} AND ($4 OR owner_instance IS NULL
                OR lease_expires_at IS NULL OR lease_expires_at < ${NOW_MS} OR ($5 AND owner_instance = $1))
-               AND NOT (id = ANY($6::text[]))
+               AND NOT (id = ANY($6::text[])) AND ($7::boolean IS NULL OR (${CANCELLED_STATUS}) = $7::boolean)
              ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
            RETURNING *`,
-          [owner, ttlMs, limit, scope === "all", scope === "expired+own", except ?? []],
+          [owner, ttlMs, limit, scope === "all", scope === "expired+own", except ?? [], cancelled ?? null],
         )
       )
         .sort((a, b) => a.id.localeCompare(b.id))
