@@ -1,4 +1,4 @@
-import { shuttingDown, tooManyRuns } from "../errors.js";
+import { AppError, shuttingDown, tooManyRuns } from "../errors.js";
 import type { ControlDeps } from "./control.js";
 import { cancelRun } from "./control.js";
 
@@ -26,15 +26,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * is cancelled when the new run could not start after it: once shutdown began (503), or when
  * this process is at MAX_CONCURRENT_RUNS and the run does not execute here (a run start-up
  * recovery holds for a slot, one executed elsewhere), whose end frees no slot here (429).
+ * Resolves with the id of the run it cancelled, null when none.
  */
 export async function interruptActive(
   deps: ControlDeps,
   { sessionId, idempotencyKey, only }: { sessionId: string; idempotencyKey?: string; only?: string },
-): Promise<void> {
+): Promise<string | null> {
   const active = await deps.store.runs.active(sessionId);
-  if (!active) return;
-  if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return;
-  if (only !== undefined && active.id !== only) return;
+  if (!active) return null;
+  if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return null;
+  if (only !== undefined && active.id !== only) return null;
   // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
   if (!deps.registry.get(active.id)) await deps.recovered?.(active.id);
   const live = deps.registry.get(active.id);
@@ -54,19 +55,37 @@ export async function interruptActive(
     ]);
     // Still ending: the new run will be refused, so this run's end starts the queue after all.
     if (!ended) live.handedOver = false;
-    return;
+    return active.id;
   }
   // Executed elsewhere (or left for a restart): its end comes from there. Its status alone is
   // read at each look (not its input, up to 1 MB, 20 times a second).
   while (Date.now() < deadline) {
     const run = await deps.store.runs.access(active.id);
-    if (!run || run.status === "finished") return;
+    if (!run || run.status === "finished") break;
     await sleep(POLL_MS);
   }
+  return active.id;
 }
 
 /** How long an interrupting start holds the session's queue at most: its wait, and a margin. */
 const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
+
+/**
+ * How many times an interrupting start interrupts the session's active run and inserts its
+ * own (see interruptAndStart) before it is answered 409 SESSION_BUSY.
+ */
+export const INTERRUPT_ATTEMPTS = 3;
+
+/**
+ * Whether a start that interrupted run `interrupted` (null: none) was refused because another
+ * run became the session's active one meanwhile: one another start inserted first (an
+ * interrupting start on this instance or another, sent at the same time), not the one it
+ * interrupted still ending.
+ */
+const lostToAnotherStart = (err: unknown, interrupted: string | null): boolean =>
+  err instanceof AppError &&
+  err.code === "SESSION_BUSY" &&
+  (err.details as { runId?: string } | undefined)?.runId !== interrupted;
 
 /**
  * `ifBusy: "interrupt"`: a retry (the same idempotency key) gets the run its first request
@@ -75,6 +94,13 @@ const QUEUE_HOLD_MS = INTERRUPT_WAIT_MS + 5_000;
  * active run is cancelled until `start` has inserted the new run, so the run that ends does not
  * start a queued run in its place, whichever instance executes it; then the queue is released
  * and moved on (it starts nothing while the new run is active, and goes on if it did not start).
+ * Without `only`, an insert refused because another start's run became the session's active
+ * one meanwhile (see lostToAnotherStart) interrupts that run in turn and tries again, up to
+ * INTERRUPT_ATTEMPTS inserts in all: of interrupting starts sent at once, the last to insert
+ * wins, and each earlier one is answered with its run, which that one ends `aborted`. Each try
+ * holds the queue again (for QUEUE_HOLD_MS from then), and each hold is counted out at the end.
+ * A start still refused then (or refused because the run it interrupted had not ended in
+ * INTERRUPT_WAIT_MS) throws its SESSION_BUSY.
  */
 export async function interruptAndStart<T>(
   deps: ControlDeps,
@@ -98,23 +124,39 @@ export async function interruptAndStart<T>(
   const retried = await repeated();
   if (retried) return retried;
   await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
+  let holds = 1;
   try {
-    await interruptActive(deps, { sessionId, idempotencyKey, only });
-    return await start();
+    for (let attempt = 1; ; attempt++) {
+      const interrupted = await interruptActive(deps, { sessionId, idempotencyKey, only });
+      try {
+        return await start();
+      } catch (err) {
+        const again = only === undefined && attempt < INTERRUPT_ATTEMPTS && lostToAnotherStart(err, interrupted);
+        if (!again) throw err;
+      }
+      await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
+      holds++;
+    }
   } finally {
-    await releaseQueue(deps, sessionId, startQueue);
+    await releaseQueue(deps, { sessionId, holds, startQueue });
   }
 }
 
 /**
- * Counts this start out of the session's queue hold and moves the queue on (it starts nothing
- * while another interrupting start, here or on another instance, still holds it).
+ * Counts this start's `holds` out of the session's queue hold and moves the queue on (it
+ * starts nothing while another interrupting start, here or on another instance, still holds it).
  */
-async function releaseQueue(deps: ControlDeps, sessionId: string, startQueue: () => void): Promise<void> {
-  const released = await deps.store.runs.releaseQueue(sessionId).then(
-    () => true,
-    () => false,
-  );
+async function releaseQueue(
+  deps: ControlDeps,
+  { sessionId, holds, startQueue }: { sessionId: string; holds: number; startQueue: () => void },
+): Promise<void> {
+  let released = true;
+  for (let left = holds; left > 0; left--) {
+    released = await deps.store.runs.releaseQueue(sessionId).then(
+      () => released,
+      () => false,
+    );
+  }
   startQueue();
   // A release that failed leaves the hold to expire by itself: the queue is started again then
   // (a run enqueued meanwhile waits for it; on a shared database a peer's reaper may be first).
