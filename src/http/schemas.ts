@@ -24,18 +24,25 @@ export const ApprovalParams = z.strictObject({ id, toolCallId: longId });
 export const ChatStreamParams = z.strictObject({ id, chatId: longId });
 
 /**
- * A list's `limit` (openapi.yaml: an integer, 1 to 200), written as decimal digits: `1e2`,
- * `0x10`, `16.0` or ` 16`, which Number() would read, are refused.
+ * A query parameter openapi.yaml types `integer`, from `min` to `max`, written as decimal digits:
+ * `1e2`, `0x10`, `16.0`, ` 16` or an empty value, which Number() would read, are refused.
  */
-const PageLimit = z
-  .string()
-  .regex(/^[0-9]+$/, "an integer, written as decimal digits")
-  .transform(Number)
-  .pipe(z.number().int().min(1).max(200));
+const decimalInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, "an integer, written as decimal digits")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** A list's `limit` (openapi.yaml: an integer, 1 to 200). */
+const PageLimit = decimalInteger(1, 200);
 
 export const PageQuery = z.strictObject({
   limit: PageLimit.default(50),
-  cursor: z.string().min(1).max(64).optional(),
+  // Any string: one the API did not give (empty, too long, of another shape) is the list's
+  // 400 INVALID_CURSOR, the one answer a client restarts its paging on. (The request line's
+  // length is bounded by the server's header limit.)
+  cursor: z.string().optional(),
 });
 
 /** A page of a session's messages: oldest first (the default), or newest first. */
@@ -120,7 +127,7 @@ export const StartRunQuery = z.strictObject({
 });
 
 export const EventsQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).max(MAX_KEY).optional(),
+  after: decimalInteger(0, MAX_KEY).optional(),
   /** A stream token (`POST /runs/{id}/stream-token`); checked by the authentication hook. */
   token: z.string().max(2048).optional(),
   /** Include `reasoning.delta` events (off by default). */
