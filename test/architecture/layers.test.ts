@@ -40,6 +40,7 @@ const LAYERS: Record<string, string[]> = {
     "src/runs",
     "src/model",
     "src/config.js",
+    "src/deadline.js",
     "src/object-slot.js",
     ...TABLES,
     ...LEAVES,
