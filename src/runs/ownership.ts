@@ -263,7 +263,10 @@ export class RunOwnership {
       heldSince = now();
       return store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope, except, cancelled });
     };
-    const claimed = await (besideLive ? this.deps.claimBeside(claim) : claim([]));
+    // A run whose end is reported here only writes that end (see LiveRun.endReported): no pass
+    // of this process claims it back to run it again, however long its lease has lapsed.
+    const reported = () => this.deps.liveRuns().flatMap((live) => (live.endReported ? [live.id] : []));
+    const claimed = await (besideLive ? this.deps.claimBeside(claim) : claim(reported()));
     for (const run of claimed) {
       // Over a file, in claim order, as slots are free (see HeldLeftRuns).
       if (!store.shared && toResume(this.deps.mode, run.record)) {
