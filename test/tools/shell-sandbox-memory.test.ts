@@ -76,8 +76,9 @@ describe("the sandbox's in-memory file systems (SHELL_TMP_BYTES)", () => {
       expect(result.isError, `${target}: ${result.content}`).toBe(true);
       expect(result.metadata.errorCode, target).toBe("SHELL_FAILED");
       expect(result.content, target).toMatch(/No space left on device/);
-      // The cap, and some slack for what the rest of the host does meanwhile (far from 16 MiB).
-      expect(grewBytes(result.content), `${target}: ${result.content}`).toBeLessThan(CAP + 3 * 1024 * 1024);
+      // The cap, and slack for what the rest of the host puts in shared memory meanwhile (a
+      // browser test beside it: up to ~5 MiB), far from the WRITTEN_MIB an uncapped write adds.
+      expect(grewBytes(result.content), `${target}: ${result.content}`).toBeLessThan(CAP + 8 * 1024 * 1024);
     }
   });
 
@@ -86,7 +87,7 @@ describe("the sandbox's in-memory file systems (SHELL_TMP_BYTES)", () => {
       expect(result.isError, `${target}: ${result.content}`).toBe(true);
       expect(result.metadata.errorCode, target).toBe("SHELL_FAILED");
       expect(result.content, target).toMatch(/Read-only file system/);
-      expect(grewBytes(result.content), `${target}: ${result.content}`).toBeLessThan(3 * 1024 * 1024);
+      expect(grewBytes(result.content), `${target}: ${result.content}`).toBeLessThan(8 * 1024 * 1024);
     }
   });
 
