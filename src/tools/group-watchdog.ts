@@ -6,22 +6,29 @@ import type { Writable } from "node:stream";
  * How a command is started so that it never runs uncovered by its watchdog: `/bin/sh` reads
  * one line from its stdin, a pipe only this process holds, and only then execs `file` with
  * `args` in its own place (same pid, so same process group and parent) with stdin from
- * /dev/null. Before that it marks itself, and so everything the command will start, as the
- * first the kernel's OOM killer kills (`oom_score_adj` 1000; raising one's own needs no
+ * /dev/null. Before the exec it marks itself, and so everything the command will start, as
+ * the first the kernel's OOM killer kills (`oom_score_adj` 1000; raising one's own needs no
  * privilege): by default it kills the process with the most memory, which is the server
  * whenever a command spreads its memory over processes smaller than it. A command may set its
  * own back down to 0 (the kernel lets any process, unless the server holds CAP_SYS_RESOURCE),
- * so this spares the server a command's accident, not a command that means it. The caller spawns this detached, starts the group's watchdog (watchProcessGroup),
- * and then opens the gate (openGate). Should this process die before that, even by SIGKILL,
- * the pipe closes unwritten and the launcher exits without running anything: there is no
- * moment at which the command runs and this process's death would leave it running.
+ * so this spares the server a command's accident, not a command that means it.
+ *
+ * Its stderr is its stdout from its first instruction on: what the launcher, `file` (bwrap's
+ * own errors included) and the command write to either comes out of the one stdout pipe in
+ * the order written (two pipes read by one process lose that order); the caller spawns it
+ * with stderr ignored, nothing is written there.
+ *
+ * The caller spawns this detached, starts the group's watchdog (watchProcessGroup), and then
+ * opens the gate (openGate). Should this process die before that, even by SIGKILL, the pipe
+ * closes unwritten and the launcher exits without running anything: there is no moment at
+ * which the command runs and this process's death would leave it running.
  */
 export function gatedLaunch(file: string, args: readonly string[]): { file: string; args: string[] } {
   return {
     file: "/bin/sh",
     args: [
       "-c",
-      'read -r go || exit 125; { echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; exec "$@" </dev/null',
+      'exec 2>&1; read -r go || exit 125; { echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; exec "$@" </dev/null',
       "sh",
       file,
       ...args,

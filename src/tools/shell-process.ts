@@ -20,14 +20,14 @@ export interface ShellRunOptions {
   signal: AbortSignal;
   /** Between SIGTERM and SIGKILL when the group is stopped. */
   killGraceMs: number;
-  /** After the shell exits, how long to wait for background processes to release its output pipes. */
+  /** After the shell exits, how long to wait for background processes to release its output pipe. */
   drainMs: number;
   headBytes: number;
   tailBytes: number;
 }
 
 export interface ShellRun {
-  /** stdout and stderr interleaved as they arrived, cut to head + tail. */
+  /** stdout and stderr in the order written (one pipe: gatedLaunch), cut to head + tail. */
   output: string;
   omittedBytes: number;
   exitCode: number | null;
@@ -94,8 +94,9 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
       cwd: options.cwd,
       env: shellEnvironment(),
       detached: true,
-      // stdin is the gate; the command itself gets /dev/null.
-      stdio: options.fd3 === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", options.fd3],
+      // stdin is the gate; the command itself gets /dev/null. Its stderr goes down the stdout
+      // pipe (gatedLaunch), so nothing is written to the ignored one.
+      stdio: options.fd3 === undefined ? ["pipe", "pipe", "ignore"] : ["pipe", "pipe", "ignore", options.fd3],
     });
   } catch (err) {
     // Refused before anything started (E2BIG: arguments over the system's limits).
@@ -107,7 +108,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     child.once("exit", (code, signal) => resolve({ code, signal }));
     child.once("error", (error) => resolve({ error }));
   });
-  if (!child.stdin || !child.stdout || !child.stderr) {
+  if (!child.stdin || !child.stdout) {
     // Node gives up before making the pipes when the process has no descriptor for them
     // (EMFILE, ENFILE): nothing started.
     const exit = await exited;
@@ -122,12 +123,10 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     process.emitWarning("could not start the shell command's watchdog", { code: "AGENT_SHELL_WATCHDOG" });
   }
   if (child.pid !== undefined) openGate(child.stdin);
-  // Both are pipes (stdio above).
+  // The one pipe of stdout and stderr (stdio above, gatedLaunch).
   const stdout: Readable = child.stdout;
-  const stderr: Readable = child.stderr;
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
-  stderr.on("data", (chunk: Buffer) => output.push(chunk));
-  const streamsClosed = Promise.all([closed(stdout), closed(stderr)]);
+  const streamsClosed = closed(stdout);
 
   const state: { stopped: { by: "timeout" | "abort"; killing: Promise<"terminated" | "killed"> } | null } = {
     stopped: null,
@@ -148,7 +147,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
   const { stopped } = state;
   if (stopped) forced = (await stopped.killing) === "killed";
 
-  // The shell is gone; its pipes close when every process holding them is gone too.
+  // The shell is gone; its output pipe closes when every process holding it is gone too.
   let drainTimer: NodeJS.Timeout | undefined;
   const drained = await Promise.race([
     streamsClosed.then(() => true),
@@ -157,10 +156,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     }),
   ]);
   clearTimeout(drainTimer);
-  if (!drained) {
-    stdout.destroy();
-    stderr.destroy();
-  }
+  if (!drained) stdout.destroy();
   // A command's processes end with it: nothing it started in the background outlives the
   // call (a run, a cancel or a deleted session could no longer reach it). A sandbox's first
   // process takes a moment to end the others after the command: that is not left behind.
