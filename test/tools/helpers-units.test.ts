@@ -52,6 +52,23 @@ describe("HeadTailBuffer", () => {
     expect(buffer.omittedBytes).toBe(17 - 7);
     expect(buffer.text()).toMatch(/^abc\n\[\.\.\. output cut: 10 bytes omitted .*\]\nnopq$/);
   });
+
+  it("cuts between whole characters, counting the bytes of a split one as omitted", () => {
+    // "€" is e2 82 ac: a head of 4 bytes ends inside the second, a tail of 4 starts inside one.
+    const buffer = new HeadTailBuffer(4, 4);
+    buffer.push(Buffer.from("€€€€€"));
+    expect(buffer.omittedBytes).toBe(15 - 3 - 3);
+    expect(buffer.text()).toBe(
+      "€\n[... output cut: 9 bytes omitted from the middle (of 15 in all); showing the first 3 and the last 3 bytes ...]\n€",
+    );
+  });
+
+  it("moves a cut at most 3 bytes through bytes that are not UTF-8", () => {
+    const buffer = new HeadTailBuffer(5, 5);
+    buffer.push(Buffer.alloc(20, 0x80));
+    expect(buffer.omittedBytes).toBe(20 - 2 - 2);
+    expect(buffer.text()).toContain("showing the first 2 and the last 2 bytes");
+  });
 });
 
 describe("LineWindow", () => {
