@@ -11,6 +11,8 @@ export interface LineWindowOptions {
   maxLineChars: number;
 }
 
+const CARRIAGE_RETURN = 0x0d;
+
 /** Whether the UTF-16 code unit is the first half of a surrogate pair. */
 const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;
 
@@ -25,11 +27,16 @@ function countChars(text: string, from: number, to: number): number {
   return chars;
 }
 
+/** How a line ended: `\r\n`, `\n`, at the end of the input, or cut short by a read limit. */
+type LineEnd = "crlf" | "lf" | "end" | "cut";
+
 /**
  * Collects a window of numbered lines from text fed in arbitrary chunks (each made of whole
  * characters, as a StringDecoder gives them), holding in memory only the kept lines (each at
  * most `maxLineChars` characters), whatever the size of the input or of any single line.
- * `push` returns false once no more input is needed.
+ * A line ends at `\n`; a `\r` right before it is part of the line end, not of the line's text
+ * (neither kept nor counted toward `maxLineChars`), also when the two come in two chunks. Any
+ * other `\r` is text. `push` returns false once no more input is needed.
  */
 export class LineWindow {
   /** The kept lines, formatted `<number>\t<text>`. */
@@ -40,6 +47,10 @@ export class LineWindow {
   cutLines = 0;
   firstKept = 0;
   lastKept = 0;
+  /** The numbers of the kept lines that ended `\r\n`, in order. */
+  readonly crlfLines: number[] = [];
+  /** How many kept lines ended with a lone `\n`. */
+  lfLines = 0;
   private lineNo = 1;
   private partial = "";
   /** Characters in `partial`. */
@@ -49,25 +60,44 @@ export class LineWindow {
   /** UTF-16 units of the line in progress, in the window or not: whether it has begun. */
   private partialLength = 0;
   private bytes = 0;
+  /** The last chunk ended with a `\r` not yet given to the line: a line end if the next begins with `\n`. */
+  private heldReturn = false;
 
   constructor(private readonly options: LineWindowOptions) {}
 
   push(text: string): boolean {
     if (this.stoppedBy) return false;
+    if (text === "") return true;
+    let crlf = false;
+    if (this.heldReturn) {
+      this.heldReturn = false;
+      crlf = text.startsWith("\n");
+      if (!crlf) this.append("\r", 0, 1);
+    }
     let from = 0;
     for (;;) {
       const newline = text.indexOf("\n", from);
-      this.append(text, from, newline === -1 ? text.length : newline);
+      let to = newline === -1 ? text.length : newline;
+      if (to > from && text.charCodeAt(to - 1) === CARRIAGE_RETURN) {
+        to--;
+        if (newline === -1) this.heldReturn = true;
+        else crlf = true;
+      }
+      this.append(text, from, to);
       if (newline === -1) return true;
-      this.finishLine();
+      this.finishLine(crlf ? "crlf" : "lf");
       if (this.stoppedBy) return false;
       from = newline + 1;
+      crlf = false;
     }
   }
 
   /** Call at end of input; returns the total number of lines (meaningful only if nothing stopped early). */
   end(): number {
-    if (!this.stoppedBy && this.partialLength > 0) this.finishLine();
+    // A \r ending the input is no line end: it is text of the last line.
+    if (this.heldReturn && !this.stoppedBy) this.append("\r", 0, 1);
+    this.heldReturn = false;
+    if (!this.stoppedBy && this.partialLength > 0) this.finishLine("end");
     return this.lineNo - 1;
   }
 
@@ -78,7 +108,12 @@ export class LineWindow {
    */
   cutShort(): number {
     const reached = this.lineNo;
-    if (!this.stoppedBy && this.partialLength > 0) this.finishLine(true);
+    if (this.heldReturn) {
+      // Maybe the first half of a line end read only in part: the line has begun, the \r is not shown.
+      this.heldReturn = false;
+      this.partialLength++;
+    }
+    if (!this.stoppedBy && this.partialLength > 0) this.finishLine("cut");
     return reached;
   }
 
@@ -98,8 +133,9 @@ export class LineWindow {
     if (at < to) this.leftOut += countChars(text, at, to);
   }
 
-  /** `unfinished`: the line goes on past the input; `extra` then counts only the characters read. */
-  private finishLine(unfinished = false): void {
+  /** `cut`: the line goes on past the input; `extra` then counts only the characters read. */
+  private finishLine(ending: LineEnd): void {
+    const unfinished = ending === "cut";
     if (this.inWindow()) {
       const extra = this.leftOut;
       const text =
@@ -117,6 +153,8 @@ export class LineWindow {
       this.lines.push(formatted);
       this.bytes += size;
       if (extra > 0) this.cutLines++;
+      if (ending === "crlf") this.crlfLines.push(this.lineNo);
+      else if (ending === "lf") this.lfLines++;
       if (this.firstKept === 0) this.firstKept = this.lineNo;
       this.lastKept = this.lineNo;
       if (this.lineNo >= this.options.endLine) this.stoppedBy = "range";

@@ -23,7 +23,8 @@ export const READ_MAX_LINE_CHARS = 2000;
  * the result says where it stopped and how big the file is.
  */
 export const READ_MAX_SCAN_BYTES = 64 * 1024 * 1024;
-const CHUNK_BYTES = 64 * 1024;
+/** The file is read in reads of this many bytes: a line end's \r and \n may come in two. */
+export const READ_CHUNK_BYTES = 64 * 1024;
 
 export const readFileInput = z.strictObject({
   path: pathInput.min(1).describe("File to read, relative to the workspace root."),
@@ -42,10 +43,11 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
   name: "read_file",
   description:
     "Read a text file from the workspace. Each line is shown as `<line number>\\t<text>` (the number and tab " +
-    "are not part of the file). Use startLine/endLine to read part of a large file. Output is capped at " +
-    `${READ_MAX_LINES} lines and ${READ_MAX_BYTES} bytes, lines longer than ${READ_MAX_LINE_CHARS} characters are ` +
-    `cut; a note at the end says when and where to continue. Only the first ${formatBytes(READ_MAX_SCAN_BYTES)} ` +
-    "of a file are read. Binary files are refused.",
+    "are not part of the file); a CRLF line end (\\r\\n) is shown as a plain one, and a note names the lines " +
+    "ending in CRLF when the lines shown end both ways. Use startLine/endLine to read part of a large file. " +
+    `Output is capped at ${READ_MAX_LINES} lines and ${READ_MAX_BYTES} bytes, lines longer than ` +
+    `${READ_MAX_LINE_CHARS} characters are cut; a note at the end says when and where to continue. Only the ` +
+    `first ${formatBytes(READ_MAX_SCAN_BYTES)} of a file are read. Binary files are refused.`,
   inputSchema: readFileInput,
   readOnly: true,
   async execute({ path, startLine = 1, endLine }, { workspace, signal }) {
@@ -113,7 +115,7 @@ async function readWindow({
       validUtf8 = false;
     }
   };
-  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   let first = true;
   let more = true;
   let scanned = 0;
@@ -121,7 +123,7 @@ async function readWindow({
   let reached: number | null = null;
   while (more) {
     if (signal.aborted) return abortedOutcome(display, signal);
-    const want = Math.min(CHUNK_BYTES, READ_MAX_SCAN_BYTES - scanned);
+    const want = Math.min(READ_CHUNK_BYTES, READ_MAX_SCAN_BYTES - scanned);
     // At the limit, one byte more tells whether the file goes on (then it is left unread).
     const { bytesRead } = await handle.read(buffer, 0, Math.max(want, 1), null);
     if (bytesRead === 0) break;
@@ -178,10 +180,38 @@ async function readWindow({
     );
   }
   const truncated = notes.length > 0;
+  const lineEnds = mixedLineEndsNote(window.crlfLines, window.lfLines);
+  if (lineEnds) notes.push(lineEnds);
   if (!validUtf8) {
     notes.push(`[note: "${display}" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`);
   }
   return toolOk([...window.lines, ...notes].join("\n"), truncated);
+}
+
+/** At most this many runs of lines are named in a note of mixed line ends. */
+const MAX_NOTED_RUNS = 50;
+
+/**
+ * When the lines shown end both in CRLF and in LF (both shown as plain line ends), a note
+ * naming those ending in CRLF (`crlfLines`, ascending), in runs (`3-7`): an edit spanning a
+ * line end must write \r\n where the file has it (edit_file reads \n as \r\n only in a file
+ * whose line ends are all CRLF). Null otherwise.
+ */
+function mixedLineEndsNote(crlfLines: readonly number[], lfLines: number): string | null {
+  if (crlfLines.length === 0 || lfLines === 0) return null;
+  const runs: string[] = [];
+  let first = crlfLines[0] as number;
+  for (let i = 1; i <= crlfLines.length; i++) {
+    const last = crlfLines[i - 1] as number;
+    if (crlfLines[i] === last + 1) continue;
+    runs.push(first === last ? String(first) : `${first}-${last}`);
+    first = crlfLines[i] as number;
+  }
+  const named = runs.length > MAX_NOTED_RUNS ? `${runs.slice(0, MAX_NOTED_RUNS).join(", ")}, …` : runs.join(", ");
+  return (
+    "[note: the lines shown end both in CRLF (\\r\\n) and in LF (\\n), both shown as plain line ends; " +
+    `those ending in CRLF: ${named}]`
+  );
 }
 
 const abortedOutcome = (display: string, signal: AbortSignal): ToolOutcome =>

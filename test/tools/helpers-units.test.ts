@@ -100,6 +100,25 @@ describe("LineWindow", () => {
       `     1\tab${e}${e}${e}… [line cut: 2 more characters]`,
     ]);
   });
+
+  it("takes a \\r right before \\n as the line's end, not its text, also split across chunks", () => {
+    const w = new LineWindow({ startLine: 1, endLine: Infinity, maxLines: 100, maxBytes: 10_000, maxLineChars: 5 });
+    for (const chunk of ["abcde\r\nfg\r", "\nh\r", "", "\ni\rj\r\r\nk\r"]) w.push(chunk);
+    expect({ total: w.end(), lines: w.lines, crlf: w.crlfLines, lf: w.lfLines }).toEqual({
+      total: 5,
+      // Only a \r ending a line's text before its \n, or the input, stays text.
+      lines: ["     1\tabcde", "     2\tfg", "     3\th", "     4\ti\rj\r", "     5\tk\r"],
+      crlf: [1, 2, 3, 4],
+      lf: 0,
+    });
+  });
+
+  it("does not show a \\r the input stopped after (the first half of a line end, maybe)", () => {
+    const w = new LineWindow({ startLine: 1, endLine: Infinity, maxLines: 100, maxBytes: 10_000, maxLineChars: 5 });
+    w.push("a\nb\r");
+    expect(w.cutShort()).toBe(2);
+    expect(w.lines).toEqual(["     1\ta", "     2\tb… [line cut: not read to its end]"]);
+  });
 });
 
 describe("shellEnvironment", () => {
