@@ -1,28 +1,30 @@
 import { z } from "zod";
 import { DEFAULT_LOOP_REPEAT_LIMIT } from "../agent/loop-guard.js";
 import type { Plan } from "../agent/plan.js";
-import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
 import type { StopReason } from "../agent/stop-reason.js";
 import { type ApprovalPolicy, ApprovalPolicySchema } from "../domain/approval-policy.js";
 import type { RunStatus, RunView } from "../domain/run.js";
 import { type ResolvedWebhookTarget, StoredResolvedTargetSchema } from "../domain/webhook.js";
+import type { RunChange } from "./changes.js";
 import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
 
-/** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
-/** A run's session, status and owner (its session's): see `runs.access`. */
+type FinishChange = Extract<RunChange, { kind: "finish" }>;
+
 /** The session's active run as `runs.active` reads it (ACTIVE_COLUMNS): its id and key, not its input (up to 1 MB). */
 export type ActiveRun = Pick<RunRecord, "id" | "idempotencyKey">;
 export const ACTIVE_COLUMNS = "id, idempotency_key";
+/** A run's session, status and owner (its session's): see `runs.access`. */
 export interface RunAccess {
   sessionId: string;
   status: RunStatus;
   owner: string | null;
 }
 
+/** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
 export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
   idempotencyKey: string | null;
@@ -194,8 +196,13 @@ export function runStore(db: Db) {
      WHERE id = @id AND status <> 'finished' AND (@from IS NULL OR status = @from)
        AND (@stop_reason = 'aborted' OR cancel_requested_at IS NULL)`,
   );
+  // Whether an end `finish` refused was refused for the cancel requested: a live run, in status
+  // `from` if given, and an end but `aborted` (else it is not live; see RunChange "finish").
   const cancelledLive = db
-    .prepare("SELECT 1 FROM runs WHERE id = ? AND status <> 'finished' AND cancel_requested_at IS NOT NULL")
+    .prepare(
+      `SELECT 1 FROM runs WHERE id = @id AND status <> 'finished' AND (@from IS NULL OR status = @from)
+         AND @stop_reason <> 'aborted' AND cancel_requested_at IS NOT NULL`,
+    )
     .pluck();
 
   return {
@@ -267,31 +274,16 @@ export function runStore(db: Db) {
     /** Raises the stored `stats.durationMs` of an unfinished run to `ms`; never lowers it. */
     saveDuration: (id: string, ms: number): void => void saveDuration.run({ id, ms }),
     /**
-     * Marks the run finished: `not_live` when it already was (or is gone, or is not in status
-     * `from`), `cancel_requested` for an end but `aborted` of a run whose cancel was requested.
+     * Marks the run finished (see RunChange "finish"): `cancel_requested` for an end but `aborted`
+     * of a run in status `from` (if given) whose cancel was requested; else, when it changed
+     * nothing, `not_live` (finished already, gone, or not in status `from`).
      */
-    finish(
-      id: string,
-      end: {
-        stopReason: StopReason;
-        stopDetail: string | null;
-        error: RunError | null;
-        stats: RunStats;
-        finishedAt: string;
-        from?: "queued";
-      },
-    ): "finished" | "not_live" | "cancel_requested" {
-      const changed = finish.run({
-        id,
-        stop_reason: end.stopReason,
-        stop_detail: end.stopDetail,
-        error: toJson(end.error),
-        stats: JSON.stringify(end.stats),
-        finished_at: end.finishedAt,
-        from: end.from ?? null,
-      }).changes;
-      if (changed > 0) return "finished";
-      return cancelledLive.get(id) === undefined ? "not_live" : "cancel_requested";
+    finish(id: string, end: Omit<FinishChange, "kind">): "finished" | "not_live" | "cancel_requested" {
+      const which = { id, stop_reason: end.stopReason, from: end.from ?? null };
+      const { stopDetail: stop_detail, finishedAt: finished_at } = end;
+      const ended = { stop_detail, error: toJson(end.error), stats: JSON.stringify(end.stats), finished_at };
+      if (finish.run({ ...which, ...ended }).changes > 0) return "finished";
+      return cancelledLive.get(which) === undefined ? "not_live" : "cancel_requested";
     },
   };
 }
