@@ -49,14 +49,16 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
       if (message.role === "tool") {
         // One result a call: a second writer's batch waits for the first's lock on the call's
         // row, then finds it finished and is refused. Closed `undecided`, the row is locked
-        // first, and refused when it holds a decision (a decision's write waits for the lock,
-        // then finds the call finished).
+        // first (whatever it holds), and refused `decided` only when it holds a decision (a
+        // decision's write waits for the lock, then finds the call finished). A call not in
+        // the ledger has no decision: the UPDATE refuses it call_closed, as over SQLite.
         return [
           insert,
           ...(change.undecided
             ? [
                 {
-                  text: "SELECT 1 FROM tool_calls WHERE run_id = $1 AND id = $2 AND decision IS NULL FOR UPDATE",
+                  text: `SELECT 1
+                         WHERE (SELECT decision FROM tool_calls WHERE run_id = $1 AND id = $2 FOR UPDATE) IS NULL`,
                   values: [runId, message.toolCallId],
                   orRefuse: () => decidedMeanwhile(message.toolCallId),
                 },
