@@ -1,6 +1,8 @@
 /**
  * The largest key a numbered list can hold (a message's or an event's seq, a turn, a ledger
- * ordinal): PostgreSQL stores them as INTEGER. A cursor past it is none this API gave.
+ * ordinal): PostgreSQL stores them as INTEGER. A cursor past it is none this API gave. A read
+ * after a key past it reads nothing on both backends: PostgreSQL's reads compare a key given
+ * with such a column as `$n::bigint` (typed after the column, the parameter would fail 22003).
  */
 export const MAX_KEY = 2_147_483_647;
 

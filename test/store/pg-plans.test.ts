@@ -118,6 +118,21 @@ describe("PostgreSQL reads that stay bounded", () => {
     }
   });
 
+  // Their key sent as bigint (so that one past MAX_KEY reads nothing), still a range of the index.
+  it("a run's events and a session's messages after a key are a range of their index, the key as bigint", async () => {
+    const reads: [RegExp, () => Promise<unknown>][] = [
+      [/^SELECT seq, type, data FROM run_events WHERE/, () => store.events.after("run_1", MAX_KEY + 1, 10)],
+      [/AS bytes FROM run_events WHERE/, () => store.events.afterWithin("run_1", MAX_KEY + 1, { limit: 10, bytes: 1 })],
+      [/^SELECT \* FROM messages WHERE session_id = \$1 AND seq >/, () => store.messages.history("ses_runs", 1)],
+      [/^SELECT \* FROM messages WHERE .* run_id = \$2 AND seq >/, () => store.messages.ofRun("ses_runs", "run_1", 1)],
+    ];
+    for (const [pattern, read] of reads) {
+      const plan = await planOf(pattern, read);
+      expect(plan, String(pattern)).toMatch(/Index Cond: \(\(\w+ = .*\) AND \(seq > .*::bigint\)\)/);
+      expect(plan, String(pattern)).not.toMatch(/Sort|Seq Scan/);
+    }
+  });
+
   it("a run's last plan event is the end of its range of run_events_plans, read backward, with no sort", async () => {
     for (const within of [0, 2 ** 31 - 1]) {
       const plan = await planOf(/FROM run_events WHERE .*'plan.updated'/, () => store.events.lastPlan("run_1", within));

@@ -11,7 +11,7 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
   return {
     history: async (sessionId, afterSeq = 0) =>
       (
-        await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq", [
+        await rows<MessageRow>("SELECT * FROM messages WHERE session_id = $1 AND seq > $2::bigint ORDER BY seq", [
           sessionId,
           afterSeq,
         ])
@@ -20,7 +20,7 @@ export function pgMessages(rows: Rows, first: First): Store["messages"] {
     ofRun: async (sessionId, runId, afterSeq = 0) =>
       (
         await rows<MessageRow>(
-          "SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 AND seq > $3 ORDER BY seq",
+          "SELECT * FROM messages WHERE session_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY seq",
           [sessionId, runId, afterSeq],
         )
       ).map(messageFromRow),

@@ -98,7 +98,7 @@ export function pgPages(rows: Rows) {
         rows,
         {
           sizeSql: MESSAGE_BYTES_SQL,
-          // The key as bigint: the first page of the newest is before MAX_KEY + 1.
+          // The key as bigint (see MAX_KEY): the first page of the newest is before MAX_KEY + 1.
           from: `FROM messages WHERE session_id = $1 AND seq ${beforeSeq === undefined ? ">" : "<"} $2::bigint`,
           key: "seq",
           descending: beforeSeq !== undefined,
@@ -125,7 +125,7 @@ export async function eventsWithin(
   seq: number,
   page: { limit: number; bytes: number; withoutUserMessages?: boolean },
 ): Promise<{ events: StoredEvent[]; more: boolean }> {
-  const where = `FROM run_events WHERE run_id = $1 AND seq > $2 ${page.withoutUserMessages ? `AND NOT ${IS_USER_MESSAGE}` : ""} ORDER BY seq LIMIT $3`;
+  const where = `FROM run_events WHERE run_id = $1 AND seq > $2::bigint ${page.withoutUserMessages ? `AND NOT ${IS_USER_MESSAGE}` : ""} ORDER BY seq LIMIT $3`;
   const found = await rows<{ bytes: number }>(`SELECT octet_length(data) AS bytes ${where}`, [
     runId,
     seq,

@@ -30,7 +30,7 @@ function runListPage<Row extends Record<string, unknown>, T>(
     {
       columns,
       sizeSql,
-      from: `FROM ${table} WHERE run_id = $1${filter} AND ${key} > $2`,
+      from: `FROM ${table} WHERE run_id = $1${filter} AND ${key} > $2::bigint`,
       key,
       descending: false,
       values: [runId, after ?? BEFORE_FIRST],

@@ -224,7 +224,7 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
     events: {
       after: (runId, seq, limit) =>
         rows<StoredEvent>(
-          "SELECT seq, type, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+          "SELECT seq, type, data FROM run_events WHERE run_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3",
           [runId, seq, limit ?? null],
         ),
       afterWithin: (runId, seq, page) => eventsWithin(rows, runId, seq, page),
