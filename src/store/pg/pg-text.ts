@@ -1,3 +1,4 @@
+import { wellFormed } from "../../agent/messages.js";
 import { CorruptRowError } from "../json.js";
 
 /**
@@ -12,12 +13,16 @@ import { CorruptRowError } from "../json.js";
  * that started with it before). The encoding is a function of the value: an encoded key still
  * finds its row by `=`, and a value copied in SQL stays encoded. SQL must not cut or join a
  * value that may be encoded (its JSON documents, which never hold U+0000 raw, it may).
+ *
+ * An encoded value is made well-formed first (each lone surrogate U+FFFD), as every other is on
+ * its way in UTF-8 and as SQLite stores it: JSON would keep a lone surrogate as its escape, and
+ * the same text would then read back differently by backend and by whether it holds U+0000.
  */
 const MARK = "\uFFFF";
 
 /** `value` as PostgreSQL keeps it (see MARK). */
 export function encodeText(value: string): string {
-  return value.includes("\u0000") || value.startsWith(MARK) ? MARK + JSON.stringify(value) : value;
+  return value.includes("\u0000") || value.startsWith(MARK) ? MARK + JSON.stringify(wellFormed(value)) : value;
 }
 
 /** A stored value as it was given (see encodeText); throws CorruptRowError when it is not one encodeText made. */
@@ -30,7 +35,8 @@ export function decodeText(stored: string): string {
     value = undefined;
   }
   if (typeof value !== "string") throw new CorruptRowError("a stored text value is not one the store encoded");
-  return value;
+  // Well-formed also when encoded before encodeText made it so (a lone surrogate kept escaped).
+  return wellFormed(value);
 }
 
 /** A statement's parameters as sent: every string, also in an array (`$1::text[]`), encoded. */
