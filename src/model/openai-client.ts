@@ -35,9 +35,9 @@ export interface OpenAIModelClientOptions {
   maxRetries?: number | undefined;
   /** Per attempt: time allowed until the response headers arrive. */
   requestTimeoutMs?: number | undefined;
-  /** Once the response started: the longest silence between outputs before the turn fails MODEL_TIMEOUT (after a finish_reason: FINISH_GRACE_MS at most, and the reply is kept). */
+  /** Once the response started: the longest silence between outputs before the turn fails MODEL_TIMEOUT (after a finish_reason with only usage/`[DONE]` since: FINISH_GRACE_MS at most, and the reply is kept). */
   idleTimeoutMs?: number | undefined;
-  /** The longest one model request may last, its stream included, however steadily output comes (MODEL_TIMEOUT past it, unless the reply's finish_reason came). */
+  /** The longest one model request may last, its stream included, however steadily output comes (MODEL_TIMEOUT past it, unless the reply's finish_reason came, no output after it). */
   streamMaxMs?: number | undefined;
   /**
    * The most characters of text, reasoning and tool calls one reply may stream; past it the
@@ -143,6 +143,8 @@ async function completeOnce({
     onReasoningDelta: rethrown(request.onReasoningDelta),
   });
   const guard = guardRequest({ signal: request.signal, idleTimeoutMs, maxMs: streamMaxMs });
+  /** Output came in a chunk after the first finish_reason's: that came early, the full idle timeout is back. */
+  let outputAfterFinish = false;
 
   /** `finishReason`: the one the upstream gave, when it ended the reply with one that fails the turn. */
   const fail = (failure: ModelFailure, finishReason?: string | null): ModelResult => {
@@ -162,7 +164,7 @@ async function completeOnce({
       from: () => displayURL(failureContext("stream", model).baseURL),
       idleTimeoutMs,
       streamMaxMs,
-      replyWhole: assembler.sawFinishReason(),
+      replyWhole: assembler.sawFinishReason() && !outputAfterFinish,
     });
 
   try {
@@ -185,15 +187,18 @@ async function completeOnce({
         headers: response.headers,
         assembler,
         maxOutputChars,
-        onEvent: () => guard.touch(),
-        onFinishReason: () => guard.shortenIdle(FINISH_GRACE_MS),
+        onEvent: (afterFinish) => {
+          if (afterFinish) guard.restoreIdle();
+          outputAfterFinish ||= afterFinish;
+          guard.touch();
+        },
+        onReplyEnd: () => guard.shortenIdle(FINISH_GRACE_MS),
       });
     } catch (error) {
       if (error instanceof CallbackError) throw error.cause;
       return fail(stoppedFailure() ?? classifyError(error, failureContext("stream", model)));
     }
-    // An abort, the idle timer or the deadline may have ended the read: find out why it ended
-    // (after a finish_reason only an abort fails the reply; see stopFailure).
+    // An abort, the idle timer or the deadline may have ended the read (failing it or not: stopFailure).
     const stopped = stoppedFailure();
     if (stopped) return fail(stopped);
     if (!end.ok) return fail(end.failure);
@@ -264,11 +269,7 @@ async function openStream({
     ),
     guard.stopped.then((): Opened => ({ ok: false, error: new Error("aborted") })),
   ]);
-  if (!outcome.ok)
-    pending.then(
-      (response) => cancelBody(response),
-      () => {},
-    );
+  if (!outcome.ok) pending.then(cancelBody, () => {});
   return outcome;
 }
 

@@ -40,7 +40,7 @@ export async function readChatStream({
   assembler,
   maxOutputChars,
   onEvent,
-  onFinishReason,
+  onReplyEnd,
 }: {
   body: AsyncIterable<Uint8Array>;
   headers: Headers;
@@ -49,16 +49,25 @@ export async function readChatStream({
   /**
    * Called on every event that brings output (text, reasoning or tool calls): the idle timer
    * is re-armed there. Events with none (role-only, usage or empty chunks) do not count, so
-   * an upstream sending only those cannot hold a run past the idle timeout.
+   * an upstream sending only those cannot hold a run past the idle timeout. `afterFinish`:
+   * the first finish_reason came in an earlier chunk, so it did not end the reply (some
+   * upstreams send it early, or on every chunk).
    */
-  onEvent: () => void;
-  /** Called once, on the first finish_reason: the reply is whole, only usage and `[DONE]` may follow. */
-  onFinishReason: () => void;
+  onEvent: (afterFinish: boolean) => void;
+  /**
+   * Called on each event that brings no output (the usage chunk, an empty one) once a
+   * finish_reason came, the chunk that carried it included, while no output came after that
+   * chunk: the reply looks whole, only usage and `[DONE]` should follow. A finish_reason on
+   * a chunk that brings output does not call it by itself: some upstreams send it early.
+   */
+  onReplyEnd: () => void;
 }): Promise<StreamEnd> {
   const remaining = () => assembler.remainingChars();
   const maxEventBytes = () => Math.min(MAX_EVENT_BYTES, EVENT_OVERHEAD_BYTES + BYTES_PER_CHAR * remaining());
   const parser = new SseParser(maxEventBytes);
   const events: SseEvent[] = [];
+  /** Output came in a chunk after the one with the first finish_reason: that one came early. */
+  let finishedEarly = false;
   /** The body's first bytes, until an event came. */
   let head: BodyHead | null = new BodyHead();
   /** The events parsed so far, in order: an end when one ends the stream. */
@@ -89,8 +98,10 @@ export async function readChatStream({
     const produced = assembler.producedChars();
     const finishedBefore = assembler.sawFinishReason();
     const accepted = assembler.accept(chunk);
-    if (!finishedBefore && assembler.sawFinishReason()) onFinishReason();
-    if (assembler.producedChars() > produced) onEvent();
+    if (assembler.producedChars() > produced) {
+      finishedEarly ||= finishedBefore;
+      onEvent(finishedBefore);
+    } else if (assembler.sawFinishReason() && !finishedEarly) onReplyEnd();
     if (accepted.ok) return null;
     return {
       ok: false,

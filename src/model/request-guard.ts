@@ -18,6 +18,11 @@ export interface RequestGuard {
    * `touch()` re-arms it for that long; nothing changes when `ms` is not shorter than it.
    */
   shortenIdle(ms: number): void;
+  /**
+   * Undoes `shortenIdle`: from now on the idle timer allows `idleTimeoutMs` again, counted
+   * from this call; nothing changes when it was not shortened.
+   */
+  restoreIdle(): void;
   /** Clears the timer and unlinks from the caller's signal. Call exactly once, in `finally`. */
   dispose(): void;
 }
@@ -57,6 +62,12 @@ export function guardRequest({
     resolveStopped(cause);
   };
   const onUserAbort = () => stop("user");
+  /** The idle timer set to `ms`, counted from now. */
+  const rearm = (ms: number) => {
+    idleMs = ms;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => stop("idle"), idleMs);
+  };
 
   if (signal.aborted) stop("user");
   else signal.addEventListener("abort", onUserAbort, { once: true });
@@ -74,9 +85,11 @@ export function guardRequest({
     },
     shortenIdle(ms) {
       if (stopCause !== null || ms >= idleMs) return;
-      idleMs = ms;
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => stop("idle"), idleMs);
+      rearm(ms);
+    },
+    restoreIdle() {
+      if (stopCause !== null || idleMs === idleTimeoutMs) return;
+      rearm(idleTimeoutMs);
     },
     dispose() {
       if (timer) clearTimeout(timer);

@@ -7,8 +7,10 @@ export const ABORTED: ModelFailure = { code: "MODEL_ABORTED", message: "the mode
  * Why a model request was stopped, as the turn's failure: the caller's abort
  * (MODEL_ABORTED), the guard's idle timer or its deadline (MODEL_TIMEOUT, naming the
  * upstream, `from`, and the limit); null while nothing stopped it. Once the reply is whole
- * (`replyWhole`: its finish_reason arrived) only the caller's abort fails it: the idle timer
- * or the deadline then only cut short what may follow (usage, `[DONE]`), a clean end.
+ * (`replyWhole`: its finish_reason arrived and no output came in a later chunk) only the
+ * caller's abort fails it: the idle timer or the deadline then only cut short what may follow
+ * (usage, `[DONE]`), a clean end. Output after the finish_reason's chunk means the upstream
+ * sent it early: the reply is not whole, and a stop fails it as without a finish_reason.
  */
 export function stopFailure({
   signal,

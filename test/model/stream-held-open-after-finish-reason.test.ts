@@ -10,8 +10,9 @@ import { request } from "./support.js";
 /**
  * The client against an upstream that sends a reply up to its finish_reason and then holds the
  * connection open, sending nothing more (a gateway holding back the usage chunk or `[DONE]`):
- * the reply is whole, so the stream ends cleanly once FINISH_GRACE_MS (or the idle timeout, when
- * shorter) passed, and the held connection is closed. Only the caller's abort still fails it.
+ * no output came after the finish_reason's chunk, so the reply is whole and the stream ends
+ * cleanly once FINISH_GRACE_MS (or the idle timeout, when shorter) passed, and the held
+ * connection is closed. Only the caller's abort still fails it.
  */
 let upstream: RawUpstream | undefined;
 afterEach(() => {
