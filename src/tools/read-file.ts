@@ -44,7 +44,7 @@ export const readFileTool: WorkspaceToolDefinition<ReadFileInput> = {
   description:
     "Read a text file from the workspace. Each line is shown as `<line number>\\t<text>` (the number and tab " +
     "are not part of the file); a CRLF line end (\\r\\n) is shown as a plain one, and a note names the lines " +
-    "ending in CRLF when the lines shown end both ways. Use startLine/endLine to read part of a large file. " +
+    "ending in CRLF when the lines shown end both ways, or when some do and the read covers part of the file. Use startLine/endLine to read part of a large file. " +
     `Output is capped at ${READ_MAX_LINES} lines and ${READ_MAX_BYTES} bytes, lines longer than ` +
     `${READ_MAX_LINE_CHARS} characters are cut; a note at the end says when and where to continue. Only the ` +
     `first ${formatBytes(READ_MAX_SCAN_BYTES)} of a file are read. Binary files are refused.`,
@@ -180,7 +180,9 @@ async function readWindow({
     );
   }
   const truncated = notes.length > 0;
-  const lineEnds = mixedLineEndsNote(window.crlfLines, window.lfLines);
+  // Lines before startLine or after those shown were not looked at: they may end otherwise.
+  const partial = startLine > 1 || window.stoppedBy !== null || reached !== null;
+  const lineEnds = crlfLinesNote(window.crlfLines, window.lfLines, partial);
   if (lineEnds) notes.push(lineEnds);
   if (!validUtf8) {
     notes.push(`[note: "${display}" is not valid UTF-8 text; bytes that are not were shown as \ufffd]`);
@@ -192,13 +194,16 @@ async function readWindow({
 const MAX_NOTED_RUNS = 50;
 
 /**
- * When the lines shown end both in CRLF and in LF (both shown as plain line ends), a note
- * naming those ending in CRLF (`crlfLines`, ascending), in runs (`3-7`): an edit spanning a
- * line end must write \r\n where the file has it (edit_file reads \n as \r\n only in a file
- * whose line ends are all CRLF). Null otherwise.
+ * A note naming the lines shown that end in CRLF (`crlfLines`, ascending), in runs (`3-7`),
+ * when the file may end lines both ways (both are shown as plain line ends): when the lines
+ * shown end both in CRLF and in LF (`lfLines`), or when some end in CRLF and the read did not
+ * cover the whole file (`partial`: a range, a capped page, the scan limit), whose other lines
+ * may end in LF. An edit spanning a line end must then write \r\n where the file has it
+ * (edit_file reads \n as \r\n only in a file whose line ends are all CRLF). Null otherwise: no
+ * CRLF shown, or a whole file all CRLF.
  */
-function mixedLineEndsNote(crlfLines: readonly number[], lfLines: number): string | null {
-  if (crlfLines.length === 0 || lfLines === 0) return null;
+function crlfLinesNote(crlfLines: readonly number[], lfLines: number, partial: boolean): string | null {
+  if (crlfLines.length === 0 || (lfLines === 0 && !partial)) return null;
   const runs: string[] = [];
   let first = crlfLines[0] as number;
   for (let i = 1; i <= crlfLines.length; i++) {
@@ -208,9 +213,15 @@ function mixedLineEndsNote(crlfLines: readonly number[], lfLines: number): strin
     first = crlfLines[i] as number;
   }
   const named = runs.length > MAX_NOTED_RUNS ? `${runs.slice(0, MAX_NOTED_RUNS).join(", ")}, …` : runs.join(", ");
+  if (lfLines > 0) {
+    return (
+      "[note: the lines shown end both in CRLF (\\r\\n) and in LF (\\n), both shown as plain line ends; " +
+      `those ending in CRLF: ${named}]`
+    );
+  }
   return (
-    "[note: the lines shown end both in CRLF (\\r\\n) and in LF (\\n), both shown as plain line ends; " +
-    `those ending in CRLF: ${named}]`
+    "[note: this read did not cover the whole file, whose other lines may end in LF (\\n); CRLF (\\r\\n) is " +
+    `shown as a plain line end; lines ending in CRLF among those shown: ${named}]`
   );
 }
 
