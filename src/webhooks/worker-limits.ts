@@ -32,6 +32,13 @@ export const stuckAfterMs = (timeoutMs: number): number => Math.min(STUCK_MS, Ma
 /** How long the tries under way may go on once the worker stops (the server shutting down). */
 export const STOP_GRACE_MS = 1000;
 
+/**
+ * After a failing receiver's step ends, an owner's other deliveries to it wait for the failed
+ * one's next try this long (plus two polls) at most: no longer if that one is not tried here
+ * again (sent by another instance, its window over, deleted). See CoolingTargets.
+ */
+export const COOLING_GRACE_MS = 1000;
+
 /** What the worker tells the metrics: how each try ended, and why deliveries were given up. */
 export interface WebhookFacts {
   webhookTry(outcome: "delivered" | "failed" | "refused" | "cut"): void;

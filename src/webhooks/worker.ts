@@ -9,6 +9,7 @@ import { closedBeforeClaim, nextTryAt, type RetrySchedule } from "./retry-schedu
 import { RefusedTarget, SendCut, type WebhookSender } from "./send.js";
 import { SendShares, type TryOutcome } from "./send-shares.js";
 import {
+  COOLING_GRACE_MS,
   FAILING_SLOTS,
   STOP_GRACE_MS,
   STUCK_SLOTS,
@@ -46,7 +47,7 @@ export class WebhookWorker {
   readonly #sending = new Map<Promise<void>, Sending>();
   readonly #busy = new Map<string | null, number>();
   readonly #shares = new SendShares(WEBHOOK_SLOTS_PER_OWNER);
-  readonly #cooling = new CoolingTargets();
+  readonly #cooling: CoolingTargets;
   readonly #givenUp: GivenUpReport;
   #capAppliedAt = Number.NEGATIVE_INFINITY;
   /** Wakes the drain loop's wait (a send found stuck). */
@@ -69,6 +70,7 @@ export class WebhookWorker {
   ) {
     this.#givenUp = new GivenUpReport({ logger: deps.logger, cap: deps.maxPendingPerKey });
     this.#stuckMs = stuckAfterMs(deps.timeoutMs);
+    this.#cooling = new CoolingTargets({ pollMs: deps.pollMs, graceMs: COOLING_GRACE_MS + 2 * deps.pollMs });
   }
 
   start(): void {
@@ -211,8 +213,9 @@ export class WebhookWorker {
       }
       return;
     }
-    // Its receiver failed a try of another of its owner's deliveries: this one waits as that one does (no try).
-    const wait = this.#cooling.until(delivery.owner, delivery.url, Date.now());
+    // Its receiver failed a try of another of its owner's deliveries: this one waits as that one does
+    // (no try), until after that one's next try.
+    const wait = this.#cooling.until(delivery.owner, delivery.url, delivery.id, Date.now());
     if (wait !== null && delivery.nextAttemptAt !== null) {
       await store.webhooks.release({ id: delivery.id, leaseUntil: delivery.nextAttemptAt, at: wait });
       return;
@@ -241,10 +244,11 @@ export class WebhookWorker {
       await store.webhooks.record({ id: delivery.id, attempt, next });
       if (ok) this.#cooling.succeeded(delivery.owner, delivery.url);
       else if (at !== null) {
-        this.#cooling.failed(delivery.owner, delivery.url, at);
+        this.#cooling.failed(delivery.owner, delivery.url, delivery.id, at);
         // Its owner's others to the receiver wait as it does, put off in one write (not each claimed
         // and given back), a millisecond more: at the step's end it is tried first again, so the
-        // step grows with its failures instead of starting over with an untried delivery's.
+        // step grows with its failures instead of starting over with an untried delivery's (those
+        // due before it, arrived late in the step, wait for it: CoolingTargets).
         await store.webhooks.postpone({ owner: delivery.owner, url: delivery.url, dueBy: Date.now(), at: at + 1 });
       }
       facts?.webhookTry(ok ? "delivered" : "failed");
