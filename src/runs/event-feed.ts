@@ -69,6 +69,9 @@ export function followRunEvents({
       },
       /** Live, but not right at these events: in order after `last`, or back to reading. */
       take(events) {
+        // The run's end published: known whether or not it is sent from here (a client behind,
+        // a gap), so a read that then finds nothing more (its session deleted) ends the feed.
+        if (events.some((e) => e.type === "run.finished")) finishedSeen = true;
         const out: StoredEvent[] = [];
         // A gap, or a client not keeping up: what is missing is stored; read it from there.
         const inOrder = sink.backlogBytes() <= MAX_HELD_BYTES && advance(events, out);
