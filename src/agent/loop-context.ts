@@ -95,11 +95,24 @@ export async function commitItem(ctx: LoopContext, item: LoopCommit): Promise<Ph
     await ctx.commit(item, { ...ctx.stats });
   } catch (err) {
     if (counts) ctx.stats[counts]--;
+    if (err instanceof InputWithdrawnError) return INPUT_WITHDRAWN;
     const failure = new PersistenceError(err);
     return { stopReason: "error", error: { code: failure.code, message: failure.message }, ...hintOf(err) };
   }
   return null;
 }
+
+/**
+ * Thrown by `commit` for a user message of steered input no longer pending (withdrawn since the
+ * hook read it: see Store.inputs.withdraw): nothing was written, and the input is skipped.
+ */
+export class InputWithdrawnError extends Error {}
+
+/** commitItem's answer for an InputWithdrawnError: not a stop (see takePendingInput). */
+export const INPUT_WITHDRAWN: PhaseStop = {
+  stopReason: "error",
+  error: { code: "INPUT_WITHDRAWN", message: "the steered input was withdrawn" },
+};
 
 /**
  * Commits a message and appends it to the history; a failed commit becomes a PhaseStop.

@@ -1,5 +1,5 @@
 import { messageOf } from "../message-of.js";
-import { commitItem, hintOf, type LoopContext, type PhaseStop } from "./loop-context.js";
+import { commitItem, hintOf, INPUT_WITHDRAWN, type LoopContext, type PhaseStop } from "./loop-context.js";
 import { type AgentMessage, wellFormed } from "./messages.js";
 
 /** Input the host holds for a running loop: it becomes a user message with this id. */
@@ -37,6 +37,8 @@ export async function takePendingInput(ctx: LoopContext, hook: PendingInputHook)
   for (const input of inputs) {
     const message: AgentMessage = { id: input.id, role: "user", content: wellFormed(input.content) };
     const stop = await commitItem(ctx, { type: "message", message, inputId: input.id });
+    // Withdrawn since it was read (the run its key made takes it: see steerActive): not this run's.
+    if (stop === INPUT_WITHDRAWN) continue;
     if (stop) return stop;
     ctx.history.push(message);
   }

@@ -3,7 +3,7 @@ import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { IfBusy, RunView } from "../domain/run.js";
 import type { ResolvedWebhookTarget, WebhookTarget } from "../domain/webhook.js";
 import { conflict, notFound, sessionBusy, shuttingDown, tooManyRuns } from "../errors.js";
-import { newId } from "../ids.js";
+import { idFor, newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { defaultRunLimits, type RunLimits, runView } from "../store/runs.js";
 import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from "../store/store.js";
@@ -196,5 +196,16 @@ export async function admitRun(
     }
     throw err;
   }
+  // A steer under the same key that raced this start stored its input before this insert, after
+  // looking for this run (see steerActive): the input is this run's (a failure here leaves it
+  // to that steer's own look for the run after its add).
+  const steered = steerInputId(params);
+  if (steered !== undefined) await store.inputs.withdraw(steered).catch(() => false);
   return { created: true, record, events, release: slot.release };
+}
+
+/** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
+export function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
+  if (params.idempotencyKey === undefined) return undefined;
+  return idFor("msg", `steer\n${params.session.id}\n${params.idempotencyKey}`);
 }

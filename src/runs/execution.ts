@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { LoopCommit } from "../agent/events.js";
+import { InputWithdrawnError } from "../agent/loop-context.js";
 import type { ModelClient } from "../agent/model.js";
 import { runAgent } from "../agent/run-agent.js";
 import { emptyStats, type RunStats } from "../agent/stats.js";
@@ -103,7 +104,11 @@ function commit(store: Store, live: LiveRun, item: LoopCommit, stats: RunStats):
     item.undecided && message.role === "tool"
       ? commitUndecidedResult(store, live, message, also)
       : live.recorder.commitMessage(message, also);
-  return written.then(() => {
+  // Steered input withdrawn since it was read (see Store.inputs.withdraw): skipped, the run goes on.
+  const refused = (err: unknown) => {
+    throw item.inputId !== undefined && isConflict(err, "input_taken") ? new InputWithdrawnError() : err;
+  };
+  return written.catch(refused).then(() => {
     if (storesStats) live.savedStats = stats;
     if (message.role === "assistant" && message.toolCalls?.length) failpoint("after-assistant-commit");
     if (message.role === "tool") {
@@ -120,6 +125,7 @@ function commit(store: Store, live: LiveRun, item: LoopCommit, stats: RunStats):
  */
 function toldFailures<T>(io: () => Promise<T>, log: LineLogger, doing: string): Promise<T> {
   return io().catch((err: unknown) => {
+    if (err instanceof InputWithdrawnError) throw err;
     if (!isConflict(err)) log.error({ err }, `could not ${doing}`);
     throw hostFailure(err);
   });

@@ -1,10 +1,10 @@
 import type { RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import { tooManyInputs } from "../errors.js";
-import { idFor, newId } from "../ids.js";
+import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import type { InputRunSettings, Store } from "../store/store.js";
-import type { StartRunInput } from "./admission.js";
+import { type StartRunInput, steerInputId } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
 import { inputRunSettings, inputSteered, runMadeOfInput, startOfInput } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
@@ -109,6 +109,11 @@ export async function steerActive(
     const added = await deps.store.inputs.add(stored, { max: MAX_PENDING_INPUTS }).catch((err: unknown) => {
       throw isConflict(err, "inputs_full") ? tooManyInputs(MAX_PENDING_INPUTS, active.id) : err;
     });
+    // Its key's run, made by a start that raced this one (its look for this input came before
+    // the add, this one's for its run before its insert): the input is that run's, withdrawn
+    // here unless a run took it already (the start withdraws it too once it finds it).
+    const raced = added && inputId !== undefined ? await repeatedRun?.() : null;
+    if (raced && (await deps.store.inputs.withdraw(id))) return { to: "repeated", started: raced };
     if (!added) {
       // Ending already (cancelling), so it takes no input; or, with an id from a key, the input
       // is stored already and is waited for as the earlier request did, or went meanwhile.
@@ -210,10 +215,4 @@ export function repeatsSteer(
   return inputId === undefined
     ? Promise.resolve(false)
     : inputSteered(store, { sessionId: params.session.id, inputId });
-}
-
-/** The id a steer's input gets from the request's idempotency key (the same for a retry); none without a key. */
-function steerInputId(params: Pick<StartRunInput, "session" | "idempotencyKey">): string | undefined {
-  if (params.idempotencyKey === undefined) return undefined;
-  return idFor("msg", `steer\n${params.session.id}\n${params.idempotencyKey}`);
 }

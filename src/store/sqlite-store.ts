@@ -209,6 +209,7 @@ function sqliteStoreOf(db: Db, options: SqliteStoreOptions): { store: Store; hol
       leftHolds: (id, content) => read(() => tables.queue.leftHolds(id, content)),
       steered: (sessionId, id, madeRun) => read(() => tables.queue.steered(sessionId, id, madeRun)),
       left: (id) => read(() => tables.queue.left(id)),
+      withdraw: (id) => write(() => tables.queue.withdraw(id)),
       orphaned: () => read(() => tables.queue.orphaned()),
       // Asked once, at the run's end (input not queued then is found by orphaned at the next start).
       leftOn: (runId) => read(() => leftInputRuns.lastRows(runId, () => tables.queue.leftOn(runId))),

@@ -35,6 +35,12 @@ export interface InputStore {
    * of (`madeRun`: its idempotency key, or its id). One statement, each part an index lookup.
    */
   steered(sessionId: string, id: string, madeRun: { key: string; id: string }): Promise<boolean>;
+  /**
+   * Removes input `id` while no run took it (pending, or left on a finished run): a keyed start
+   * that raced its key's steer takes the input from it (see steerActive). False when it is not
+   * stored; a run's take of it afterwards is refused (`input_taken`).
+   */
+  withdraw(id: string): Promise<boolean>;
   /** Input `id` if it is left on a finished run (see `orphaned`), read whole; null otherwise. Read by its id. */
   left(id: string): Promise<RunInput | null>;
   /** Inputs no run will take: their run has finished. */

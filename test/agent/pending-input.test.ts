@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { InputWithdrawnError } from "../../src/agent/loop-context.js";
 import type { PendingInput } from "../../src/agent/pending-input.js";
 import { toolCall } from "../fakes/scripted-model.js";
 import { expectConsistent, Harness, testTool } from "./harness.js";
@@ -63,6 +64,25 @@ describe("input that joins a running loop (the pendingInput hook)", () => {
     expect(stopped.error).toMatchObject({ code: "PERSISTENCE_FAILED" });
     expect(refused.model.requests).toHaveLength(0);
     expect(refused.committed.map((m) => m.content)).not.toContain("late");
+  });
+
+  it("input withdrawn since the hook read it (its commit throws InputWithdrawnError) is skipped, and the run goes on", async () => {
+    const h = new Harness({
+      steps: [{ text: "done" }],
+      onCommit: (m) => {
+        if (m.role === "user" && m.content === "withdrawn") throw new InputWithdrawnError();
+      },
+    });
+    const input = [
+      { id: "in_w", content: "withdrawn" },
+      { id: "in_k", content: "kept" },
+    ];
+    const result = await h.run({ pendingInput: async () => input.splice(0) });
+    expect(result.stopReason).toBe("complete");
+    expect(h.committed.map((m) => m.content)).not.toContain("withdrawn");
+    const sent = h.model.requests[0]?.messages.map((m) => m.content) ?? [];
+    expect(sent).toContain("kept");
+    expect(sent).not.toContain("withdrawn");
   });
 });
 

@@ -279,6 +279,24 @@ describe.each(STORE_BACKENDS)("store queue and input contract on $name", (backen
     expect(queuedRuns.map((r) => r?.input)).toEqual(["hi", "steer msg_b"]);
   });
 
+  it("withdraw removes a steered input no run took: its run's take of it is refused (input_taken) after; a taken one is not there to withdraw", async () => {
+    const sessionId = await session();
+    const live = await run(sessionId, "running");
+    const input = (id: string) => ({ id, runId: live, content: `steer ${id}`, createdAt: at() });
+    expect(await store.inputs.add(input("msg_wd"))).toBe(true);
+    expect(await store.inputs.withdraw("msg_wd")).toBe(true);
+    expect(await store.inputs.withdraw("msg_wd")).toBe(false);
+    expect(await store.inputs.pending(live)).toEqual([]);
+    expect(await store.inputs.pendingStatus(live, "msg_wd")).toBeNull();
+    const message = { id: "msg_wd", role: "user", content: "steer msg_wd", sessionId, runId: live, seq: 1 };
+    const take = [
+      { kind: "message" as const, message: { ...message, createdAt: at() } as StoredMessage },
+      { kind: "input.taken" as const, inputId: "msg_wd" },
+    ];
+    await expect(store.commitRun(live, take, [])).rejects.toSatisfy((err) => isConflict(err, "input_taken"));
+    expect(await store.messages.history(sessionId)).toEqual([]);
+  });
+
   it("a steered input's trace is found in its session only: stored (pending or left), taken as a user message, or made a run of", async () => {
     const sessionId = await session();
     const elsewhere = await session();

@@ -198,6 +198,8 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           madeRun.id,
         ])
       )[0]?.steered === true,
+    withdraw: async (id) =>
+      ((await write([{ text: "DELETE FROM run_inputs WHERE id = $1", values: [id] }])).at(-1)?.rowCount ?? 0) > 0,
     orphaned: async () =>
       (
         await rows<RunInputRow>(
