@@ -168,7 +168,7 @@ describe("search_files glob", () => {
     const dir = await mkdtemp(join(tmpdir(), "glob-redos-"));
     try {
       await writeFile(join(dir, `${"a".repeat(60)}.txt`), "hello\n");
-      const tool = createSearchFilesTool({ timeLimitMs: 300 });
+      const tool = createSearchFilesTool({ timeLimitMs: 600 });
       const started = Date.now();
       let ticks = 0;
       const ticker = setInterval(() => ticks++, 20);
@@ -180,8 +180,10 @@ describe("search_files glob", () => {
       expect(outcome.ok).toBe(false);
       expect(outcome.ok === false && outcome.errorCode).toBe("SEARCH_TIMEOUT");
       expect(Date.now() - started).toBeLessThan(5000);
-      // The event loop kept running while the glob backtracked.
-      expect(ticks).toBeGreaterThan(3);
+      // The event loop kept running while the glob backtracked: blocked for the search, a 20 ms
+      // interval fires at most once (its late calls coalesce); a loaded machine may run it only
+      // a few times over the search's 600 ms.
+      expect(ticks).toBeGreaterThanOrEqual(2);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
