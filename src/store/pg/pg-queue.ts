@@ -198,8 +198,11 @@ export function pgInputs(rows: Rows, write: Write): Store["inputs"] {
           madeRun.id,
         ])
       )[0]?.steered === true,
-    withdraw: async (id) =>
-      ((await write([{ text: "DELETE FROM run_inputs WHERE id = $1", values: [id] }])).at(-1)?.rowCount ?? 0) > 0,
+    // The take's delete without its refusal: an input already gone is no conflict here.
+    withdraw: async (id) => {
+      const { text, values } = takeInputStatement(id);
+      return ((await write([{ text, values }])).at(-1)?.rowCount ?? 0) > 0;
+    },
     orphaned: async () =>
       (
         await rows<RunInputRow>(
