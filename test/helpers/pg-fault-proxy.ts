@@ -1,4 +1,4 @@
-import { connect, createServer, type Socket } from "node:net";
+import { startTcpProxy } from "./tcp-proxy.js";
 
 /**
  * A TCP proxy in front of a PostgreSQL server (a Unix socket's path), which understands just
@@ -33,64 +33,12 @@ function holdsCommitComplete(data: Buffer): boolean {
 
 export async function startPgFaultProxy(databaseUrl: string): Promise<PgFaultProxy> {
   const parsed = new URL(databaseUrl);
-  const socketPath = `${parsed.searchParams.get("host")}/.s.PGSQL.5432`;
-  const pairs = new Set<[Socket, Socket]>();
-  let armed: { request: RegExp; done: () => void } | null = null;
-  const server = createServer((client) => {
-    const upstream = connect({ path: socketPath });
-    const pair: [Socket, Socket] = [client, upstream];
-    pairs.add(pair);
-    // Once armed and matched: the server's answers are held from the batch on (the connection
-    // was idle before it: a pooled connection runs one batch at a time).
-    let held: Buffer | null = null;
-    let onCommit: (() => void) | null = null;
-    client.on("data", (data) => {
-      if (armed && held === null && armed.request.test(data.toString("latin1"))) {
-        held = Buffer.alloc(0);
-        onCommit = armed.done;
-        armed = null;
-      }
-      upstream.write(data);
-    });
-    upstream.on("data", (data) => {
-      if (held === null) {
-        client.write(data);
-        return;
-      }
-      held = Buffer.concat([held, data]);
-      if (holdsCommitComplete(held)) {
-        client.resetAndDestroy();
-        upstream.destroy();
-        onCommit?.();
-      }
-    });
-    const end = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of pair) {
-      socket.on("error", end);
-      socket.on("close", end);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
+  const proxy = await startTcpProxy(`${parsed.searchParams.get("host")}/.s.PGSQL.5432`);
   return {
-    url: `postgres://${parsed.username}@127.0.0.1:${port}${parsed.pathname}`,
-    resetAfterCommit(request) {
-      return new Promise<void>((resolve) => {
-        armed = { request, done: resolve };
-      });
-    },
-    open: () => pairs.size,
-    async close() {
-      for (const [client, upstream] of pairs) {
-        client.destroy();
-        upstream.destroy();
-      }
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    url: `postgres://${parsed.username}@127.0.0.1:${new URL(proxy.url).port}${parsed.pathname}`,
+    // A pooled connection runs one batch at a time: held from the matching batch on.
+    resetAfterCommit: (request) => proxy.resetAnswerOnceHeld(request, holdsCommitComplete),
+    open: () => proxy.open(),
+    close: () => proxy.close(),
   };
 }

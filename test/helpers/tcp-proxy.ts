@@ -14,6 +14,15 @@ export interface TcpProxy {
    */
   resetAnswerTo(request: RegExp): void;
   /**
+   * The next request whose bytes match `request` reaches the server, and the server's answers
+   * on that connection are held from then on (the connection was idle before it) until `until`
+   * says the bytes held are enough (e.g. the server has carried out a COMMIT): then the client's
+   * connection is reset (RST) without any of them. Resolves when that happened.
+   */
+  resetAnswerOnceHeld(request: RegExp, until: (held: Buffer) => boolean): Promise<void>;
+  /** Client connections open now. */
+  open(): number;
+  /**
    * Silently drops every byte, both ways, of the connections open now (no FIN, no RST: they
    * go quiet, as after a failover behind a virtual IP); new connections pass as before.
    */
@@ -37,27 +46,34 @@ export async function startTcpProxy(target: number | string): Promise<TcpProxy> 
   const silenced = new WeakSet<Socket>();
   const sent: string[] = [];
   let stalled = false;
-  let resetAnswerTo: RegExp | null = null;
+  let armed: { request: RegExp; until: (held: Buffer) => boolean; done: () => void } | null = null;
   const server = createServer((client) => {
     const upstream = typeof targetPort === "string" ? connect({ path: targetPort }) : connect(targetPort, "127.0.0.1");
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const index = sent.push("") - 1;
-    let resetAnswer = false;
+    // Armed and matched: the server's answers held from the request on, until the reset.
+    let held: { bytes: Buffer; until: (held: Buffer) => boolean; done: () => void } | null = null;
     client.on("data", (data) => {
       if (silenced.has(client)) return;
       sent[index] += data.toString("latin1");
-      if (resetAnswerTo?.test(data.toString("latin1"))) {
-        resetAnswerTo = null;
-        resetAnswer = true;
+      if (armed && held === null && armed.request.test(data.toString("latin1"))) {
+        held = { bytes: Buffer.alloc(0), until: armed.until, done: armed.done };
+        armed = null;
       }
       upstream.write(data);
     });
     upstream.on("data", (data) => {
-      if (resetAnswer) {
+      if (held === null) {
+        if (!stalled && !silenced.has(client)) client.write(data);
+        return;
+      }
+      held.bytes = Buffer.concat([held.bytes, data]);
+      if (held.until(held.bytes)) {
         client.resetAndDestroy();
         upstream.destroy();
-      } else if (!stalled && !silenced.has(client)) client.write(data);
+        held.done();
+      }
     });
     const end = () => {
       pairs.delete(pair);
@@ -88,8 +104,14 @@ export async function startTcpProxy(target: number | string): Promise<TcpProxy> 
       stalled = true;
     },
     resetAnswerTo(request) {
-      resetAnswerTo = request;
+      void proxy.resetAnswerOnceHeld(request, () => true);
     },
+    resetAnswerOnceHeld(request, until) {
+      return new Promise<void>((done) => {
+        armed = { request, until, done };
+      });
+    },
+    open: () => pairs.size,
     blackhole() {
       for (const [client] of pairs) silenced.add(client);
     },
