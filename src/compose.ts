@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { ModelClient } from "./agent/model.js";
 import { PlanToolName } from "./agent/plan.js";
 import type { AppContext, ToolCatalogEntry } from "./app-context.js";
-import { type Config, ConfigError } from "./config.js";
+import { type Config, ConfigError, configSecrets } from "./config.js";
 import { clampToCeiling, unknownCeilingTools } from "./domain/approval-ceiling.js";
 import { DEFAULT_WEBHOOK_EVENTS } from "./domain/webhook.js";
 import { ApiKeys } from "./http/auth.js";
@@ -109,6 +109,8 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
       idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
       streamMaxMs: config.MODEL_STREAM_MAX_MS,
       maxOutputChars: config.MODEL_MAX_OUTPUT_CHARS,
+      // An upstream's error may quote the request, which may hold any of them (a pasted key).
+      secrets: configSecrets(config),
     });
   const manager = new RunManager({
     store,

@@ -23,6 +23,7 @@ import {
 import { type ModelConfig, parseModelEnv } from "./model/config.js";
 import { DEFAULT_MAX_PENDING_PER_KEY } from "./webhooks/pending-cap.js";
 
+export { configSecrets } from "./config-secrets.js";
 export { MAX_STORED_BUDGET, MAX_TIMER_MS };
 
 /** The server's environment; every variable is named in its error. */

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, configSecrets, loadConfig } from "./config.js";
 import { exitWithConfigError } from "./config-exit.js";
 import { exposureProblem } from "./exposure.js";
 import { closeInheritedDescriptors } from "./inherited-descriptors.js";
@@ -23,15 +23,7 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
-  const logger = createLogger({
-    level: config.LOG_LEVEL,
-    secrets: [
-      ...config.AGENT_API_KEYS,
-      ...(config.model.apiKey ? [config.model.apiKey] : []),
-      ...(config.STREAM_TOKEN_SECRET ? [config.STREAM_TOKEN_SECRET] : []),
-      ...(config.DATABASE_URL ? [config.DATABASE_URL] : []),
-    ],
-  });
+  const logger = createLogger({ level: config.LOG_LEVEL, secrets: configSecrets(config) });
   if (inherited.length > 0) {
     logger.warn(
       { descriptors: inherited },

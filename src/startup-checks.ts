@@ -1,7 +1,7 @@
 import { accessSync, chmodSync, constants, mkdirSync, realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError } from "./config.js";
-import { displayDatabaseUrl } from "./display-database-url.js";
+import { ambiguousUserInfo, displayDatabaseUrl } from "./display-database-url.js";
 import { messageOf } from "./message-of.js";
 import { StorageError } from "./store/errors.js";
 import type { MigrationLockHolder } from "./store/pg/pg-migrations.js";
@@ -70,9 +70,10 @@ export function openStoreOrExplain(
 
 /**
  * Connects to the PostgreSQL database at `url` and migrates it, or throws ConfigError naming
- * DATABASE_URL (as displayDatabaseUrl shows it: no secret) and the server's reason (authentication failed, database
- * missing, connection refused, a schema a newer release migrated). Any other failure (a
- * migration that does not apply) is thrown as it is.
+ * DATABASE_URL (as displayDatabaseUrl shows it: no secret) and the server's reason (authentication
+ * failed, database missing, connection refused, a schema a newer release migrated; for a URL whose
+ * user info is ambiguous, how to write it instead: the driver's reason may quote the password).
+ * Any other failure (a migration that does not apply) is thrown as it is.
  */
 export async function openPgStoreOrExplain(
   url: string,
@@ -95,6 +96,12 @@ export async function openPgStoreOrExplain(
       ]);
     }
     if (!(err instanceof StorageError) && !(err instanceof SchemaTooNewError)) throw err;
+    // The driver may have taken part of the password for the host, port or database its reason names.
+    if (err instanceof StorageError && ambiguousUserInfo(url)) {
+      throw new ConfigError([
+        `DATABASE_URL: cannot use ${shown}: its user name and password cannot be told from its host and database (a / ? or # before its last @); percent-encode @ : / ? # in the user name and password`,
+      ]);
+    }
     throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${messageOf(err)}`]);
   }
 }

@@ -8,11 +8,12 @@ export interface ModelFailure {
   message: string;
 }
 
-/** What the classifier needs to name the likely cause; `apiKey` is only used to redact it. */
+/** What the classifier needs to name the likely cause. */
 export interface FailureContext {
   baseURL: string;
   model: string;
-  apiKey: string | undefined;
+  /** Replaces the server's secrets (the API key, the agent keys...) in upstream text: a secretRedactor of them. */
+  redactSecrets: (text: string) => string;
   maxRetries: number;
   requestTimeoutMs: number;
   /** "request": before the stream started (the SDK may have retried); "stream": while reading chunks. */
@@ -21,7 +22,8 @@ export interface FailureContext {
 
 /**
  * Maps anything the SDK (or fetch underneath it) threw to a stable code and a message a
- * person can act on. Messages name the variable to check and never contain the API key.
+ * person can act on. Messages name the variable to check and never contain the API key nor any
+ * other secret ctx.redactSecrets replaces.
  * Aborts are not classified here: the caller decides user abort vs idle timeout first.
  */
 export function classifyError(error: unknown, ctx: FailureContext): ModelFailure {
@@ -47,11 +49,11 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
     }
     return {
       code: "MODEL_UPSTREAM",
-      message: `could not connect to the model upstream at ${where} (${attempts}): ${redactDetail(causeText(error), ctx.apiKey)}; check OPENAI_BASE_URL`,
+      message: `could not connect to the model upstream at ${where} (${attempts}): ${redactDetail(causeText(error), ctx.redactSecrets)}; check OPENAI_BASE_URL`,
     };
   }
   if (error instanceof APIError) {
-    const detail = apiErrorDetail(error, ctx.apiKey);
+    const detail = apiErrorDetail(error, ctx.redactSecrets);
     const suffix = detail ? `: ${detail}` : "";
     const status = error.status;
     if (status === undefined) {
@@ -96,30 +98,30 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
   if (error instanceof SyntaxError) {
     return {
       code: "MODEL_BAD_RESPONSE",
-      message: `the model upstream sent a stream chunk that is not valid JSON: ${redactDetail(error.message, ctx.apiKey)}`,
+      message: `the model upstream sent a stream chunk that is not valid JSON: ${redactDetail(error.message, ctx.redactSecrets)}`,
     };
   }
   if (error instanceof OpenAIError) {
     return {
       code: "MODEL_BAD_RESPONSE",
-      message: `the model upstream sent an unusable response: ${redactDetail(error.message, ctx.apiKey)}`,
+      message: `the model upstream sent an unusable response: ${redactDetail(error.message, ctx.redactSecrets)}`,
     };
   }
   if (ctx.phase === "stream") {
     // undici: TypeError("terminated") caused by SocketError("other side closed") and the like.
     return {
       code: "MODEL_UPSTREAM",
-      message: `the connection to the model upstream at ${where} broke mid-stream: ${redactDetail(causeText(error), ctx.apiKey)}`,
+      message: `the connection to the model upstream at ${where} broke mid-stream: ${redactDetail(causeText(error), ctx.redactSecrets)}`,
     };
   }
   return {
     code: "MODEL_UPSTREAM",
-    message: `the model request to ${where} failed: ${redactDetail(causeText(error), ctx.apiKey)}`,
+    message: `the model request to ${where} failed: ${redactDetail(causeText(error), ctx.redactSecrets)}`,
   };
 }
 
 /** The upstream's own explanation: the JSON body's `error.message`, or the raw body text. */
-function apiErrorDetail(error: APIError, apiKey: string | undefined): string {
+function apiErrorDetail(error: APIError, redactSecrets: (text: string) => string): string {
   const body: unknown = error.error;
   let text: string | undefined;
   if (typeof body === "object" && body !== null && "message" in body && typeof body.message === "string") {
@@ -131,7 +133,7 @@ function apiErrorDetail(error: APIError, apiKey: string | undefined): string {
     text = error.message.replace(/^\d{3} /, "");
     if (/status code \(no body\)$|^\(no status code or body\)$/.test(text)) text = undefined;
   }
-  return text ? redactDetail(text, apiKey) : "";
+  return text ? redactDetail(text, redactSecrets) : "";
 }
 
 /**

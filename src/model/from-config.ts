@@ -6,7 +6,8 @@ import { createOpenAIModelClient, type OpenAIModelClientOptions } from "./openai
 /**
  * The client the server should use for `cfg` (from {@link parseModelEnv}): the real one
  * when {@link modelConfigured}, otherwise one that answers MODEL_NOT_CONFIGURED naming
- * the missing variables. `tuning` sets retries, timeouts and fetch.
+ * the missing variables. `tuning` sets retries, timeouts, fetch and the secrets its error texts
+ * never show.
  */
 export function modelClientFromConfig(
   cfg: ModelConfig,

@@ -2,10 +2,11 @@ import OpenAI from "openai";
 import type { ModelClient, ModelRequest, ModelResult, ModelUsage } from "../agent/model.js";
 import { classifyError, type FailureContext, type ModelFailure } from "./classify-error.js";
 import { clientSettings, FINISH_GRACE_MS } from "./client-settings.js";
+import { CallbackError, rethrown } from "./delta-callbacks.js";
 import { checkFinishReason } from "./finish-reason.js";
 import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
-import { displayURL } from "./redact.js";
+import { displayURL, secretRedactor } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
 import { ABORTED, stopFailure } from "./stop-failure.js";
@@ -29,6 +30,11 @@ export interface OpenAIModelClientOptions {
   baseURL?: string | undefined;
   /** Sent as `Authorization: Bearer`; without one no Authorization header is sent (local servers). */
   apiKey?: string | undefined;
+  /**
+   * The server's other secrets (AGENT_API_KEYS, STREAM_TOKEN_SECRET...): replaced by `[redacted]`,
+   * as `apiKey` is, in every error text quoting the upstream (an upstream quotes the request).
+   */
+  secrets?: readonly string[] | undefined;
   /** The model asked when a request names none. */
   model: string;
   /** Retries of 408/409/429/5xx and connection failures/timeouts before the stream starts (SDK backoff, honouring `retry-after(-ms)`). */
@@ -65,6 +71,7 @@ export interface OpenAIModelClientOptions {
 export function createOpenAIModelClient(options: OpenAIModelClientOptions): ModelClient {
   const { maxRetries, requestTimeoutMs, idleTimeoutMs, streamMaxMs, maxRetryDelayMs, baseURL } =
     clientSettings(options);
+  const redactSecrets = secretRedactor([options.apiKey ?? "", ...(options.secrets ?? [])]);
 
   const client = new OpenAI({
     baseURL,
@@ -94,7 +101,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
         failureContext: (phase, model) => ({
           baseURL,
           model,
-          apiKey: options.apiKey,
+          redactSecrets,
           maxRetries,
           requestTimeoutMs,
           phase,
@@ -278,21 +285,6 @@ function cancelBody(response: Response): void {
   const body = response.body as unknown as { destroy?: () => void; cancel?: () => Promise<void> } | null;
   if (body?.destroy) body.destroy();
   else body?.cancel?.().catch(() => {});
-}
-
-/** Wraps an exception thrown by the caller's `onTextDelta`, so it is rethrown rather than classified. */
-class CallbackError extends Error {}
-
-/** `callback`, its exceptions wrapped in CallbackError. */
-function rethrown(callback: ((text: string) => void) | undefined): ((text: string) => void) | undefined {
-  if (!callback) return undefined;
-  return (text) => {
-    try {
-      callback(text);
-    } catch (error) {
-      throw new CallbackError("a delta callback threw", { cause: error });
-    }
-  };
 }
 
 function roundOrNull(ms: number | null): number | null {

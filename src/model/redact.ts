@@ -79,16 +79,17 @@ export function secretRedactor(secrets: readonly string[]): (text: string) => st
 }
 
 /**
- * Makes upstream text safe to show: removes the configured API key in every encoding (see
- * secretRedactor) and anything shaped like one (upstreams echo masked keys in 401 bodies),
- * collapses whitespace and caps the length. Contract: the returned text contains no
- * encoding of `apiKey` that secretRedactor knows.
+ * Makes upstream text safe to show: removes the server's secrets with `redactSecrets` (a
+ * secretRedactor of them: the API key and every other secret the server knows) and anything
+ * shaped like an API key (upstreams echo masked keys in 401 bodies), collapses whitespace and
+ * caps the length. Contract: the returned text contains no encoding of those secrets that
+ * secretRedactor knows.
  */
-export function redactDetail(text: string, apiKey: string | undefined): string {
-  let out = apiKey ? secretRedactor([apiKey])(text) : text;
+export function redactDetail(text: string, redactSecrets: (text: string) => string): string {
+  let out = redactSecrets(text);
   out = out.replace(SECRET_LIKE, "sk-[redacted]").replace(/\s+/g, " ").trim();
   if (out.length > MAX_DETAIL_CHARS) out = `${out.slice(0, MAX_DETAIL_CHARS)}…`;
-  // Truncation cannot reintroduce the key (it only shortens), so the contract holds.
+  // Truncation cannot reintroduce a secret (it only shortens), so the contract holds.
   return out;
 }
 

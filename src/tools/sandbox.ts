@@ -36,7 +36,12 @@ export const WORKSPACE_FD = 3;
 
 /** Top-level directories of the system shown read-only (as the links they are on a merged-/usr system). */
 const SYSTEM_ROOTS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-/** What of /etc programs need: the loader's cache, users and groups, time zone, name resolution, certificates. */
+/**
+ * What of /etc programs need: the loader's cache, users and groups, time zone, name resolution,
+ * certificates. Never a whole directory that may hold secrets: of /etc/ssl only the certificates
+ * and OpenSSL's configuration (its `private/` holds the host's keys, which the sandbox's root
+ * reads when the server runs as root); no `shadow`, no SSH or TLS keys.
+ */
 const ETC_ENTRIES = [
   "/etc/alternatives",
   "/etc/ld.so.cache",
@@ -48,7 +53,9 @@ const ETC_ENTRIES = [
   "/etc/localtime",
   "/etc/hosts",
   "/etc/resolv.conf",
-  "/etc/ssl",
+  "/etc/ssl/certs",
+  "/etc/ssl/cert.pem",
+  "/etc/ssl/openssl.cnf",
   "/etc/ca-certificates",
   "/etc/os-release",
 ];

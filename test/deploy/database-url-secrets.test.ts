@@ -1,11 +1,13 @@
 /**
  * DATABASE_URL in the message of a refused start: the password never shows, however it is
  * written (in the user info, unescaped, or as a query parameter), nor does any query parameter
- * that may carry a secret, nor any part of a URL that does not parse.
+ * that may carry a secret, nor any part of a URL that does not parse or whose user info is
+ * ambiguous; and the password alone is one of the secrets redacted from logs and error texts.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../src/config.js";
+import { ConfigError, configSecrets } from "../../src/config.js";
 import { displayDatabaseUrl } from "../../src/display-database-url.js";
+import { secretRedactor } from "../../src/model/redact.js";
 import { openPgStoreOrExplain } from "../../src/startup-checks.js";
 import { freePort } from "../helpers/child-server.js";
 
@@ -36,6 +38,29 @@ describe("DATABASE_URL as an error message shows it", () => {
       expect(displayDatabaseUrl(url), url).toBe("postgres://(not shown: it cannot be parsed as a URL)");
     }
     expect(displayDatabaseUrl(`${SECRET}://x:y@`)).toBe("(not shown: it cannot be parsed as a URL)");
+  });
+
+  it("a URL with a / ? or # before its last @ shows its scheme only: where the password ends cannot be told", () => {
+    for (const url of [
+      `postgres://agent:/${SECRET}@h:5432/db`,
+      `postgres://agent:2024/${SECRET}@h/db`,
+      `postgres://agent:12?host=${SECRET}@h/db`,
+    ]) {
+      expect(displayDatabaseUrl(url), url).toBe(
+        "postgres://(not shown: where its user name and password end cannot be told)",
+      );
+    }
+  });
+
+  it("its password alone, however it is written, is among the secrets logs and upstream errors never show", () => {
+    for (const [url, password] of [
+      [`postgres://agent:${SECRET}@h/db`, SECRET],
+      [`postgres://agent:2024/${SECRET}@h/db`, `2024/${SECRET}`],
+      [`postgres://agent:p%40ss${SECRET}@h/db`, `p@ss${SECRET}`],
+    ] as const) {
+      const secrets = configSecrets({ AGENT_API_KEYS: [], WEBHOOK_SECRET: "", DATABASE_URL: url, model: {} });
+      expect(secretRedactor(secrets)(`password ${password}.`), url).toBe("password [redacted].");
+    }
   });
 
   it("a start that cannot connect names DATABASE_URL without any of the secret", async () => {

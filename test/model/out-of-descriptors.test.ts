@@ -80,7 +80,7 @@ describe("a model request from a process out of file descriptors", () => {
     const context = {
       baseURL: "http://127.0.0.1/v1",
       model: "m",
-      apiKey: undefined,
+      redactSecrets: (text: string) => text,
       maxRetries: 2,
       requestTimeoutMs: 1000,
       phase: "request" as const,

@@ -77,7 +77,7 @@ describe("secret redaction", () => {
     expect(redact("nothing secret here: aGVsbG8gd29ybGQ=")).toBe("nothing secret here: aGVsbG8gd29ybGQ=");
     expect(secretRedactor(["abc"])("abc and YWJj")).toBe("[redacted] and YWJj");
     expect(secretRedactor([])("x")).toBe("x");
-    expect(redactDetail("Incorrect key SK-TEST-SECRET-KEY-123", "sk-test-secret-key-123")).toBe(
+    expect(redactDetail("Incorrect key SK-TEST-SECRET-KEY-123", secretRedactor(["sk-test-secret-key-123"]))).toBe(
       "Incorrect key [redacted]",
     );
   });
