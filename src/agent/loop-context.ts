@@ -47,7 +47,7 @@ export interface LoopContext {
 
 /**
  * How a phase ended when the run must stop; `toolCall`: the call it stopped at, if any;
- * `hint`: what to do, when the host said (see HostFailure), else the error code's.
+ * `hint`: what to do, when the host (see HostFailure) or the model client said, else the error code's.
  */
 export type PhaseStop = (
   | { stopReason: "aborted" }

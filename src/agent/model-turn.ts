@@ -122,7 +122,8 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
       return { stop: { stopReason: "budget_exhausted", budget: durationSpent(ctx.budgets, ctx.elapsedMs()) }, trace };
     }
     if (result.code === "MODEL_ABORTED" || ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };
-    return { stop: { stopReason: "error", error: { code: result.code, message: result.message } }, trace };
+    const hint = result.hint ? { hint: result.hint } : {};
+    return { stop: { stopReason: "error", error: { code: result.code, message: result.message }, ...hint }, trace };
   }
   // Checkpoint (b): the stream ended, but the run was cancelled: the turn is dropped.
   if (ctx.signal.aborted) return { stop: { stopReason: "aborted" }, trace };

@@ -46,6 +46,8 @@ export interface ModelTiming {
 /**
  * Stable codes of model failures. MODEL_OUT_OF_DESCRIPTORS: this server, not the upstream,
  * had no file descriptor left to connect with (EMFILE/ENFILE); asking again later may succeed.
+ * MODEL_QUOTA_EXHAUSTED: the provider account is out of quota or credit (OpenAI's 429
+ * `insufficient_quota`), which no wait or retry fixes, unlike MODEL_RATE_LIMITED.
  */
 export type ModelErrorCode =
   | "MODEL_ABORTED"
@@ -55,6 +57,7 @@ export type ModelErrorCode =
   | "MODEL_AUTH"
   | "MODEL_NOT_FOUND"
   | "MODEL_RATE_LIMITED"
+  | "MODEL_QUOTA_EXHAUSTED"
   | "MODEL_UPSTREAM"
   | "MODEL_OUT_OF_DESCRIPTORS"
   | "MODEL_TIMEOUT"
@@ -85,6 +88,8 @@ export type ModelResult =
       ok: false;
       code: ModelErrorCode;
       message: string;
+      /** What to try, when the failure says better than its code (a request the upstream refused as sent). */
+      hint?: string;
       /** The finish_reason the upstream ended the reply with, when it gave one (`length`, `content_filter`...). */
       finishReason?: string;
       usage?: ModelUsage;

@@ -1,11 +1,15 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from "openai";
 import type { ModelErrorCode } from "../agent/model.js";
 import { errnoCode, isOutOfDescriptors } from "../errno.js";
+import { isQuotaExhausted } from "./quota-exhausted.js";
 import { displayURL, redactDetail } from "./redact.js";
+import { refusalHint } from "./refusal-hint.js";
 
 export interface ModelFailure {
   code: ModelErrorCode;
   message: string;
+  /** What to try, when the failure says better than its code (a request the upstream refused as sent). */
+  hint?: string;
 }
 
 /** What the classifier needs to name the likely cause. */
@@ -56,6 +60,13 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
     const detail = apiErrorDetail(error, ctx.redactSecrets);
     const suffix = detail ? `: ${detail}` : "";
     const status = error.status;
+    if (isQuotaExhausted(error)) {
+      const how = status === undefined ? "mid-stream" : `with HTTP ${status}`;
+      return {
+        code: "MODEL_QUOTA_EXHAUSTED",
+        message: `the model upstream at ${where} refused the request ${how} because the account is out of quota (insufficient_quota)${suffix}`,
+      };
+    }
     if (status === undefined) {
       // An `{"error": ...}` object sent as a stream chunk; a rate limit is told by its code
       // (429, as OpenRouter sends it, or OpenAI's "rate_limit_exceeded").
@@ -93,7 +104,14 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
         message: `the model upstream at ${where} failed with HTTP ${status} and retrying did not help (maxRetries ${ctx.maxRetries})${suffix}`,
       };
     }
-    return { code: "MODEL_UPSTREAM", message: `the model upstream refused the request with HTTP ${status}${suffix}` };
+    const message = `the model upstream refused the request with HTTP ${status}${suffix}`;
+    // A 409 (a lock timeout) the SDK retries; what else is left of 4xx is refused as sent.
+    if (status < 400 || status > 499 || status === 409) return { code: "MODEL_UPSTREAM", message };
+    return {
+      code: "MODEL_UPSTREAM",
+      message,
+      hint: refusalHint({ status, code: error.code, type: error.type, message: detail }),
+    };
   }
   if (error instanceof SyntaxError) {
     return {

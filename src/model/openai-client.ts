@@ -5,6 +5,7 @@ import { clientSettings, FINISH_GRACE_MS } from "./client-settings.js";
 import { CallbackError, rethrown } from "./delta-callbacks.js";
 import { checkFinishReason } from "./finish-reason.js";
 import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
+import { noRetryWhenQuotaExhausted } from "./quota-exhausted.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
 import { displayURL, secretRedactor } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
@@ -85,7 +86,7 @@ export function createOpenAIModelClient(options: OpenAIModelClientOptions): Mode
     timeout: requestTimeoutMs,
     // Failures are reported as values; the SDK's console logging (which may print raw chunks) stays off.
     logLevel: "off",
-    fetch: capRetryDelay(withStopSignal(options.fetch ?? upstreamFetch), maxRetryDelayMs),
+    fetch: capRetryDelay(noRetryWhenQuotaExhausted(withStopSignal(options.fetch ?? upstreamFetch)), maxRetryDelayMs),
   });
 
   return {

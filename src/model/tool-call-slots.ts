@@ -28,7 +28,11 @@ export interface FragmentKey {
  * - it starts a new call instead when its non-empty id differs from that call's, or when it
  *   names a function while that call already has a name: with an index, a different name
  *   (unless its id is the call's own); without one, any name unless it repeats the call's id
- *   and name (a provider that sends them with every fragment).
+ *   and name (a provider that sends them with every fragment);
+ * - except that a fragment with an index, no name and an id no call has continues the call at
+ *   its index when that call is named: a call needs a name to start, and some providers give
+ *   a call's later fragments another id than its first (Poolside; older mlx-openai-server, a
+ *   new one per fragment). The call keeps its first id, and the other id names no call.
  * Calls keep the order they began in.
  */
 export class ToolCallSlots {
@@ -45,7 +49,11 @@ export class ToolCallSlots {
     if (current !== null && id !== "" && current.id !== "" && current.id !== id) {
       current = this.#byId.get(id) ?? current;
     }
-    const otherId = current !== null && id !== "" && current.id !== "" && id !== current.id;
+    const differentId = current !== null && id !== "" && current.id !== "" && id !== current.id;
+    // A nameless fragment at a named call's index, with an id no call has: that call under another id.
+    const sameCallOtherId =
+      differentId && index !== undefined && name === "" && current?.name !== "" && !this.#byId.has(id);
+    const otherId = differentId && !sameCallOtherId;
     const sameId = current !== null && id !== "" && id === current.id;
     const anotherCall =
       current !== null &&
@@ -58,7 +66,7 @@ export class ToolCallSlots {
       this.calls.push(call);
     }
     if (index !== undefined) this.#byIndex.set(index, call);
-    if (id !== "") this.#byId.set(id, call);
+    if (id !== "" && !sameCallOtherId) this.#byId.set(id, call);
     this.#last = call;
     return call;
   }
