@@ -32,6 +32,16 @@ export function pendingToolCalls(history: readonly AgentMessage[]): ToolCall[] {
 }
 
 /**
+ * Whether the history ends in the model's final reply (an assistant message without tool calls)
+ * at index `from` or later: a run resumed with such a history is done (law 2).
+ */
+export function endsInFinalReply(history: readonly AgentMessage[], from: number): boolean {
+  const last = history.length - 1;
+  const message = history[last];
+  return last >= from && message?.role === "assistant" && !message.toolCalls?.length;
+}
+
+/**
  * Law 4: every tool call has exactly one result, right after its assistant message,
  * and every result answers a call. Throws `InvalidHistoryError` naming the ids.
  * With `allowPendingTail`, the last assistant's calls may still lack results.

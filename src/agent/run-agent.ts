@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { BeforeToolCall } from "./approval.js";
 import { type RunBudgets, spentBudget } from "./budget.js";
 import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
-import { assertValidHistory, pendingToolCalls } from "./history.js";
+import { assertValidHistory, endsInFinalReply, pendingToolCalls } from "./history.js";
 import { commitMessage, type LoopContext, notifyOnly, type PhaseStop } from "./loop-context.js";
 import { DEFAULT_LOOP_REPEAT_LIMIT, detectLoop, type LoopFinding } from "./loop-guard.js";
 import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
@@ -28,7 +28,10 @@ export interface RunAgentParams {
   tools: readonly AnyAgentTool[];
   /** The committed history before this run (or before this resumption). */
   history: readonly AgentMessage[];
-  /** The user message that starts the run; omitted when resuming a run. */
+  /**
+   * The user message that starts the run; omitted when resuming a run (one whose `history` ends
+   * in its final reply then completes without a model request, taking no pending input).
+   */
   input?: string;
   beforeToolCall: BeforeToolCall;
   /**
@@ -181,6 +184,9 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
       // Every call is answered, but the stored trace lacks some (its full trace was not stored).
       ctx.onStep(step);
     }
+    // Law 2: the run's final reply is committed (its end was not), so it completes without
+    // another request; input steered since is left to the host, as for a live run's final turn.
+    if (endsInFinalReply(ctx.history, runStart)) return finish({ stopReason: "complete" }, "after_turn");
   }
 
   const specs = toolSpecs(ctx.tools);
