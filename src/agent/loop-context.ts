@@ -28,7 +28,7 @@ export interface LoopContext {
   notify: (notice: LoopNotice) => void;
   /** Awaited at the checkpoints; the host may fire the signal there to stop the run. */
   checkpoint: (at: Checkpoint) => Promise<void>;
-  /** After each turn, with its trace; never throws. */
+  /** A turn's trace, as it grows (see RunAgentParams.onStep); never throws. */
   onStep: (step: StepTrace) => void;
   signal: AbortSignal;
   contextMaxChars?: number;

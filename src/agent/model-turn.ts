@@ -147,8 +147,9 @@ export async function runModelTurn(ctx: LoopContext, turn: number, specs: ToolSp
     ...(metadata ? { metadata } : {}),
   };
   // The turn's trace so far (the model's part) goes out before its tools run, so a crash
-  // mid-tool still leaves the turn's usage on record; the whole trace replaces it later. A
-  // final reply's trace (it has no tools) goes out before it, to be stored with the run's end.
+  // mid-tool still leaves the turn's usage on record; the reports made with its tool results
+  // replace it (see runToolCalls). A final reply's trace (it has no tools) goes out before it,
+  // to be stored with the run's end.
   ctx.onStep(toolCalls.length ? { ...trace, tools: [] } : trace);
   const stop = await commitMessage(ctx, assistant, { final: toolCalls.length === 0 });
   if (stop) return { stop, trace };

@@ -47,10 +47,14 @@ export interface RunAgentParams {
    */
   checkpoint?: (at: Checkpoint) => Promise<void>;
   /**
-   * A turn's trace and the run's stats so far (a copy): when the turn ends, and also, for a
-   * turn with tool calls, just before its assistant message is committed (the model's part
-   * only; the same turn's full trace follows and replaces it). A turn whose reply has no tool
-   * calls is reported once, just before that reply is committed (see LoopCommit's `final`).
+   * A turn's trace and the run's stats so far (a copy), each report of a turn replacing the
+   * one before. A turn whose reply has tool calls is reported just before its assistant
+   * message is committed (the model's part only), then with its tool results: just before a
+   * result is committed, listing every call answered so far, that one included (results
+   * committed in a row, with nothing waited for between them, are reported with the last of
+   * them: see runToolCalls); its last report is its whole trace. A turn whose reply has no tool
+   * calls is reported once, just before that reply is committed (see LoopCommit's `final`); a
+   * turn that failed, when it ends.
    */
   onStep?: (step: StepTrace, stats: RunStats) => void;
   signal: AbortSignal;
@@ -66,8 +70,9 @@ export interface RunAgentParams {
   /**
    * When resuming: the stored trace of the run's last turn (the turn of the last assistant
    * message). When that message's calls are still pending, its tools are completed (those
-   * already answered, then the pending ones) and it is reported again; when they are all
-   * answered but the trace lists fewer tools, it is reported again with every answered call.
+   * already answered, then the pending ones) and it is reported again with their results, as a
+   * live turn's is; when they are all answered but the trace lists fewer tools, it is reported
+   * again with every answered call.
    */
   priorStep?: StepTrace;
   newId?: () => string;
@@ -175,8 +180,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     const pending = pendingToolCalls(ctx.history);
     const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
     if (pending.length) {
-      const stop = await runToolCalls(ctx, pending, step?.tools ?? []);
-      if (step) ctx.onStep(step);
+      // Reported with each result, as in a live turn.
+      const stop = await runToolCalls(ctx, pending, step);
       if (stop) return finish(stop, "in_turn");
       const loop = loopStop();
       if (loop) return finish(loop, "after_turn");
@@ -212,8 +217,8 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
     const calls = turn.assistant.toolCalls ?? [];
     // Law 2: the run completes because the model made no tool call (its trace went out with it).
     if (calls.length === 0) return finish({ stopReason: "complete" }, "after_turn");
-    const stop = await runToolCalls(ctx, calls, turn.trace.tools);
-    ctx.onStep(turn.trace);
+    // The turn's trace is reported with its results (the last report holds them all).
+    const stop = await runToolCalls(ctx, calls, turn.trace);
     if (stop) return finish(stop, "in_turn");
     const loop = loopStop();
     if (loop) return finish(loop, "after_turn");

@@ -5,7 +5,7 @@ import { callFingerprint } from "./fingerprint.js";
 import { commitItem, commitMessage, hintOf, type LoopContext, type PhaseStop } from "./loop-context.js";
 import type { ToolCall, ToolMessage } from "./messages.js";
 import { resolveToolCall } from "./resolve-tool-call.js";
-import type { ToolTrace } from "./step-trace.js";
+import type { StepTrace, ToolTrace } from "./step-trace.js";
 import { budgetUsage } from "./stop-detail.js";
 import { stoppedBy } from "./stopped-by.js";
 import type { ToolOutcome } from "./tool.js";
@@ -18,6 +18,7 @@ import {
   notExecutedOutcome,
   toolResultMessage,
 } from "./tool-results.js";
+import { type TurnStep, turnStep } from "./turn-step.js";
 
 const ABORTED = Symbol("aborted");
 
@@ -43,23 +44,45 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typ
 /**
  * Executes a turn's tool calls sequentially, in the model's order, committing
  * exactly one result per call (law 4). Returns a PhaseStop when the run must end.
+ *
+ * `step` is the turn's trace (its tools: those already answered): each call's line is added
+ * as its result is committed, and the trace is reported (ctx.onStep) just before the result,
+ * so that whenever the loop waits (for a person, a tool, the next model request) the reported
+ * step lists every committed result of the turn. Results committed in a row with nothing
+ * waited for between them (the closing ones, those past the tool-call cap) leave the report to
+ * the turn's last call: a reply of thousands of calls does not store its growing trace with
+ * each. The phase's last report is the turn's whole trace; nothing is reported twice.
  */
 export async function runToolCalls(
   ctx: LoopContext,
   calls: readonly ToolCall[],
-  traces: ToolTrace[],
+  step: StepTrace | null,
 ): Promise<PhaseStop | null> {
+  const trace = turnStep(ctx, step);
+  const stop = await executeCalls(ctx, calls, trace);
+  // A commit that failed before the turn's last call leaves lines unreported.
+  trace.settle();
+  return stop;
+}
+
+async function executeCalls(ctx: LoopContext, calls: readonly ToolCall[], trace: TurnStep): Promise<PhaseStop | null> {
   /** The call whose approval was not answered: the run was cancelled, or ran out of wall time, first. */
   let unanswered: string | null = null;
-  const record = async (call: ToolCall, outcome: ToolOutcome, durationMs = 0): Promise<PhaseStop | null> => {
+  const lastCall = calls.at(-1);
+  /** `inRow`: one of results committed in a row (see runToolCalls); only the turn's last reports the step. */
+  const record = async (
+    call: ToolCall,
+    outcome: ToolOutcome,
+    { durationMs = 0, inRow = false }: { durationMs?: number; inRow?: boolean } = {},
+  ): Promise<PhaseStop | null> => {
     const message = toolResultMessage({ id: ctx.newId(), toolCallId: call.id, outcome, durationMs });
-    traces.push(traceOf(call, message));
+    trace.add(traceOf(call, message), !inRow || call === lastCall);
     return commitMessage(ctx, message, { tool: call.name, undecided: call.id === unanswered });
   };
   /** Gives every call from `index` on the same kind of closing result. */
   const closeFrom = async (index: number, outcome: () => ToolOutcome): Promise<PhaseStop | null> => {
     for (const call of calls.slice(index)) {
-      const stop = await record(call, outcome());
+      const stop = await record(call, outcome(), { inRow: true });
       if (stop) return stop;
     }
     return null;
@@ -100,7 +123,8 @@ export async function runToolCalls(
       max: ctx.maxToolCallsPerTurn,
     });
     if (overCap) {
-      const stop = await record(call, overCap);
+      // Every later call is past the cap too: they are closed in a row.
+      const stop = await record(call, overCap, { inRow: true });
       if (stop) return stop;
       continue;
     }
@@ -172,14 +196,15 @@ export async function runToolCalls(
       // Stopped by the wall-time budget; an error of the tool's own is its failure (law 8).
       if (!ctx.signal.aborted && stoppedBy(err, signal)) {
         return (
-          (await record(call, executionFailedOutcome(), performance.now() - started)) ??
+          (await record(call, executionFailedOutcome(), { durationMs: performance.now() - started })) ??
           (await budgetStop(index + 1, durationSpent(ctx.budgets, ctx.elapsedMs()), index))
         );
       }
       if (ctx.signal.aborted) {
         // It started, so its outcome is recorded (generically); the run still ends aborted.
         return (
-          (await record(call, executionFailedOutcome(), performance.now() - started)) ?? abortFrom(index + 1, index)
+          (await record(call, executionFailedOutcome(), { durationMs: performance.now() - started })) ??
+          abortFrom(index + 1, index)
         );
       }
       return failAt(index, `tool ${call.name} failed: ${messageOf(err)}`);
@@ -187,7 +212,7 @@ export async function runToolCalls(
       // The tool is over: its deadline goes (`signal` keeps whether it fired while the tool ran).
       deadline.dispose();
     }
-    const stop = await record(call, outcome, performance.now() - started);
+    const stop = await record(call, outcome, { durationMs: performance.now() - started });
     if (stop) return stop;
     await ctx.checkpoint("tool-result");
     // Checkpoint (d): the tool's real result is kept; the rest are closed.

@@ -195,6 +195,8 @@ export async function executeRun(deps: ExecutionDeps, live: LiveRun, params: Exe
         return SETTLED;
       },
       onStep: (step, stats) => {
+        // Held for the run's next write: a step reported with a tool result (just before it is
+        // committed) is stored in that result's transaction.
         live.recorder.defer({ kind: "step", step });
         // Saved with the step unless only the clock moved since the stats last saved.
         if (!sameCounts(stats, live.savedStats)) live.recorder.defer({ kind: "stats", stats });

@@ -145,13 +145,16 @@ describe("stats and events", () => {
       ],
     });
     await h.run({ onStep: (step) => steps.push(structuredClone(step)) });
-    // Turn 1 is reported twice: its model part before its tools run (so a crash mid-tool keeps
-    // the usage), then whole; turn 2 has no tools and is reported once.
-    expect(steps.map((s) => s.turn)).toEqual([1, 1, 2]);
+    // Turn 1 is reported with its model part before its tools run (so a crash mid-tool keeps
+    // the usage), then with each result (the last report is whole); turn 2 has no tools and is
+    // reported once.
+    expect(steps.map((s) => s.turn)).toEqual([1, 1, 1, 2]);
     expect(steps[0]).toMatchObject({
       model: { finishReason: "tool_calls", usage: { inputTokens: 9, outputTokens: 2 } },
       tools: [],
     });
+    steps.shift();
+    expect(steps[0]?.tools.map((t) => t.toolCallId)).toEqual(["c1"]);
     steps.shift();
     expect(steps[0]).toMatchObject({
       context: { messageCount: 1, trimmedCount: 0 },

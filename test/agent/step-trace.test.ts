@@ -41,7 +41,7 @@ describe("the step trace", () => {
     });
     // Room for three turns' units: the fourth request leaves the first turn out.
     await h.run({ contextMaxChars: 600, onStep: (step) => steps.push(structuredClone(step)) });
-    // A turn with calls is reported twice (before and after its tools): its last report counts.
+    // A turn with calls is reported before its tools and with their results: its last report counts.
     const final = [...new Map(steps.map((s) => [s.turn, s])).values()];
     expect(final.map((s) => s.context.includedFiles)).toEqual([
       [],
