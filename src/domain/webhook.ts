@@ -60,18 +60,25 @@ export const StoredWebhookTargetSchema = z.object({ url: z.string(), events: z.a
  * server's WEBHOOK_URL) and its record keeps: `serverDefault` says it is the server's. With
  * API keys that is the operator's receiver, hidden from the keys (see RunService.webhooks)
  * whatever WEBHOOK_URL says now: a run keeps its target across a change of WEBHOOK_URL (a
- * rotated token, instances of a rolling deploy configured apart).
+ * rotated token, instances of a rolling deploy configured apart). Absent: unknown, a target
+ * stored without the flag (by an older version, or an older instance of a rolling deploy),
+ * which may be either; it stays absent when the target is written again, so the versions that
+ * read the flag (or its absence) read it as they did.
  */
 export interface ResolvedWebhookTarget extends WebhookTarget {
-  serverDefault: boolean;
+  serverDefault?: boolean;
 }
 
 /**
- * A run's stored target (JSON read back). One stored without `serverDefault` (by an older
- * version, or an older instance of a rolling deploy) reads as the server's: which it was
- * cannot be told, and taking a key's own receiver for the operator's only hides from that key
- * a URL it set itself, while the converse would show every key the operator's (token and all).
+ * Whether `target` may be the server's WEBHOOK_URL: flagged so, or stored without the flag.
+ * Whoever must not see the operator's receiver must not see such a target: taking a key's own
+ * receiver for the operator's only hides from that key a URL it set itself, while the converse
+ * would show every key the operator's (token and all).
  */
+export const maybeServerDefault = (target: ResolvedWebhookTarget | null): boolean =>
+  target !== null && target.serverDefault !== false;
+
+/** A run's stored target (JSON read back); `serverDefault` stays absent when it was not stored (unknown). */
 export const StoredResolvedTargetSchema = StoredWebhookTargetSchema.extend({
-  serverDefault: z.boolean().default(true),
+  serverDefault: z.boolean().optional(),
 });

@@ -56,8 +56,13 @@ export function differingFields(existing: KeyedRun, request: StartRequestBody): 
  * Whether a run whose start resolved `stored` is the one a request naming `named` (its own
  * target, else its session's) would start: the same URL and events, or neither naming one (the
  * server's default, WEBHOOK_URL, may have changed since: that is no difference of the request).
+ * A target stored without saying whether it was the server's (see ResolvedWebhookTarget) is
+ * either: the request names the same URL and events, or none.
  */
 function sameTarget(stored: KeyedRun["webhook"], named: WebhookTarget | null): boolean {
-  const own = stored && !stored.serverDefault ? { url: stored.url, events: stored.events } : null;
-  return canonical(own) === canonical(named ? { url: named.url, events: named.events } : null);
+  const asNamed = named ? canonical({ url: named.url, events: named.events }) : null;
+  if (!stored) return asNamed === null;
+  const own = canonical({ url: stored.url, events: stored.events });
+  if (stored.serverDefault === undefined) return asNamed === null || asNamed === own;
+  return asNamed === (stored.serverDefault ? null : own);
 }

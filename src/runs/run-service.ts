@@ -1,7 +1,7 @@
 import { wellFormed } from "../agent/messages.js";
 import type { ApprovalPolicy } from "../domain/approval-policy.js";
 import type { IfBusy, RunView } from "../domain/run.js";
-import type { WebhookTarget } from "../domain/webhook.js";
+import { maybeServerDefault, type WebhookTarget } from "../domain/webhook.js";
 import { invalidCursor, notFound } from "../errors.js";
 import { isIdOf } from "../ids.js";
 import type { SessionService } from "../sessions/session-service.js";
@@ -225,14 +225,15 @@ export class RunService {
    * server's default and hidesServerDefaultTarget, its deliveries show no URL, nor their tries'
    * error texts, nor a refusal's reason (they name its host or address): API keys set their
    * receivers themselves, and the operator's URL may carry a token. Whether the target is the
-   * server's is stored with the run (see ResolvedWebhookTarget), not read off today's WEBHOOK_URL.
+   * server's is stored with the run (see ResolvedWebhookTarget), not read off today's WEBHOOK_URL;
+   * a target stored without saying is hidden (see maybeServerDefault).
    */
   async webhooks(runId: string, owner: string | null, page: RunListPage) {
     await this.access(runId, owner);
     const { store, hidesServerDefaultTarget = false } = this.deps;
     const [result, hidden] = await Promise.all([
       store.webhooks.page({ runId, after: keyOf(page.cursor), limit: page.limit }),
-      hidesServerDefaultTarget ? store.webhooks.targetOf(runId).then((t) => t?.serverDefault === true) : false,
+      hidesServerDefaultTarget ? store.webhooks.targetOf(runId).then(maybeServerDefault) : false,
     ]);
     const items = result.items.map(({ owner: _owner, eventSeq: _seq, nextAttemptAt, ...delivery }) => ({
       ...(hidden ? hiddenReceiverView(delivery) : delivery),

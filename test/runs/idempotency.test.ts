@@ -75,6 +75,26 @@ describe("an Idempotency-Key retry is the same request only if its whole body is
     expect(differingFields(serverDefault, { ...same, session: noSessionTarget })).toEqual([]);
   });
 
+  it("a webhook target stored without saying whether it was the server's matches a retry naming it, or naming none", () => {
+    const target = { url: "https://hooks.example.com/a", events: ["run.finished" as const] };
+    const same = { input: "hi", maxTurns: 20, approval: run.approval };
+    // As a release before the flag stored it: the run's own, its session's or WEBHOOK_URL's.
+    const older = { ...run, webhook: target };
+    expect(differingFields(older, { ...same, webhook: target, session: noSessionTarget })).toEqual([]);
+    expect(differingFields(older, { ...same, session: { webhook: target } })).toEqual([]);
+    expect(differingFields(older, { ...same, session: noSessionTarget })).toEqual([]);
+    expect(
+      differingFields(older, {
+        ...same,
+        webhook: { ...target, url: "https://hooks.example.com/b" },
+        session: noSessionTarget,
+      }),
+    ).toEqual(["webhook"]);
+    expect(differingFields(older, { ...same, session: { webhook: { ...target, events: ["run.started"] } } })).toEqual([
+      "webhook",
+    ]);
+  });
+
   it("a field the retry leaves to the server's defaults matches whatever its run took; one it sends is compared", () => {
     const limits = { ...defaultRunLimits(), maxTokens: 1000 };
     const first = { ...run, maxTurns: 20, ...limits };

@@ -143,7 +143,7 @@ describe.each([
     ]);
   });
 
-  it("records whether it is the server's default (WEBHOOK_URL); one stored without that reads as the server's", async () => {
+  it("records whether it is the server's default (WEBHOOK_URL); one stored without that reads as unknown, the flag absent", async () => {
     const open = await stores();
     const a = open();
     cleanups.push(() => a.close());
@@ -159,8 +159,8 @@ describe.each([
     await create("run_none");
     expect(await a.store.webhooks.targetOf("run_own")).toEqual({ ...webhook, serverDefault: false });
     expect(await a.store.webhooks.targetOf("run_default")).toEqual({ ...webhook, serverDefault: true });
-    expect(await a.store.webhooks.targetOf("run_older")).toEqual({ ...webhook, serverDefault: true });
-    expect((await a.store.runs.get("run_older"))?.webhook).toEqual({ ...webhook, serverDefault: true });
+    expect(await a.store.webhooks.targetOf("run_older")).toStrictEqual(webhook);
+    expect((await a.store.runs.get("run_older"))?.webhook).toStrictEqual(webhook);
     expect(await a.store.webhooks.targetOf("run_none")).toBeNull();
     expect(await a.store.webhooks.targetOf("run_missing")).toBeNull();
   });
