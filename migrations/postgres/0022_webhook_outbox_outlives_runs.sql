@@ -13,5 +13,5 @@ ALTER TABLE webhook_deliveries ALTER COLUMN run_id DROP NOT NULL;
 -- is not scanned again under the lock (new rows are checked as ever).
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_run_id_fkey
   FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE SET NULL NOT VALID;
--- The settled deliveries whose run is gone, which the store drops: an index of them alone.
-CREATE INDEX webhook_deliveries_orphaned ON webhook_deliveries (id) WHERE (run_id IS NULL) AND (status <> 'pending');
+-- The index of the settled deliveries whose run is gone is built by 0024, concurrently, not
+-- under this lock.

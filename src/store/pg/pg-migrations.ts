@@ -1,6 +1,7 @@
 import pg from "pg";
 import { migrationFiles, migrationsDir } from "../migrations.js";
 import { refuseNewerSchema } from "../schema-too-new.js";
+import { applyOutsideTransaction, runsOutsideTransaction } from "./pg-migration-outside-transaction.js";
 
 /** The advisory lock key every instance takes to migrate ("agent-server migrations"). */
 export const MIGRATION_LOCK = 4_417_302_011;
@@ -32,7 +33,8 @@ export interface PgMigrationOptions {
 
 /**
  * Applies the PostgreSQL migrations not yet applied, in order, each in its own transaction with
- * its row in `schema_migrations`, while holding `pg_advisory_lock`: instances starting together
+ * its row in `schema_migrations` (a file marked NO_TRANSACTION: statement by statement, its row
+ * written once they all succeeded), while holding `pg_advisory_lock`: instances starting together
  * wait for each other and the later ones find nothing left to do. Returns the files applied.
  * They run on a client of their own, opened with the pool's settings but without its query
  * timeout: a migration may rewrite a large table, and waits for another instance's.
@@ -61,18 +63,25 @@ export async function runPgMigrations(
       const ran: string[] = [];
       for (const { version, file, sql } of files) {
         if (applied.has(version)) continue;
-        await client.query("BEGIN");
-        try {
-          await client.query(sql);
-          await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
+        const record = () =>
+          client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
             version,
             file,
             new Date().toISOString(),
           ]);
-          await client.query("COMMIT");
-        } catch (err) {
-          await client.query("ROLLBACK").catch(() => {});
-          throw err;
+        if (runsOutsideTransaction(sql)) {
+          await applyOutsideTransaction({ client, sql });
+          await record();
+        } else {
+          await client.query("BEGIN");
+          try {
+            await client.query(sql);
+            await record();
+            await client.query("COMMIT");
+          } catch (err) {
+            await client.query("ROLLBACK").catch(() => {});
+            throw err;
+          }
         }
         ran.push(file);
       }
