@@ -185,9 +185,17 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
       if (stop) return finish(stop, "in_turn");
       const loop = loopStop();
       if (loop) return finish(loop, "after_turn");
-    } else if (step && step.tools.length > (params.priorStep?.tools.length ?? 0)) {
-      // Every call is answered, but the stored trace lacks some (its full trace was not stored).
-      ctx.onStep(step);
+    } else {
+      if (step && step.tools.length > (params.priorStep?.tools.length ?? 0)) {
+        // Every call is answered, but the stored trace lacks some (its full trace was not stored).
+        ctx.onStep(step);
+      }
+      // The last turn's results were committed before the guard looked at them (the run was
+      // left in between): it looks now, before the next model request, as a live run's does.
+      if (ctx.history.at(-1)?.role === "tool") {
+        const loop = loopStop();
+        if (loop) return finish(loop, "after_turn");
+      }
     }
     // Law 2: the run's final reply is committed (its end was not), so it completes without
     // another request; input steered since is left to the host, as for a live run's final turn.

@@ -24,7 +24,10 @@ const seconds = (ms: number): string => `${(ms / 1000).toLocaleString("en-US", {
 
 /** The arguments as a person reads them in one sentence: at most 80 characters. */
 function excerpt(text: string): string {
-  return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
+  if (text.length <= 80) return text;
+  // Never half a character: a cut after a high surrogate leaves its pair out too.
+  const end = /[\uD800-\uDBFF]/.test(text[76] ?? "") ? 76 : 77;
+  return `${text.slice(0, end)}...`;
 }
 
 /** Where the run stopped, in words; a point after turn 0 (no turn was done) is before turn 1. */
