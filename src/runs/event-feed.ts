@@ -82,6 +82,12 @@ export function followRunEvents({
         } else if (events.some((e) => e.type === "run.finished")) end();
       },
       finished: () => end(),
+      gone() {
+        // As for a run whose end was published: what is stored is read, and the feed ends.
+        finishedSeen = true;
+        followers.fallBehind(follower);
+        startReading();
+      },
     };
     followers.add(follower);
     closed.addEventListener("abort", onAbort);

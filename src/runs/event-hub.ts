@@ -6,10 +6,11 @@ export type EventListener = (event: StoredEvent) => void;
 /** Told when a run gets its first watcher here (`true`) and loses its last (`false`). */
 export type WatchObserver = (runId: string, watched: boolean) => void;
 
-/** One subscriber of a run: its listener, and how many watchers it stands for (one if not given). */
+/** One subscriber of a run: its listener, how many watchers it stands for (one if not given), and what it does once the run is gone. */
 interface Subscription {
   listener: EventListener;
   watchers: (() => number) | undefined;
+  onGone: (() => void) | undefined;
 }
 
 /**
@@ -31,15 +32,22 @@ export class EventHub {
     return this.#subscribers.keys();
   }
 
-  /** `watchers`: how many watchers the listener stands for (one if not given), for `watcherCount`. */
-  subscribe(runId: string, listener: EventListener, { watchers }: { watchers?: () => number } = {}): () => void {
+  /**
+   * `watchers`: how many watchers the listener stands for (one if not given), for `watcherCount`;
+   * `onGone`: called when the run is found gone (see `gone`).
+   */
+  subscribe(
+    runId: string,
+    listener: EventListener,
+    { watchers, onGone }: { watchers?: () => number; onGone?: () => void } = {},
+  ): () => void {
     let set = this.#subscribers.get(runId);
     const first = !set;
     if (!set) {
       set = new Set();
       this.#subscribers.set(runId, set);
     }
-    const subscription: Subscription = { listener, watchers };
+    const subscription: Subscription = { listener, watchers, onGone };
     set.add(subscription);
     if (first) this.#observer?.(runId, true);
     return () => {
@@ -55,6 +63,17 @@ export class EventHub {
     const set = this.#subscribers.get(runId);
     if (!set) return;
     for (const { listener } of [...set]) for (const event of events) listener(event);
+  }
+
+  /**
+   * The run is gone (deleted with its session) and may never have published its `run.finished`
+   * here: nothing more of it will be published. Its subscribers' `onGone` are called; a feed
+   * then ends as for a run that has finished (what is stored, if anything, is read first).
+   */
+  gone(runId: string): void {
+    const set = this.#subscribers.get(runId);
+    if (!set) return;
+    for (const { onGone } of [...set]) onGone?.();
   }
 
   watcherCount(runId?: string): number {

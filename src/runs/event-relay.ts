@@ -37,7 +37,8 @@ interface Relayed {
  * per run reads them from the database after the last seq it published. The first read of a
  * run publishes its last stored event again: a watcher that missed what was committed while
  * it subscribed sees a gap there and reads it from the database (the event stream heals
- * gaps and drops what it has sent), so nothing is lost and nothing is sent twice.
+ * gaps and drops what it has sent), so nothing is lost and nothing is sent twice. A run a
+ * read finds gone (deleted with its session) is announced to its watchers as gone.
  */
 export class EventRelay {
   readonly #runs = new StringTable<Relayed>();
@@ -117,18 +118,32 @@ export class EventRelay {
       const { events: page, more } = await store.events.afterWithin(runId, relayed.cursor, PAGE);
       if (this.#runs.get(runId) !== relayed || this.deps.isLocal(runId)) return;
       const last = page.at(-1);
-      if (!last) return;
+      if (!last) return this.#goneUnlessStored(runId, relayed);
       relayed.cursor = last.seq;
       hub.publish(runId, page);
       if (!more) return;
     }
   }
+
+  /**
+   * A read found nothing new: a run deleted with its session (by another instance, its
+   * `run.finished` maybe deleted before it was read here) has nothing more to publish, and its
+   * watchers here are told so (EventHub.gone). Only a read that found nothing asks the store:
+   * one announced by a notification and found deleted, a first read, or a poll's.
+   */
+  async #goneUnlessStored(runId: string, relayed: Relayed): Promise<void> {
+    const stored = await this.deps.store.runs.access(runId);
+    if (stored !== null || this.#runs.get(runId) !== relayed || this.deps.isLocal(runId)) return;
+    this.deps.hub.gone(runId);
+  }
 }
 
 /**
  * Resolves once a run executed elsewhere has finished: its `run.finished` event reaches this
- * process's hub (through the relay), or the database says so already; or once `signal` aborts
- * (whoever waited no longer does), its subscription gone with it.
+ * process's hub (through the relay), or the database says so already; or once the run is gone
+ * (deleted with its session: the database finds no run, or the relay says so): it is over, and
+ * the caller finds it gone; or once `signal` aborts (whoever waited no longer does), its
+ * subscription gone with it.
  */
 export async function waitForRelayedEnd({
   store,
@@ -146,12 +161,16 @@ export async function waitForRelayedEnd({
   const finished = new Promise<void>((resolve) => {
     ended = resolve;
   });
-  const unsubscribe = hub.subscribe(runId, (event) => {
-    if (event.type === "run.finished") ended();
-  });
+  const unsubscribe = hub.subscribe(
+    runId,
+    (event) => {
+      if (event.type === "run.finished") ended();
+    },
+    { onGone: ended },
+  );
   signal?.addEventListener("abort", ended, { once: true });
   try {
-    if ((await store.runs.access(runId))?.status === "finished") return;
+    if (((await store.runs.access(runId))?.status ?? "finished") === "finished") return;
     await finished;
   } finally {
     signal?.removeEventListener("abort", ended);

@@ -67,12 +67,22 @@ export async function* runEventStream({
   let wake: (() => void) | null = null;
   /** `run.finished` was published: once everything stored is read and nothing is held, the stream is over. */
   let finishedSeen = false;
-  const unsubscribe = hub.subscribe(runId, (event) => {
-    if (event.type === "run.finished") finishedSeen = true;
-    // A client not keeping up overflows it: what is held is dropped, and read on from the database.
-    held.hold(event);
-    wake?.();
-  });
+  const unsubscribe = hub.subscribe(
+    runId,
+    (event) => {
+      if (event.type === "run.finished") finishedSeen = true;
+      // A client not keeping up overflows it: what is held is dropped, and read on from the database.
+      held.hold(event);
+      wake?.();
+    },
+    {
+      // Gone (deleted with its session): as for a run whose end was published, what is stored is read, and the stream ends.
+      onGone: () => {
+        finishedSeen = true;
+        wake?.();
+      },
+    },
+  );
   // Taken once subscribed: together with what is published from now on, every event of the run.
   const admitted = after === 0 ? (admission?.take(runId) ?? null) : null;
   for (const event of admitted ?? []) {

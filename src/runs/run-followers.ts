@@ -30,6 +30,8 @@ export interface Follower {
   take(events: readonly StoredEvent[]): void;
   /** Live: it was sent its run's `run.finished`. */
   finished(): void;
+  /** Live or reading: its run is gone (see EventHub.gone); it reads what is left stored, then ends. */
+  gone(): void;
 }
 
 const wanted = (event: StoredEvent) => event.type !== "reasoning.delta";
@@ -56,6 +58,7 @@ class RunFollowers {
   ) {
     this.#unsubscribe = hub.subscribe(runId, (event) => this.#published(event), {
       watchers: () => this.#readers.size + this.#live.size,
+      onGone: () => this.#gone(),
     });
   }
 
@@ -92,6 +95,12 @@ class RunFollowers {
       this.#scheduled = true;
       queueMicrotask(() => this.#flush());
     }
+  }
+
+  /** What was published is handed out first; then every follower is told. */
+  #gone(): void {
+    this.#flush();
+    for (const follower of [...this.#readers, ...this.#live]) follower.gone();
   }
 
   #flush(): void {

@@ -15,9 +15,9 @@ import type { LiveRuns } from "./registry.js";
  * it unfinished, still accepting), and a queued one over any store (it ends wherever it
  * starts, here too), unless it comes to be executed here meanwhile (`registry`): then this
  * process reports its end, also one that cannot be stored (reported after `finishReportMs`,
- * never published). Throws
- * not-found for an unknown run, and shutting-down for a run left unfinished for the restart
- * (also when shutdown begins while this waits for a run not executed here). With `gone`, the
+ * never published). Throws not-found for an unknown run (also one deleted with its session
+ * while waited for), and shutting-down for a run left unfinished for the restart (also when
+ * shutdown begins while this waits for a run not executed here). With `gone`, the
  * wait ends when it aborts (the client waiting left), rejecting with its reason: nothing of the
  * wait is left (its subscription to the run's events goes), and the run goes on.
  */

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { sessionRunNotEnded } from "../errors.js";
+import { AppError, sessionRunNotEnded } from "../errors.js";
 import type { RunManager } from "../runs/run-manager.js";
 import { isConflict, StorageError } from "../store/errors.js";
 import type { Store } from "../store/store.js";
@@ -20,13 +20,24 @@ export async function outcomeOf(err: unknown, done: () => Promise<boolean>): Pro
   );
 }
 
+/** Awaits `ending`; its NOT_FOUND for run `runId` counts as the run's end (gone: deleted with its session by another delete). */
+async function unlessGone({ runId, ending }: { runId: string; ending: Promise<unknown> }): Promise<void> {
+  try {
+    await ending;
+  } catch (err) {
+    const details = err instanceof AppError ? (err.details as { run?: unknown } | undefined) : undefined;
+    if (!(err instanceof AppError && err.code === "NOT_FOUND" && details?.run === runId)) throw err;
+  }
+}
+
 /** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
 async function endRuns(store: Store, manager: RunManager, id: string): Promise<void> {
-  for (const queued of await store.runs.queuedIds(id)) await manager.cancel(queued);
+  for (const queued of await store.runs.queuedIds(id))
+    await unlessGone({ runId: queued, ending: manager.cancel(queued) });
   const active = await manager.activeRunId(id);
   if (active) {
-    await manager.cancel(active);
-    await manager.waitForFinish(active);
+    await unlessGone({ runId: active, ending: manager.cancel(active) });
+    await unlessGone({ runId: active, ending: manager.waitForFinish(active) });
   }
 }
 
