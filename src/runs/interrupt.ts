@@ -46,13 +46,17 @@ export async function interruptActive(
   await cancelRun(deps, active.id, INTERRUPTED_BY);
   const deadline = Date.now() + INTERRUPT_WAIT_MS;
   if (live) {
+    // The wait's timer goes as soon as the run's end wins: nothing of it outlives the start.
+    let timer: NodeJS.Timeout | undefined;
     const ended = await Promise.race([
       live.done.then(
         () => true,
         () => true,
       ),
-      sleep(INTERRUPT_WAIT_MS).then(() => false),
-    ]);
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), INTERRUPT_WAIT_MS).unref();
+      }),
+    ]).finally(() => clearTimeout(timer));
     // Still ending: the new run will be refused, so this run's end starts the queue after all.
     if (!ended) live.handedOver = false;
     return active.id;
