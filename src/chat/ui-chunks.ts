@@ -23,12 +23,19 @@ export type UiChunk =
   | { type: "tool-output-denied"; toolCallId: string }
   | { type: "error"; errorText: string }
   | { type: "abort"; reason?: string }
+  | { type: "message-metadata"; messageMetadata: StopMetadata }
   | {
       type: "finish";
       finishReason: "stop" | "length" | "error" | "tool-calls" | "other";
       /** At the run's end (not a stop to wait for an approval): why it stopped, as its view says. */
-      messageMetadata?: { stopReason: StopReason | null; stopDetail: string | null };
+      messageMetadata?: StopMetadata;
     };
+
+/** Why a run stopped, as its view says: the ended run's assistant message's `metadata`. */
+export interface StopMetadata {
+  stopReason: StopReason | null;
+  stopDetail: string | null;
+}
 
 /** The SDK's finish reason for each stop reason: a spent budget is a limit like the turn budget. */
 const FINISH_REASONS: Record<StopReason, Extract<UiChunk, { type: "finish" }>["finishReason"]> = {
@@ -182,13 +189,17 @@ export class UiMessageProjection {
         if (this.#stepOpen && !this.#committed) out.push({ type: "reset-step" });
         if (this.#stepOpen) this.#finishStep(out);
         const { stopReason, stopDetail, error } = event.run;
-        if (stopReason === "error") out.push({ type: "error", errorText: error?.message ?? "the run failed" });
+        const messageMetadata = { stopReason, stopDetail };
+        // The SDK's chat client stops reading at an `error` chunk (it throws), so the `finish`
+        // after it is never read: the metadata goes before the error too.
+        if (stopReason === "error") {
+          out.push(
+            { type: "message-metadata", messageMetadata },
+            { type: "error", errorText: error?.message ?? "the run failed" },
+          );
+        }
         if (stopReason === "aborted") out.push({ type: "abort", reason: error?.message ?? "the run was cancelled" });
-        out.push({
-          type: "finish",
-          finishReason: FINISH_REASONS[stopReason ?? "error"],
-          messageMetadata: { stopReason, stopDetail },
-        });
+        out.push({ type: "finish", finishReason: FINISH_REASONS[stopReason ?? "error"], messageMetadata });
         break;
       }
     }
