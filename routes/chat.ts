@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { App, AppContext } from "../src/app-context.js";
-import { ChatBody, chatAction } from "../src/chat/chat-request.js";
+import { ChatBody, chatAction, checkChatInput } from "../src/chat/chat-request.js";
 import { streamChat } from "../src/chat/chat-stream.js";
 import { continuationOf } from "../src/chat/continuation.js";
 import { startChatRun } from "../src/chat/start-chat-run.js";
@@ -12,12 +12,31 @@ import { AdmissionWatch } from "../src/runs/admission-watch.js";
 export default function chatRoutes(app: App, ctx: AppContext) {
   app.post(
     "/sessions/:id/chat",
-    { sse: { kind: "manual" }, schema: { params: SessionParams, body: ChatBody } },
+    {
+      sse: { kind: "manual" },
+      schema: { params: SessionParams, body: ChatBody },
+      // The message posted back holds every tool output of its run so far (see README, useChat).
+      bodyLimit: ctx.config.CHAT_BODY_LIMIT_BYTES,
+      config: { bodyLimitSetting: "CHAT_BODY_LIMIT_BYTES" },
+      // The body is read on one of its key's stream slots (the answer is a stream): the bodies of
+      // one key read at once are as many as MAX_STREAMS_PER_KEY, a refusal comes before any is read.
+      preParsing: (request, reply, payload, done) => {
+        try {
+          app.streamQuota.hold(request.owner, reply, { byToken: request.byStreamToken });
+          done(null, payload);
+        } catch (err) {
+          done(err as Error);
+        }
+      },
+    },
     async (request, reply) => {
       const sessionId = request.params.id;
       const owner = request.owner;
       const action = chatAction(request.body);
+      // Not kept while the run streams (it may be up to CHAT_BODY_LIMIT_BYTES): the action is all that is read of it.
+      (request as { body: unknown }).body = undefined;
       if (action.kind === "start") {
+        checkChatInput({ input: action.input, maxBytes: ctx.config.BODY_LIMIT_BYTES });
         // The stream begins with the run's events held since its admission (see AdmissionWatch).
         const admission = new AdmissionWatch(ctx.hub);
         try {

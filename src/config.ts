@@ -63,6 +63,11 @@ const EnvSchema = z.object({
   MAX_CONCURRENT_RUNS: intSetting(64, { min: 1, max: 100_000 }),
   APPROVAL_TIMEOUT_MS: msSetting(900_000),
   BODY_LIMIT_BYTES: intSetting(1_048_576, { min: 1024, max: 100 * 1_048_576 }),
+  /**
+   * The largest body of `POST /sessions/{id}/chat`, which posts back an assistant message with
+   * every tool output of its run; default: see DEFAULT_CHAT_BODY_LIMIT_BYTES.
+   */
+  CHAT_BODY_LIMIT_BYTES: optionalIntSetting({ min: 1024, max: 100 * 1_048_576 }),
   CORS_ORIGINS: listSetting.pipe(
     z.array(
       z.string().superRefine((origin, ctx) => {
@@ -206,7 +211,14 @@ const EnvSchema = z.object({
   OTEL_SERVICE_NAME: stringSetting("agent-server"),
 });
 
+/**
+ * CHAT_BODY_LIMIT_BYTES's default (never below BODY_LIMIT_BYTES): about one turn's tool outputs
+ * at the tools' caps (MAX_TOOL_CALLS_PER_TURN's default 64 calls of up to 250,000 characters).
+ */
+export const DEFAULT_CHAT_BODY_LIMIT_BYTES = 16 * 1_048_576;
+
 type Resolved =
+  | "CHAT_BODY_LIMIT_BYTES"
   | "AGENT_API_KEYS"
   | "STREAM_TOKEN_SECRET"
   | "MAX_RUNS_PER_KEY"
@@ -216,6 +228,7 @@ type Resolved =
   | "APPROVAL_POLICY_MAX";
 export type Config = Omit<z.infer<typeof EnvSchema>, Resolved> & {
   STREAM_TOKEN_SECRET?: string;
+  CHAT_BODY_LIMIT_BYTES: number;
   AGENT_API_KEYS: string[];
   /** 0: no limit. */
   MAX_RUNS_PER_KEY: number;
@@ -262,6 +275,7 @@ export function loadConfig(
   if (problems.length || !ceiling.ok) throw new ConfigError(problems);
   return {
     ...data,
+    CHAT_BODY_LIMIT_BYTES: data.CHAT_BODY_LIMIT_BYTES ?? Math.max(DEFAULT_CHAT_BODY_LIMIT_BYTES, data.BODY_LIMIT_BYTES),
     MAX_RUNS_PER_KEY: keyed ? (data.MAX_RUNS_PER_KEY ?? defaultRunsPerKey(data.MAX_CONCURRENT_RUNS)) : 0,
     MAX_SESSIONS_PER_KEY: keyed ? (data.MAX_SESSIONS_PER_KEY ?? DEFAULT_SESSIONS_PER_KEY) : 0,
     MAX_STREAMS_PER_KEY: keyed ? (data.MAX_STREAMS_PER_KEY ?? defaultStreamsPerKey(openFileLimit)) : 0,

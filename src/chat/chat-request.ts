@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { badRequest } from "../errors.js";
+import { AppError, badRequest } from "../errors.js";
 import { isIdOf } from "../ids.js";
 
 /**
@@ -114,4 +114,18 @@ export function chatAction(body: ChatBody): ChatAction {
     .join("");
   if (input.trim() === "") throw badRequest("EMPTY_MESSAGE", "the last user message has no text");
   return { kind: "start", input };
+}
+
+/**
+ * A chat's new run takes an input as large as `POST /sessions/{id}/runs` takes one (its body:
+ * BODY_LIMIT_BYTES), not as large as a chat's body (CHAT_BODY_LIMIT_BYTES, which is for the
+ * assistant's messages posted back); a larger one is refused (413 BODY_TOO_LARGE).
+ */
+export function checkChatInput({ input, maxBytes }: { input: string; maxBytes: number }): void {
+  if (Buffer.byteLength(input, "utf8") <= maxBytes) return;
+  throw new AppError(
+    "BODY_TOO_LARGE",
+    `the message's text is larger than a run's input may be (${maxBytes} bytes, BODY_LIMIT_BYTES)`,
+    413,
+  );
 }

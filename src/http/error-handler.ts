@@ -24,10 +24,18 @@ const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "INVALID_JSON" },
 };
 
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The setting a route's own `bodyLimit` comes from, named in its 413; default BODY_LIMIT_BYTES. */
+    bodyLimitSetting?: string;
+  }
+}
+
 /** Fastify's message, with what the client should do where Fastify does not say it. */
 function clientMessage(err: FastifyError, request: FastifyRequest): string {
   if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-    return `the request body is larger than the server accepts (${request.routeOptions.bodyLimit} bytes, BODY_LIMIT_BYTES)`;
+    const setting = request.routeOptions.config.bodyLimitSetting ?? "BODY_LIMIT_BYTES";
+    return `the request body is larger than the server accepts (${request.routeOptions.bodyLimit} bytes, ${setting})`;
   }
   if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return `unsupported Content-Type ${JSON.stringify(request.headers["content-type"] ?? "")}: send the body as application/json`;
