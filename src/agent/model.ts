@@ -47,7 +47,8 @@ export interface ModelTiming {
  * Stable codes of model failures. MODEL_OUT_OF_DESCRIPTORS: this server, not the upstream,
  * had no file descriptor left to connect with (EMFILE/ENFILE); asking again later may succeed.
  * MODEL_QUOTA_EXHAUSTED: the provider account is out of quota or credit (OpenAI's 429
- * `insufficient_quota`), which no wait or retry fixes, unlike MODEL_RATE_LIMITED.
+ * `insufficient_quota`, a 402, a 400 "credit balance is too low"), which no wait or retry
+ * fixes, unlike MODEL_RATE_LIMITED.
  */
 export type ModelErrorCode =
   | "MODEL_ABORTED"

@@ -59,7 +59,7 @@ const runErrorHints: Record<string, string> = {
   MODEL_NOT_FOUND: "check the session's model name (or OPENAI_MODEL)",
   MODEL_RATE_LIMITED: "retry later or lower the request rate",
   MODEL_QUOTA_EXHAUSTED:
-    "check the model provider account's plan and billing; retrying will not help until the account has quota again",
+    "check the model provider account's plan and billing; retrying will not help until the account has quota or credit again",
   MODEL_TIMEOUT: "retry, or raise MODEL_REQUEST_TIMEOUT_MS / MODEL_IDLE_TIMEOUT_MS / MODEL_STREAM_MAX_MS",
   MODEL_UPSTREAM: "retry later; the model provider failed",
   MODEL_OUT_OF_DESCRIPTORS:

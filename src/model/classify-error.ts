@@ -1,7 +1,7 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from "openai";
 import type { ModelErrorCode } from "../agent/model.js";
 import { errnoCode, isOutOfDescriptors } from "../errno.js";
-import { isQuotaExhausted } from "./quota-exhausted.js";
+import { isOutOfCredit, isQuotaExhausted } from "./quota-exhausted.js";
 import { displayURL, redactDetail } from "./redact.js";
 import { refusalHint } from "./refusal-hint.js";
 
@@ -60,11 +60,16 @@ export function classifyError(error: unknown, ctx: FailureContext): ModelFailure
     const detail = apiErrorDetail(error, ctx.redactSecrets);
     const suffix = detail ? `: ${detail}` : "";
     const status = error.status;
-    if (isQuotaExhausted(error)) {
+    const billing = isQuotaExhausted(error)
+      ? "out of quota (insufficient_quota)"
+      : isOutOfCredit({ status, code: error.code, message: detail })
+        ? "out of credit"
+        : undefined;
+    if (billing) {
       const how = status === undefined ? "mid-stream" : `with HTTP ${status}`;
       return {
         code: "MODEL_QUOTA_EXHAUSTED",
-        message: `the model upstream at ${where} refused the request ${how} because the account is out of quota (insufficient_quota)${suffix}`,
+        message: `the model upstream at ${where} refused the request ${how} because the account is ${billing}${suffix}`,
       };
     }
     if (status === undefined) {

@@ -14,6 +14,34 @@ export function isQuotaExhausted(error: unknown): boolean {
   return code === INSUFFICIENT_QUOTA || type === INSUFFICIENT_QUOTA;
 }
 
+/**
+ * What upstreams say of an account whose credit is used up: Anthropic's 400 "Your credit
+ * balance is too low", DeepSeek's 402 "Insufficient Balance", OpenRouter's 402 "Insufficient
+ * credits", SiliconFlow's "account balance is insufficient".
+ */
+const OUT_OF_CREDIT = /credit balance is too low|insufficient (account )?(balance|credits?)\b|balance is insufficient/i;
+
+/** Statuses the SDK retries (and 5xx): their answers are not read as out of credit by their words. */
+const RETRIED = new Set([408, 409, 429]);
+
+/** An upstream's error answer: its HTTP status (none for an error chunk mid-stream), `code` and message. */
+export interface ErrorAnswer {
+  status: number | undefined;
+  code: unknown;
+  message: string;
+}
+
+/**
+ * Whether an error answer says the provider account is out of credit: HTTP 402 Payment
+ * Required (or an error chunk whose `code` is 402, as OpenRouter sends it mid-stream), or a
+ * message saying so (OUT_OF_CREDIT) on an answer the SDK does not retry, so that it was asked once.
+ */
+export function isOutOfCredit({ status, code, message }: ErrorAnswer): boolean {
+  if (status === 402 || (status === undefined && String(code) === "402")) return true;
+  if (status !== undefined && (RETRIED.has(status) || status >= 500)) return false;
+  return OUT_OF_CREDIT.test(message);
+}
+
 /** Whether an error answer's body text is a JSON `{"error": {...}}` whose error says the quota is exhausted. */
 function bodySaysQuotaExhausted(text: string): boolean {
   try {

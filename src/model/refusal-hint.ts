@@ -17,8 +17,8 @@ export interface Refusal {
 
 /**
  * What to try about a request the upstream refused as it was sent (a 4xx that is not about the
- * key, the model's name, a timeout or a rate limit): sending it again unchanged gets the same
- * answer, so the hint says so, and what to change when the refusal names it (a conversation
+ * key, the model's name, a timeout, a rate limit or the account's credit): sending it again
+ * unchanged gets the same answer, so the hint says so, and what to change when the refusal names it (a conversation
  * longer than the model's context window, or a request larger than the upstream accepts).
  */
 export function refusalHint({ status, code, type, message }: Refusal): string {
