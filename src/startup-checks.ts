@@ -99,7 +99,7 @@ export async function openPgStoreOrExplain(
     // The driver may have taken part of the password for the host, port or database its reason names.
     if (err instanceof StorageError && ambiguousUserInfo(url)) {
       throw new ConfigError([
-        `DATABASE_URL: cannot use ${shown}: its user name and password cannot be told from its host and database (a / ? or # before its last @); percent-encode @ : / ? # in the user name and password`,
+        `DATABASE_URL: cannot use ${shown}: its user name and password cannot be told from its host and database (a / ? or # in the password may end the user info before its @); percent-encode @ : / ? # in the user name and password`,
       ]);
     }
     throw new ConfigError([`DATABASE_URL: cannot use ${shown}: ${messageOf(err)}`]);

@@ -45,6 +45,8 @@ describe("DATABASE_URL as an error message shows it", () => {
       `postgres://agent:/${SECRET}@h:5432/db`,
       `postgres://agent:2024/${SECRET}@h/db`,
       `postgres://agent:12?host=${SECRET}@h/db`,
+      `postgres://agent:p@ss/${SECRET}@h/db`,
+      `postgres://agent:p@ss#${SECRET}@h/db`,
     ]) {
       expect(displayDatabaseUrl(url), url).toBe(
         "postgres://(not shown: where its user name and password end cannot be told)",
@@ -52,11 +54,28 @@ describe("DATABASE_URL as an error message shows it", () => {
     }
   });
 
+  it("an @ in a query value, after the user info or with no password before it, is ordinary: the URL is shown", () => {
+    const cases: [string, string][] = [
+      [
+        `postgres://agent:${SECRET}@h/db?application_name=agent-server@eu-1`,
+        "postgres://agent@h/db?application_name=agent-server%40eu-1",
+      ],
+      [`postgres://agent@h/db?user=alice@example.com`, "postgres://agent@h/db (1 other query parameter not shown)"],
+      [`postgres://h/db?application_name=a@b`, "postgres://h/db?application_name=a%40b"],
+    ];
+    for (const [url, shown] of cases) expect(displayDatabaseUrl(url), url).toBe(shown);
+  });
+
   it("its password alone, however it is written, is among the secrets logs and upstream errors never show", () => {
     for (const [url, password] of [
       [`postgres://agent:${SECRET}@h/db`, SECRET],
       [`postgres://agent:2024/${SECRET}@h/db`, `2024/${SECRET}`],
       [`postgres://agent:p%40ss${SECRET}@h/db`, `p@ss${SECRET}`],
+      [`postgres://agent@h/db?password=${SECRET}`, SECRET],
+      [`postgres://agent@h/db?sslmode=require&sslpassword=p%2Bss${SECRET}`, `p+ss${SECRET}`],
+      [`postgres://agent@h/db?password=p+ss${SECRET}`, `p+ss${SECRET}`],
+      [`postgres://agent@h/db?password=p+ss${SECRET}`, `p ss${SECRET}`],
+      [`postgres://agent:pa/ss@h/db?password=${SECRET}`, SECRET],
     ] as const) {
       const secrets = configSecrets({ AGENT_API_KEYS: [], WEBHOOK_SECRET: "", DATABASE_URL: url, model: {} });
       expect(secretRedactor(secrets)(`password ${password}.`), url).toBe("password [redacted].");

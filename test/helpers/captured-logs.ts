@@ -2,8 +2,11 @@ import { Writable } from "node:stream";
 import type { Logger } from "pino";
 import { createLogger } from "../../src/logger.js";
 
-/** The server's own logger (info level) writing into `lines`, for tests that read the log. */
-export function capturedLogs(): { lines: string[]; logger: Logger } {
+/**
+ * The server's own logger (info level) writing into `lines`, for tests that read the log;
+ * `secrets` (as configSecrets gives them) are redacted from its lines as the server's are.
+ */
+export function capturedLogs({ secrets }: { secrets?: readonly string[] } = {}): { lines: string[]; logger: Logger } {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -11,5 +14,5 @@ export function capturedLogs(): { lines: string[]; logger: Logger } {
       done();
     },
   });
-  return { lines, logger: createLogger({ level: "info", destination: sink }) };
+  return { lines, logger: createLogger({ level: "info", destination: sink, ...(secrets ? { secrets } : {}) }) };
 }
