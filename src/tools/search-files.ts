@@ -1,17 +1,17 @@
 import { z } from "zod";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
-import { DISPLAY_PATH_RULE, displayPath, LONG_PATH_CHARS, longPathRule } from "./display-path.js";
+import { DISPLAY_PATH_RULE, longPathRule } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
 import { openLocatedDir } from "./located-io.js";
 import { dirPath, FD_DIR, type OpenDir } from "./open-dir.js";
-import { OutputLines } from "./output-lines.js";
 import { pathInput } from "./path-input.js";
 import { abortedOutcome, searchFailedOutcome, timeoutOutcome } from "./search-errors.js";
+import { showMatches } from "./search-match-lines.js";
 import { runSearchWorker } from "./search-worker.js";
-import type { SearchMatch, SearchWorkerData } from "./search-worker-source.js";
+import type { SearchWorkerData } from "./search-worker-source.js";
 import { BINARY_SNIFF_BYTES, formatBytes } from "./text.js";
 import { walk } from "./walk.js";
 import { type Located, locateInWorkspace } from "./workspace.js";
@@ -39,7 +39,8 @@ export const SEARCH_MAX_WALKED_PATH_CHARS = 8_000_000;
 export const SEARCH_MAX_LISTED_ENTRIES = 250_000;
 /** The whole search (walk and match) is stopped after this long. */
 export const SEARCH_TIME_LIMIT_MS = 10_000;
-const WALK_MAX_DEPTH = 64;
+/** Directory levels the walk descends at most: what lies deeper is not searched, and the result says so. */
+export const SEARCH_MAX_DEPTH = 64;
 
 export const searchFilesInput = z.strictObject({
   pattern: z
@@ -81,7 +82,7 @@ export function createSearchFilesTool({
       "use e.g. [Ff]oo for either case). Each match is " +
       `reported as \`file:line: text\` (file relative to the workspace root, line 1-based). ${DISPLAY_PATH_RULE} ` +
       `${longPathRule("its matches as `line: text`")} Binary files, files over ` +
-      `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped; at most ${SEARCH_MAX_MATCHES} ` +
+      `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped, and so is what lies over ${SEARCH_MAX_DEPTH} directory levels down (a note says so); at most ${SEARCH_MAX_MATCHES} ` +
       `matches (and ${SEARCH_MAX_OUTPUT_CHARS} characters of them) are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
       "avoid nested quantifiers like (a+)+.",
     inputSchema: searchFilesInput,
@@ -155,6 +156,8 @@ async function searchLocated({
   let tooManyFiles = false;
   /** Why the walk stopped before covering the tree (a bound), null when it covered it. */
   let walkCut: string | null = null;
+  /** Directories at SEARCH_MAX_DEPTH the walk did not enter. */
+  let tooDeep = 0;
   let start: { dir: OpenDir; close(): Promise<void> };
   if (at.kind === "file" && at.name !== null) {
     // A single file: the worker opens it inside its directory (held by the location).
@@ -177,7 +180,7 @@ async function searchLocated({
       const walked = walk({
         start: start.dir,
         relative: at.relative,
-        maxDepth: WALK_MAX_DEPTH,
+        maxDepth: SEARCH_MAX_DEPTH,
         signal: walkSignal,
         maxListed: SEARCH_MAX_LISTED_ENTRIES,
       });
@@ -197,6 +200,7 @@ async function searchLocated({
       }
       if (signal.aborted) return abortedOutcome(signal);
       if (walked.cut === "aborted" || Date.now() > deadline) return timeoutOutcome(timeLimitMs);
+      tooDeep = walked.tooDeep;
       if (walked.cut === "too_many_entries") {
         walkCut = `the directories held over ${SEARCH_MAX_LISTED_ENTRIES} entries`;
       }
@@ -229,7 +233,7 @@ async function searchLocated({
 
   const { matches, truncated: tooManyMatches, searched, skippedLarge, skippedBinary, skippedLines } = run.result;
   tooManyFiles ||= run.result.tooManyFiles;
-  const shown = showMatches(matches, files);
+  const shown = showMatches({ matches, files, maxChars: SEARCH_MAX_OUTPUT_CHARS });
   const cut = shown.count < matches.length;
   const notes: string[] = [];
   if (cut) {
@@ -249,6 +253,12 @@ async function searchLocated({
       `[truncated: only part of the workspace was searched, the first ${plural(files.length, "file")} in path order (${walkCut}); narrow the path]`,
     );
   }
+  if (tooDeep > 0) {
+    notes.push(
+      `[truncated: only part of the workspace was searched: directories deeper than ${SEARCH_MAX_DEPTH} levels were not entered ` +
+        `(${tooDeep === 1 ? "1 directory" : `${tooDeep} directories`} ${SEARCH_MAX_DEPTH} levels down); search inside one by passing its path]`,
+    );
+  }
   if (skippedLarge > 0) {
     notes.push(
       `[truncated: skipped ${plural(skippedLarge, "file")} larger than ${formatBytes(SEARCH_MAX_FILE_BYTES)}; read them with read_file]`,
@@ -260,41 +270,8 @@ async function searchLocated({
     );
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
-  const truncated = cut || tooManyMatches || tooManyFiles || walkCut !== null || skippedLarge > 0 || skippedLines > 0;
+  const truncated =
+    cut || tooManyMatches || tooManyFiles || walkCut !== null || tooDeep > 0 || skippedLarge > 0 || skippedLines > 0;
   const body = matches.length > 0 ? shown.lines : [`no matches in ${plural(searched, "file")} searched`];
   return { ok: true, output: [...body, ...notes].join("\n"), truncated, files: shown.files };
-}
-
-/**
- * The match lines, `file:line: text`, a file's long path written once above its matches
- * (LONG_PATH_CHARS), up to SEARCH_MAX_OUTPUT_CHARS: how many matches they show, and the files
- * whose lines they show, by their paths (not as displayed; see ToolOutcome's `files`).
- */
-function showMatches(
-  matches: SearchMatch[],
-  files: SearchWorkerData["files"],
-): { lines: string[]; count: number; files: string[] } {
-  const out = new OutputLines(SEARCH_MAX_OUTPUT_CHARS);
-  const shownFiles = new Set<string>();
-  let count = 0;
-  // The file of the match before, its path as shown, and its header when the path is long.
-  let lastFile = -1;
-  let path = "";
-  let header: string | null = null;
-  for (const match of matches) {
-    const relative = files[match.file]?.relative ?? "";
-    if (match.file !== lastFile) {
-      lastFile = match.file;
-      path = displayPath(relative);
-      header = path.length > LONG_PATH_CHARS ? `${path}:` : null;
-    }
-    const added =
-      header !== null
-        ? out.add(`  ${match.line}: ${match.text}`, header)
-        : out.add(`${path}:${match.line}: ${match.text}`);
-    if (!added) break;
-    count++;
-    shownFiles.add(relative);
-  }
-  return { lines: out.lines, count, files: [...shownFiles] };
 }

@@ -33,12 +33,18 @@ export type WalkCut = "aborted" | "too_many_entries";
 export interface Walk extends AsyncIterable<WalkEntry> {
   /** Null while the walk runs, and when it ended by covering the tree or by the caller's break. */
   readonly cut: WalkCut | null;
+  /**
+   * The directories it reported at `maxDepth` and did not enter (so far): when above 0, the
+   * walk did not cover what lies below them, whatever its `cut`.
+   */
+  readonly tooDeep: number;
 }
 
 export interface WalkOptions {
   start: OpenDir;
   /** Where `start` is in the workspace, "." for the root. */
   relative: string;
+  /** Entries are reported down to this depth; a directory at it is not entered (counted in `tooDeep`). */
   maxDepth: number;
   /**
    * Once it fires, the walk ends before its next entry (cut "aborted"), within one piece
@@ -51,6 +57,11 @@ export interface WalkOptions {
    * bounds the memory the walk holds (each open directory's sorted entries).
    */
   maxListed?: number;
+}
+
+interface WalkState {
+  cut: WalkCut | null;
+  tooDeep: number;
 }
 
 interface Frame {
@@ -73,7 +84,8 @@ const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name 
  * points), each directory followed by its contents. Every directory is listed through a
  * descriptor opened inside its parent's without following a link, so a directory swapped for
  * a symlink mid-walk is skipped, never entered. Symlinks are reported, never followed; `.git`
- * and `node_modules` are skipped entirely; directories below `maxDepth` are not entered;
+ * and `node_modules` are skipped entirely; directories at `maxDepth` are not entered (counted in
+ * `tooDeep`, so that a caller can say what it left out);
  * unreadable directories are skipped, but a directory that cannot be opened or read for lack
  * of file descriptors (EMFILE, ENFILE) throws that error: skipping it would make the walk look
  * complete without its contents. The walk costs the same per entry at any depth, and lets the
@@ -82,10 +94,13 @@ const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name 
  * caller's to close.
  */
 export function walk(options: WalkOptions): Walk {
-  const state: { cut: WalkCut | null } = { cut: null };
+  const state: WalkState = { cut: null, tooDeep: 0 };
   return {
     get cut() {
       return state.cut;
+    },
+    get tooDeep() {
+      return state.tooDeep;
     },
     [Symbol.asyncIterator]: () => walkEntries(options, state),
   };
@@ -93,7 +108,7 @@ export function walk(options: WalkOptions): Walk {
 
 async function* walkEntries(
   { start, relative, maxDepth, signal, maxListed = Number.POSITIVE_INFINITY }: WalkOptions,
-  state: { cut: WalkCut | null },
+  state: WalkState,
 ): AsyncGenerator<WalkEntry> {
   const stack: Frame[] = [];
   let listed = 0;
@@ -135,7 +150,11 @@ async function* walkEntries(
       const here = [...frame.segments, entry.name];
       const path = frame.prefix + entry.name;
       yield { relative: path, segments: here, name: entry.name, kind, depth: frame.depth };
-      if (kind !== "directory" || frame.depth >= maxDepth) continue;
+      if (kind !== "directory") continue;
+      if (frame.depth >= maxDepth) {
+        state.tooDeep++;
+        continue;
+      }
       const sub = await openDirAt(frame.dir, entry.name).catch(skipUnlessOutOfDescriptors);
       if (!sub) continue;
       let entered = false;

@@ -7,13 +7,16 @@ import { makeSandbox, writeTree } from "./helpers.js";
 
 const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-async function walkOf(workspace: string, options: { maxListed?: number; signal?: AbortSignal } = {}) {
+async function walkOf(
+  workspace: string,
+  options: { maxListed?: number; signal?: AbortSignal; maxDepth?: number } = {},
+) {
   const fd = openSync(workspace, O_DIR);
   try {
     const walked = walk({ start: { fd, path: workspace }, relative: ".", maxDepth: 64, ...options });
     const paths: string[] = [];
     for await (const entry of walked) paths.push(entry.relative);
-    return { paths, cut: walked.cut };
+    return { paths, cut: walked.cut, tooDeep: walked.tooDeep };
   } finally {
     closeSync(fd);
   }
@@ -26,12 +29,14 @@ describe("walk", () => {
     expect(await walkOf(workspace)).toEqual({
       paths: ["a", "a/1", "a/2", "b", "b/1", "b/2", "b/3"],
       cut: null,
+      tooDeep: 0,
     });
     const descriptors = readdirSync("/proc/self/fd").length;
     // 2 (root) + 2 (a) fit; b's 3 would pass 6: b is reported but not listed.
     expect(await walkOf(workspace, { maxListed: 6 })).toEqual({
       paths: ["a", "a/1", "a/2", "b"],
       cut: "too_many_entries",
+      tooDeep: 0,
     });
     expect(readdirSync("/proc/self/fd").length).toBe(descriptors);
   });
@@ -39,7 +44,17 @@ describe("walk", () => {
   it("ends with cut aborted, before its next entry, once its signal fires", async () => {
     const { workspace } = await makeSandbox();
     await writeTree(workspace, { "a/1": "", "b/1": "" });
-    expect(await walkOf(workspace, { signal: AbortSignal.abort() })).toEqual({ paths: [], cut: "aborted" });
+    expect(await walkOf(workspace, { signal: AbortSignal.abort() })).toEqual({ paths: [], cut: "aborted", tooDeep: 0 });
+  });
+
+  it("reports the directories at maxDepth without entering them, and counts them in tooDeep", async () => {
+    const { workspace } = await makeSandbox();
+    await writeTree(workspace, { "a/b/c/1": "", "a/b/2": "", "a/3": "", "d/4": "", "e/f/5": "" });
+    expect(await walkOf(workspace, { maxDepth: 2 })).toEqual({
+      paths: ["a", "a/3", "a/b", "d", "d/4", "e", "e/f"],
+      cut: null,
+      tooDeep: 2,
+    });
   });
 });
 
