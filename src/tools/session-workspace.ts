@@ -1,7 +1,8 @@
 import { mkdirSync } from "node:fs";
-import { lstat, mkdir, realpath, rm } from "node:fs/promises";
+import { mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { isInside } from "./paths.js";
+import { removeTree } from "./tree-removal.js";
 import { checkRootResolvesTo, resolvesTo } from "./workspace-root.js";
 
 /**
@@ -109,10 +110,11 @@ export async function createSessionWorkspace({
 }
 
 /**
- * Deletes a session's own workspace with everything in it (symlinks inside are removed,
- * never followed). A shared workspace is left alone (returns false; see removeSharedWorkspace). Throws, deleting
- * nothing, when `path` is not a session directory directly under `root`: that is a bug in
- * the caller, and deleting anything else could destroy data.
+ * Deletes a session's own workspace with everything in it, however deep and whatever its
+ * modes (see removeTree: symlinks inside are removed, never followed); false when there is
+ * none. A shared workspace is left alone (returns false; see removeSharedWorkspace). Throws,
+ * deleting nothing, when `path` is not a session directory directly under `root`: that is a
+ * bug in the caller, and deleting anything else could destroy data.
  */
 export async function removeSessionWorkspace({
   root,
@@ -130,12 +132,6 @@ export async function removeSessionWorkspace({
   if (dirname(target) !== rootAbs || !isValidWorkspaceName(name)) {
     throw new Error(`refusing to remove ${path}: not a session workspace directly under ${root}`);
   }
-  try {
-    await lstat(target);
-  } catch {
-    return false;
-  }
-  // rm does not follow a symlink at `target` or inside it: only the links themselves go.
-  await rm(target, { recursive: true, force: true });
-  return true;
+  // Whatever its depth and modes; a symlink at `target` or inside it is removed, never followed.
+  return removeTree({ parent: rootAbs, name });
 }

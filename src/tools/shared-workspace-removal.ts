@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { rename, rm } from "node:fs/promises";
+import { rename } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { errnoCode } from "../errno.js";
 import { isValidWorkspaceName, SHARED_WORKSPACES_DIR } from "./session-workspace.js";
+import { removeTree } from "./tree-removal.js";
 
 /**
  * Where a shared workspace being removed is moved first: a name no shared workspace can have
@@ -39,7 +40,8 @@ export async function removeSharedWorkspace({
   }
   // Another session has it: never moved from under its runs.
   if (await inUse()) return false;
-  const aside = join(sharedDir, asideName(name));
+  const asideAs = asideName(name);
+  const aside = join(sharedDir, asideAs);
   try {
     await rename(target, aside);
   } catch (err) {
@@ -57,8 +59,8 @@ export async function removeSharedWorkspace({
     await putBack(aside, target);
     return false;
   }
-  // rm does not follow a symlink inside: only the links themselves go.
-  await rm(aside, { recursive: true, force: true });
+  // Whatever its depth and modes; a symlink inside is removed, never followed.
+  await removeTree({ parent: sharedDir, name: asideAs });
   return true;
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -127,6 +127,24 @@ describe("removeSharedWorkspace", () => {
   it("removes it with its contents when no session has it, leaving nothing aside", async () => {
     const { base } = await makeSandbox();
     const path = await sharedOf(base);
+    expect(await removeSharedWorkspace({ root: base, path, inUse: answering([false, false]) })).toBe(true);
+    expect(readdirSync(join(base, SHARED_WORKSPACES_DIR))).toEqual([]);
+  });
+
+  it("removes one holding a tree deeper than PATH_MAX, leaving nothing aside", async () => {
+    const { base } = await makeSandbox();
+    const path = await sharedOf(base);
+    // 30 levels of 200-character names, each made inside the one above through its descriptor.
+    let fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY);
+    for (let level = 0; level < 30; level++) {
+      const name = `/proc/self/fd/${fd}/${String(level).padStart(200, "d")}`;
+      mkdirSync(name);
+      const next = openSync(name, constants.O_RDONLY | constants.O_DIRECTORY);
+      closeSync(fd);
+      fd = next;
+    }
+    writeFileSync(`/proc/self/fd/${fd}/secret.env`, "AWS_SECRET=x");
+    closeSync(fd);
     expect(await removeSharedWorkspace({ root: base, path, inUse: answering([false, false]) })).toBe(true);
     expect(readdirSync(join(base, SHARED_WORKSPACES_DIR))).toEqual([]);
   });
