@@ -29,9 +29,10 @@ const MIN_CHARS = 8;
 /**
  * Whether a database password is redacted alone, wherever it appears (in any letter case): only
  * when it cannot be an ordinary word or number of a log line, since it would be replaced there
- * too (`postgres` in every line naming the store, `1234` inside a number, making the line
- * invalid JSON). So at least MIN_PLAIN_CHARS characters, or at least MIN_CHARS that are not all
- * letters nor all digits. A shorter or plainer one is still redacted as part of the whole URL.
+ * too (`postgres` in every line naming the store, `12345678` inside ids and numbers written
+ * in text; see secretRedactor for shorter ones). So at least MIN_PLAIN_CHARS characters, or at
+ * least MIN_CHARS that are not all letters nor all digits. A shorter or plainer one is still
+ * redacted as part of the whole URL.
  */
 function secretAlone(password: string): boolean {
   const length = [...password].length;

@@ -5,6 +5,12 @@ import { z } from "zod";
 /** The longest delay a Node timer takes; a longer one fires at once. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * The longest keep-alive timeout Node's HTTP server can arm: it waits that long plus its
+ * keepAliveTimeoutBuffer (1000 ms) on each idle connection, in one timer.
+ */
+export const MAX_KEEP_ALIVE_MS = MAX_TIMER_MS - 1_000;
+
 /** The largest budget a run stores (a 32-bit integer column over PostgreSQL): `maxTokens`, `contextMaxChars`. */
 export const MAX_STORED_BUDGET = 2_147_483_647;
 
@@ -78,6 +84,7 @@ export const choiceSetting = <const T extends readonly [string, ...string[]]>(va
     z.enum(values).default(fallback as never),
   );
 
+/** A comma-separated list (surrounding blanks ignored); empty entries are dropped, unset or blank is empty. */
 export const listSetting = z.preprocess(
   (raw) =>
     typeof raw === "string"
@@ -87,4 +94,19 @@ export const listSetting = z.preprocess(
           .filter(Boolean)
       : [],
   z.array(z.string()),
+);
+
+/**
+ * A comma-separated list whose entries must all be there: unset or blank is empty, but a set
+ * value with an empty entry (`,`, `a,,b`, a trailing comma: what `$A,$B` becomes when a
+ * variable is missing) is refused, not read as fewer entries (for AGENT_API_KEYS, as none).
+ */
+export const completeListSetting = z.preprocess(
+  (raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.split(",").map((s) => s.trim()) : []),
+  z.array(z.string()).refine((entries) => !entries.includes(""), {
+    error:
+      "has an empty entry (a stray comma, or a variable missing from the value it was built from): " +
+      "give every entry, or leave the variable unset",
+    abort: true,
+  }),
 );

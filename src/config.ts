@@ -1,10 +1,13 @@
 import { z } from "zod";
+import { allowedHostsSetting } from "./config-hosts.js";
 import { settingRuleProblems } from "./config-rules.js";
 import {
   choiceSetting,
+  completeListSetting,
   intSetting,
   isPostgresUrl,
   listSetting,
+  MAX_KEEP_ALIVE_MS,
   MAX_STORED_BUDGET,
   MAX_TIMER_MS,
   msSetting,
@@ -48,7 +51,7 @@ const EnvSchema = z.object({
    * Each key of visible ASCII (`!` to `~`): what `Authorization: Bearer <key>` carries as one
    * token (a space ends it, and a header's bytes are read as Latin-1).
    */
-  AGENT_API_KEYS: listSetting.pipe(
+  AGENT_API_KEYS: completeListSetting.pipe(
     z.array(
       z
         .string()
@@ -128,9 +131,9 @@ const EnvSchema = z.object({
   ),
   /**
    * Without AGENT_API_KEYS: host names (besides IP addresses, localhost and HOST) a request's
-   * `Host` may name; `*`: any. Others are refused as DNS rebinding.
+   * `Host` may name; `*.domain`: the names under domain; `*`: any. Others are refused as DNS rebinding.
    */
-  ALLOWED_HOSTS: listSetting,
+  ALLOWED_HOSTS: allowedHostsSetting,
   /** Live runs one API key may have at once; 0 = no such limit; default: a quarter of MAX_CONCURRENT_RUNS. */
   MAX_RUNS_PER_KEY: optionalIntSetting({ min: 0, max: 100_000 }),
   /** Sessions one API key may keep; 0 = no limit; default with keys: 1000. */
@@ -150,7 +153,7 @@ const EnvSchema = z.object({
   /** Time to receive a request's headers. */
   HEADERS_TIMEOUT_MS: msSetting(10_000, { min: 100 }),
   /** How long an idle keep-alive connection stays open. */
-  KEEP_ALIVE_TIMEOUT_MS: msSetting(5_000, { min: 100 }),
+  KEEP_ALIVE_TIMEOUT_MS: msSetting(5_000, { min: 100, max: MAX_KEEP_ALIVE_MS }),
   /**
    * How long an answer may sit in the server's memory with none of its bytes taken by its client;
    * then its connection is cut (event streams and waits are not: see cutStalledAnswers).

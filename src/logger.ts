@@ -1,6 +1,6 @@
 import { writeSync } from "node:fs";
 import pino, { type DestinationStream, type Logger } from "pino";
-import { secretRedactor } from "./model/redact.js";
+import { logLineRedactor } from "./log-line-redact.js";
 
 /** How long one log line may wait for a full pipe (EAGAIN) before it is dropped. */
 const MAX_WAIT_PER_LINE_MS = 100;
@@ -51,8 +51,9 @@ export function stdoutDestination({
 
 /**
  * JSON logs on standard output; credentials never reach them: the Authorization header by
- * path, and each of `secrets` (API keys) in every encoding secretRedactor knows, wherever
- * it appears in a line.
+ * path, and each of `secrets` (API keys) in every encoding secretRedactor knows, wherever it
+ * appears within a string of a line (a value or a field name; see logLineRedactor), so that
+ * every line stays valid JSON.
  */
 export function createLogger({
   level,
@@ -63,7 +64,7 @@ export function createLogger({
   destination?: DestinationStream;
   secrets?: readonly string[];
 }): Logger {
-  const redactSecrets = secretRedactor(secrets);
+  const redactSecrets = logLineRedactor(secrets);
   return pino(
     {
       level,

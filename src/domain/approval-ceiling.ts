@@ -27,7 +27,8 @@ export function clampToCeiling(mode: ApprovalMode, tool: string, ceiling: Approv
 
 /**
  * Parses `tool=mode,...` (and `*=mode` for every other tool), e.g. `shell=ask,write_file=ask`.
- * Tool names are checked against the catalogue elsewhere (see unknownCeilingTools).
+ * A tool (or `*`) named twice is refused: no entry silently overrides another. Tool names are
+ * checked against the catalogue elsewhere (see unknownCeilingTools).
  */
 export function parseApprovalCeiling(raw: string): { ok: true; value: ApprovalCeiling } | { ok: false; error: string } {
   // No prototype: a name such as `__proto__` is an entry like any other (refused as no tool).
@@ -38,6 +39,9 @@ export function parseApprovalCeiling(raw: string): { ok: true; value: ApprovalCe
     const parsed = ApprovalModeSchema.safeParse(mode);
     if (!name || rest.length || !parsed.success) {
       return { ok: false, error: `${JSON.stringify(entry)} is not tool=allow|ask|deny (or *=allow|ask|deny)` };
+    }
+    if (name === "*" ? ceiling.default !== undefined : name in ceiling.tools) {
+      return { ok: false, error: `${JSON.stringify(name)} is named twice: give each tool (and *) one mode` };
     }
     if (name === "*") ceiling.default = parsed.data;
     else ceiling.tools[name] = parsed.data;

@@ -13,18 +13,26 @@ export function hostName(header: string | undefined): string | null {
   return name.toLowerCase().replace(/\.$/, "");
 }
 
+/** The names a guard lets through: exact ones, and the suffixes (`.domain`) of `*.domain` entries. */
+interface AllowedNames {
+  exact: ReadonlySet<string | null>;
+  suffixes: readonly string[];
+}
+
 /**
  * Whether a request naming `host` in its `Host` header may be served by a server without API
  * keys: an IP literal (a page elsewhere cannot make a browser send the server's address as
  * its Host), `localhost` and `*.localhost` (browsers resolve those to loopback themselves),
- * and the names in `allowed` (HOST and ALLOWED_HOSTS, as hostName gives them; `*`: any). Any
- * other name is what DNS rebinding sends: a page on `attacker.example`, whose name it
- * re-points at 127.0.0.1, talking to the server as its own origin, without CORS and without a key.
+ * and the names `allowed` holds (HOST and ALLOWED_HOSTS; `*`: any; `*.domain`: a name ending
+ * in `.domain`, so never `domain.evil.example`). Any other name is what DNS rebinding sends: a
+ * page on `attacker.example`, whose name it re-points at 127.0.0.1, talking to the server as
+ * its own origin, without CORS and without a key.
  */
-function hostAllowed(host: string | null, allowed: ReadonlySet<string | null>): boolean {
+function hostAllowed(host: string | null, allowed: AllowedNames): boolean {
   if (host === null || isIP(host) !== 0) return true;
   if (host === "localhost" || host.endsWith(".localhost")) return true;
-  return allowed.has("*") || allowed.has(host);
+  if (allowed.exact.has("*") || allowed.exact.has(host)) return true;
+  return allowed.suffixes.some((suffix) => host.endsWith(suffix));
 }
 
 /**
@@ -33,6 +41,7 @@ function hostAllowed(host: string | null, allowed: ReadonlySet<string | null>): 
  * by their `Host`, are refused (403 HOST_NOT_ALLOWED) before anything else runs, CORS
  * preflights included. With keys a rebinding page gains nothing (it has no key). `keyless`
  * says the app never takes keys (METRICS_PORT): the refusal then says so and offers ALLOWED_HOSTS alone.
+ * `names` are ALLOWED_HOSTS's entries as the configuration gives them (see allowedHostEntry).
  */
 export function guardHosts(
   app: FastifyInstance,
@@ -42,8 +51,12 @@ export function guardHosts(
   const [what, remedy] = options.keyless
     ? ["this port (METRICS_PORT) takes no API keys", "add the name to ALLOWED_HOSTS"]
     : ["this server has no API keys", "add the name to ALLOWED_HOSTS, or set AGENT_API_KEYS"];
-  // Normalized once here, not per request.
-  const allowed = new Set([hostName(options.configuredHost), ...options.names.map(hostName)]);
+  // Sorted once here, not per request.
+  const wildcards = options.names.filter((name) => name.startsWith("*."));
+  const allowed: AllowedNames = {
+    exact: new Set([hostName(options.configuredHost), ...options.names.filter((name) => !wildcards.includes(name))]),
+    suffixes: wildcards.map((name) => name.slice(1)),
+  };
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook("onRequest", (request, _reply, done) => {
     const host = hostName(request.headers.host);

@@ -4,8 +4,14 @@ const MAX_DETAIL_CHARS = 300;
 /** Things that look like bearer secrets (OpenAI-style `sk-...` keys, possibly masked with `*`). */
 const SECRET_LIKE = /\bsk-[A-Za-z0-9_*.-]{4,}/g;
 
-/** Secrets shorter than this are redacted as written only: their base64 pieces would match ordinary text. */
+/**
+ * Secrets shorter than this are redacted as written only, and only as a whole word (not inside
+ * a longer word or number): their base64 pieces, or they themselves, would match ordinary text.
+ */
 const MIN_ENCODED_SECRET_CHARS = 8;
+
+/** A character of a word (ASCII letters, digits, `_`): what a short secret may not border on. */
+const WORD_CHAR = /^\w$/;
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 
@@ -58,16 +64,32 @@ function prefixPattern(units: readonly string[]): string {
 }
 
 /**
+ * `secret` (shorter than MIN_ENCODED_SECRET_CHARS) in any of its encodings, where it is a
+ * whole word: no word character just before it if it begins with one, nor just after it if it
+ * ends with one (`1` is not redacted from `127` or `req_01`, `p` not from `pid`).
+ */
+function wholeWordPattern(secret: string): string {
+  const chars = [...secret];
+  const before = WORD_CHAR.test(chars[0] ?? "") ? "(?<!\\w)" : "";
+  const after = WORD_CHAR.test(chars.at(-1) ?? "") ? "(?!\\w)" : "";
+  return `${before}(?:${chars.map(charPattern).join("")})${after}`;
+}
+
+/**
  * A function that replaces every encoding of the secrets a text may carry with `[redacted]`:
  * the secret as written, in any letter case, %-encoded (wholly or in part), JSON-escaped, and
  * inside any base64 or base64url text (of `Bearer <secret>`, say); also each of these cut
- * short (see prefixPattern). Empty secrets are ignored.
+ * short (see prefixPattern). A secret shorter than MIN_ENCODED_SECRET_CHARS is redacted in the
+ * first three forms only, and only as a whole word (see wholeWordPattern). Empty secrets are ignored.
  */
 export function secretRedactor(secrets: readonly string[]): (text: string) => string {
   const alternatives: string[] = [];
   for (const secret of new Set(secrets.filter((s) => s.length > 0))) {
+    if ([...secret].length < MIN_ENCODED_SECRET_CHARS) {
+      alternatives.push(wholeWordPattern(secret));
+      continue;
+    }
     alternatives.push(prefixPattern([...secret].map(charPattern)));
-    if (secret.length < MIN_ENCODED_SECRET_CHARS) continue;
     for (const piece of base64Pieces(secret)) alternatives.push(prefixPattern([...piece].map(charPattern)));
   }
   if (alternatives.length === 0) return (text) => text;
