@@ -36,3 +36,28 @@ export async function exposureProblem({
     "reaches the port could run tools: set AGENT_API_KEYS, or ALLOW_UNAUTHENTICATED=1 to serve without authentication"
   );
 }
+
+/**
+ * Why shell commands must not get the network (SHELL_NETWORK=1), naming AGENT_API_KEYS and
+ * ALLOW_UNAUTHENTICATED; null when they may. The network they get is the host's, with this
+ * server on 127.0.0.1: without API keys a command the model runs (shell_readonly needs no
+ * approval by default) could drive the server itself, approving calls that wait for a person
+ * or starting runs that ask for none. With keys, a command holds none (its environment is an
+ * allow-list). ALLOW_UNAUTHENTICATED=1 accepts it, as it accepts serving others without keys.
+ */
+export function shellNetworkProblem({
+  shellNetwork,
+  authenticated,
+  allowUnauthenticated,
+}: {
+  shellNetwork: boolean;
+  authenticated: boolean;
+  allowUnauthenticated: boolean;
+}): string | null {
+  if (!shellNetwork || authenticated || allowUnauthenticated) return null;
+  return (
+    "SHELL_NETWORK: 1 gives shell commands the host's network, where this server listens without AGENT_API_KEYS, " +
+    "so a command the model runs could approve calls or start runs itself: set AGENT_API_KEYS, or " +
+    "ALLOW_UNAUTHENTICATED=1 to accept it"
+  );
+}

@@ -1,6 +1,6 @@
 import { ConfigError, configSecrets, loadConfig } from "./config.js";
 import { exitWithConfigError } from "./config-exit.js";
-import { exposureProblem } from "./exposure.js";
+import { exposureProblem, shellNetworkProblem } from "./exposure.js";
 import { closeInheritedDescriptors } from "./inherited-descriptors.js";
 import { createLogger } from "./logger.js";
 
@@ -35,7 +35,13 @@ async function main(): Promise<void> {
     authenticated: config.AGENT_API_KEYS.length > 0,
     allowUnauthenticated: config.ALLOW_UNAUTHENTICATED,
   });
-  if (exposure) exitWithConfigError(new ConfigError([exposure]));
+  const unguardedShell = shellNetworkProblem({
+    shellNetwork: config.SHELL_NETWORK,
+    authenticated: config.AGENT_API_KEYS.length > 0,
+    allowUnauthenticated: config.ALLOW_UNAUTHENTICATED,
+  });
+  const problems = [exposure, unguardedShell].filter((problem): problem is string => problem !== null);
+  if (problems.length > 0) exitWithConfigError(new ConfigError(problems));
   if (config.ALLOW_UNAUTHENTICATED && config.AGENT_API_KEYS.length === 0) {
     logger.warn(
       { host: config.HOST },
