@@ -1,4 +1,5 @@
 import type { ToolCallDecision } from "../agent/approval.js";
+import { wellFormed } from "../agent/messages.js";
 import type { RunView } from "../domain/run.js";
 import { type AppError, conflict, notFound, shuttingDown } from "../errors.js";
 import { failpoint } from "../failpoints.js";
@@ -167,7 +168,8 @@ export async function decideApproval(
     }
   };
   try {
-    await record({ decision, reason: params.reason ?? null });
+    // Well-formed once, where it comes in: the ledger, its event and the model read the same text.
+    await record({ decision, reason: params.reason == null ? null : wellFormed(params.reason) });
   } catch (err) {
     if (!isConflict(err, "approval_expired")) throw err;
     // A denial is never refused so: the call is denied, as its timeout would.
