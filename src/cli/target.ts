@@ -13,6 +13,16 @@ export const DEFAULT_AGENT_URL = "http://127.0.0.1:3000";
 
 const configError = (message: string): CliError => new CliError(message, EXIT.config);
 
+/**
+ * AGENT_URL as an error may quote it: what lies between `//` and its last `@` (a user name and
+ * password, however the URL parses, or does not) shown as `***`.
+ */
+function shown(raw: string): string {
+  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(raw)?.[0].length ?? 0;
+  const at = raw.lastIndexOf("@");
+  return at >= start ? `${raw.slice(0, start)}***${raw.slice(at)}` : raw;
+}
+
 /** Reads and checks the two variables; a value that cannot be used is a config `CliError`. */
 export function targetFromEnv(env: NodeJS.ProcessEnv): Target {
   const raw = env.AGENT_URL?.trim() || DEFAULT_AGENT_URL;
@@ -20,16 +30,18 @@ export function targetFromEnv(env: NodeJS.ProcessEnv): Target {
   try {
     url = new URL(raw);
   } catch {
-    throw configError(`AGENT_URL is not a URL: "${raw}" (set it like ${DEFAULT_AGENT_URL})`);
+    throw configError(`AGENT_URL is not a URL: "${shown(raw)}" (set it like ${DEFAULT_AGENT_URL})`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw configError(`AGENT_URL must be an http:// or https:// URL, not "${raw}"`);
+    throw configError(`AGENT_URL must be an http:// or https:// URL, not "${shown(raw)}"`);
   }
   if (url.username || url.password) {
     throw configError("AGENT_URL must not hold credentials: put the key in AGENT_API_KEY");
   }
   if (url.search || url.hash) {
-    throw configError(`AGENT_URL must be the server's root, without ?query or #fragment: "${raw}"`);
+    throw configError(
+      `AGENT_URL must be the server's root, without ?query or #fragment: "${url.origin}${url.pathname}" followed by one`,
+    );
   }
   const apiKey = env.AGENT_API_KEY?.trim() || null;
   if (apiKey !== null && !/^[\x21-\x7e]+$/.test(apiKey)) {
