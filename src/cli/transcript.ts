@@ -18,6 +18,8 @@ export class Transcript {
   #openTurn: number | null = null;
   /** The text streamed so far in the current turn. */
   #turnText = "";
+  /** How much of #turnText is printed: all but a high surrogate that ends it (its pair may come next). */
+  #printed = 0;
   /** The most text one turn may stream (kept to compare with its committed message). */
   readonly #maxTurnChars: number;
 
@@ -51,7 +53,9 @@ export class Transcript {
           this.#out.note(`[turn ${cut} is asked again${as}: the server restarted during it]`);
         }
         this.#openTurn = event.turn;
+        this.#flushHalf();
         this.#turnText = "";
+        this.#printed = 0;
         return;
       }
       case "text.delta":
@@ -77,6 +81,7 @@ export class Transcript {
         return;
       }
       case "run.finished":
+        this.#flushHalf();
         this.#out.endLine();
         this.#out.note(summary(event.run));
         return;
@@ -100,7 +105,17 @@ export class Transcript {
     // Text of a new turn starts on a line of its own.
     if (this.#turnText === "") this.#out.endLine();
     this.#turnText += text;
-    this.#out.text(text);
+    // A character split over two deltas (a surrogate pair) is printed whole, once its pair came.
+    const end = /[\uD800-\uDBFF]$/.test(this.#turnText) ? this.#turnText.length - 1 : this.#turnText.length;
+    if (end > this.#printed) this.#out.text(this.#turnText.slice(this.#printed, end));
+    this.#printed = end;
+  }
+
+  /** A high surrogate held back whose pair never came is printed as what it is: U+FFFD. */
+  #flushHalf(): void {
+    if (this.#printed >= this.#turnText.length) return;
+    this.#out.text("\ufffd");
+    this.#printed = this.#turnText.length;
   }
 
   #message(message: Extract<RunEvent, { type: "message" }>["message"]): void {
@@ -108,6 +123,7 @@ export class Transcript {
       this.#openTurn = null;
       // The committed text is what counts; print what the deltas did not carry.
       if (message.content.startsWith(this.#turnText)) this.#streamText(message.content.slice(this.#turnText.length));
+      this.#flushHalf();
       for (const call of message.toolCalls ?? []) this.#calls.set(call.id, { tool: call.name, input: call.input });
     } else if (message.role === "tool") {
       const tool = this.#toolOf(message.toolCallId);
