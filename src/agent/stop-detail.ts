@@ -1,3 +1,4 @@
+import { characterBoundary } from "../utf16.js";
 import type { BudgetFinding } from "./budget.js";
 import type { LoopFinding } from "./loop-guard.js";
 import type { RunError } from "./run-error.js";
@@ -26,8 +27,7 @@ const seconds = (ms: number): string => `${(ms / 1000).toLocaleString("en-US", {
 function excerpt(text: string): string {
   if (text.length <= 80) return text;
   // Never half a character: a cut after a high surrogate leaves its pair out too.
-  const end = /[\uD800-\uDBFF]/.test(text[76] ?? "") ? 76 : 77;
-  return `${text.slice(0, end)}...`;
+  return `${text.slice(0, characterBoundary(text, 77))}...`;
 }
 
 /** Where the run stopped, in words; a point after turn 0 (no turn was done) is before turn 1. */

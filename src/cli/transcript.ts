@@ -1,3 +1,4 @@
+import { characterBoundary } from "../utf16.js";
 import { MAX_ANSWER_BYTES } from "./bounded-read.js";
 import { CliError } from "./cli-error.js";
 import { EXIT } from "./exit-codes.js";
@@ -106,7 +107,7 @@ export class Transcript {
     if (this.#turnText === "") this.#out.endLine();
     this.#turnText += text;
     // A character split over two deltas (a surrogate pair) is printed whole, once its pair came.
-    const end = /[\uD800-\uDBFF]$/.test(this.#turnText) ? this.#turnText.length - 1 : this.#turnText.length;
+    const end = characterBoundary(this.#turnText, this.#turnText.length);
     if (end > this.#printed) this.#out.text(this.#turnText.slice(this.#printed, end));
     this.#printed = end;
   }

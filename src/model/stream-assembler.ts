@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ModelToolCall, ModelUsage } from "../agent/model.js";
+import { characterBoundary } from "../utf16.js";
 import {
   argumentsText,
   contentPieces,
@@ -55,6 +56,8 @@ export class StreamAssembler {
   private text = "";
   private refusal = false;
   private reasoning = "";
+  /** A high surrogate ending the text or the reasoning, held from the deltas until its pair comes (if ever). */
+  private readonly held = { text: "", reasoning: "" };
   private readonly details = new ReasoningDetailsFold();
   private readonly slots = new ToolCallSlots();
   private finishReason: string | null = null;
@@ -169,18 +172,17 @@ export class StreamAssembler {
     return { ok: true };
   }
 
-  /** Appends `piece` to the text or the reasoning and passes it on; false when it would pass the cap. */
+  /** Appends `piece` to the text or the reasoning and passes it on in whole characters (see held); false past the cap. */
   private add(kind: "text" | "reasoning", piece: string): boolean {
     if (piece === "") return true;
     if (!this.take(piece.length)) return false;
     this.markToken();
-    if (kind === "text") {
-      this.text += piece;
-      this.options.onTextDelta?.(piece);
-    } else {
-      this.reasoning += piece;
-      this.options.onReasoningDelta?.(piece);
-    }
+    this[kind] += piece;
+    // Only the piece is read (the whole text is a long concatenation, not to be flattened per delta).
+    const out = this.held[kind] + piece;
+    const end = characterBoundary(out, out.length);
+    this.held[kind] = out.slice(end);
+    if (end > 0) (kind === "text" ? this.options.onTextDelta : this.options.onReasoningDelta)?.(out.slice(0, end));
     return true;
   }
 

@@ -1,3 +1,4 @@
+import { isHighSurrogate } from "../utf16.js";
 export interface LineWindowOptions {
   /** First line to keep, 1-based. */
   startLine: number;
@@ -12,9 +13,6 @@ export interface LineWindowOptions {
 }
 
 const CARRIAGE_RETURN = 0x0d;
-
-/** Whether the UTF-16 code unit is the first half of a surrogate pair. */
-const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;
 
 /**
  * The characters (code points) of `text` from `from` to `to`, both on character boundaries.

@@ -26,7 +26,7 @@ function importedFolders(file: string): string[] {
 const TABLES = ["src/string-table.js", "src/lru-table.js"];
 
 /** Functions of one line any layer may use (they import nothing of the project). */
-const LEAVES = ["src/message-of.js"];
+const LEAVES = ["src/message-of.js", "src/utf16.js"];
 
 /** Each layer and the folders it may import from (besides itself and packages). */
 const LAYERS: Record<string, string[]> = {
