@@ -207,7 +207,7 @@ async function executeCalls(ctx: LoopContext, calls: readonly ToolCall[], trace:
           abortFrom(index + 1, index)
         );
       }
-      return failAt(index, `tool ${call.name} failed: ${messageOf(err)}`);
+      return failAt(index, `tool ${call.name} failed: ${messageOf(err)}`, {}, performance.now() - started);
     } finally {
       // The tool is over: its deadline goes (`signal` keeps whether it fired while the tool ran).
       deadline.dispose();
@@ -222,10 +222,20 @@ async function executeCalls(ctx: LoopContext, calls: readonly ToolCall[], trace:
   }
   return null;
 
-  /** Law 8: the current call gets a generic failure, later ones "not executed". */
-  async function failAt(index: number, message: string, told: { hint?: string } = {}): Promise<PhaseStop> {
+  /**
+   * Law 8: the current call gets a generic failure (with `durationMs`, how long it ran when it
+   * started), later ones "not executed".
+   */
+  async function failAt(
+    index: number,
+    message: string,
+    told: { hint?: string } = {},
+    durationMs = 0,
+  ): Promise<PhaseStop> {
     const call = calls[index] as ToolCall;
-    const stop = (await record(call, executionFailedOutcome())) ?? (await closeFrom(index + 1, notExecutedOutcome));
+    const stop =
+      (await record(call, executionFailedOutcome(), { durationMs })) ??
+      (await closeFrom(index + 1, notExecutedOutcome));
     return (
       stop ?? { stopReason: "error", error: { code: "TOOL_EXECUTION_FAILED", message }, toolCall: at(index), ...told }
     );
