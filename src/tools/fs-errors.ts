@@ -41,13 +41,31 @@ export function fsErrorOutcome(err: unknown, displayPath: string): ToolOutcome {
   }
 }
 
-/** The result for a path that exists but is not a regular file. */
-export function notAFileOutcome(displayPath: string, isDirectory: boolean): ToolOutcome {
+/**
+ * The result for a path that exists but is not a regular file; `special` names what it is
+ * when known (see specialFileKind).
+ */
+export function notAFileOutcome(displayPath: string, isDirectory: boolean, special: string | null = null): ToolOutcome {
   return toolError(
     ToolErrorCode.notAFile,
     isDirectory
       ? `"${displayPath}" is a directory, not a file; use list_files`
-      : `"${displayPath}" is not a regular file`,
+      : `"${displayPath}" is ${special === null ? "not" : `${special}, not`} a regular file`,
     true,
   );
+}
+
+interface FileTypeTests {
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isBlockDevice(): boolean;
+  isCharacterDevice(): boolean;
+}
+
+/** A special file's kind in words ("a FIFO (named pipe)"), as list_files marks them; null for any other entry. */
+export function specialFileKind(info: FileTypeTests): string | null {
+  if (info.isFIFO()) return "a FIFO (named pipe)";
+  if (info.isSocket()) return "a socket";
+  if (info.isBlockDevice()) return "a block device";
+  return info.isCharacterDevice() ? "a character device" : null;
 }

@@ -45,14 +45,24 @@ export const listFilesInput = z.strictObject({
 
 export type ListFilesInput = z.infer<typeof listFilesInput>;
 
-const SUFFIX: Record<WalkEntry["kind"], string> = { directory: "/", symlink: "@", file: "", other: "" };
+/** The mark after a name saying what it is (as `ls -F` marks them; "%" for a device is list_files' own). */
+const SUFFIX: Record<WalkEntry["kind"], string> = {
+  directory: "/",
+  symlink: "@",
+  fifo: "|",
+  socket: "=",
+  device: "%",
+  file: "",
+  other: "",
+};
 
 export const listFilesTool: WorkspaceToolDefinition<ListFilesInput> = {
   name: "list_files",
   description:
     "List the files and directories under a workspace directory, recursively up to a depth. " +
     "One path per line, relative to the workspace root (usable as-is with read_file), sorted, each directory " +
-    'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed). ' +
+    'followed by its contents. Directories end with "/", symbolic links with "@" (links are not followed), ' +
+    'FIFOs (named pipes) with "|", sockets with "=" and devices with "%" (none of those three can be read). ' +
     `${DISPLAY_PATH_RULE} ${longPathRule("the entries of that directory listed by name")} ` +
     `.git and node_modules are hidden. At most ${LIST_MAX_ENTRIES} entries (and ${LIST_MAX_OUTPUT_CHARS} ` +
     "characters of them), and the listing stops at a directory " +

@@ -1,9 +1,9 @@
-import type { Stats } from "node:fs";
+import { lstatSync, type Stats } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { errnoCode } from "../errno.js";
 import { ToolErrorCode } from "./error-codes.js";
-import { notAFileOutcome } from "./fs-errors.js";
+import { notAFileOutcome, specialFileKind } from "./fs-errors.js";
 import { closeDir, entryPath, O_FILE, type OpenDir, openDirAt } from "./open-dir.js";
 import type { Located } from "./workspace.js";
 
@@ -49,7 +49,8 @@ export async function openLocatedFile(
   if (at.name === null || at.kind === "directory") return { ok: false, outcome: notAFileOutcome(display, true) };
   if (at.kind === "missing")
     return { ok: false, outcome: toolError(ToolErrorCode.notFound, `"${display}" does not exist`, true) };
-  if (at.kind !== "file") return { ok: false, outcome: notAFileOutcome(display, false) };
+  if (at.kind !== "file")
+    return { ok: false, outcome: notAFileOutcome(display, false, specialKindAt(at.dir, at.name)) };
   let file: FileHandle;
   try {
     file = await open(entryPath(at.dir, at.name), O_FILE);
@@ -61,7 +62,16 @@ export async function openLocatedFile(
   const info = await file.stat();
   if (!info.isFile()) {
     await file.close();
-    return { ok: false, outcome: notAFileOutcome(display, info.isDirectory()) };
+    return { ok: false, outcome: notAFileOutcome(display, info.isDirectory(), specialFileKind(info)) };
   }
   return { ok: true, file, info };
+}
+
+/** What the entry `name` of `dir` is when it is a special file (see specialFileKind), looked at without following a link; null otherwise or when it cannot be looked at. */
+function specialKindAt(dir: OpenDir, name: string): string | null {
+  try {
+    return specialFileKind(lstatSync(entryPath(dir, name)));
+  } catch {
+    return null;
+  }
 }

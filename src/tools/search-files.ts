@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { type ToolOutcome, toolError } from "../agent/tool.js";
 import type { WorkspaceToolDefinition } from "./definition.js";
-import { DISPLAY_PATH_RULE, longPathRule } from "./display-path.js";
+import { DISPLAY_PATH_RULE, LINE_ESCAPES_NOTE, longPathRule } from "./display-path.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, notAFileOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
 import { globFilter } from "./glob.js";
@@ -81,7 +81,8 @@ export function createSearchFilesTool({
       "Search the workspace's text files for lines matching a JavaScript regular expression (case-sensitive; " +
       "use e.g. [Ff]oo for either case). Each match is " +
       `reported as \`file:line: text\` (file relative to the workspace root, line 1-based). ${DISPLAY_PATH_RULE} ` +
-      `${longPathRule("its matches as `line: text`")} Binary files, files over ` +
+      `${longPathRule("its matches as `line: text`")} In the text, control characters (a tab apart), line ` +
+      "separators and bidirectional controls are written as \\uXXXX escapes (a note says so). Binary files, files over " +
       `${formatBytes(SEARCH_MAX_FILE_BYTES)}, .git and node_modules are skipped, and so is what lies over ${SEARCH_MAX_DEPTH} directory levels down (a note says so); at most ${SEARCH_MAX_MATCHES} ` +
       `matches (and ${SEARCH_MAX_OUTPUT_CHARS} characters of them) are reported and long lines are cut. A search running over ${timeLimitMs / 1000} s is stopped: ` +
       "avoid nested quantifiers like (a+)+.",
@@ -270,6 +271,7 @@ async function searchLocated({
     );
   }
   if (skippedBinary > 0) notes.push(`[skipped ${plural(skippedBinary, "binary file")}]`);
+  if (shown.escaped) notes.push(LINE_ESCAPES_NOTE);
   const truncated =
     cut || tooManyMatches || tooManyFiles || walkCut !== null || tooDeep > 0 || skippedLarge > 0 || skippedLines > 0;
   const body = matches.length > 0 ? shown.lines : [`no matches in ${plural(searched, "file")} searched`];

@@ -1,9 +1,10 @@
 import type { Dir, Dirent } from "node:fs";
-import { opendirSync } from "node:fs";
+import { closeSync, opendirSync, openSync } from "node:fs";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { errnoCode, isOutOfDescriptors } from "../errno.js";
-import { closeDir, dirPath, type OpenDir, openDirAt } from "./open-dir.js";
+import { closeDir, dirPath, entryPath, O_DIR, type OpenDir, openDirAt } from "./open-dir.js";
 import { slicedSort } from "./sliced-sort.js";
 
 /** Directory names never listed or searched: noise for the model, and often huge. */
@@ -14,7 +15,8 @@ const WALK_SLICE_MS = 10;
 /** Directory entries read from the system at a time. */
 const LIST_PIECE = 256;
 
-export type WalkEntryKind = "directory" | "file" | "symlink" | "other";
+/** What an entry is, as its directory says (Dirent); "other" when the file system does not say. */
+export type WalkEntryKind = "directory" | "file" | "symlink" | "fifo" | "socket" | "device" | "other";
 
 export interface WalkEntry {
   /** Path relative to the workspace root, `/`-separated (sharing its directory's prefix in memory). */
@@ -34,8 +36,10 @@ export interface Walk extends AsyncIterable<WalkEntry> {
   /** Null while the walk runs, and when it ended by covering the tree or by the caller's break. */
   readonly cut: WalkCut | null;
   /**
-   * The directories it reported at `maxDepth` and did not enter (so far): when above 0, the
-   * walk did not cover what lies below them, whatever its `cut`.
+   * The directories it reported at `maxDepth` and did not enter (so far) that hold something
+   * it would have reported (or that it could not look into): when above 0, the walk did not
+   * cover what lies below them, whatever its `cut`. An empty one, or one holding only hidden
+   * names (HIDDEN_DIRECTORY_NAMES), is not counted.
    */
   readonly tooDeep: number;
 }
@@ -44,7 +48,7 @@ export interface WalkOptions {
   start: OpenDir;
   /** Where `start` is in the workspace, "." for the root. */
   relative: string;
-  /** Entries are reported down to this depth; a directory at it is not entered (counted in `tooDeep`). */
+  /** Entries are reported down to this depth; a directory at it is not entered (counted in `tooDeep` if it holds an entry). */
   maxDepth: number;
   /**
    * Once it fires, the walk ends before its next entry (cut "aborted"), within one piece
@@ -74,8 +78,14 @@ interface Frame {
   depth: number;
 }
 
-const kindOf = (entry: Dirent): WalkEntryKind =>
-  entry.isDirectory() ? "directory" : entry.isFile() ? "file" : entry.isSymbolicLink() ? "symlink" : "other";
+function kindOf(entry: Dirent): WalkEntryKind {
+  if (entry.isDirectory()) return "directory";
+  if (entry.isFile()) return "file";
+  if (entry.isSymbolicLink()) return "symlink";
+  if (entry.isFIFO()) return "fifo";
+  if (entry.isSocket()) return "socket";
+  return entry.isBlockDevice() || entry.isCharacterDevice() ? "device" : "other";
+}
 
 const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -85,7 +95,7 @@ const byName = (a: Dirent, b: Dirent): number => (a.name < b.name ? -1 : a.name 
  * descriptor opened inside its parent's without following a link, so a directory swapped for
  * a symlink mid-walk is skipped, never entered. Symlinks are reported, never followed; `.git`
  * and `node_modules` are skipped entirely; directories at `maxDepth` are not entered (counted in
- * `tooDeep`, so that a caller can say what it left out);
+ * `tooDeep` when they hold an entry it would report, so that a caller can say what it left out);
  * unreadable directories are skipped, but a directory that cannot be opened or read for lack
  * of file descriptors (EMFILE, ENFILE) throws that error: skipping it would make the walk look
  * complete without its contents. The walk costs the same per entry at any depth, and lets the
@@ -152,7 +162,7 @@ async function* walkEntries(
       yield { relative: path, segments: here, name: entry.name, kind, depth: frame.depth };
       if (kind !== "directory") continue;
       if (frame.depth >= maxDepth) {
-        state.tooDeep++;
+        if (holdsAnEntry(frame.dir, entry.name)) state.tooDeep++;
         continue;
       }
       const sub = await openDirAt(frame.dir, entry.name).catch(skipUnlessOutOfDescriptors);
@@ -208,6 +218,42 @@ async function listDir({ dir, room, maybeTurn, signal }: ListDirOptions): Promis
   } finally {
     try {
       handle.closeSync();
+    } catch {
+      // Closed either way.
+    }
+  }
+}
+
+/**
+ * Whether the directory `name` inside `dir` holds an entry the walk would report (one not in
+ * HIDDEN_DIRECTORY_NAMES): it is opened without following a link and read only up to such an
+ * entry (the third at most). True when it cannot be opened or read (nothing says it is
+ * empty), so that a caller never takes it for covered.
+ */
+function holdsAnEntry(dir: OpenDir, name: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(entryPath(dir, name), O_DIR);
+  } catch {
+    return true;
+  }
+  let handle: Dir | null = null;
+  try {
+    handle = opendirSync(dirPath({ fd, path: join(dir.path, name) }), { bufferSize: 4 });
+    for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+      if (!HIDDEN_DIRECTORY_NAMES.has(entry.name)) return true;
+    }
+    return false;
+  } catch {
+    return true;
+  } finally {
+    try {
+      handle?.closeSync();
+    } catch {
+      // Closed either way.
+    }
+    try {
+      closeSync(fd);
     } catch {
       // Closed either way.
     }
