@@ -182,6 +182,7 @@ async function searchLocated({
         start: start.dir,
         relative: at.relative,
         maxDepth: SEARCH_MAX_DEPTH,
+        countTooDeep: true,
         signal: walkSignal,
         maxListed: SEARCH_MAX_LISTED_ENTRIES,
       });

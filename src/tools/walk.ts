@@ -39,7 +39,7 @@ export interface Walk extends AsyncIterable<WalkEntry> {
    * The directories it reported at `maxDepth` and did not enter (so far) that hold something
    * it would have reported (or that it could not look into): when above 0, the walk did not
    * cover what lies below them, whatever its `cut`. An empty one, or one holding only hidden
-   * names (HIDDEN_DIRECTORY_NAMES), is not counted.
+   * names (HIDDEN_DIRECTORY_NAMES), is not counted. Always 0 without `countTooDeep`.
    */
   readonly tooDeep: number;
 }
@@ -48,8 +48,14 @@ export interface WalkOptions {
   start: OpenDir;
   /** Where `start` is in the workspace, "." for the root. */
   relative: string;
-  /** Entries are reported down to this depth; a directory at it is not entered (counted in `tooDeep` if it holds an entry). */
+  /** Entries are reported down to this depth; a directory at it is not entered (see countTooDeep). */
   maxDepth: number;
+  /**
+   * Looks into each directory at `maxDepth` for a first entry, counting in `tooDeep` those that
+   * hold one; a caller that says nothing of what lies deeper (list_files, whose depth is the
+   * model's choice) leaves it off and does not pay for it.
+   */
+  countTooDeep?: boolean;
   /**
    * Once it fires, the walk ends before its next entry (cut "aborted"), within one piece
    * (LIST_PIECE entries) of a directory it is reading.
@@ -117,7 +123,7 @@ export function walk(options: WalkOptions): Walk {
 }
 
 async function* walkEntries(
-  { start, relative, maxDepth, signal, maxListed = Number.POSITIVE_INFINITY }: WalkOptions,
+  { start, relative, maxDepth, countTooDeep = false, signal, maxListed = Number.POSITIVE_INFINITY }: WalkOptions,
   state: WalkState,
 ): AsyncGenerator<WalkEntry> {
   const stack: Frame[] = [];
@@ -162,7 +168,7 @@ async function* walkEntries(
       yield { relative: path, segments: here, name: entry.name, kind, depth: frame.depth };
       if (kind !== "directory") continue;
       if (frame.depth >= maxDepth) {
-        if (holdsAnEntry(frame.dir, entry.name)) state.tooDeep++;
+        if (countTooDeep && holdsAnEntry(frame.dir, entry.name)) state.tooDeep++;
         continue;
       }
       const sub = await openDirAt(frame.dir, entry.name).catch(skipUnlessOutOfDescriptors);
