@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { fsync } from "node:fs";
 import { open, rename, unlink } from "node:fs/promises";
-import { entryPath, type OpenDir } from "./open-dir.js";
+import { entryPath, type OpenDir, syncDir } from "./open-dir.js";
 
 /**
  * Replaces (or creates) the entry `name` of the open directory `dir` atomically: the data goes
@@ -43,15 +42,4 @@ export async function writeFileAtomic({
     throw err;
   }
   await syncDir(dir);
-}
-
-/**
- * Flushes the directory's entries (fsync on its descriptor, in the thread pool). A file
- * system that cannot flush a directory (EINVAL, as some network ones answer) has nothing
- * more to give: the entry is written all the same.
- */
-function syncDir(dir: OpenDir): Promise<void> {
-  return new Promise((resolve, reject) => {
-    fsync(dir.fd, (err) => (err && err.code !== "EINVAL" ? reject(err) : resolve()));
-  });
 }

@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, openSync } from "node:fs";
+import { closeSync, constants, existsSync, fsync, openSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -58,4 +58,15 @@ export function closeDir(dir: OpenDir): Promise<void> {
     // EBADF or EIO: the descriptor is released either way.
   }
   return Promise.resolve();
+}
+
+/**
+ * Flushes the directory's entries (fsync on its descriptor, in the thread pool). A file
+ * system that cannot flush a directory (EINVAL, as some network ones answer) has nothing
+ * more to give: the entry is written all the same.
+ */
+export function syncDir(dir: OpenDir): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fsync(dir.fd, (err) => (err && err.code !== "EINVAL" ? reject(err) : resolve()));
+  });
 }

@@ -5,7 +5,7 @@ import { type ToolOutcome, toolError } from "../agent/tool.js";
 import { errnoCode, isOutOfDescriptors } from "../errno.js";
 import { ToolErrorCode } from "./error-codes.js";
 import { fsErrorOutcome, outOfDescriptorsOutcome } from "./fs-errors.js";
-import { closeDir, entryPath, FD_DIR, type OpenDir, openDirAt, openDirFd } from "./open-dir.js";
+import { closeDir, entryPath, FD_DIR, type OpenDir, openDirAt, openDirFd, syncDir } from "./open-dir.js";
 import { isInside } from "./paths.js";
 
 export { isInside, workspaceRelative } from "./paths.js";
@@ -172,10 +172,15 @@ export async function locateInWorkspace({
       if (info === null) {
         if (last) return done(name, names, "missing");
         if (!createParents) throw Object.assign(new Error("missing"), { code: "ENOENT" });
-        await mkdir(entryPath(dir, name)).catch((err: unknown) => {
-          if (errnoCode(err) !== "EEXIST") throw err;
-          hop(); // made by someone else meanwhile (or a link now): look again
-        });
+        // The new directory is an entry of `dir`: flushed with it, as the file's own entry is
+        // (see writeFileAtomic), so that a power loss cannot take it and what goes in it away.
+        await mkdir(entryPath(dir, name)).then(
+          () => syncDir(dir),
+          (err: unknown) => {
+            if (errnoCode(err) !== "EEXIST") throw err;
+            hop(); // made by someone else meanwhile (or a link now): look again
+          },
+        );
         pending.unshift(name);
         continue;
       }
