@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { answeredTraces, completedStep } from "./answered-traces.js";
 import type { BeforeToolCall } from "./approval.js";
 import { type RunBudgets, spentBudget } from "./budget.js";
 import type { Checkpoint, LoopCommit, LoopNotice } from "./events.js";
 import { assertValidHistory, endsInFinalReply, pendingToolCalls } from "./history.js";
 import { commitMessage, type LoopContext, notifyOnly, type PhaseStop } from "./loop-context.js";
 import { DEFAULT_LOOP_REPEAT_LIMIT, detectLoop, type LoopFinding } from "./loop-guard.js";
-import { type AgentMessage, type ToolMessage, wellFormed } from "./messages.js";
+import { type AgentMessage, wellFormed } from "./messages.js";
 import type { ModelClient } from "./model.js";
 import { runModelTurn, toolSpecs } from "./model-turn.js";
 import { type PendingInputHook, takePendingInput } from "./pending-input.js";
@@ -13,11 +14,11 @@ import { planFromMessages } from "./plan.js";
 import { type PlanState, planAfterCommit, planTools } from "./plan-tools.js";
 import type { RunError } from "./run-error.js";
 import { emptyStats, type RunStats } from "./stats.js";
-import type { StepTrace, ToolTrace } from "./step-trace.js";
+import type { StepTrace } from "./step-trace.js";
 import { describeStop, type StopPoint } from "./stop-detail.js";
 import type { StopReason } from "./stop-reason.js";
 import type { AnyAgentTool } from "./tool.js";
-import { runToolCalls, traceOf } from "./tool-phase.js";
+import { runToolCalls } from "./tool-phase.js";
 
 export interface RunAgentParams {
   model: ModelClient;
@@ -178,18 +179,18 @@ export async function runAgent(params: RunAgentParams): Promise<AgentRunResult> 
   } else {
     // Resuming: calls of the last assistant message that still lack results run first.
     const pending = pendingToolCalls(ctx.history);
-    const step = params.priorStep ? { ...params.priorStep, tools: answeredTraces(ctx.history) } : null;
+    const { priorStep } = params;
     if (pending.length) {
       // Reported with each result, as in a live turn.
+      const step = priorStep ? { ...priorStep, tools: answeredTraces(ctx.history) } : null;
       const stop = await runToolCalls(ctx, pending, step);
       if (stop) return finish(stop, "in_turn");
       const loop = loopStop();
       if (loop) return finish(loop, "after_turn");
     } else {
-      if (step && step.tools.length > (params.priorStep?.tools.length ?? 0)) {
-        // Every call is answered, but the stored trace lacks some (its full trace was not stored).
-        ctx.onStep(step);
-      }
+      // Every call is answered, but the stored trace may lack some (its full trace was not stored).
+      const step = priorStep ? completedStep(priorStep, ctx.history) : null;
+      if (step) ctx.onStep(step);
       // The last turn's results were committed before the guard looked at them (the run was
       // left in between): it looks now, before the next model request, as a live run's does.
       if (ctx.history.at(-1)?.role === "tool") {
@@ -260,22 +261,6 @@ function explain(stop: LoopStop, point: StopPoint, maxTurns: number, signal: Abo
     case "budget_exhausted":
       return describeStop({ stopReason: "budget_exhausted", point, budget: stop.budget });
   }
-}
-
-/** The traces of the last assistant message's calls that already have their result, in call order. */
-function answeredTraces(history: readonly AgentMessage[]): ToolTrace[] {
-  let lastAssistant = history.length - 1;
-  while (lastAssistant >= 0 && history[lastAssistant]?.role !== "assistant") lastAssistant--;
-  const assistant = history[lastAssistant];
-  if (assistant?.role !== "assistant") return [];
-  const results = new Map<string, ToolMessage>();
-  for (const m of history.slice(lastAssistant + 1)) if (m.role === "tool") results.set(m.toolCallId, m);
-  const traces: ToolTrace[] = [];
-  for (const call of assistant.toolCalls ?? []) {
-    const result = results.get(call.id);
-    if (result) traces.push(traceOf(call, result));
-  }
-  return traces;
 }
 
 function* toolCallIdsIn(history: readonly AgentMessage[]): Generator<string> {

@@ -1,6 +1,8 @@
+import { completedStep } from "../agent/answered-traces.js";
 import type { AgentMessage } from "../agent/messages.js";
 import type { RunError } from "../agent/run-error.js";
 import type { RunStats } from "../agent/stats.js";
+import type { StepTrace } from "../agent/step-trace.js";
 import type { StopReason } from "../agent/stop-reason.js";
 import type { ToolOutcome } from "../agent/tool.js";
 import { toolResultMessage } from "../agent/tool-results.js";
@@ -20,16 +22,21 @@ export type OutcomeFor = (call: ToolCallRecord) => ToolOutcome;
 
 /**
  * Law 4 at a run's end (or at recovery): a result for each call of `open`, as changes for
- * one batch. The loop stops only after the last call's result, so open calls all belong to
- * the last assistant message and their results keep the history valid.
+ * one batch (`messages`: the results). The loop stops only after the last call's result, so
+ * open calls all belong to the last assistant message and their results keep the history valid.
  */
-function closingResults(open: readonly ToolCallRecord[], outcomeFor: OutcomeFor, stamp: Stamp): WriteBatch {
+function closingResults(
+  open: readonly ToolCallRecord[],
+  outcomeFor: OutcomeFor,
+  stamp: Stamp,
+): WriteBatch & { messages: AgentMessage[] } {
   const changes = open.map((call) => ({
     kind: "message" as const,
     message: stamp(toolResultMessage({ id: newId("msg"), toolCallId: call.id, outcome: outcomeFor(call) })),
     tool: call.name,
   }));
-  return { changes, events: changes.map(({ message }) => ({ type: "message", message })) };
+  const messages = changes.map(({ message }) => message);
+  return { changes, events: messages.map((message) => ({ type: "message", message })), messages };
 }
 
 /** Writes a result for each open call that `only` picks (recovery: the interrupted ones); returns how many. */
@@ -67,7 +74,10 @@ export interface RunEnd {
  * finished (or gone with its session), or with `from` no longer in that status (a queued run
  * that started meanwhile), is reported as it is. `end` may be decided late: a function is
  * called once what the write needs is read, and `decided` is told the finished run in the
- * same tick, before the write is queued (what is decided then is what is written).
+ * same tick, before the write is queued (what is decided then is what is written). With
+ * `retrace` (a run a process left, which no loop reports the steps of), the write also stores
+ * the run's last step again with every call of its last assistant message that has a result,
+ * the closing ones included, when the stored one lists fewer (see completedStep).
  */
 export async function finishRun({
   store,
@@ -77,6 +87,7 @@ export async function finishRun({
   decided,
   outcomeFor,
   from,
+  retrace = false,
 }: {
   store: Store;
   recorder: RunRecorder;
@@ -85,8 +96,13 @@ export async function finishRun({
   decided?: (view: RunView) => void;
   outcomeFor: OutcomeFor;
   from?: "queued";
+  retrace?: boolean;
 }): Promise<RunView> {
-  const [open, plan] = await Promise.all([store.toolCalls.open(record.id), planOfRun(store, record)]);
+  const [open, plan, last] = await Promise.all([
+    store.toolCalls.open(record.id),
+    planOfRun(store, record),
+    retrace ? lastStepOf(store, record) : null,
+  ]);
   const announce = (await Promise.all(open.map((call) => ledgerAnnouncement(store, call)))).flat();
   const end = typeof endOrDecide === "function" ? endOrDecide() : endOrDecide;
   const finishedAt = new Date().toISOString();
@@ -95,8 +111,13 @@ export async function finishRun({
   try {
     await recorder.write((stamp) => {
       const results = closingResults(open, outcomeFor, stamp);
+      const step = last ? completedStep(last.step, [...last.history, ...results.messages]) : null;
       return {
-        changes: [...results.changes, { kind: "finish", ...end, finishedAt, ...(from ? { from } : {}) }],
+        changes: [
+          ...results.changes,
+          ...(step ? [{ kind: "step" as const, step }] : []),
+          { kind: "finish", ...end, finishedAt, ...(from ? { from } : {}) },
+        ],
         events: [...announce, ...results.events, { type: "run.finished", run: view }],
       };
     });
@@ -106,6 +127,15 @@ export async function finishRun({
     return stored ? runView(stored, plan) : view;
   }
   return view;
+}
+
+/** The run's stored step of its latest turn and the run's messages; null when it has no step. */
+async function lastStepOf(
+  store: Store,
+  record: RunRecord,
+): Promise<{ step: StepTrace; history: readonly AgentMessage[] } | null> {
+  const step = await store.steps.last(record.id);
+  return step ? { step, history: await store.messages.ofRun(record.sessionId, record.id) } : null;
 }
 
 /** A run left for the restart, as this process leaves it: unfinished. */

@@ -50,6 +50,7 @@ export async function recoverOrEnd(
       record: run,
       end: { stopReason: "error", stopDetail: failedDetail(error, run.stats, hint), error, stats: run.stats },
       outcomeFor: leftCallOutcome,
+      retrace: true,
     });
   } finally {
     recorder.dispose();

@@ -109,6 +109,7 @@ async function abortLeftRun(
     record: counted,
     end: { stopReason: "aborted", stopDetail: abortedDetail({ by, stats, point }), error: null, stats },
     outcomeFor: leftCallOutcome,
+    retrace: true,
   });
 }
 
