@@ -1,5 +1,6 @@
 import type { ClaimedRun } from "../store/store.js";
-import { emptyReport, type RecoveryDeps, type RecoveryReport } from "./recovery.js";
+import { RunRecorder } from "./recorder.js";
+import { closeInterruptedCalls, emptyReport, type RecoveryDeps, type RecoveryReport } from "./recovery.js";
 import { recoverOrEnd } from "./recovery-retry.js";
 
 export interface HeldLeftRunsDeps extends RecoveryDeps {
@@ -32,8 +33,26 @@ export class HeldLeftRuns {
 
   constructor(private readonly deps: HeldLeftRunsDeps) {}
 
-  hold(run: ClaimedRun): void {
-    this.#held.set(run.record.id, run);
+  /**
+   * Holds `run` once each of its calls whose tool had started has its INTERRUPTED result, into
+   * `report` (see closeInterruptedCalls: that executes nothing and needs no slot, so no history
+   * shows a call without a result while its run waits). Writing them may fail: the run's
+   * recovery writes them then.
+   */
+  async hold(run: ClaimedRun, report: RecoveryReport): Promise<void> {
+    const { store, hub, logger } = this.deps;
+    const { id: runId, sessionId } = run.record;
+    try {
+      const recorder = await RunRecorder.open({ store, hub, runId, sessionId, lease: run.lease });
+      try {
+        report.interruptedToolCalls += await closeInterruptedCalls({ store, recorder });
+      } finally {
+        recorder.dispose();
+      }
+    } catch (err) {
+      logger.warn({ err, runId }, "could not close the interrupted calls of a run held for a free slot");
+    }
+    this.#held.set(runId, run);
   }
 
   /**

@@ -1,74 +1,65 @@
 import type { ClaimScope } from "../store/store.js";
 import { HeldLeftRuns, type HeldLeftRunsDeps } from "./held-left-runs.js";
-import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun } from "./live-run.js";
+import { LeaseRenewal, type LeaseRenewalDeps } from "./lease-renewal.js";
+import { LEASE_LOST } from "./live-run.js";
 import { emptyReport, type RecoveryReport, recoverRun, settleQueues, toResume } from "./recovery.js";
 import { recoverOrEnd } from "./recovery-retry.js";
 
-/** This process as an owner of runs: its id and how long a lease it takes holds. */
-export interface InstanceIdentity {
-  id: string;
-  leaseMs: number;
-}
+export type { InstanceIdentity } from "./lease-renewal.js";
 
-export interface OwnershipDeps extends HeldLeftRunsDeps {
-  instance: InstanceIdentity;
-  /** The runs this process executes now. */
-  liveRuns: () => LiveRun[];
+export interface OwnershipDeps extends HeldLeftRunsDeps, LeaseRenewalDeps {
   /** Sends a claim leaving alone the runs this process executes (see LiveRuns.claimBeside). */
   claimBeside<T>(claim: (executed: string[]) => Promise<T>): Promise<T>;
 }
 
-/** The most runs one reaper pass claims, whatever the free slots (a pass is one statement). */
+/** The most runs one claim takes, whatever the free slots (a claim is one statement). */
 const MAX_CLAIM = 100;
-/**
- * A lease not renewed for this share of its TTL is treated as lost here: measured from when
- * the last renewal that succeeded was sent, before the database started its TTL, so the run
- * stops at least a tenth of the TTL before a peer may claim it (the margin covers the rates of
- * the two clocks and the timer's lateness).
- */
-const SELF_EXPIRY = 0.9;
-
-/** Elapsed time here: monotonic, so a step of the wall clock (NTP, a VM restored) moves no deadline. */
-const now = (): number => performance.now();
 
 /**
  * Ownership of runs by lease, for this process. At start it claims the runs left without an
- * owner (over a SQLite file, which no other process can open: every live run), never one this
- * process executes already (a client may start runs before the start-up claim); over a file
- * the runs to resume beyond the free slots wait for one (see HeldLeftRuns), and a run whose
- * recovery fails is tried again, then ends `error` (see recoverOrEnd). Over a shared
- * database it then renews the leases of the runs it executes every third of their TTL, in one statement,
- * and stops a run whose lease it no longer holds (or could not renew in time: a peer may have
- * claimed it), killing its tools; and it reaps: claims runs whose lease has expired (their
- * instance was lost, paused or partitioned, or gave them up at shutdown) and recovers them
- * as start-up recovery does.
+ * owner (over a SQLite file, which no other process can open: every live run; over a shared
+ * database also this instance's own, which a restart with the same INSTANCE_ID takes back at
+ * once), never one this process executes already (a client may start runs before the start-up
+ * claim). The runs to end are claimed whatever the free slots, those to resume as slots are
+ * free: over a file the runs to resume beyond the free slots wait for one (see HeldLeftRuns),
+ * and a run whose recovery fails is tried again, then ends `error` (see recoverOrEnd). Over a
+ * shared database it then renews the leases of the runs it executes (see LeaseRenewal), and it
+ * reaps: claims runs whose lease has expired (their instance was lost, paused or partitioned,
+ * or gave them up at shutdown), and its own runs the start-up claim left for want of a slot,
+ * and recovers them as start-up recovery does.
  */
 export class RunOwnership {
-  #timers: NodeJS.Timeout[] = [];
+  #reaper: NodeJS.Timeout | null = null;
   /** Stores the wall time of the runs executing here (see start). */
   #durations: NodeJS.Timeout | null = null;
   #reaping: Promise<RecoveryReport> | null = null;
   #again = false;
   /**
-   * For each run, when the last renewal that succeeded and covered it was sent (performance.now()).
-   * A renewal covers the runs it named only: one sent while a run was being set up renews nothing of it.
+   * Whether runs of this instance's own may be left unclaimed, their lease unexpired: the
+   * start-up claim over a shared database took as many runs to resume as it had free slots, and
+   * more may wait. Until a claim of them leaves none, reaper passes take them too (beside the
+   * runs executed here) as slots free, instead of a lease later.
    */
-  readonly #renewedAt = new WeakMap<LiveRun, number>();
-  /** Fires at the earliest self-expiry of a run held here (see #armExpiry). */
-  #expiry: NodeJS.Timeout | null = null;
+  #ownLeft = false;
+  readonly #leases: LeaseRenewal;
   /** The runs the start-up claim holds for a free slot (over a SQLite file). */
   readonly held: HeldLeftRuns;
 
   constructor(private readonly deps: OwnershipDeps) {
     this.held = new HeldLeftRuns(deps);
+    this.#leases = new LeaseRenewal(deps);
   }
 
   /** The claim at start (see the class); resolves with what it recovered. */
   async recoverAtStart(): Promise<RecoveryReport> {
-    const scope: ClaimScope = this.deps.store.shared ? "expired+own" : "all";
-    // Over a file every left run is claimed now (no later pass would): those beyond the free slots are held.
-    const limit = this.deps.store.shared ? this.deps.freeSlots() : Number.MAX_SAFE_INTEGER;
-    const report = await this.#claim(scope, limit, { besideLive: true });
+    const report = emptyReport();
+    if (this.deps.store.shared) {
+      // No later pass takes the own runs to end before their lease expires: every one is claimed now.
+      this.#ownLeft = await this.#claimEach("expired+own", report, { besideLive: true, drain: true });
+    } else {
+      // Over a file every left run is claimed now (no later pass would): those beyond the free slots are held.
+      await this.#claim("all", Number.MAX_SAFE_INTEGER, report, { besideLive: true });
+    }
     await settleQueues(this.deps, report);
     const { resumed, aborted, started, requeuedInputs, held } = report;
     if (resumed.length || aborted.length || started.length || requeuedInputs || held.length)
@@ -79,7 +70,8 @@ export class RunOwnership {
   /**
    * Starts storing the wall time of the runs executing here every third of the lease's TTL, for
    * those whose stored one lags by half that or more (so a crash loses at most about half the
-   * TTL of it: see LiveRun.saveDuration), and, over a shared database, renewing and reaping.
+   * TTL of it: see LiveRun.saveDuration), and, over a shared database, renewing (every third of
+   * the TTL) and reaping.
    */
   start(): void {
     if (this.#durations) return;
@@ -89,114 +81,30 @@ export class RunOwnership {
       for (const run of this.deps.liveRuns()) run.saveDuration(every / 2);
     }, every);
     this.#durations.unref();
-    if (!this.deps.store.shared || this.#timers.length) return;
-    const renew = setInterval(() => void this.renew(), every);
-    const reap = setInterval(() => void this.reap(), Math.max(1, Math.min(1000, Math.floor(leaseMs / 3))));
-    renew.unref();
-    reap.unref();
-    this.#timers.push(renew, reap);
+    if (!this.deps.store.shared || this.#reaper) return;
+    this.#leases.start(every);
+    this.#reaper = setInterval(() => void this.reap(), Math.max(1, Math.min(1000, every)));
+    this.#reaper.unref();
   }
 
   stop(): void {
     if (this.#durations) clearInterval(this.#durations);
     this.#durations = null;
-    for (const timer of this.#timers) clearInterval(timer);
-    this.#timers = [];
-    if (this.#expiry) clearTimeout(this.#expiry);
-    this.#expiry = null;
+    if (this.#reaper) clearInterval(this.#reaper);
+    this.#reaper = null;
+    this.#leases.stop();
   }
 
-  /**
-   * One renewal of every lease held here; runs whose lease is gone are stopped, and so are
-   * runs not renewed in time (a renewal that fails, or that has not answered yet).
-   */
-  async renew(): Promise<void> {
-    const { store, instance, logger } = this.deps;
-    const sentAt = now();
-    // The renewals sent before may still be waiting for an answer.
-    this.#stopStale();
-    // Runs taken since the last arming have their own deadline (this renewal may hang).
-    this.#armExpiry();
-    const live = this.deps.liveRuns().filter((run) => run.recorder.lease !== null);
-    if (!live.length) return;
-    let held: Set<string>;
-    try {
-      const leases = await store.leases.renew({
-        owner: instance.id,
-        ttlMs: instance.leaseMs,
-        runIds: live.map((run) => run.id),
-      });
-      held = new Set(leases.map((lease) => `${lease.runId}:${lease.epoch}`));
-      for (const run of live) this.#renewedAt.set(run, Math.max(this.#renewedAt.get(run) ?? sentAt, sentAt));
-    } catch (err) {
-      logger.warn({ err }, "leases could not be renewed; trying again");
-      this.#stopStale(err);
-      return;
-    } finally {
-      this.#armExpiry();
-    }
-    for (const run of live) {
-      const lease = run.recorder.lease as { runId: string; epoch: number };
-      if (held.has(`${lease.runId}:${lease.epoch}`)) continue;
-      logger.warn({ runId: run.id, epoch: lease.epoch }, "lost the lease of a run: another instance took it over");
-      run.stop(LEASE_LOST);
-    }
-  }
-
-  /** When `run`'s lease is treated as lost here (performance.now()): see SELF_EXPIRY. */
-  #expiresAt(run: LiveRun): number {
-    // A renewal that named the run was sent after it was held: its time, when there is one, is the later.
-    return (this.#renewedAt.get(run) ?? run.heldSince) + this.deps.instance.leaseMs * SELF_EXPIRY;
-  }
-
-  /**
-   * The leased runs held here that may still execute something: not stopped, and not waiting
-   * only to store an end already reported. Such a run keeps its lease however late its
-   * renewal: the write of that end is fenced by the lease's epoch, so it is stored only if no
-   * other instance has claimed the run since, and otherwise refused (the run then stops here).
-   */
-  #leased(): LiveRun[] {
-    return this.deps.liveRuns().filter((run) => run.recorder.lease !== null && !run.stopped && !run.endReported);
-  }
-
-  /** Stops the runs whose lease is treated as lost (see SELF_EXPIRY), killing their tools. */
-  #stopStale(err?: unknown): void {
-    const late = this.#leased().filter((run) => now() >= this.#expiresAt(run));
-    if (!late.length) return;
-    this.deps.logger.error({ err, runs: late.map((r) => r.id) }, "leases could not be renewed in time");
-    for (const run of late) run.stop(LEASE_UNRENEWED);
-  }
-
-  /**
-   * Arms the self-expiry for the earliest of the runs held here: it fires on time whatever the
-   * renewals do (one that hangs does not delay it to the next renewal's tick). Re-armed by each
-   * renewal, and by itself for the runs left.
-   */
-  #armExpiry(): void {
-    if (this.#expiry) clearTimeout(this.#expiry);
-    this.#expiry = null;
-    if (!this.#timers.length) return;
-    const next = Math.min(...this.#leased().map((run) => this.#expiresAt(run)));
-    if (next === Number.POSITIVE_INFINITY) return;
-    this.#expiry = setTimeout(
-      () => {
-        this.#expiry = null;
-        this.#stopStale();
-        this.#armExpiry();
-      },
-      Math.max(0, Math.ceil(next - now())),
-    );
-    this.#expiry.unref();
+  /** One renewal of every lease held here (see LeaseRenewal.renew). */
+  renew(): Promise<void> {
+    return this.#leases.renew();
   }
 
   /**
    * One reaper pass (a pass asked for while one runs is done right after it); none once shutdown
-   * began. The expired runs it would end (see toResume: those with a cancel requested, or
-   * every run with ON_RESTART=abort) are claimed whatever the free slots: ending one `aborted`
-   * executes nothing and takes no slot (as a DELETE of a run held for a slot over a SQLite file
-   * ends it at once: see HeldLeftRuns.cancel), so a cancel answered 202 is followed by its
-   * `run.finished` while every instance is at MAX_CONCURRENT_RUNS. Then those to resume are
-   * claimed, up to the free slots (the runs claimed to end never count against them).
+   * began. It claims as #claimEach does (a cancel answered 202 is thus followed by its
+   * `run.finished` while every instance is at MAX_CONCURRENT_RUNS) the runs whose lease expired,
+   * and while the start-up claim may have left some (see #ownLeft), this instance's own too.
    */
   reap(): Promise<RecoveryReport> {
     if (this.#reaping) {
@@ -205,20 +113,13 @@ export class RunOwnership {
     }
     this.#reaping = (async () => {
       const report = emptyReport();
+      const failed = (err: unknown) => this.deps.logger.warn({ err }, "the reaper could not claim runs; trying again");
       do {
         this.#again = false;
         if (!this.deps.manager.accepting) break;
-        const resume = this.deps.mode === "resume";
-        for (const cancelled of resume ? [true, false] : [undefined]) {
-          const limit = cancelled === false ? Math.min(MAX_CLAIM, this.deps.freeSlots()) : MAX_CLAIM;
-          const pass = await this.#claim("expired", limit, { cancelled }).catch((err) => {
-            this.deps.logger.warn({ err }, "the reaper could not claim runs; trying again");
-            return emptyReport();
-          });
-          report.resumed.push(...pass.resumed);
-          report.aborted.push(...pass.aborted);
-          report.interruptedToolCalls += pass.interruptedToolCalls;
-        }
+        const own = this.#ownLeft;
+        const more = await this.#claimEach(own ? "expired+own" : "expired", report, { besideLive: own, failed });
+        if (own && !more) this.#ownLeft = false;
       } while (this.#again);
       // Queues whose run ahead ended on an instance that was lost before it started the next.
       await settleQueues(this.deps, report).catch((err) =>
@@ -246,21 +147,58 @@ export class RunOwnership {
   }
 
   /**
-   * `besideLive`: the runs this process executes are left alone (else only their expiry keeps
-   * them); `cancelled`: see RunClaimQuery.
+   * The claims of a pass over `scope`, into `report`. First the runs it would end (see toResume:
+   * those with a cancel requested, or every run with ON_RESTART=abort), whatever the free slots:
+   * ending one `aborted` executes nothing and takes no slot (as a DELETE of a run held for a
+   * slot over a SQLite file ends it at once: see HeldLeftRuns.cancel); MAX_CLAIM of them, or
+   * with `drain` MAX_CLAIM at a time until none is left (or a claim ended none of its runs).
+   * Then those to resume, up to the free slots (the runs claimed to end never count against
+   * them). A claim that fails is told to `failed` (without it, it rejects). Resolves with
+   * whether runs in `scope` may be left: the last claim took as many as it could, or failed.
+   */
+  async #claimEach(
+    scope: ClaimScope,
+    report: RecoveryReport,
+    { besideLive, drain = false, failed }: { besideLive: boolean; drain?: boolean; failed?: (err: unknown) => void },
+  ): Promise<boolean> {
+    let more = false;
+    for (const cancelled of this.deps.mode === "resume" ? [true, false] : [undefined]) {
+      const toEnd = cancelled !== false;
+      let ended: number;
+      do {
+        ended = report.aborted.length;
+        const limit = toEnd ? MAX_CLAIM : Math.min(MAX_CLAIM, this.deps.freeSlots());
+        const claim = this.#claim(scope, limit, report, { besideLive, cancelled });
+        const claimed = failed
+          ? await claim.catch((err) => {
+              failed(err);
+              return limit;
+            })
+          : await claim;
+        more = claimed >= limit;
+        // A drain goes on while it ends runs (a run whose recovery fails would be claimed again).
+      } while (drain && toEnd && more && report.aborted.length > ended);
+    }
+    return more;
+  }
+
+  /**
+   * Claims up to `limit` runs in `scope` and recovers them into `report`; resolves with how many
+   * it claimed. `besideLive`: the runs this process executes are left alone (else only their
+   * expiry keeps them); `cancelled`: see RunClaimQuery.
    */
   async #claim(
     scope: ClaimScope,
     limit: number,
+    report: RecoveryReport,
     { besideLive = false, cancelled }: { besideLive?: boolean; cancelled?: boolean } = {},
-  ): Promise<RecoveryReport> {
-    const report = emptyReport();
-    if (limit <= 0) return report;
+  ): Promise<number> {
+    if (limit <= 0) return 0;
     const { store, instance, logger } = this.deps;
     // The leases run from before their claim was sent, however long recovering each one takes.
-    let heldSince = now();
+    let heldSince = performance.now();
     const claim = (except: string[]) => {
-      heldSince = now();
+      heldSince = performance.now();
       return store.leases.claim({ owner: instance.id, ttlMs: instance.leaseMs, limit, scope, except, cancelled });
     };
     // A run whose end is reported here only writes that end (see LiveRun.endReported): no pass
@@ -270,7 +208,7 @@ export class RunOwnership {
     for (const run of claimed) {
       // Over a file, in claim order, as slots are free (see HeldLeftRuns).
       if (!store.shared && toResume(this.deps.mode, run.record)) {
-        this.held.hold(run);
+        await this.held.hold(run, report);
         continue;
       }
       // Still winding down here after its lease was lost (a reaper's claim): it stops before it runs again.
@@ -287,6 +225,7 @@ export class RunOwnership {
         logger.error({ err, runId: run.record.id }, "could not recover a claimed run");
       }
     }
-    return store.shared ? report : this.held.recover(report);
+    if (!store.shared) await this.held.recover(report);
+    return claimed.length;
   }
 }

@@ -114,6 +114,16 @@ async function abortLeftRun(
 }
 
 /**
+ * Gives each call of a left run whose tool had started but has no result its INTERRUPTED result
+ * (its tool is never executed twice), under the run's claimed lease; resolves with how many. It
+ * executes nothing: a run to resume gets them at once, also one held for a slot (see
+ * HeldLeftRuns). The other open calls are left to the loop (awaiting approval again, or not yet
+ * started) or to the run's end.
+ */
+export const closeInterruptedCalls = ({ store, recorder }: { store: Store; recorder: RunRecorder }) =>
+  closeOpenCalls({ store, recorder, outcomeFor: leftCallOutcome, only: (call) => call.state === "started" });
+
+/**
  * Settles one run this process has just claimed (left by a previous process, or by an
  * instance that lost its lease), from the database alone, writing under the claimed lease.
  * A call whose tool had started but has no result gets an INTERRUPTED result (it is never
@@ -143,13 +153,7 @@ export async function recoverRun(
     report.requeuedInputs += await queueInputsLeftBy(deps, run.id);
     return;
   }
-  // The other open calls are left to the loop (awaiting approval again, or not yet started).
-  report.interruptedToolCalls += await closeOpenCalls({
-    store,
-    recorder,
-    outcomeFor: leftCallOutcome,
-    only: (call) => call.state === "started",
-  });
+  report.interruptedToolCalls += await closeInterruptedCalls({ store, recorder });
   // Its input is its first message: a run without one starts over with it.
   const restartInput = !(await store.messages.anyOfRun(run.sessionId, run.id));
   const priorStep = restartInput ? undefined : ((await store.steps.last(run.id)) ?? undefined);

@@ -7,7 +7,7 @@ import type { RunView } from "../domain/run.js";
 import type { WebhookTarget } from "../domain/webhook.js";
 import type { RunRecord, SessionRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
-import type { InstanceIdentity } from "./ownership.js";
+import type { InstanceIdentity } from "./lease-renewal.js";
 import type { RunRecorder } from "./recorder.js";
 import type { RestartMode } from "./recovery.js";
 
