@@ -129,13 +129,21 @@ export async function finishRun({
   return view;
 }
 
-/** The run's stored step of its latest turn and the run's messages; null when it has no step. */
+/**
+ * The run's stored step of its latest turn and the run's messages; null when it has no step,
+ * or when they cannot be read: the end of a run whose recovery keeps failing (a read that
+ * fails each time) is still written, its trace as it was.
+ */
 async function lastStepOf(
   store: Store,
   record: RunRecord,
 ): Promise<{ step: StepTrace; history: readonly AgentMessage[] } | null> {
-  const step = await store.steps.last(record.id);
-  return step ? { step, history: await store.messages.ofRun(record.sessionId, record.id) } : null;
+  try {
+    const step = await store.steps.last(record.id);
+    return step ? { step, history: await store.messages.ofRun(record.sessionId, record.id) } : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A run left for the restart, as this process leaves it: unfinished. */
