@@ -81,23 +81,71 @@ function wholeWordPattern(secret: string): string {
  * inside any base64 or base64url text (of `Bearer <secret>`, say); also each of these cut
  * short (see prefixPattern). A secret shorter than MIN_ENCODED_SECRET_CHARS is redacted in the
  * first three forms only, and only as a whole word (see wholeWordPattern). Empty secrets are ignored.
+ *
+ * Where encodings begin, the longest of them is replaced: so a secret sharing a prefix with
+ * another (`team-alpha-2024-Qw7rT2xP`, `team-alpha-2024-Zk9mV4nL`), or a key's base64url sharing
+ * one with its base64, is replaced whole, not only as far as the other's cut-short form reaches.
  */
 export function secretRedactor(secrets: readonly string[]): (text: string) => string {
-  const alternatives: string[] = [];
+  const forms: { first: string; pattern: string }[] = [];
   for (const secret of new Set(secrets.filter((s) => s.length > 0))) {
     if ([...secret].length < MIN_ENCODED_SECRET_CHARS) {
-      alternatives.push(wholeWordPattern(secret));
+      forms.push({ first: secret, pattern: wholeWordPattern(secret) });
       continue;
     }
-    alternatives.push(prefixPattern([...secret].map(charPattern)));
-    for (const piece of base64Pieces(secret)) alternatives.push(prefixPattern([...piece].map(charPattern)));
+    forms.push({ first: secret, pattern: prefixPattern([...secret].map(charPattern)) });
+    for (const piece of base64Pieces(secret))
+      forms.push({ first: piece, pattern: prefixPattern([...piece].map(charPattern)) });
   }
-  if (alternatives.length === 0) return (text) => text;
-  // Longest first: an encoding that contains another is replaced whole. (Ignoring case also
-  // for base64 pieces only redacts a little more.)
-  alternatives.sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(alternatives.join("|"), "gi");
-  return (text) => text.replace(pattern, "[redacted]");
+  if (forms.length === 0) return (text) => text;
+  // Ignoring case also for base64 pieces only redacts a little more. The alternation finds
+  // where an encoding begins (it takes the first alternative matching there, not the longest:
+  // one scan of a text holding none); each form alone then says how far it reaches.
+  const finder = new RegExp(forms.map((form) => form.pattern).join("|"), "gi");
+  const startingWith = formsByFirstChar(forms);
+  /** The end of the longest form matching at `start`, where the finder's match ends at `end`. */
+  const reach = (text: string, start: number, end: number): number => {
+    let longest = end;
+    for (const pattern of startingWith(text[start] ?? "")) {
+      pattern.lastIndex = start;
+      if (pattern.test(text)) longest = Math.max(longest, pattern.lastIndex);
+    }
+    return longest;
+  };
+  const next = (text: string, from: number): RegExpExecArray | null => {
+    finder.lastIndex = from;
+    return finder.exec(text);
+  };
+  return (text) => {
+    let found = next(text, 0);
+    if (found === null) return text;
+    let out = "";
+    let copied = 0;
+    while (found !== null) {
+      out += `${text.slice(copied, found.index)}[redacted]`;
+      copied = reach(text, found.index, found.index + found[0].length);
+      found = next(text, copied);
+    }
+    return out + text.slice(copied);
+  };
+}
+
+/**
+ * The forms' patterns (sticky, ignoring case) that may match where a text has `char`: those
+ * whose secret or piece begins with it in either case (or with a character beyond ASCII, whose
+ * case the regex may fold otherwise), and all of them at `%` or `\\` (an encoded first character).
+ */
+function formsByFirstChar(forms: readonly { first: string; pattern: string }[]): (char: string) => RegExp[] {
+  const all = forms.map((form) => ({ first: form.first[0] ?? "", regex: new RegExp(form.pattern, "iy") }));
+  const beyondASCII = all.filter((form) => form.first > "\x7f").map((form) => form.regex);
+  const byChar = new Map<string, RegExp[]>();
+  for (const form of all) {
+    if (form.first > "\x7f") continue;
+    const key = form.first.toLowerCase();
+    byChar.set(key, [...(byChar.get(key) ?? beyondASCII), form.regex]);
+  }
+  const every = all.map((form) => form.regex);
+  return (char) => (char === "%" || char === "\\" ? every : (byChar.get(char.toLowerCase()) ?? beyondASCII));
 }
 
 /**
