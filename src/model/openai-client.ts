@@ -7,7 +7,7 @@ import { checkFinishReason } from "./finish-reason.js";
 import { type ProviderSetting, resolveProfile, sendsBack } from "./provider-profile.js";
 import { noRetryWhenQuotaExhausted } from "./quota-exhausted.js";
 import { readChatStream, type StreamEnd } from "./read-stream.js";
-import { displayURL, secretRedactor } from "./redact.js";
+import { displayURL, redactDetail, secretRedactor } from "./redact.js";
 import { guardRequest, type RequestGuard } from "./request-guard.js";
 import { capRetryDelay, type ModelFetch } from "./retry-delay-cap.js";
 import { ABORTED, stopFailure } from "./stop-failure.js";
@@ -153,8 +153,10 @@ async function completeOnce({
   const guard = guardRequest({ signal: request.signal, idleTimeoutMs, maxMs: streamMaxMs });
   /** Output came in a chunk after the first finish_reason's: that came early, the full idle timeout is back. */
   let outputAfterFinish = false;
+  /** Upstream text (a header, a finish_reason) as a message or trace may show it: redacted and capped. */
+  const quote = (text: string) => redactDetail(text, failureContext("stream", model).redactSecrets);
 
-  /** `finishReason`: the one the upstream gave, when it ended the reply with one that fails the turn. */
+  /** `finishReason`: the one the upstream gave (quoted), when it ended the reply with one that fails the turn. */
   const fail = (failure: ModelFailure, finishReason?: string | null): ModelResult => {
     const usage = assembler.usageSoFar();
     return {
@@ -217,14 +219,14 @@ async function completeOnce({
     if (turn.chunkCount === 0) {
       return fail({
         code: "MODEL_BAD_RESPONSE",
-        message: `the upstream answered without any stream chunks (content-type ${response.headers.get("content-type") ?? "none"}): check that OPENAI_BASE_URL points to an OpenAI-compatible API root`,
+        message: `the upstream answered without any stream chunks (content-type ${quote(response.headers.get("content-type") ?? "none")}): check that OPENAI_BASE_URL points to an OpenAI-compatible API root`,
       });
     }
     // A stream the upstream ended with [DONE] is complete even without a finish_reason.
     const finishReason =
       turn.finishReason ?? (end.sawDone ? (turn.toolCalls.length > 0 ? "tool_calls" : "stop") : null);
-    const finishFailure = checkFinishReason(finishReason);
-    if (finishFailure) return fail(finishFailure, finishReason);
+    const finishFailure = checkFinishReason({ reason: finishReason, quote });
+    if (finishFailure) return fail(finishFailure, finishReason && quote(finishReason));
     const usage: ModelUsage = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
     return {
       ok: true,
