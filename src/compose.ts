@@ -134,8 +134,12 @@ export function composeContext(config: Config, logger: Logger, options: ComposeO
     instance: { id: config.INSTANCE_ID ?? newId("inst"), leaseMs: config.RUN_LEASE_MS },
     onRestart: config.ON_RESTART,
     waitElsewhere: notifications ? (runId, signal) => waitForRelayedEnd({ store, hub, runId, signal }) : undefined,
-    // A run given up here (taken over by another instance, or a shutdown) is settled in the metrics and traces.
-    onLeft: left,
+    // A run given up here (taken over by another instance, or a shutdown) is settled in the metrics and traces;
+    // given up unfinished, its watchers here read what the instance that took it over committed.
+    onLeft: (runId, { unfinished }) => {
+      left(runId);
+      if (unfinished) peers?.left(runId);
+    },
     logger,
   });
   // Over a database other instances share: their runs' events reach the watchers here, and

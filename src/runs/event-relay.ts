@@ -70,6 +70,16 @@ export class EventRelay {
     this.#runs.clear();
   }
 
+  /**
+   * This process stopped executing `runId` without storing its end (its lease lost or
+   * unrenewed, a write's outcome unknown, a shutdown): the notifications of what the instance
+   * that took it over committed meanwhile were skipped while it executed here, and none may
+   * follow (that instance may have finished it), so the run's watchers here are caught up now.
+   */
+  left(runId: string): void {
+    if (this.#runs.has(runId)) void this.#read(runId);
+  }
+
   #watch(runId: string): void {
     if (!this.#runs.has(runId)) this.#runs.set(runId, { cursor: null, reading: false, again: false });
     void this.#read(runId);

@@ -8,6 +8,8 @@ import type { RunManager } from "./run-manager.js";
 export interface Peers {
   start(): void;
   stop(): void;
+  /** This process gave `runId` up unfinished: its watchers here read what was committed since (see EventRelay.left). */
+  left(runId: string): void;
 }
 
 /**
@@ -45,5 +47,6 @@ export function peerWakeups({
       stopControl = null;
       stopReaping = null;
     },
+    left: (runId) => relay.left(runId),
   };
 }

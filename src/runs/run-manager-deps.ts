@@ -51,9 +51,10 @@ export interface RunManagerDeps {
   waitElsewhere?: (runId: string, signal: AbortSignal) => Promise<void>;
   /**
    * Told each time this process stops executing a run: its end stored here, or the run given
-   * up unfinished (stopped by a shutdown, its lease lost, a write's outcome unknown).
+   * up unfinished (`unfinished`: stopped by a shutdown, its lease lost or unrenewed, a write's
+   * outcome unknown; its end not stored here).
    */
-  onLeft?: (runId: string) => void;
+  onLeft?: (runId: string, how: { unfinished: boolean }) => void;
   logger: Logger;
 }
 

@@ -283,7 +283,7 @@ export class RunManager {
       .finally(() => {
         live.recorder.dispose();
         this.#registry.remove(live);
-        this.deps.onLeft?.(live.id);
+        this.deps.onLeft?.(live.id, { unfinished: live.stopped });
       })
       .then(async (view) => {
         if (view.status !== "finished") return view;

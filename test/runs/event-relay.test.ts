@@ -51,6 +51,37 @@ describe.each(STORE_BACKENDS)("the event relay without notifications, on $name",
     expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
     expect(seqs[0]).toBeLessThanOrEqual(2);
   });
+  it("reads a run this process gave up unfinished as soon as it is told (left), not at its next poll", async () => {
+    opened = await backend.open();
+    const { store } = opened;
+    await seedSession(store, { id: "ses_left" });
+    await store.runs.create(runRecord({ id: "run_left", sessionId: "ses_left" }), [
+      { type: "run.started", runId: "run_left", seq: 1, at: at() },
+    ]);
+    let local = true;
+    const hub = new EventHub();
+    relay = new EventRelay({
+      store,
+      hub,
+      notifications: deaf,
+      isLocal: () => local,
+      logger: createLogger({ level: "silent" }),
+      // No poll during the test: only `left` can make the relay read.
+      downPollMs: 600_000,
+    });
+    relay.start();
+    const seen: number[] = [];
+    hub.subscribe("run_left", (event) => seen.push(event.seq));
+    // Executed here meanwhile: nothing is read (its recorder publishes), while another instance
+    // that took it over commits.
+    for (let seq = 2; seq <= 4; seq++) await store.commitRun("run_left", [], [delta("run_left", seq)]);
+    local = false;
+    relay.left("run_left");
+    const deadline = Date.now() + 5000;
+    while (seen.at(-1) !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // The read starts at the last stored event: a watcher's gap shows there.
+    expect(seen).toEqual([4]);
+  });
   it("reads a burst of large events in pages of at most 1 MiB, publishing each once, in order", async () => {
     opened = await backend.open();
     const { store } = opened;
