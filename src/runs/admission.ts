@@ -10,7 +10,7 @@ import type { LeaseTerms, RunRecord, SessionRecord, Store, StoredEvent } from ".
 import type { AdmittedRunObserver } from "./admission-watch.js";
 import { type DefaultedField, differingFields } from "./idempotency.js";
 import { withLiveDuration } from "./live-run.js";
-import type { LiveRuns } from "./registry.js";
+import type { LiveRuns, SlotHandover } from "./registry.js";
 import { planOfRun } from "./run-plan.js";
 
 export interface StartRunInput {
@@ -141,15 +141,15 @@ export function runLike(from: RunRecord, input: string): RunRecord {
  * process's limits, the run's row and `run.started` event are written. The database decides
  * whether the session is busy: the insert is refused while it has an active run (409
  * SESSION_BUSY naming it), and counts the owner's unfinished runs, every instance's
- * (MAX_RUNS_PER_KEY). A created run holds a slot of the registry until `release`, and this
- * process holds its lease. With `queued`, the run is stored `queued` with its `run.queued`
- * event instead: it takes no slot and no lease and is never refused as busy (see queue.ts for
- * its start).
+ * (MAX_RUNS_PER_KEY). A created run holds a slot of the registry until `release` (the one
+ * `handover` kept for it, when it has one: see LiveRuns.handOver), and this process holds its
+ * lease. With `queued`, the run is stored `queued` with its `run.queued` event instead: it
+ * takes no slot and no lease and is never refused as busy (see queue.ts for its start).
  */
 export async function admitRun(
   deps: AdmissionDeps,
   params: StartRunInput,
-  { queued = false }: { queued?: boolean } = {},
+  { queued = false, handover }: { queued?: boolean; handover?: SlotHandover } = {},
 ): Promise<Admission> {
   const { store, registry } = deps;
   const { session } = params;
@@ -159,11 +159,13 @@ export async function admitRun(
   const claim = queued ? null : registry.claimed();
   if (claim) await claim;
   if (!deps.accepting()) throw shuttingDown();
-  if (!queued && registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
+  // The slot of the run this start interrupted, kept for it; else a free one.
+  const handed = queued ? null : (handover?.take() ?? null);
+  if (!queued && !handed && registry.size >= deps.maxConcurrentRuns) throw tooManyRuns(deps.maxConcurrentRuns, 1);
   const perKey = deps.maxRunsPerKey ?? 0;
   // Counted by the database, with the runs every instance executes.
   const ownerLimit = perKey > 0 && session.owner !== null ? { owner: session.owner, max: perKey } : undefined;
-  const slot = queued ? { release: () => {} } : registry.reserve();
+  const slot = queued ? { release: () => {} } : (handed ?? registry.reserve());
   const record = newRunRecord(params, { status: queued ? "queued" : "running", defaultWebhook: deps.defaultWebhook });
   let events: StoredEvent[];
   try {

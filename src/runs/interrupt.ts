@@ -1,6 +1,7 @@
 import { AppError, shuttingDown, tooManyRuns } from "../errors.js";
 import type { ControlDeps } from "./control.js";
 import { cancelRun } from "./control.js";
+import type { SlotHandover } from "./registry.js";
 
 /** How long an interrupting start waits for the interrupted run's end to be stored. */
 const INTERRUPT_WAIT_MS = 10_000;
@@ -26,16 +27,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).u
  * is cancelled when the new run could not start after it: once shutdown began (503), or when
  * this process is at MAX_CONCURRENT_RUNS and the run does not execute here (a run start-up
  * recovery holds for a slot, one executed elsewhere), whose end frees no slot here (429).
- * Resolves with the id of the run it cancelled, null when none.
+ * Resolves with the id of the run it cancelled (`interrupted`, null when none) and, for a run
+ * executed here, the handover of its slot (see LiveRuns.handOver), which the caller releases
+ * once its start is over: the slot the run's end gives back is the new run's, not a queued run's
+ * (nor one's held for a slot), even on a full server.
  */
 export async function interruptActive(
   deps: ControlDeps,
   { sessionId, idempotencyKey, only }: { sessionId: string; idempotencyKey?: string; only?: string },
-): Promise<string | null> {
+): Promise<{ interrupted: string | null; handover?: SlotHandover }> {
+  const none = { interrupted: null };
   const active = await deps.store.runs.active(sessionId);
-  if (!active) return null;
-  if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return null;
-  if (only !== undefined && active.id !== only) return null;
+  if (!active) return none;
+  if (idempotencyKey !== undefined && active.idempotencyKey === idempotencyKey) return none;
+  if (only !== undefined && active.id !== only) return none;
   // A run the start-up recovery is resuming is cancelled as the live run it becomes (see ControlDeps.recovered).
   if (!deps.registry.get(active.id)) await deps.recovered?.(active.id);
   const live = deps.registry.get(active.id);
@@ -43,7 +48,14 @@ export async function interruptActive(
   const max = deps.maxConcurrentRuns;
   if (!live && max !== undefined && deps.registry.size >= max) throw tooManyRuns(max, 1);
   if (live) live.handedOver = true;
-  await cancelRun(deps, active.id, INTERRUPTED_BY);
+  // Before the cancel: the run may leave as soon as its signal fires.
+  const handover = live ? deps.registry.handOver(live) : undefined;
+  try {
+    await cancelRun(deps, active.id, INTERRUPTED_BY);
+  } catch (err) {
+    handover?.release();
+    throw err;
+  }
   const deadline = Date.now() + INTERRUPT_WAIT_MS;
   if (live) {
     // The wait's timer goes as soon as the run's end wins: nothing of it outlives the start.
@@ -57,9 +69,13 @@ export async function interruptActive(
         timer = setTimeout(() => resolve(false), INTERRUPT_WAIT_MS).unref();
       }),
     ]).finally(() => clearTimeout(timer));
-    // Still ending: the new run will be refused, so this run's end starts the queue after all.
-    if (!ended) live.handedOver = false;
-    return active.id;
+    // Still ending: the new run will be refused, so this run's end starts the queue (and frees its slot) after all.
+    if (!ended) {
+      live.handedOver = false;
+      handover?.release();
+      return { interrupted: active.id };
+    }
+    return { interrupted: active.id, handover };
   }
   // Executed elsewhere (or left for a restart): its end comes from there. Its status alone is
   // read at each look (not its input, up to 1 MB, 20 times a second).
@@ -68,7 +84,7 @@ export async function interruptActive(
     if (!run || run.status === "finished") break;
     await sleep(POLL_MS);
   }
-  return active.id;
+  return { interrupted: active.id };
 }
 
 /** How long an interrupting start holds the session's queue at most: its wait, and a margin. */
@@ -121,7 +137,8 @@ export async function interruptAndStart<T>(
     /** Only this run is interrupted (see interruptActive). */
     only?: string;
     repeated: () => Promise<T | null>;
-    start: () => Promise<T>;
+    /** Starts the new run, in the slot `handover` keeps for it if any (see interruptActive). */
+    start: (handover?: SlotHandover) => Promise<T>;
     startQueue: () => void;
   },
 ): Promise<T> {
@@ -131,12 +148,15 @@ export async function interruptAndStart<T>(
   let holds = 1;
   try {
     for (let attempt = 1; ; attempt++) {
-      const interrupted = await interruptActive(deps, { sessionId, idempotencyKey, only });
+      const { interrupted, handover } = await interruptActive(deps, { sessionId, idempotencyKey, only });
       try {
-        return await start();
+        return await start(handover);
       } catch (err) {
         const again = only === undefined && attempt < INTERRUPT_ATTEMPTS && lostToAnotherStart(err, interrupted);
         if (!again) throw err;
+      } finally {
+        // A slot the start did not take goes back (to the queues waiting for one).
+        handover?.release();
       }
       await deps.store.runs.holdQueue(sessionId, QUEUE_HOLD_MS);
       holds++;

@@ -4,6 +4,26 @@ import { InputWaits } from "./input-waits.js";
 import { BY_DELETE, type LiveRun } from "./live-run.js";
 
 /**
+ * The slot of a run executed here, handed to the start that takes the run's place (see
+ * LiveRuns.handOver): once the run has left, the slot is kept for that start alone, neither
+ * given back (no queued run, no run held for a slot takes it) nor left to a start of another
+ * session.
+ */
+export interface SlotHandover {
+  /**
+   * The slot, as a reservation (see LiveRuns.reserve), once the run has left it; null while the
+   * run is still registered (the handover is then withdrawn: its end frees the slot as any does)
+   * and once taken or released.
+   */
+  take(): { release: () => void } | null;
+  /** Gives back a slot kept and not taken (or withdraws the handover of a run still registered). */
+  release(): void;
+}
+
+/** A handover that hands over nothing: its start takes a free slot, if any, as any start does. */
+const NO_HANDOVER: SlotHandover = { take: () => null, release: () => {} };
+
+/**
  * The runs this process executes, by id, and the slots reserved for runs being admitted.
  * A cache of what the database says is live here: it never decides whether a session is
  * busy (the database does), only how many runs this process takes on.
@@ -21,6 +41,10 @@ export class LiveRuns {
   readonly inputWaits = new InputWaits();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
+  /** The handovers of runs still registered here (see handOver): each one's state, `kept` once its run left. */
+  readonly #handovers = new Map<LiveRun, { kept: boolean }>();
+  /** Slots of runs that have left, kept for the starts they were handed over to (see handOver). */
+  #kept = 0;
   /** The claim under way (see claimBeside), settled once answered; null when none is. */
   #claiming: Promise<unknown> | null = null;
   /** Called once no slot is reserved (see claimBeside). */
@@ -29,9 +53,12 @@ export class LiveRuns {
   /** `onFreed` is called (synchronously) each time a slot is given back: a run removed, a reservation released. */
   constructor(private readonly onFreed: () => void = () => {}) {}
 
-  /** Slots taken: runs registered here plus those reserved by starts still writing theirs (what admission counts). */
+  /**
+   * Slots taken (what admission counts): runs registered here, those reserved by starts still
+   * writing theirs, and those kept for starts taking the place of runs that left (see handOver).
+   */
   get size(): number {
-    return this.#runs.size + this.#reserved;
+    return this.#runs.size + this.#reserved + this.#kept;
   }
 
   /** How many runs this process executes now: the registered ones only, no reserved slot. */
@@ -79,6 +106,38 @@ export class LiveRuns {
         released = true;
         this.#reserved--;
         if (this.#reserved === 0) this.#unreserved?.();
+        this.onFreed();
+      },
+    };
+  }
+
+  /**
+   * Hands `live`'s slot to a start that takes its place (an interrupting start): when the run
+   * leaves, its slot is kept (no `onFreed`) until the start takes it or releases the handover,
+   * which the start does whatever its outcome. A run already handed over (or no longer
+   * registered) hands over nothing more.
+   */
+  handOver(live: LiveRun): SlotHandover {
+    if (this.#runs.get(live.id) !== live || this.#handovers.has(live)) return NO_HANDOVER;
+    const state = { kept: false };
+    this.#handovers.set(live, state);
+    let settled = false;
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      if (this.#handovers.get(live) === state) this.#handovers.delete(live);
+      return true;
+    };
+    return {
+      take: () => {
+        if (!settle() || !state.kept) return null;
+        // Kept to reserved: the count of slots taken does not change, nothing is freed.
+        this.#kept--;
+        return this.reserve();
+      },
+      release: () => {
+        if (!settle() || !state.kept) return;
+        this.#kept--;
         this.onFreed();
       },
     };
@@ -174,9 +233,17 @@ export class LiveRuns {
     };
   }
 
+  /** `live` no longer executes here: its slot is given back, or kept for the start it was handed over to. */
   remove(live: LiveRun): void {
     if (this.#runs.get(live.id) !== live) return;
     this.#runs.delete(live.id);
+    const handover = this.#handovers.get(live);
+    if (handover) {
+      this.#handovers.delete(live);
+      handover.kept = true;
+      this.#kept++;
+      return;
+    }
     this.onFreed();
   }
 }

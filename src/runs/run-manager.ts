@@ -13,7 +13,7 @@ import { LiveRun, withLiveDuration } from "./live-run.js";
 import { type InstanceIdentity, RunOwnership } from "./ownership.js";
 import { QueuedStarts } from "./queued-starts.js";
 import { queueInputsLeftBy, startQueues } from "./recovery.js";
-import { LiveRuns } from "./registry.js";
+import { LiveRuns, type SlotHandover } from "./registry.js";
 import type { ResumeParams, RunManagerDeps, StartedRun } from "./run-manager-deps.js";
 import { storedRunView } from "./run-plan.js";
 import { stopForShutdown, stopLiveRuns } from "./shutdown.js";
@@ -123,7 +123,7 @@ export class RunManager {
           idempotencyKey: params.idempotencyKey,
           only: params.interrupts,
           repeated: () => repeatedStart({ store: this.deps.store, registry: this.#registry }, params),
-          start: () => this.#startNow(params),
+          start: (handover) => this.#startNow(params, handover),
           startQueue: () => this.#startNext(params.session.id),
         });
       case "steer": {
@@ -133,10 +133,10 @@ export class RunManager {
     }
   }
 
-  #startNow(params: StartRunInput): Promise<StartedRun> {
+  #startNow(params: StartRunInput, handover?: SlotHandover): Promise<StartedRun> {
     const [registry, history, owner, hub] = [this.#registry, this.history, this.instance.id, this.deps.hub];
     const execute = (live: LiveRun, tail?: SessionHistory) => this.#execute(live, tail);
-    return startNow({ admission: this.#admissionDeps(), hub, history, registry, owner, execute }, params);
+    return startNow({ admission: this.#admissionDeps(), hub, history, registry, owner, execute }, params, { handover });
   }
 
   /** See enqueueRun. */

@@ -4,7 +4,7 @@ import type { EventHub } from "./event-hub.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
 import { LiveRun } from "./live-run.js";
 import { RunRecorder } from "./recorder.js";
-import type { LiveRuns } from "./registry.js";
+import type { LiveRuns, SlotHandover } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
 
 export interface StartNowDeps {
@@ -24,15 +24,19 @@ export interface StartNowDeps {
 
 /**
  * Starts a run now, executed here (see admitRun: the same run again for a repeated
- * idempotency key, 409 SESSION_BUSY while the session has an active run); resolves once its
- * input is committed. Its first events are published as soon as they are stored. The
- * session's history is read once the run is stored: the recorder's messages follow its last
- * one, and the loop starts from it, without another read.
+ * idempotency key, 409 SESSION_BUSY while the session has an active run; in the slot
+ * `handover` kept for it, if any); resolves once its input is committed. Its first events are
+ * published as soon as they are stored. The session's history is read once the run is stored:
+ * the recorder's messages follow its last one, and the loop starts from it, without another read.
  */
-export async function startNow(deps: StartNowDeps, params: StartRunInput): Promise<StartedRun> {
+export async function startNow(
+  deps: StartNowDeps,
+  params: StartRunInput,
+  { handover }: { handover?: SlotHandover } = {},
+): Promise<StartedRun> {
   // The lease is taken by admitRun's insert: held from before it is sent (see LiveRun.heldSince).
   const heldSince = performance.now();
-  const admission = await admitRun(deps.admission, params);
+  const admission = await admitRun(deps.admission, params, { handover });
   if (!admission.created) return admission;
   const { record, events } = admission;
   deps.registry.starting(record.id);
