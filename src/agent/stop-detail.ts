@@ -20,6 +20,12 @@ export type StopFacts =
   | { stopReason: "loop_detected"; point: StopPoint; loop: LoopFinding }
   | { stopReason: "budget_exhausted"; point: StopPoint; budget: BudgetFinding };
 
+/**
+ * The `by` of a run cancelled because its session was deleted, alone or followed by when: no
+ * run can continue in that session, so its stop detail gives no advice to start one.
+ */
+export const BECAUSE_SESSION_DELETED = "because its session was deleted";
+
 const count = (n: number): string => n.toLocaleString("en-US");
 const seconds = (ms: number): string => `${(ms / 1000).toLocaleString("en-US", { maximumFractionDigits: 1 })} s`;
 
@@ -108,7 +114,9 @@ function cause(facts: StopFacts): string {
     case "max_turns":
       return `the run made its ${count(facts.maxTurns)} model requests (maxTurns) and the model was still calling tools; raise maxTurns or continue in a new run`;
     case "aborted":
-      return `the run was cancelled ${facts.by}; start a new run to continue`;
+      return facts.by.startsWith(BECAUSE_SESSION_DELETED)
+        ? `the run was cancelled ${facts.by}`
+        : `the run was cancelled ${facts.by}; start a new run to continue`;
     case "error":
       return `${facts.error.message} (${facts.error.code}); ${facts.hint ?? runErrorHints[facts.error.code] ?? "see the run's error"}`;
     case "loop_detected":

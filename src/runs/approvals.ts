@@ -4,7 +4,7 @@ import { evaluateApproval } from "../domain/approval-policy.js";
 import { isConflict } from "../store/errors.js";
 import type { RunChange, Store } from "../store/store.js";
 import { approvalTimedOut, ledgerDecision, resolvedBefore } from "./approval-ledger.js";
-import { BY_DELETE, type LiveRun } from "./live-run.js";
+import type { LiveRun } from "./live-run.js";
 import type { WriteBatch } from "./run-write.js";
 
 export interface ApprovalDeps {
@@ -283,7 +283,7 @@ async function timeOut(deps: ApprovalDeps, live: LiveRun, toolCallId: string): P
       await applyLedgerDecision(live, { toolCallId, decision }).catch(() => wake(live, toolCallId, decision));
     } else if (stored && (await deps.store.runs.cancelRequested([live.id]).catch(() => [])).length > 0) {
       // Refused because another instance stored the run's cancel: the run ends aborted, undecided.
-      live.cancel(BY_DELETE);
+      live.cancelStored();
     } else wake(live, toolCallId, { decision: "deny", reason });
   }
 }

@@ -48,7 +48,8 @@ export interface ControlDeps {
  * applyStoredRequests), and a restart ends a run left with one aborted; one start-up
  * recovery holds for a slot here ends `aborted` at once. A queued run ends `aborted` at once,
  * without running. `accepted` is false for a run that had already
- * finished. `by`: who cancels, as the run's stop detail says it.
+ * finished. `by`: who cancels, as the run's stop detail says it (stored with the request, so
+ * the instance executing the run says it too).
  */
 export async function cancelRun(
   deps: ControlDeps,
@@ -58,7 +59,7 @@ export async function cancelRun(
   if (!deps.registry.get(runId)) await deps.recovered?.(runId);
   const live = deps.registry.get(runId);
   // Stored by a start here and not registered yet: its registration stops it.
-  if (!live) deps.registry.cancelStarting(runId);
+  if (!live) deps.registry.cancelStarting(runId, by);
   // Fired before anything is awaited: a decision queued earlier in this tick is still recorded.
   const firing = live?.cancel(by) ?? false;
   const view = await deps.get(runId);
@@ -74,7 +75,7 @@ export async function cancelRun(
   if (firing || !live || live.stopped) {
     const recorded = live && !live.stopped ? live.recorder : null;
     const request = async () => {
-      await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString() }]);
+      await deps.store.commitRequest(runId, [{ kind: "cancelRequested", at: new Date().toISOString(), by }]);
       await deps.cancelHeld?.(runId, by);
       // A queued run that started meanwhile (or a held one resumed) may be registered here by now.
       deps.registry.get(runId)?.cancel(by);
@@ -243,7 +244,7 @@ export async function applyStoredRequests(store: Store, runs: readonly LiveRun[]
   const cancelled = new Set(await store.runs.cancelRequested(acting.map((live) => live.id)));
   for (const live of acting) {
     if (cancelled.has(live.id)) {
-      live.cancel(BY_DELETE);
+      live.cancelStored();
       continue;
     }
     for (const toolCallId of live.waiters.ids()) {

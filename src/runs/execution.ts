@@ -18,7 +18,7 @@ import { approvalGate } from "./approvals.js";
 import { commitFinalReply, type RunEnd, suspendedView } from "./finish.js";
 import { finishWithRetry } from "./finish-retry.js";
 import type { HistoryTail, SessionHistory } from "./history-tail.js";
-import { BY_DELETE, LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
+import { LEASE_LOST, LEASE_UNRENEWED, type LiveRun, WRITE_UNCERTAIN } from "./live-run.js";
 import { hostFailure, loopFailure } from "./run-failure.js";
 import { failedDetail } from "./stop-details.js";
 import { commitUndecidedResult } from "./undecided-result.js";
@@ -79,7 +79,7 @@ function commit(store: Store, live: LiveRun, item: LoopCommit, stats: RunStats):
           live.toolFinished(item.toolCallId);
           // Cancelled through the store (by another instance) before the start was stored: the
           // tool does not run, and the run ends aborted.
-          if (isConflict(err, "cancel_requested")) live.cancel(BY_DELETE);
+          if (isConflict(err, "cancel_requested")) live.cancelStored();
           throw err;
         },
       );

@@ -6,7 +6,7 @@ import { runView } from "../store/runs.js";
 import type { ToolCallRecord } from "../store/store.js";
 import type { ExecutionDeps } from "./execution.js";
 import { finishRun, type RunEnd, suspendedView } from "./finish.js";
-import { BY_DELETE, type LiveRun, type RunPhase } from "./live-run.js";
+import type { LiveRun, RunPhase } from "./live-run.js";
 import { persistenceFailure } from "./run-failure.js";
 import { abortedDetail, failedDetail } from "./stop-details.js";
 
@@ -37,6 +37,7 @@ export async function finishWithRetry({
   const firstTry = performance.now();
   for (let attempt = 0; ; attempt++) {
     if (live.stopped) return suspendedView(deps.store, live);
+    if (live.storedCause === "unread") await readStoredCause(deps.store, live);
     /** This attempt's end once decided, and the `ending` phase it set with what that replaced. */
     const tried: { end: RunEnd | null; ending: { view: RunView; before: RunPhase } | null } = {
       end: null,
@@ -69,7 +70,11 @@ export async function finishWithRetry({
       if (live.stopped) continue;
       if (isConflict(err, "cancel_requested")) {
         // Cancelled through the store (by another instance) meanwhile: it ends aborted, now.
-        if (!live.cancel(BY_DELETE) && live.phase.name === "ending") live.phase = { name: "cancelling" };
+        if (!live.cancelStored() && live.phase.name === "ending") {
+          // Its end was not a cancel's: who asked is read from the store (see LiveRun.storedCause).
+          if (!live.phase.cancelled) live.storedCause = "unread";
+          live.phase = { name: "cancelling" };
+        }
         continue;
       }
       if (attempt === 0) deps.logger.error({ err, runId: live.id }, "could not record the end of the run; retrying");
@@ -99,11 +104,24 @@ function endNow(live: LiveRun, end: RunEnd & { stopPoint?: StopPoint }): RunEnd 
     const error = end.stopReason === "error" ? end.error : null;
     return { stopReason: end.stopReason, stopDetail: end.stopDetail, error, stats: end.stats };
   }
+  // The loop's words, unless who asked was read from the store since its signal fired.
   const stopDetail =
-    end.stopReason === "aborted"
+    end.stopReason === "aborted" && live.storedCause !== "read"
       ? end.stopDetail
       : abortedDetail({ by: live.cancelReason, stats: end.stats, point: end.stopPoint });
   return { stopReason: "aborted", stopDetail, error: null, stats: end.stats };
+}
+
+/**
+ * Reads who asked for the stored cancel request that cancelled `live` (see LiveRun.cancelStored)
+ * into its cancelReason (kept BY_DELETE for a request that did not say); a read that fails
+ * leaves it unread, for the next attempt.
+ */
+async function readStoredCause(store: ExecutionDeps["store"], live: LiveRun): Promise<void> {
+  const access = await store.runs.access(live.id).catch(() => undefined);
+  if (access === undefined) return;
+  if (access?.cancelledBy) live.cancelReason = access.cancelledBy;
+  live.storedCause = "read";
 }
 
 /** Fixes the end of a run that storage does not take, and reports it to the run's waiters. */

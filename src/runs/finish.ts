@@ -11,7 +11,7 @@ import { newId } from "../ids.js";
 import { isConflict } from "../store/errors.js";
 import { runView } from "../store/runs.js";
 import type { RunChange, RunRecord, Store, ToolCallRecord } from "../store/store.js";
-import { BY_DELETE, type LiveRun } from "./live-run.js";
+import type { LiveRun } from "./live-run.js";
 import type { RunRecorder } from "./recorder.js";
 import { planOfRun } from "./run-plan.js";
 import type { Stamp, WriteBatch } from "./run-write.js";
@@ -196,7 +196,7 @@ export async function commitFinalReply({
       live.phase = { name: "running", tool: null };
     // Cancelled through the store (by another instance) while the write was on its way: the
     // run is cancelling here too, and the reply is written alone (the run then ends aborted).
-    if (isConflict(err, "cancel_requested") && live.cancel(BY_DELETE))
+    if (isConflict(err, "cancel_requested") && live.cancelStored())
       return commitFinalReply({ live, message, stats, changes });
     throw err;
   }

@@ -1,4 +1,5 @@
 import type { RunStats } from "../agent/stats.js";
+import { BECAUSE_SESSION_DELETED } from "../agent/stop-detail.js";
 import type { RunView } from "../domain/run.js";
 import type { RunRecord, SessionRecord } from "../store/store.js";
 import { ApprovalWaiters } from "./approval-waiters.js";
@@ -26,6 +27,9 @@ export type RunPhase =
 
 /** Who cancels a run through DELETE /runs/{id} (here or on another instance), as its stop detail says it. */
 export const BY_DELETE = "by a DELETE /runs/{id} request";
+
+/** Who cancels the runs of a session DELETE /sessions/{id} deletes (on any instance), as their stop details say it. */
+export const BY_SESSION_DELETE = BECAUSE_SESSION_DELETED;
 
 /** Why a run stops when its lease is lost. */
 export const LEASE_LOST = "this server no longer holds the run's lease: another instance has taken it over";
@@ -187,6 +191,14 @@ export class LiveRun {
   cancelReason = BY_DELETE;
 
   /**
+   * For a run cancelled for a request found stored (see cancelStored): `unread` until who asked
+   * is read from the store, before the run's end is written (cancelReason is BY_DELETE till
+   * then), then `read` (cancelReason is the stored one, which the run's stop detail says).
+   * Null for a run cancelled here, or not at all.
+   */
+  storedCause: "unread" | "read" | null = null;
+
+  /**
    * Fires the signal; false when the run is past cancelling (already cancelled, stopped or
    * ending). `reason` goes on "the run was cancelled ..." in the run's stop detail.
    */
@@ -198,6 +210,16 @@ export class LiveRun {
     this.waiters.clear();
     this.controller.abort(new Error(reason));
     return true;
+  }
+
+  /**
+   * Cancels the run (see `cancel`) for a cancel request found stored, which the instance that
+   * took it may have stored: who asked is read from the store before the run's end is written.
+   */
+  cancelStored(): boolean {
+    const fired = this.cancel(BY_DELETE);
+    if (fired) this.storedCause = "unread";
+    return fired;
   }
 }
 

@@ -85,8 +85,9 @@ export class QueuedStarts {
     const live = new LiveRun(started.record, started.session, started.recorder, heldSince);
     const executing = deps.execute(live);
     slot.release();
-    // A DELETE that came between the start and the run's registration here wrote only its status.
-    if ((await deps.store.runs.access(live.id))?.status === "cancelling") live.cancel(BY_DELETE);
+    // A DELETE that came between the start and the run's registration here wrote only its request.
+    const access = await deps.store.runs.access(live.id);
+    if (access?.status === "cancelling") live.cancel(access.cancelledBy ?? BY_DELETE);
     await executing;
     return live;
   }

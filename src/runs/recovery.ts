@@ -4,6 +4,7 @@ import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { ClaimedRun, RunRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
+import { BY_DELETE, BY_SESSION_DELETE } from "./live-run.js";
 import { queueLeftInput } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
 import type { LiveRuns } from "./registry.js";
@@ -93,12 +94,15 @@ async function abortLeftRun(
 ): Promise<void> {
   // Over a shared database the run's instance was lost (or stopped); over a file, this server restarted.
   const since = store.shared ? "the instance executing it was lost" : "the server restarted";
+  // Who asked, as its request was stored (a DELETE /runs/{id} when it did not say, or cannot be read).
+  const requested = async () =>
+    `${(await store.runs.access(run.id).catch(() => null))?.cancelledBy ?? BY_DELETE} before ${since}`;
   const by =
     cancelledBy ??
     (run.status === "cancelling"
-      ? `by a DELETE /runs/{id} request before ${since}`
+      ? await requested()
       : !session
-        ? "because its session was deleted"
+        ? BY_SESSION_DELETE
         : `because ${since}, with ON_RESTART=abort`);
   const { stats } = counted;
   const cut = stats.modelCalls > run.stats.modelCalls;

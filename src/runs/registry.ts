@@ -1,7 +1,7 @@
 import type { RunView } from "../domain/run.js";
 import { StringTable } from "../string-table.js";
 import { InputWaits } from "./input-waits.js";
-import { BY_DELETE, type LiveRun } from "./live-run.js";
+import type { LiveRun } from "./live-run.js";
 
 /**
  * The slot of a run executed here, handed to the start that takes the run's place (see
@@ -31,10 +31,10 @@ const NO_HANDOVER: SlotHandover = { take: () => null, release: () => {} };
 export class LiveRuns {
   readonly #runs = new StringTable<LiveRun>();
   /**
-   * Runs a start here has stored and not registered yet (see startNow), each with whether a
-   * DELETE came for it meanwhile: it found no live run to stop, so registration stops it.
+   * Runs a start here has stored and not registered yet (see startNow), each with who cancelled
+   * it meanwhile, if one did (a DELETE): it found no live run to stop, so registration stops it.
    */
-  readonly #starting = new StringTable<{ cancelled: boolean }>();
+  readonly #starting = new StringTable<{ cancelledBy: string | null }>();
   /** Who waits for a run to be executed here (see whenLive), by run id. */
   readonly #awaited = new StringTable<Set<(live: LiveRun) => void>>();
   /** The steered inputs steer requests here wait for. */
@@ -177,7 +177,7 @@ export class LiveRuns {
 
   /** A start here stored `runId`: it is registered (`add`) or given up (`abandonStart`) next. */
   starting(runId: string): void {
-    this.#starting.set(runId, { cancelled: false });
+    this.#starting.set(runId, { cancelledBy: null });
   }
 
   abandonStart(runId: string): void {
@@ -188,10 +188,10 @@ export class LiveRuns {
     return this.#starting.has(runId);
   }
 
-  /** A DELETE for `runId`, not live here: kept for its registration if a start here stored it. */
-  cancelStarting(runId: string): void {
+  /** A cancel for `runId` (`by` whom), not live here: kept for its registration if a start here stored it. */
+  cancelStarting(runId: string, by: string): void {
     const start = this.#starting.get(runId);
-    if (start) start.cancelled = true;
+    if (start) start.cancelledBy ??= by;
   }
 
   add(live: LiveRun): void {
@@ -199,7 +199,7 @@ export class LiveRuns {
     const start = this.#starting.get(live.id);
     this.#starting.delete(live.id);
     // Stopped before it runs anything: its loop sees the signal first.
-    if (start?.cancelled) live.cancel(BY_DELETE);
+    if (start?.cancelledBy) live.cancel(start.cancelledBy);
     const waiting = this.#awaited.get(live.id);
     if (waiting === undefined) return;
     this.#awaited.delete(live.id);

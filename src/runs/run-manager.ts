@@ -192,11 +192,11 @@ export class RunManager {
   }
 
   /**
-   * Fires the run's AbortSignal. `accepted` is false for a run that had already finished (a run
-   * not registered here waits for start-up recovery first: see ControlDeps.recovered).
+   * Fires the run's AbortSignal, cancelled `by` whom (see cancelRun; default: a DELETE /runs/{id}). `accepted`
+   * is false for a run already finished (one not registered here waits for recovery: ControlDeps.recovered).
    */
-  cancel(runId: string): Promise<{ run: RunView; accepted: boolean }> {
-    return cancelRun(this.#controlDeps(), runId);
+  cancel(runId: string, by?: string): Promise<{ run: RunView; accepted: boolean }> {
+    return cancelRun(this.#controlDeps(), runId, by);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { AppError, sessionRunNotEnded } from "../errors.js";
+import { BY_SESSION_DELETE } from "../runs/live-run.js";
 import type { RunManager } from "../runs/run-manager.js";
 import { isConflict, StorageError } from "../store/errors.js";
 import type { Store } from "../store/store.js";
@@ -30,13 +31,16 @@ async function unlessGone({ runId, ending }: { runId: string; ending: Promise<un
   }
 }
 
-/** Ends the session's queued runs (none starts when the active run ends), then aborts the active run, waiting for its end. */
+/**
+ * Ends the session's queued runs (none starts when the active run ends), then aborts the active
+ * run, waiting for its end; each is cancelled BY_SESSION_DELETE, as their stop details say.
+ */
 async function endRuns(store: Store, manager: RunManager, id: string): Promise<void> {
   for (const queued of await store.runs.queuedIds(id))
-    await unlessGone({ runId: queued, ending: manager.cancel(queued) });
+    await unlessGone({ runId: queued, ending: manager.cancel(queued, BY_SESSION_DELETE) });
   const active = await manager.activeRunId(id);
   if (active) {
-    await unlessGone({ runId: active, ending: manager.cancel(active) });
+    await unlessGone({ runId: active, ending: manager.cancel(active, BY_SESSION_DELETE) });
     await unlessGone({ runId: active, ending: manager.waitForFinish(active) });
   }
 }

@@ -57,7 +57,7 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       tables.runs.setStatus(runId, change.status);
       return;
     case "cancelRequested":
-      tables.runs.requestCancel(runId, change.at);
+      tables.runs.requestCancel(runId, change.at, change.by ?? null);
       return;
     case "step":
       tables.steps.save(runId, change.step);

@@ -42,8 +42,12 @@ export type RunChange =
    * requested (`cancelRequested`), any status but `cancelling`.
    */
   | { kind: "status"; status: Exclude<RunStatus, "finished"> }
-  /** A client asked to cancel the run (first request's time kept); its status is `cancelling` from now on. */
-  | { kind: "cancelRequested"; at: string }
+  /**
+   * A client asked to cancel the run (the first request's time and `by` kept); its status is
+   * `cancelling` from now on. `by`: who asked, as the run's stop detail says it (see
+   * RunAccess.cancelledBy); absent: not said.
+   */
+  | { kind: "cancelRequested"; at: string; by?: string }
   /** A turn's trace; a turn asked again after a restart replaces the lost attempt. */
   | { kind: "step"; step: StepTrace }
   /** The run's stats so far (of an unfinished run). */

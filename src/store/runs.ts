@@ -11,19 +11,15 @@ import type { Db } from "./database.js";
 import { StoreConflictError } from "./errors.js";
 import { parseJsonColumn, parseOptionalJsonColumn, toJson } from "./json.js";
 import { type ListPage, PAGE_BYTES, readSizedPage } from "./page.js";
+import { RUN_ACCESS_COLUMNS, type RunAccess, type RunAccessRow, runAccessFromRow } from "./run-access.js";
+
+export type { RunAccess } from "./run-access.js";
 
 type FinishChange = Extract<RunChange, { kind: "finish" }>;
 
 /** The session's active run as `runs.active` reads it (ACTIVE_COLUMNS): its id and key, not its input (up to 1 MB). */
 export type ActiveRun = Pick<RunRecord, "id" | "idempotencyKey">;
 export const ACTIVE_COLUMNS = "id, idempotency_key";
-/** A run's session, status and owner (its session's): see `runs.access`. */
-export interface RunAccess {
-  sessionId: string;
-  status: RunStatus;
-  owner: string | null;
-}
-
 /** A run as stored; its plan is not stored but derived from its messages (see `runView`). */
 export interface RunRecord extends Omit<RunView, "plan"> {
   approval: ApprovalPolicy | null;
@@ -152,7 +148,7 @@ export function runStore(db: Db) {
   );
   const byId = db.prepare("SELECT * FROM runs WHERE id = ?");
   const accessOf = db.prepare(
-    "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = +?",
+    `SELECT ${RUN_ACCESS_COLUMNS} FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = +?`,
   );
   const active = db.prepare(
     `SELECT ${ACTIVE_COLUMNS} FROM runs WHERE session_id = +? AND status NOT IN ('finished', 'queued') ORDER BY id LIMIT 1`,
@@ -180,8 +176,11 @@ export function runStore(db: Db) {
   const setStatus = db.prepare(
     "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",
   );
+  // The first request's time and words are kept (the right side reads the row as it was).
   const requestCancel = db.prepare(
-    "UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, ?) WHERE id = ? AND status <> 'finished'",
+    `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, @at),
+       cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN @by ELSE cancel_requested_by END
+     WHERE id = @id AND status <> 'finished'`,
   );
   const cancelRequested = db.prepare(
     "SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?)) AND cancel_requested_at IS NOT NULL AND status <> 'finished'",
@@ -220,8 +219,8 @@ export function runStore(db: Db) {
       return row ? runFromRow(row) : null;
     },
     access(id: string): RunAccess | null {
-      const row = accessOf.get(id) as { session_id: string; status: RunStatus; owner: string | null } | undefined;
-      return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
+      const row = accessOf.get(id) as RunAccessRow | undefined;
+      return row ? runAccessFromRow(row) : null;
     },
     /** The session's active run (unfinished, not queued), if any. */
     active(sessionId: string): ActiveRun | null {
@@ -261,8 +260,8 @@ export function runStore(db: Db) {
     setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
       setStatus.run({ status, id });
     },
-    requestCancel(id: string, at: string): void {
-      requestCancel.run(at, id);
+    requestCancel(id: string, at: string, by: string | null): void {
+      requestCancel.run({ at, by, id });
     },
     /** Those of `ids` unfinished with a cancel requested. */
     cancelRequested(ids: readonly string[]): string[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeStop } from "../../src/agent/stop-detail.js";
+import { BECAUSE_SESSION_DELETED, describeStop } from "../../src/agent/stop-detail.js";
 
 describe("stopDetail: one sentence naming the step, the cause and what to try", () => {
   // A point after turn 0 (a run ended before any model call) used to read "after turn 1".
@@ -7,6 +7,16 @@ describe("stopDetail: one sentence naming the step, the cause and what to try", 
     expect(describeStop({ stopReason: "aborted", point: { phase: "after_turn", turn: 0 }, by: "because X" })).toBe(
       "stopped before turn 1: the run was cancelled because X; start a new run to continue",
     );
+  });
+
+  it("gives no advice to start a new run to a run cancelled because its session was deleted: none can be", () => {
+    const point = { phase: "in_turn", turn: 2 } as const;
+    expect(describeStop({ stopReason: "aborted", point, by: BECAUSE_SESSION_DELETED })).toBe(
+      "stopped in turn 2: the run was cancelled because its session was deleted",
+    );
+    expect(
+      describeStop({ stopReason: "aborted", point, by: `${BECAUSE_SESSION_DELETED} before the server restarted` }),
+    ).toBe("stopped in turn 2: the run was cancelled because its session was deleted before the server restarted");
   });
 
   it("is written from the facts of each kind of stop", () => {

@@ -588,18 +588,24 @@ describe.each(STORE_BACKENDS)("store contract on $name", (backend) => {
     expect(await store.sessions.access(owned)).toBeNull();
   });
 
-  it("a run's access is its session, status and owner, whatever its input; none for a run that is not", async () => {
+  it("a run's access is its session, status, owner and who asked to cancel it, whatever its input; none for a run that is not", async () => {
     const sessionId = fresh("ses");
     const runId = fresh("run");
     await seedSession(store, { id: sessionId, owner: "owner_a", system: "s".repeat(100_000) });
     await store.runs.create(runRecord({ id: runId, sessionId, input: "x".repeat(100_000) }), [
       { type: "run.started", runId, seq: 1, at: at() },
     ]);
-    expect(await store.runs.access(runId)).toEqual({ sessionId, status: "running", owner: "owner_a" });
+    const cancelledBy = null;
+    expect(await store.runs.access(runId)).toEqual({ sessionId, status: "running", owner: "owner_a", cancelledBy });
     await finish(runId);
-    expect(await store.runs.access(runId)).toEqual({ sessionId, status: "finished", owner: "owner_a" });
+    expect(await store.runs.access(runId)).toEqual({ sessionId, status: "finished", owner: "owner_a", cancelledBy });
     const { runId: unowned, sessionId: unownedSession } = await liveRun();
-    expect(await store.runs.access(unowned)).toEqual({ sessionId: unownedSession, status: "running", owner: null });
+    expect(await store.runs.access(unowned)).toEqual({
+      sessionId: unownedSession,
+      status: "running",
+      owner: null,
+      cancelledBy,
+    });
     expect(await store.runs.access(fresh("run"))).toBeNull();
   });
 });

@@ -47,6 +47,18 @@ describe.each(STORE_BACKENDS)("stored run requests on $name", (backend) => {
     expect(await store.runs.cancelRequested([asked, other, done])).toEqual([]);
   });
 
+  it("a cancel request keeps who asked, the first request's (none said: null), for the instance that ends the run", async () => {
+    const [said, unsaid] = [await liveRun(), await liveRun()];
+    await store.commitRequest(said, [{ kind: "cancelRequested", at: at(), by: "because its session was deleted" }]);
+    await store.commitRequest(said, [{ kind: "cancelRequested", at: at(), by: "by a DELETE /runs/{id} request" }]);
+    await store.commitRequest(unsaid, [{ kind: "cancelRequested", at: at() }]);
+    await store.commitRequest(unsaid, [{ kind: "cancelRequested", at: at(), by: "by a DELETE /runs/{id} request" }]);
+    expect((await store.runs.access(said))?.cancelledBy).toBe("because its session was deleted");
+    expect((await store.runs.access(unsaid))?.cancelledBy).toBeNull();
+    await store.commitRun(said, [finishChange("aborted")], []);
+    expect((await store.runs.access(said))?.cancelledBy).toBe("because its session was deleted");
+  });
+
   /** A run whose one call (call_1) awaits approval. */
   async function awaitingRun(): Promise<string> {
     const runId = await liveRun();

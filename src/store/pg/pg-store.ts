@@ -1,10 +1,10 @@
 import pg from "pg";
-import type { RunStatus } from "../../domain/run.js";
 import { carriesWebhook } from "../../domain/webhook-payload.js";
 import { StorageError, sessionHasRuns } from "../errors.js";
 import { lastPlanSql } from "../events.js";
 import { GROUP_COMMIT_WINDOW_MS } from "../group-commit.js";
 import { type KeyedRunRow, keyedRunFromRow, keyedRunSql, runInputHoldFromRow, runInputSql } from "../keyed-run.js";
+import { RUN_ACCESS_COLUMNS, type RunAccessRow, runAccessFromRow } from "../run-access.js";
 import { ACTIVE_COLUMNS, type RunRow, runColumns, runFromRow } from "../runs.js";
 import { type SessionAccess, type SessionRow, sessionColumns, sessionFromRow } from "../sessions.js";
 import { StorageHealth } from "../storage-health.js";
@@ -155,11 +155,11 @@ export function createPgStore(pool: pg.Pool, { groupCommitMs = GROUP_COMMIT_WIND
         return row ? runFromRow(row) : null;
       },
       access: async (id) => {
-        const row = await first<{ session_id: string; status: RunStatus; owner: string | null }>(
-          "SELECT r.session_id, r.status, s.owner FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = $1",
+        const row = await first<RunAccessRow>(
+          `SELECT ${RUN_ACCESS_COLUMNS} FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = $1`,
           [id],
         );
-        return row ? { sessionId: row.session_id, status: row.status, owner: row.owner } : null;
+        return row ? runAccessFromRow(row) : null;
       },
       keyed: async (sessionId, key, input) => {
         const row = await first<KeyedRunRow>(keyedRunSql({ session: "$1", key: "$2", input: "$3" }), [
