@@ -1,16 +1,20 @@
 # syntax=docker/dockerfile:1
 # The agent server image: build with the dev toolchain, run with production dependencies only.
-# test/deploy/production-start.test.ts rehearses the runtime stage (its ENV and CMD are read
-# from this file) without a Docker engine.
+# test/deploy/production-start.test.ts rehearses the runtime stage (its ENV, CMD, COPY sources
+# and `ln -s` are read from this file) without a Docker engine.
 
 # Node 24 LTS. Pin the base by digest in your own registry mirror (`node:24-bookworm-slim@sha256:...`)
 # for reproducible builds; the tag follows Node 24's security releases.
 
-# --- build: compile TypeScript and bundle the console into dist/console (better-sqlite3 ships its binary inside the package) ---
+# --- build: compile TypeScript and bundle the console into dist/console ---
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# No install scripts: the slim base has no Python, make or compiler, and better-sqlite3's
+# binding.gyp would make npm run node-gyp for it. better-sqlite3 loads the Node-API binary its
+# package ships (prebuilds/); esbuild's script only checks the binary of its platform package.
+# test/deploy/image-build-stage-installs-dependencies-on-its-slim-base.test.ts rehearses this.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY routes ./routes
@@ -36,6 +40,9 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY bin ./bin
+# The command-line client on PATH: `docker exec <container> agent-server run "..."` (npx would
+# link the root-owned /app as the node user, and fail).
+RUN ln -s /app/bin/agent-server.mjs /usr/local/bin/agent-server
 COPY openapi.yaml package.json ./
 # On 0.0.0.0 the server refuses to start without AGENT_API_KEYS (or ALLOW_UNAUTHENTICATED=1): pass them at `docker run`.
 ENV HOST=0.0.0.0 PORT=3000 DATABASE_PATH=/data/agent.db WORKSPACE_ROOT=/workspaces NODE_ENV=production

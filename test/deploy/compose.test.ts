@@ -23,6 +23,14 @@ function nginxMs(time: string): number {
   return Number(amount) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit as "ms" | "s" | "m" | "h"];
 }
 
+/** An nginx size (`2m`, `512k`, `1g`, a bare number of bytes) in bytes; 0 is no limit. */
+function nginxBytes(size: string): number {
+  const [, amount, unit = ""] = /^(\d+)([kKmMgG]?)$/.exec(size) ?? [];
+  if (amount === undefined) throw new Error(`not an nginx size: ${size}`);
+  const bytes = Number(amount) * { "": 1, k: 1024, m: 1_048_576, g: 1_073_741_824 }[unit.toLowerCase() as "" | "k"];
+  return bytes === 0 ? Number.POSITIVE_INFINITY : bytes;
+}
+
 /** What `${NAME:?message}` and `${NAME:-default}` become with these values set. */
 const substitute = (value: string, vars: Record<string, string>) =>
   value.replace(/\$\{(\w+)(?::[?-][^}]*)?\}/g, (_, name: string) => vars[name] ?? "");
@@ -35,15 +43,17 @@ describe("the docker compose example of several instances (deploy/compose.yaml)"
   };
   const agents = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
   const vars = { POSTGRES_PASSWORD: "pw", AGENT_API_KEYS: "k".repeat(24), OPENAI_API_KEY: "sk-x" };
+  /** An instance's configuration, as the server loads it from the service's environment. */
+  const configOf = (service: Service) =>
+    loadConfig(
+      Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, substitute(String(v), vars)])),
+    );
 
   it("runs three instances of the image built from the repository, each a valid configuration", () => {
     expect(agents.map(([name]) => name)).toEqual(["agent-1", "agent-2", "agent-3"]);
     for (const [, service] of agents) {
       expect(existsSync(join(deploy, service.build as string, "Dockerfile"))).toBe(true);
-      const env = Object.fromEntries(
-        Object.entries(service.environment ?? {}).map(([k, v]) => [k, substitute(String(v), vars)]),
-      );
-      const config = loadConfig(env);
+      const config = configOf(service);
       expect(config.DATABASE_URL).toMatch(/^postgres:\/\/agent:pw@postgres:5432\/agent$/);
       expect(config.AGENT_API_KEYS).toEqual([vars.AGENT_API_KEYS]);
     }
@@ -82,10 +92,26 @@ describe("the docker compose example of several instances (deploy/compose.yaml)"
     // nginx keeps an idle upstream connection 60 s unless the upstream block says otherwise.
     const idle = nginxMs(/keepalive_timeout (\w+);/.exec(upstream)?.[1] ?? "60s");
     for (const [name, service] of agents) {
-      const env = Object.fromEntries(
-        Object.entries(service.environment ?? {}).map(([k, v]) => [k, substitute(String(v), vars)]),
-      );
-      expect(idle, name).toBeLessThan(loadConfig(env).KEEP_ALIVE_TIMEOUT_MS);
+      expect(idle, name).toBeLessThan(configOf(service).KEEP_ALIVE_TIMEOUT_MS);
+    }
+  });
+
+  // A useChat client answers an approval by posting the assistant message back, with every tool
+  // output of its run so far (README, CHAT_BODY_LIMIT_BYTES): a few MiB once the run has read
+  // some files. nginx answers a body over its limit with its own HTML 413, and the approval is
+  // never recorded; the instance, not nginx, must decide (its JSON 413 names the setting).
+  it("nginx lets through every request body an instance accepts (a useChat approval's, up to CHAT_BODY_LIMIT_BYTES)", () => {
+    const nginx = readFileSync(join(deploy, "nginx.conf"), "utf8").replace(/#.*$/gm, "");
+    const sizes = [...nginx.matchAll(/client_max_body_size\s+(\w+)\s*;/g)].map((m) => nginxBytes(m[1] as string));
+    // The smallest one in force anywhere on the way to the instances (nginx's default: 1m).
+    const limit = Math.min(...(sizes.length === 0 ? [nginxBytes("1m")] : sizes));
+    for (const [name, service] of agents) {
+      const config = configOf(service);
+      const accepted = Math.max(config.CHAT_BODY_LIMIT_BYTES, config.BODY_LIMIT_BYTES);
+      expect(
+        limit,
+        `${name} accepts bodies up to ${accepted} bytes; nginx passes at most ${limit}`,
+      ).toBeGreaterThanOrEqual(accepted);
     }
   });
 });

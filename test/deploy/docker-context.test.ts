@@ -7,33 +7,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { dockerfileStages } from "../helpers/dockerfile.js";
 import { isExcluded, parseDockerignore } from "../helpers/dockerignore.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
-
-/** The sources of every COPY (any stage) that reads the build context, not an earlier stage. */
-function contextCopySources(dockerfile: string): string[] {
-  const sources: string[] = [];
-  const lines = dockerfile
-    .replace(/\\\r?\n/g, " ")
-    .split(/\r?\n/)
-    .map((l) => l.trim());
-  for (const line of lines) {
-    const m = /^(?:COPY|ADD)\s+(.*)$/i.exec(line);
-    if (!m) continue;
-    let args = (m[1] as string).trim();
-    const flags: string[] = [];
-    while (args.startsWith("--")) {
-      const [flag = "", rest = ""] = args.split(/\s+(.*)/s);
-      flags.push(flag);
-      args = rest.trim();
-    }
-    if (flags.some((f) => f.startsWith("--from="))) continue;
-    const parts: string[] = args.startsWith("[") ? JSON.parse(args) : args.split(/\s+/);
-    sources.push(...parts.slice(0, -1).map((s) => s.replace(/^\.\//, "").replace(/\/$/, "")));
-  }
-  return sources;
-}
 
 /** `path` and, for a directory, every file under it, relative to the repository. */
 function filesOf(path: string): string[] {
@@ -56,7 +33,8 @@ describe("the Docker build context (.dockerignore)", () => {
 
   it("holds every file the Dockerfile copies from the context", () => {
     const rules = parseDockerignore(readFileSync(join(root, ".dockerignore"), "utf8"));
-    const sources = contextCopySources(readFileSync(join(root, "Dockerfile"), "utf8"));
+    // Every COPY and ADD of any stage that reads the build context, not an earlier stage.
+    const sources = dockerfileStages().flatMap((stage) => stage.copies);
     // The build stage's and the runtime stage's own files.
     expect(sources).toEqual(expect.arrayContaining(["package.json", "src", "console", "migrations"]));
     const missing: string[] = [];
