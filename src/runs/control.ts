@@ -83,7 +83,7 @@ export async function cancelRun(
     try {
       if (recorded) {
         await recorded
-          .write(() => ({ changes: [{ kind: "status", status: "cancelling" }], events: [] }))
+          .write(() => ({ changes: [{ kind: "status", status: "cancelling", cancelledBy: by }], events: [] }))
           // Stopped meanwhile while accepting: taken over by another instance (this run's writes
           // were fenced), for which the request is stored.
           .catch((err) => (live?.stopped && deps.accepting() ? request() : Promise.reject(err)));

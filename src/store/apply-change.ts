@@ -54,7 +54,7 @@ export function applyRunChange(tables: Tables, runId: string, change: RunChange)
       if (tables.runs.cancelRequested([runId]).length > 0) throw cancelRequested(runId);
       throw callClosed(runId, change.toolCallId);
     case "status":
-      tables.runs.setStatus(runId, change.status);
+      tables.runs.setStatus(runId, change.status, change.cancelledBy ?? null);
       return;
     case "cancelRequested":
       tables.runs.requestCancel(runId, change.at, change.by ?? null);

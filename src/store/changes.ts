@@ -39,9 +39,11 @@ export type RunChange =
   | { kind: "toolCall.started"; toolCallId: string; at: string }
   /**
    * A status of an unfinished run; ignored once the run has finished, and, once a cancel was
-   * requested (`cancelRequested`), any status but `cancelling`.
+   * requested (`cancelRequested`), any status but `cancelling`. `cancelledBy`: who cancelled
+   * the run executing here (kept unless a cause is stored already, as RunAccess.cancelledBy
+   * reads it), so that whoever ends it after a crash says so; no cancel request is stored.
    */
-  | { kind: "status"; status: Exclude<RunStatus, "finished"> }
+  | { kind: "status"; status: Exclude<RunStatus, "finished">; cancelledBy?: string }
   /**
    * A client asked to cancel the run (the first request's time and `by` kept); its status is
    * `cancelling` from now on. `by`: who asked, as the run's stop detail says it (see

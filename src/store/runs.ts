@@ -174,12 +174,13 @@ export function runStore(db: Db) {
     )
     .pluck();
   const setStatus = db.prepare(
-    "UPDATE runs SET status = @status WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')",
+    `UPDATE runs SET status = @status, cancel_requested_by = coalesce(cancel_requested_by, @by)
+     WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')`,
   );
   // The first request's time and words are kept (the right side reads the row as it was).
   const requestCancel = db.prepare(
     `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, @at),
-       cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN @by ELSE cancel_requested_by END
+       cancel_requested_by = coalesce(cancel_requested_by, @by)
      WHERE id = @id AND status <> 'finished'`,
   );
   const cancelRequested = db.prepare(
@@ -257,8 +258,8 @@ export function runStore(db: Db) {
         cursorOf: (r) => r.id,
       });
     },
-    setStatus(id: string, status: Exclude<RunStatus, "finished">): void {
-      setStatus.run({ status, id });
+    setStatus(id: string, status: Exclude<RunStatus, "finished">, by: string | null = null): void {
+      setStatus.run({ status, id, by });
     },
     requestCancel(id: string, at: string, by: string | null): void {
       requestCancel.run({ at, by, id });

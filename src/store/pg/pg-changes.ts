@@ -124,9 +124,9 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
     case "status":
       return [
         {
-          text: `UPDATE runs SET status = $1::text WHERE id = $2 AND status <> 'finished'
-                 AND (cancel_requested_at IS NULL OR $1::text = 'cancelling')`,
-          values: [change.status, runId],
+          text: `UPDATE runs SET status = $1::text, cancel_requested_by = coalesce(cancel_requested_by, $3::text)
+                 WHERE id = $2 AND status <> 'finished' AND (cancel_requested_at IS NULL OR $1::text = 'cancelling')`,
+          values: [change.status, runId, change.cancelledBy ?? null],
         },
       ];
     case "cancelRequested":
@@ -134,7 +134,7 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
         {
           // The first request's time and words are kept (the right side reads the row as it was).
           text: `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, $1),
-                   cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN $3::text ELSE cancel_requested_by END
+                   cancel_requested_by = coalesce(cancel_requested_by, $3::text)
                  WHERE id = $2 AND status <> 'finished'`,
           values: [change.at, runId, change.by ?? null],
         },
