@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { z } from "zod";
+import type { StopPoint } from "../agent/stop-detail.js";
 import { abortedOutcome, interruptedOutcome } from "../agent/tool-results.js";
 import type { ClaimedRun, RunRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
@@ -80,7 +81,8 @@ async function countingCutRequests(store: Store, run: RunRecord): Promise<RunRec
  * Ends a left run `aborted` through the one finish of a run: cancelled (`cancelledBy`, or its
  * status `cancelling`), without its session, or restarted with ON_RESTART=abort. It ends with
  * the stats of `counted` (`run` with the requests it began: see countingCutRequests), and its
- * stop detail is in the turn of a request that was cut, else after its last turn.
+ * stop detail names its first call without a result, else the turn of a request that was cut,
+ * else it is after its last turn.
  */
 async function abortLeftRun(
   store: Store,
@@ -105,8 +107,15 @@ async function abortLeftRun(
         ? BY_SESSION_DELETE
         : `because ${since}, with ON_RESTART=abort`);
   const { stats } = counted;
+  // Where it stopped: at its first call without a result (as a live run's detail names the
+  // call it stopped at), else in the turn of a request that was cut, else after its last turn.
+  const stoppedAt = (await store.toolCalls.open(run.id).catch(() => []))[0];
   const cut = stats.modelCalls > run.stats.modelCalls;
-  const point = cut ? ({ phase: "in_turn", turn: stats.modelCalls } as const) : undefined;
+  const point: StopPoint | undefined = stoppedAt
+    ? { phase: "in_turn", turn: stats.modelCalls, toolCall: { id: stoppedAt.id, tool: stoppedAt.name } }
+    : cut
+      ? { phase: "in_turn", turn: stats.modelCalls }
+      : undefined;
   await finishRun({
     store,
     recorder,
