@@ -58,15 +58,28 @@ export const tooManySessions = (limit: number): AppError =>
   );
 
 /**
- * 429: the caller's key holds its maximum of open streams and waits (MAX_STREAMS_PER_KEY) on
- * this instance; one of them closing frees a slot.
+ * 429: the caller's key holds its maximum of open streams and waits (MAX_STREAMS_PER_KEY, `limit`)
+ * on this instance (scope `key`); or, for a stream opened with a stream token, the key's stream
+ * tokens hold their share of those slots (`tokenLimit`, scope `stream-token`) while the key
+ * itself may still have some free. One of them closing frees a slot.
  */
-export const tooManyStreams = (limit: number, retryAfterSeconds: number): AppError =>
+export const tooManyStreams = ({
+  limit,
+  retryAfterSeconds,
+  tokenLimit,
+}: {
+  limit: number;
+  retryAfterSeconds: number;
+  /** Set when the refused stream was opened with a stream token and the tokens' share is used up. */
+  tokenLimit?: number;
+}): AppError =>
   new AppError(
     "TOO_MANY_STREAMS",
-    `this API key already holds its maximum of ${limit} open event streams and waits (MAX_STREAMS_PER_KEY); close one and retry`,
+    tokenLimit === undefined
+      ? `this API key already holds its maximum of ${limit} open event streams and waits (MAX_STREAMS_PER_KEY); close one and retry`
+      : `the stream tokens of this API key already hold their share of its open event streams: ${tokenLimit} of MAX_STREAMS_PER_KEY=${limit}; close a stream opened with a stream token, or use the API key itself`,
     429,
-    { limit, scope: "key" },
+    tokenLimit === undefined ? { limit, scope: "key" } : { limit, scope: "stream-token", tokenLimit },
     { "retry-after": String(retryAfterSeconds) },
   );
 

@@ -28,7 +28,8 @@ export class StreamQuota {
   /**
    * Takes one of `owner`'s slots for `reply` until its response closes (the stream ended, the
    * client went away, the server stopped), or throws 429 TOO_MANY_STREAMS when `owner` holds
-   * them all (or, `byToken`: when its stream tokens' streams hold half of them). Without an
+   * them all (scope `key`), or, `byToken`, when its stream tokens' streams hold their half of
+   * them (scope `stream-token`; `limit` is `max` either way). Without an
    * owner (no keys) or a limit, nothing is counted. A reply holds at most one slot however
    * often it is asked.
    */
@@ -38,9 +39,10 @@ export class StreamQuota {
     // A response already closed will not say so again: it holds no connection to count (and
     // its stream follows nothing, see openStream).
     if (raw.closed || raw.destroyed) return;
-    if ((this.#held.get(owner) ?? 0) >= this.max) throw tooManyStreams(this.max, STREAM_RETRY_AFTER_S);
+    const retryAfterSeconds = STREAM_RETRY_AFTER_S;
+    if ((this.#held.get(owner) ?? 0) >= this.max) throw tooManyStreams({ limit: this.max, retryAfterSeconds });
     if (byToken && (this.#byTokens.get(owner) ?? 0) >= this.#tokenMax) {
-      throw tooManyStreams(this.#tokenMax, STREAM_RETRY_AFTER_S);
+      throw tooManyStreams({ limit: this.max, retryAfterSeconds, tokenLimit: this.#tokenMax });
     }
     const counts = byToken ? [this.#held, this.#byTokens] : [this.#held];
     for (const count of counts) count.set(owner, (count.get(owner) ?? 0) + 1);
