@@ -16,9 +16,11 @@ export interface ToolStart {
  * A user message made from the host's pending input (see PendingInputHook) names it: `inputId`.
  * The model's reply without tool calls is `final`: once it is committed the run ends `complete`
  * (nothing is awaited in between), so the host may store the run's end in the same write.
- * A tool result names its call's tool: `tool`. The result of a call whose approval the loop
- * stopped waiting for (the run was cancelled, or ran out of wall time, before the hook answered)
- * is `undecided`: a decision stored for the call meanwhile is the host's to announce with it.
+ * A tool result names its call's tool (`tool`) and says whether that tool ran (`ran`): a call
+ * whose start was committed has not run when the run was cancelled as the start was written.
+ * The result of a call whose approval the loop stopped waiting for (the run was cancelled, or
+ * ran out of wall time, before the hook answered) is `undecided`: a decision stored for the
+ * call meanwhile is the host's to announce with it.
  */
 export type LoopCommit =
   | {
@@ -28,6 +30,7 @@ export type LoopCommit =
       inputId?: string;
       final?: boolean;
       tool?: string;
+      ran?: boolean;
       undecided?: boolean;
     }
   | ToolStart;

@@ -116,19 +116,25 @@ export const INPUT_WITHDRAWN: PhaseStop = {
 
 /**
  * Commits a message and appends it to the history; a failed commit becomes a PhaseStop.
- * `final`: the model's reply that ends the run; `tool`: a tool result's tool; `undecided`: the
- * result of a call whose approval was not answered (see LoopCommit).
+ * `final`: the model's reply that ends the run; `tool`: a tool result's tool; `ran`: whether
+ * that tool ran; `undecided`: the result of a call whose approval was not answered (see LoopCommit).
  */
 export async function commitMessage(
   ctx: LoopContext,
   message: AgentMessage,
-  { final = false, tool, undecided = false }: { final?: boolean; tool?: string; undecided?: boolean } = {},
+  {
+    final = false,
+    tool,
+    ran,
+    undecided = false,
+  }: { final?: boolean; tool?: string; ran?: boolean; undecided?: boolean } = {},
 ): Promise<PhaseStop | null> {
   const stop = await commitItem(ctx, {
     type: "message",
     message,
     ...(final ? { final } : {}),
     ...(tool === undefined ? {} : { tool }),
+    ...(ran === undefined ? {} : { ran }),
     ...(undecided ? { undecided } : {}),
   });
   if (!stop) ctx.history.push(message);

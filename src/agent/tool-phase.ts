@@ -69,15 +69,20 @@ async function executeCalls(ctx: LoopContext, calls: readonly ToolCall[], trace:
   /** The call whose approval was not answered: the run was cancelled, or ran out of wall time, first. */
   let unanswered: string | null = null;
   const lastCall = calls.at(-1);
-  /** `inRow`: one of results committed in a row (see runToolCalls); only the turn's last reports the step. */
+  /**
+   * `durationMs`: how long the call's tool ran (absent: it did not run, whether or not its start
+   * was committed); `inRow`: one of results committed in a row (see runToolCalls), only the
+   * turn's last reports the step.
+   */
   const record = async (
     call: ToolCall,
     outcome: ToolOutcome,
-    { durationMs = 0, inRow = false }: { durationMs?: number; inRow?: boolean } = {},
+    { durationMs, inRow = false }: { durationMs?: number; inRow?: boolean } = {},
   ): Promise<PhaseStop | null> => {
     const message = toolResultMessage({ id: ctx.newId(), toolCallId: call.id, outcome, durationMs });
     trace.add(traceOf(call, message), !inRow || call === lastCall);
-    return commitMessage(ctx, message, { tool: call.name, undecided: call.id === unanswered });
+    const ran = durationMs !== undefined;
+    return commitMessage(ctx, message, { tool: call.name, ran, undecided: call.id === unanswered });
   };
   /** Gives every call from `index` on the same kind of closing result. */
   const closeFrom = async (index: number, outcome: () => ToolOutcome): Promise<PhaseStop | null> => {
@@ -223,14 +228,14 @@ async function executeCalls(ctx: LoopContext, calls: readonly ToolCall[], trace:
   return null;
 
   /**
-   * Law 8: the current call gets a generic failure (with `durationMs`, how long it ran when it
-   * started), later ones "not executed".
+   * Law 8: the current call gets a generic failure (with `durationMs`, how long its tool ran;
+   * absent: it did not run), later ones "not executed".
    */
   async function failAt(
     index: number,
     message: string,
     told: { hint?: string } = {},
-    durationMs = 0,
+    durationMs?: number,
   ): Promise<PhaseStop> {
     const call = calls[index] as ToolCall;
     const stop =

@@ -20,7 +20,11 @@ export interface ModelRequestFact {
   errorMessage: string | null;
 }
 
-/** One tool call's result (every call gets one); `executed`: its tool ran (its start was committed). */
+/**
+ * One tool call's result (every call gets one); `executed`: its tool ran (its start was committed
+ * here, and its result does not say it did not run). `startedAt`: its tool's start, else its
+ * result's time; `durationMs`: how long its tool ran (0 when it did not).
+ */
 export interface ToolResultFact {
   runId: string;
   sessionId: string | null;
@@ -56,8 +60,8 @@ interface RunState {
   sessionId: string | null;
   /** Turns whose `turn.started` was seen and whose model request is not yet reported. */
   turnStarts: Map<number, number>;
-  /** The tools of the results of the write being digested, by call (see RunChange `message`). */
-  toolNames: Map<string, string>;
+  /** The results of the write being digested, by call: their tool, and whether it ran (see RunChange `message`). */
+  results: Map<string, { tool: string; ran: boolean | undefined }>;
   toolStarts: Map<string, number>;
   /** A failed model request, reported with the run's end (which it causes) and its error code. */
   failedRequest: ModelRequestFact | null;
@@ -114,7 +118,7 @@ export class RunDigest implements RunObserver {
       state = {
         sessionId: batch.run?.sessionId ?? null,
         turnStarts: new Map(),
-        toolNames: new Map(),
+        results: new Map(),
         toolStarts: new Map(),
         failedRequest: null,
       };
@@ -128,7 +132,7 @@ export class RunDigest implements RunObserver {
     for (const change of batch.changes) {
       if (change.kind === "step") this.#step(runId, state, change.step);
       else if (change.kind === "message" && change.message.role === "tool" && change.tool !== undefined) {
-        state.toolNames.set(change.message.toolCallId, change.tool);
+        state.results.set(change.message.toolCallId, { tool: change.tool, ran: change.ran });
       }
     }
     for (const event of batch.events) this.#event(state, event);
@@ -201,18 +205,20 @@ export class RunDigest implements RunObserver {
     const { message } = event;
     if (message.role !== "tool") return;
     const id = message.toolCallId;
-    const started = state.toolStarts.get(id);
+    const result = state.results.get(id);
+    // A call started (cancelled as its start was written) may not have run: its result says so.
+    const started = result?.ran === false ? undefined : state.toolStarts.get(id);
     const fact: ToolResultFact = {
       runId: event.runId,
       sessionId: message.sessionId,
       toolCallId: id,
-      tool: state.toolNames.get(id) ?? "unknown",
+      tool: result?.tool ?? "unknown",
       outcome: message.isError ? (message.metadata.errorCode ?? "error") : "ok",
       executed: started !== undefined,
       startedAt: started ?? Date.parse(message.createdAt),
       durationMs: started !== undefined ? message.metadata.durationMs : 0,
     };
-    state.toolNames.delete(id);
+    state.results.delete(id);
     state.toolStarts.delete(id);
     this.#tell("toolResult", fact);
   }

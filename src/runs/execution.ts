@@ -97,6 +97,7 @@ function commit(store: Store, live: LiveRun, item: LoopCommit, stats: RunStats):
   // A result that changed the plan announces the plan in the same write.
   const also = {
     tool: item.tool,
+    ran: item.ran,
     changes,
     events: item.plan ? [{ type: "plan.updated" as const, plan: item.plan }] : [],
   };

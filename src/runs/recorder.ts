@@ -242,14 +242,18 @@ export class RunRecorder {
 
   /**
    * Writes a message and its `message` event in one transaction, with `also`: the changes it
-   * brings (its stats), the events it causes after it (a plan's update), a tool result's `tool`.
+   * brings (its stats), the events it causes after it (a plan's update), a tool result's `tool`
+   * and whether it ran (`ran`).
    */
-  commitMessage(message: AgentMessage, also: Partial<WriteBatch> & { tool?: string } = {}): Promise<StoredMessage> {
+  commitMessage(
+    message: AgentMessage,
+    also: Partial<WriteBatch> & { tool?: string; ran?: boolean } = {},
+  ): Promise<StoredMessage> {
     let stored: StoredMessage | undefined;
     return this.write((stamp) => {
       stored = stamp(message);
       return {
-        changes: [{ kind: "message", message: stored, tool: also.tool }, ...(also.changes ?? [])],
+        changes: [{ kind: "message", message: stored, tool: also.tool, ran: also.ran }, ...(also.changes ?? [])],
         events: [{ type: "message", message: stored }, ...(also.events ?? [])],
       };
     }).then(() => stored as StoredMessage);

@@ -19,13 +19,13 @@ export async function commitUndecidedResult(
   store: Store,
   live: LiveRun,
   message: ToolMessage,
-  also: { tool?: string } & WriteBatch,
+  also: { tool?: string; ran?: boolean } & WriteBatch,
 ): Promise<void> {
   const write = (undecided: boolean, announce: RunEventBody[]) =>
     live.recorder.write((stamp) => {
       const stored = stamp(message);
       return {
-        changes: [{ kind: "message", message: stored, tool: also.tool, undecided }, ...also.changes],
+        changes: [{ kind: "message", message: stored, tool: also.tool, ran: also.ran, undecided }, ...also.changes],
         events: [...announce, { type: "message", message: stored }, ...also.events],
       };
     });

@@ -14,12 +14,14 @@ export type RunChange =
   /**
    * A committed message; an assistant message's calls enter the ledger as proposed, a tool result
    * finishes its call. A tool result's change names its call's tool (`tool`, the name the model
-   * gave, as the ledger holds it): what observers of the write count it under. A result that
+   * gave, as the ledger holds it): what observers of the write count it under; one the loop wrote
+   * says whether that tool ran (`ran`; absent on the results a run's end or a recovery closes
+   * calls with): a call whose start was stored may not have run. A result that
    * closes a call its run holds `undecided` (its approval was being waited for when the run was
    * cancelled or ran out of time) is refused (StoreConflictError `decided`) when the ledger
    * holds a decision for the call: one stored meanwhile, which the writer announces with it.
    */
-  | { kind: "message"; message: StoredMessage; tool?: string; undecided?: boolean }
+  | { kind: "message"; message: StoredMessage; tool?: string; ran?: boolean; undecided?: boolean }
   | { kind: "toolCall.awaitingApproval"; toolCallId: string; reason: string; at: string }
   /**
    * Refused (StoreConflictError `decided`) when the call was already decided or is past

@@ -43,6 +43,8 @@ export class Harness {
   readonly events: HarnessEvent[] = [];
   /** The plans committed messages carried (a plan tool's result), in order. */
   readonly plans: Plan[] = [];
+  /** Whether each committed tool result's tool ran, as the loop said it (LoopCommit `ran`), by call. */
+  readonly ran = new Map<string, boolean | undefined>();
   readonly log: string[];
   readonly history: AgentMessage[];
 
@@ -75,6 +77,7 @@ export class Harness {
         this.log.push(`commit:${message.role}`);
         await o.onCommit?.(message, this.commitCalls);
         this.committed.push(structuredClone(message));
+        if (message.role === "tool") this.ran.set(message.toolCallId, item.ran);
         if (item.plan) this.plans.push(structuredClone(item.plan));
       },
       emit: (event) => {

@@ -22,5 +22,22 @@ describe("a tool cancelled while its start is written", () => {
     expect(h.resultOf("c1").metadata.errorCode).toBe("ABORTED");
     expect(h.resultOf("c1").content).toContain("aborted before execution");
     expect(result.stats.toolCalls).toBe(0);
+    // Its result says so: observers count no execution of it.
+    expect(h.ran.get("c1")).toBe(false);
+  });
+
+  it("a tool that ran says so with its result; a call denied does not", async () => {
+    const echo = testTool({ name: "echo" });
+    const h = new Harness({
+      tools: [echo],
+      steps: [
+        { toolCalls: [toolCall("c1", "echo", { text: "a" }), toolCall("c2", "echo", { text: "b" })] },
+        { text: "done" },
+      ],
+      beforeToolCall: async ({ toolCall }) => (toolCall.id === "c1" ? { decision: "approve" } : { decision: "deny" }),
+    });
+    await h.run();
+    expect(echo.executions).toHaveLength(1);
+    expect([h.ran.get("c1"), h.ran.get("c2")]).toEqual([true, false]);
   });
 });

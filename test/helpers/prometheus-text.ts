@@ -50,6 +50,8 @@ export class Exposition {
   /** A histogram's count and sum (0 when no series has these labels); its +Inf bucket must be its count. */
   histogram(name: string, labels: Record<string, string> = {}): { count: number; sum: number } {
     if (this.type(name) !== "HISTOGRAM") throw new Error(`${name} is not a histogram`);
+    // One never observed has no series at all.
+    if (this.histogramSeries(name) === 0) return { count: 0, sum: 0 };
     const count = this.value(`${name}_count`, labels);
     if (this.value(`${name}_bucket`, { ...labels, le: "+Inf" }) !== count) {
       throw new Error(`${name}: the +Inf bucket is not the count`);

@@ -3,7 +3,7 @@ import { emptyStats } from "../../src/agent/stats.js";
 import type { RunView } from "../../src/domain/run.js";
 import type { RunEvent } from "../../src/domain/run-events.js";
 import type { CommittedBatch } from "../../src/observability/observer.js";
-import { RunDigest, type RunFacts } from "../../src/observability/run-digest.js";
+import { RunDigest, type RunFacts, type ToolResultFact } from "../../src/observability/run-digest.js";
 import type { RunRecord } from "../../src/store/runs.js";
 
 const batch = (events: readonly unknown[]): CommittedBatch => ({
@@ -150,6 +150,43 @@ describe("the run digest's sinks", () => {
       ],
     });
     expect(results).toEqual(["shell INTERRUPTED", "write_file DENIED"]);
+  });
+
+  it("a call whose start was committed is a tool execution unless its result says its tool did not run", () => {
+    const facts: ToolResultFact[] = [];
+    const digest = new RunDigest([{ toolResult: (fact) => facts.push(fact) }]);
+    const startedAt = new Date(1_000).toISOString();
+    const resultAt = new Date(5_000).toISOString();
+    const result = (toolCallId: string, errorCode: string | null) =>
+      ({
+        id: `msg_${toolCallId}`,
+        role: "tool",
+        toolCallId,
+        content: "x",
+        isError: errorCode !== null,
+        metadata: { errorCode, retryable: false, durationMs: errorCode ? 0 : 40, outputChars: 1, truncated: false },
+        sessionId: "ses_1",
+        runId: "run_a",
+        seq: 3,
+        createdAt: resultAt,
+      }) as const;
+    const call = (toolCallId: string, errorCode: string | null, ran: boolean) => {
+      const message = result(toolCallId, errorCode);
+      digest.committed(batch([{ type: "tool.started", runId: "run_a", seq: 1, at: startedAt, toolCallId }]));
+      digest.committed({
+        ...batch([{ type: "message", runId: "run_a", seq: 2, at: resultAt, message }]),
+        changes: [{ kind: "message", message, tool: "list_files", ran }],
+      });
+    };
+    call("call_ran", null, true);
+    // Cancelled while its start was written: closed ABORTED without running.
+    call("call_unrun", "ABORTED", false);
+    expect(
+      facts.map(({ toolCallId, executed, startedAt, durationMs }) => ({ toolCallId, executed, startedAt, durationMs })),
+    ).toEqual([
+      { toolCallId: "call_ran", executed: true, startedAt: 1_000, durationMs: 40 },
+      { toolCallId: "call_unrun", executed: false, startedAt: 5_000, durationMs: 0 },
+    ]);
   });
 
   it("a write that was not stored is told as committed only: nothing of it is digested", () => {
