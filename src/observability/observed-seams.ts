@@ -4,6 +4,7 @@ import { EventHub } from "../runs/event-hub.js";
 import { isConflict } from "../store/errors.js";
 import type { Store, StoredEvent } from "../store/store.js";
 import type { CommittedBatch, RunObserver } from "./observer.js";
+import { endStoredAfterAll } from "./unanswered-end.js";
 
 /**
  * When a write's commit ended (performance.now()), kept on the array of stored events it
@@ -14,6 +15,18 @@ import type { CommittedBatch, RunObserver } from "./observer.js";
 type CommitTimes = ObjectSlot<readonly StoredEvent[], number | undefined>;
 
 const elapsed = (since: number): number => (performance.now() - since) / 1000;
+
+/**
+ * What the observed writes share: the store they go to, the observer, their commit times, and
+ * the read-backs in flight of writes holding a run's end that got no answer, by run (see
+ * observeWrite): a run's leaving is told once its read-back is told.
+ */
+interface Seams {
+  store: Store;
+  observer: RunObserver;
+  times: CommitTimes;
+  readBacks: Map<string, Promise<void>>;
+}
 
 /** Reports to the observer; what it throws never reaches the write it observes. */
 function report<K extends keyof RunObserver>(
@@ -31,14 +44,12 @@ function report<K extends keyof RunObserver>(
 /**
  * Observes one write: `write`'s promise is returned as it is (no extra step on the commit
  * path), and the report runs in a reaction registered before the caller's, so the commit's end
- * is noted before the caller publishes its events.
+ * is noted before the caller publishes its events. A write holding its run's end that got no
+ * answer is reported once its run is read back (see endStoredAfterAll): `ok` when it stored
+ * the end (the run's end committed here, whoever else reads it), else `error`.
  */
-function observeWrite(
-  write: Promise<StoredEvent[]>,
-  batch: CommittedBatch,
-  observer: RunObserver,
-  times: CommitTimes,
-): Promise<StoredEvent[]> {
+function observeWrite(write: Promise<StoredEvent[]>, batch: CommittedBatch, seams: Seams): Promise<StoredEvent[]> {
+  const { observer, times, readBacks } = seams;
   const started = performance.now();
   write.then(
     (stored) => {
@@ -48,9 +59,23 @@ function observeWrite(
       report(observer, "committed", batch);
     },
     (err: unknown) => {
-      batch.outcome = isConflict(err) ? "conflict" : "error";
       batch.seconds = elapsed(started);
-      report(observer, "committed", batch);
+      const { runId } = batch;
+      const readBack =
+        runId === null ? null : endStoredAfterAll({ store: seams.store, runId, changes: batch.changes, err });
+      if (runId === null || !readBack) {
+        batch.outcome = isConflict(err) ? "conflict" : "error";
+        report(observer, "committed", batch);
+        return;
+      }
+      const told = readBack.then((endStored) => {
+        batch.outcome = endStored ? "ok" : "error";
+        report(observer, "committed", batch);
+      });
+      readBacks.set(runId, told);
+      void told.then(() => {
+        if (readBacks.get(runId) === told) readBacks.delete(runId);
+      });
     },
   );
   return write;
@@ -64,8 +89,7 @@ function observeWrite(
  */
 function observeStart(
   start: ReturnType<Store["runs"]["startQueued"]>,
-  observer: RunObserver,
-  times: CommitTimes,
+  { observer, times }: Seams,
 ): ReturnType<Store["runs"]["startQueued"]> {
   const began = performance.now();
   start.then(
@@ -107,7 +131,8 @@ function observeStart(
  * The store with its run writes (`runs.create`, `runs.startQueued`, `commitRun`) timed and
  * reported to `observer`; everything else (their options and fences too) passes through untouched.
  */
-function observedStore(store: Store, observer: RunObserver, times: CommitTimes): Store {
+function observedStore(seams: Seams): Store {
+  const { store } = seams;
   return {
     ...store,
     runs: {
@@ -116,18 +141,16 @@ function observedStore(store: Store, observer: RunObserver, times: CommitTimes):
         observeWrite(
           store.runs.create(run, events, options),
           { runId: run.id, operation: "create_run", run, changes: [], events, outcome: "ok", seconds: 0 },
-          observer,
-          times,
+          seams,
         ),
       startQueued: (sessionId, at, lease, options) =>
-        observeStart(store.runs.startQueued(sessionId, at, lease, options), observer, times),
+        observeStart(store.runs.startQueued(sessionId, at, lease, options), seams),
     },
     commitRun: (runId, changes, events, fence) =>
       observeWrite(
         store.commitRun(runId, changes, events, fence),
         { runId, operation: "commit_run", changes, events, outcome: "ok", seconds: 0 },
-        observer,
-        times,
+        seams,
       ),
   };
 }
@@ -160,16 +183,22 @@ class ObservedEventHub extends EventHub {
 
 /**
  * The store and the event hub every run goes through, reporting to `observer`, and `left`: to
- * be told each time this process stops executing a run (see RunObserver.left).
+ * be told each time this process stops executing a run (see RunObserver.left), reported after
+ * the outcome of a write of the run being read back (see observeWrite).
  */
 export function observedSeams(
   store: Store,
   observer: RunObserver,
 ): { store: Store; hub: EventHub; left: (runId: string) => void } {
   const times: CommitTimes = new ObjectSlot("commit time");
+  const seams: Seams = { store, observer, times, readBacks: new Map() };
   return {
-    store: observedStore(store, observer, times),
+    store: observedStore(seams),
     hub: new ObservedEventHub(observer, times),
-    left: (runId) => report(observer, "left", { runId }),
+    left: (runId) => {
+      const readBack = seams.readBacks.get(runId);
+      if (readBack) void readBack.then(() => report(observer, "left", { runId }));
+      else report(observer, "left", { runId });
+    },
   };
 }

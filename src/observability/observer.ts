@@ -5,7 +5,8 @@ import type { RunChange } from "../store/store.js";
 /**
  * How a write ended: `ok` (stored), `conflict` (refused by a rule of the data, a
  * StoreConflictError such as a busy session or a lost lease: the database worked), `error`
- * (failed: nothing, or not known what, was stored).
+ * (failed: nothing, or not known what, was stored). A write holding its run's end that got no
+ * answer is `ok` when its run, read back, holds that end.
  */
 export type CommitOutcome = "ok" | "conflict" | "error";
 
@@ -47,8 +48,9 @@ export interface RunObserver {
   delivered(delivery: Delivery): void;
   /**
    * This process no longer executes the run: its end was committed here, or it was given up
-   * (stopped by a shutdown, its lease lost to another instance, a write's outcome unknown) for
-   * another instance or the next start to continue. What is kept of a run given up is dropped.
+   * (stopped by a shutdown, its lease lost to another instance, a write's outcome unknown: told
+   * after that write, once it is read back) for another instance or the next start to continue.
+   * What is kept of a run given up is dropped.
    */
   left(fact: { runId: string }): void;
 }

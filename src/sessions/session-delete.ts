@@ -2,24 +2,12 @@ import { setTimeout as delay } from "node:timers/promises";
 import { AppError, sessionRunNotEnded } from "../errors.js";
 import { BY_SESSION_DELETE } from "../runs/live-run.js";
 import type { RunManager } from "../runs/run-manager.js";
-import { isConflict, StorageError } from "../store/errors.js";
+import { isConflict } from "../store/errors.js";
 import type { Store } from "../store/store.js";
+import { outcomeOf } from "../store/write-outcome.js";
 
 /** Store deletes refused for an unfinished run before a DELETE gives up (backing off 20 to 640 ms between them: 1.3 s in all). */
 const DELETE_ATTEMPTS = 7;
-
-/**
- * Whether a write that failed was done after all: `not done` for a failure that says so;
- * for one whose outcome is unknown (its answer lost after it was sent), as `done` reads it
- * back, or `unknown` when that read fails too.
- */
-export async function outcomeOf(err: unknown, done: () => Promise<boolean>): Promise<"done" | "not done" | "unknown"> {
-  if (!(err instanceof StorageError && err.outcomeUnknown)) return "not done";
-  return done().then(
-    (yes) => (yes ? "done" : "not done"),
-    () => "unknown",
-  );
-}
 
 /** Awaits `ending`; its NOT_FOUND for run `runId` counts as the run's end (gone: deleted with its session by another delete). */
 async function unlessGone({ runId, ending }: { runId: string; ending: Promise<unknown> }): Promise<void> {

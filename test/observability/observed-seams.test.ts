@@ -1,19 +1,28 @@
 import { describe, expect, it } from "vitest";
+import { emptyStats } from "../../src/agent/stats.js";
 import { observedSeams } from "../../src/observability/observed-seams.js";
 import type { CommittedBatch, Delivery } from "../../src/observability/observer.js";
 import { cancelRequested, ownerRunsFull, StorageError } from "../../src/store/errors.js";
-import type { Store, StoredEvent } from "../../src/store/store.js";
+import type { RunChange, Store, StoredEvent } from "../../src/store/store.js";
+
+/** When run_unanswered's end was stored. */
+const STORED_END = "2024-01-01T00:00:01.000Z";
 
 /**
  * A store whose commits resolve with a new array of the events given, as both stores do; run_refused's
  * are refused by a rule of the data, run_failed's fail; so are the starts of the queues of ses_refused
- * and ses_failed.
+ * and ses_failed. run_unanswered's commits get no answer (their outcome unknown); read back (once
+ * `readBack` resolves), it is finished at STORED_END.
  */
-function fakeStore(): Store {
+function fakeStore({ readBack = Promise.resolve() }: { readBack?: Promise<void> } = {}): Store {
   const stored = (events: readonly { runId: string; seq: number; type: string }[]): StoredEvent[] =>
     events.map((e) => ({ seq: e.seq, type: e.type, data: JSON.stringify(e) }));
   return {
     runs: {
+      get: async (id: string) => {
+        await readBack;
+        return id === "run_unanswered" ? { id, status: "finished", finishedAt: STORED_END } : null;
+      },
       // Session ses_q has run_q queued; any other session, nothing.
       startQueued: async (sessionId: string, at: string) => {
         if (sessionId === "ses_refused") throw ownerRunsFull({ owner: "key", max: 1 });
@@ -30,6 +39,9 @@ function fakeStore(): Store {
     commitRun: async (runId: string, _changes: unknown, events: never[]) => {
       if (runId === "run_refused") throw cancelRequested(runId);
       if (runId === "run_failed") throw new StorageError("io", "disk I/O error");
+      if (runId === "run_unanswered") {
+        throw new StorageError("unavailable", "Connection terminated unexpectedly", { outcomeUnknown: true });
+      }
       return stored(events);
     },
   } as unknown as Store;
@@ -103,6 +115,45 @@ describe("the store and hub every run goes through, observed", () => {
       ["run_refused", "conflict"],
       ["run_failed", "error"],
     ]);
+  });
+
+  it("a write holding its run's end that got no answer is told once read back: ok when the run holds that end; the run leaves after", async () => {
+    const told: string[] = [];
+    let read = () => {};
+    const readBack = new Promise<void>((resolve) => {
+      read = resolve;
+    });
+    const { store, left } = observedSeams(fakeStore({ readBack }), {
+      committed: ({ runId, outcome }) => told.push(`committed ${runId} ${outcome}`),
+      delivered: () => {},
+      left: ({ runId }) => told.push(`left ${runId}`),
+    });
+    const end = (finishedAt: string) =>
+      ({
+        kind: "finish",
+        stopReason: "complete",
+        stopDetail: null,
+        error: null,
+        stats: emptyStats(),
+        finishedAt,
+      }) as const;
+    const write = (changes: RunChange[]) =>
+      expect(store.commitRun("run_unanswered", changes, [event("run_unanswered", 1)])).rejects.toThrow("terminated");
+    await write([end(STORED_END)]);
+    // Given up here while its write is read back: told after it.
+    left("run_unanswered");
+    expect(told).toEqual([]);
+    read();
+    await expect.poll(() => told).toEqual(["committed run_unanswered ok", "left run_unanswered"]);
+
+    // An end the run does not hold (another was stored) was not stored by this write.
+    told.length = 0;
+    await write([end("2024-01-01T00:00:02.000Z")]);
+    await expect.poll(() => told).toEqual(["committed run_unanswered error"]);
+    // A write holding no end is told at once, read back by nobody.
+    told.length = 0;
+    await write([]);
+    expect(told).toEqual(["committed run_unanswered error"]);
   });
 
   it("a queued run's start is a commit of the run with its run.started, delivered like any other", async () => {
