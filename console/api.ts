@@ -7,14 +7,25 @@ export const key = {
   clear: () => sessionStorage.removeItem(KEY_STORAGE),
 };
 
-/** The server's refusal: its status, and its error's code and message (see openapi.yaml). */
+/**
+ * The server's refusal: its status, and its error's code, message and details (see openapi.yaml;
+ * `details` is empty when the error has none, or the reply is no API JSON).
+ */
 export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
+  readonly status: number;
+  readonly code: string;
+  readonly details: Record<string, unknown>;
+
+  constructor({
+    status,
+    code,
+    message,
+    details = {},
+  }: { status: number; code: string; message: string; details?: Record<string, unknown> }) {
     super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
   }
 }
 
@@ -52,11 +63,29 @@ export async function api(
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   const json = parsed(text);
-  const error = (json as { error?: { code?: string; message?: string } } | null)?.error;
-  if (!res.ok) throw new HttpError(res.status, error?.code ?? "HTTP", error?.message ?? httpWords(res));
+  const error = (json as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error;
+  if (!res.ok) {
+    const details = error?.details;
+    throw new HttpError({
+      status: res.status,
+      code: error?.code ?? "HTTP",
+      message: error?.message ?? httpWords(res),
+      details: typeof details === "object" && details !== null ? (details as Record<string, unknown>) : {},
+    });
+  }
   // A page that is not the API's JSON (a proxy's, a login page's) is no answer either.
-  if (json === NOT_JSON) throw new HttpError(res.status, "NOT_JSON", `${httpWords(res)}, not JSON`);
+  if (json === NOT_JSON)
+    throw new HttpError({ status: res.status, code: "NOT_JSON", message: `${httpWords(res)}, not JSON` });
   return json;
+}
+
+/**
+ * Whether a request failed without the server's answer: no reply reached the page (the
+ * connection failed or dropped: the request may have been taken all the same), or a 5xx that
+ * is not the API's error (a proxy's 502 page: the server may have taken it before).
+ */
+export function unanswered(err: unknown): boolean {
+  return !(err instanceof HttpError) || (err.code === "HTTP" && err.status >= 500);
 }
 
 /** An error as the header shows it: the server's code and words, else the error's own. */

@@ -1,13 +1,13 @@
-import { api, errorText, HttpError, key, newIdempotencyKey } from "./api.js";
+import { api, errorText, HttpError, key, unanswered } from "./api.js";
 import { removeApproval, showApproval } from "./approvals.js";
 import { $, status } from "./dom.js";
 import { showCut, showMessage } from "./history.js";
 import { LiveText } from "./live-text.js";
 import { nextRunOf } from "./next-run.js";
-import { readPages } from "./pages.js";
 import { isSessionId, runPath, sessionPath } from "./paths.js";
+import { SendKey } from "./send-key.js";
+import { readSnapshot, type Snapshot } from "./session-snapshot.js";
 import { SessionList } from "./sessions.js";
-import type { Message } from "./types.js";
 import { watchRun } from "./watch-run.js";
 
 let current: string | null = null;
@@ -51,18 +51,15 @@ let loads = 0;
 let view = 0;
 
 /**
- * Shows session `id` once its record and history are read; until then the view stays as it
- * was, and so it stays when they cannot be read (the error is shown).
+ * Shows session `id` once its record and history are read (as one moment: see readSnapshot);
+ * until then the view stays as it was, and so it stays when they cannot be read (the error is
+ * shown).
  */
 async function openSession(id: string): Promise<void> {
   const load = ++loads;
-  let session: { activeRunId: string | null };
-  let messages: Awaited<ReturnType<typeof readPages<Message>>>;
+  let snapshot: Snapshot;
   try {
-    session = await api("GET", sessionPath(id));
-    // The history without the active run's messages: its events replay those, from the first.
-    // Newest first, so that a history longer than the console reads shows its latest messages.
-    messages = await readPages<Message>(sessionPath(id, "/messages?order=newest"));
+    snapshot = await readSnapshot(id);
   } catch (err) {
     if (load === loads) status(`${id}: ${errorText(err)}`);
     return;
@@ -80,9 +77,9 @@ async function openSession(id: string): Promise<void> {
   $("approvals").replaceChildren();
   $("run-state").textContent = "";
   live.reset(false);
-  activeRun = session.activeRunId;
-  for (const message of messages.items.reverse()) if (message.runId !== activeRun) showMessage(message);
-  if (messages.cursor !== null) showCut(messages.items.length);
+  activeRun = snapshot.activeRunId;
+  for (const message of snapshot.messages) showMessage(message);
+  if (snapshot.cutAt !== null) showCut(snapshot.cutAt);
   if (activeRun) watch(activeRun);
   showBusy();
   await showSessions().catch((err) => status(errorText(err)));
@@ -183,25 +180,43 @@ $("new-session").onclick = async () => {
     status(errorText(err));
   }
 };
-// One start per submission: Send is off until it is answered, and a retry of the request
-// (the browser's own, on a connection that closed) starts nothing twice under its key.
+const sendKey = new SendKey();
+
+/** Shows run `runId` as the view's active run, watched from its first event. */
+function follow(runId: string): void {
+  $("run-state").textContent = "";
+  activeRun = runId;
+  watch(runId);
+}
+
+// One start per submission: Send is off until it is answered, and a retry of the request (the
+// browser's own, on a connection that closed, or Send again after no answer came) starts
+// nothing twice under its key (SendKey). Refused because a run started elsewhere is active
+// (409 SESSION_BUSY naming it), the view follows that run; the prompt stays, to send after it.
 $("prompt-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   if (!current || posting === view) return;
   const mine = view;
   const input = $<HTMLTextAreaElement>("prompt").value;
+  const sent = { view: mine, input, key: sendKey.keyFor({ view: mine, input }) };
   posting = mine;
   showBusy();
   try {
-    const headers = { "idempotency-key": newIdempotencyKey() };
+    const headers = { "idempotency-key": sent.key };
     const run = await api("POST", sessionPath(current, "/runs"), { input }, { headers });
+    sendKey.answered(mine);
     if (mine !== view) return; // another session was opened meanwhile: the run is in its own
     $<HTMLTextAreaElement>("prompt").value = "";
-    $("run-state").textContent = "";
-    activeRun = run.id;
-    watch(run.id);
+    follow(run.id);
   } catch (err) {
-    status(errorText(err));
+    const lost = unanswered(err);
+    if (lost) sendKey.keep(sent);
+    else sendKey.answered(mine);
+    if (lost && mine === view)
+      status(`no answer to Send (${errorText(err)}): the run may have started; Send again gets it, never a second`);
+    else status(errorText(err));
+    const busyWith = err instanceof HttpError && err.code === "SESSION_BUSY" ? err.details.runId : undefined;
+    if (mine === view && typeof busyWith === "string" && busyWith !== activeRun) follow(busyWith);
   } finally {
     if (posting === mine) posting = null;
     if (mine === view) showBusy();
