@@ -177,10 +177,11 @@ export function runStore(db: Db) {
     `UPDATE runs SET status = @status, cancel_requested_by = coalesce(cancel_requested_by, @by)
      WHERE id = @id AND status <> 'finished' AND (cancel_requested_at IS NULL OR @status = 'cancelling')`,
   );
-  // The first request's time and words are kept (the right side reads the row as it was).
+  // The first request's time and words are kept, or the cause a cancel where the run executes
+  // stored first (the right side reads the row as it was).
   const requestCancel = db.prepare(
     `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, @at),
-       cancel_requested_by = coalesce(cancel_requested_by, @by)
+       cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN coalesce(cancel_requested_by, @by) ELSE cancel_requested_by END
      WHERE id = @id AND status <> 'finished'`,
   );
   const cancelRequested = db.prepare(

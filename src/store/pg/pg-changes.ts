@@ -132,9 +132,11 @@ export function changeStatements(runId: string, change: RunChange): Statement[] 
     case "cancelRequested":
       return [
         {
-          // The first request's time and words are kept (the right side reads the row as it was).
+          // The first request's time and words are kept, or the cause a cancel where the run executes
+          // stored first (the right side reads the row as it was).
           text: `UPDATE runs SET status = 'cancelling', cancel_requested_at = coalesce(cancel_requested_at, $1),
-                   cancel_requested_by = coalesce(cancel_requested_by, $3::text)
+                   cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN coalesce(cancel_requested_by, $3::text)
+                                         ELSE cancel_requested_by END
                  WHERE id = $2 AND status <> 'finished'`,
           values: [change.at, runId, change.by ?? null],
         },
