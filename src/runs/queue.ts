@@ -207,9 +207,11 @@ export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<
   const settings = input.settings ?? {
     approval: askingAll(from.approval, (await deps.store.sessions.get(from.sessionId))?.approval),
   };
-  // An id of its own time (a keyed steer's input id is a hash: the run would sort first in lists).
-  const record = { ...runLike(from, input.content), ...settings, idempotencyKey: leftInputKey(input.id) };
-  const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: record.createdAt };
+  // An id of its own time (a keyed steer's input id is a hash: the run would sort first in lists),
+  // created when its input was steered: the queue (oldest first) runs it before a run queued after that.
+  const made = runLike(from, input.content);
+  const record = { ...made, ...settings, idempotencyKey: leftInputKey(input.id), createdAt: input.createdAt };
+  const queued = { type: "run.queued" as const, runId: record.id, seq: 1, at: made.createdAt };
   try {
     deps.hub.publish(record.id, await deps.store.runs.create(record, [queued], { takesInput: input.id }));
   } catch (err) {
@@ -217,4 +219,19 @@ export async function queueLeftInput(deps: QueueDeps, input: RunInput): Promise<
     throw err;
   }
   return record;
+}
+
+/**
+ * Queues as new runs (see queueLeftInput) the steered inputs finished run `runId` left, in the
+ * order they were steered (Store.inputs.leftOn), whoever waits for them: the run's end, and a
+ * steer request seeing the run ended (either may come first; each input makes one run, and one
+ * queued after an input steered before it is queued first). Resolves with how many it queued.
+ */
+export async function queueInputsLeftOn(deps: QueueDeps, runId: string): Promise<number> {
+  let queued = 0;
+  for (const id of await deps.store.inputs.leftOn(runId)) {
+    const input = await deps.store.inputs.left(id);
+    if (input && (await queueLeftInput(deps, input))) queued++;
+  }
+  return queued;
 }

@@ -6,9 +6,8 @@ import type { ClaimedRun, RunRecord, Store } from "../store/store.js";
 import type { EventHub } from "./event-hub.js";
 import { closeOpenCalls, finishRun } from "./finish.js";
 import { BY_DELETE, BY_SESSION_DELETE } from "./live-run.js";
-import { queueLeftInput } from "./queue.js";
+import { queueInputsLeftOn, queueLeftInput } from "./queue.js";
 import { RunRecorder } from "./recorder.js";
-import type { LiveRuns } from "./registry.js";
 import type { RunManager } from "./run-manager.js";
 import { abortedDetail } from "./stop-details.js";
 
@@ -178,30 +177,21 @@ export async function recoverRun(
 }
 
 /**
- * Queues as new runs (see queueLeftInput) the steered input run `runId` ended without, once it
- * has finished: whatever ends a run here calls this, so input whose steer request is gone (a
- * restart) is not left on the run. Input a steer request of this process waits for is left to
- * that request (`registry`); one waiting elsewhere may find its input queued here (each input
- * makes one run, whichever queues it first: see startOfInput). Never rejects: a failure is logged, and the input is queued by the
- * next start-up (or, over a shared database, reaper pass: see settleQueues). Resolves with how
- * many inputs it queued.
+ * Queues as new runs the steered input run `runId` ended without, once it has finished, in the
+ * order it was steered (see queueInputsLeftOn): whatever ends a run here calls this, before the
+ * session's queue moves on, also for input a steer request still waits for (that request answers
+ * with the run made of it). Never rejects: a failure is logged, and the input is queued by the
+ * request that waits for it, or the next start-up (or, over a shared database, reaper pass: see
+ * settleQueues). Resolves with how many inputs it queued.
  */
 export async function queueInputsLeftBy(
-  deps: Pick<RecoveryDeps, "store" | "hub" | "logger"> & { registry?: LiveRuns },
+  deps: Pick<RecoveryDeps, "store" | "hub" | "logger">,
   runId: string,
 ): Promise<number> {
-  const { store, hub, logger } = deps;
   try {
-    let queued = 0;
-    for (const id of await store.inputs.leftOn(runId)) {
-      // Its steer request waits here: that request makes the run of it (see InputWaits).
-      if (deps.registry?.inputWaits.has(id)) continue;
-      const input = await store.inputs.left(id);
-      if (input && (await queueLeftInput({ store, hub }, input))) queued++;
-    }
-    return queued;
+    return await queueInputsLeftOn(deps, runId);
   } catch (err) {
-    logger.error({ err, runId }, "could not queue the steered input a run ended without");
+    deps.logger.error({ err, runId }, "could not queue the steered input a run ended without");
     return 0;
   }
 }

@@ -1,6 +1,5 @@
 import type { RunView } from "../domain/run.js";
 import { StringTable } from "../string-table.js";
-import { InputWaits } from "./input-waits.js";
 import type { LiveRun } from "./live-run.js";
 
 /**
@@ -37,8 +36,6 @@ export class LiveRuns {
   readonly #starting = new StringTable<{ cancelledBy: string | null }>();
   /** Who waits for a run to be executed here (see whenLive), by run id. */
   readonly #awaited = new StringTable<Set<(live: LiveRun) => void>>();
-  /** The steered inputs steer requests here wait for. */
-  readonly inputWaits = new InputWaits();
   /** Slots taken by admissions still writing their run. */
   #reserved = 0;
   /** The handovers of runs still registered here (see handOver): each one's state, `kept` once its run left. */

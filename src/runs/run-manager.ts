@@ -289,7 +289,7 @@ export class RunManager {
         if (view.status !== "finished") return view;
         // The one place a run executed here ends: the input it left becomes runs, the session's
         // queue goes on (unless a run took its place), and so do those waiting for a key's room.
-        await queueInputsLeftBy({ ...this.deps, registry: this.#registry }, live.id);
+        await queueInputsLeftBy(this.deps, live.id);
         if (!live.handedOver) this.#startNext(live.sessionId);
         this.#queuedStarts.runEnded();
         return view;

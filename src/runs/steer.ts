@@ -6,7 +6,7 @@ import { isConflict } from "../store/errors.js";
 import type { InputRunSettings, Store } from "../store/store.js";
 import { type StartRunInput, steerInputId } from "./admission.js";
 import type { EventHub } from "./event-hub.js";
-import { inputRunSettings, inputSteered, runMadeOfInput, startOfInput } from "./queue.js";
+import { inputRunSettings, inputSteered, queueInputsLeftOn, runMadeOfInput, startOfInput } from "./queue.js";
 import type { LiveRuns } from "./registry.js";
 import type { StartedRun } from "./run-manager-deps.js";
 import { goneSince, keyReused, leftByEarlierCopy, runOfRepeatedSteer, takenBefore, viewOf } from "./steer-replay.js";
@@ -37,19 +37,18 @@ export interface SteerDeps {
 /**
  * Where steered input went: `taken` by the active run (committed as a user message before its
  * next model request, or, during a shutdown, left stored for the restart);
- * `ended`: the run ended before taking it (the caller starts a new run with it; `inputId`: the
- * stored input, still pending, which that run's insert removes; `release`, once called, lets a
- * run's end here queue it instead: see InputWaits); `idle`: the session has no active run, or
- * one that takes no input any more.
+ * `ended`: the run ended before taking it and nothing queued it (the caller starts a new run
+ * with it; `inputId`: the stored input, still left, which that run's insert removes); `idle`:
+ * the session has no active run, or one that takes no input any more.
  */
 export type SteerOutcome =
   /** `replayed`: an earlier request with the same input id had steered it (see `inputId`). */
   | { to: "taken"; run: RunView; replayed?: boolean }
-  | { to: "ended"; inputId?: string; release?: () => void }
+  | { to: "ended"; inputId?: string }
   | { to: "idle" }
   /** An earlier copy of this request made a run (see `repeatedRun`), answered with: nothing was steered. */
   | { to: "repeated"; started: StartedRun }
-  /** The run ended without the input, which a pass over the queues made a run of (see queueLeftInput). */
+  /** The run ended without the input, which was queued as a run of its own (see queueInputsLeftOn). */
   | { to: "queued"; started: StartedRun };
 
 /**
@@ -94,9 +93,6 @@ export async function steerActive(
   const repeated = await repeatedRun?.();
   if (repeated) return { to: "repeated", started: repeated };
   const id = inputId ?? newId("msg");
-  // From before the input is stored: a run ending here leaves it to this request (kept for its start once `ended`).
-  const release = deps.registry?.inputWaits.hold(id);
-  let kept = false;
   let wake: () => void = () => {};
   // Subscribed before the input is stored: no message or end of the run goes unseen.
   const unsubscribe = deps.hub.subscribe(active.id, (event) => {
@@ -125,30 +121,26 @@ export async function steerActive(
       if (same === null) return leftByEarlierCopy(deps, { sessionId, input, inputId, repeatedRun });
     }
     while (true) {
-      // A client gone waits no more: its input stays stored, for the run to take, or for the
-      // run's end to queue as a run of its own (see queueInputsLeftBy). Let go of before the
-      // last look, so that either that end or this request (seeing it ended) makes the run.
+      // A client gone waits no more (after one last look): its input stays stored, for the run
+      // to take, or for the run's end to queue as a run of its own (see queueInputsLeftOn).
       const left = gone?.aborted === true;
-      if (left) release?.();
       // Its own input's state only: no input's content nor the run's is read, so a wait costs
       // the same however many others wait and however long their inputs are.
       const status = await deps.store.inputs.pendingStatus(active.id, id);
       if (status === null) {
-        // Taken by the run; or queued as a run of its own once the run ended without it (keyed,
-        // also where goneSince looks).
-        const went =
-          inputId === undefined
-            ? await runMadeOf(deps, sessionId, id)
-            : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
+        // Queued as a run of its own once the run ended without it (the answer of the request
+        // that stored it); or taken by the run (keyed, also where goneSince looks).
+        const made = added ? await runMadeOf(deps, sessionId, id) : null;
+        if (made) return made;
+        const went = inputId === undefined ? null : await goneSince(deps, { sessionId, input, inputId, repeatedRun });
         if (went && went.to !== "taken") return went;
         return { to: "taken", run: went?.run ?? (await viewOf(deps, active.id)), replayed: !added };
       }
-      // A run that ended without the input: the input starts a run of its own (queued, when a
-      // limit or a shutdown refuses it one now).
-      if (status === "finished") {
-        kept = true;
-        return { to: "ended", inputId: id, release };
-      }
+      // A run that ended without the input: the inputs it left are queued as runs, in the order
+      // they were steered, as its end does (either may come first; see queueInputsLeftOn). Only
+      // when that fails does the input start a run of its own (queued when a limit or a shutdown
+      // refuses it one now).
+      if (status === "finished") return await queuedOnEnd(deps, { sessionId, runId: active.id, id, added });
       // Shutting down, the run still live: the input stays stored for the restart, which gives
       // it to the run, or queues it as a new run if the run ends without it.
       if (!deps.accepting()) return { to: "taken", run: await viewOf(deps, active.id), replayed: !added };
@@ -165,12 +157,33 @@ export async function steerActive(
   } finally {
     gone?.removeEventListener("abort", onGone);
     unsubscribe();
-    if (!kept) release?.();
   }
 }
 
-/** The run a pass over the queues made of input `id` left on a run that ended without it; null when none did. */
-async function runMadeOf(deps: SteerDeps, sessionId: string, id: string): Promise<SteerOutcome | null> {
+/**
+ * The answer of a steer whose input `id` run `runId` ended without: the run made of it once
+ * the inputs the run left are queued in steer order (a repeated copy's answer is not `created`),
+ * with the session's queue started; `ended` when that failed (the caller starts the input's run).
+ */
+async function queuedOnEnd(
+  deps: SteerDeps,
+  { sessionId, runId, id, added }: { sessionId: string; runId: string; id: string; added: boolean },
+): Promise<SteerOutcome> {
+  const made = await queueInputsLeftOn(deps, runId).then(
+    () => runMadeOf(deps, sessionId, id),
+    () => null,
+  );
+  if (!made) return { to: "ended", inputId: id };
+  deps.startQueue(sessionId);
+  return added ? made : { to: "queued", started: { ...made.started, created: false } };
+}
+
+/** The run queued from input `id`, left on a run that ended without it (see queueInputsLeftOn); null when none is. */
+async function runMadeOf(
+  deps: SteerDeps,
+  sessionId: string,
+  id: string,
+): Promise<{ to: "queued"; started: StartedRun } | null> {
   const made = await runMadeOfInput(deps.store, { sessionId, inputId: id });
   return made ? { to: "queued", started: made } : null;
 }
@@ -194,11 +207,7 @@ export async function steerOrStart(
   const steered = await steerActive(deps, { sessionId, input, inputId, repeatedRun, settings, gone });
   if (steered.to === "taken") return { run: steered.run, created: false, steered: true, replayed: !!steered.replayed };
   if (steered.to === "repeated" || steered.to === "queued") return steered.started;
-  try {
-    return await startOfInput({ ...steered, sessionId }, start, deps);
-  } finally {
-    if (steered.to === "ended") steered.release?.();
-  }
+  return startOfInput({ ...steered, sessionId }, start, deps);
 }
 
 /**

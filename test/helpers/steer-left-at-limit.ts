@@ -26,9 +26,9 @@ export interface SteerLeftAtLimit {
 }
 
 /**
- * A steer stored on session S's run R1, which then ends without taking it; the steer looks at
- * R1's end only once R2 (a run of another session) has taken the last room (MAX_CONCURRENT_RUNS,
- * or the key's MAX_RUNS_PER_KEY, as `env` sets): its own start is then at a limit. `more`
+ * A steer stored on session S's run R1, which then ends without taking it; its input is queued
+ * as a run only once R2 (a run of another session) has taken the last room (MAX_CONCURRENT_RUNS,
+ * or the key's MAX_RUNS_PER_KEY, as `env` sets): the run of it is then at a limit. `more`
  * replies (each gated) follow R1's and R2's; `wrapRuns` wraps the store's `runs` further.
  */
 export async function steerLeftAtLimit({
@@ -50,13 +50,12 @@ export async function steerLeftAtLimit({
     upstream,
     env,
     wrapStore: (store: Store) => {
-      // The steer looks at its run's end only once R2 is admitted (one possible interleaving).
+      // The input R1 left is queued (by R1's end, or the steer seeing it) only once R2 is admitted (one possible interleaving).
       const held = aroundStore(store, "inputs", (name, _args, call) => {
-        if (name !== "pendingStatus") return call();
+        if (name !== "leftOn") return call();
         return (async () => {
-          const status = await call();
-          if (status === "finished" && holding) await hold.wait;
-          return status;
+          if (holding) await hold.wait;
+          return call();
         })();
       });
       return wrapRuns ? aroundStore(held, "runs", wrapRuns) : held;

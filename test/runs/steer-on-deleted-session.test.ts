@@ -9,8 +9,8 @@ afterEach(async () => {
 });
 
 /**
- * A steer whose run ends without taking its input starts a run of that input (runs.create with
- * `takesInput` and `unlessQueueHeld`). When another instance deletes the session just before
+ * A steer whose run ends without taking its input gets a run of that input (runs.create with
+ * `takesInput`, by the run's end or the steer). When another instance deletes the session just before
  * that insert (this instance's delete waits for the starts in flight here), the steer is
  * answered 404 like any request for a session that is gone. Before, SQLite withdrew the input
  * first (the delete had taken it) and refused `input_taken`, which the steer took for another
@@ -21,6 +21,7 @@ describe.each(["sqlite", "postgres"] as const)("a steer racing its session's del
   it("the steer's start of its left input answers 404 once the session is deleted", async () => {
     let sessionId = "";
     let deleted: boolean | null = null;
+    let deleting: Promise<boolean> | null = null;
     server = await startTestServer({
       backend,
       wrapStore: (store) => ({
@@ -28,8 +29,12 @@ describe.each(["sqlite", "postgres"] as const)("a steer racing its session's del
         runs: {
           ...store.runs,
           create: async (run, events, options) => {
-            // Another instance's delete (this one's waits for the starts in flight here).
-            if (options?.takesInput !== undefined && deleted === null) deleted = await store.sessions.delete(sessionId);
+            // Another instance's delete (this one's waits for the starts in flight here), before
+            // the first insert of a run of the left input (the run's end's, or the steer's).
+            if (options?.takesInput !== undefined) {
+              deleting ??= store.sessions.delete(sessionId);
+              deleted = await deleting;
+            }
             return store.runs.create(run, events, options);
           },
         },

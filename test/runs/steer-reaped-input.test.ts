@@ -18,9 +18,12 @@ afterEach(async () => {
 async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}, at: "start" | "look" = "start") {
   let manager: RunManager | undefined;
   let reapFirst = true;
+  let reaped!: () => void;
+  const reapDone = new Promise<void>((r) => (reaped = r));
   const reap = async () => {
     reapFirst = false;
     expect((await manager?.ownership.reap())?.requeuedInputs).toBe(1);
+    reaped();
   };
   server = await startTestServer({
     backend: "postgres",
@@ -35,6 +38,11 @@ async function steerWhoseInputIsReapedFirst(headers: Record<string, string> = {}
       },
       inputs: {
         ...store.inputs,
+        // The run's end queues the input it left (see queueInputsLeftOn) only after the pass, when the pass comes at the look.
+        leftOn: async (runId) => {
+          if (at === "look" && reapFirst) await reapDone;
+          return store.inputs.leftOn(runId);
+        },
         pendingStatus: async (runId, id) => {
           const status = await store.inputs.pendingStatus(runId, id);
           if (at !== "look" || status !== "finished" || !reapFirst || !manager) return status;
