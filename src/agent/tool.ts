@@ -52,9 +52,24 @@ export const toolError = (errorCode: string, message: string, retryable = false)
 /**
  * Why a tool's fired signal stopped it, in words for its result (what the model reads): "the
  * run was cancelled", or that the run's time budget ran out when the signal's reason is the
- * deadline's (WallTimeSpent). Every tool words its stopped result with this.
+ * deadline's (WallTimeSpent), or a StopWithoutGrace's own message. Every tool words its stopped result with this.
  */
 export function stopCause(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
-  return reason instanceof WallTimeSpent ? reason.message : "the run was cancelled";
+  return reason instanceof WallTimeSpent || reason instanceof StopWithoutGrace
+    ? reason.message
+    : "the run was cancelled";
 }
+
+/**
+ * A signal's reason that leaves tools no grace: what a tool runs is killed at once (a shell
+ * command gets SIGKILL, no SIGTERM first), e.g. because someone else may take over its work
+ * within moments. Its message says why, and stopCause words the tool's result with it.
+ */
+export class StopWithoutGrace extends Error {
+  override readonly name = "StopWithoutGrace";
+}
+
+/** Whether `signal` fired with a reason that leaves no grace (StopWithoutGrace). */
+export const stopsWithoutGrace = (signal: AbortSignal): boolean =>
+  signal.aborted && signal.reason instanceof StopWithoutGrace;

@@ -1,5 +1,6 @@
 import type { RunStats } from "../agent/stats.js";
 import { BECAUSE_SESSION_DELETED } from "../agent/stop-detail.js";
+import { StopWithoutGrace } from "../agent/tool.js";
 import type { RunView } from "../domain/run.js";
 import type { RunRecord, SessionRecord } from "../store/store.js";
 import { ApprovalWaiters } from "./approval-waiters.js";
@@ -39,6 +40,13 @@ export const WRITE_UNCERTAIN =
   "a write of the run got no answer in time, so whether it was stored is unknown: the run continues from what is stored once its lease expires";
 /** Why a run stops when its lease could not be renewed in time (the database failed or did not answer). */
 export const LEASE_UNRENEWED = "this server could not renew the run's lease in time: another instance may take it over";
+
+/**
+ * The stops after which another instance may continue the run within moments (its lease is,
+ * or is about to be, someone else's): they leave the run's tools no grace (StopWithoutGrace),
+ * so nothing of a tool started here still runs when a peer takes the run over.
+ */
+const STOPS_WITHOUT_GRACE: ReadonlySet<string> = new Set([LEASE_LOST, LEASE_UNRENEWED, WRITE_UNCERTAIN]);
 
 /** What this process holds for a run it executes: a cache of it and the means to control it. */
 export class LiveRun {
@@ -172,7 +180,8 @@ export class LiveRun {
 
   /**
    * Sealed: nothing more is written, approvals stop waiting, the signal stops what runs (a
-   * tool's process group is killed). `reason` is the signal's. A run `ending` is stopped too
+   * tool's process group is killed). The signal's reason says `reason` (a StopWithoutGrace for
+   * the stops after which a peer may continue the run). A run `ending` is stopped too
    * (its lease is lost: its end is no longer this process's to store).
    */
   stop(reason = "the server is shutting down"): void {
@@ -181,7 +190,7 @@ export class LiveRun {
     this.stoppedBecause = reason;
     this.recorder.seal();
     this.waiters.clear();
-    this.controller.abort(new Error(reason));
+    this.controller.abort(STOPS_WITHOUT_GRACE.has(reason) ? new StopWithoutGrace(reason) : new Error(reason));
   }
 
   /** Why the run was stopped (see `stop`); null while it was not. */

@@ -55,8 +55,8 @@ export async function processGroupAlive(pgid: number): Promise<boolean> {
 
 /**
  * Terminates a whole process group: SIGTERM, then SIGKILL if anything is still running
- * after `graceMs`. Resolves once the group is gone (or, after SIGKILL, after a bounded
- * wait), saying whether SIGKILL was needed.
+ * after `graceMs` (with no grace, 0, SIGKILL at once). Resolves once the group is gone (or,
+ * after SIGKILL, after a bounded wait), saying whether SIGKILL was sent.
  */
 export async function killProcessGroup({
   pgid,
@@ -65,14 +65,14 @@ export async function killProcessGroup({
   pgid: number;
   graceMs: number;
 }): Promise<"terminated" | "killed"> {
-  if (!signalGroup(pgid, "SIGTERM")) return "terminated";
+  if (graceMs > 0 && !signalGroup(pgid, "SIGTERM")) return "terminated";
   const graceEnd = Date.now() + graceMs;
   while (Date.now() < graceEnd) {
     if (!(await processGroupAlive(pgid))) return "terminated";
     await delay(POLL_MS);
   }
-  if (!(await processGroupAlive(pgid))) return "terminated";
-  signalGroup(pgid, "SIGKILL");
+  if (graceMs > 0 && !(await processGroupAlive(pgid))) return "terminated";
+  if (!signalGroup(pgid, "SIGKILL")) return "terminated";
   const confirmEnd = Date.now() + KILL_CONFIRM_MS;
   while (Date.now() < confirmEnd && (await processGroupAlive(pgid))) await delay(POLL_MS);
   return "killed";

@@ -3,6 +3,7 @@ import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
+import { stopsWithoutGrace } from "../agent/tool.js";
 import { errnoCode } from "../errno.js";
 import { gatedLaunch, openGate, watchProcessGroup } from "./group-watchdog.js";
 import { HeadTailBuffer } from "./head-tail-buffer.js";
@@ -17,6 +18,7 @@ export interface ShellRunOptions {
   /** Handed to the program as descriptor 3 (the workspace directory bwrap mounts). */
   fd3?: number;
   timeoutMs: number;
+  /** Stops the command; one firing with a StopWithoutGrace reason has its group SIGKILLed at once. */
   signal: AbortSignal;
   /** Between SIGTERM and SIGKILL when the group is stopped. */
   killGraceMs: number;
@@ -32,8 +34,11 @@ export interface ShellRun {
   omittedBytes: number;
   exitCode: number | null;
   exitSignal: NodeJS.Signals | null;
-  /** Set when the host stopped the command; `forced` says SIGKILL was needed. */
-  stopped: { by: "timeout" | "abort"; forced: boolean } | null;
+  /**
+   * Set when the host stopped the command; `forced` says SIGKILL was needed, `atOnce` that it
+   * was sent with no SIGTERM first (the signal's reason left no grace).
+   */
+  stopped: { by: "timeout" | "abort"; forced: boolean; atOnce: boolean } | null;
   /** The shell exited while background processes still held its output open. */
   outputLeftOpen: boolean;
   /** Processes the command left running in its group were stopped after it exited. */
@@ -128,12 +133,14 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
   stdout.on("data", (chunk: Buffer) => output.push(chunk));
   const streamsClosed = closed(stdout);
 
-  const state: { stopped: { by: "timeout" | "abort"; killing: Promise<"terminated" | "killed"> } | null } = {
-    stopped: null,
-  };
+  const state: {
+    stopped: { by: "timeout" | "abort"; atOnce: boolean; killing: Promise<"terminated" | "killed"> } | null;
+  } = { stopped: null };
   const stop = (by: "timeout" | "abort"): void => {
     if (state.stopped || child.pid === undefined) return;
-    state.stopped = { by, killing: killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs }) };
+    const atOnce = by === "abort" && stopsWithoutGrace(options.signal);
+    const graceMs = atOnce ? 0 : options.killGraceMs;
+    state.stopped = { by, atOnce, killing: killProcessGroup({ pgid: child.pid, graceMs }) };
   };
   const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
   const onAbort = (): void => stop("abort");
@@ -173,7 +180,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     omittedBytes: output.omittedBytes,
     exitCode: "code" in exit ? exit.code : null,
     exitSignal: "signal" in exit ? exit.signal : null,
-    stopped: stopped ? { by: stopped.by, forced } : null,
+    stopped: stopped ? { by: stopped.by, forced, atOnce: stopped.atOnce } : null,
     outputLeftOpen: !drained,
     backgroundStopped,
     spawnError,

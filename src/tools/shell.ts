@@ -145,9 +145,11 @@ function outcomeOf(
   }
   const body = run.output === "" ? "(no output)" : run.output.replace(/\n$/, "");
   if (run.stopped) {
-    const how = run.stopped.forced
-      ? `killed (SIGKILL, still running ${killGraceMs} ms after SIGTERM)`
-      : "terminated (SIGTERM)";
+    const how = run.stopped.atOnce
+      ? "killed at once (SIGKILL, no grace)"
+      : run.stopped.forced
+        ? `killed (SIGKILL, still running ${killGraceMs} ms after SIGTERM)`
+        : "terminated (SIGTERM)";
     if (run.stopped.by === "abort") return abortedOutcome(signal, `${body}\n`, truncated, how);
     return withTruncation(
       toolError(
