@@ -19,27 +19,65 @@ function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** Whether /proc lists a process of group `pgid` that is not a zombie; null when /proc is unreadable. */
-async function liveMemberInProc(pgid: number): Promise<boolean | null> {
+/** A process as /proc/<pid>/stat shows it. */
+interface ProcStat {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  state: string;
+}
+
+/** The processes /proc lists, one by one (those that exit meanwhile are skipped); null when /proc is unreadable. */
+async function procStats(): Promise<AsyncGenerator<ProcStat> | null> {
   let names: string[];
   try {
     names = await readdir("/proc");
   } catch {
     return null;
   }
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = await readFile(`/proc/${name}/stat`, "utf8");
-    } catch {
-      continue; // exited meanwhile
+  return (async function* () {
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      let stat: string;
+      try {
+        stat = await readFile(`/proc/${name}/stat`, "utf8");
+      } catch {
+        continue; // exited meanwhile
+      }
+      // "<pid> (<comm>) <state> <ppid> <pgrp> …"; comm may contain spaces and parentheses.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      yield { pid: Number(name), state: fields[0] ?? "", ppid: Number(fields[1]), pgrp: Number(fields[2]) };
     }
-    // "<pid> (<comm>) <state> <ppid> <pgrp> …"; comm may contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
-  }
+  })();
+}
+
+/** Whether /proc lists a process of group `pgid` that is not a zombie; null when /proc is unreadable. */
+async function liveMemberInProc(pgid: number): Promise<boolean | null> {
+  const stats = await procStats();
+  if (!stats) return null;
+  for await (const stat of stats) if (stat.pgrp === pgid && stat.state !== "Z") return true;
   return false;
+}
+
+/**
+ * Sends SIGTERM to the processes of a sandbox's group `pgid` that run the command: all but
+ * the group's leader (bwrap) and its children (bwrap's init of the sandbox's pid namespace).
+ * Those two do not pass SIGTERM on but die of it, and the namespace's processes die with them
+ * at once (SIGKILL): the command would get no grace. Where /proc is unreadable, the whole
+ * group gets it. False when the group no longer exists.
+ */
+async function terminateSandboxed(pgid: number): Promise<boolean> {
+  const stats = await procStats();
+  if (!stats) return signalGroup(pgid, "SIGTERM");
+  for await (const stat of stats) {
+    if (stat.pgrp !== pgid || stat.pid === pgid || stat.ppid === pgid) continue;
+    try {
+      process.kill(stat.pid, "SIGTERM");
+    } catch {
+      // exited meanwhile, or not ours to signal (as signalGroup's EPERM)
+    }
+  }
+  return signalGroup(pgid, 0);
 }
 
 /**
@@ -56,16 +94,23 @@ export async function processGroupAlive(pgid: number): Promise<boolean> {
 /**
  * Terminates a whole process group: SIGTERM, then SIGKILL if anything is still running
  * after `graceMs` (with no grace, 0, SIGKILL at once). Resolves once the group is gone (or,
- * after SIGKILL, after a bounded wait), saying whether SIGKILL was sent.
+ * after SIGKILL, after a bounded wait), saying whether SIGKILL was sent. A `sandboxed` group
+ * is bwrap's (its leader): SIGTERM goes to the command's processes only (terminateSandboxed),
+ * so "terminated" means they ended within the grace, sandboxed or not.
  */
 export async function killProcessGroup({
   pgid,
   graceMs,
+  sandboxed = false,
 }: {
   pgid: number;
   graceMs: number;
+  sandboxed?: boolean;
 }): Promise<"terminated" | "killed"> {
-  if (graceMs > 0 && !signalGroup(pgid, "SIGTERM")) return "terminated";
+  if (graceMs > 0) {
+    const exists = sandboxed ? await terminateSandboxed(pgid) : signalGroup(pgid, "SIGTERM");
+    if (!exists) return "terminated";
+  }
   const graceEnd = Date.now() + graceMs;
   while (Date.now() < graceEnd) {
     if (!(await processGroupAlive(pgid))) return "terminated";

@@ -15,6 +15,11 @@ export interface ShellRunOptions {
   file: string;
   args: string[];
   cwd: string;
+  /**
+   * The program is bwrap: the group's leader and its children are the sandbox's own processes,
+   * spared the SIGTERM of a stop (see killProcessGroup).
+   */
+  sandboxed: boolean;
   /** Handed to the program as descriptor 3 (the workspace directory bwrap mounts). */
   fd3?: number;
   timeoutMs: number;
@@ -140,7 +145,11 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
     if (state.stopped || child.pid === undefined) return;
     const atOnce = by === "abort" && stopsWithoutGrace(options.signal);
     const graceMs = atOnce ? 0 : options.killGraceMs;
-    state.stopped = { by, atOnce, killing: killProcessGroup({ pgid: child.pid, graceMs }) };
+    state.stopped = {
+      by,
+      atOnce,
+      killing: killProcessGroup({ pgid: child.pid, graceMs, sandboxed: options.sandboxed }),
+    };
   };
   const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
   const onAbort = (): void => stop("abort");
@@ -169,7 +178,7 @@ export async function runShellCommand(options: ShellRunOptions): Promise<ShellRu
   // process takes a moment to end the others after the command: that is not left behind.
   let backgroundStopped = false;
   if (!stopped && child.pid !== undefined && !(await groupEndsWithin(child.pid, GROUP_SETTLE_MS))) {
-    await killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs });
+    await killProcessGroup({ pgid: child.pid, graceMs: options.killGraceMs, sandboxed: options.sandboxed });
     backgroundStopped = true;
   }
 

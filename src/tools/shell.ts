@@ -108,8 +108,9 @@ export function createShellTool({
                 args: bwrapArgs({ ...sandbox, workspace, readOnly, command }),
                 cwd: "/",
                 fd3: root.fd,
+                sandboxed: true,
               }
-            : { file: "/bin/sh", args: ["-c", "--", command], cwd: workspace };
+            : { file: "/bin/sh", args: ["-c", "--", command], cwd: workspace, sandboxed: false };
         const run = await runShellCommand({
           ...launch,
           timeoutMs,
